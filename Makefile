@@ -1,0 +1,35 @@
+# neardup: `make demo` runs the main job on bundled data, `make test` runs the suite.
+# Both create .venv on first use; nothing depends on what was installed by hand.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	rm -rf demo-out
+	$(BIN)/neardup dedup examples/news.jsonl --id-field id -o demo-out
+	@echo
+	@echo "Outputs written to demo-out/: clusters, pairs, deduplicated corpus, summary.json"
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[test,bench]"
+	$(BIN)/python benchmarks/core.py --sizes 10000
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .hypothesis

@@ -1,0 +1,218 @@
+"""Frozen, validated parameter sets for every stage.
+
+Each dataclass checks its fields on construction and raises :class:`ConfigError` saying which
+field was wrong, what it was, and what is allowed. :class:`DedupConfig` groups them and can be
+built from flat keyword arguments (``DedupConfig.from_kwargs(threshold=0.7, shingle="char:5")``),
+which is what :func:`neardup.dedup` and the CLI do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+
+
+def _check(cond: bool, name: str, value: Any, allowed: str) -> None:
+    if not cond:
+        raise ConfigError(f"{name}={value!r} is invalid: {allowed}")
+
+
+@dataclass(frozen=True)
+class NormalizeConfig:
+    """Text normalisation, applied before fingerprinting and shingling.
+
+    NFKC, case folding and whitespace collapsing are on by default; the ``strip_*`` options
+    (seed 004's preprocessing) are off by default.
+    """
+
+    nfkc: bool = True
+    casefold: bool = True
+    strip_html: bool = False
+    strip_punctuation: bool = False
+    strip_digits: bool = False
+    strip_stopwords: bool = False
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            _check(isinstance(v, bool), f.name, v, "must be True or False")
+
+
+@dataclass(frozen=True)
+class ShingleConfig:
+    """Shingles: ``kind`` "word" (k consecutive tokens) or "char" (k consecutive characters).
+
+    ``offset`` is the distance between the starts of two consecutive shingles (seed 001); 1 takes
+    every shingle. A non-empty document shorter than one shingle gets exactly one shingle: its
+    whole normalised text. An empty document gets no shingles.
+    """
+
+    kind: str = "word"
+    k: int = 5
+    offset: int = 1
+
+    def __post_init__(self) -> None:
+        _check(self.kind in ("word", "char"), "shingle kind", self.kind, "use 'word' or 'char'")
+        _check(isinstance(self.k, int) and 1 <= self.k <= 64, "shingle k", self.k,
+               "an integer from 1 to 64")
+        _check(isinstance(self.offset, int) and 1 <= self.offset <= 1024, "shingle offset",
+               self.offset, "an integer from 1 to 1024")
+
+    @classmethod
+    def parse(cls, spec: str) -> ShingleConfig:
+        """Parse ``"word:K[:OFFSET]"`` or ``"char:K[:OFFSET]"``."""
+        if isinstance(spec, ShingleConfig):
+            return spec
+        parts = str(spec).split(":")
+        if len(parts) not in (2, 3) or parts[0] not in ("word", "char"):
+            raise ConfigError(
+                f"shingle={spec!r} is invalid: use 'word:K', 'word:K:OFFSET', 'char:K' or 'char:K:OFFSET'"
+            )
+        try:
+            nums = [int(p) for p in parts[1:]]
+        except ValueError:
+            raise ConfigError(f"shingle={spec!r} is invalid: K and OFFSET must be integers") from None
+        return cls(parts[0], *nums)
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.k}" + (f":{self.offset}" if self.offset != 1 else "")
+
+
+SCHEMES = ("oph", "classic")
+
+
+@dataclass(frozen=True)
+class SketchConfig:
+    """MinHash signatures: ``num_perm`` values per document, ``scheme`` "oph" (one-permutation
+    hashing with optimal densification, the fast default) or "classic" ((a*x+b) mod 2^61-1)."""
+
+    num_perm: int = 128
+    seed: int = 1
+    scheme: str = "oph"
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.num_perm, int) and 2 <= self.num_perm <= 4096, "num_perm",
+               self.num_perm, "an integer from 2 to 4096")
+        _check(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "seed", self.seed,
+               "an integer from 0 to 2**63-1")
+        _check(self.scheme in SCHEMES, "scheme", self.scheme, f"one of {', '.join(SCHEMES)}")
+
+
+@dataclass(frozen=True)
+class LSHConfig:
+    """Banding. ``bands``/``rows`` default to the choice made by :func:`neardup.lsh.choose_bands`
+    for ``threshold``: the fewest false positives whose probability of finding a pair exactly at
+    the threshold is at least ``min_recall``. Buckets with more than ``bucket_cap`` documents are
+    reported and linked as a star (each member paired with the bucket's first member)."""
+
+    threshold: float = 0.8
+    bands: int | None = None
+    rows: int | None = None
+    min_recall: float = 0.9
+    bucket_cap: int = 500
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.threshold, (int, float)) and 0.0 < self.threshold <= 1.0,
+               "threshold", self.threshold, "a number in (0, 1]")
+        _check(isinstance(self.min_recall, (int, float)) and 0.0 < self.min_recall < 1.0,
+               "min_recall", self.min_recall, "a number in (0, 1)")
+        for name in ("bands", "rows"):
+            v = getattr(self, name)
+            _check(v is None or (isinstance(v, int) and v >= 1), name, v,
+                   "a positive integer or None (chosen from the threshold)")
+        _check(isinstance(self.bucket_cap, int) and self.bucket_cap >= 2, "bucket_cap",
+               self.bucket_cap, "an integer >= 2")
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """How candidate pairs are scored: "exact" Jaccard of the shingle sets, or the signature
+    "estimate" (no shingles kept in memory)."""
+
+    mode: str = "exact"
+
+    def __post_init__(self) -> None:
+        _check(self.mode in ("exact", "estimate"), "verify", self.mode, "use 'exact' or 'estimate'")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """``method`` "components" (connected components of verified pairs) or "strict" (every member
+    is verified against its cluster's representative, so chains cannot merge unrelated texts).
+    ``keep`` picks the representative: the "first" in input order or the "longest" text."""
+
+    method: str = "components"
+    keep: str = "first"
+
+    def __post_init__(self) -> None:
+        _check(self.method in ("components", "strict"), "cluster", self.method,
+               "use 'components' or 'strict'")
+        _check(self.keep in ("first", "longest"), "keep", self.keep, "use 'first' or 'longest'")
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """All parameters of a batch deduplication run."""
+
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    shingle: ShingleConfig = field(default_factory=ShingleConfig)
+    sketch: SketchConfig = field(default_factory=SketchConfig)
+    lsh: LSHConfig = field(default_factory=LSHConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+
+    def __post_init__(self) -> None:
+        b, r = self.lsh.bands, self.lsh.rows
+        if b is not None and r is not None and b * r > self.sketch.num_perm:
+            raise ConfigError(
+                f"bands*rows={b}*{r}={b * r} is invalid: it must not exceed num_perm={self.sketch.num_perm}"
+            )
+
+    # flat keyword name -> (section, field)
+    _FLAT = {
+        "nfkc": ("normalize", "nfkc"), "casefold": ("normalize", "casefold"),
+        "strip_html": ("normalize", "strip_html"),
+        "strip_punctuation": ("normalize", "strip_punctuation"),
+        "strip_digits": ("normalize", "strip_digits"),
+        "strip_stopwords": ("normalize", "strip_stopwords"),
+        "num_perm": ("sketch", "num_perm"), "seed": ("sketch", "seed"),
+        "scheme": ("sketch", "scheme"),
+        "threshold": ("lsh", "threshold"), "bands": ("lsh", "bands"), "rows": ("lsh", "rows"),
+        "min_recall": ("lsh", "min_recall"), "bucket_cap": ("lsh", "bucket_cap"),
+        "verify": ("verify", "mode"),
+        "cluster": ("cluster", "method"), "keep": ("cluster", "keep"),
+    }
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> DedupConfig:
+        """Build from flat names: ``shingle="char:5"``, ``threshold=0.7``, ``verify="estimate"``,
+        ``cluster="strict"``, ``num_perm=256``, ``strip_html=True``, ..."""
+        sections: dict[str, dict[str, Any]] = {
+            "normalize": {}, "sketch": {}, "lsh": {}, "verify": {}, "cluster": {}
+        }
+        shingle = ShingleConfig()
+        for key, value in kwargs.items():
+            if key == "shingle":
+                shingle = ShingleConfig.parse(value)
+            elif key in cls._FLAT:
+                sec, name = cls._FLAT[key]
+                sections[sec][name] = value
+            else:
+                allowed = ", ".join(sorted([*cls._FLAT, "shingle"]))
+                raise ConfigError(f"unknown parameter {key!r}; allowed: {allowed}")
+        return cls(
+            normalize=NormalizeConfig(**sections["normalize"]),
+            shingle=shingle,
+            sketch=SketchConfig(**sections["sketch"]),
+            lsh=LSHConfig(**sections["lsh"]),
+            verify=VerifyConfig(**sections["verify"]),
+            cluster=ClusterConfig(**sections["cluster"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["shingle"] = str(self.shingle)
+        return d

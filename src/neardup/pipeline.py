@@ -1,0 +1,349 @@
+"""Batch deduplication: the stages in order, over chunks of documents.
+
+``read -> normalise -> fingerprint (exact groups) -> shingle -> sketch`` runs per chunk as
+documents arrive (:meth:`Deduplicator.add`); ``LSH -> verify -> cluster`` runs once over all
+documents (:meth:`Deduplicator.finish`). Only one copy of each exact-duplicate group is shingled
+and sketched. What is kept between chunks is the index: one signature per distinct text and, for
+exact verification, its shingle set as sorted 32-bit fingerprints; never the texts themselves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+from xxhash import xxh3_128_intdigest
+
+from . import __version__
+from .cluster import connected_components, labels_from_reps, preference_rank, strict_clusters
+from .config import DedupConfig
+from .errors import InputError
+from .lsh import CandidateStats, candidate_pairs, choose_bands, s_curve
+from .result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
+from .sketch import sketch
+from .text.normalize import normalize
+from .text.shingle import Shingles, shingle_codepoints
+from .verify import estimate_pairs, jaccard_pairs
+
+StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
+
+_S32 = np.uint64(32)
+
+
+@njit(cache=True, parallel=True)
+def _compact32(hashes, offsets):
+    """Keep the high 32 bits of each sorted 64-bit hash, dropping adjacent repeats."""
+    n = len(offsets) - 1
+    sizes = np.zeros(n, np.int64)
+    tmp = (hashes >> np.uint64(32)).astype(np.uint32)
+    for d in prange(n):
+        a, b = offsets[d], offsets[d + 1]
+        u = 0
+        for i in range(a, b):
+            if u == 0 or tmp[i] != tmp[a + u - 1]:
+                tmp[a + u] = tmp[i]
+                u += 1
+        sizes[d] = u
+    out_off = np.zeros(n + 1, np.int64)
+    out_off[1:] = np.cumsum(sizes)
+    out = np.empty(out_off[n], np.uint32)
+    for d in prange(n):
+        a = offsets[d]
+        o = out_off[d]
+        for j in range(sizes[d]):
+            out[o + j] = tmp[a + j]
+    return out, out_off
+
+
+def _concat_release(parts: list[np.ndarray], dtype, tail_shape=()) -> np.ndarray:
+    """Concatenate and free the parts as they are copied: peak memory is the result plus one
+    part, not twice the result."""
+    total = sum(len(p) for p in parts)
+    out = np.empty((total, *tail_shape), dtype)
+    pos = 0
+    for i in range(len(parts)):
+        p = parts[i]
+        out[pos:pos + len(p)] = p
+        pos += len(p)
+        parts[i] = None  # type: ignore[call-overload]
+    parts.clear()
+    return out
+
+
+class Deduplicator:
+    """Streaming batch deduplication.
+
+    >>> d = Deduplicator(threshold=0.8)
+    >>> d.add(["a first text", "another text"])          # any number of chunks
+    >>> result = d.finish()
+
+    ``add`` may be called with chunks of any size; results do not depend on the chunking.
+    Parameters: a :class:`DedupConfig` or the flat keywords of :meth:`DedupConfig.from_kwargs`.
+    ``check_ids``: reject repeated ids (the file readers do this already, so the pipeline turns
+    it off to save memory).
+    """
+
+    def __init__(self, config: DedupConfig | None = None, *, check_ids: bool = True,
+                 on_stage: StageCallback | None = None, **params: Any):
+        if config is not None and params:
+            raise TypeError("pass either a DedupConfig or keyword parameters, not both")
+        self.config = config or DedupConfig.from_kwargs(**params)
+        self._exact = self.config.verify.mode == "exact"
+        self._on_stage = on_stage
+        self._ids: list[str] = []
+        self._seen_ids: dict[str, int] | None = {} if check_ids else None
+        self._fp_index: dict[int, int] = {}
+        self._group_parts: list[np.ndarray] = []
+        self._urow_parts: list[np.ndarray] = []
+        self._ulen_parts: list[np.ndarray] = []
+        self._ufp_parts: list[np.ndarray] = []
+        self._sig_parts: list[np.ndarray] = []
+        self._sh_parts: list[np.ndarray] = []
+        self._shsize_parts: list[np.ndarray] = []
+        self._n_unique = 0
+        self._n_empty = 0
+        self._text_bytes = 0
+        self._shingles_total = 0
+        self.timings: dict[str, float] = {}
+        self._finished = False
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def _tick(self, stage: str, t0: float) -> float:
+        t1 = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + (t1 - t0)
+        return t1
+
+    def add(self, texts: Sequence[str], ids: Sequence[str] | None = None,
+            text_bytes: int | None = None) -> None:
+        """Add a chunk of documents (``ids`` default to their running row numbers)."""
+        if self._finished:
+            raise RuntimeError("finish() was already called on this Deduplicator")
+        n = len(texts)
+        base = len(self._ids)
+        if ids is None:
+            ids = [str(base + i) for i in range(n)]
+        elif len(ids) != n:
+            raise InputError(f"got {n} texts but {len(ids)} ids", field="ids")
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise InputError(f"text at position {base + i} is {type(t).__name__}, not str",
+                                 field="texts", reason="non_string_field")
+        if self._seen_ids is not None:
+            seen = self._seen_ids
+            for i, x in enumerate(ids):
+                if not isinstance(x, str):
+                    raise InputError(f"id at position {base + i} is {type(x).__name__}, not str",
+                                     field="ids", reason="bad_id")
+                if x in seen:
+                    raise InputError(f"duplicate id {x!r} at positions {seen[x]} and {base + i}",
+                                     field="ids", reason="duplicate_id")
+                seen[x] = base + i
+        self._ids.extend(ids)
+        if text_bytes is None:
+            text_bytes = sum(len(t) for t in texts)
+        self._text_bytes += text_bytes
+        cfg = self.config
+
+        t0 = time.perf_counter()
+        batch = normalize(texts, cfg.normalize)
+        t0 = self._tick("normalize", t0)
+
+        # exact duplicates: 128-bit fingerprint of the normalised text
+        mv = memoryview(batch.codepoints).cast("B")
+        offs = (batch.offsets * 4).tolist()
+        lengths = batch.lengths
+        group = np.empty(n, np.int64)
+        new_docs: list[int] = []
+        new_fps: list[int] = []
+        fp_index = self._fp_index
+        for i in range(n):
+            a, b = offs[i], offs[i + 1]
+            if a == b:
+                group[i] = -1
+                self._n_empty += 1
+                continue
+            fp = xxh3_128_intdigest(mv[a:b])
+            g = fp_index.get(fp)
+            if g is None:
+                g = fp_index[fp] = self._n_unique
+                self._n_unique += 1
+                new_docs.append(i)
+                new_fps.append(fp >> 64)
+            group[i] = g
+        self._group_parts.append(group)
+        docs = np.asarray(new_docs, np.int64)
+        self._urow_parts.append(docs + base)
+        self._ulen_parts.append(lengths[docs])
+        self._ufp_parts.append(np.asarray(new_fps, np.uint64))
+        t0 = self._tick("fingerprint", t0)
+
+        sh = shingle_codepoints(batch, cfg.shingle, docs)
+        del batch
+        self._shingles_total += len(sh.hashes)
+        t0 = self._tick("shingle", t0)
+        self._sig_parts.append(sketch(sh, cfg.sketch))
+        t0 = self._tick("sketch", t0)
+        if self._exact:
+            h32, off32 = _compact32(sh.hashes, sh.offsets)
+            self._sh_parts.append(h32)
+            self._shsize_parts.append(np.diff(off32))
+            self._tick("shingle", t0)
+
+    def lsh_params(self) -> tuple[int, int]:
+        """The (bands, rows) this run uses: given, or chosen for the threshold."""
+        lc = self.config.lsh
+        k = self.config.sketch.num_perm
+        if lc.bands is not None and lc.rows is not None:
+            return lc.bands, lc.rows
+        if lc.rows is not None:
+            return k // lc.rows, lc.rows
+        if lc.bands is not None:
+            return lc.bands, k // lc.bands
+        return choose_bands(lc.threshold, k, lc.min_recall)
+
+    def _stage(self, name: str, done: int, total: int) -> None:
+        if self._on_stage is not None:
+            self._on_stage(name, done, total)
+
+    def finish(self) -> Result:
+        """Run LSH, verification and clustering over everything added; return the result."""
+        if self._finished:
+            raise RuntimeError("finish() was already called on this Deduplicator")
+        self._finished = True
+        cfg = self.config
+        n = len(self._ids)
+        U = self._n_unique
+        k = cfg.sketch.num_perm
+        thr = np.float32(cfg.lsh.threshold)
+
+        t0 = time.perf_counter()
+        group = _concat_release(self._group_parts, np.int64)
+        urow = _concat_release(self._urow_parts, np.int64)
+        ulen = _concat_release(self._ulen_parts, np.int64)
+        ufp = _concat_release(self._ufp_parts, np.uint64)
+        sigs = _concat_release(self._sig_parts, np.uint32, (k,))
+        sh: Shingles | None = None
+        if self._exact:
+            sizes = _concat_release(self._shsize_parts, np.int64)
+            offsets = np.zeros(U + 1, np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            del sizes
+            sh = Shingles(_concat_release(self._sh_parts, np.uint32), offsets)
+        t0 = self._tick("collect", t0)
+
+        bands, rows = self.lsh_params()
+        self._stage("candidates", 0, 1)
+        if U >= 2:
+            left, right, cstats = candidate_pairs(sigs, bands, rows, cfg.lsh.bucket_cap)
+        else:
+            left = right = np.zeros(0, np.int64)
+            cstats = CandidateStats(bands=bands, rows=rows, bucket_cap=cfg.lsh.bucket_cap)
+        self._stage("candidates", 1, 1)
+        t0 = self._tick("lsh", t0)
+
+        self._stage("verify", 0, len(left))
+        if self._exact:
+            sim = jaccard_pairs(sh, left, right)
+            method = JACCARD
+        else:
+            sim = estimate_pairs(sigs, left, right)
+            method = MINHASH
+        ok = sim >= thr
+        left, right, sim = left[ok], right[ok], sim[ok]
+        self._stage("verify", cstats.candidates, cstats.candidates)
+        t0 = self._tick("verify", t0)
+
+        self._stage("cluster", 0, 1)
+        rank = preference_rank(U, cfg.cluster.keep, ulen, ufp)
+        if cfg.cluster.method == "strict":
+            rep_u = strict_clusters(U, left, right, rank)
+        else:
+            rep_u = connected_components(U, left, right, rank)
+        members = np.flatnonzero(rep_u != np.arange(U))
+        sim_u = np.ones(U, np.float32)
+        if len(members):
+            sim_u[members] = (jaccard_pairs(sh, members, rep_u[members]) if self._exact
+                              else estimate_pairs(sigs, members, rep_u[members]))
+
+        # expand from distinct texts to every document
+        rows_all = np.arange(n, dtype=np.int64)
+        representative = rows_all.copy()
+        similarity = np.ones(n, np.float32)
+        has = group >= 0
+        g = group[has]
+        representative[has] = urow[rep_u[g]]
+        similarity[has] = sim_u[g]
+        labels = labels_from_reps(representative)
+
+        dup_members = has & (urow[np.maximum(group, 0)] != rows_all)
+        fp_left = urow[group[dup_members]]
+        fp_right = rows_all[dup_members]
+        pl = np.concatenate([urow[left], fp_left])
+        pr = np.concatenate([urow[right], fp_right])
+        swap = pl > pr
+        pl[swap], pr[swap] = pr[swap], pl[swap]
+        ps = np.concatenate([sim, np.ones(len(fp_left), np.float32)])
+        pm = np.concatenate([np.full(len(left), method, np.uint8),
+                             np.full(len(fp_left), FINGERPRINT, np.uint8)])
+        order = np.lexsort((pr, pl))
+        pairs = Pairs(pl[order], pr[order], ps[order], pm[order])
+        self._stage("cluster", 1, 1)
+        self._tick("cluster", t0)
+
+        sizes = np.bincount(labels)
+        summary = self._summary(n, U, bands, rows, cstats, pairs, sizes, representative)
+        return Result(self._ids, labels, representative, similarity, pairs, summary)
+
+    def _summary(self, n, U, bands, rows, cstats, pairs, sizes, representative) -> dict[str, Any]:
+        cfg = self.config
+        t = cfg.lsh.threshold
+        kept = int(np.count_nonzero(representative == np.arange(n)))
+        exact_removed = n - self._n_empty - U
+        total_time = sum(self.timings.values())
+        return {
+            "neardup_version": __version__,
+            "documents": n,
+            "text_bytes": self._text_bytes,
+            "empty_documents": self._n_empty,
+            "distinct_texts": U,
+            "exact_duplicates": exact_removed,
+            "near_duplicates": n - kept - exact_removed,
+            "kept": kept,
+            "removed": n - kept,
+            "clusters": int(np.count_nonzero(sizes >= 2)),
+            "largest_cluster": int(sizes.max(initial=0)),
+            "duplicate_pairs": len(pairs),
+            "shingles": self._shingles_total,
+            "lsh": {
+                "bands": bands, "rows": rows, "threshold": t,
+                "expected_recall_at_threshold": round(s_curve(t, bands, rows), 6),
+                "expected_recall_at_threshold_plus_0.1": round(s_curve(min(t + 0.1, 1.0), bands,
+                                                                      rows), 6),
+                **{k: v for k, v in cstats.to_dict().items() if k not in ("bands", "rows")},
+            },
+            "verified_pairs": int(np.count_nonzero(pairs.method != FINGERPRINT)),
+            "config": cfg.to_dict(),
+            "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
+            "seconds": round(total_time, 4),
+        }
+
+
+def dedup(texts: Sequence[str], ids: Sequence[str] | None = None, *,
+          chunk_size: int = 10_000, **params: Any) -> Result:
+    """Find near-duplicate clusters among ``texts`` and return a :class:`Result`.
+
+    Parameters are the flat keywords of :meth:`DedupConfig.from_kwargs` (``threshold``,
+    ``shingle``, ``num_perm``, ``verify``, ``cluster``, ``keep``, ...) or ``config=DedupConfig``.
+    """
+    config = params.pop("config", None)
+    d = Deduplicator(config, **params)
+    for s in range(0, len(texts), chunk_size):
+        d.add(texts[s:s + chunk_size], None if ids is None else ids[s:s + chunk_size])
+    if len(texts) == 0:
+        d.add([], [] if ids is not None else None)
+    return d.finish()

@@ -1,0 +1,105 @@
+"""What a deduplication run returns: arrays first, records on request (no pandas needed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: ``Pairs.method`` codes and their names in outputs.
+FINGERPRINT, JACCARD, MINHASH = 0, 1, 2
+METHOD_NAMES = ("fingerprint", "jaccard", "minhash")
+
+
+@dataclass
+class Pairs:
+    """Duplicate pairs of document rows: ``left < right`` (``int64[m]``), ``similarity``
+    (``float32[m]``) and how it was obtained, ``method`` (``uint8[m]``): 0 "fingerprint"
+    (identical normalised text), 1 "jaccard" (exact Jaccard of the shingle sets), 2 "minhash"
+    (signature estimate)."""
+
+    left: np.ndarray
+    right: np.ndarray
+    similarity: np.ndarray
+    method: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.left)
+
+    @classmethod
+    def empty(cls) -> Pairs:
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32),
+                   np.zeros(0, np.uint8))
+
+
+@dataclass
+class Result:
+    """Clusters and pairs of one run.
+
+    Per document ``i`` (input order): ``ids[i]``; ``labels[i]`` a dense cluster number;
+    ``representative[i]`` the row of its cluster's representative (``i`` itself for a
+    representative or a singleton); ``similarity[i]`` its similarity to the representative
+    (1.0 for the representative). ``keep`` marks the documents of the deduplicated corpus.
+    """
+
+    ids: list[str]
+    labels: np.ndarray
+    representative: np.ndarray
+    similarity: np.ndarray
+    pairs: Pairs
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def keep(self) -> np.ndarray:
+        """``bool[n]``: True for the one document kept from each cluster."""
+        return self.representative == np.arange(len(self.representative))
+
+    @property
+    def duplicate_rows(self) -> np.ndarray:
+        """Rows of documents removed as duplicates of a representative."""
+        return np.flatnonzero(~self.keep)
+
+    def cluster_sizes(self) -> np.ndarray:
+        return np.bincount(self.labels, minlength=int(self.labels.max(initial=-1)) + 1)
+
+    def clusters(self, min_size: int = 2) -> list[dict[str, Any]]:
+        """Clusters with at least ``min_size`` members, largest first:
+        ``{"cluster", "representative", "size", "members": [{"id", "similarity"}, ...]}``."""
+        sizes = self.cluster_sizes()
+        big = np.flatnonzero(sizes >= min_size)
+        if len(big) == 0:
+            return []
+        rows = np.flatnonzero(np.isin(self.labels, big))
+        rows = rows[np.lexsort((rows, self.labels[rows]))]
+        out: dict[int, dict[str, Any]] = {}
+        for r in rows.tolist():
+            c = int(self.labels[r])
+            entry = out.get(c)
+            if entry is None:
+                rep = int(self.representative[r])
+                entry = out[c] = {"cluster": c, "representative": self.ids[rep],
+                                  "size": int(sizes[c]), "members": []}
+            entry["members"].append({"id": self.ids[r], "similarity": float(self.similarity[r])})
+        return sorted(out.values(), key=lambda e: (-e["size"], e["cluster"]))
+
+    def cluster_records(self) -> list[dict[str, Any]]:
+        """One record per document: id, cluster, representative id, similarity."""
+        ids = self.ids
+        return [
+            {"id": ids[i], "cluster": int(c), "representative": ids[int(r)], "similarity": float(s)}
+            for i, (c, r, s) in enumerate(zip(self.labels, self.representative, self.similarity))
+        ]
+
+    def pair_records(self) -> list[dict[str, Any]]:
+        """One record per duplicate pair: id_a, id_b, similarity, method."""
+        ids = self.ids
+        p = self.pairs
+        return [
+            {"id_a": ids[int(a)], "id_b": ids[int(b)], "similarity": float(s),
+             "method": METHOD_NAMES[int(m)]}
+            for a, b, s, m in zip(p.left, p.right, p.similarity, p.method)
+        ]

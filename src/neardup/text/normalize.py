@@ -1,0 +1,117 @@
+"""Text normalisation of a whole batch at once.
+
+The texts of a batch are joined with NUL separators and each normalisation step runs once over
+the joined string (one C-level call per step, not one Python call per document), then the result
+is encoded as UTF-32 code points: the form the shingling kernels read.
+
+Order of steps: HTML tags and entities, NFKC, case folding, punctuation, digits, stop words,
+whitespace collapsing (runs of whitespace become one space; leading/trailing spaces go). A NUL
+character inside a text is treated as whitespace.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Sequence
+
+import numpy as np
+
+from ..config import NormalizeConfig
+
+SEP = "\x00"
+_TAG = re.compile(r"<[^>\x00]*>")
+_PUNCT = re.compile(r"[^\w\s\x00]|_")
+_DIGITS = re.compile(r"\d+")
+_SPACE = re.compile(r"[^\S\x00]+")
+_EDGE = re.compile(r" ?\x00 ?")
+
+
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    """The English stop-word list used by ``strip_stopwords`` (case-folded)."""
+    raw = resources.files(__package__).joinpath("stopwords_en.txt").read_text("utf-8")
+    return frozenset(w for w in raw.split() if not w.startswith("#") and w)
+
+
+@lru_cache(maxsize=2)
+def _stopword_re(casefolded: bool) -> re.Pattern[str]:
+    alt = "|".join(sorted(map(re.escape, stopwords()), key=len, reverse=True))
+    return re.compile(rf"\b(?:{alt})\b", 0 if casefolded else re.IGNORECASE)
+
+
+def _normalize_joined(s: str, cfg: NormalizeConfig) -> str:
+    if cfg.strip_html:
+        s = html.unescape(_TAG.sub(" ", s))
+    if cfg.nfkc:
+        s = unicodedata.normalize("NFKC", s)
+    if cfg.casefold:
+        s = s.casefold()
+    if cfg.strip_punctuation:
+        s = _PUNCT.sub(" ", s)
+    if cfg.strip_digits:
+        s = _DIGITS.sub("", s)
+    if cfg.strip_stopwords:
+        s = _stopword_re(cfg.casefold).sub("", s)
+    s = _SPACE.sub(" ", s)
+    s = _EDGE.sub(SEP, s)
+    return s.strip(" ")
+
+
+def normalize_text(text: str, cfg: NormalizeConfig | None = None) -> str:
+    """Normalise one text (the same result as one document of :func:`normalize`)."""
+    return _normalize_joined(text.replace(SEP, " "), cfg or NormalizeConfig())
+
+
+@dataclass(frozen=True)
+class NormalizedBatch:
+    """Normalised texts as code points: document ``i`` is ``codepoints[offsets[i]:offsets[i+1]]``.
+
+    ``codepoints``: ``uint32[total]``; ``offsets``: ``int64[n+1]``. Separators are not included.
+    """
+
+    codepoints: np.ndarray
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Normalised length of each document in code points, ``int64[n]``."""
+        return np.diff(self.offsets)
+
+    def text(self, i: int) -> str:
+        a, b = self.offsets[i], self.offsets[i + 1]
+        return self.codepoints[a:b].tobytes().decode("utf-32-le")
+
+
+def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> NormalizedBatch:
+    """Normalise a batch of texts; see the module docstring for the steps."""
+    cfg = cfg or NormalizeConfig()
+    n = len(texts)
+    if n == 0:
+        return NormalizedBatch(np.zeros(0, np.uint32), np.zeros(1, np.int64))
+    joined = SEP.join(texts)
+    if joined.count(SEP) != n - 1:  # a text holds a NUL of its own: treat it as whitespace
+        joined = SEP.join(t.replace(SEP, " ") for t in texts)
+    joined = _normalize_joined(joined, cfg)
+    cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    seps = np.flatnonzero(cps == 0)
+    starts = np.empty(n, np.int64)
+    starts[0] = 0
+    starts[1:] = seps + 1
+    ends = np.empty(n, np.int64)
+    ends[:-1] = seps
+    ends[-1] = len(cps)
+    # Drop the separators so each document's code points are contiguous.
+    keep = np.ones(len(cps), bool)
+    keep[seps] = False
+    lengths = ends - starts
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return NormalizedBatch(cps[keep] if len(seps) else cps.copy(), offsets)
