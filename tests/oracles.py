@@ -1,0 +1,129 @@
+"""Plain-Python oracles of neardup's compiled kernels: slow, obvious, independent code."""
+
+from __future__ import annotations
+
+M64 = (1 << 64) - 1
+P61 = (1 << 61) - 1
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def fmix64(h: int) -> int:
+    h &= M64
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & M64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & M64
+    h ^= h >> 33
+    return h
+
+
+def hash_run(cps: list[int]) -> int:
+    h = FNV_OFFSET
+    for c in cps:
+        h = ((h ^ c) * FNV_PRIME) & M64
+    return fmix64(h ^ len(cps))
+
+
+def shingle_hashes(text: str, kind: str, k: int, offset: int = 1) -> list[int]:
+    """Sorted unique shingle hashes of an already normalised text."""
+    if kind == "char":
+        units = [[ord(c)] for c in text]
+    else:
+        units = [[ord(c) for c in w] for w in text.split(" ") if w]
+    if not units:
+        return []
+    if len(units) < k:
+        groups = [units]
+    else:
+        groups = [units[s:s + k] for s in range(0, len(units) - k + 1, offset)]
+    out = set()
+    for g in groups:
+        if kind == "char":
+            out.add(hash_run([u[0] for u in g]))
+        else:
+            h = GOLDEN
+            for u in g:
+                h = ((h ^ hash_run(u)) * FNV_PRIME) & M64
+            out.add(fmix64(h ^ len(g)))
+    return sorted(out)
+
+
+def reduce_range(h: int, n: int) -> int:
+    return ((h >> 32) * n) >> 32
+
+
+def oph_signature(hashes: list[int], k: int, s_bin: int, s_probe: int) -> list[int]:
+    empty = 0xFFFFFFFF
+    bins: list[int | None] = [None] * k
+    for x in hashes:
+        h = fmix64(x ^ s_bin)
+        j = reduce_range(h, k)
+        v = h & 0xFFFFFFFF
+        if bins[j] is None or v < bins[j]:
+            bins[j] = v
+    if all(b is None for b in bins):
+        return [empty] * k
+    out = []
+    for j in range(k):
+        if bins[j] is not None:
+            out.append(bins[j])
+            continue
+        t = 1
+        while True:
+            src = reduce_range(fmix64(s_probe ^ ((j << 32) & M64) ^ t), k)
+            if bins[src] is not None:
+                out.append(bins[src])
+                break
+            t += 1
+    return out
+
+
+def classic_signature(hashes: list[int], a: list[int], b: list[int]) -> list[int]:
+    if not hashes:
+        return [0xFFFFFFFF] * len(a)
+    return [min(((aj * (x % P61) + bj) % P61) for x in hashes) & 0xFFFFFFFF
+            for aj, bj in zip(a, b)]
+
+
+def band_key(row: list[int], band: int, rows: int) -> int:
+    h = GOLDEN ^ band
+    for v in row[band * rows:(band + 1) * rows]:
+        h = ((h ^ v) * FNV_PRIME) & M64
+    return fmix64(h)
+
+
+def jaccard(a, b) -> float:
+    a, b = set(a), set(b)
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def components(n: int, pairs: list[tuple[int, int]]) -> list[frozenset[int]]:
+    adj: dict[int, set[int]] = {i: set() for i in range(n)}
+    for a, b in pairs:
+        adj[a].add(b)
+        adj[b].add(a)
+    seen, out = set(), []
+    for s in range(n):
+        if s in seen:
+            continue
+        stack, comp = [s], set()
+        while stack:
+            x = stack.pop()
+            if x in comp:
+                continue
+            comp.add(x)
+            stack.extend(adj[x] - comp)
+        seen |= comp
+        out.append(frozenset(comp))
+    return out
+
+
+def partition(reps) -> set[frozenset[int]]:
+    groups: dict[int, set[int]] = {}
+    for i, r in enumerate(reps):
+        groups.setdefault(int(r), set()).add(i)
+    return {frozenset(g) for g in groups.values()}

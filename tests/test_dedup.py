@@ -1,0 +1,169 @@
+"""End-to-end correctness of ``neardup.dedup`` against a brute-force oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import oracles
+import pytest
+import scipy.sparse as sp
+
+import neardup
+from neardup.synth import make_corpus
+from neardup.text import normalize_text
+
+
+def brute_force_jaccard(texts: list[str], k: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All pairs with Jaccard > 0 of word k-shingle sets, as (left, right, jaccard).
+
+    Independent of neardup's hashing: shingles are tuples of words, counted by a sparse product.
+    """
+    vocab: dict[tuple[str, ...], int] = {}
+    rows, cols = [], []
+    for i, t in enumerate(texts):
+        w = normalize_text(t).split()
+        grams = {tuple(w)} if 0 < len(w) < k else {tuple(w[s:s + k]) for s in range(len(w) - k + 1)}
+        for g in grams:
+            rows.append(i)
+            cols.append(vocab.setdefault(g, len(vocab)))
+    m = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)),
+                      shape=(len(texts), len(vocab)))
+    inter = sp.triu(m @ m.T, k=1).tocoo()
+    sizes = np.asarray(m.sum(axis=1)).ravel()
+    jac = inter.data / (sizes[inter.row] + sizes[inter.col] - inter.data)
+    return inter.row.astype(np.int64), inter.col.astype(np.int64), jac
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    texts, planted = make_corpus(2400, dup_fraction=0.4, seed=7, max_edit_rate=0.3)
+    return texts, planted
+
+
+@pytest.fixture(scope="module")
+def truth(corpus):
+    return brute_force_jaccard(corpus[0])
+
+
+@pytest.mark.parametrize("scheme", ["oph", "classic"])
+def test_recall_and_precision_against_brute_force(corpus, truth, scheme):
+    texts, _ = corpus
+    left, right, jac = truth
+    r = neardup.dedup(texts, scheme=scheme)
+    p = r.pairs
+    found = {(int(a), int(b)) for a, b in zip(p.left, p.right)}
+    # the oracle's pair set: every pair at or above the threshold + 0.05, identical texts too
+    strong = [(int(a), int(b)) for a, b, j in zip(left, right, jac) if j >= 0.85]
+    assert len(strong) > 300, "the corpus must plant enough near-duplicates to test recall"
+    same_cluster = r.labels[np.array([a for a, _ in strong])] == \
+        r.labels[np.array([b for _, b in strong])]
+    assert same_cluster.mean() >= 0.99
+    # every reported pair is verified: its true Jaccard is at least the threshold
+    truth_map = {(int(a), int(b)): float(j) for a, b, j in zip(left, right, jac)}
+    for a, b, s, m in zip(p.left, p.right, p.similarity, p.method):
+        true_j = truth_map.get((int(a), int(b)), 0.0)
+        if m == 0:  # fingerprint: identical normalised texts
+            assert normalize_text(texts[a]) == normalize_text(texts[b])
+        else:
+            assert true_j >= 0.8 - 1e-6
+            assert s == pytest.approx(true_j, abs=2e-3)
+    # near pairs link the first occurrences of distinct texts; LSH must have found them directly
+    first: dict[str, int] = {}
+    head = [first.setdefault(normalize_text(t), i) for i, t in enumerate(texts)]
+    direct = [(min(head[a], head[b]), max(head[a], head[b])) in found
+              for a, b in strong if head[a] != head[b]]
+    assert len(direct) > 200 and np.mean(direct) >= 0.99
+    assert r.summary["lsh"]["expected_recall_at_threshold"] >= 0.9
+
+
+def test_estimate_mode_reports_signature_estimates(corpus, truth):
+    texts, _ = corpus
+    r = neardup.dedup(texts, verify="estimate")
+    near = r.pairs.method == 2
+    assert near.sum() > 100
+    assert np.all(r.pairs.similarity[near] >= 0.8)
+    truth_map = {(int(a), int(b)): float(j) for a, b, j in zip(*truth)}
+    err = [s - truth_map.get((int(a), int(b)), 0.0)
+           for a, b, s in zip(r.pairs.left[near], r.pairs.right[near], r.pairs.similarity[near])]
+    assert abs(np.mean(err)) < 0.05 and np.max(np.abs(err)) < 0.25
+
+
+def test_results_do_not_depend_on_chunking_or_order(corpus):
+    texts, _ = corpus
+    texts = texts[:1200]
+    base = neardup.dedup(texts, chunk_size=10_000)
+    for cs in (1, 97, 500):
+        r = neardup.dedup(texts, chunk_size=cs)
+        assert np.array_equal(r.representative, base.representative)
+        assert np.array_equal(r.pairs.left, base.pairs.left)
+        assert np.array_equal(r.pairs.similarity, base.pairs.similarity)
+    perm = np.random.default_rng(0).permutation(len(texts))
+    for cluster, keep in (("components", "first"), ("strict", "longest")):
+        a = neardup.dedup(texts, cluster=cluster, keep=keep)
+        b = neardup.dedup([texts[i] for i in perm], cluster=cluster, keep=keep)
+        groups_a = {frozenset(g) for g in oracles.partition(a.representative)}
+        groups_b = {frozenset(int(perm[i]) for i in g) for g in oracles.partition(b.representative)}
+        if cluster == "components":
+            assert groups_a == groups_b
+        else:  # strict clusters depend only on the representatives' order: longest, then content
+            assert groups_a == groups_b
+
+
+def test_strict_clusters_never_chain(corpus):
+    texts, _ = corpus
+    r = neardup.dedup(texts, cluster="strict")
+    members = ~r.keep
+    assert np.all(r.similarity[members] >= 0.8)
+    c = neardup.dedup(texts, cluster="components")
+    assert c.summary["largest_cluster"] >= r.summary["largest_cluster"]
+
+
+def test_chain_of_edits_is_split_by_strict_mode():
+    words = [f"w{i}" for i in range(60)]
+    chain = []
+    cur = list(words)
+    for step in range(8):  # each step rewrites 4 more words: neighbours stay similar
+        chain.append(" ".join(cur))
+        for j in range(4):
+            cur[(step * 7 + j * 13) % 60] = f"x{step}_{j}"
+    comp = neardup.dedup(chain, threshold=0.6, shingle="word:2")
+    strict = neardup.dedup(chain, threshold=0.6, shingle="word:2", cluster="strict")
+    assert len(set(comp.labels.tolist())) == 1
+    assert len(set(strict.labels.tolist())) > 1
+    assert np.all(strict.similarity >= 0.6)
+    assert np.any(comp.similarity < 0.6)  # the chain's far end is far from the representative
+
+
+def test_exact_duplicates_first_and_empty_documents():
+    texts = ["Alpha beta gamma delta epsilon zeta", "alpha  BETA gamma delta epsilon zeta",
+             "", "   ", "one", "one", "something else entirely different here now"]
+    r = neardup.dedup(texts, ids=[f"d{i}" for i in range(len(texts))])
+    s = r.summary
+    assert s["documents"] == 7 and s["empty_documents"] == 2
+    assert s["exact_duplicates"] == 2 and s["kept"] == 5
+    assert r.representative.tolist() == [0, 0, 2, 3, 4, 4, 6]
+    recs = r.pair_records()
+    assert {(x["id_a"], x["id_b"], x["method"]) for x in recs} == {
+        ("d0", "d1", "fingerprint"), ("d4", "d5", "fingerprint")}
+    assert r.clusters()[0]["members"][0] == {"id": "d0", "similarity": 1.0}
+
+
+def test_keep_longest_picks_the_longest_text():
+    base = "the cat sat on the mat and looked at the birds in the garden all day long"
+    texts = [base, base + " today", base + " today again and", "unrelated words only here"]
+    r = neardup.dedup(texts, threshold=0.6, keep="longest")
+    assert r.representative.tolist()[:3] == [2, 2, 2]
+
+
+def test_bad_library_input():
+    with pytest.raises(neardup.InputError, match="position 1"):
+        neardup.dedup(["ok", 3])
+    with pytest.raises(neardup.InputError, match="duplicate id 'a'"):
+        neardup.dedup(["x", "y"], ids=["a", "a"])
+    with pytest.raises(neardup.ConfigError, match="threshold"):
+        neardup.dedup(["x"], threshold=1.5)
+    with pytest.raises(neardup.ConfigError, match="unknown parameter 'treshold'"):
+        neardup.dedup(["x"], treshold=0.5)
+    with pytest.raises(neardup.ConfigError, match="bands\\*rows"):
+        neardup.dedup(["x"], bands=20, rows=10)
+    r = neardup.dedup([])
+    assert len(r) == 0 and r.summary["documents"] == 0

@@ -1,0 +1,284 @@
+"""Every compiled kernel against its plain-Python oracle, on hand-made cases and hypothesis."""
+
+from __future__ import annotations
+
+import numpy as np
+import oracles
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neardup._hash import fmix64
+from neardup.cluster import connected_components, preference_rank, strict_clusters
+from neardup.config import NormalizeConfig, ShingleConfig, SketchConfig
+from neardup.lsh import band_keys, candidate_pairs
+from neardup.pipeline import _compact32
+from neardup.sketch import _seed_words, classic_params, mulmod61, sketch
+from neardup.text import Shingles, normalize, normalize_text, shingle
+from neardup.verify import containment_pairs, estimate_pairs, jaccard_pairs
+
+u64 = st.integers(min_value=0, max_value=2**64 - 1)
+words = st.lists(st.text(alphabet="abcxyzé✓ ", min_size=0, max_size=6), max_size=30)
+
+
+def csr(sets: list[list[int]]) -> Shingles:
+    arrays = [np.array(sorted(set(s)), dtype=np.uint64) for s in sets]
+    offsets = np.zeros(len(arrays) + 1, np.int64)
+    np.cumsum([len(a) for a in arrays], out=offsets[1:])
+    hashes = np.concatenate(arrays) if arrays else np.zeros(0, np.uint64)
+    return Shingles(hashes.astype(np.uint64), offsets)
+
+
+@given(u64)
+def test_fmix64_matches_oracle(h):
+    assert int(fmix64(np.uint64(h))) == oracles.fmix64(h)
+
+
+@given(st.integers(0, 2**61 - 2), st.integers(0, 2**61 - 2))
+def test_mulmod61_is_exact(a, b):
+    assert int(mulmod61(np.uint64(a), np.uint64(b))) == (a * b) % oracles.P61
+
+
+def test_mulmod61_extremes():
+    p = oracles.P61
+    for a, b in [(p - 1, p - 1), (2**61 - 2, 2**32 + 7), (2**32 - 1, 2**32 - 1), (0, p - 1)]:
+        assert int(mulmod61(np.uint64(a), np.uint64(b))) == (a * b) % p
+
+
+# ---- normalisation -----------------------------------------------------------------------------
+
+def test_normalize_hand_checked():
+    b = normalize(["  Héllo\tWORLD  ", "ﬁ x\x00y", "", "Straße"])
+    assert [b.text(i) for i in range(len(b))] == ["héllo world", "fi x y", "", "strasse"]
+    cfg = NormalizeConfig(strip_html=True, strip_punctuation=True, strip_digits=True,
+                          strip_stopwords=True)
+    assert normalize_text("<p>The 3 cats &amp; the dog, in 2024!</p>", cfg) == "cats dog"
+
+
+@given(st.lists(st.text(max_size=40), max_size=12), st.booleans(), st.booleans())
+def test_batch_normalisation_equals_one_by_one(texts, punct, stop):
+    cfg = NormalizeConfig(strip_punctuation=punct, strip_stopwords=stop)
+    b = normalize(texts, cfg)
+    assert len(b) == len(texts)
+    assert [b.text(i) for i in range(len(b))] == [normalize_text(t, cfg) for t in texts]
+
+
+# ---- shingles ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", ["word:1", "word:3", "word:2:2", "char:1", "char:4", "char:3:2"])
+def test_shingles_hand_checked(spec):
+    cfg = ShingleConfig.parse(spec)
+    texts = ["a b c d e", "a", "", "abcdefg", "x y"]
+    sh = shingle(texts, cfg)
+    for i, t in enumerate(texts):
+        assert sh[i].tolist() == oracles.shingle_hashes(t, cfg.kind, cfg.k, cfg.offset)
+
+
+def test_short_and_empty_documents_have_defined_shingle_sets():
+    sh = shingle(["one", "", "two words"], "word:5")
+    assert sh.sizes.tolist() == [1, 0, 1]
+    assert sh[0][0] != sh[2][0]
+    sh = shingle(["ab"], "char:5")
+    assert sh.sizes.tolist() == [1]
+
+
+@given(words, st.sampled_from(["word", "char"]), st.integers(1, 6), st.integers(1, 3))
+def test_shingles_match_oracle(ws, kind, k, offset):
+    texts = [" ".join(ws), " ".join(reversed(ws)), " ".join(ws[:3])]
+    cfg = ShingleConfig(kind, k, offset)
+    sh = shingle(texts, cfg)
+    for i, t in enumerate(texts):
+        nt = normalize_text(t)
+        assert sh[i].tolist() == oracles.shingle_hashes(nt, kind, k, offset)
+
+
+def test_shingles_independent_of_batch():
+    texts = [f"doc {i} " + "w " * i + "end" for i in range(50)]
+    whole = shingle(texts, "word:3")
+    for i in (0, 7, 49):
+        part = shingle([texts[i]], "word:3")
+        assert part[0].tolist() == whole[i].tolist()
+
+
+# ---- sketches ----------------------------------------------------------------------------------
+
+sets_strategy = st.lists(st.lists(u64, max_size=40), min_size=1, max_size=6)
+
+
+@given(sets_strategy, st.integers(2, 40), st.integers(0, 2**32))
+def test_oph_matches_oracle(sets, k, seed):
+    sig = sketch(csr(sets), SketchConfig(num_perm=k, seed=seed, scheme="oph"))
+    s_bin, s_probe = _seed_words(seed)
+    for i, s in enumerate(sets):
+        assert sig[i].tolist() == oracles.oph_signature(sorted(set(s)), k, s_bin, s_probe)
+
+
+@given(sets_strategy, st.integers(2, 24), st.integers(0, 2**32))
+def test_classic_matches_oracle(sets, k, seed):
+    sig = sketch(csr(sets), SketchConfig(num_perm=k, seed=seed, scheme="classic"))
+    a, b = classic_params(k, seed)
+    for i, s in enumerate(sets):
+        assert sig[i].tolist() == oracles.classic_signature(sorted(set(s)), a.tolist(), b.tolist())
+
+
+@pytest.mark.parametrize("scheme", ["oph", "classic"])
+def test_signatures_deterministic_and_chunk_independent(scheme):
+    rng = np.random.default_rng(3)
+    sets = [rng.integers(0, 2**63, size=int(rng.integers(0, 300))).tolist() for _ in range(40)]
+    cfg = SketchConfig(scheme=scheme, seed=11)
+    whole = sketch(csr(sets), cfg)
+    again = sketch(csr(sets), cfg)
+    parts = np.vstack([sketch(csr(sets[i:i + 7]), cfg) for i in range(0, 40, 7)])
+    assert np.array_equal(whole, again) and np.array_equal(whole, parts)
+    other = sketch(csr(sets), SketchConfig(scheme=scheme, seed=12))
+    assert not np.array_equal(whole, other)
+
+
+@pytest.mark.parametrize("scheme", ["oph", "classic"])
+@pytest.mark.parametrize("common,only_a,only_b", [(150, 75, 75), (40, 5, 5), (6, 30, 12),
+                                                   (90, 3, 4), (3, 1, 0)])
+def test_minhash_estimate_is_unbiased(scheme, common, only_a, only_b):
+    """Mean estimate error over many independent pairs (each with its own seed) lies within
+    4.5 standard errors of 0, and the spread is no worse than k-permutation MinHash's."""
+    rng = np.random.default_rng(common * 1000 + only_a)
+    k, trials = 64, 600
+    errors = []
+    J = common / (common + only_a + only_b)
+    for t in range(trials // 100):
+        sets = []
+        for _ in range(100):
+            u = rng.choice(2**62, size=common + only_a + only_b, replace=False).astype(np.uint64)
+            sets.append(u[:common + only_a].tolist())
+            sets.append(np.concatenate([u[:common], u[common + only_a:]]).tolist())
+        sig = sketch(csr(sets), SketchConfig(num_perm=k, seed=1000 + t, scheme=scheme))
+        errors.append(estimate_pairs(sig, np.arange(0, 200, 2), np.arange(1, 200, 2)) - J)
+    e = np.concatenate(errors)
+    se = max(e.std(ddof=1), 1e-9) / np.sqrt(len(e))
+    assert abs(e.mean()) <= 4.5 * se + 1e-3
+    assert e.std() <= 1.25 * np.sqrt(J * (1 - J) / k) + 1e-3
+
+
+# ---- LSH ---------------------------------------------------------------------------------------
+
+@given(st.lists(st.lists(st.integers(0, 3), min_size=12, max_size=12), min_size=1, max_size=30),
+       st.sampled_from([(3, 4), (4, 3), (6, 2), (12, 1), (2, 5)]))
+def test_band_keys_and_candidates_match_oracle(rows_, br):
+    bands, rows = br
+    sig = np.array(rows_, dtype=np.uint32)
+    keys = band_keys(sig, bands, rows)
+    for i, r in enumerate(rows_):
+        for b in range(bands):
+            assert int(keys[b, i]) == oracles.band_key(r, b, rows)
+    left, right, stats = candidate_pairs(sig, bands, rows, bucket_cap=10**6)
+    expected = set()
+    for b in range(bands):
+        buckets: dict[tuple, list[int]] = {}
+        for i, r in enumerate(rows_):
+            buckets.setdefault(tuple(r[b * rows:(b + 1) * rows]), []).append(i)
+        for members in buckets.values():
+            expected |= {(x, y) for x in members for y in members if x < y}
+    assert set(zip(left.tolist(), right.tolist())) == expected
+    assert stats.candidates == len(expected) and stats.capped_buckets == 0
+    assert np.all(left < right)
+
+
+def test_oversized_bucket_is_capped_and_reported():
+    sig = np.zeros((50, 4), np.uint32)  # 50 identical signatures: one bucket per band
+    sig[40:] = 7  # a second bucket of 10
+    left, right, stats = candidate_pairs(sig, 2, 2, bucket_cap=20)
+    got = set(zip(left.tolist(), right.tolist()))
+    star = {(0, j) for j in range(1, 40)}
+    clique = {(a, b) for a in range(40, 50) for b in range(a + 1, 50)}
+    assert got == star | clique
+    assert stats.capped_buckets == 2 and stats.capped_bucket_docs == 80
+    assert stats.largest_bucket == 40
+
+
+# ---- verification ------------------------------------------------------------------------------
+
+@given(st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=2, max_size=8), st.data())
+def test_pair_similarities_match_oracle(sets, data):
+    sh = csr(sets)
+    n = len(sets)
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               min_size=1, max_size=20))
+    left = np.array([p[0] for p in pairs])
+    right = np.array([p[1] for p in pairs])
+    jac = jaccard_pairs(sh, left, right)
+    con = containment_pairs(sh, left, right)
+    for i, (a, b) in enumerate(pairs):
+        assert jac[i] == pytest.approx(oracles.jaccard(sets[a], sets[b]), abs=1e-6)
+        sa, sb = set(sets[a]), set(sets[b])
+        assert con[i] == pytest.approx(len(sa & sb) / len(sa) if sa else 1.0, abs=1e-6)
+
+
+@given(st.lists(st.lists(st.integers(0, 5), min_size=8, max_size=8), min_size=2, max_size=10))
+def test_estimate_pairs_matches_oracle(rows_):
+    sig = np.array(rows_, dtype=np.uint32)
+    n = len(rows_)
+    left, right = np.triu_indices(n, 1)
+    est = estimate_pairs(sig, left, right)
+    for i, (a, b) in enumerate(zip(left, right)):
+        assert est[i] == pytest.approx(np.mean(sig[a] == sig[b]))
+
+
+@given(st.lists(st.lists(u64, max_size=30), min_size=1, max_size=6))
+def test_compact32_matches_oracle(sets):
+    sh = csr(sets)
+    h32, off = _compact32(sh.hashes, sh.offsets)
+    for i, s in enumerate(sets):
+        assert h32[off[i]:off[i + 1]].tolist() == sorted({x >> 32 for x in s})
+
+
+# ---- clustering --------------------------------------------------------------------------------
+
+edges = st.lists(st.tuples(st.integers(0, 19), st.integers(0, 19)).filter(lambda e: e[0] != e[1])
+                 .map(lambda e: (min(e), max(e))), max_size=40)
+
+
+@given(edges)
+def test_connected_components_match_oracle(es):
+    left = np.array([e[0] for e in es], np.int64)
+    right = np.array([e[1] for e in es], np.int64)
+    rep = connected_components(20, left, right)
+    comps = oracles.components(20, es)
+    assert oracles.partition(rep) == set(comps)
+    for c in comps:  # keep="first": the representative is the lowest row
+        assert all(rep[i] == min(c) for i in c)
+
+
+@given(edges, st.permutations(list(range(20))))
+def test_strict_clusters_match_greedy_oracle(es, order):
+    left = np.array([e[0] for e in es], np.int64)
+    right = np.array([e[1] for e in es], np.int64)
+    rank = np.empty(20, np.int64)
+    rank[np.array(order)] = np.arange(20)
+    rep = strict_clusters(20, left, right, rank)
+    adj = {i: set() for i in range(20)}
+    for a, b in es:
+        adj[a].add(b)
+        adj[b].add(a)
+    expected = [-1] * 20
+    for i in order:
+        if expected[i] < 0:
+            expected[i] = i
+            for j in sorted(adj[i]):
+                if expected[j] < 0:
+                    expected[j] = i
+    assert rep.tolist() == expected
+    for i in range(20):  # every member is linked to its representative directly
+        assert rep[i] == i or rep[i] in adj[i]
+
+
+def test_strict_does_not_chain_but_components_do():
+    chain = [(0, 1), (1, 2), (2, 3), (3, 4)]
+    left = np.array([a for a, _ in chain])
+    right = np.array([b for _, b in chain])
+    assert len(set(connected_components(5, left, right).tolist())) == 1
+    assert oracles.partition(strict_clusters(5, left, right)) == {
+        frozenset({0, 1}), frozenset({2, 3}), frozenset({4})}
+
+
+def test_preference_rank_longest():
+    rank = preference_rank(4, "longest", np.array([5, 9, 9, 1]), np.array([3, 2, 1, 0], np.uint64))
+    assert rank.tolist() == [2, 1, 0, 3]
