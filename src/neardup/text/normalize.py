@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Sequence
 
 import numpy as np
+from numba import njit
 
 from ..config import NormalizeConfig
 
@@ -27,8 +28,44 @@ SEP = "\x00"
 _TAG = re.compile(r"<[^>\x00]*>")
 _PUNCT = re.compile(r"[^\w\s\x00]|_")
 _DIGITS = re.compile(r"\d+")
-_SPACE = re.compile(r"[^\S\x00]+")
-_EDGE = re.compile(r" ?\x00 ?")
+
+# Code points for which Python's str.isspace() is true.
+_WS = np.zeros(12289, np.bool_)
+for _c in (*range(9, 14), *range(28, 33), 133, 160, 5760, *range(8192, 8203), 8232, 8233, 8239,
+           8287, 12288):
+    _WS[_c] = True
+assert all(chr(c).isspace() == bool(_WS[c]) for c in range(len(_WS)))
+
+
+@njit(cache=True)
+def _collapse_whitespace(cps, ws, n_docs):
+    """Split NUL-separated code points into documents, collapsing each run of whitespace to one
+    space and dropping leading and trailing whitespace. Returns (code points, offsets[n+1])."""
+    out = np.empty(len(cps), np.uint32)
+    offsets = np.zeros(n_docs + 1, np.int64)
+    o = 0
+    d = 0
+    pending = False
+    start = 0
+    nws = len(ws)
+    for i in range(len(cps)):
+        c = cps[i]
+        if c == 0:
+            d += 1
+            offsets[d] = o
+            start = o
+            pending = False
+        elif c < nws and ws[c]:
+            pending = o > start
+        else:
+            if pending:
+                out[o] = 32
+                o += 1
+                pending = False
+            out[o] = c
+            o += 1
+    offsets[n_docs] = o
+    return out[:o].copy(), offsets
 
 
 @lru_cache(maxsize=1)
@@ -57,14 +94,12 @@ def _normalize_joined(s: str, cfg: NormalizeConfig) -> str:
         s = _DIGITS.sub("", s)
     if cfg.strip_stopwords:
         s = _stopword_re(cfg.casefold).sub("", s)
-    s = _SPACE.sub(" ", s)
-    s = _EDGE.sub(SEP, s)
-    return s.strip(" ")
+    return s
 
 
 def normalize_text(text: str, cfg: NormalizeConfig | None = None) -> str:
     """Normalise one text (the same result as one document of :func:`normalize`)."""
-    return _normalize_joined(text.replace(SEP, " "), cfg or NormalizeConfig())
+    return normalize([text], cfg).text(0)
 
 
 @dataclass(frozen=True)
@@ -101,17 +136,6 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
         joined = SEP.join(t.replace(SEP, " ") for t in texts)
     joined = _normalize_joined(joined, cfg)
     cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-    seps = np.flatnonzero(cps == 0)
-    starts = np.empty(n, np.int64)
-    starts[0] = 0
-    starts[1:] = seps + 1
-    ends = np.empty(n, np.int64)
-    ends[:-1] = seps
-    ends[-1] = len(cps)
-    # Drop the separators so each document's code points are contiguous.
-    keep = np.ones(len(cps), bool)
-    keep[seps] = False
-    lengths = ends - starts
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return NormalizedBatch(cps[keep] if len(seps) else cps.copy(), offsets)
+    del joined
+    out, offsets = _collapse_whitespace(cps, _WS, n)
+    return NormalizedBatch(out, offsets)
