@@ -10,6 +10,7 @@ choice of bands, exact verification of every candidate, and clusters that resist
 
 __version__ = "0.1.0"
 
+from .cluster import connected_components, strict_clusters  # noqa: E402
 from .config import (  # noqa: E402
     ClusterConfig,
     DedupConfig,
@@ -26,7 +27,6 @@ from .result import Pairs, Result  # noqa: E402
 from .sketch import sketch  # noqa: E402
 from .text import normalize, shingle  # noqa: E402
 from .verify import estimate_pairs, jaccard_pairs  # noqa: E402
-from .cluster import connected_components, strict_clusters  # noqa: E402
 
 __all__ = [
     "__version__", "dedup", "Deduplicator", "Result", "Pairs",

@@ -1,0 +1,247 @@
+"""The ``neardup`` command line: a thin layer of argument parsing and progress over the library.
+
+Exit codes: 0 success; 2 invalid arguments or parameters; 3 bad input (the message names the
+file, line and field); 4 an output could not be written; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from . import __version__
+from .config import SCHEMES, DedupConfig
+from .errors import NeardupError
+
+EXIT_OK, EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+
+
+class RichProgress:
+    """One progress bar per stage, on stderr."""
+
+    LABELS = {"read": "read, shingle, sketch", "candidates": "LSH candidates",
+              "verify": "verify pairs", "cluster": "cluster", "write": "write outputs"}
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description:<22}"), BarColumn(), TaskProgressColumn(),
+            TimeElapsedColumn(), TextColumn("{task.fields[extra]}"),
+            console=Console(stderr=True), transient=False,
+        )
+        self._tasks: dict[str, Any] = {}
+        self._progress.start()
+
+    def start(self, stage: str, total: int | None) -> None:
+        if stage not in self._tasks:
+            self._tasks[stage] = self._progress.add_task(self.LABELS.get(stage, stage),
+                                                         total=total, extra="")
+
+    def update(self, stage: str, done: int, total: int | None = None) -> None:
+        self.start(stage, total)
+        extra = f"{done / 1e6:,.1f} MB" if stage == "read" else f"{done:,}"
+        self._progress.update(self._tasks[stage], completed=done, total=total, extra=extra)
+
+    def finish(self, stage: str) -> None:
+        self.start(stage, 1)
+        task = next(t for t in self._progress.tasks if t.id == self._tasks[stage])
+        total = task.total if task.total else max(task.completed, 1)
+        self._progress.update(task.id, completed=total, total=total)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def _add_dedup_args(p: argparse.ArgumentParser) -> None:
+    d = DedupConfig()
+    io = p.add_argument_group("input and output")
+    io.add_argument("inputs", nargs="+", metavar="INPUT",
+                    help="JSONL, CSV, TSV or Parquet files (optionally .gz or .zst), or folders of "
+                         "text files (one document per file)")
+    io.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
+    io.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
+                    help="field(s) holding the text; several are joined with a newline "
+                         "(default: text)")
+    io.add_argument("--id-field", default=None, metavar="FIELD",
+                    help="field holding the document id (default: the row number across all "
+                         "inputs, or the file path inside a folder)")
+    io.add_argument("--input-format", choices=["jsonl", "csv", "tsv", "parquet", "textdir"],
+                    default=None, help="input format (default: from the file name)")
+    io.add_argument("--encoding", default="utf-8", help="text encoding of the inputs (default: "
+                    "utf-8; e.g. latin-1)")
+    io.add_argument("--output-format", choices=["parquet", "jsonl", "csv"], default="parquet",
+                    help="format of the clusters and pairs tables (default: parquet)")
+    io.add_argument("--no-corpus", action="store_true",
+                    help="do not write the deduplicated corpus")
+    io.add_argument("--on-error", choices=["fail", "skip"], default="fail",
+                    help="bad records: stop before writing anything (fail, default) or skip and "
+                         "count them in the summary (skip)")
+    io.add_argument("--chunk-size", type=int, default=10_000, metavar="N",
+                    help="documents read and sketched per chunk (default: 10000)")
+
+    nm = p.add_argument_group("normalisation (NFKC, case folding and whitespace collapsing are on)")
+    nm.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalisation")
+    nm.add_argument("--no-casefold", action="store_true", help="keep letter case")
+    nm.add_argument("--strip-html", action="store_true", help="remove HTML tags and entities")
+    nm.add_argument("--strip-punctuation", action="store_true", help="replace punctuation by spaces")
+    nm.add_argument("--strip-digits", action="store_true", help="remove digits")
+    nm.add_argument("--strip-stopwords", action="store_true", help="remove English stop words")
+
+    sk = p.add_argument_group("shingles and MinHash")
+    sk.add_argument("--shingle", default=str(d.shingle), metavar="SPEC",
+                    help="word:K[:OFFSET] (K-word shingles, OFFSET words apart) or char:K[:OFFSET] "
+                         "(default: word:5)")
+    sk.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
+                    help="MinHash values per document (default: 128)")
+    sk.add_argument("--seed", type=int, default=d.sketch.seed, help="hash seed (default: 1)")
+    sk.add_argument("--scheme", choices=SCHEMES, default=d.sketch.scheme,
+                    help="MinHash scheme: oph = one-permutation hashing with optimal "
+                         "densification (default), classic = (a*x+b) mod 2^61-1 per permutation")
+
+    ls = p.add_argument_group("LSH")
+    ls.add_argument("--threshold", type=float, default=d.lsh.threshold,
+                    help="Jaccard similarity at which two texts are near-duplicates (default: 0.8)")
+    ls.add_argument("--bands", type=int, default=None, help="number of bands (default: chosen)")
+    ls.add_argument("--rows", type=int, default=None, help="rows per band (default: chosen)")
+    ls.add_argument("--min-recall", type=float, default=d.lsh.min_recall,
+                    help="lowest probability of finding a pair exactly at the threshold when "
+                         "bands and rows are chosen (default: 0.9)")
+    ls.add_argument("--bucket-cap", type=int, default=d.lsh.bucket_cap, metavar="N",
+                    help="buckets with more documents are linked as a star and reported "
+                         "(default: 500)")
+
+    vc = p.add_argument_group("verification and clustering")
+    vc.add_argument("--verify", choices=["exact", "estimate"], default=d.verify.mode,
+                    help="exact Jaccard of the shingle sets (default) or the MinHash estimate")
+    vc.add_argument("--cluster", choices=["components", "strict"], default=d.cluster.method,
+                    help="components (union-find, default) or strict (every member verified "
+                         "against its representative: no chaining)")
+    vc.add_argument("--keep", choices=["first", "longest"], default=d.cluster.keep,
+                    help="representative kept from each cluster (default: first)")
+
+    rn = p.add_argument_group("running")
+    rn.add_argument("--workers", type=int, default=None,
+                    help="threads for the compiled stages (default: all cores)")
+    rn.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summary text")
+    rn.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+
+
+def _config_from_args(a: argparse.Namespace) -> DedupConfig:
+    return DedupConfig.from_kwargs(
+        nfkc=not a.no_nfkc, casefold=not a.no_casefold, strip_html=a.strip_html,
+        strip_punctuation=a.strip_punctuation, strip_digits=a.strip_digits,
+        strip_stopwords=a.strip_stopwords, shingle=a.shingle, num_perm=a.num_perm, seed=a.seed,
+        scheme=a.scheme, threshold=a.threshold, bands=a.bands, rows=a.rows,
+        min_recall=a.min_recall, bucket_cap=a.bucket_cap, verify=a.verify, cluster=a.cluster,
+        keep=a.keep,
+    )
+
+
+def _set_workers(n: int | None) -> None:
+    if n is None:
+        return
+    import numba
+
+    if n < 1:
+        from .errors import ConfigError
+
+        raise ConfigError(f"workers={n} is invalid: a positive integer")
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="neardup dedup", show_header=False, box=None, padding=(0, 2))
+    lsh = s["lsh"]
+    sk = s["skipped"]
+    rows = [
+        ("documents", f"{s['documents']:,}  ({s['text_bytes'] / 1e6:,.1f} MB of text)"),
+        ("skipped", f"{sk['total']:,}" + (f"  {sk['by_reason']}" if sk["total"] else "")),
+        ("empty documents", f"{s['empty_documents']:,}"),
+        ("exact duplicates", f"{s['exact_duplicates']:,}"),
+        ("near duplicates", f"{s['near_duplicates']:,}"),
+        ("kept", f"{s['kept']:,}  in {s['clusters']:,} clusters of 2+ "
+                 f"(largest {s['largest_cluster']:,})"),
+        ("LSH", f"{lsh['bands']} bands x {lsh['rows']} rows; expected recall "
+                f"{lsh['expected_recall_at_threshold']:.3f} at J={lsh['threshold']:g}, "
+                f"{lsh['expected_recall_at_threshold_plus_0.1']:.4f} at "
+                f"J={min(lsh['threshold'] + 0.1, 1):g}"),
+        ("candidates", f"{lsh['candidates']:,} -> {s['verified_pairs']:,} verified pairs"),
+        ("capped buckets", f"{lsh['capped_buckets']:,}" + (
+            f" ({lsh['capped_bucket_docs']:,} documents, largest {lsh['largest_bucket']:,})"
+            if lsh["capped_buckets"] else "")),
+        ("time", f"{s['seconds']:.2f} s  ({s['documents_per_s']:,.0f} docs/s, "
+                 f"{s['mb_per_s']:.1f} MB/s)"),
+        ("outputs", s["outputs"]["summary"].rsplit("/", 1)[0] + "/"),
+    ]
+    for k, v in rows:
+        t.add_row(f"[bold]{k}[/bold]", v)
+    Console().print(t)
+
+
+def cmd_dedup(a: argparse.Namespace) -> int:
+    from .job import dedup_files
+
+    config = _config_from_args(a)
+    _set_workers(a.workers)
+    progress = None if a.quiet else RichProgress()
+    try:
+        summary = dedup_files(
+            a.inputs, a.output, config=config, text_fields=a.text_field, id_field=a.id_field,
+            input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
+            chunk_size=a.chunk_size, output_format=a.output_format,
+            write_corpus=not a.no_corpus, progress=progress,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    if a.json:
+        print(json.dumps(summary, indent=2))
+    elif not a.quiet:
+        _print_summary(summary)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="neardup", description="Find near-duplicate documents.")
+    p.add_argument("--version", action="version", version=f"neardup {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    d = sub.add_parser("dedup", help="find near-duplicate clusters in a corpus and write a "
+                       "deduplicated copy", description="Find near-duplicate clusters in a corpus "
+                       "and write clusters, pairs, a deduplicated corpus and summary.json.")
+    _add_dedup_args(d)
+    d.set_defaults(func=cmd_dedup)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except NeardupError as e:
+        print(f"neardup: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("neardup: interrupted; no partial output was left behind", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,9 @@
+"""Input and output: streaming document readers and atomic table / corpus writers."""
+
+from .readers import DocChunk, SkipReport, detect_format, read_documents, total_input_bytes
+from .writers import OUTPUT_FORMATS, write_deduplicated, write_json_atomic, write_table
+
+__all__ = [
+    "SkipReport", "DocChunk", "detect_format", "total_input_bytes", "read_documents",
+    "write_table", "write_json_atomic", "write_deduplicated", "OUTPUT_FORMATS",
+]

@@ -1,0 +1,422 @@
+"""Atomic writers: result tables (Parquet, JSONL, CSV), JSON summaries and the deduplicated
+corpus in the inputs' own formats.
+
+Every file is written under a temporary name in its final directory (``.<name>.<random>.tmp``),
+flushed and fsync'ed, then renamed with :func:`os.replace`; on any error the temporary file is
+removed and the error re-raised (an :class:`OSError` becomes an :class:`OutputError` naming the
+path), so a reader never sees a half-written output.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import os
+import secrets
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import orjson
+
+from ..errors import ConfigError, OutputError
+from .readers import SkipReport, _make_stream, _RecordStream, _Source, _split_compression
+
+__all__ = ["OUTPUT_FORMATS", "write_table", "write_json_atomic", "write_deduplicated"]
+
+OUTPUT_FORMATS = ("parquet", "jsonl", "csv")
+
+_JSONL_BATCH = 65_536
+_BUFFER = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# Atomic files and directories
+
+
+def _os_error(path: Path, what: str, e: OSError) -> OutputError:
+    return OutputError(f"{path}: cannot {what}: {e.strerror or e}")
+
+
+def _fsync_dir(path: Path) -> None:
+    with suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class _Staged:
+    """A temporary file (or directory) next to ``final``, renamed onto it by :meth:`commit`."""
+
+    def __init__(self, final: Path, *, directory: bool = False):
+        self.final = final
+        self.directory = directory
+        self.file: BinaryIO | None = None
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise _os_error(final.parent, "create the directory", e) from e
+        for _ in range(100):
+            tmp = final.parent / f".{final.name}.{secrets.token_hex(6)}.tmp"
+            try:
+                if directory:
+                    os.mkdir(tmp)
+                else:
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                    self.file = os.fdopen(fd, "wb", buffering=_BUFFER)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise _os_error(final, "create a temporary file for", e) from e
+            self.tmp = tmp
+            return
+        raise OutputError(f"{final}: cannot find a free temporary name")  # pragma: no cover
+
+    def close(self) -> None:
+        """Flush, fsync and close the temporary file."""
+        f = self.file
+        if f is not None and not f.closed:
+            try:
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as e:
+                raise _os_error(self.final, "write", e) from e
+            finally:
+                f.close()
+
+    def commit(self) -> Path:
+        self.close()
+        try:
+            if self.directory and self.final.is_dir() and not self.final.is_symlink():
+                trash = self.final.parent / f".{self.final.name}.{secrets.token_hex(6)}.old.tmp"
+                os.replace(self.final, trash)
+                os.replace(self.tmp, self.final)
+                shutil.rmtree(trash, ignore_errors=True)
+            else:
+                os.replace(self.tmp, self.final)
+        except OSError as e:
+            raise _os_error(self.final, "rename the temporary output onto", e) from e
+        _fsync_dir(self.final.parent)
+        return self.final
+
+    def discard(self) -> None:
+        if self.file is not None:
+            with suppress(OSError):
+                self.file.close()
+        if self.directory:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            with suppress(OSError):
+                os.unlink(self.tmp)
+
+
+def _write_atomic(final: Path, write: Any) -> Path:
+    """Call ``write(file)`` on a temporary file, then rename it onto ``final``."""
+    staged = _Staged(final)
+    try:
+        assert staged.file is not None
+        write(staged.file)
+        return staged.commit()
+    except BaseException as e:
+        staged.discard()
+        if isinstance(e, OSError):
+            raise _os_error(final, "write", e) from e
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def _check_columns(columns: Mapping[str, Any]) -> int:
+    if not columns:
+        raise ConfigError("columns is empty: a table needs at least one column")
+    lengths = {name: len(col) for name, col in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise ConfigError(f"columns have different lengths: {lengths}")
+    return next(iter(lengths.values()))
+
+
+def _arrow_array(col: Any) -> Any:
+    import pyarrow as pa
+
+    if isinstance(col, np.ndarray):
+        if col.ndim != 1:
+            raise ConfigError(f"a column must be one-dimensional, got shape {col.shape}")
+        if col.dtype == object or col.dtype.kind in "US":
+            return pa.array(col, type=pa.string() if len(col) == 0 else None)
+        return pa.array(col)
+    col = list(col)
+    return pa.array(col, type=pa.string() if len(col) == 0 else None)
+
+
+def _arrow_table(columns: Mapping[str, Any]) -> Any:
+    import pyarrow as pa
+
+    return pa.table({name: _arrow_array(col) for name, col in columns.items()})
+
+
+def _py_slice(col: Any, start: int, end: int) -> list:
+    if isinstance(col, np.ndarray):
+        part = col[start:end]
+        if part.dtype == np.float32 or part.dtype == np.float16:
+            # orjson prints float32 in its shortest form (0.8, not 0.800000011920929); parsing
+            # that back gives Python floats which print the same way
+            return orjson.loads(orjson.dumps(part.astype(np.float32),
+                                             option=orjson.OPT_SERIALIZE_NUMPY))
+        return part.tolist()
+    return list(col[start:end])
+
+
+def _write_jsonl_table(f: BinaryIO, columns: Mapping[str, Any], n: int) -> None:
+    names = list(columns)
+    cols = list(columns.values())
+    opt = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
+    dumps = orjson.dumps
+    for start in range(0, n, _JSONL_BATCH):
+        end = min(start + _JSONL_BATCH, n)
+        parts = [_py_slice(c, start, end) for c in cols]
+        f.write(b"".join([dumps(dict(zip(names, row, strict=True)), option=opt)
+                          for row in zip(*parts, strict=True)]))
+
+
+def write_table(path_stem: str | os.PathLike, columns: Mapping[str, np.ndarray | list],
+                fmt: str = "parquet") -> Path:
+    """Write ``columns`` (equal lengths: numpy arrays of numbers/bools/str objects, or lists of
+    str) to ``path_stem`` + ``.parquet`` / ``.jsonl`` / ``.csv``, atomically; return the path.
+
+    Zero rows give a valid file (Parquet with the schema, CSV with the header, JSONL empty).
+    """
+    if fmt not in OUTPUT_FORMATS:
+        raise ConfigError(f"fmt={fmt!r} is invalid: one of {', '.join(OUTPUT_FORMATS)}")
+    final = Path(f"{os.fspath(path_stem)}.{fmt}")
+    n = _check_columns(columns)
+    if fmt == "jsonl":
+        return _write_atomic(final, lambda f: _write_jsonl_table(f, columns, n))
+    table = _arrow_table(columns)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return _write_atomic(final, lambda f: pq.write_table(table, f))
+    import pyarrow.csv as pcsv
+
+    return _write_atomic(final, lambda f: pcsv.write_csv(table, f))
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__} to JSON")
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
+    """Write ``obj`` as pretty JSON (indent 2, trailing newline), atomically; return the path."""
+    data = orjson.dumps(obj, default=_json_default,
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+                        | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+    return _write_atomic(Path(path), lambda f: f.write(data))
+
+
+# ---------------------------------------------------------------------------------------------
+# The deduplicated corpus
+
+
+def _output_names(sources: Sequence[_Source]) -> list[str]:
+    names = []
+    for src in sources:
+        if src.fmt == "textdir":
+            names.append(src.path.name or src.path.resolve().name or "input")
+        elif src.fmt == "parquet":
+            names.append(src.path.name)
+        else:
+            names.append(_split_compression(src.path.name)[0])
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    used = {name for name in names if counts[name] == 1}
+    out = []
+    for i, name in enumerate(names, start=1):
+        if counts[name] > 1:
+            prefix = f"{i}-"
+            while prefix + name in used:
+                prefix = f"{i}-{prefix}"
+            name = prefix + name
+            used.add(name)
+        out.append(name)
+    return out
+
+
+class _Keep:
+    def __init__(self, keep: Any):
+        arr = np.asarray(keep)
+        if arr.ndim != 1 or arr.dtype != np.bool_:
+            raise ConfigError(f"keep must be a one-dimensional bool array, got dtype {arr.dtype} "
+                              f"and shape {arr.shape}")
+        self.flags = arr.tolist()
+        self.n = len(self.flags)
+
+    def __call__(self, index: int) -> bool:
+        if index >= self.n:
+            raise ConfigError(f"keep has {self.n} flags but the inputs hold more records: keep "
+                              "must come from reading the same inputs with the same options")
+        return self.flags[index]
+
+
+def _write_jsonl(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep) -> None:
+    f = staged.file
+    assert f is not None
+    for rec in stream.records(src):
+        if keep(rec.index):
+            f.write(rec.raw)
+
+
+def _write_csv(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep,
+               encoding: str) -> None:
+    assert staged.file is not None
+    if codecs.lookup(encoding).name == "utf-8-sig":
+        encoding = "utf-8"
+    text = io.TextIOWrapper(staged.file, encoding=encoding, newline="", write_through=False)
+    writer = None
+
+    def start() -> Any:
+        header = stream.header
+        _, names, ending = header
+        w = csv.writer(text, delimiter="\t" if src.fmt == "tsv" else ",", lineterminator=ending)
+        w.writerow(names)
+        return w
+
+    try:
+        for rec in stream.records(src):
+            if writer is None:
+                writer = start()
+            if keep(rec.index):
+                writer.writerow(rec.raw)
+        if writer is None and stream.header is not None:
+            writer = start()
+        text.flush()
+    finally:
+        text.detach()  # leave the binary file to _Staged
+
+
+def _write_parquet(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep) -> bool:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pw = None
+    batch = None
+    mask: list[bool] = []
+
+    def flush() -> None:
+        if batch is not None and any(mask):
+            pw.write_batch(batch.filter(pa.array(mask, type=pa.bool_())))
+
+    try:
+        for rec in stream.records(src):
+            if pw is None:
+                pw = pq.ParquetWriter(staged.file, stream.header[1])
+            b, i = rec.raw
+            if b is not batch:
+                flush()
+                batch = b
+                mask = [False] * b.num_rows
+            if keep(rec.index):
+                mask[i] = True
+        if pw is None and stream.header is not None:
+            pw = pq.ParquetWriter(staged.file, stream.header[1])
+        flush()
+    finally:
+        if pw is not None:
+            pw.close()
+    return pw is not None
+
+
+def _write_textdir(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep) -> None:
+    assert src.files is not None
+    made: set[Path] = set()
+    for rec in stream.records(src):
+        if not keep(rec.index):
+            continue
+        rel = src.files[rec.line - 1][0]
+        dest = staged.tmp / rel
+        if dest.parent not in made:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            made.add(dest.parent)
+        shutil.copyfile(rec.raw, dest)
+
+
+def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], keep: Any,
+                       outdir: str | os.PathLike, *, text_fields: Sequence[str] | str = ("text",),
+                       id_field: str | None = None, on_error: str = "fail",
+                       encoding: str = "utf-8", fmt: str | None = None,
+                       chunk_size: int = 10_000) -> list[Path]:
+    """Write the records of ``paths`` whose ``keep`` flag is true into ``outdir``, each input in
+    its own format; return the output paths (in input order).
+
+    ``keep`` is a bool array indexed by the global record number of :func:`read_documents`
+    called with the same inputs and options (records skipped with ``on_error="skip"`` have no
+    number and are never written). Per input:
+
+    - JSONL: the kept lines, byte for byte (decompressed), in ``outdir/<name without .gz/.zst>``;
+    - CSV/TSV: the header and the kept rows (same delimiter, the header's line ending, the
+      input's encoding), rewritten with :func:`csv.writer`, in ``outdir/<name without .gz/.zst>``;
+    - Parquet: the kept rows with the same Arrow schema in ``outdir/<name>``;
+    - a directory: the kept files copied (as they are, compressed or not) to
+      ``outdir/<directory name>/<relative path>``.
+
+    When two inputs would get the same output name, each of those is prefixed with its 1-based
+    position in ``paths`` (``"1-a.jsonl"``, ``"3-a.jsonl"``). All outputs are written under
+    temporary names and renamed only after every input has been read and the number of records
+    has matched ``len(keep)`` (otherwise :class:`ConfigError`), so a failed call leaves no
+    partial output. An input that yields nothing readable (a corrupt Parquet file, skipped)
+    gets no output.
+    """
+    flags = _Keep(keep)
+    stream = _make_stream(paths, text_fields=text_fields, id_field=id_field, on_error=on_error,
+                          chunk_size=chunk_size, encoding=encoding, report=SkipReport(),
+                          fmt=fmt, all_columns=True)
+    outdir = Path(outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise OutputError(f"{outdir}: exists and is not a directory")
+    names = _output_names(stream.sources)
+    staged_all: list[_Staged] = []
+    try:
+        for src, name in zip(stream.sources, names, strict=True):
+            staged = _Staged(outdir / name, directory=src.fmt == "textdir")
+            staged_all.append(staged)
+            if src.fmt == "jsonl":
+                _write_jsonl(stream, src, staged, flags)
+            elif src.fmt in ("csv", "tsv"):
+                _write_csv(stream, src, staged, flags, encoding)
+            elif src.fmt == "parquet":
+                if not _write_parquet(stream, src, staged, flags):
+                    staged_all.pop().discard()
+                    continue
+            else:
+                _write_textdir(stream, src, staged, flags)
+            staged.close()
+        if stream.count != flags.n:
+            raise ConfigError(f"keep has {flags.n} flags but the inputs hold {stream.count} "
+                              "records: keep must come from reading the same inputs with the "
+                              "same options")
+        written = []
+        while staged_all:
+            written.append(staged_all[0].commit())
+            staged_all.pop(0)
+        return written
+    except BaseException as e:
+        for staged in staged_all:
+            staged.discard()
+        if isinstance(e, OSError):
+            raise OutputError(f"{outdir}: cannot write the deduplicated corpus: "
+                              f"{e.strerror or e}") from e
+        raise

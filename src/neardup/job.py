@@ -1,0 +1,158 @@
+"""``neardup dedup`` as a library call: files in, an output directory out.
+
+Reading is validated completely before anything is written: with ``on_error="fail"`` the first
+bad record stops the run and no output is created; with ``on_error="skip"`` bad records are
+counted by reason in the summary. Every output file is written under a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from .config import DedupConfig
+from .errors import ConfigError, OutputError
+from .io import (
+    OUTPUT_FORMATS,
+    SkipReport,
+    read_documents,
+    total_input_bytes,
+    write_deduplicated,
+    write_json_atomic,
+    write_table,
+)
+from .pipeline import Deduplicator
+from .result import METHOD_NAMES, Result
+
+
+class Progress(Protocol):
+    """What the job reports progress to (the CLI passes a rich progress display)."""
+
+    def start(self, stage: str, total: int | None) -> None: ...
+    def update(self, stage: str, done: int, total: int | None = None) -> None: ...
+    def finish(self, stage: str) -> None: ...
+
+
+class _NoProgress:
+    def start(self, stage: str, total: int | None) -> None:
+        pass
+
+    def update(self, stage: str, done: int, total: int | None = None) -> None:
+        pass
+
+    def finish(self, stage: str) -> None:
+        pass
+
+
+def _prepare_outdir(outdir: Path) -> None:
+    if outdir.exists() and not outdir.is_dir():
+        raise OutputError(f"{outdir}: exists and is not a directory")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"{outdir}: cannot create the output directory: {e.strerror}") from e
+    if not os.access(outdir, os.W_OK):
+        raise OutputError(f"{outdir}: the output directory is not writable")
+
+
+def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str, str]:
+    """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
+    ids = np.asarray(result.ids, dtype=object)
+    clusters = write_table(outdir / "clusters", {
+        "id": ids,
+        "cluster": result.labels,
+        "representative": ids[result.representative],
+        "similarity": result.similarity,
+    }, fmt)
+    p = result.pairs
+    pairs = write_table(outdir / "pairs", {
+        "id_a": ids[p.left],
+        "id_b": ids[p.right],
+        "similarity": p.similarity,
+        "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
+    }, fmt)
+    return {"clusters": str(clusters), "pairs": str(pairs)}
+
+
+def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
+                config: DedupConfig | None = None, text_fields: Sequence[str] = ("text",),
+                id_field: str | None = None, input_format: str | None = None,
+                encoding: str = "utf-8", on_error: str = "fail", chunk_size: int = 10_000,
+                output_format: str = "parquet", write_corpus: bool = True,
+                progress: Progress | None = None) -> dict[str, Any]:
+    """Deduplicate the documents of ``paths`` and write clusters, pairs, the deduplicated corpus
+    and ``summary.json`` into ``outdir``. Returns the summary."""
+    if output_format not in OUTPUT_FORMATS:
+        raise ConfigError(f"output_format={output_format!r} is invalid: one of "
+                          f"{', '.join(OUTPUT_FORMATS)}")
+    if on_error not in ("fail", "skip"):
+        raise ConfigError(f"on_error={on_error!r} is invalid: use 'fail' or 'skip'")
+    if chunk_size < 1:
+        raise ConfigError(f"chunk_size={chunk_size!r} is invalid: a positive integer")
+    config = config or DedupConfig()
+    progress = progress or _NoProgress()
+    outdir = Path(outdir)
+    t_start = time.perf_counter()
+    paths = [Path(p) for p in paths]
+    report = SkipReport()
+    read_opts = dict(text_fields=tuple(text_fields), id_field=id_field, on_error=on_error,
+                     encoding=encoding, fmt=input_format)
+
+    def on_stage(stage: str, done: int, total: int) -> None:
+        progress.update(stage, done, total)
+
+    dd = Deduplicator(config, check_ids=False, on_stage=on_stage)
+    total_bytes = total_input_bytes(paths)
+    progress.start("read", total_bytes)
+    t0 = time.perf_counter()
+    done_bytes = 0
+    read_time = 0.0
+    t_read = time.perf_counter()
+    for chunk in read_documents(paths, chunk_size=chunk_size, report=report, **read_opts):
+        read_time += time.perf_counter() - t_read
+        dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+        done_bytes += chunk.progress_bytes
+        progress.update("read", done_bytes, total_bytes)
+        t_read = time.perf_counter()
+    read_time += time.perf_counter() - t_read
+    progress.finish("read")
+    t_ingest = time.perf_counter() - t0
+
+    for stage in ("candidates", "verify", "cluster"):
+        progress.start(stage, None)
+    result = dd.finish()
+    for stage in ("candidates", "verify", "cluster"):
+        progress.finish(stage)
+
+    # Everything was read and checked: only now is anything written.
+    progress.start("write", None)
+    t0 = time.perf_counter()
+    _prepare_outdir(outdir)
+    outputs = write_result(result, outdir, output_format)
+    if write_corpus:
+        written = write_deduplicated(paths, result.keep, outdir / "deduplicated",
+                                     chunk_size=chunk_size, **read_opts)
+        outputs["deduplicated"] = [str(p) for p in written]
+    t_write = time.perf_counter() - t0
+    progress.finish("write")
+
+    summary = dict(result.summary)
+    wall = time.perf_counter() - t_start
+    summary["inputs"] = [str(p) for p in paths]
+    summary["input_bytes"] = total_bytes
+    summary["skipped"] = report.to_dict()
+    summary["outputs"] = outputs
+    summary["timings_s"] = {"read": round(read_time, 4), **summary["timings_s"],
+                            "write": round(t_write, 4)}
+    summary["seconds"] = round(wall, 4)
+    summary["documents_per_s"] = round(summary["documents"] / wall, 1) if wall > 0 else None
+    summary["mb_per_s"] = round(summary["text_bytes"] / 1e6 / wall, 2) if wall > 0 else None
+    summary["ingest_seconds"] = round(t_ingest, 4)
+    outputs["summary"] = str(outdir / "summary.json")
+    write_json_atomic(outdir / "summary.json", summary)
+    return summary
