@@ -167,3 +167,15 @@ def test_bad_library_input():
         neardup.dedup(["x"], bands=20, rows=10)
     r = neardup.dedup([])
     assert len(r) == 0 and r.summary["documents"] == 0
+
+
+def test_a_50mb_document_and_one_word_documents():
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}" for i in range(20000)])
+    big = " ".join(vocab[rng.integers(0, len(vocab), 8_000_000)].tolist())
+    assert len(big) > 50_000_000
+    texts = [big, big[:-10] + " tail", "word", "word", "other"]
+    r = neardup.dedup(texts)
+    assert r.representative.tolist() == [0, 0, 2, 2, 4]
+    assert r.similarity[1] > 0.99
+    assert r.summary["shingles"] > 7_000_000
