@@ -127,3 +127,30 @@ def partition(reps) -> set[frozenset[int]]:
     for i, r in enumerate(reps):
         groups.setdefault(int(r), set()).add(i)
     return {frozenset(g) for g in groups.values()}
+
+
+def normalize(text: str, nfkc=True, casefold=True, strip_html=False, strip_punctuation=False,
+              strip_digits=False, strip_stopwords=False) -> str:
+    """Reference normalisation of one text, step by step with the standard library."""
+    import html
+    import re
+    import unicodedata
+
+    from neardup.text.normalize import stopwords
+
+    t = text.replace("\x00", " ")
+    if strip_html:
+        t = html.unescape(re.sub(r"<[^>]*>", " ", t))
+    if nfkc:
+        t = unicodedata.normalize("NFKC", t)
+    if casefold:
+        t = t.casefold()
+    if strip_punctuation:
+        t = re.sub(r"[^\w\s]|_", " ", t)
+    if strip_digits:
+        t = re.sub(r"\d+", "", t)
+    if strip_stopwords:
+        words = stopwords()
+        t = re.sub(r"\b\w+\b", lambda m: "" if (m.group(0) if casefold else m.group(0).casefold())
+                   in words else m.group(0), t)
+    return " ".join(t.split())

@@ -55,12 +55,22 @@ def test_normalize_hand_checked():
     assert normalize_text("<p>The 3 cats &amp; the dog, in 2024!</p>", cfg) == "cats dog"
 
 
-@given(st.lists(st.text(max_size=40), max_size=12), st.booleans(), st.booleans())
-def test_batch_normalisation_equals_one_by_one(texts, punct, stop):
-    cfg = NormalizeConfig(strip_punctuation=punct, strip_stopwords=stop)
+texts_strategy = st.lists(st.one_of(st.text(max_size=40), st.text("aB \t\n\x00.,é", max_size=30),
+                                    st.sampled_from(["The END of it", "ﬁ Ⅻ ｶ", "  ", "<b>a &amp; b</b>",
+                                                     "Straße  AND the 42 ÉTÉ"])),
+                          max_size=12)
+
+
+@given(texts_strategy, st.booleans(), st.booleans(), st.booleans(), st.booleans(),
+       st.booleans(), st.booleans())
+def test_batch_normalisation_matches_oracle(texts, nfkc, fold, html_, punct, digits, stop):
+    cfg = NormalizeConfig(nfkc=nfkc, casefold=fold, strip_html=html_, strip_punctuation=punct,
+                          strip_digits=digits, strip_stopwords=stop)
     b = normalize(texts, cfg)
     assert len(b) == len(texts)
-    assert [b.text(i) for i in range(len(b))] == [normalize_text(t, cfg) for t in texts]
+    expected = [oracles.normalize(t, nfkc, fold, html_, punct, digits, stop) for t in texts]
+    assert [b.text(i) for i in range(len(b))] == expected
+    assert [normalize_text(t, cfg) for t in texts] == expected
 
 
 # ---- shingles ----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..config import NormalizeConfig
 
@@ -37,35 +37,39 @@ for _c in (*range(9, 14), *range(28, 33), 133, 160, 5760, *range(8192, 8203), 82
 assert all(chr(c).isspace() == bool(_WS[c]) for c in range(len(_WS)))
 
 
-@njit(cache=True)
-def _collapse_whitespace(cps, ws, n_docs):
-    """Split NUL-separated code points into documents, collapsing each run of whitespace to one
-    space and dropping leading and trailing whitespace. Returns (code points, offsets[n+1])."""
-    out = np.empty(len(cps), np.uint32)
-    offsets = np.zeros(n_docs + 1, np.int64)
-    o = 0
-    d = 0
-    pending = False
-    start = 0
+@njit(cache=True, parallel=True)
+def _collapse_whitespace(cps, ws, starts, ends, lower_ascii):
+    """Per document ``cps[starts[d]:ends[d]]``: collapse each run of whitespace to one space,
+    drop leading and trailing whitespace, and map A-Z to a-z if ``lower_ascii``.
+    Returns (code points, offsets[n+1]) with the documents packed one after another."""
+    n = len(starts)
+    buf = np.empty(len(cps), np.uint32)
+    lengths = np.zeros(n, np.int64)
     nws = len(ws)
-    for i in range(len(cps)):
-        c = cps[i]
-        if c == 0:
-            d += 1
-            offsets[d] = o
-            start = o
-            pending = False
-        elif c < nws and ws[c]:
-            pending = o > start
-        else:
+    for d in prange(n):
+        o = starts[d]
+        first = o
+        pending = False
+        for i in range(starts[d], ends[d]):
+            c = cps[i]
+            if c < nws and ws[c]:
+                pending = o > first
+                continue
             if pending:
-                out[o] = 32
+                buf[o] = 32
                 o += 1
                 pending = False
-            out[o] = c
+            if lower_ascii and 65 <= c <= 90:
+                c += 32
+            buf[o] = c
             o += 1
-    offsets[n_docs] = o
-    return out[:o].copy(), offsets
+        lengths[d] = o - first
+    offsets = np.zeros(n + 1, np.int64)
+    offsets[1:] = np.cumsum(lengths)
+    out = np.empty(offsets[n], np.uint32)
+    for d in prange(n):
+        out[offsets[d]:offsets[d + 1]] = buf[starts[d]:starts[d] + lengths[d]]
+    return out, offsets
 
 
 @lru_cache(maxsize=1)
@@ -81,13 +85,34 @@ def _stopword_re(casefolded: bool) -> re.Pattern[str]:
     return re.compile(rf"\b(?:{alt})\b", 0 if casefolded else re.IGNORECASE)
 
 
+def _nfkc(s: str) -> str:
+    # Only documents that need it go through the (slow) full normalisation; one non-ASCII
+    # document must not cost the whole chunk its fast path.
+    if unicodedata.is_normalized("NFKC", s):
+        return s
+    return SEP.join(p if p.isascii() or unicodedata.is_normalized("NFKC", p)
+                    else unicodedata.normalize("NFKC", p) for p in s.split(SEP))
+
+
+def _casefold(s: str) -> str:
+    if s.isascii():
+        return s.lower()  # identical to casefold() on ASCII, and much faster
+    return SEP.join(p.lower() if p.isascii() else p.casefold() for p in s.split(SEP))
+
+
+def _fold_one(t: str, cfg: NormalizeConfig) -> str:
+    if cfg.nfkc and not unicodedata.is_normalized("NFKC", t):
+        t = unicodedata.normalize("NFKC", t)
+    return t.casefold() if cfg.casefold else t
+
+
 def _normalize_joined(s: str, cfg: NormalizeConfig) -> str:
     if cfg.strip_html:
         s = html.unescape(_TAG.sub(" ", s))
     if cfg.nfkc:
-        s = unicodedata.normalize("NFKC", s)
+        s = _nfkc(s)
     if cfg.casefold:
-        s = s.casefold()
+        s = _casefold(s)
     if cfg.strip_punctuation:
         s = _PUNCT.sub(" ", s)
     if cfg.strip_digits:
@@ -133,9 +158,28 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
         return NormalizedBatch(np.zeros(0, np.uint32), np.zeros(1, np.int64))
     joined = SEP.join(texts)
     if joined.count(SEP) != n - 1:  # a text holds a NUL of its own: treat it as whitespace
-        joined = SEP.join(t.replace(SEP, " ") for t in texts)
-    joined = _normalize_joined(joined, cfg)
+        texts = [t.replace(SEP, " ") for t in texts]
+        joined = SEP.join(texts)
+    regex_steps = cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits or \
+        cfg.strip_stopwords
+    lower_ascii = False
+    if regex_steps:
+        joined = _normalize_joined(joined, cfg)
+    elif not joined.isascii():
+        # The default path: only non-ASCII documents need Python's NFKC and casefold; ASCII
+        # letters are lowered in the compiled pass below (casefold equals lower on ASCII).
+        joined = SEP.join(t if t.isascii() else _fold_one(t, cfg) for t in texts)
+        lower_ascii = cfg.casefold
+    else:
+        lower_ascii = cfg.casefold
     cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
     del joined
-    out, offsets = _collapse_whitespace(cps, _WS, n)
+    seps = np.flatnonzero(cps == 0)
+    starts = np.empty(n, np.int64)
+    starts[0] = 0
+    starts[1:] = seps + 1
+    ends = np.empty(n, np.int64)
+    ends[:-1] = seps
+    ends[-1] = len(cps)
+    out, offsets = _collapse_whitespace(cps, _WS, starts, ends, lower_ascii)
     return NormalizedBatch(out, offsets)
