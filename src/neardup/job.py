@@ -106,28 +106,27 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     def on_stage(stage: str, done: int, total: int) -> None:
         progress.update(stage, done, total)
 
-    dd = Deduplicator(config, check_ids=False, on_stage=on_stage)
     total_bytes = total_input_bytes(paths)
     progress.start("read", total_bytes)
     t0 = time.perf_counter()
     done_bytes = 0
     read_time = 0.0
-    t_read = time.perf_counter()
-    for chunk in read_documents(paths, chunk_size=chunk_size, report=report, **read_opts):
-        read_time += time.perf_counter() - t_read
-        dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
-        done_bytes += chunk.progress_bytes
-        progress.update("read", done_bytes, total_bytes)
+    with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
-    read_time += time.perf_counter() - t_read
-    progress.finish("read")
-    t_ingest = time.perf_counter() - t0
-
-    for stage in ("candidates", "verify", "cluster"):
-        progress.start(stage, None)
-    result = dd.finish()
-    for stage in ("candidates", "verify", "cluster"):
-        progress.finish(stage)
+        for chunk in read_documents(paths, chunk_size=chunk_size, report=report, **read_opts):
+            read_time += time.perf_counter() - t_read
+            dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+            done_bytes += chunk.progress_bytes
+            progress.update("read", done_bytes, total_bytes)
+            t_read = time.perf_counter()
+        read_time += time.perf_counter() - t_read
+        progress.finish("read")
+        t_ingest = time.perf_counter() - t0
+        for stage in ("candidates", "verify", "cluster"):
+            progress.start(stage, None)
+        result = dd.finish()
+        for stage in ("candidates", "verify", "cluster"):
+            progress.finish(stage)
 
     # Everything was read and checked: only now is anything written.
     progress.start("write", None)

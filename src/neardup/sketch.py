@@ -68,7 +68,7 @@ def mulmod61(a, b):
     return r
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _classic_kernel(hashes, offsets, a, b):
     n = len(offsets) - 1
     k = len(a)
@@ -88,7 +88,7 @@ def _classic_kernel(hashes, offsets, a, b):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _oph_kernel(hashes, offsets, k, s_bin, s_probe):
     n = len(offsets) - 1
     out = np.empty((n, k), np.uint32)

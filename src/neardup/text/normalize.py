@@ -20,7 +20,7 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..config import NormalizeConfig
 
@@ -37,16 +37,18 @@ for _c in (*range(9, 14), *range(28, 33), 133, 160, 5760, *range(8192, 8203), 82
 assert all(chr(c).isspace() == bool(_WS[c]) for c in range(len(_WS)))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _collapse_whitespace(cps, ws, starts, ends, lower_ascii):
     """Per document ``cps[starts[d]:ends[d]]``: collapse each run of whitespace to one space,
     drop leading and trailing whitespace, and map A-Z to a-z if ``lower_ascii``.
-    Returns (code points, offsets[n+1]) with the documents packed one after another."""
+    Returns (code points, offsets[n+1]) with the documents packed one after another.
+    Serial on purpose: it runs on the calling thread while the parallel kernels of the previous
+    chunk run on the pipeline's worker thread."""
     n = len(starts)
     buf = np.empty(len(cps), np.uint32)
     lengths = np.zeros(n, np.int64)
     nws = len(ws)
-    for d in prange(n):
+    for d in range(n):
         o = starts[d]
         first = o
         pending = False
@@ -67,7 +69,7 @@ def _collapse_whitespace(cps, ws, starts, ends, lower_ascii):
     offsets = np.zeros(n + 1, np.int64)
     offsets[1:] = np.cumsum(lengths)
     out = np.empty(offsets[n], np.uint32)
-    for d in prange(n):
+    for d in range(n):
         out[offsets[d]:offsets[d + 1]] = buf[starts[d]:starts[d] + lengths[d]]
     return out, offsets
 

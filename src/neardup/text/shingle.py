@@ -119,7 +119,7 @@ def _doc_shingles(cps, a, b, kind, k, offset, out, pos):
     return m
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _shingle_kernel(cps, offsets, docs, kind, k, offset):
     n = len(docs)
     counts = np.zeros(n, np.int64)
