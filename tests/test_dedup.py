@@ -6,8 +6,11 @@ import numpy as np
 import oracles
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neardup
+from neardup.pipeline import _Growable
 from neardup.synth import make_corpus
 from neardup.text import normalize_text
 
@@ -179,3 +182,17 @@ def test_a_50mb_document_and_one_word_documents():
     assert r.representative.tolist() == [0, 0, 2, 2, 4]
     assert r.similarity[1] > 0.99
     assert r.summary["shingles"] > 7_000_000
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=300), max_size=12),
+       st.integers(1, 64))
+def test_growable_equals_concatenation(parts, capacity):
+    g = _Growable(np.uint32, capacity=capacity)
+    for p in parts:
+        g.append(np.asarray(p, np.uint32))
+    expected = np.asarray([x for p in parts for x in p], np.uint32)
+    assert len(g) == len(expected)
+    got = g.take()
+    assert got.dtype == np.uint32 and np.array_equal(got, expected)
+    got[:] = 0  # the result is an ordinary writable array

@@ -9,6 +9,7 @@ exact verification, its shingle set as sorted 32-bit fingerprints; never the tex
 
 from __future__ import annotations
 
+import mmap
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,19 +60,45 @@ def _compact32(hashes, offsets):
     return out, out_off
 
 
-def _concat_release(parts: list[np.ndarray], dtype, tail_shape=()) -> np.ndarray:
-    """Concatenate and free the parts as they are copied: peak memory is the result plus one
-    part, not twice the result."""
-    total = sum(len(p) for p in parts)
-    out = np.empty((total, *tail_shape), dtype)
-    pos = 0
-    for i in range(len(parts)):
-        p = parts[i]
-        out[pos:pos + len(p)] = p
-        pos += len(p)
-        parts[i] = None  # type: ignore[call-overload]
-    parts.clear()
-    return out
+class _Growable:
+    """An append-only 1-D array in a private anonymous memory map that grows in place.
+
+    Appending copies a part in and lets it go at once, so the index never exists twice in memory
+    (no concatenation at the end). Growing remaps pages (``mremap``) instead of copying them, and
+    pages not yet written are not resident, so doubling the capacity costs no memory.
+    """
+
+    def __init__(self, dtype, capacity: int = 1 << 16):
+        self._dtype = np.dtype(dtype)
+        self._cap = capacity
+        self._map = mmap.mmap(-1, capacity * self._dtype.itemsize,
+                              flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, part: np.ndarray) -> None:
+        part = part.reshape(-1)
+        need = self._n + len(part)
+        if need > self._cap:
+            self._cap = max(need, 2 * self._cap)
+            self._map.resize(self._cap * self._dtype.itemsize)
+        view = np.frombuffer(self._map, self._dtype, count=len(part),
+                             offset=self._n * self._dtype.itemsize)
+        view[:] = part
+        del view  # the map cannot be resized while a view of it exists
+        self._n = need
+
+    def take(self) -> np.ndarray:
+        """The appended values as one array backed by the map, trimmed to size (no copy)."""
+        m, n = self._map, self._n
+        self._map, self._n, self._cap = None, 0, 0
+        if n == 0:
+            m.close()
+            return np.empty(0, self._dtype)
+        m.resize(n * self._dtype.itemsize)
+        return np.frombuffer(m, self._dtype, count=n)
 
 
 class Deduplicator:
@@ -101,13 +128,13 @@ class Deduplicator:
         self._ids: list[str] = []
         self._seen_ids: dict[str, int] | None = {} if check_ids else None
         self._fp_index: dict[int, int] = {}
-        self._group_parts: list[np.ndarray] = []
-        self._urow_parts: list[np.ndarray] = []
-        self._ulen_parts: list[np.ndarray] = []
-        self._ufp_parts: list[np.ndarray] = []
-        self._sig_parts: list[np.ndarray] = []
-        self._sh_parts: list[np.ndarray] = []
-        self._shsize_parts: list[np.ndarray] = []
+        self._group = _Growable(np.int64)
+        self._urow = _Growable(np.int64)
+        self._ulen = _Growable(np.int64)
+        self._ufp = _Growable(np.uint64)
+        self._sigs = _Growable(np.uint32)
+        self._sh = _Growable(np.uint32)
+        self._shsize = _Growable(np.int64)
         self._n_unique = 0
         self._n_empty = 0
         self._text_bytes = 0
@@ -185,11 +212,11 @@ class Deduplicator:
                 new_docs.append(i)
                 new_fps.append(fp >> 64)
             group[i] = g
-        self._group_parts.append(group)
+        self._group.append(group)
         docs = np.asarray(new_docs, np.int64)
-        self._urow_parts.append(docs + base)
-        self._ulen_parts.append(lengths[docs])
-        self._ufp_parts.append(np.asarray(new_fps, np.uint64))
+        self._urow.append(docs + base)
+        self._ulen.append(lengths[docs])
+        self._ufp.append(np.asarray(new_fps, np.uint64))
         t0 = self._tick("fingerprint", t0)
 
         self._wait()
@@ -204,12 +231,13 @@ class Deduplicator:
         del batch
         self._shingles_total += len(sh.hashes)
         t0 = self._tick("shingle", t0)
-        self._sig_parts.append(sketch(sh, cfg.sketch))
+        self._sigs.append(sketch(sh, cfg.sketch))
         t0 = self._tick("sketch", t0)
         if self._exact:
             h32, off32 = _compact32(sh.hashes, sh.offsets)
-            self._sh_parts.append(h32)
-            self._shsize_parts.append(np.diff(off32))
+            del sh
+            self._sh.append(h32)
+            self._shsize.append(np.diff(off32))
             self._tick("shingle", t0)
 
     def _wait(self) -> None:
@@ -262,18 +290,18 @@ class Deduplicator:
         thr = np.float32(cfg.lsh.threshold)
 
         t0 = time.perf_counter()
-        group = _concat_release(self._group_parts, np.int64)
-        urow = _concat_release(self._urow_parts, np.int64)
-        ulen = _concat_release(self._ulen_parts, np.int64)
-        ufp = _concat_release(self._ufp_parts, np.uint64)
-        sigs = _concat_release(self._sig_parts, np.uint32, (k,))
+        group = self._group.take()
+        urow = self._urow.take()
+        ulen = self._ulen.take()
+        ufp = self._ufp.take()
+        sigs = self._sigs.take().reshape(U, k)
         sh: Shingles | None = None
         if self._exact:
-            sizes = _concat_release(self._shsize_parts, np.int64)
+            sizes = self._shsize.take()
             offsets = np.zeros(U + 1, np.int64)
             np.cumsum(sizes, out=offsets[1:])
             del sizes
-            sh = Shingles(_concat_release(self._sh_parts, np.uint32), offsets)
+            sh = Shingles(self._sh.take(), offsets)
         t0 = self._tick("collect", t0)
 
         bands, rows = self.lsh_params()
