@@ -20,6 +20,7 @@ def fmix64(h: int) -> int:
 
 
 def hash_run(cps: list[int]) -> int:
+    """FNV-1a over a run of units (a word's UTF-8 bytes, or code points), length mixed in."""
     h = FNV_OFFSET
     for c in cps:
         h = ((h ^ c) * FNV_PRIME) & M64
@@ -31,7 +32,7 @@ def shingle_hashes(text: str, kind: str, k: int, offset: int = 1) -> list[int]:
     if kind == "char":
         units = [[ord(c)] for c in text]
     else:
-        units = [[ord(c) for c in w] for w in text.split(" ") if w]
+        units = [list(w.encode("utf-8", "surrogatepass")) for w in text.split(" ") if w]
     if not units:
         return []
     if len(units) < k:

@@ -12,10 +12,15 @@ from neardup._hash import fmix64
 from neardup.cluster import connected_components, preference_rank, strict_clusters
 from neardup.config import NormalizeConfig, ShingleConfig, SketchConfig
 from neardup.lsh import band_keys, candidate_pairs
-from neardup.pipeline import _compact32
-from neardup.sketch import _seed_words, classic_params, mulmod61, sketch
+from neardup.sketch import _seed_words, classic_params, mulmod61, shingle_sketch, sketch
 from neardup.text import Shingles, normalize, normalize_text, shingle
-from neardup.verify import containment_pairs, estimate_pairs, jaccard_pairs
+from neardup.verify import (
+    containment_pairs,
+    estimate_pairs,
+    jaccard_pairs,
+    overlap_pairs,
+    sort_unique_segments,
+)
 
 u64 = st.integers(min_value=0, max_value=2**64 - 1)
 words = st.lists(st.text(alphabet="abcxyzé✓ ", min_size=0, max_size=6), max_size=30)
@@ -232,12 +237,49 @@ def test_estimate_pairs_matches_oracle(rows_):
         assert est[i] == pytest.approx(np.mean(sig[a] == sig[b]))
 
 
-@given(st.lists(st.lists(u64, max_size=30), min_size=1, max_size=6))
-def test_compact32_matches_oracle(sets):
-    sh = csr(sets)
-    h32, off = _compact32(sh.hashes, sh.offsets)
-    for i, s in enumerate(sets):
-        assert h32[off[i]:off[i + 1]].tolist() == sorted({x >> 32 for x in s})
+@given(st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=1, max_size=8),
+       st.data())
+def test_sort_unique_segments_and_overlap_match_oracle(sets, data):
+    """Unsorted 32-bit segments with repeats: the listed ones become sorted sets in place, and
+    the Jaccard/containment of pairs among them matches Python sets."""
+    n = len(sets)
+    hashes = np.array([x for s in sets for x in s], dtype=np.uint32)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum([len(s) for s in sets], out=offsets[1:])
+    listed = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1)))
+    before = hashes.copy()
+    ends = sort_unique_segments(hashes, offsets, np.array(listed + listed[:1]))
+    for d in range(n):
+        seg = hashes[offsets[d]:ends[d]].tolist()
+        if d in listed:
+            assert seg == sorted(set(sets[d]))
+        else:
+            assert ends[d] == offsets[d + 1] and seg == before[offsets[d]:offsets[d + 1]].tolist()
+    pairs = data.draw(st.lists(st.tuples(st.sampled_from(listed), st.sampled_from(listed)),
+                               max_size=10))
+    left = np.array([p[0] for p in pairs], np.int64)
+    right = np.array([p[1] for p in pairs], np.int64)
+    jac = overlap_pairs(hashes, offsets[:-1], ends, left, right)
+    con = overlap_pairs(hashes, offsets[:-1], ends, left, right, containment=True)
+    for i, (a, b) in enumerate(pairs):
+        sa, sb = set(sets[a]), set(sets[b])
+        assert jac[i] == pytest.approx(oracles.jaccard(sa, sb), abs=1e-6)
+        assert con[i] == pytest.approx(len(sa & sb) / len(sa) if sa else 1.0, abs=1e-6)
+
+
+@given(st.lists(st.text(alphabet="ab cdé✓\u3000\t", max_size=60), min_size=1, max_size=8),
+       st.sampled_from(["word:1", "word:3", "word:2:2", "char:1", "char:4", "char:3:2"]),
+       st.sampled_from(["oph", "classic"]), st.integers(2, 40), st.integers(0, 2**32))
+def test_fused_shingle_sketch_equals_separate_stages(texts, spec, scheme, k, seed):
+    cfg = ShingleConfig.parse(spec)
+    scfg = SketchConfig(num_perm=k, seed=seed, scheme=scheme)
+    batch = normalize(texts)
+    sig, h32, off = shingle_sketch(batch, cfg, scfg)
+    sh = shingle(texts, cfg)
+    assert np.array_equal(sig, sketch(sh, scfg))
+    for i in range(len(texts)):
+        assert sorted(set(h32[off[i]:off[i + 1]].tolist())) == sorted({int(x) >> 32
+                                                                       for x in sh[i]})
 
 
 # ---- clustering --------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 documents arrive (:meth:`Deduplicator.add`); ``LSH -> verify -> cluster`` runs once over all
 documents (:meth:`Deduplicator.finish`). Only one copy of each exact-duplicate group is shingled
 and sketched. What is kept between chunks is the index: one signature per distinct text and, for
-exact verification, its shingle set as sorted 32-bit fingerprints; never the texts themselves.
+exact verification, its shingle hashes as 32-bit fingerprints (sorted into sets only for the
+documents that LSH proposes); never the texts themselves.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numba
 import numpy as np
-from numba import njit, prange
 from xxhash import xxh3_128_intdigest
 
 from . import __version__
@@ -25,39 +26,11 @@ from .config import DedupConfig
 from .errors import InputError
 from .lsh import CandidateStats, candidate_pairs, choose_bands, s_curve
 from .result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
-from .sketch import sketch
+from .sketch import shingle_sketch
 from .text.normalize import normalize
-from .text.shingle import Shingles, shingle_codepoints
-from .verify import estimate_pairs, jaccard_pairs
+from .verify import estimate_pairs, overlap_pairs, sort_unique_segments
 
 StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
-
-_S32 = np.uint64(32)
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def _compact32(hashes, offsets):
-    """Keep the high 32 bits of each sorted 64-bit hash, dropping adjacent repeats."""
-    n = len(offsets) - 1
-    sizes = np.zeros(n, np.int64)
-    tmp = (hashes >> np.uint64(32)).astype(np.uint32)
-    for d in prange(n):
-        a, b = offsets[d], offsets[d + 1]
-        u = 0
-        for i in range(a, b):
-            if u == 0 or tmp[i] != tmp[a + u - 1]:
-                tmp[a + u] = tmp[i]
-                u += 1
-        sizes[d] = u
-    out_off = np.zeros(n + 1, np.int64)
-    out_off[1:] = np.cumsum(sizes)
-    out = np.empty(out_off[n], np.uint32)
-    for d in prange(n):
-        a = offsets[d]
-        o = out_off[d]
-        for j in range(sizes[d]):
-            out[o + j] = tmp[a + j]
-    return out, out_off
 
 
 class _Growable:
@@ -191,8 +164,8 @@ class Deduplicator:
         t0 = self._tick("normalize", t0)
 
         # exact duplicates: 128-bit fingerprint of the normalised text
-        mv = memoryview(batch.codepoints).cast("B")
-        offs = (batch.offsets * 4).tolist()
+        mv = memoryview(batch.data)
+        offs = batch.offsets.tolist()
         lengths = batch.lengths
         group = np.empty(n, np.int64)
         new_docs: list[int] = []
@@ -221,24 +194,25 @@ class Deduplicator:
 
         self._wait()
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch")
+            # numba's thread count is per calling thread: the worker uses the caller's. (All
+            # threads for the worker measured faster than leaving one core to the main thread,
+            # which spends part of each chunk waiting for the worker.)
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch",
+                                                initializer=numba.set_num_threads,
+                                                initargs=(numba.get_num_threads(),))
         self._pending = self._executor.submit(self._sketch_chunk, batch, docs)
 
     def _sketch_chunk(self, batch, docs: np.ndarray) -> None:
         cfg = self.config
         t0 = time.perf_counter()
-        sh = shingle_codepoints(batch, cfg.shingle, docs)
+        sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch, docs)
         del batch
-        self._shingles_total += len(sh.hashes)
-        t0 = self._tick("shingle", t0)
-        self._sigs.append(sketch(sh, cfg.sketch))
-        t0 = self._tick("sketch", t0)
+        self._shingles_total += len(h32)
+        self._sigs.append(sigs)
         if self._exact:
-            h32, off32 = _compact32(sh.hashes, sh.offsets)
-            del sh
             self._sh.append(h32)
-            self._shsize.append(np.diff(off32))
-            self._tick("shingle", t0)
+            self._shsize.append(np.diff(off))
+        self._tick("shingle+sketch", t0)
 
     def _wait(self) -> None:
         """Wait for the chunk in flight; re-raise its error, if any."""
@@ -295,13 +269,12 @@ class Deduplicator:
         ulen = self._ulen.take()
         ufp = self._ufp.take()
         sigs = self._sigs.take().reshape(U, k)
-        sh: Shingles | None = None
         if self._exact:
             sizes = self._shsize.take()
-            offsets = np.zeros(U + 1, np.int64)
-            np.cumsum(sizes, out=offsets[1:])
+            sh_off = np.zeros(U + 1, np.int64)
+            np.cumsum(sizes, out=sh_off[1:])
             del sizes
-            sh = Shingles(self._sh.take(), offsets)
+            sh_hashes = self._sh.take()
         t0 = self._tick("collect", t0)
 
         bands, rows = self.lsh_params()
@@ -316,7 +289,10 @@ class Deduplicator:
 
         self._stage("verify", 0, len(left))
         if self._exact:
-            sim = jaccard_pairs(sh, left, right)
+            # Only the documents in candidate pairs need their shingles as sorted sets; every
+            # member of a cluster and its representative are among them.
+            sh_end = sort_unique_segments(sh_hashes, sh_off, np.concatenate([left, right]))
+            sim = overlap_pairs(sh_hashes, sh_off[:-1], sh_end, left, right)
             method = JACCARD
         else:
             sim = estimate_pairs(sigs, left, right)
@@ -335,7 +311,8 @@ class Deduplicator:
         members = np.flatnonzero(rep_u != np.arange(U))
         sim_u = np.ones(U, np.float32)
         if len(members):
-            sim_u[members] = (jaccard_pairs(sh, members, rep_u[members]) if self._exact
+            sim_u[members] = (overlap_pairs(sh_hashes, sh_off[:-1], sh_end, members,
+                                            rep_u[members]) if self._exact
                               else estimate_pairs(sigs, members, rep_u[members]))
 
         # expand from distinct texts to every document

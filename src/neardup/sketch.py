@@ -20,8 +20,16 @@ import numpy as np
 from numba import njit, prange
 
 from ._hash import MASK32, U64, fmix64, reduce_range
-from .config import SketchConfig
-from .text.shingle import Shingles
+from .config import ShingleConfig, SketchConfig
+from .text.normalize import NormalizedBatch
+from .text.shingle import (
+    Shingles,
+    count_units,
+    doc_shingles,
+    kind_code,
+    n_shingles,
+    shingle_batch,
+)
 
 EMPTY = np.uint32(0xFFFFFFFF)
 MERSENNE61 = (1 << 61) - 1
@@ -88,39 +96,80 @@ def _classic_kernel(hashes, offsets, a, b):
     return out
 
 
+@njit(cache=True, inline="always")
+def _oph_row(hashes, a, b, s_bin, s_probe, bins, out_row):
+    """OPH signature of ``hashes[a:b]`` into ``out_row`` (``bins``: scratch of the same size)."""
+    k = len(out_row)
+    for j in range(k):
+        bins[j] = _NOVAL
+    filled = 0
+    for i in range(a, b):
+        h = fmix64(hashes[i] ^ s_bin)
+        j = reduce_range(h, k)
+        v = h & MASK32
+        if bins[j] == _NOVAL:
+            filled += 1
+        if v < bins[j]:
+            bins[j] = v
+    if filled == 0:
+        for j in range(k):
+            out_row[j] = np.uint32(0xFFFFFFFF)
+        return
+    for j in range(k):
+        if bins[j] != _NOVAL:
+            out_row[j] = np.uint32(bins[j])
+            continue
+        # Optimal densification: probe bins with a hash of (bin, attempt) until a non-empty
+        # one is found. The sequence depends only on (j, attempt), never on the document.
+        t = U64(1)
+        while True:
+            src = reduce_range(fmix64(s_probe ^ (U64(j) << _S32) ^ t), k)
+            if bins[src] != _NOVAL:
+                out_row[j] = np.uint32(bins[src])
+                break
+            t += U64(1)
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _oph_kernel(hashes, offsets, k, s_bin, s_probe):
     n = len(offsets) - 1
     out = np.empty((n, k), np.uint32)
     for d in prange(n):
-        bins = np.full(k, _NOVAL, np.uint64)
-        filled = 0
-        for i in range(offsets[d], offsets[d + 1]):
-            h = fmix64(hashes[i] ^ s_bin)
-            j = reduce_range(h, k)
-            v = h & MASK32
-            if bins[j] == _NOVAL:
-                filled += 1
-            if v < bins[j]:
-                bins[j] = v
-        if filled == 0:
-            for j in range(k):
-                out[d, j] = np.uint32(0xFFFFFFFF)
-            continue
-        for j in range(k):
-            if bins[j] != _NOVAL:
-                out[d, j] = np.uint32(bins[j])
-                continue
-            # Optimal densification: probe bins with a hash of (bin, attempt) until a non-empty
-            # one is found. The sequence depends only on (j, attempt), never on the document.
-            t = U64(1)
-            while True:
-                src = reduce_range(fmix64(s_probe ^ (U64(j) << _S32) ^ t), k)
-                if bins[src] != _NOVAL:
-                    out[d, j] = np.uint32(bins[src])
-                    break
-                t += U64(1)
+        bins = np.empty(k, np.uint64)
+        _oph_row(hashes, offsets[d], offsets[d + 1], s_bin, s_probe, bins, out[d])
     return out
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _shingle_oph_kernel(data, offsets, docs, kind, sk, offset, k, s_bin, s_probe):
+    """Shingle and sketch in one pass, without materialising the 64-bit shingle hashes.
+
+    Returns the OPH signatures ``uint32[n, k]`` and, for verification, the high 32 bits of every
+    shingle hash of each document (``uint32[total]``, in text order, repeats kept) with their
+    offsets ``int64[n+1]``.
+    """
+    n = len(docs)
+    units = np.zeros(n, np.int64)
+    counts = np.zeros(n, np.int64)
+    for i in prange(n):
+        a, b = offsets[docs[i]], offsets[docs[i] + 1]
+        units[i] = count_units(data, a, b, kind)
+        counts[i] = n_shingles(units[i], sk, offset)
+    out_off = np.zeros(n + 1, np.int64)
+    out_off[1:] = np.cumsum(counts)
+    h32 = np.empty(out_off[n], np.uint32)
+    sig = np.empty((n, k), np.uint32)
+    for i in prange(n):
+        a, b = offsets[docs[i]], offsets[docs[i] + 1]
+        m = counts[i]
+        tmp = np.empty(m, np.uint64)
+        doc_shingles(data, a, b, kind, sk, offset, units[i], tmp)
+        bins = np.empty(k, np.uint64)
+        _oph_row(tmp, 0, m, s_bin, s_probe, bins, sig[i])
+        o = out_off[i]
+        for j in range(m):
+            h32[o + j] = np.uint32(tmp[j] >> _S32)
+    return sig, h32, out_off
 
 
 def classic_params(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,3 +202,26 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray | float
     """
     eq = np.asarray(sig_a) == np.asarray(sig_b)
     return eq.mean(axis=-1)
+
+
+def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = None,
+                   cfg: SketchConfig | None = None, docs: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shingle and sketch the documents ``docs`` (default all) of a normalised batch in one pass.
+
+    Returns ``(signatures, h32, offsets)``: the same signatures as
+    ``sketch(shingle_batch(batch, shingle_cfg, docs), cfg)``, and the high 32 bits of each
+    document's shingle hashes (unsorted, with repeats) for exact verification.
+    """
+    shingle_cfg = shingle_cfg or ShingleConfig()
+    cfg = cfg or SketchConfig()
+    if docs is None:
+        docs = np.arange(len(batch), dtype=np.int64)
+    docs = np.ascontiguousarray(docs, dtype=np.int64)
+    if cfg.scheme == "classic":
+        sh = shingle_batch(batch, shingle_cfg, docs)
+        return sketch(sh, cfg), (sh.hashes >> _S32).astype(np.uint32), sh.offsets
+    s_bin, s_probe = _seed_words(cfg.seed)
+    return _shingle_oph_kernel(batch.data, batch.offsets, docs, kind_code(shingle_cfg),
+                               shingle_cfg.k, shingle_cfg.offset, cfg.num_perm, U64(s_bin),
+                               U64(s_probe))

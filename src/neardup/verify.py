@@ -31,12 +31,12 @@ def _intersect_sorted(h, a0, a1, b0, b1):
 
 
 @njit(cache=True, parallel=True)
-def _pair_overlap(hashes, offsets, left, right, mode):
+def _pair_overlap(hashes, starts, ends, left, right, mode):
     m = len(left)
     out = np.empty(m, np.float32)
     for p in prange(m):
         a, b = left[p], right[p]
-        a0, a1, b0, b1 = offsets[a], offsets[a + 1], offsets[b], offsets[b + 1]
+        a0, a1, b0, b1 = starts[a], ends[a], starts[b], ends[b]
         na, nb = a1 - a0, b1 - b0
         inter = _intersect_sorted(hashes, a0, a1, b0, b1)
         if mode == 0:
@@ -62,6 +62,42 @@ def _pair_estimate(sig, left, right):
     return out
 
 
+@njit(cache=True, parallel=True)
+def _sort_unique_segments(hashes, offsets, docs):
+    """Sort and deduplicate in place the segments ``hashes[offsets[d]:offsets[d+1]]`` of the
+    documents ``docs``; return ``ends`` with ``ends[d]`` the end of the unique values of ``d``
+    (for documents not in ``docs``: ``offsets[d+1]``, their segment left as it was)."""
+    ends = offsets[1:].copy()
+    for i in prange(len(docs)):
+        d = docs[i]
+        a = offsets[d]
+        seg = hashes[a:offsets[d + 1]]
+        seg.sort()
+        u = 0
+        for j in range(len(seg)):
+            if j == 0 or seg[j] != seg[u - 1]:
+                seg[u] = seg[j]
+                u += 1
+        ends[d] = a + u
+    return ends
+
+
+def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray
+                         ) -> np.ndarray:
+    """Make the hash segments of ``docs`` sorted sets, in place; return the end of each set
+    (``int64[n]``); the start of set ``d`` is ``offsets[d]``. Documents not listed keep their
+    segments unsorted: only the listed ones may be passed to :func:`overlap_pairs`."""
+    docs = np.unique(np.asarray(docs, dtype=np.int64))
+    return _sort_unique_segments(hashes, np.ascontiguousarray(offsets, dtype=np.int64), docs)
+
+
+def overlap_pairs(hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, left: np.ndarray,
+                  right: np.ndarray, containment: bool = False) -> np.ndarray:
+    """Jaccard (or containment) of pairs of sorted sets ``hashes[starts[d]:ends[d]]``."""
+    left, right = _as_pairs(left, right)
+    return _pair_overlap(hashes, starts, ends, left, right, 1 if containment else 0)
+
+
 def _as_pairs(left, right):
     return (np.ascontiguousarray(left, dtype=np.int64), np.ascontiguousarray(right, dtype=np.int64))
 
@@ -72,13 +108,15 @@ def jaccard_pairs(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np
     Two empty sets have similarity 1.0 by convention.
     """
     left, right = _as_pairs(left, right)
-    return _pair_overlap(shingles.hashes, shingles.offsets, left, right, 0)
+    off = shingles.offsets
+    return _pair_overlap(shingles.hashes, off[:-1], off[1:], left, right, 0)
 
 
 def containment_pairs(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``|A & B| / |A|`` for each pair with ``A = left[i]``, ``B = right[i]``: ``float32[m]``."""
     left, right = _as_pairs(left, right)
-    return _pair_overlap(shingles.hashes, shingles.offsets, left, right, 1)
+    off = shingles.offsets
+    return _pair_overlap(shingles.hashes, off[:-1], off[1:], left, right, 1)
 
 
 def estimate_pairs(signatures: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:

@@ -1,12 +1,14 @@
 """Text normalisation of a whole batch at once.
 
-The texts of a batch are joined with NUL separators and each normalisation step runs once over
-the joined string (one C-level call per step, not one Python call per document), then the result
-is encoded as UTF-32 code points: the form the shingling kernels read.
+Optional regular-expression steps run once over the texts of a batch joined with NUL separators
+(one C-level call per step, not one Python call per document); NFKC and case folding touch only
+the documents that are not pure ASCII. The texts are then encoded as UTF-8 and one compiled pass
+lowers ASCII letters and collapses whitespace: the bytes the shingling kernels read.
 
 Order of steps: HTML tags and entities, NFKC, case folding, punctuation, digits, stop words,
 whitespace collapsing (runs of whitespace become one space; leading/trailing spaces go). A NUL
-character inside a text is treated as whitespace.
+character inside a text is treated as whitespace. Whitespace is what Python's ``str.isspace``
+calls whitespace, Unicode spaces included.
 """
 
 from __future__ import annotations
@@ -37,41 +39,76 @@ for _c in (*range(9, 14), *range(28, 33), 133, 160, 5760, *range(8192, 8203), 82
 assert all(chr(c).isspace() == bool(_WS[c]) for c in range(len(_WS)))
 
 
+# Byte classes for the compiled pass: 0 an ASCII character, 1 ASCII whitespace, 2 the first byte
+# of a multi-byte character. Byte maps: whitespace to a space, and (for _LOWER) A-Z to a-z.
+# NUL counts as whitespace.
+_CLS = np.zeros(256, np.uint8)
+_CLS[_WS[:128].nonzero()[0]] = 1
+_CLS[0] = 1
+_CLS[0x80:] = 2
+_KEEP = np.arange(256, dtype=np.uint8)
+_KEEP[_WS[:128].nonzero()[0]] = 32
+_KEEP[0] = 32
+_LOWER = _KEEP.copy()
+_LOWER[65:91] += 32
+
+
 @njit(cache=True, nogil=True)
-def _collapse_whitespace(cps, ws, starts, ends, lower_ascii):
-    """Per document ``cps[starts[d]:ends[d]]``: collapse each run of whitespace to one space,
-    drop leading and trailing whitespace, and map A-Z to a-z if ``lower_ascii``.
-    Returns (code points, offsets[n+1]) with the documents packed one after another.
-    Serial on purpose: it runs on the calling thread while the parallel kernels of the previous
-    chunk run on the pipeline's worker thread."""
+def _collapse_whitespace(buf, ws, cls, byte_map, starts, ends):
+    """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
+    space, drop leading and trailing whitespace, and map each ASCII byte through ``byte_map``.
+    Returns (bytes, offsets[n+1], code points per document) with the documents packed one after
+    another. Branch-free on ASCII; serial on purpose: it runs on the calling thread while the
+    parallel kernels of the previous chunk run on the pipeline's worker thread."""
     n = len(starts)
-    buf = np.empty(len(cps), np.uint32)
-    lengths = np.zeros(n, np.int64)
-    nws = len(ws)
-    for d in range(n):
-        o = starts[d]
-        first = o
-        pending = False
-        for i in range(starts[d], ends[d]):
-            c = cps[i]
-            if c < nws and ws[c]:
-                pending = o > first
-                continue
-            if pending:
-                buf[o] = 32
-                o += 1
-                pending = False
-            if lower_ascii and 65 <= c <= 90:
-                c += 32
-            buf[o] = c
-            o += 1
-        lengths[d] = o - first
+    out = np.empty(len(buf), np.uint8)
     offsets = np.zeros(n + 1, np.int64)
-    offsets[1:] = np.cumsum(lengths)
-    out = np.empty(offsets[n], np.uint32)
+    chars = np.zeros(n, np.int64)
+    nws = len(ws)
+    o = 0
     for d in range(n):
-        out[offsets[d]:offsets[d + 1]] = buf[starts[d]:starts[d] + lengths[d]]
-    return out, offsets
+        first = o
+        prev = 1  # 1 after whitespace (or at the start): a further space is not kept
+        extra = 0  # continuation bytes of multi-byte characters, to count code points
+        i = starts[d]
+        e = ends[d]
+        while i < e:
+            c = buf[i]
+            k = cls[c]
+            if k < 2:
+                out[o] = byte_map[c]
+                o += 1 - (k & prev)
+                prev = k
+                i += 1
+                continue
+            # a multi-byte character: decode it only to ask whether it is whitespace
+            if c < 0xE0:
+                m = 2
+                cp = ((np.int64(c) & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F)
+            elif c < 0xF0:
+                m = 3
+                cp = (((np.int64(c) & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6)
+                      | (np.int64(buf[i + 2]) & 0x3F))
+            else:
+                m = 4
+                cp = nws  # above the table: never whitespace
+            if cp < nws and ws[cp]:
+                out[o] = 32
+                o += 1 - prev
+                prev = 1
+                i += m
+                continue
+            for j in range(m):
+                out[o + j] = buf[i + j]
+            o += m
+            extra += m - 1
+            prev = 0
+            i += m
+        if prev == 1 and o > first:
+            o -= 1  # a trailing space
+        offsets[d + 1] = o
+        chars[d] = o - first - extra
+    return out[:o], offsets, chars
 
 
 @lru_cache(maxsize=1)
@@ -131,25 +168,22 @@ def normalize_text(text: str, cfg: NormalizeConfig | None = None) -> str:
 
 @dataclass(frozen=True)
 class NormalizedBatch:
-    """Normalised texts as code points: document ``i`` is ``codepoints[offsets[i]:offsets[i+1]]``.
+    """Normalised texts as UTF-8: document ``i`` is ``data[offsets[i]:offsets[i+1]]``.
 
-    ``codepoints``: ``uint32[total]``; ``offsets``: ``int64[n+1]``. Separators are not included.
+    ``data``: ``uint8[total]``; ``offsets``: ``int64[n+1]``; ``lengths``: ``int64[n]``, the
+    length of each normalised text in code points. Separators are not included.
     """
 
-    codepoints: np.ndarray
+    data: np.ndarray
     offsets: np.ndarray
+    lengths: np.ndarray
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    @property
-    def lengths(self) -> np.ndarray:
-        """Normalised length of each document in code points, ``int64[n]``."""
-        return np.diff(self.offsets)
-
     def text(self, i: int) -> str:
         a, b = self.offsets[i], self.offsets[i + 1]
-        return self.codepoints[a:b].tobytes().decode("utf-32-le")
+        return self.data[a:b].tobytes().decode("utf-8", "surrogatepass")
 
 
 def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> NormalizedBatch:
@@ -157,31 +191,26 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
     cfg = cfg or NormalizeConfig()
     n = len(texts)
     if n == 0:
-        return NormalizedBatch(np.zeros(0, np.uint32), np.zeros(1, np.int64))
-    joined = SEP.join(texts)
-    if joined.count(SEP) != n - 1:  # a text holds a NUL of its own: treat it as whitespace
-        texts = [t.replace(SEP, " ") for t in texts]
-        joined = SEP.join(texts)
-    regex_steps = cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits or \
-        cfg.strip_stopwords
-    lower_ascii = False
-    if regex_steps:
-        joined = _normalize_joined(joined, cfg)
-    elif not joined.isascii():
-        # The default path: only non-ASCII documents need Python's NFKC and casefold; ASCII
-        # letters are lowered in the compiled pass below (casefold equals lower on ASCII).
-        joined = SEP.join(t if t.isascii() else _fold_one(t, cfg) for t in texts)
-        lower_ascii = cfg.casefold
+        return NormalizedBatch(np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    if cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits or cfg.strip_stopwords:
+        # The regular expressions run once over the whole batch, joined with NULs.
+        texts = [t.replace(SEP, " ") if SEP in t else t for t in texts]
+        parts = _normalize_joined(SEP.join(texts), cfg).split(SEP)
+        lower_ascii = False
     else:
+        # The default path: only non-ASCII documents need Python's NFKC and casefold
+        # (``str.isascii`` is O(1)); ASCII letters are lowered in the compiled pass below
+        # (casefold equals lower on ASCII).
+        parts = [t if t.isascii() else _fold_one(t, cfg) for t in texts]
         lower_ascii = cfg.casefold
-    cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-    del joined
-    seps = np.flatnonzero(cps == 0)
-    starts = np.empty(n, np.int64)
-    starts[0] = 0
-    starts[1:] = seps + 1
-    ends = np.empty(n, np.int64)
-    ends[:-1] = seps
-    ends[-1] = len(cps)
-    out, offsets = _collapse_whitespace(cps, _WS, starts, ends, lower_ascii)
-    return NormalizedBatch(out, offsets)
+    # surrogatepass: a lone surrogate (possible in a Python str) must not stop the run
+    encoded = [p.encode("utf-8", "surrogatepass") for p in parts]
+    del parts
+    lens = np.fromiter(map(len, encoded), np.int64, n)
+    buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    del encoded
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    out, offsets, chars = _collapse_whitespace(buf, _WS, _CLS, _LOWER if lower_ascii else _KEEP,
+                                               starts, ends)
+    return NormalizedBatch(out, offsets, chars)

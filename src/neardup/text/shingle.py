@@ -1,15 +1,16 @@
-"""Shingling in compiled code: code points in, sorted unique 64-bit shingle hashes out.
+"""Shingling in compiled code: normalised UTF-8 in, sorted unique 64-bit shingle hashes out.
 
-Word shingles: tokens are maximal runs of non-space code points of the normalised text (after
+Word shingles: tokens are maximal runs of non-space characters of the normalised text (after
 normalisation, whitespace is single spaces); a shingle is ``k`` consecutive tokens, and
 consecutive shingles start ``offset`` tokens apart. Character shingles: ``k`` consecutive code
 points, ``offset`` apart. A non-empty document with fewer than ``k`` tokens (or characters) gets
 one shingle: all of it. An empty document gets none.
 
-Hashes: each token is hashed with FNV-1a over its code points and finalised with MurmurHash3's
+Hashes: each token is hashed with FNV-1a over its UTF-8 bytes and finalised with MurmurHash3's
 fmix64; a word shingle folds its token hashes in order; a character shingle hashes its code
 points the same way. Output is :class:`Shingles`, a CSR layout with each document's hashes sorted
-and unique.
+and unique. The per-document functions here are shared with the fused shingle-and-sketch kernel
+of :mod:`neardup.sketch`, so both produce the same hashes.
 """
 
 from __future__ import annotations
@@ -52,19 +53,54 @@ class Shingles:
 
 
 @njit(cache=True, inline="always")
-def _hash_run(cps, a, b):
+def _hash_run(units, a, b):
+    """FNV-1a over ``units[a:b]`` (bytes or code points), its length mixed in, then fmix64."""
     h = FNV_OFFSET
     for i in range(a, b):
-        h = (h ^ U64(cps[i])) * FNV_PRIME
+        h = (h ^ U64(units[i])) * FNV_PRIME
     return fmix64(h ^ U64(b - a))
 
 
 @njit(cache=True)
-def _count_tokens(cps, a, b):
+def _decode_utf8(data, a, b, out):
+    """Decode the UTF-8 bytes ``data[a:b]`` into code points in ``out``; return their count."""
     n = 0
+    i = a
+    while i < b:
+        c = np.uint32(data[i])
+        if c < 0x80:
+            out[n] = c
+            i += 1
+        elif c < 0xE0:
+            out[n] = ((c & np.uint32(0x1F)) << np.uint32(6)) | (data[i + 1] & np.uint32(0x3F))
+            i += 2
+        elif c < 0xF0:
+            out[n] = (((c & np.uint32(0x0F)) << np.uint32(12))
+                      | ((data[i + 1] & np.uint32(0x3F)) << np.uint32(6))
+                      | (data[i + 2] & np.uint32(0x3F)))
+            i += 3
+        else:
+            out[n] = (((c & np.uint32(0x07)) << np.uint32(18))
+                      | ((data[i + 1] & np.uint32(0x3F)) << np.uint32(12))
+                      | ((data[i + 2] & np.uint32(0x3F)) << np.uint32(6))
+                      | (data[i + 3] & np.uint32(0x3F)))
+            i += 4
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def count_units(data, a, b, kind):
+    """Tokens (``kind`` WORD) or code points (CHAR) of the normalised text ``data[a:b]``."""
+    n = 0
+    if kind == CHAR:
+        for i in range(a, b):
+            if (data[i] & 0xC0) != 0x80:
+                n += 1
+        return n
     inword = False
     for i in range(a, b):
-        if cps[i] == SPACE:
+        if data[i] == SPACE:
             inword = False
         elif not inword:
             inword = True
@@ -73,7 +109,7 @@ def _count_tokens(cps, a, b):
 
 
 @njit(cache=True, inline="always")
-def _n_shingles(units, k, offset):
+def n_shingles(units, k, offset):
     if units == 0:
         return 0
     if units < k:
@@ -82,51 +118,52 @@ def _n_shingles(units, k, offset):
 
 
 @njit(cache=True)
-def _doc_shingles(cps, a, b, kind, k, offset, out, pos):
-    """Write the (unsorted) shingle hashes of ``cps[a:b]`` into ``out[pos:]``; return the count."""
-    if kind == CHAR:
-        n = b - a
-        m = _n_shingles(n, k, offset)
-        if m == 1 and n < k:
-            out[pos] = _hash_run(cps, a, b)
-            return 1
-        for j in range(m):
-            s = a + j * offset
-            out[pos + j] = _hash_run(cps, s, s + k)
-        return m
-    ntok = _count_tokens(cps, a, b)
-    m = _n_shingles(ntok, k, offset)
+def doc_shingles(data, a, b, kind, k, offset, units, out):
+    """Write the (unsorted) shingle hashes of ``data[a:b]``, which has ``units`` tokens or code
+    points, into ``out``; return their count."""
+    m = n_shingles(units, k, offset)
     if m == 0:
         return 0
-    tok = np.empty(ntok, np.uint64)
+    if kind == CHAR:
+        cps = np.empty(units, np.uint32)
+        _decode_utf8(data, a, b, cps)
+        if units < k:
+            out[0] = _hash_run(cps, 0, units)
+            return 1
+        for j in range(m):
+            s = j * offset
+            out[j] = _hash_run(cps, s, s + k)
+        return m
+    tok = np.empty(units, np.uint64)
     t = 0
     start = -1
     for i in range(a, b + 1):
-        if i == b or cps[i] == SPACE:
+        if i == b or data[i] == SPACE:
             if start >= 0:
-                tok[t] = _hash_run(cps, start, i)
+                tok[t] = _hash_run(data, start, i)
                 t += 1
                 start = -1
         elif start < 0:
             start = i
-    width = k if ntok >= k else ntok
+    width = k if units >= k else units
     for j in range(m):
         s = j * offset
         h = GOLDEN
         for q in range(s, s + width):
             h = (h ^ tok[q]) * FNV_PRIME
-        out[pos + j] = fmix64(h ^ U64(width))
+        out[j] = fmix64(h ^ U64(width))
     return m
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _shingle_kernel(cps, offsets, docs, kind, k, offset):
+def _shingle_kernel(data, offsets, docs, kind, k, offset):
     n = len(docs)
     counts = np.zeros(n, np.int64)
+    units = np.zeros(n, np.int64)
     for i in prange(n):
         a, b = offsets[docs[i]], offsets[docs[i] + 1]
-        units = b - a if kind == CHAR else _count_tokens(cps, a, b)
-        counts[i] = _n_shingles(units, k, offset)
+        units[i] = count_units(data, a, b, kind)
+        counts[i] = n_shingles(units[i], k, offset)
     raw_off = np.zeros(n + 1, np.int64)
     raw_off[1:] = np.cumsum(counts)
     raw = np.empty(raw_off[n], np.uint64)
@@ -134,8 +171,8 @@ def _shingle_kernel(cps, offsets, docs, kind, k, offset):
     for i in prange(n):
         a, b = offsets[docs[i]], offsets[docs[i] + 1]
         p, q = raw_off[i], raw_off[i + 1]
-        _doc_shingles(cps, a, b, kind, k, offset, raw, p)
         seg = raw[p:q]
+        doc_shingles(data, a, b, kind, k, offset, units[i], seg)
         seg.sort()
         u = 0
         for j in range(q - p):
@@ -154,15 +191,19 @@ def _shingle_kernel(cps, offsets, docs, kind, k, offset):
     return out, out_off
 
 
-def shingle_codepoints(batch: NormalizedBatch, cfg: ShingleConfig | None = None,
-                       docs: np.ndarray | None = None) -> Shingles:
+def kind_code(cfg: ShingleConfig) -> int:
+    return WORD if cfg.kind == "word" else CHAR
+
+
+def shingle_batch(batch: NormalizedBatch, cfg: ShingleConfig | None = None,
+                  docs: np.ndarray | None = None) -> Shingles:
     """Shingle the documents ``docs`` (row numbers, default all) of a normalised batch."""
     cfg = cfg or ShingleConfig()
     if docs is None:
         docs = np.arange(len(batch), dtype=np.int64)
     docs = np.ascontiguousarray(docs, dtype=np.int64)
-    kind = WORD if cfg.kind == "word" else CHAR
-    hashes, offsets = _shingle_kernel(batch.codepoints, batch.offsets, docs, kind, cfg.k, cfg.offset)
+    hashes, offsets = _shingle_kernel(batch.data, batch.offsets, docs, kind_code(cfg), cfg.k,
+                                      cfg.offset)
     return Shingles(hashes, offsets)
 
 
@@ -174,4 +215,4 @@ def shingle(texts: Sequence[str], cfg: ShingleConfig | str | None = None,
     """
     if not isinstance(cfg, ShingleConfig):
         cfg = ShingleConfig.parse(cfg) if cfg is not None else ShingleConfig()
-    return shingle_codepoints(normalize(texts, normalize_cfg), cfg)
+    return shingle_batch(normalize(texts, normalize_cfg), cfg)
