@@ -242,7 +242,7 @@ except ImportError:  # pragma: no cover
 @contextmanager
 def _open_binary(path: Path, compression: str | None) -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """``(raw file, decompressed stream)``; ``raw.tell()`` is the on-disk position."""
-    raw = open(path, "rb")  # noqa: SIM115
+    raw = open(path, "rb", buffering=1 << 16)  # noqa: SIM115  (8 KB makes readline 3x slower)
     stream: Any = raw
     try:
         if compression == "gz":
