@@ -33,3 +33,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .hypothesis
+	find src -name "*.nbi" -o -name "*.nbc" | xargs rm -f  # numba caches

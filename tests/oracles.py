@@ -27,12 +27,23 @@ def hash_run(cps: list[int]) -> int:
     return fmix64(h ^ len(cps))
 
 
+def token_hash(token: bytes) -> int:
+    """A word's hash: its bytes packed big-endian into 64-bit words, folded FNV-style."""
+    h = FNV_OFFSET
+    words = [token[i:i + 8] for i in range(0, len(token), 8)] or [b""]
+    if len(token) % 8 == 0 and token:
+        words.append(b"")  # a full last word is folded, then an empty partial one
+    for w in words:
+        h = ((h ^ int.from_bytes(w, "big")) * FNV_PRIME) & M64
+    return fmix64(h ^ len(token))
+
+
 def shingle_hashes(text: str, kind: str, k: int, offset: int = 1) -> list[int]:
     """Sorted unique shingle hashes of an already normalised text."""
     if kind == "char":
         units = [[ord(c)] for c in text]
     else:
-        units = [list(w.encode("utf-8", "surrogatepass")) for w in text.split(" ") if w]
+        units = [w.encode("utf-8", "surrogatepass") for w in text.split(" ") if w]
     if not units:
         return []
     if len(units) < k:
@@ -46,7 +57,7 @@ def shingle_hashes(text: str, kind: str, k: int, offset: int = 1) -> list[int]:
         else:
             h = GOLDEN
             for u in g:
-                h = ((h ^ hash_run(u)) * FNV_PRIME) & M64
+                h = ((h ^ token_hash(u)) * FNV_PRIME) & M64
             out.add(fmix64(h ^ len(g)))
     return sorted(out)
 

@@ -6,9 +6,11 @@ consecutive shingles start ``offset`` tokens apart. Character shingles: ``k`` co
 points, ``offset`` apart. A non-empty document with fewer than ``k`` tokens (or characters) gets
 one shingle: all of it. An empty document gets none.
 
-Hashes: each token is hashed with FNV-1a over its UTF-8 bytes and finalised with MurmurHash3's
-fmix64; a word shingle folds its token hashes in order; a character shingle hashes its code
-points the same way. Output is :class:`Shingles`, a CSR layout with each document's hashes sorted
+Hashes: a token's UTF-8 bytes are packed big-endian into 64-bit words (8 bytes each, the last one
+partial), the words are folded FNV-style (``h = (h ^ w) * FNV_PRIME``) and the result,
+with the byte length mixed in, finalised with MurmurHash3's fmix64: one multiplication per 8
+bytes, and injective before finalisation for tokens of up to 8 bytes. A word shingle folds its
+token hashes in order; a character shingle hashes its code points with FNV-1a and fmix64. Output is :class:`Shingles`, a CSR layout with each document's hashes sorted
 and unique. The per-document functions here are shared with the fused shingle-and-sketch kernel
 of :mod:`neardup.sketch`, so both produce the same hashes.
 """
@@ -59,6 +61,15 @@ def _hash_run(units, a, b):
     for i in range(a, b):
         h = (h ^ U64(units[i])) * FNV_PRIME
     return fmix64(h ^ U64(b - a))
+
+
+_S8 = U64(8)
+
+
+@njit(cache=True, inline="always")
+def _token_hash(h, w, length):
+    """Finalise a token's state: fold the last (partial) word, mix in the length."""
+    return fmix64(((h ^ w) * FNV_PRIME) ^ U64(length))
 
 
 @njit(cache=True)
@@ -136,15 +147,30 @@ def doc_shingles(data, a, b, kind, k, offset, units, out):
         return m
     tok = np.empty(units, np.uint64)
     t = 0
-    start = -1
-    for i in range(a, b + 1):
-        if i == b or data[i] == SPACE:
-            if start >= 0:
-                tok[t] = _hash_run(data, start, i)
-                t += 1
-                start = -1
-        elif start < 0:
-            start = i
+    # After normalisation tokens are separated by exactly one space, with none at either end.
+    h = FNV_OFFSET
+    w = U64(0)
+    nb = 0
+    length = 0
+    for i in range(a, b):
+        c = data[i]
+        if c == SPACE:
+            tok[t] = _token_hash(h, w, length)
+            t += 1
+            h = FNV_OFFSET
+            w = U64(0)
+            nb = 0
+            length = 0
+        else:
+            w = (w << _S8) | U64(c)
+            nb += 1
+            length += 1
+            if nb == 8:
+                h = (h ^ w) * FNV_PRIME
+                w = U64(0)
+                nb = 0
+    if b > a:
+        tok[t] = _token_hash(h, w, length)
     width = k if units >= k else units
     for j in range(m):
         s = j * offset
