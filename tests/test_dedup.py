@@ -99,6 +99,12 @@ def test_results_do_not_depend_on_chunking_or_order(corpus):
         assert np.array_equal(r.representative, base.representative)
         assert np.array_equal(r.pairs.left, base.pairs.left)
         assert np.array_equal(r.pairs.similarity, base.pairs.similarity)
+    one = neardup.dedup(texts, workers=1)
+    assert one.summary["workers"] == 1
+    assert np.array_equal(one.representative, base.representative)
+    assert np.array_equal(one.pairs.similarity, base.pairs.similarity)
+    with pytest.raises(neardup.ConfigError, match="workers"):
+        neardup.dedup(texts, workers=0)
     perm = np.random.default_rng(0).permutation(len(texts))
     for cluster, keep in (("components", "first"), ("strict", "longest")):
         a = neardup.dedup(texts, cluster=cluster, keep=keep)

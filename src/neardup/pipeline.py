@@ -23,7 +23,7 @@ from xxhash import xxh3_128_intdigest
 from . import __version__
 from .cluster import connected_components, labels_from_reps, preference_rank, strict_clusters
 from .config import DedupConfig
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .lsh import CandidateStats, candidate_pairs, choose_bands, s_curve
 from .result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
 from .sketch import shingle_sketch
@@ -84,7 +84,8 @@ class Deduplicator:
     ``add`` may be called with chunks of any size; results do not depend on the chunking.
     Parameters: a :class:`DedupConfig` or the flat keywords of :meth:`DedupConfig.from_kwargs`.
     ``check_ids``: reject repeated ids (the file readers do this already, so the pipeline turns
-    it off to save memory).
+    it off to save memory). ``workers``: threads for the compiled stages (default: numba's
+    current setting, all cores unless ``NUMBA_NUM_THREADS`` says otherwise).
 
     Pipelining: the compiled stages of a chunk (shingle, sketch) run on a worker thread without
     the GIL while the caller reads and normalises the next chunk; at most one chunk is in flight.
@@ -92,10 +93,16 @@ class Deduplicator:
     """
 
     def __init__(self, config: DedupConfig | None = None, *, check_ids: bool = True,
-                 on_stage: StageCallback | None = None, **params: Any):
+                 on_stage: StageCallback | None = None, workers: int | None = None,
+                 **params: Any):
         if config is not None and params:
             raise TypeError("pass either a DedupConfig or keyword parameters, not both")
         self.config = config or DedupConfig.from_kwargs(**params)
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or workers < 1):
+            raise ConfigError(f"workers={workers!r} is invalid: a positive integer or None")
+        self.workers = (numba.get_num_threads() if workers is None
+                        else min(workers, numba.config.NUMBA_NUM_THREADS))
         self._exact = self.config.verify.mode == "exact"
         self._on_stage = on_stage
         self._ids: list[str] = []
@@ -194,12 +201,12 @@ class Deduplicator:
 
         self._wait()
         if self._executor is None:
-            # numba's thread count is per calling thread: the worker uses the caller's. (All
+            # numba's thread count is per calling thread: the worker gets ``workers``. (All
             # threads for the worker measured faster than leaving one core to the main thread,
             # which spends part of each chunk waiting for the worker.)
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch",
                                                 initializer=numba.set_num_threads,
-                                                initargs=(numba.get_num_threads(),))
+                                                initargs=(self.workers,))
         self._pending = self._executor.submit(self._sketch_chunk, batch, docs)
 
     def _sketch_chunk(self, batch, docs: np.ndarray) -> None:
@@ -253,6 +260,14 @@ class Deduplicator:
 
     def finish(self) -> Result:
         """Run LSH, verification and clustering over everything added; return the result."""
+        before = numba.get_num_threads()
+        numba.set_num_threads(self.workers)
+        try:
+            return self._finish()
+        finally:
+            numba.set_num_threads(before)
+
+    def _finish(self) -> Result:
         if self._finished:
             raise RuntimeError("finish() was already called on this Deduplicator")
         self._finished = True
@@ -374,6 +389,7 @@ class Deduplicator:
             "verified_pairs": int(np.count_nonzero(pairs.method != FINGERPRINT)),
             "config": cfg.to_dict(),
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
+            "workers": self.workers,
             "seconds": round(wall, 4),
         }
 
