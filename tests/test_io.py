@@ -512,3 +512,31 @@ def test_corrupt_compressed_input(tmp_path):
     report = SkipReport()
     ids, _ = read_all(path, on_error="skip", report=report)
     assert report.counts == {"unreadable": 1} and len(ids) < 10_000
+
+
+@pytest.mark.parametrize("compression", [None, "gz", "zst"])
+def test_dedup_jsonl_copy_with_locations_equals_reparse(tmp_path, compression):
+    """The fast path (kept JSONL lines copied by the line numbers of the first reading) writes
+    exactly what parsing everything again writes: blank lines, a BOM, skipped bad lines, several
+    sources, other formats in between."""
+    a = tmp_path / f"a.jsonl{suffix(compression)}"
+    a.write_bytes(compress(b'\xef\xbb\xbf{"text":"0"}\n\nbroken\n{"text":"1"}\r\n'
+                           b'{"text":null}\n{"text":"2"}\n\n{"text":"3"}', compression))
+    b = tmp_path / "b.csv"
+    b.write_bytes(b"text,n\nfour,4\nbad\nfive,5\n")
+    c = tmp_path / "c.jsonl"
+    c.write_bytes(b'{"text":"6"}\n{"text":"7"}\n{"text":"8"}\n')
+    chunks = list(read_documents([a, b, c], on_error="skip", report=SkipReport(), chunk_size=2))
+    locations = [x for ch in chunks for x in ch.locations]
+    assert [x >> 40 for x in locations] == [0] * 4 + [1] * 2 + [2] * 3
+    assert [x & ((1 << 40) - 1) for x in locations[:4]] == [1, 4, 6, 8]
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        keep = rng.random(len(locations)) < 0.5
+        slow = write_deduplicated([a, b, c], keep, tmp_path / "slow", on_error="skip")
+        fast = write_deduplicated([a, b, c], keep, tmp_path / "fast", on_error="skip",
+                                  locations=np.array(locations))
+        assert [p.read_bytes() for p in fast] == [p.read_bytes() for p in slow]
+    with pytest.raises(ConfigError, match="locations"):
+        write_deduplicated([a, b, c], keep, tmp_path / "bad", on_error="skip",
+                           locations=np.array(locations[:-1]))

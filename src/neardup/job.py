@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -111,11 +112,13 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     t0 = time.perf_counter()
     done_bytes = 0
     read_time = 0.0
+    locations = array("q")  # where each record came from, to copy kept JSONL lines unparsed
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
         for chunk in read_documents(paths, chunk_size=chunk_size, report=report, **read_opts):
             read_time += time.perf_counter() - t_read
             dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+            locations.extend(chunk.locations)
             done_bytes += chunk.progress_bytes
             progress.update("read", done_bytes, total_bytes)
             t_read = time.perf_counter()
@@ -135,7 +138,8 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     outputs = write_result(result, outdir, output_format)
     if write_corpus:
         written = write_deduplicated(paths, result.keep, outdir / "deduplicated",
-                                     chunk_size=chunk_size, **read_opts)
+                                     chunk_size=chunk_size,
+                                     locations=np.frombuffer(locations, np.int64), **read_opts)
         outputs["deduplicated"] = [str(p) for p in written]
     t_write = time.perf_counter() - t0
     progress.finish("write")

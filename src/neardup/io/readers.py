@@ -77,12 +77,18 @@ class SkipReport:
 
 @dataclass
 class DocChunk:
-    """Up to ``chunk_size`` documents, with progress figures."""
+    """Up to ``chunk_size`` documents, with progress figures.
+
+    ``locations``: where each record came from, ``(source index << 40) | line`` (the line in the
+    decompressed file, or the row or file number); :func:`write_deduplicated` uses them to copy
+    the kept JSONL lines without parsing them again.
+    """
 
     ids: list[str]
     texts: list[str]
     progress_bytes: int
     text_bytes: int
+    locations: list[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -695,6 +701,7 @@ class _Record:
     text: str
     raw: Any
     line: int
+    location: int   # (source index << 40) | line
 
 
 class _RecordStream:
@@ -752,7 +759,7 @@ class _RecordStream:
                             path=where, line=None if src.fmt == "textdir" else line,
                             field=self.opts.id_field, reason="duplicate_id"))
                         continue
-                rec = _Record(self.count, rid, text, raw, line)
+                rec = _Record(self.count, rid, text, raw, line, (src.index << 40) | line)
                 self.count += 1
                 yield rec
         self.progress.finish(src)
@@ -809,15 +816,17 @@ def read_documents(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
 def _chunks(stream: _RecordStream, chunk_size: int) -> Iterator[DocChunk]:
     ids: list[str] = []
     texts: list[str] = []
+    locs: list[int] = []
     text_bytes = 0
     for rec in stream:
         if len(ids) >= chunk_size:
             # yielded only once the next record exists, so no chunk is ever empty and the
             # last one carries the remaining progress bytes
-            yield DocChunk(ids, texts, stream.progress.delta(), text_bytes)
-            ids, texts, text_bytes = [], [], 0
+            yield DocChunk(ids, texts, stream.progress.delta(), text_bytes, locs)
+            ids, texts, locs, text_bytes = [], [], [], 0
         ids.append(rec.id)
         texts.append(rec.text)
+        locs.append(rec.location)
         text_bytes += _utf8_len(rec.text)
     if ids:
-        yield DocChunk(ids, texts, stream.progress.delta(), text_bytes)
+        yield DocChunk(ids, texts, stream.progress.delta(), text_bytes, locs)

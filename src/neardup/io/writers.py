@@ -24,7 +24,14 @@ import numpy as np
 import orjson
 
 from ..errors import ConfigError, OutputError
-from .readers import SkipReport, _make_stream, _RecordStream, _Source, _split_compression
+from .readers import (
+    SkipReport,
+    _make_stream,
+    _open_binary,
+    _RecordStream,
+    _Source,
+    _split_compression,
+)
 
 __all__ = ["OUTPUT_FORMATS", "write_table", "write_json_atomic", "write_deduplicated"]
 
@@ -262,6 +269,7 @@ class _Keep:
         if arr.ndim != 1 or arr.dtype != np.bool_:
             raise ConfigError(f"keep must be a one-dimensional bool array, got dtype {arr.dtype} "
                               f"and shape {arr.shape}")
+        self.array = arr
         self.flags = arr.tolist()
         self.n = len(self.flags)
 
@@ -278,6 +286,31 @@ def _write_jsonl(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Ke
     for rec in stream.records(src):
         if keep(rec.index):
             f.write(rec.raw)
+
+
+def _copy_jsonl(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep,
+                lines: np.ndarray) -> None:
+    """Copy the kept lines of a JSONL source without parsing it again: ``lines`` holds the line
+    number of each of its records, in record order, as the first reading found them."""
+    f = staged.file
+    assert f is not None
+    base = stream.count
+    if base + len(lines) > keep.n:
+        raise ConfigError(f"keep has {keep.n} flags but the inputs hold more records: keep "
+                          "must come from reading the same inputs with the same options")
+    wanted = iter(lines[keep.array[base:base + len(lines)]].tolist())
+    stream.count += len(lines)
+    nxt = next(wanted, None)
+    if nxt is None:
+        return
+    with _open_binary(src.path, src.compression) as (_, data):
+        for lineno, raw in enumerate(data, 1):
+            if lineno == nxt:
+                f.write(raw)
+                nxt = next(wanted, None)
+                if nxt is None:
+                    return
+    raise ConfigError(f"{src.name}: has fewer lines than when it was read: it changed meanwhile")
 
 
 def _write_csv(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep,
@@ -358,7 +391,7 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
                        outdir: str | os.PathLike, *, text_fields: Sequence[str] | str = ("text",),
                        id_field: str | None = None, on_error: str = "fail",
                        encoding: str = "utf-8", fmt: str | None = None,
-                       chunk_size: int = 10_000) -> list[Path]:
+                       chunk_size: int = 10_000, locations: Any = None) -> list[Path]:
     """Write the records of ``paths`` whose ``keep`` flag is true into ``outdir``, each input in
     its own format; return the output paths (in input order).
 
@@ -373,6 +406,9 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
     - a directory: the kept files copied (as they are, compressed or not) to
       ``outdir/<directory name>/<relative path>``.
 
+    ``locations`` (optional): the ``DocChunk.locations`` of every record of that reading, in
+    order; with them JSONL inputs are copied line by line without being parsed again.
+
     When two inputs would get the same output name, each of those is prefixed with its 1-based
     position in ``paths`` (``"1-a.jsonl"``, ``"3-a.jsonl"``). All outputs are written under
     temporary names and renamed only after every input has been read and the number of records
@@ -381,6 +417,11 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
     gets no output.
     """
     flags = _Keep(keep)
+    if locations is not None:
+        locations = np.asarray(locations, dtype=np.int64)
+        if locations.shape != (flags.n,):
+            raise ConfigError(f"locations has shape {locations.shape} but keep has {flags.n} "
+                              "flags: both must come from the same reading")
     stream = _make_stream(paths, text_fields=text_fields, id_field=id_field, on_error=on_error,
                           chunk_size=chunk_size, encoding=encoding, report=SkipReport(),
                           fmt=fmt, all_columns=True)
@@ -393,7 +434,10 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
         for src, name in zip(stream.sources, names, strict=True):
             staged = _Staged(outdir / name, directory=src.fmt == "textdir")
             staged_all.append(staged)
-            if src.fmt == "jsonl":
+            if src.fmt == "jsonl" and locations is not None:
+                mine = locations[(locations >> 40) == src.index] & ((1 << 40) - 1)
+                _copy_jsonl(stream, src, staged, flags, mine)
+            elif src.fmt == "jsonl":
                 _write_jsonl(stream, src, staged, flags)
             elif src.fmt in ("csv", "tsv"):
                 _write_csv(stream, src, staged, flags, encoding)
