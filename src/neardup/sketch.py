@@ -102,15 +102,15 @@ def _oph_row(hashes, a, b, s_bin, s_probe, bins, out_row):
     k = len(out_row)
     for j in range(k):
         bins[j] = _NOVAL
-    filled = 0
+    # No data-dependent branch in this loop (a min, not an if): filling bins is unpredictable
+    # early in a document, and mispredictions cost more than the hashing itself.
     for i in range(a, b):
         h = fmix64(hashes[i] ^ s_bin)
         j = reduce_range(h, k)
-        v = h & MASK32
-        if bins[j] == _NOVAL:
-            filled += 1
-        if v < bins[j]:
-            bins[j] = v
+        bins[j] = min(bins[j], h & MASK32)
+    filled = 0
+    for j in range(k):
+        filled += bins[j] != _NOVAL
     if filled == 0:
         for j in range(k):
             out_row[j] = np.uint32(0xFFFFFFFF)
