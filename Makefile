@@ -29,7 +29,8 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[test,bench]"
-	$(BIN)/python benchmarks/core.py --sizes 10000
+	$(BIN)/python benchmarks/core.py --sizes 10000 --results benchmarks/data/bench-results
+	$(BIN)/python benchmarks/compare.py --sizes 10000 --results benchmarks/data/bench-results
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .hypothesis

@@ -78,6 +78,8 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--archive", type=Path, default=corpus_mod.DEFAULT_ARCHIVE)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--results", type=Path, default=HERE / "results",
+                    help="where core.md and core.json go (default benchmarks/results)")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                     help="further neardup dedup options")
     a = ap.parse_args()
@@ -98,13 +100,12 @@ def main() -> int:
         results.append(s)
         print(json.dumps({k: s[k] for k in ("size", "process_wall_s", "documents_per_s",
                                              "mb_per_s", "peak_rss_mb")}), file=sys.stderr)
-    write_report(results)
+    write_report(results, a.results)
     return 0
 
 
-def write_report(results: list[dict]) -> None:
-    out = HERE / "results"
-    out.mkdir(exist_ok=True)
+def write_report(results: list[dict], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     lines = [f"# neardup dedup: core benchmark ({machine})", "",
              "| documents | text MB | wall s | docs/s | MB/s | peak RSS MB | distinct | "
