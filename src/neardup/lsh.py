@@ -8,14 +8,19 @@ exactly at the threshold is found with probability at least ``min_recall`` (0.9 
 and among those choices takes the one with the fewest expected false positives.
 
 Candidates come from sorting each band's keys and pairing the documents within each run of
-equal keys; no dictionary per bucket. Runs longer than ``bucket_cap`` (boilerplate) are linked
-as a star to their first document and reported, instead of exploding into cap**2 pairs.
+equal keys; no dictionary per bucket. The document number is packed into the low bits of its
+key (``ceil(log2(n))`` bits; the key keeps the rest, at least 32 bits), so one plain sort of 64-bit
+integers per band gives both the runs and their members; bands are sorted in parallel. Runs
+longer than ``bucket_cap`` (boilerplate) are linked as a star to their first document and
+reported, instead of exploding into cap**2 pairs.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -102,10 +107,29 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return _band_keys_kernel(sig, bands, rows)
 
 
-@njit(cache=True)
-def _runs_to_pairs(sorted_keys, order, cap):
-    """Pairs (encoded lo<<32|hi) within runs of equal keys; runs longer than cap become stars."""
-    n = len(sorted_keys)
+@njit(cache=True, parallel=True, nogil=True)
+def _packed_band_keys(sig, bands, rows, idbits):
+    """Band keys with the row number in the low ``idbits`` bits: ``uint64[bands, n]``."""
+    n = sig.shape[0]
+    keep = ~((U64(1) << U64(idbits)) - U64(1))
+    keys = np.empty((bands, n), np.uint64)
+    for i in prange(n):
+        for b in range(bands):
+            h = GOLDEN ^ U64(b)
+            base = b * rows
+            for r in range(rows):
+                h = (h ^ U64(sig[i, base + r])) * FNV_PRIME
+            keys[b, i] = (fmix64(h) & keep) | U64(i)
+    return keys
+
+
+@njit(cache=True, nogil=True)
+def _runs_to_pairs(packed, idbits, ids, cap):
+    """Pairs (encoded ``lo << 32 | hi`` of ``ids``) within runs of equal keys of the sorted
+    ``packed`` keys; runs longer than ``cap`` become stars around their first member."""
+    n = len(packed)
+    shift = U64(idbits)
+    low = (U64(1) << shift) - U64(1)
     total = 0
     capped = 0
     capped_docs = 0
@@ -113,7 +137,7 @@ def _runs_to_pairs(sorted_keys, order, cap):
     i = 0
     while i < n:
         j = i + 1
-        while j < n and sorted_keys[j] == sorted_keys[i]:
+        while j < n and (packed[j] >> shift) == (packed[i] >> shift):
             j += 1
         m = j - i
         if m > largest:
@@ -130,27 +154,34 @@ def _runs_to_pairs(sorted_keys, order, cap):
     i = 0
     while i < n:
         j = i + 1
-        while j < n and sorted_keys[j] == sorted_keys[i]:
+        while j < n and (packed[j] >> shift) == (packed[i] >> shift):
             j += 1
         m = j - i
-        if m > cap:
-            first = order[i]
-            for q in range(i + 1, j):
-                a, b = first, order[q]
-                if a > b:
-                    a, b = b, a
-                out[p] = (U64(a) << U64(32)) | U64(b)
-                p += 1
-        else:
-            for q in range(i, j):
-                for r in range(q + 1, j):
-                    a, b = order[q], order[r]
+        if m > 1:
+            if m > cap:
+                first = ids[packed[i] & low]
+                for q in range(i + 1, j):
+                    a, b = first, ids[packed[q] & low]
                     if a > b:
                         a, b = b, a
                     out[p] = (U64(a) << U64(32)) | U64(b)
                     p += 1
+            else:
+                for q in range(i, j):
+                    for r in range(q + 1, j):
+                        a, b = ids[packed[q] & low], ids[packed[r] & low]
+                        if a > b:
+                            a, b = b, a
+                        out[p] = (U64(a) << U64(32)) | U64(b)
+                        p += 1
         i = j
-    return out, capped, capped_docs, largest
+    out.sort()
+    u = 0
+    for q in range(len(out)):
+        if q == 0 or out[q] != out[u - 1]:
+            out[u] = out[q]
+            u += 1
+    return out[:u], capped, capped_docs, largest
 
 
 @dataclass
@@ -184,18 +215,31 @@ def candidate_pairs(signatures: np.ndarray, bands: int, rows: int, bucket_cap: i
     if len(ids) >= 2**32:
         raise ConfigError("candidate_pairs handles at most 2**32-1 documents per call")
     stats = CandidateStats(bands=bands, rows=rows, bucket_cap=bucket_cap)
-    keys = band_keys(sig, bands, rows)
+    sig = np.ascontiguousarray(sig)
+    if bands * rows > sig.shape[1]:
+        raise ConfigError(
+            f"bands*rows={bands}*{rows} is invalid: it exceeds the signature length {sig.shape[1]}"
+        )
+    idbits = max(1, (len(ids) - 1).bit_length())
+    keys = _packed_band_keys(sig, bands, rows, idbits)
+
+    def one_band(row: np.ndarray):
+        packed = np.sort(row)  # numpy's sort releases the GIL: bands run in parallel
+        return _runs_to_pairs(packed, idbits, ids, bucket_cap)
+
+    threads = max(1, min(bands, numba.get_num_threads()))
+    with ThreadPoolExecutor(threads) as pool:
+        results = list(pool.map(one_band, keys))
+    del keys
     parts = []
-    for b in range(bands):
-        order = np.argsort(keys[b], kind="stable")
-        enc, capped, capped_docs, largest = _runs_to_pairs(keys[b][order], ids[order], bucket_cap)
+    for enc, capped, capped_docs, largest in results:
         stats.raw_pairs += len(enc)
         stats.capped_buckets += capped
         stats.capped_bucket_docs += capped_docs
         stats.largest_bucket = max(stats.largest_bucket, int(largest))
         if len(enc):
-            parts.append(np.unique(enc))
-    del keys
+            parts.append(enc)
+    del results
     enc = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
     stats.candidates = len(enc)
     left = (enc >> np.uint64(32)).astype(np.int64)
