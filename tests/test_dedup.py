@@ -202,3 +202,16 @@ def test_growable_equals_concatenation(parts, capacity):
     got = g.take()
     assert got.dtype == np.uint32 and np.array_equal(got, expected)
     got[:] = 0  # the result is an ordinary writable array
+
+
+def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off():
+    import subprocess
+    import sys
+
+    code = "from neardup._malloc import tune_malloc; print(tune_malloc(), tune_malloc())"
+    on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "NEARDUP_MALLOC_TUNING": "0"})
+    assert off.stdout.split() == ["False", "False"]
+    if sys.platform.startswith("linux"):
+        assert on.stdout.split() == ["True", "True"]

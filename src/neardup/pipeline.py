@@ -21,6 +21,7 @@ import numpy as np
 from xxhash import xxh3_128_intdigest
 
 from . import __version__
+from ._malloc import tune_malloc
 from .cluster import connected_components, labels_from_reps, preference_rank, strict_clusters
 from .config import DedupConfig
 from .errors import ConfigError, InputError
@@ -46,7 +47,17 @@ class _Growable:
         self._cap = capacity
         self._map = mmap.mmap(-1, capacity * self._dtype.itemsize,
                               flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._advise()
         self._n = 0
+
+    def _advise(self) -> None:
+        # Transparent huge pages where the kernel grants them on request (as numpy asks for its
+        # own large arrays): fewer page faults and TLB misses as the index grows.
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            try:
+                self._map.madvise(mmap.MADV_HUGEPAGE)
+            except OSError:
+                pass
 
     def __len__(self) -> int:
         return self._n
@@ -57,6 +68,7 @@ class _Growable:
         if need > self._cap:
             self._cap = max(need, 2 * self._cap)
             self._map.resize(self._cap * self._dtype.itemsize)
+            self._advise()
         view = np.frombuffer(self._map, self._dtype, count=len(part),
                              offset=self._n * self._dtype.itemsize)
         view[:] = part
@@ -72,6 +84,10 @@ class _Growable:
             return np.empty(0, self._dtype)
         m.resize(n * self._dtype.itemsize)
         return np.frombuffer(m, self._dtype, count=n)
+
+
+def _worker_init(threads: int) -> None:
+    numba.set_num_threads(threads)
 
 
 class Deduplicator:
@@ -98,6 +114,7 @@ class Deduplicator:
         if config is not None and params:
             raise TypeError("pass either a DedupConfig or keyword parameters, not both")
         self.config = config or DedupConfig.from_kwargs(**params)
+        tune_malloc()
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
             raise ConfigError(f"workers={workers!r} is invalid: a positive integer or None")
@@ -205,7 +222,7 @@ class Deduplicator:
             # threads for the worker measured faster than leaving one core to the main thread,
             # which spends part of each chunk waiting for the worker.)
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch",
-                                                initializer=numba.set_num_threads,
+                                                initializer=_worker_init,
                                                 initargs=(self.workers,))
         self._pending = self._executor.submit(self._sketch_chunk, batch, docs)
 
