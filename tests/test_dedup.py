@@ -163,6 +163,25 @@ def test_keep_longest_picks_the_longest_text():
     assert r.representative.tolist()[:3] == [2, 2, 2]
 
 
+def test_row_number_ids_mixed_with_given_ids_are_checked():
+    # Chunks without ids get row numbers unchecked; a later chunk's own ids still may not
+    # repeat them, and row numbers after given ids are checked against those.
+    d = neardup.Deduplicator()
+    d.add(["one text", "two text"])
+    with pytest.raises(neardup.InputError, match="duplicate id '1' at positions 1 and 2"):
+        d.add(["three text"], ["1"])
+    d = neardup.Deduplicator()
+    d.add(["one text"], ["2"])
+    d.add(["two text"])
+    with pytest.raises(neardup.InputError, match="duplicate id '2' at positions 0 and 2"):
+        d.add(["three text"])
+    d = neardup.Deduplicator()
+    d.add(["a b c"])
+    d.add(["d e f"], ["x"])
+    d.add(["g h i"])
+    assert d.finish().ids == ["0", "x", "2"]
+
+
 def test_bad_library_input():
     with pytest.raises(neardup.InputError, match="position 1"):
         neardup.dedup(["ok", 3])

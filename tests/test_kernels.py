@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from neardup._hash import fmix64
 from neardup.cluster import connected_components, preference_rank, strict_clusters
 from neardup.config import NormalizeConfig, ShingleConfig, SketchConfig
-from neardup.lsh import band_keys, candidate_pairs
+from neardup.lsh import band_keys, candidate_pairs, candidates_from_keys
 from neardup.sketch import _seed_words, classic_params, mulmod61, shingle_sketch, sketch
 from neardup.text import Shingles, normalize, normalize_text, shingle
 from neardup.verify import (
@@ -195,6 +195,26 @@ def test_band_keys_and_candidates_match_oracle(rows_, br):
     assert set(zip(left.tolist(), right.tolist())) == expected
     assert stats.candidates == len(expected) and stats.capped_buckets == 0
     assert np.all(left < right)
+
+
+@given(st.lists(st.lists(st.integers(0, 3), min_size=8, max_size=8), min_size=1, max_size=40),
+       st.integers(1, 7), st.booleans())
+def test_candidates_from_chunked_keys_equal_candidates_of_signatures(rows_, chunk, overwrite):
+    # The pipeline keeps band keys chunk by chunk instead of signatures: same candidates.
+    sig = np.array(rows_, dtype=np.uint32)
+    expected = candidate_pairs(sig, 4, 2, bucket_cap=3)
+    parts = [band_keys(sig[s:s + chunk], 4, 2) for s in range(0, len(sig), chunk)]
+    keys = [np.concatenate([p[b] for p in parts]) for b in range(4)]
+    before = [k.copy() for k in keys]
+    left, right, stats = candidates_from_keys(keys, bucket_cap=3, overwrite=overwrite)
+    assert np.array_equal(left, expected[0]) and np.array_equal(right, expected[1])
+    assert stats.candidates == expected[2].candidates
+    assert stats.capped_buckets == expected[2].capped_buckets
+    if not overwrite:
+        assert all(np.array_equal(a, b) for a, b in zip(keys, before))
+    ids = np.arange(len(sig), dtype=np.int64) * 3 + 5  # renumbered documents
+    l2, r2, _ = candidates_from_keys(before, bucket_cap=3, ids=ids)
+    assert np.array_equal(l2, ids[expected[0]]) and np.array_equal(r2, ids[expected[1]])
 
 
 def test_oversized_bucket_is_capped_and_reported():

@@ -83,7 +83,7 @@ def choose_bands(threshold: float, num_perm: int, min_recall: float = 0.9,
     return best if best is not None else fallback
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _band_keys_kernel(sig, bands, rows):
     n = sig.shape[0]
     keys = np.empty((bands, n), np.uint64)
@@ -107,20 +107,13 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return _band_keys_kernel(sig, bands, rows)
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _packed_band_keys(sig, bands, rows, idbits):
-    """Band keys with the row number in the low ``idbits`` bits: ``uint64[bands, n]``."""
-    n = sig.shape[0]
+@njit(cache=True, nogil=True)
+def _pack_ids(keys, idbits, start):
+    """Replace the low ``idbits`` bits of ``keys[i]`` by ``start + i``, in place (serial: the
+    bands run on threads of their own)."""
     keep = ~((U64(1) << U64(idbits)) - U64(1))
-    keys = np.empty((bands, n), np.uint64)
-    for i in prange(n):
-        for b in range(bands):
-            h = GOLDEN ^ U64(b)
-            base = b * rows
-            for r in range(rows):
-                h = (h ^ U64(sig[i, base + r])) * FNV_PRIME
-            keys[b, i] = (fmix64(h) & keep) | U64(i)
-    return keys
+    for i in range(len(keys)):
+        keys[i] = (keys[i] & keep) | U64(start + i)
 
 
 @njit(cache=True, nogil=True)
@@ -210,27 +203,45 @@ def candidate_pairs(signatures: np.ndarray, bands: int, rows: int, bucket_cap: i
     ``rows_subset`` restricts LSH to those rows (numbers still refer to the full matrix).
     """
     sig = signatures if rows_subset is None else signatures[rows_subset]
-    ids = (np.arange(len(sig), dtype=np.int64) if rows_subset is None
-           else np.asarray(rows_subset, np.int64))
-    if len(ids) >= 2**32:
-        raise ConfigError("candidate_pairs handles at most 2**32-1 documents per call")
-    stats = CandidateStats(bands=bands, rows=rows, bucket_cap=bucket_cap)
-    sig = np.ascontiguousarray(sig)
-    if bands * rows > sig.shape[1]:
-        raise ConfigError(
-            f"bands*rows={bands}*{rows} is invalid: it exceeds the signature length {sig.shape[1]}"
-        )
-    idbits = max(1, (len(ids) - 1).bit_length())
-    keys = _packed_band_keys(sig, bands, rows, idbits)
+    keys = band_keys(sig, bands, rows)
+    left, right, stats = candidates_from_keys(list(keys), bucket_cap, rows_subset,
+                                              overwrite=True)
+    stats.bands, stats.rows = bands, rows
+    return left, right, stats
+
+
+def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
+                         ids: np.ndarray | None = None, overwrite: bool = False
+                         ) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
+    """Candidate pairs from precomputed band keys: one ``uint64[n]`` array per band, as
+    :func:`band_keys` returns them (the pipeline computes them chunk by chunk and keeps only
+    the keys, 8 bytes per band and document, instead of the signatures).
+
+    ``ids`` (``int64[n]``) renumbers the documents in the output (default ``0..n-1``).
+    ``overwrite=True`` packs and sorts the given arrays in place (no copy); otherwise they are
+    left untouched. Returns ``left, right`` (``int64[m]``, ``left < right``, sorted, distinct)
+    and the stats (``rows`` is not known here and left 0).
+    """
+    n = len(keys[0]) if len(keys) else 0
+    ids = np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
+    if len(ids) != n or any(len(k) != n for k in keys):
+        raise ValueError("every band needs one key per document (and one id per document)")
+    if n >= 2**32:
+        raise ConfigError("candidate pairs handles at most 2**32-1 documents per call")
+    stats = CandidateStats(bands=len(keys), bucket_cap=bucket_cap)
+    # The row number goes into the low bits of each key (the key keeps at least 32 bits), so one
+    # plain sort of 64-bit integers per band gives both the runs and their members.
+    idbits = max(1, (n - 1).bit_length())
 
     def one_band(row: np.ndarray):
-        packed = np.sort(row)  # numpy's sort releases the GIL: bands run in parallel
+        packed = row if overwrite else row.copy()
+        _pack_ids(packed, idbits, 0)
+        packed.sort()  # numpy's sort releases the GIL: bands run in parallel
         return _runs_to_pairs(packed, idbits, ids, bucket_cap)
 
-    threads = max(1, min(bands, numba.get_num_threads()))
+    threads = max(1, min(len(keys), numba.get_num_threads()))
     with ThreadPoolExecutor(threads) as pool:
         results = list(pool.map(one_band, keys))
-    del keys
     parts = []
     for enc, capped, capped_docs, largest in results:
         stats.raw_pairs += len(enc)
@@ -240,7 +251,12 @@ def candidate_pairs(signatures: np.ndarray, bands: int, rows: int, bucket_cap: i
         if len(enc):
             parts.append(enc)
     del results
-    enc = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+    if parts:
+        enc = np.concatenate(parts)
+        enc.sort()
+        enc = enc[np.concatenate(([True], enc[1:] != enc[:-1]))]
+    else:
+        enc = np.zeros(0, np.uint64)
     stats.candidates = len(enc)
     left = (enc >> np.uint64(32)).astype(np.int64)
     right = (enc & np.uint64(0xFFFFFFFF)).astype(np.int64)

@@ -25,7 +25,14 @@ from ._malloc import tune_malloc
 from .cluster import connected_components, labels_from_reps, preference_rank, strict_clusters
 from .config import DedupConfig
 from .errors import ConfigError, InputError
-from .lsh import CandidateStats, candidate_pairs, choose_bands, s_curve
+from .lsh import (
+    CandidateStats,
+    band_keys,
+    candidate_pairs,
+    candidates_from_keys,
+    choose_bands,
+    s_curve,
+)
 from .result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
 from .sketch import shingle_sketch
 from .text.normalize import normalize
@@ -45,19 +52,12 @@ class _Growable:
     def __init__(self, dtype, capacity: int = 1 << 16):
         self._dtype = np.dtype(dtype)
         self._cap = capacity
+        # Plain 4 KB pages on purpose: with MADV_HUGEPAGE the kernel zeroes (and may compact
+        # for) 2 MB at each fault, which measured 2-4x more system time for the index at 1M
+        # documents than small pages (benchmarks/README.md, "Where the time goes").
         self._map = mmap.mmap(-1, capacity * self._dtype.itemsize,
                               flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        self._advise()
         self._n = 0
-
-    def _advise(self) -> None:
-        # Transparent huge pages where the kernel grants them on request (as numpy asks for its
-        # own large arrays): fewer page faults and TLB misses as the index grows.
-        if hasattr(mmap, "MADV_HUGEPAGE"):
-            try:
-                self._map.madvise(mmap.MADV_HUGEPAGE)
-            except OSError:
-                pass
 
     def __len__(self) -> int:
         return self._n
@@ -68,7 +68,6 @@ class _Growable:
         if need > self._cap:
             self._cap = max(need, 2 * self._cap)
             self._map.resize(self._cap * self._dtype.itemsize)
-            self._advise()
         view = np.frombuffer(self._map, self._dtype, count=len(part),
                              offset=self._n * self._dtype.itemsize)
         view[:] = part
@@ -124,12 +123,18 @@ class Deduplicator:
         self._on_stage = on_stage
         self._ids: list[str] = []
         self._seen_ids: dict[str, int] | None = {} if check_ids else None
+        self._auto_until = 0  # rows 0.._auto_until-1 have row-number ids not yet in _seen_ids
         self._fp_index: dict[int, int] = {}
         self._group = _Growable(np.int64)
         self._urow = _Growable(np.int64)
         self._ulen = _Growable(np.int64)
         self._ufp = _Growable(np.uint64)
-        self._sigs = _Growable(np.uint32)
+        # Exact verification needs the signatures only for their LSH band keys: keep the keys
+        # (8 bytes per band and text, a quarter of a 128-value signature), one array per band.
+        self._bands_rows = self.lsh_params()
+        self._sigs = _Growable(np.uint32) if not self._exact else None
+        self._keys = ([_Growable(np.uint64) for _ in range(self._bands_rows[0])]
+                      if self._exact else None)
         self._sh = _Growable(np.uint32)
         self._shsize = _Growable(np.int64)
         self._n_unique = 0
@@ -159,7 +164,8 @@ class Deduplicator:
             self._t_first = time.perf_counter()
         n = len(texts)
         base = len(self._ids)
-        if ids is None:
+        auto = ids is None
+        if auto:
             ids = [str(base + i) for i in range(n)]
         elif len(ids) != n:
             raise InputError(f"got {n} texts but {len(ids)} ids", field="ids")
@@ -167,8 +173,15 @@ class Deduplicator:
             if not isinstance(t, str):
                 raise InputError(f"text at position {base + i} is {type(t).__name__}, not str",
                                  field="texts", reason="non_string_field")
-        if self._seen_ids is not None:
+        if self._seen_ids is not None and auto and self._auto_until == base:
+            # Row numbers are distinct by construction: while every id so far is one, nothing
+            # needs checking (and the check's dictionary is not built).
+            self._auto_until = base + n
+        elif self._seen_ids is not None:
             seen = self._seen_ids
+            if self._auto_until > 0:  # the first chunk with ids of its own: the row numbers so far
+                seen.update((str(i), i) for i in range(self._auto_until))
+                self._auto_until = -1
             for i, x in enumerate(ids):
                 if not isinstance(x, str):
                     raise InputError(f"id at position {base + i} is {type(x).__name__}, not str",
@@ -232,10 +245,13 @@ class Deduplicator:
         sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch, docs)
         del batch
         self._shingles_total += len(h32)
-        self._sigs.append(sigs)
         if self._exact:
+            for store, row in zip(self._keys, band_keys(sigs, *self._bands_rows)):
+                store.append(row)
             self._sh.append(h32)
             self._shsize.append(np.diff(off))
+        else:
+            self._sigs.append(sigs)
         self._tick("shingle+sketch", t0)
 
     def _wait(self) -> None:
@@ -300,18 +316,24 @@ class Deduplicator:
         urow = self._urow.take()
         ulen = self._ulen.take()
         ufp = self._ufp.take()
-        sigs = self._sigs.take().reshape(U, k)
         if self._exact:
+            keys = [store.take() for store in self._keys]
             sizes = self._shsize.take()
             sh_off = np.zeros(U + 1, np.int64)
             np.cumsum(sizes, out=sh_off[1:])
             del sizes
             sh_hashes = self._sh.take()
+        else:
+            sigs = self._sigs.take().reshape(U, k)
         t0 = self._tick("collect", t0)
 
-        bands, rows = self.lsh_params()
+        bands, rows = self._bands_rows
         self._stage("candidates", 0, 1)
-        if U >= 2:
+        if U >= 2 and self._exact:
+            left, right, cstats = candidates_from_keys(keys, cfg.lsh.bucket_cap, overwrite=True)
+            cstats.rows = rows
+            del keys
+        elif U >= 2:
             left, right, cstats = candidate_pairs(sigs, bands, rows, cfg.lsh.bucket_cap)
         else:
             left = right = np.zeros(0, np.int64)
