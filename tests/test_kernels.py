@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neardup._hash import fmix64
-from neardup.cluster import connected_components, preference_rank, strict_clusters
+from neardup.cluster import (
+    connected_components,
+    labels_from_reps,
+    preference_rank,
+    strict_clusters,
+)
 from neardup.config import NormalizeConfig, ShingleConfig, SketchConfig
 from neardup.lsh import band_keys, candidate_pairs, candidates_from_keys
 from neardup.sketch import _seed_words, classic_params, mulmod61, shingle_sketch, sketch
@@ -342,6 +347,18 @@ def test_strict_clusters_match_greedy_oracle(es, order):
         assert rep[i] == i or rep[i] in adj[i]
 
 
+@given(st.lists(st.integers(-5, 40), max_size=40))
+def test_labels_from_reps_number_clusters_by_first_appearance(rep):
+    # oracle: a dictionary filled in input order
+    seen: dict[int, int] = {}
+    expected = [seen.setdefault(r, len(seen)) for r in rep]
+    assert labels_from_reps(np.array(rep, np.int64)).tolist() == expected
+    rows = [abs(r) % max(len(rep), 1) for r in rep]  # representatives that are rows: fast path
+    seen.clear()
+    assert labels_from_reps(np.array(rows, np.int64)).tolist() == [
+        seen.setdefault(r, len(seen)) for r in rows]
+
+
 def test_strict_does_not_chain_but_components_do():
     chain = [(0, 1), (1, 2), (2, 3), (3, 4)]
     left = np.array([a for a, _ in chain])
@@ -354,3 +371,34 @@ def test_strict_does_not_chain_but_components_do():
 def test_preference_rank_longest():
     rank = preference_rank(4, "longest", np.array([5, 9, 9, 1]), np.array([3, 2, 1, 0], np.uint64))
     assert rank.tolist() == [2, 1, 0, 3]
+
+
+# ---- exact duplicates ----------------------------------------------------------------------
+
+
+@given(st.lists(st.lists(st.binary(max_size=6), max_size=30), max_size=6), st.integers(1, 64))
+def test_fingerprint_table_matches_dict_oracle(batches, capacity):
+    from xxhash import xxh3_128_intdigest
+
+    from neardup.exact import FingerprintTable, fingerprints
+
+    table = FingerprintTable(capacity)  # tiny capacities force rehashing
+    oracle: dict[int, int] = {}
+    for texts in batches:
+        data = np.frombuffer(b"".join(texts), np.uint8)
+        offsets = np.concatenate(([0], np.cumsum([len(t) for t in texts]))).astype(np.int64)
+        hi, lo = fingerprints(data, offsets)
+        full = [xxh3_128_intdigest(t) for t in texts]
+        assert [(int(h) << 64) | int(x) for h, x in zip(hi, lo)] == full
+        skip = np.array([len(t) == 0 for t in texts], np.bool_)
+        groups, first = table.add(hi, lo, skip)
+        want_g, want_first = [], []
+        for t, fp in zip(texts, full):
+            if not t:
+                want_g.append(-1)
+                want_first.append(False)
+                continue
+            want_first.append(fp not in oracle)
+            want_g.append(oracle.setdefault(fp, len(oracle)))
+        assert groups.tolist() == want_g and first.tolist() == want_first
+        assert len(table) == len(oracle)

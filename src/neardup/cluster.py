@@ -109,10 +109,39 @@ def strict_clusters(n: int, left: np.ndarray, right: np.ndarray,
     return _strict_kernel(n, np.asarray(left, np.int64), np.asarray(right, np.int64), order)
 
 
+@njit(cache=True)
+def _labels_by_first_appearance(rep):
+    n = len(rep)
+    label = np.full(n, -1, np.int64)
+    out = np.empty(n, np.int64)
+    c = 0
+    for i in range(n):
+        r = rep[i]
+        if label[r] < 0:
+            label[r] = c
+            c += 1
+        out[i] = label[r]
+    return out
+
+
 def labels_from_reps(rep: np.ndarray) -> np.ndarray:
-    """Dense cluster labels ``0..C-1`` numbered by first appearance of the representative."""
-    _, first, inv = np.unique(rep, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    relabel = np.empty(len(order), np.int64)
-    relabel[order] = np.arange(len(order))
-    return relabel[inv.ravel()]
+    """Dense cluster labels ``0..C-1`` numbered by first appearance of the representative.
+
+    ``rep``: ``int64[n]``; representatives are rows (``0 <= rep[i] < n``) as the clustering
+    functions return them, which takes one linear pass; other values take a sort.
+    """
+    rep = np.ascontiguousarray(rep, dtype=np.int64).ravel()
+    n = len(rep)
+    if n == 0 or (rep.min() >= 0 and rep.max() < n):
+        return _labels_by_first_appearance(rep)
+    # any other integers: by sorting (np.unique's hash path is slow on large arrays)
+    order = np.argsort(rep, kind="stable")
+    srt = rep[order]
+    start = np.concatenate(([True], srt[1:] != srt[:-1]))
+    group = np.cumsum(start) - 1              # group of each sorted position
+    first = order[start]                      # first row of each group (stable sort)
+    relabel = np.empty(len(first), np.int64)
+    relabel[np.argsort(first, kind="stable")] = np.arange(len(first))
+    out = np.empty(n, np.int64)
+    out[order] = relabel[group]
+    return out

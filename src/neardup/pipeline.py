@@ -18,13 +18,13 @@ from typing import Any
 
 import numba
 import numpy as np
-from xxhash import xxh3_128_intdigest
 
 from . import __version__
 from ._malloc import tune_malloc
 from .cluster import connected_components, labels_from_reps, preference_rank, strict_clusters
 from .config import DedupConfig
 from .errors import ConfigError, InputError
+from .exact import FingerprintTable, fingerprints
 from .lsh import (
     CandidateStats,
     band_keys,
@@ -64,15 +64,26 @@ class _Growable:
 
     def append(self, part: np.ndarray) -> None:
         part = part.reshape(-1)
-        need = self._n + len(part)
+        view = self.reserve(len(part))
+        view[:] = part
+        del view  # the map cannot be resized while a view of it exists
+        self.commit(len(part))
+
+    def reserve(self, m: int) -> np.ndarray:
+        """A writable view of the next ``m`` free elements (growing as needed); fill it, drop it,
+        then :meth:`commit` them. Lets a kernel write its output straight into the index."""
+        need = self._n + m
         if need > self._cap:
             self._cap = max(need, 2 * self._cap)
             self._map.resize(self._cap * self._dtype.itemsize)
-        view = np.frombuffer(self._map, self._dtype, count=len(part),
+        return np.frombuffer(self._map, self._dtype, count=m,
                              offset=self._n * self._dtype.itemsize)
-        view[:] = part
-        del view  # the map cannot be resized while a view of it exists
-        self._n = need
+
+    def commit(self, m: int) -> None:
+        """Count the ``m`` elements written through the last :meth:`reserve` as appended."""
+        if self._n + m > self._cap:
+            raise ValueError("commit() past the reserved capacity")
+        self._n += m
 
     def take(self) -> np.ndarray:
         """The appended values as one array backed by the map, trimmed to size (no copy)."""
@@ -124,7 +135,7 @@ class Deduplicator:
         self._ids: list[str] = []
         self._seen_ids: dict[str, int] | None = {} if check_ids else None
         self._auto_until = 0  # rows 0.._auto_until-1 have row-number ids not yet in _seen_ids
-        self._fp_index: dict[int, int] = {}
+        self._fp_table = FingerprintTable()
         self._group = _Growable(np.int64)
         self._urow = _Growable(np.int64)
         self._ulen = _Growable(np.int64)
@@ -201,32 +212,16 @@ class Deduplicator:
         t0 = self._tick("normalize", t0)
 
         # exact duplicates: 128-bit fingerprint of the normalised text
-        mv = memoryview(batch.data)
-        offs = batch.offsets.tolist()
-        lengths = batch.lengths
-        group = np.empty(n, np.int64)
-        new_docs: list[int] = []
-        new_fps: list[int] = []
-        fp_index = self._fp_index
-        for i in range(n):
-            a, b = offs[i], offs[i + 1]
-            if a == b:
-                group[i] = -1
-                self._n_empty += 1
-                continue
-            fp = xxh3_128_intdigest(mv[a:b])
-            g = fp_index.get(fp)
-            if g is None:
-                g = fp_index[fp] = self._n_unique
-                self._n_unique += 1
-                new_docs.append(i)
-                new_fps.append(fp >> 64)
-            group[i] = g
+        fp_hi, fp_lo = fingerprints(batch.data, batch.offsets)
+        empty = batch.offsets[1:] == batch.offsets[:-1]
+        self._n_empty += int(np.count_nonzero(empty))
+        group, first = self._fp_table.add(fp_hi, fp_lo, skip=empty)
+        docs = np.flatnonzero(first).astype(np.int64)
+        self._n_unique = len(self._fp_table)
         self._group.append(group)
-        docs = np.asarray(new_docs, np.int64)
         self._urow.append(docs + base)
-        self._ulen.append(lengths[docs])
-        self._ufp.append(np.asarray(new_fps, np.uint64))
+        self._ulen.append(batch.lengths[docs])
+        self._ufp.append(fp_hi[docs])
         t0 = self._tick("fingerprint", t0)
 
         self._wait()
@@ -242,13 +237,18 @@ class Deduplicator:
     def _sketch_chunk(self, batch, docs: np.ndarray) -> None:
         cfg = self.config
         t0 = time.perf_counter()
-        sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch, docs)
+        # Exact verification: the kernel writes the shingle fingerprints straight into the
+        # index, so its fresh pages are touched once, by all threads (not copied afterwards).
+        sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch, docs,
+                                        self._sh.reserve if self._exact else None)
         del batch
-        self._shingles_total += len(h32)
+        m = len(h32)
+        del h32  # the index's view: it must go before the index can grow again
+        self._shingles_total += m
         if self._exact:
+            self._sh.commit(m)
             for store, row in zip(self._keys, band_keys(sigs, *self._bands_rows)):
                 store.append(row)
-            self._sh.append(h32)
             self._shsize.append(np.diff(off))
         else:
             self._sigs.append(sigs)

@@ -16,6 +16,8 @@ empty documents out of LSH.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit, prange
 
@@ -141,13 +143,8 @@ def _oph_kernel(hashes, offsets, k, s_bin, s_probe):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _shingle_oph_kernel(data, offsets, docs, kind, sk, offset, k, s_bin, s_probe):
-    """Shingle and sketch in one pass, without materialising the 64-bit shingle hashes.
-
-    Returns the OPH signatures ``uint32[n, k]`` and, for verification, the high 32 bits of every
-    shingle hash of each document (``uint32[total]``, in text order, repeats kept) with their
-    offsets ``int64[n+1]``.
-    """
+def _shingle_counts(data, offsets, docs, kind, sk, offset):
+    """Units (words or characters) and shingles of each listed document: ``int64[n]`` each."""
     n = len(docs)
     units = np.zeros(n, np.int64)
     counts = np.zeros(n, np.int64)
@@ -155,13 +152,23 @@ def _shingle_oph_kernel(data, offsets, docs, kind, sk, offset, k, s_bin, s_probe
         a, b = offsets[docs[i]], offsets[docs[i] + 1]
         units[i] = count_units(data, a, b, kind)
         counts[i] = n_shingles(units[i], sk, offset)
-    out_off = np.zeros(n + 1, np.int64)
-    out_off[1:] = np.cumsum(counts)
-    h32 = np.empty(out_off[n], np.uint32)
+    return units, counts
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _shingle_oph_fill(data, offsets, docs, kind, sk, offset, k, s_bin, s_probe, units, out_off,
+                      h32):
+    """Shingle and sketch in one pass, without materialising the 64-bit shingle hashes.
+
+    Returns the OPH signatures ``uint32[n, k]`` and writes, for verification, the high 32 bits of
+    every shingle hash of document ``i`` (in text order, repeats kept) to
+    ``h32[out_off[i]:out_off[i+1]]``.
+    """
+    n = len(docs)
     sig = np.empty((n, k), np.uint32)
     for i in prange(n):
         a, b = offsets[docs[i]], offsets[docs[i] + 1]
-        m = counts[i]
+        m = out_off[i + 1] - out_off[i]
         tmp = np.empty(m, np.uint64)
         doc_shingles(data, a, b, kind, sk, offset, units[i], tmp)
         bins = np.empty(k, np.uint64)
@@ -169,7 +176,7 @@ def _shingle_oph_kernel(data, offsets, docs, kind, sk, offset, k, s_bin, s_probe
         o = out_off[i]
         for j in range(m):
             h32[o + j] = np.uint32(tmp[j] >> _S32)
-    return sig, h32, out_off
+    return sig
 
 
 def classic_params(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -205,13 +212,16 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray | float
 
 
 def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = None,
-                   cfg: SketchConfig | None = None, docs: np.ndarray | None = None
+                   cfg: SketchConfig | None = None, docs: np.ndarray | None = None,
+                   h32_out: Callable[[int], np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Shingle and sketch the documents ``docs`` (default all) of a normalised batch in one pass.
 
     Returns ``(signatures, h32, offsets)``: the same signatures as
     ``sketch(shingle_batch(batch, shingle_cfg, docs), cfg)``, and the high 32 bits of each
-    document's shingle hashes (unsorted, with repeats) for exact verification.
+    document's shingle hashes (unsorted, with repeats) for exact verification. ``h32_out(m)``,
+    if given, supplies the ``uint32[m]`` array the fingerprints are written to (the pipeline
+    passes the free end of its index, so they are written once, by the parallel kernel).
     """
     shingle_cfg = shingle_cfg or ShingleConfig()
     cfg = cfg or SketchConfig()
@@ -220,8 +230,23 @@ def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = N
     docs = np.ascontiguousarray(docs, dtype=np.int64)
     if cfg.scheme == "classic":
         sh = shingle_batch(batch, shingle_cfg, docs)
-        return sketch(sh, cfg), (sh.hashes >> _S32).astype(np.uint32), sh.offsets
+        h32 = (sh.hashes >> _S32).astype(np.uint32)
+        if h32_out is not None:
+            out = h32_out(len(h32))
+            out[:] = h32
+            h32 = out
+        return sketch(sh, cfg), h32, sh.offsets
     s_bin, s_probe = _seed_words(cfg.seed)
-    return _shingle_oph_kernel(batch.data, batch.offsets, docs, kind_code(shingle_cfg),
-                               shingle_cfg.k, shingle_cfg.offset, cfg.num_perm, U64(s_bin),
-                               U64(s_probe))
+    kind = kind_code(shingle_cfg)
+    units, counts = _shingle_counts(batch.data, batch.offsets, docs, kind, shingle_cfg.k,
+                                    shingle_cfg.offset)
+    out_off = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum(counts, out=out_off[1:])
+    total = int(out_off[-1])
+    h32 = np.empty(total, np.uint32) if h32_out is None else h32_out(total)
+    if h32.dtype != np.uint32 or h32.shape != (total,):
+        raise ValueError(f"h32_out({total}) must return a uint32 array of that length")
+    sig = _shingle_oph_fill(batch.data, batch.offsets, docs, kind, shingle_cfg.k,
+                            shingle_cfg.offset, cfg.num_perm, U64(s_bin), U64(s_probe), units,
+                            out_off, h32)
+    return sig, h32, out_off
