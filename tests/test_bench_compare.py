@@ -260,12 +260,25 @@ def test_render_with_runs_not_run_and_no_truth(tmp_path: Path) -> None:
     }
     text = compare.render(report)
     assert "| 1,000 | rensa | not installed (rensa) |" in text
-    assert "| 1,000 | neardup | 0.50 | 1.0 |" in text and "n/a" in text
+    assert "| 1,000 | neardup | 0.50 | 0.50 | 1.0 |" in text and "n/a" in text
+    assert "| 200 | 50 | 150 | 10 |" in text  # peak, after load, added by the pipeline
     rows = [line for line in text.splitlines() if line.startswith("| 1,000 |")][:2]
     assert len({line.count("|") for line in rows}) == 1  # same number of columns
     compare.write_report(report, tmp_path)
     assert (tmp_path / "compare.md").read_text() == text
     assert json.loads((tmp_path / "compare.json").read_text())["machine"] == "test machine"
+
+
+def test_scaling_rows_pair_the_two_sizes_of_each_contender() -> None:
+    def run(name, size, wall, peak=1000.0, load=400.0):
+        return {"contender": name, "size": size, "status": "ok", "wall_s": wall,
+                "peak_rss_mb": peak, "rss_after_load_mb": load}
+
+    results = [run("a", 100_000, 2.0), run("a", 1_000_000, 22.0, 3000.0, 1000.0),
+               run("b", 100_000, 5.0), {"contender": "b", "size": 1_000_000, "status": "failed"}]
+    rows = compare.scaling_rows(results)
+    assert rows == [{"contender": "a", "wall_100k": 2.0, "wall_1m": 22.0, "ratio": 11.0,
+                     "peak_rss_mb_1m": 3000.0, "added_mb_1m": 2000.0}]
 
 
 def test_parse_caps() -> None:
