@@ -30,7 +30,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[test,bench]"
 	$(BIN)/python benchmarks/core.py --sizes 10000 --results benchmarks/data/bench-results
-	$(BIN)/python benchmarks/compare.py --sizes 10000 --results benchmarks/data/bench-results
+	$(BIN)/python benchmarks/compare.py --sizes 10000 --repeat 1 --results benchmarks/data/bench-results
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .hypothesis

@@ -3,9 +3,10 @@
 ``read -> normalise -> fingerprint (exact groups) -> shingle -> sketch`` runs per chunk as
 documents arrive (:meth:`Deduplicator.add`); ``LSH -> verify -> cluster`` runs once over all
 documents (:meth:`Deduplicator.finish`). Only one copy of each exact-duplicate group is shingled
-and sketched. What is kept between chunks is the index: one signature per distinct text and, for
-exact verification, its shingle hashes as 32-bit fingerprints (sorted into sets only for the
-documents that LSH proposes); never the texts themselves.
+and sketched. What is kept between chunks is the index: for exact verification, the LSH band keys
+of each distinct text (8 bytes per band) and its shingle hashes as 32-bit fingerprints (sorted
+into sets only for the documents that LSH proposes); for estimated verification, its signature
+instead. Never the texts themselves.
 """
 
 from __future__ import annotations
