@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean fresh-kernels
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,13 +13,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+# numba's on-disk cache checks only the source file of each compiled function, not the files of
+# the kernels it calls: after any change under src/, drop the caches so nothing stale is loaded.
+fresh-kernels:
+	@if [ ! -e $(VENV)/.kernels ] || [ -n "$$(find src -name '*.py' -newer $(VENV)/.kernels)" ]; then \
+		find src \( -name "*.nbi" -o -name "*.nbc" \) -delete; touch $(VENV)/.kernels; fi
+
+demo: $(STAMP) fresh-kernels
 	rm -rf demo-out
 	$(BIN)/neardup dedup examples/news.jsonl --id-field id -o demo-out
 	@echo
 	@echo "Outputs written to demo-out/: clusters, pairs, deduplicated corpus, summary.json"
 
-test: $(STAMP)
+test: $(STAMP) fresh-kernels
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
@@ -27,7 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-bench: $(STAMP)
+bench: $(STAMP) fresh-kernels
 	$(BIN)/pip install --quiet -e ".[test,bench]"
 	$(BIN)/python benchmarks/core.py --sizes 10000 --results benchmarks/data/bench-results
 	$(BIN)/python benchmarks/compare.py --sizes 10000 --repeat 1 --results benchmarks/data/bench-results
