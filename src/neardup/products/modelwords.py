@@ -1,0 +1,123 @@
+"""Title cleaning, unit normalisation and model words of product offers.
+
+A *model word* is a token that mixes digits and other characters ("un46es6580", "1080p",
+"46inch"): such tokens name models and specifications, and two offers of one product share them
+even when shops word their titles differently. Definitions follow the MSM/MSMP papers that seed
+000 builds on:
+
+- title model words match :data:`TITLE_MODEL_WORD`,
+  ``[a-zA-Z0-9]*(([0-9]+[^0-9, ]+)|([^0-9, ]+[0-9]+))[a-zA-Z0-9]*``, on the cleaned title;
+- attribute-value model words are the numeric part of values such as ``"46.0 in"`` ->
+  ``"46.0"``... more precisely of every token that is a decimal number, optionally followed by
+  letters (``"60hz"`` -> ``"60"``).
+
+Cleaning (:func:`clean_text`): lower case; unit spellings mapped to one canonical unit and
+attached to the number before them (``32 Inch``, ``32-inch``, ``32"``, ``32 inches`` ->
+``32inch``; ``120 Hertz``, ``120-Hz`` -> ``120hz``); then seed 000's uninformative symbols
+go: hyphens are removed (``LC-60LE650U`` -> ``lc60le650u``, as another shop writes it),
+``( ) ' " / , [ ]`` become spaces, and whitespace is collapsed. Units are configuration
+(:class:`UnitMap`), not TV-specific code: :data:`DEFAULT_UNITS` covers common ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+
+#: The MSMP title model-word pattern.
+TITLE_MODEL_WORD = re.compile(r"[a-zA-Z0-9]*(([0-9]+[^0-9, ]+)|([^0-9, ]+[0-9]+))[a-zA-Z0-9]*")
+
+#: Canonical unit -> the spellings that mean it (lower case; longest spellings are tried first).
+DEFAULT_UNITS: dict[str, tuple[str, ...]] = {
+    "inch": ("inches", "inch", "in.", '"', "”", "''"),
+    "hz": ("hertz", "hz"),
+    "lb": ("pounds", "pound", "lbs", "lb"),
+    "w": ("watts", "watt", "w"),
+    "mm": ("millimeters", "millimetres", "mm"),
+    "cm": ("centimeters", "centimetres", "cm"),
+    "kg": ("kilograms", "kg"),
+    "gb": ("gigabytes", "gb"),
+}
+
+_SYMBOLS = re.compile(r"[()'\"/,\[\]]")
+_SPACES = re.compile(r"\s+")
+_VALUE_MW = re.compile(r"^(\d+(?:\.\d+)?)[a-z]*$")
+
+
+@dataclass(frozen=True)
+class UnitMap:
+    """Unit spellings to normalise: ``{canonical: (spelling, ...)}``.
+
+    A spelling counts as a unit only right after a number, optionally separated by a space or a
+    hyphen (``46 inch``, ``46-inch``, ``46inch``); it is then written as the canonical unit
+    attached to the number.
+    """
+
+    units: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_UNITS))
+
+    def __post_init__(self) -> None:
+        for canon, spellings in self.units.items():
+            if not isinstance(canon, str) or not canon or not canon.isalnum():
+                raise ConfigError(f"unit {canon!r} is invalid: a non-empty alphanumeric name")
+            if isinstance(spellings, str) or not all(isinstance(s, str) and s for s in spellings):
+                raise ConfigError(f"unit {canon!r}: spellings must be a list of non-empty strings")
+
+    def pattern(self) -> re.Pattern[str]:
+        pairs = sorted(((s.lower(), c) for c, ss in self.units.items() for s in ss),
+                       key=lambda p: -len(p[0]))
+        alt = "|".join(re.escape(s) for s, _ in pairs)
+        # the number, an optional space or hyphen, the spelling, and no letter right after it
+        return re.compile(rf"(\d+(?:\.\d+)?)[ \-]?({alt})(?![a-z])")
+
+    def canonical(self) -> dict[str, str]:
+        return {s.lower(): c for c, ss in self.units.items() for s in ss}
+
+
+_DEFAULT_MAP = UnitMap()
+_PATTERNS: dict[int, tuple[re.Pattern[str], dict[str, str]]] = {}
+
+
+def _unit_regex(units: UnitMap) -> tuple[re.Pattern[str], dict[str, str]]:
+    key = id(units)
+    got = _PATTERNS.get(key)
+    if got is None or len(_PATTERNS) > 64:
+        if len(_PATTERNS) > 64:
+            _PATTERNS.clear()
+        got = _PATTERNS[key] = (units.pattern(), units.canonical())
+    return got
+
+
+def clean_text(text: str, units: UnitMap | None = None) -> str:
+    """Lower-case ``text``, normalise units after numbers, drop seed 000's symbols
+    (hyphens removed, ``( ) ' " / , [ ]`` to spaces) and collapse whitespace."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected a string, got {type(text).__name__}")
+    rx, canon = _unit_regex(units or _DEFAULT_MAP)
+    s = text.lower()
+    s = rx.sub(lambda m: m.group(1) + canon[m.group(2)], s)
+    s = s.replace("-", "")  # hyphens join: "LC-60LE650U" and "LC60LE650U" are one model
+    s = _SYMBOLS.sub(" ", s)
+    return _SPACES.sub(" ", s).strip()
+
+
+def title_model_words(title: str, units: UnitMap | None = None) -> list[str]:
+    """Distinct model words of a title, in order of appearance (see the module docstring)."""
+    seen: dict[str, None] = {}
+    for tok in clean_text(title, units).split(" "):
+        m = TITLE_MODEL_WORD.fullmatch(tok)
+        if m is not None:
+            seen.setdefault(tok, None)
+    return list(seen)
+
+
+def value_model_words(value: str, units: UnitMap | None = None) -> list[str]:
+    """Distinct numeric model words of an attribute value (``"46.0 in"`` -> ``["46.0"]``)."""
+    seen: dict[str, None] = {}
+    for tok in clean_text(value, units).split(" "):
+        m = _VALUE_MW.match(tok)
+        if m is not None:
+            seen.setdefault(m.group(1), None)
+    return list(seen)
