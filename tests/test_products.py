@@ -52,7 +52,8 @@ def test_title_model_words_mix_digits_and_other_characters(title):
 
 
 def test_value_model_words():
-    assert value_model_words("46.0 in.") == ["46.0"]
+    assert value_model_words("46.0 in.") == ["46"] == value_model_words("46 inches")
+    assert value_model_words("46.50 x 30.25") == ["46.5", "30.25"]
     assert value_model_words("120Hz") == ["120"]
     assert value_model_words("1920 x 1080") == ["1920", "1080"]
     assert value_model_words("Yes") == []
@@ -134,3 +135,52 @@ def test_load_tv_json_file_errors(tmp_path):
         load_tv_json(p, on_error="skip")
     with pytest.raises(ConfigError, match="on_error"):
         load_tv_json(p, on_error="ignore")
+
+
+# ---- candidates --------------------------------------------------------------------------------
+
+def _offers(titles, attrs=None):
+    from neardup.products import Offers
+
+    o = Offers()
+    for i, t in enumerate(titles):
+        o.ids.append(str(i))
+        o.shops.append("s")
+        o.titles.append(t)
+        o.attributes.append((attrs or {}).get(i, {}))
+        o.sources.append(f"test:{i}")
+    return o
+
+
+def test_true_pairs_and_candidate_quality_hand_checked():
+    from neardup.products.candidates import candidate_quality, true_pairs
+
+    labels = ["a", "b", "a", "a", "c"]  # true pairs: (0,2) (0,3) (2,3)
+    left, right = true_pairs(labels)
+    assert list(zip(left.tolist(), right.tolist())) == [(0, 2), (0, 3), (2, 3)]
+    q = candidate_quality([0, 0, 1], [2, 4, 3], labels)  # one of three candidates is true
+    assert (q["candidates"], q["true_found"], q["true_pairs"]) == (3, 1, 3)
+    assert q["pc"] == pytest.approx(1 / 3) and q["pq"] == pytest.approx(1 / 3)
+    assert q["f1_star"] == pytest.approx(1 / 3) and q["fraction"] == pytest.approx(3 / 10)
+    assert candidate_quality([], [], labels)["f1_star"] == 0.0
+
+
+def test_model_word_sets_and_lsh_candidates_against_brute_force():
+    from neardup.products.candidates import lsh_candidates, model_word_sets
+
+    titles = ['LG 32" 720p 32LK330', "LG 32-Inch 720p TV (32LK330)", "Samsung UN46ES6580 1080p",
+              "Samsung 46in UN46ES6580 1080p", "A plain title", "Sony KDL40 40inch 240hz",
+              "Another plain title"]
+    offers = _offers(titles, {2: {"Size": "46 in."}, 3: {"Size": "46.0"}})
+    sets = model_word_sets(offers)
+    s = [set(sets[i].tolist()) for i in range(len(titles))]
+    assert s[0] == s[1] and len(s[0]) == 3  # 32inch, 720p, 32lk330
+    assert s[4] == s[6] == set()
+    assert len(s[2] & s[3]) == 3  # un46es6580, 1080p and the value word v:46 ("46 in." = "46.0")
+    assert len(model_word_sets(offers, attributes=False)[2]) == 2
+    left, right = lsh_candidates(sets, bands=64, rows=1)
+    got = set(zip(left.tolist(), right.tolist()))
+    assert (0, 1) in got  # identical sets are always candidates
+    share = {(a, b) for a in range(7) for b in range(a + 1, 7) if s[a] & s[b]}
+    assert got <= share  # never a pair without a shared model word
+    assert not any(4 in p or 6 in p for p in got)  # no model words, never a candidate

@@ -7,9 +7,9 @@ even when shops word their titles differently. Definitions follow the MSM/MSMP p
 
 - title model words match :data:`TITLE_MODEL_WORD`,
   ``[a-zA-Z0-9]*(([0-9]+[^0-9, ]+)|([^0-9, ]+[0-9]+))[a-zA-Z0-9]*``, on the cleaned title;
-- attribute-value model words are the numeric part of values such as ``"46.0 in"`` ->
-  ``"46.0"``... more precisely of every token that is a decimal number, optionally followed by
-  letters (``"60hz"`` -> ``"60"``).
+- attribute-value model words are the numeric part of every token of a value that is a decimal
+  number, optionally followed by letters (``"60hz"`` -> ``"60"``, ``"46.50 in."`` -> ``"46.5"``),
+  written without trailing zeros so that ``46.0`` and ``46`` agree.
 
 Cleaning (:func:`clean_text`): lower case; unit spellings mapped to one canonical unit and
 attached to the number before them (``32 Inch``, ``32-inch``, ``32"``, ``32 inches`` ->
@@ -114,10 +114,13 @@ def title_model_words(title: str, units: UnitMap | None = None) -> list[str]:
 
 
 def value_model_words(value: str, units: UnitMap | None = None) -> list[str]:
-    """Distinct numeric model words of an attribute value (``"46.0 in"`` -> ``["46.0"]``)."""
+    """Distinct numeric model words of an attribute value (``"46.0 in."`` -> ``["46"]``)."""
     seen: dict[str, None] = {}
     for tok in clean_text(value, units).split(" "):
         m = _VALUE_MW.match(tok)
         if m is not None:
-            seen.setdefault(m.group(1), None)
+            num = m.group(1)
+            if "." in num:  # one spelling per number: "46.0" and "46" are the same value
+                num = num.rstrip("0").rstrip(".")
+            seen.setdefault(num, None)
     return list(seen)
