@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -184,3 +185,41 @@ def test_model_word_sets_and_lsh_candidates_against_brute_force():
     share = {(a, b) for a in range(7) for b in range(a + 1, 7) if s[a] & s[b]}
     assert got <= share  # never a pair without a shared model word
     assert not any(4 in p or 6 in p for p in got)  # no model words, never a candidate
+
+
+def test_blocking_keys_hand_checked():
+    from neardup.products.candidates import (
+        blocking_candidates,
+        learn_brands,
+        main_unit,
+        offer_brands,
+    )
+
+    titles = ["Samsung 55\" LED UN55ES8000FXZA - Best Buy",   # 0
+              "Samsung UN55ES8000 55-Inch 1080p 3D",           # 1: prefix of 0's model number
+              "Sharp - AQUOS / 60\" Class / LED / 1080p",      # 2: no model number
+              "SHARP AQUOS 60\" 1080p LC-60LE835U",            # 3: same brand and size as 2
+              "TV Sharp 32\" 720p LC-32LE700",                 # 4: brand not first
+              "Vizio 32\" E320VL",                              # 5
+              "VIZIO E320VL 32-inch",                           # 6: same model number as 5
+              "Plain words"]                                    # 7
+    offers = _offers(titles, {0: {"Brand": "Samsung"}, 2: {"brand": "Sharp"},
+                              5: {"Manufacturer": "VIZIO Inc."}})
+    assert learn_brands(offers) == {"samsung", "sharp", "vizio"}
+    assert offer_brands(offers, learn_brands(offers)) == [
+        "samsung", "samsung", "sharp", "sharp", "sharp", "vizio", "vizio", "plain"]
+    assert main_unit(offers) == "inch"
+    left, right, stats = blocking_candidates(offers, max_df=2, prefix_len=7)
+    got = set(zip(left.tolist(), right.tolist()))
+    assert (5, 6) in got          # rare shared model word e320vl
+    assert (0, 1) in got          # prefix un55es8 of un55es8000fxza and un55es8000
+    assert (2, 3) in got          # sharp + 60inch
+    assert (2, 4) not in got and (3, 4) not in got  # sharp, but 32inch
+    assert not any(7 in p for p in got)
+    assert set(stats) == {"rare", "prefix", "brand_unit"}
+    assert np.all(left < right) and len(got) == len(left)
+    # a key shared by more offers than the cap pairs nobody; the unit key can be turned off
+    l2, _, st2 = blocking_candidates(offers, max_df=2, group_cap=1)
+    assert len(l2) == 0 and st2 == {"rare": 0, "prefix": 0, "brand_unit": 0}
+    _, _, st3 = blocking_candidates(offers, key_unit=None)
+    assert "brand_unit" not in st3

@@ -24,7 +24,7 @@ from ..config import SketchConfig
 from ..lsh import candidate_pairs
 from ..sketch import sketch
 from ..text.shingle import Shingles
-from .modelwords import UnitMap, title_model_words, value_model_words
+from .modelwords import UnitMap, clean_text, title_model_words, value_model_words
 from .offers import Offers
 
 
@@ -109,3 +109,107 @@ def sweep(sets: Shingles, labels: Sequence[str], num_perm: int = 120, seed: int 
                                          rows_subset=has)
         out.append({"bands": bands, "rows": rows, **candidate_quality(left, right, labels)})
     return sorted(out, key=lambda r: r["fraction"])
+
+
+# ---- blocking: cheap keys that duplicates share ----------------------------------------------
+
+BRAND_ATTRIBUTES = ("brand", "manufacturer", "make")
+
+
+def learn_brands(offers: Offers, attribute_names: Sequence[str] = BRAND_ATTRIBUTES,
+                 units: UnitMap | None = None) -> frozenset[str]:
+    """Brand vocabulary learned from the data: the cleaned values of the attributes named like
+    ``attribute_names`` (case-insensitive), single tokens only."""
+    wanted = {a.lower() for a in attribute_names}
+    vocab = set()
+    for attrs in offers.attributes:
+        for k, v in attrs.items():
+            if k.strip().lower() in wanted:
+                toks = clean_text(v, units).split(" ")
+                if toks and toks[0]:
+                    vocab.add(toks[0])
+    return frozenset(vocab)
+
+
+def offer_brands(offers: Offers, vocab: frozenset[str], units: UnitMap | None = None,
+                 look: int = 4) -> list[str]:
+    """Each offer's brand: the first of its first ``look`` title tokens in ``vocab``, else its
+    first title token (shops put the brand first; the vocabulary catches "TV Samsung ...")."""
+    out = []
+    for title in offers.titles:
+        toks = clean_text(title, units).split(" ")
+        out.append(next((t for t in toks[:look] if t in vocab), toks[0]))
+    return out
+
+
+def _unit_words(words: set[str], unit: str) -> set[str]:
+    n = len(unit)
+    return {w for w in words if w.endswith(unit) and len(w) > n
+            and w[:-n].replace(".", "", 1).isdigit()}
+
+
+def main_unit(offers: Offers, units: UnitMap | None = None) -> str | None:
+    """The unit that most titles state a number in (for TVs: inch), learned from the data."""
+    units = units or UnitMap()
+    counts = dict.fromkeys(units.units, 0)
+    for title in offers.titles:
+        words = set(title_model_words(title, units))
+        for u in counts:
+            counts[u] += bool(_unit_words(words, u))
+    best = max(counts, key=counts.get, default=None)
+    return best if best is not None and counts[best] > 0 else None
+
+
+def _pairs_of_groups(groups, cap: int) -> set[tuple[int, int]]:
+    out: set[tuple[int, int]] = set()
+    for members in groups:
+        if 2 <= len(members) <= cap:
+            m = sorted(members)
+            out.update((m[a], m[b]) for a in range(len(m)) for b in range(a + 1, len(m)))
+    return out
+
+
+def blocking_candidates(offers: Offers, units: UnitMap | None = None, max_df: int = 20,
+                        prefix_len: int = 7, key_unit: str | None = "learn",
+                        brands: Sequence[str] | None = None, group_cap: int = 200
+                        ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Candidate pairs from three keys, each cheap and shared by most duplicates:
+
+    - ``rare``: a title model word that at most ``max_df`` offers have (a model number);
+    - ``prefix``: the first ``prefix_len`` characters of such a word with letters and digits
+      (``UN55ES8000FXZA`` and ``UN55ES8000`` are one model in two shops' spelling);
+    - ``brand_unit``: the same brand and the same number in the main unit (``samsung``,
+      ``55inch``); the unit is learned (:func:`main_unit`) unless given, None turns it off.
+
+    Groups larger than ``group_cap`` are not paired. Returns ``left, right`` (``int64``,
+    ``left < right``, sorted) and how many pairs each key produced.
+    """
+    words = [set(title_model_words(t, units)) for t in offers.titles]
+    df: dict[str, int] = {}
+    for s in words:
+        for w in s:
+            df[w] = df.get(w, 0) + 1
+    rare: dict[str, list[int]] = {}
+    prefix: dict[str, list[int]] = {}
+    for i, s in enumerate(words):
+        for w in s:
+            if df[w] <= max_df:
+                rare.setdefault(w, []).append(i)
+                if len(w) >= prefix_len and any(c.isalpha() for c in w):
+                    prefix.setdefault(w[:prefix_len], []).append(i)
+    found = {"rare": _pairs_of_groups(rare.values(), group_cap),
+             "prefix": _pairs_of_groups((set(v) for v in prefix.values()), group_cap)}
+    if key_unit == "learn":
+        key_unit = main_unit(offers, units)
+    if key_unit is not None:
+        if brands is None:
+            brands = offer_brands(offers, learn_brands(offers, units=units), units)
+        keyed: dict[tuple[str, str], list[int]] = {}
+        for i, s in enumerate(words):
+            for w in _unit_words(s, key_unit):
+                keyed.setdefault((brands[i], w), []).append(i)
+        found["brand_unit"] = _pairs_of_groups(keyed.values(), group_cap)
+    allp = sorted(set().union(*found.values()))
+    left = np.fromiter((a for a, _ in allp), np.int64, len(allp))
+    right = np.fromiter((b for _, b in allp), np.int64, len(allp))
+    return left, right, {k: len(v) for k, v in found.items()}
