@@ -52,6 +52,15 @@ def test_title_model_words_mix_digits_and_other_characters(title):
         assert " " not in w and "," not in w
 
 
+def test_model_ids_are_model_numbers_not_measurements():
+    from neardup.products.modelwords import model_ids
+
+    words = title_model_words('Samsung 46" Class (45.9" Diag.) LED 1080p 120Hz UN46ES6580 2012model')
+    assert model_ids(words) == {"un46es6580"}
+    assert model_ids(["lc60le650u", "32lk330", "e320vl", "3d", "4k", "x1"]) == {
+        "lc60le650u", "32lk330", "e320vl"}
+
+
 def test_value_model_words():
     assert value_model_words("46.0 in.") == ["46"] == value_model_words("46 inches")
     assert value_model_words("46.50 x 30.25") == ["46.5", "30.25"]

@@ -23,13 +23,14 @@ from .modelwords import (
     TITLE_MODEL_WORD,
     UnitMap,
     clean_text,
+    model_ids,
     title_model_words,
     value_model_words,
 )
 from .offers import Offers, load_tv_json
 
 __all__ = [
-    "DEFAULT_UNITS", "TITLE_MODEL_WORD", "UnitMap", "clean_text", "title_model_words",
+    "DEFAULT_UNITS", "TITLE_MODEL_WORD", "UnitMap", "clean_text", "model_ids", "title_model_words",
     "value_model_words", "Offers", "load_tv_json", "candidate_quality", "lsh_candidates",
     "model_word_sets", "sweep", "true_pairs", "blocking_candidates", "learn_brands",
     "main_unit", "offer_brands",
