@@ -24,6 +24,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ._arrays import sorted_unique
 from ._hash import FNV_PRIME, GOLDEN, U64, fmix64
 from .errors import ConfigError
 
@@ -108,12 +109,12 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _pack_ids(keys, idbits, start):
-    """Replace the low ``idbits`` bits of ``keys[i]`` by ``start + i``, in place (serial: the
-    bands run on threads of their own)."""
+def _pack_ids(keys, idbits):
+    """Replace the low ``idbits`` bits of ``keys[i]`` by ``i``, in place (serial: the bands
+    run on threads of their own)."""
     keep = ~((U64(1) << U64(idbits)) - U64(1))
     for i in range(len(keys)):
-        keys[i] = (keys[i] & keep) | U64(start + i)
+        keys[i] = (keys[i] & keep) | U64(i)
 
 
 @njit(cache=True, nogil=True)
@@ -206,7 +207,7 @@ def candidate_pairs(signatures: np.ndarray, bands: int, rows: int, bucket_cap: i
     keys = band_keys(sig, bands, rows)
     left, right, stats = candidates_from_keys(list(keys), bucket_cap, rows_subset,
                                               overwrite=True)
-    stats.bands, stats.rows = bands, rows
+    stats.rows = rows
     return left, right, stats
 
 
@@ -235,7 +236,7 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
 
     def one_band(row: np.ndarray):
         packed = row if overwrite else row.copy()
-        _pack_ids(packed, idbits, 0)
+        _pack_ids(packed, idbits)
         packed.sort()  # numpy's sort releases the GIL: bands run in parallel
         return _runs_to_pairs(packed, idbits, ids, bucket_cap)
 
@@ -251,12 +252,8 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
         if len(enc):
             parts.append(enc)
     del results
-    if parts:
-        enc = np.concatenate(parts)
-        enc.sort()
-        enc = enc[np.concatenate(([True], enc[1:] != enc[:-1]))]
-    else:
-        enc = np.zeros(0, np.uint64)
+    enc = (sorted_unique(np.concatenate(parts), overwrite=True) if parts
+           else np.zeros(0, np.uint64))
     stats.candidates = len(enc)
     left = (enc >> np.uint64(32)).astype(np.int64)
     right = (enc & np.uint64(0xFFFFFFFF)).astype(np.int64)

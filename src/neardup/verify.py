@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._arrays import sorted_unique
 from .text.shingle import Shingles
 
 
@@ -116,9 +117,7 @@ def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarr
     must be ``uint32`` (the 32-bit fingerprints the pipeline keeps)."""
     if hashes.dtype != np.uint32:
         raise TypeError(f"hashes must be uint32, got {hashes.dtype}")
-    docs = np.sort(np.asarray(docs, dtype=np.int64).ravel())
-    if len(docs):  # unique by sorting: numpy 2's hash-based np.unique is 40x slower here
-        docs = docs[np.concatenate(([True], docs[1:] != docs[:-1]))]
+    docs = sorted_unique(np.asarray(docs, dtype=np.int64))
     return _sort_unique_segments(hashes, np.ascontiguousarray(offsets, dtype=np.int64), docs)
 
 

@@ -79,15 +79,17 @@ def true_pairs(labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return (np.asarray(left, np.int64)[order], np.asarray(right, np.int64)[order])
 
 
-def candidate_quality(left: np.ndarray, right: np.ndarray, labels: Sequence[str]) -> dict:
-    """PC, PQ, F1* and the fraction of comparisons of the candidate pairs (module docstring)."""
+def candidate_quality(left: np.ndarray, right: np.ndarray, labels: Sequence[str],
+                      total_true: int | None = None) -> dict:
+    """PC, PQ, F1* and the fraction of comparisons of the candidate pairs (module docstring).
+    ``total_true``: the number of true pairs, if already known (else counted from ``labels``)."""
     n = len(labels)
     left = np.asarray(left, np.int64)
     right = np.asarray(right, np.int64)
     lab = np.asarray(labels, dtype=object)
     cand = len(left)
     found = int(np.count_nonzero(lab[left] == lab[right])) if cand else 0
-    total = len(true_pairs(labels)[0])
+    total = len(true_pairs(labels)[0]) if total_true is None else total_true
     pc = found / total if total else float("nan")
     pq = found / cand if cand else 0.0
     f1s = 2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0
@@ -100,6 +102,7 @@ def sweep(sets: Shingles, labels: Sequence[str], num_perm: int = 120, seed: int 
     signature matrix, sorted by fraction of comparisons."""
     sig = sketch(sets, SketchConfig(num_perm=num_perm, seed=seed, scheme="classic"))
     has = np.flatnonzero(np.diff(sets.offsets) > 0)
+    total = len(true_pairs(labels)[0])
     out = []
     for rows in range(1, num_perm + 1):
         if num_perm % rows:
@@ -107,7 +110,8 @@ def sweep(sets: Shingles, labels: Sequence[str], num_perm: int = 120, seed: int 
         bands = num_perm // rows
         left, right, _ = candidate_pairs(sig, bands, rows, bucket_cap=len(has) + 1,
                                          rows_subset=has)
-        out.append({"bands": bands, "rows": rows, **candidate_quality(left, right, labels)})
+        out.append({"bands": bands, "rows": rows,
+                    **candidate_quality(left, right, labels, total)})
     return sorted(out, key=lambda r: r["fraction"])
 
 
@@ -148,14 +152,17 @@ def _unit_words(words: set[str], unit: str) -> set[str]:
             and w[:-n].replace(".", "", 1).isdigit()}
 
 
-def main_unit(offers: Offers, units: UnitMap | None = None) -> str | None:
-    """The unit that most titles state a number in (for TVs: inch), learned from the data."""
+def main_unit(offers: Offers, units: UnitMap | None = None,
+              words: Sequence[set[str]] | None = None) -> str | None:
+    """The unit that most titles state a number in (for TVs: inch), learned from the data.
+    ``words``: the offers' title model words, if already computed."""
     units = units or UnitMap()
     counts = dict.fromkeys(units.units, 0)
-    for title in offers.titles:
-        words = set(title_model_words(title, units))
+    if words is None:
+        words = [set(title_model_words(t, units)) for t in offers.titles]
+    for s in words:
         for u in counts:
-            counts[u] += bool(_unit_words(words, u))
+            counts[u] += bool(_unit_words(s, u))
     best = max(counts, key=counts.get, default=None)
     return best if best is not None and counts[best] > 0 else None
 
@@ -200,7 +207,7 @@ def blocking_candidates(offers: Offers, units: UnitMap | None = None, max_df: in
     found = {"rare": _pairs_of_groups(rare.values(), group_cap),
              "prefix": _pairs_of_groups((set(v) for v in prefix.values()), group_cap)}
     if key_unit == "learn":
-        key_unit = main_unit(offers, units)
+        key_unit = main_unit(offers, units, words)
     if key_unit is not None:
         if brands is None:
             brands = offer_brands(offers, learn_brands(offers, units=units), units)

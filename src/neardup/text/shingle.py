@@ -103,10 +103,9 @@ def _decode_utf8(data, a, b, out):
 @njit(cache=True)
 def count_units(data, a, b, kind):
     """Tokens (``kind`` WORD) or code points (CHAR) of the normalised text ``data[a:b]``."""
-    # Branch-free counting loops (the compiler vectorises them): code points are the bytes that
-    # are not UTF-8 continuation bytes; normalised text separates its tokens by exactly one
-    # space and has none at either end, so tokens are spaces + 1.
-    # (Iterating over the slice, not over indices, lets the loop vectorise: 10x faster.)
+    # Code points are the bytes that are not UTF-8 continuation bytes; normalised text separates
+    # its tokens by exactly one space and has none at either end, so tokens are spaces + 1.
+    # Branch-free loops over the slice (not over indices) vectorise: 5x faster measured.
     n = 0
     if kind == CHAR:
         for c in data[a:b]:
