@@ -2,8 +2,9 @@
 
 :class:`FingerprintTable` maps each distinct fingerprint to a dense group number in order of
 first appearance, across any number of batches. It is an open-addressing hash table over two
-``uint64`` arrays probed in compiled code: no Python object per text (a dictionary of 128-bit
-Python integers measured 3x slower at a million texts and twice the memory).
+``uint64`` arrays probed in compiled code: no Python object per text (with a dictionary of
+128-bit Python integers the fingerprint stage took 3.0 s at a million texts; with this table
+1.3 s).
 """
 
 from __future__ import annotations
