@@ -182,12 +182,22 @@ def test_model_word_sets_and_lsh_candidates_against_brute_force():
               "Samsung 46in UN46ES6580 1080p", "A plain title", "Sony KDL40 40inch 240hz",
               "Another plain title"]
     offers = _offers(titles, {2: {"Size": "46 in."}, 3: {"Size": "46.0"}})
-    sets = model_word_sets(offers)
+    sets = model_word_sets(offers, attributes=True)
     s = [set(sets[i].tolist()) for i in range(len(titles))]
     assert s[0] == s[1] and len(s[0]) == 3  # 32inch, 720p, 32lk330
     assert s[4] == s[6] == set()
     assert len(s[2] & s[3]) == 3  # un46es6580, 1080p and the value word v:46 ("46 in." = "46.0")
-    assert len(model_word_sets(offers, attributes=False)[2]) == 2
+    assert len(model_word_sets(offers)[2]) == 2
+    # brands become one element each; words in more than max_df of the offers are left out
+    branded = model_word_sets(offers, brands=["lg", "lg", "samsung", "samsung", "", "sony", ""],
+                              max_df=2 / 7)
+    b = [set(branded[i].tolist()) for i in range(len(titles))]
+    assert b[0] == b[1] and len(b[0]) == 4  # 32inch, 720p, 32lk330, b:lg
+    assert len(b[2] & b[3]) == 3 and len(b[2]) == 3  # un46es6580, 1080p, b:samsung
+    assert b[4] == set() and len(b[5]) == 4  # kdl40, 40inch, 240hz, b:sony
+    rare = model_word_sets(offers, brands=["lg", "lg", "samsung", "samsung", "", "sony", ""],
+                           max_df=1 / 7)  # every word two offers share is now too common
+    assert [len(rare[i]) for i in range(7)] == [1, 1, 1, 2, 0, 4, 0]  # 3 keeps "46in"
     left, right = lsh_candidates(sets, bands=64, rows=1)
     got = set(zip(left.tolist(), right.tolist()))
     assert (0, 1) in got  # identical sets are always candidates

@@ -28,21 +28,35 @@ from .modelwords import UnitMap, clean_text, title_model_words, value_model_word
 from .offers import Offers
 
 
-def model_word_sets(offers: Offers, units: UnitMap | None = None, attributes: bool = True,
-                    seed: int = 0) -> Shingles:
+def model_word_sets(offers: Offers, units: UnitMap | None = None, attributes: bool = False,
+                    seed: int = 0, brands: Sequence[str] | None = None,
+                    max_df: float | None = None) -> Shingles:
     """Each offer's model words as a sorted set of 64-bit hashes (CSR :class:`Shingles`).
 
     Title model words as they are; with ``attributes``, the numeric model words of the
     attribute values too, prefixed ``"v:"`` (so ``"v:46"`` from a value is not the title word
-    ``"46inch"``, but ``"v:46"`` from two offers' values is one element)."""
+    ``"46inch"``, but ``"v:46"`` from two offers' values is one element). ``brands``: one brand
+    per offer (:func:`offer_brands`), added as an element ``"b:<brand>"``, so that offers of one
+    brand are closer than offers sharing only common specifications. ``max_df``: title words in
+    more than this fraction of the offers (``1080p``, ``60hz``) are left out: they make every
+    pair look alike."""
+    words = [set(title_model_words(t, units)) for t in offers.titles]
+    if max_df is not None:
+        df: dict[str, int] = {}
+        for s in words:
+            for w in s:
+                df[w] = df.get(w, 0) + 1
+        cut = max_df * len(words)
+        words = [{w for w in s if df[w] <= cut} for s in words]
     sets = []
-    for title, attrs in zip(offers.titles, offers.attributes):
-        words = set(title_model_words(title, units))
+    for i, (ws, attrs) in enumerate(zip(words, offers.attributes)):
         if attributes:
             for v in attrs.values():
-                words.update("v:" + w for w in value_model_words(v, units))
-        sets.append(np.unique(np.fromiter((xxh3_64_intdigest(w.encode(), seed) for w in words),
-                                          np.uint64, len(words))))
+                ws.update("v:" + w for w in value_model_words(v, units))
+        if brands is not None and brands[i]:
+            ws.add("b:" + brands[i])
+        sets.append(np.unique(np.fromiter((xxh3_64_intdigest(w.encode(), seed) for w in ws),
+                                          np.uint64, len(ws))))
     offsets = np.zeros(len(sets) + 1, np.int64)
     np.cumsum([len(s) for s in sets], out=offsets[1:])
     hashes = np.concatenate(sets) if sets else np.zeros(0, np.uint64)
@@ -97,21 +111,37 @@ def candidate_quality(left: np.ndarray, right: np.ndarray, labels: Sequence[str]
             "f1_star": f1s, "fraction": cand / (n * (n - 1) / 2) if n > 1 else 0.0}
 
 
+def bandings(num_perm: int) -> list[tuple[int, int]]:
+    """Every ``(bands, rows)`` with ``bands * rows == num_perm``, fewest rows first."""
+    return [(num_perm // r, r) for r in range(1, num_perm + 1) if num_perm % r == 0]
+
+
+def banded_candidates(sets: Shingles, banding: Sequence[tuple[int, int]], num_perm: int,
+                      seed: int = 1) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+    """Candidate pairs for each ``(bands, rows)`` of ``banding`` (each with
+    ``bands * rows <= num_perm``), all from one signature matrix."""
+    sig = sketch(sets, SketchConfig(num_perm=num_perm, seed=seed, scheme="classic"))
+    has = np.flatnonzero(np.diff(sets.offsets) > 0)
+    out = {}
+    for bands, rows in banding:
+        if bands * rows > num_perm:
+            raise ValueError(f"banding {bands}x{rows} needs more than num_perm={num_perm}")
+        if len(has) < 2:
+            out[(bands, rows)] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            continue
+        left, right, _ = candidate_pairs(sig, bands, rows, bucket_cap=len(has) + 1,
+                                         rows_subset=has)
+        out[(bands, rows)] = (left, right)
+    return out
+
+
 def sweep(sets: Shingles, labels: Sequence[str], num_perm: int = 120, seed: int = 1) -> list:
     """:func:`candidate_quality` for every banding with ``bands * rows == num_perm``, from one
     signature matrix, sorted by fraction of comparisons."""
-    sig = sketch(sets, SketchConfig(num_perm=num_perm, seed=seed, scheme="classic"))
-    has = np.flatnonzero(np.diff(sets.offsets) > 0)
     total = len(true_pairs(labels)[0])
-    out = []
-    for rows in range(1, num_perm + 1):
-        if num_perm % rows:
-            continue
-        bands = num_perm // rows
-        left, right, _ = candidate_pairs(sig, bands, rows, bucket_cap=len(has) + 1,
-                                         rows_subset=has)
-        out.append({"bands": bands, "rows": rows,
-                    **candidate_quality(left, right, labels, total)})
+    out = [{"bands": b, "rows": r, **candidate_quality(left, right, labels, total)}
+           for (b, r), (left, right) in banded_candidates(sets, bandings(num_perm), num_perm,
+                                                          seed).items()]
     return sorted(out, key=lambda r: r["fraction"])
 
 

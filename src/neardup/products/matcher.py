@@ -1,0 +1,317 @@
+"""Scoring candidate pairs of offers, and turning scores into duplicates and clusters.
+
+Every offer is described once (:func:`describe`): its title model words, the ones among them that
+look like model numbers (:func:`.modelwords.model_ids`), its brand (from a vocabulary learned from
+the data), the measurements its title states by unit (``55inch``, ``120hz``, ``1080p``), the
+numbers of its attribute values (fractions such as ``30-3/8"`` read as 30.375, thousands
+separators dropped) and its cleaned attribute values and key:value pairs. A candidate pair then
+becomes a row of :data:`FEATURES` (:func:`pair_features`), all of them plain evidence a person
+can check:
+
+==============  ============================================================================
+``id_share``    both titles carry a model number and share one
+``id_prefix``   no shared model number, but one is a prefix of the other (6+ characters)
+``id_conflict`` both carry model numbers, none shared or prefix-related
+``id_one``      only one of the two carries a model number
+``brand``       +1 same brand, -1 different brands
+``size``        the main unit (learned: the unit most titles state, e.g. inch): +1 a shared
+                value, -1 both state values and none is shared, 0 otherwise
+``unit1..3``    the same for the next three most frequent title units (e.g. p, hz)
+``units_agree`` / ``units_conflict``: counts over all other title units
+``same_shop``   both offers come from one shop (shops rarely list a product twice)
+``title_jac``   Jaccard of the cleaned title words
+``mw_jac``      Jaccard of the title model words
+``num_match``   share of the attribute numbers of the offer with fewer of them that the other
+                offer's attributes also state (within ``0.11``: ``30-3/8`` matches ``30.4``);
+                -1 when one side states none
+``value_jac``   Jaccard of the cleaned attribute values (whatever their keys)
+``seed_jac``    seed 000's similarity: Jaccard of title words and attribute key:value pairs
+==============  ============================================================================
+
+Nothing here knows about televisions: units, brands and the main unit come from the data or
+from configuration. A classifier (:class:`PairModel`, gradient-boosted trees by default, fitted
+on labelled pairs) or, without labels, the fixed :func:`rule_score` maps the rows to scores;
+:func:`one_per_shop` keeps, among the pairs without model-number evidence, only the mutually
+best one per offer and shop (a shop lists a product once); pairs scoring at least a threshold
+(tuned on labelled data, or :data:`RULE_THRESHOLD`) are duplicates, and :func:`offer_clusters`
+groups them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .candidates import learn_brands, main_unit, offer_brands
+from .modelwords import UnitMap, clean_text, model_ids, title_model_words
+from .offers import Offers
+
+FEATURES = ("id_share", "id_prefix", "id_conflict", "id_one", "brand", "size", "unit1", "unit2",
+            "unit3", "units_agree", "units_conflict", "same_shop", "title_jac", "mw_jac",
+            "num_match", "value_jac", "seed_jac")
+
+_MEASURE = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")
+_FRACTION = re.compile(r"(\d+)[- ](\d+)/(\d+)")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+NUMBER_TOLERANCE = 0.11
+
+
+def attribute_numbers(attrs: dict[str, str]) -> np.ndarray:
+    """The distinctive numbers of an offer's attribute values, sorted: those with a fractional
+    part or of at least 1000 (small integers such as port counts tell offers apart poorly).
+    ``"30-3/8\\""`` reads as 30.38, ``"100,000:1"`` as 100000."""
+    out = set()
+    for v in attrs.values():
+        v = _FRACTION.sub(lambda m: f"{int(m.group(1)) + int(m.group(2)) / max(int(m.group(3)), 1):.2f}", v)
+        for x in _NUMBER.findall(v):
+            try:
+                f = float(x.replace(",", ""))
+            except ValueError:
+                continue
+            if f % 1 or f >= 1000:
+                out.add(round(f, 2))
+    return np.array(sorted(out), np.float64)
+
+
+def _measures(words: set[str]) -> dict[str, set[str]]:
+    d: dict[str, set[str]] = {}
+    for w in words:
+        m = _MEASURE.fullmatch(w)
+        if m is not None:
+            d.setdefault(m.group(2), set()).add(m.group(1))
+    return d
+
+
+@dataclass
+class OfferDescriptions:
+    """What :func:`pair_features` reads of each offer (lists indexed by row)."""
+
+    shops: list[str]
+    words: list[set[str]]
+    ids: list[set[str]]
+    brands: list[str]
+    tokens: list[set[str]]
+    measures: list[dict[str, set[str]]]
+    numbers: list[np.ndarray]
+    values: list[set[str]]
+    key_values: list[set[str]]
+    main_unit: str | None
+    units: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.shops)
+
+
+def describe(offers: Offers, units: UnitMap | None = None,
+             brand_vocab: frozenset[str] | None = None, model_keys: Sequence[str] = ("model",)
+             ) -> OfferDescriptions:
+    """Describe every offer once (module docstring). ``brand_vocab``: brands to recognise
+    (default: learned from brand-like attributes, :func:`.candidates.learn_brands`).
+    ``model_keys``: attributes whose name contains one of these (case-insensitive) may state
+    the model number; their model words count as the offer's model numbers too."""
+    words = [set(title_model_words(t, units)) for t in offers.titles]
+    keys = tuple(k.lower() for k in model_keys)
+    ids = []
+    for w, attrs in zip(words, offers.attributes):
+        found = model_ids(w)
+        for k, v in attrs.items():
+            if any(m in k.lower() for m in keys):
+                found |= model_ids(set(title_model_words(v, units)))
+        ids.append(found)
+    vocab = learn_brands(offers, units=units) if brand_vocab is None else brand_vocab
+    brands = offer_brands(offers, vocab, units)
+    measures = [_measures(w) for w in words]
+    unit = main_unit(offers, units, words)
+    freq = Counter(u for m in measures for u in m)
+    others = tuple(u for u, _ in freq.most_common() if u != unit)[:3]
+    tokens = [set(clean_text(t, units).split(" ")) for t in offers.titles]
+    values, kv = [], []
+    for attrs in offers.attributes:
+        cv = {k: clean_text(v, units) for k, v in attrs.items()}
+        values.append(set(cv.values()) - {""})
+        kv.append({clean_text(k, units) + ":" + v for k, v in cv.items()})
+    return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures,
+                             [attribute_numbers(a) for a in offers.attributes], values, kv,
+                             unit, others)
+
+
+def _jac(a: set, b: set) -> float:
+    u = len(a | b)
+    return len(a & b) / u if u else 0.0
+
+
+def _agree(a: set | None, b: set | None) -> int:
+    if not a or not b:
+        return 0
+    return 1 if a & b else -1
+
+
+def _num_match(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) == 0 or len(b) == 0:
+        return -1.0
+    if len(a) > len(b):
+        a, b = b, a
+    bl = b.tolist()
+    hit = 0
+    for x in a.tolist():
+        i = bisect.bisect_left(bl, x - NUMBER_TOLERANCE)
+        hit += i < len(bl) and abs(bl[i] - x) <= NUMBER_TOLERANCE + 1e-9
+    return hit / len(a)
+
+
+def id_relation(a: set[str], b: set[str]) -> str:
+    """``"share"``, ``"prefix"``, ``"conflict"``, ``"one"`` or ``"none"`` (module docstring)."""
+    if a and b:
+        if a & b:
+            return "share"
+        if any(x.startswith(y) or y.startswith(x) for x in a for y in b
+               if min(len(x), len(y)) >= 6):
+            return "prefix"
+        return "conflict"
+    return "one" if a or b else "none"
+
+
+def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])``."""
+    out = np.zeros((len(left), len(FEATURES)), np.float64)
+    units = d.units + ("",) * (3 - len(d.units))
+    for k, (a, b) in enumerate(zip(np.asarray(left).tolist(), np.asarray(right).tolist())):
+        rel = id_relation(d.ids[a], d.ids[b])
+        ma, mb = d.measures[a], d.measures[b]
+        agree = conflict = 0
+        for u in ma.keys() & mb.keys():
+            if u == d.main_unit:
+                continue
+            if ma[u] & mb[u]:
+                agree += 1
+            else:
+                conflict += 1
+        ba, bb = d.brands[a], d.brands[b]
+        out[k] = (
+            rel == "share", rel == "prefix", rel == "conflict", rel == "one",
+            0 if not ba or not bb else (1 if ba == bb else -1),
+            _agree(ma.get(d.main_unit), mb.get(d.main_unit)),
+            _agree(ma.get(units[0]), mb.get(units[0])),
+            _agree(ma.get(units[1]), mb.get(units[1])),
+            _agree(ma.get(units[2]), mb.get(units[2])),
+            agree, conflict, d.shops[a] == d.shops[b] and d.shops[a] != "",
+            _jac(d.tokens[a], d.tokens[b]), _jac(d.words[a], d.words[b]),
+            _num_match(d.numbers[a], d.numbers[b]), _jac(d.values[a], d.values[b]),
+            _jac(d.tokens[a] | d.key_values[a], d.tokens[b] | d.key_values[b]),
+        )
+    return out
+
+
+#: Weights of :func:`rule_score`, the matcher used when no labelled pairs are at hand.
+RULE_WEIGHTS = {"id_share": 0.6, "id_prefix": 0.3, "id_conflict": -0.6, "brand": 0.1,
+                "size": 0.1, "units_conflict": -0.15, "same_shop": -0.2, "title_jac": 0.2,
+                "num_match": 0.3, "value_jac": 0.1}
+#: The threshold on :func:`rule_score` used when none is tuned.
+RULE_THRESHOLD = 0.45
+
+
+def rule_score(x: np.ndarray) -> np.ndarray:
+    """A training-free score of feature rows: a weighted sum (:data:`RULE_WEIGHTS`), clipped to
+    [0, 1]; brand or size conflicts score 0."""
+    col = {f: i for i, f in enumerate(FEATURES)}
+    s = np.zeros(len(x))
+    for f, w in RULE_WEIGHTS.items():
+        s += w * (np.maximum(x[:, col[f]], 0) if f == "num_match" else x[:, col[f]])
+    s[(x[:, col["brand"]] < 0) | (x[:, col["size"]] < 0)] = 0.0
+    return np.clip(s, 0.0, 1.0)
+
+
+class PairModel:
+    """A classifier of feature rows into duplicate / not: gradient-boosted trees
+    (scikit-learn's ``HistGradientBoostingClassifier``) fitted on labelled candidate pairs."""
+
+    def __init__(self, max_iter: int = 200, learning_rate: float = 0.05,
+                 max_leaf_nodes: int = 15, random_state: int = 0):
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        self.params = {"max_iter": max_iter, "learning_rate": learning_rate,
+                       "max_leaf_nodes": max_leaf_nodes, "random_state": random_state}
+        self._clf = HistGradientBoostingClassifier(**self.params)
+        self.features = FEATURES
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> PairModel:
+        y = np.asarray(y, np.bool_)
+        if y.all() or not y.any():
+            raise ValueError("fitting needs both duplicate and non-duplicate pairs "
+                             f"(got {int(y.sum())} duplicates among {len(y)} pairs)")
+        self._clf.fit(x, y)
+        return self
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """Probability of being a duplicate, per row."""
+        if len(x) == 0:
+            return np.zeros(0)
+        return self._clf.predict_proba(x)[:, 1]
+
+    def out_of_fold(self, x: np.ndarray, y: np.ndarray, folds: int = 5) -> np.ndarray:
+        """Scores of the training rows from models that did not see them (for tuning a
+        threshold without the optimism of in-sample scores)."""
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+
+        y = np.asarray(y, np.bool_)
+        out = np.zeros(len(y))
+        k = int(min(folds, y.sum(), (~y).sum()))
+        if k < 2:
+            return self.fit(x, y).score(x)
+        for tr, te in StratifiedKFold(k, shuffle=True, random_state=0).split(x, y):
+            out[te] = clone(self._clf).fit(x[tr], y[tr]).predict_proba(x[te])[:, 1]
+        return out
+
+
+def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
+                 d: OfferDescriptions, x: np.ndarray) -> np.ndarray:
+    """The scores with one listing per shop enforced: a pair without model-number evidence
+    (``id_share``/``id_prefix``) keeps its score only if it is, for both of its offers, the
+    best-scoring such pair with an offer of the other's shop; otherwise its score becomes 0.
+    Pairs with model-number evidence keep theirs (a shop may list one model twice)."""
+    left = np.asarray(left, np.int64)
+    right = np.asarray(right, np.int64)
+    scores = np.asarray(scores, np.float64)
+    strong = (x[:, FEATURES.index("id_share")] > 0) | (x[:, FEATURES.index("id_prefix")] > 0)
+    weak = np.flatnonzero((scores > 0) & ~strong)
+    best: dict[tuple[int, str], tuple[float, int]] = {}
+    for k in weak.tolist():
+        a, b, s = int(left[k]), int(right[k]), float(scores[k])
+        for u, v in ((a, b), (b, a)):
+            key = (u, d.shops[v])
+            if s > best.get(key, (-1.0, -1))[0]:
+                best[key] = (s, k)
+    out = scores.copy()
+    for k in weak.tolist():
+        a, b = int(left[k]), int(right[k])
+        if best[(a, d.shops[b])][1] != k or best[(b, d.shops[a])][1] != k:
+            out[k] = 0.0
+    return out
+
+
+def offer_clusters(n: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Cluster label (``int64[n]``, numbered by first member) of each offer: connected
+    components of the duplicate pairs."""
+    from ..cluster import connected_components, labels_from_reps, preference_rank
+
+    rep = connected_components(n, np.asarray(left, np.int64), np.asarray(right, np.int64),
+                               preference_rank(n))
+    return labels_from_reps(rep)
+
+
+def evidence(d: OfferDescriptions, offers: Offers, a: int, b: int) -> dict:
+    """What a person checks for a pair: shared model words and model numbers, the brands,
+    attribute values both offers state, and how many attribute numbers agree."""
+    shared_vals = sorted(d.values[a] & d.values[b])
+    return {"shared_model_words": sorted(d.words[a] & d.words[b]),
+            "shared_model_numbers": sorted(d.ids[a] & d.ids[b]),
+            "model_numbers": [sorted(d.ids[a]), sorted(d.ids[b])],
+            "brands": [d.brands[a], d.brands[b]],
+            "shared_attribute_values": shared_vals[:20],
+            "attribute_number_match": round(_num_match(d.numbers[a], d.numbers[b]), 3)}

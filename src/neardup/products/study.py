@@ -1,0 +1,206 @@
+"""Seed 000's bootstrap study, done with neardup's candidates and matchers.
+
+For each of ``bootstraps`` draws (:func:`..evaluate.bootstrap.bootstrap_split`), the training
+part and the test part are each treated as a catalogue of their own: described, sketched and
+banded for every ``(bands, rows)`` of the sweep. At each banding, three classifiers of the
+candidate pairs are compared, each with its threshold tuned on the training part only:
+
+- ``seed000``: seed 000's Jaccard of title words and attribute key:value pairs (the baseline);
+- ``rule``: neardup's training-free :func:`.matcher.rule_score`, one listing per shop;
+- ``neardup``: gradient-boosted trees over the pair features (:class:`.matcher.PairModel`),
+  fitted on the training part's candidates at the default banding, with out-of-fold scores
+  for tuning, one listing per shop.
+
+The truth labels are read only to fit, tune and score; no feature sees them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..evaluate.bootstrap import bootstrap_split, pair_metrics, tune_threshold
+from .candidates import banded_candidates, bandings, candidate_quality, model_word_sets, true_pairs
+from .matcher import FEATURES, PairModel, describe, one_per_shop, pair_features, rule_score
+from .modelwords import UnitMap
+from .offers import Offers
+
+METHODS = ("seed000", "rule", "neardup")
+
+
+@dataclass
+class StudyConfig:
+    """Parameters of :func:`run_study`. The default banding (``bands x rows``) is the one the
+    summary reports; the sweep covers every banding of ``num_perm`` whose candidates the
+    classifiers are run on up to ``max_fraction`` of all pairs (looser ones: PC/PQ only)."""
+
+    bootstraps: int = 5
+    seed: int = 0
+    num_perm: int = 240
+    bands: int = 60
+    rows: int = 4
+    max_df: float = 0.2
+    max_fraction: float = 0.25
+    units: UnitMap | None = None
+
+
+@dataclass
+class StudyResult:
+    """Rows of the study: ``runs`` (one per bootstrap, banding and method, test figures),
+    ``summary`` (mean and standard deviation per method at the default banding),
+    ``distributions`` (seed 000's similarity of true pairs and of all candidates, whole data,
+    default banding) and ``seconds``."""
+
+    config: StudyConfig
+    runs: list[dict] = field(default_factory=list)
+    summary: list[dict] = field(default_factory=list)
+    distributions: dict[str, np.ndarray] = field(default_factory=dict)
+    seconds: float = 0.0
+    n_offers: int = 0
+    n_true_pairs: int = 0
+
+
+def subset(offers: Offers, rows: np.ndarray) -> Offers:
+    """The offers at ``rows``, in that order (skip counts are not carried over)."""
+    rows = np.asarray(rows).tolist()
+    return Offers(ids=[offers.ids[i] for i in rows], shops=[offers.shops[i] for i in rows],
+                  titles=[offers.titles[i] for i in rows],
+                  attributes=[offers.attributes[i] for i in rows],
+                  sources=[offers.sources[i] for i in rows])
+
+
+@dataclass
+class _Part:
+    labels: np.ndarray
+    total_true: int
+    n: int
+    pairs: dict  # (bands, rows) -> (left, right)
+    x: dict  # (bands, rows) -> features
+    desc: object
+
+
+def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: StudyConfig,
+             banding: list[tuple[int, int]]) -> _Part:
+    part = subset(offers, rows)
+    lab = np.asarray([labels[i] for i in np.asarray(rows).tolist()], dtype=object)
+    d = describe(part, cfg.units)
+    sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
+    pairs = banded_candidates(sets, banding, cfg.num_perm, seed=cfg.seed + 1)
+    x = {}
+    cap = cfg.max_fraction * len(part) * (len(part) - 1) / 2
+    # features once per distinct pair: looser bandings hold the tighter ones' pairs mostly
+    allp = {}
+    for left, right in pairs.values():
+        if len(left) <= cap:
+            for a, b in zip(left.tolist(), right.tolist()):
+                allp.setdefault((a, b), len(allp))
+    if allp:
+        ab = np.array(list(allp), np.int64)
+        xall = pair_features(d, ab[:, 0], ab[:, 1])
+        for key, (left, right) in pairs.items():
+            if len(left) <= cap:
+                idx = np.fromiter((allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())),
+                                  np.int64, len(left))
+                x[key] = xall[idx]
+    return _Part(lab, len(true_pairs(list(lab))[0]), len(part), pairs, x, d)
+
+
+def _metrics(pred_l, pred_r, part: _Part) -> dict:
+    tl, tr = true_pairs(list(part.labels))
+    return pair_metrics(pred_l, pred_r, tl, tr, part.n)
+
+
+def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = None,
+              progress: Callable[[str], None] | None = None) -> StudyResult:
+    """Run the bootstrap study (module docstring) and return its rows."""
+    cfg = cfg or StudyConfig()
+    if len(labels) != len(offers):
+        raise ValueError(f"{len(labels)} labels for {len(offers)} offers")
+    if cfg.bootstraps < 1:
+        raise ValueError(f"bootstraps={cfg.bootstraps}: at least 1")
+    default = (cfg.bands, cfg.rows)
+    banding = sorted(set(bandings(cfg.num_perm)) | {default}, key=lambda br: br[1])
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(cfg.seed)
+    res = StudyResult(cfg, n_offers=len(offers), n_true_pairs=len(true_pairs(labels)[0]))
+    sj = FEATURES.index("seed_jac")
+    for b in range(cfg.bootstraps):
+        train_rows, test_rows = bootstrap_split(len(offers), rng)
+        tr = _prepare(offers, labels, train_rows, cfg, banding)
+        te = _prepare(offers, labels, test_rows, cfg, banding)
+        # the model: fitted on the training candidates at the default banding
+        xl, xr = tr.pairs[default]
+        y = tr.labels[xl] == tr.labels[xr]
+        model: PairModel | None = PairModel()
+        if y.any() and not y.all():
+            oof = model.out_of_fold(tr.x[default], y)
+            model.fit(tr.x[default], y)
+        else:  # nothing to learn from: the model finds no duplicates
+            model, oof = None, np.zeros(len(y))
+        oof_by_pair = dict(zip(zip(xl.tolist(), xr.tolist()), oof.tolist()))
+        for key in banding:
+            tl, trr = tr.pairs[key]
+            el, er = te.pairs[key]
+            q = candidate_quality(el, er, list(te.labels), te.total_true)
+            base = {"bootstrap": b, "bands": key[0], "rows": key[1],
+                    "fraction": q["fraction"], "pc": q["pc"], "pq": q["pq"],
+                    "f1_star": q["f1_star"], "candidates": q["candidates"]}
+            if key not in tr.x or key not in te.x:
+                res.runs.append({**base, "method": "lsh"})
+                continue
+            xtr, xte = tr.x[key], te.x[key]
+            ytr = tr.labels[tl] == tr.labels[trr]
+            known = [oof_by_pair.get(p) for p in zip(tl.tolist(), trr.tolist())]
+            fresh = model.score(xtr) if model is not None else np.zeros(len(xtr))
+            s_model_tr = np.array([fresh[i] if v is None else v for i, v in enumerate(known)])
+            s_model_te = model.score(xte) if model is not None else np.zeros(len(xte))
+            scores = {
+                "seed000": (xtr[:, sj], xte[:, sj]),
+                "rule": (one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr),
+                         one_per_shop(el, er, rule_score(xte), te.desc, xte)),
+                "neardup": (one_per_shop(tl, trr, s_model_tr, tr.desc, xtr),
+                            one_per_shop(el, er, s_model_te, te.desc, xte)),
+            }
+            for method, (s_tr, s_te) in scores.items():
+                thr, _ = tune_threshold(s_tr, ytr, tr.total_true)
+                keep = s_te >= thr
+                if method != "seed000":  # 0: not this offer's best listing in that shop
+                    keep &= s_te > 0
+                m = _metrics(el[keep], er[keep], te)
+                res.runs.append({**base, "method": method, "threshold": thr,
+                                 "precision": m["precision"], "recall": m["recall"],
+                                 "f1": m["f1"], "predicted": m["predicted"]})
+        if progress is not None:
+            last = [r for r in res.runs if r["bootstrap"] == b and (r["bands"], r["rows"])
+                    == default and r["method"] == "neardup"]
+            progress(f"bootstrap {b + 1}/{cfg.bootstraps}: test F1 {last[0]['f1']:.3f} at "
+                     f"fraction {last[0]['fraction']:.4f} ({time.perf_counter() - t0:.1f} s)")
+    res.summary = summarise(res.runs, default)
+    # seed 000's Fig. 3: similarity of the true pairs and of all candidates, whole data
+    whole = _prepare(offers, labels, np.arange(len(offers)), cfg, [default])
+    wl, wr = whole.pairs[default]
+    sim = whole.x[default][:, sj] if default in whole.x else np.zeros(0)
+    res.distributions = {"candidates": sim, "true_pairs": sim[whole.labels[wl] ==
+                                                             whole.labels[wr]]}
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def summarise(runs: list[dict], banding: tuple[int, int]) -> list[dict]:
+    """Mean and standard deviation over the bootstraps of each method at ``banding``."""
+    out = []
+    for method in METHODS:
+        rows = [r for r in runs if r["method"] == method and (r["bands"], r["rows"]) == banding]
+        if not rows:
+            continue
+        row = {"method": method, "bands": banding[0], "rows": banding[1],
+               "bootstraps": len(rows)}
+        for k in ("fraction", "pc", "pq", "f1_star", "precision", "recall", "f1", "threshold"):
+            v = np.array([r[k] for r in rows], np.float64)
+            row[k] = float(v.mean())
+            row[k + "_sd"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        out.append(row)
+    return out
