@@ -1,0 +1,188 @@
+"""The two jobs behind ``neardup products``: find duplicate offers, and evaluate against a truth.
+
+:func:`dedup_offers` writes, into its output directory:
+
+- ``pairs.jsonl``: one line per duplicate pair, best first: both ids, shops and titles, the
+  score and the evidence a person checks (:func:`.matcher.evidence`);
+- ``clusters.csv``: ``cluster,id,shop,title`` for every offer in a cluster of two or more;
+- ``summary.json``: counts (offers, skipped by reason, candidates, pairs, clusters), the
+  parameters and the matcher used.
+
+:func:`evaluate_offers` runs the bootstrap study (:mod:`.study`) and writes its report
+(:mod:`.report`); with ``save_model`` it also fits the matcher on all labelled candidates and
+saves it for ``dedup --model``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, InputError, OutputError
+from .candidates import lsh_candidates, model_word_sets
+from .matcher import (
+    FEATURES,
+    RULE_THRESHOLD,
+    PairModel,
+    describe,
+    evidence,
+    offer_clusters,
+    one_per_shop,
+    pair_features,
+    rule_score,
+)
+from .modelwords import UnitMap
+from .offers import Offers
+from .study import StudyConfig, run_study
+
+MODEL_FORMAT = "neardup-offer-pair-model"
+MODEL_VERSION = 1
+
+
+def save_model(model: PairModel, threshold: float, path: str | os.PathLike) -> None:
+    """Save a fitted matcher and its tuned threshold (a pickle: load only files you made)."""
+    try:
+        with open(path, "wb") as f:
+            pickle.dump({"format": MODEL_FORMAT, "version": MODEL_VERSION,
+                         "features": list(FEATURES), "threshold": threshold, "model": model}, f)
+    except OSError as e:
+        raise OutputError(f"cannot write the model to {os.fspath(path)}: {e.strerror or e}"
+                          ) from e
+
+
+def load_model(path: str | os.PathLike) -> tuple[PairModel, float]:
+    """``(model, threshold)`` saved by :func:`save_model`; a clear error for anything else."""
+    name = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            obj = pickle.load(f)  # noqa: S301 - the user's own model file, as documented
+    except OSError as e:
+        raise InputError(f"cannot read the model: {e.strerror or e}", path=name,
+                         reason="unreadable") from e
+    except Exception as e:
+        raise InputError(f"not a neardup offer model ({type(e).__name__})", path=name,
+                         reason="bad_model") from e
+    if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
+        raise InputError("not a neardup offer model", path=name, reason="bad_model")
+    if obj.get("version") != MODEL_VERSION or obj.get("features") != list(FEATURES):
+        raise InputError(f"model version {obj.get('version')} with other features than this "
+                         f"neardup's; make it again with `neardup products eval --save-model`",
+                         path=name, reason="bad_model")
+    return obj["model"], float(obj["threshold"])
+
+
+def _outdir(path: str | os.PathLike) -> Path:
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create {out}: {e.strerror or e}") from e
+    return out
+
+
+def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None = None,
+                 threshold: float | None = None, num_perm: int = 240, bands: int = 60,
+                 rows: int = 4, max_df: float = 0.2, units: UnitMap | None = None,
+                 seed: int = 1) -> dict:
+    """Find duplicate offers (candidates by LSH, scored, one listing per shop, thresholded,
+    clustered) and write the outputs listed in the module docstring. ``model``: a file saved
+    by ``neardup products eval --save-model`` (default: the training-free rule score).
+    ``threshold`` overrides the model's tuned one (or :data:`.matcher.RULE_THRESHOLD`)."""
+    if bands * rows > num_perm:
+        raise ConfigError(f"bands x rows = {bands * rows} exceeds num_perm={num_perm}")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ConfigError(f"threshold={threshold} is invalid: a score between 0 and 1")
+    t0 = time.perf_counter()
+    out = _outdir(outdir)
+    fitted, thr = (load_model(model) if model else (None, RULE_THRESHOLD))
+    if threshold is not None:
+        thr = threshold
+    d = describe(offers, units)
+    sets = model_word_sets(offers, units, brands=d.brands, max_df=max_df)
+    left, right = lsh_candidates(sets, bands, rows, num_perm=num_perm, seed=seed)
+    x = pair_features(d, left, right)
+    raw = fitted.score(x) if fitted is not None else rule_score(x)
+    scores = one_per_shop(left, right, raw, d, x)
+    keep = (scores >= thr) & (scores > 0)
+    pl, pr, ps = left[keep], right[keep], scores[keep]
+    order = np.argsort(-ps, kind="stable")
+    with open(out / "pairs.jsonl", "w") as f:
+        for k in order.tolist():
+            a, b = int(pl[k]), int(pr[k])
+            f.write(json.dumps({"id_a": offers.ids[a], "id_b": offers.ids[b],
+                                "shop_a": offers.shops[a], "shop_b": offers.shops[b],
+                                "title_a": offers.titles[a], "title_b": offers.titles[b],
+                                "score": round(float(ps[k]), 4),
+                                "evidence": evidence(d, offers, a, b)}) + "\n")
+    labels = offer_clusters(len(offers), pl, pr)
+    sizes = np.bincount(labels)
+    in_cluster = sizes[labels] >= 2
+    with open(out / "clusters.csv", "w", newline="") as f:
+        import csv
+
+        w = csv.writer(f)
+        w.writerow(["cluster", "id", "shop", "title"])
+        for i in np.flatnonzero(in_cluster)[np.argsort(labels[in_cluster], kind="stable")]:
+            w.writerow([int(labels[i]), offers.ids[i], offers.shops[i], offers.titles[i]])
+    n = len(offers)
+    summary = {
+        "offers": n, "skipped": offers.skipped.to_dict(),
+        "decoded_latin1": getattr(offers, "decoded_latin1", 0),
+        "shops": dict(sorted({s: offers.shops.count(s) for s in set(offers.shops)}.items())),
+        "candidates": int(len(left)),
+        "fraction_of_comparisons": len(left) / (n * (n - 1) / 2) if n > 1 else 0.0,
+        "duplicate_pairs": int(keep.sum()),
+        "clusters": int((sizes >= 2).sum()), "offers_in_clusters": int(in_cluster.sum()),
+        "largest_cluster": int(sizes.max()) if len(sizes) else 0,
+        "matcher": "model:" + os.fspath(model) if model else "rule", "threshold": thr,
+        "lsh": {"num_perm": num_perm, "bands": bands, "rows": rows, "max_df": max_df},
+        "brand": {"learned_vocabulary": len(set(d.brands))}, "main_unit": d.main_unit,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "outputs": {k: str(out / k) for k in ("pairs.jsonl", "clusters.csv", "summary.json")},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike,
+                    cfg: StudyConfig | None = None, save_model_to: str | None = None,
+                    progress=None) -> dict:
+    """Run the bootstrap study, write its report into ``outdir``, and return a summary.
+    ``save_model_to``: also fit the matcher on all labelled candidates at the default banding
+    (threshold tuned out of fold) and save it there."""
+    from ..evaluate.bootstrap import tune_threshold
+    from .candidates import true_pairs
+    from .report import write_report
+
+    cfg = cfg or StudyConfig()
+    out = _outdir(outdir)
+    res = run_study(offers, labels, cfg, progress=progress)
+    paths = write_report(res, out, title="neardup products eval")
+    summary = {"offers": len(offers), "skipped": offers.skipped.to_dict(),
+               "true_pairs": res.n_true_pairs, "config": {k: v for k, v in asdict(cfg).items()
+                                                          if k != "units"},
+               "summary": res.summary, "seconds": round(res.seconds, 2), "outputs": paths}
+    if save_model_to:
+        d = describe(offers, cfg.units)
+        sets = model_word_sets(offers, cfg.units, brands=d.brands, max_df=cfg.max_df)
+        left, right = lsh_candidates(sets, cfg.bands, cfg.rows, num_perm=cfg.num_perm,
+                                     seed=cfg.seed + 1)
+        x = pair_features(d, left, right)
+        lab = np.asarray(labels, dtype=object)
+        y = lab[left] == lab[right]
+        model = PairModel()
+        oof = one_per_shop(left, right, model.out_of_fold(x, y), d, x)
+        thr, _ = tune_threshold(oof, y, len(true_pairs(labels)[0]))
+        model.fit(x, y)
+        save_model(model, thr, save_model_to)
+        summary["model"] = {"path": save_model_to, "threshold": thr}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    return summary

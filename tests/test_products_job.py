@@ -1,0 +1,95 @@
+"""The products jobs: dedup outputs with evidence, the evaluation report, saved matchers."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from neardup import InputError
+from neardup.products.candidates import true_pairs
+from neardup.products.job import dedup_offers, evaluate_offers, load_model
+from neardup.products.study import StudyConfig
+from neardup.products.synth import make_catalogue
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return make_catalogue(90, seed=5)
+
+
+def _found_pairs(outdir):
+    rows = [json.loads(line) for line in open(outdir / "pairs.jsonl")]
+    return rows, {tuple(sorted((r["id_a"], r["id_b"]))) for r in rows}
+
+
+def test_dedup_offers_writes_checked_pairs_and_clusters(catalogue, tmp_path):
+    offers, labels = catalogue
+    s = dedup_offers(offers, tmp_path / "out", num_perm=24, bands=8, rows=3)
+    rows, found = _found_pairs(tmp_path / "out")
+    tl, tr = true_pairs(labels)
+    truth = {tuple(sorted((offers.ids[a], offers.ids[b]))) for a, b in zip(tl, tr)}
+    tp = len(found & truth)
+    assert s["duplicate_pairs"] == len(rows) == len(found)
+    assert tp / len(found) >= 0.9 and tp / len(truth) >= 0.7  # the rule score, untrained
+    scores = [r["score"] for r in rows]
+    assert scores == sorted(scores, reverse=True)
+    ev = rows[0]["evidence"]
+    assert set(ev) >= {"shared_model_words", "shared_model_numbers", "brands",
+                       "shared_attribute_values", "attribute_number_match"}
+    # every pair in clusters.csv shares a cluster; clusters hold exactly the paired offers
+    with open(tmp_path / "out" / "clusters.csv") as f:
+        clusters = list(csv.DictReader(f))
+    cluster_of = {r["id"]: r["cluster"] for r in clusters}
+    assert all(cluster_of[a] == cluster_of[b] for a, b in found)
+    assert set(cluster_of) == {i for p in found for i in p}
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["offers"] == len(offers) and summary["skipped"]["total"] == 0
+    assert summary["matcher"] == "rule" and summary["clusters"] == len(set(cluster_of.values()))
+
+
+def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path):
+    offers, labels = catalogue
+    cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3)
+    s = evaluate_offers(offers, labels, tmp_path / "rep", cfg,
+                        save_model_to=str(tmp_path / "m.pkl"))
+    for name in ("report.md", "summary.csv", "summary.md", "sweep.csv", "sweep.md",
+                 "runs.csv", "sweep.png", "similarity.png"):
+        assert (tmp_path / "rep" / name).stat().st_size > 0
+    assert (tmp_path / "rep" / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| neardup |" in md and "MSM (published)" in md
+    with open(tmp_path / "rep" / "summary.csv") as f:
+        rows = {r["method"]: r for r in csv.DictReader(f)}
+    assert float(rows["neardup"]["f1"]) == pytest.approx(
+        next(r["f1"] for r in s["summary"] if r["method"] == "neardup"))
+    model, thr = load_model(tmp_path / "m.pkl")
+    assert 0 <= thr <= 1
+    out = dedup_offers(offers, tmp_path / "out", model=str(tmp_path / "m.pkl"), num_perm=24,
+                       bands=12, rows=2)  # looser banding: more of the true pairs are candidates
+    _, found = _found_pairs(tmp_path / "out")
+    tl, tr = true_pairs(labels)
+    truth = {tuple(sorted((offers.ids[a], offers.ids[b]))) for a, b in zip(tl, tr)}
+    assert out["matcher"].startswith("model:")
+    assert len(found & truth) / len(truth) >= 0.8 and len(found & truth) / len(found) >= 0.9
+
+
+def test_load_model_rejects_other_files(tmp_path):
+    (tmp_path / "x.pkl").write_bytes(b"not a pickle")
+    with pytest.raises(InputError, match="not a neardup offer model"):
+        load_model(tmp_path / "x.pkl")
+    with pytest.raises(InputError, match="cannot read"):
+        load_model(tmp_path / "missing.pkl")
+
+
+def test_dedup_offers_bad_parameters(catalogue, tmp_path):
+    from neardup import ConfigError
+
+    offers, _ = catalogue
+    with pytest.raises(ConfigError, match="exceeds num_perm"):
+        dedup_offers(offers, tmp_path, num_perm=10, bands=5, rows=3)
+    with pytest.raises(ConfigError, match="threshold"):
+        dedup_offers(offers, tmp_path, threshold=1.5)
+    assert np.isfinite(dedup_offers(offers, tmp_path, threshold=0.9)["threshold"])
