@@ -27,7 +27,7 @@ def _found_pairs(outdir):
 
 def test_dedup_offers_writes_checked_pairs_and_clusters(catalogue, tmp_path):
     offers, labels = catalogue
-    s = dedup_offers(offers, tmp_path / "out", num_perm=24, bands=8, rows=3)
+    s = dedup_offers(offers, tmp_path / "out", num_perm=24, bands=12, rows=2)
     rows, found = _found_pairs(tmp_path / "out")
     tl, tr = true_pairs(labels)
     truth = {tuple(sorted((offers.ids[a], offers.ids[b]))) for a, b in zip(tl, tr)}

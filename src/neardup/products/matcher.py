@@ -22,10 +22,14 @@ can check:
 ``title_jac``   Jaccard of the cleaned title words
 ``mw_jac``      Jaccard of the title model words
 ``num_match``   share of the attribute numbers of the offer with fewer of them that the other
-                offer's attributes also state (within ``0.11``: ``30-3/8`` matches ``30.4``);
+                offer's attributes also state (within ``0.11``: ``30-3/8`` matches ``30.3``);
                 -1 when one side states none
+``num_rare``    how many of the matched numbers at most ``max(2, n/200)`` offers state
+``num_idf``     ``num_match`` weighted by each number's inverse document frequency
 ``value_jac``   Jaccard of the cleaned attribute values (whatever their keys)
 ``seed_jac``    seed 000's similarity: Jaccard of title words and attribute key:value pairs
+``title_idf``   IDF-weighted Jaccard of the title words
+``value_idf``   IDF-weighted Jaccard of the attribute values
 ==============  ============================================================================
 
 Nothing here knows about televisions: units, brands and the main unit come from the data or
@@ -53,17 +57,20 @@ from .offers import Offers
 
 FEATURES = ("id_share", "id_prefix", "id_conflict", "id_one", "brand", "size", "unit1", "unit2",
             "unit3", "units_agree", "units_conflict", "same_shop", "title_jac", "mw_jac",
-            "num_match", "value_jac", "seed_jac")
+            "num_match", "num_rare", "num_idf", "value_jac", "seed_jac", "title_idf",
+            "value_idf")
 
 _MEASURE = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")
 _FRACTION = re.compile(r"(\d+)[- ](\d+)/(\d+)")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 NUMBER_TOLERANCE = 0.11
+MIN_INTEGER = 10
 
 
 def attribute_numbers(attrs: dict[str, str]) -> np.ndarray:
     """The distinctive numbers of an offer's attribute values, sorted: those with a fractional
-    part or of at least 1000 (small integers such as port counts tell offers apart poorly).
+    part or of at least :data:`MIN_INTEGER` (small integers such as port counts tell offers
+    apart poorly).
     ``"30-3/8\\""`` reads as 30.38, ``"100,000:1"`` as 100000."""
     out = set()
     for v in attrs.values():
@@ -73,7 +80,7 @@ def attribute_numbers(attrs: dict[str, str]) -> np.ndarray:
                 f = float(x.replace(",", ""))
             except ValueError:
                 continue
-            if f % 1 or f >= 1000:
+            if f % 1 or f >= MIN_INTEGER:
                 out.add(round(f, 2))
     return np.array(sorted(out), np.float64)
 
@@ -102,6 +109,9 @@ class OfferDescriptions:
     key_values: list[set[str]]
     main_unit: str | None
     units: tuple[str, ...]
+    number_df: dict[int, int]
+    token_idf: dict[str, float]
+    value_idf: dict[str, float]
 
     def __len__(self) -> int:
         return len(self.shops)
@@ -135,9 +145,13 @@ def describe(offers: Offers, units: UnitMap | None = None,
         cv = {k: clean_text(v, units) for k, v in attrs.items()}
         values.append(set(cv.values()) - {""})
         kv.append({clean_text(k, units) + ":" + v for k, v in cv.items()})
-    return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures,
-                             [attribute_numbers(a) for a in offers.attributes], values, kv,
-                             unit, others)
+    numbers = [attribute_numbers(a) for a in offers.attributes]
+    number_df = Counter(k for v in numbers for k in {_number_key(x) for x in v.tolist()})
+    n = max(len(offers), 1)
+    token_idf = {t: float(np.log(n / c)) for t, c in Counter(t for s in tokens for t in s).items()}
+    value_idf = {t: float(np.log(n / c)) for t, c in Counter(t for s in values for t in s).items()}
+    return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
+                             values, kv, unit, others, dict(number_df), token_idf, value_idf)
 
 
 def _jac(a: set, b: set) -> float:
@@ -151,17 +165,46 @@ def _agree(a: set | None, b: set | None) -> int:
     return 1 if a & b else -1
 
 
-def _num_match(a: np.ndarray, b: np.ndarray) -> float:
-    if len(a) == 0 or len(b) == 0:
-        return -1.0
+def _matched(a: np.ndarray, b: np.ndarray) -> list[float]:
+    """The numbers of the shorter of ``a``, ``b`` that the other states too (within
+    :data:`NUMBER_TOLERANCE`)."""
     if len(a) > len(b):
         a, b = b, a
     bl = b.tolist()
-    hit = 0
+    out = []
     for x in a.tolist():
-        i = bisect.bisect_left(bl, x - NUMBER_TOLERANCE)
-        hit += i < len(bl) and abs(bl[i] - x) <= NUMBER_TOLERANCE + 1e-9
-    return hit / len(a)
+        tol = NUMBER_TOLERANCE + 1e-9
+        i = bisect.bisect_left(bl, x - tol)
+        if i < len(bl) and abs(bl[i] - x) <= tol:
+            out.append(x)
+    return out
+
+
+def _num_match(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) == 0 or len(b) == 0:
+        return -1.0
+    return len(_matched(a, b)) / min(len(a), len(b))
+
+
+def _number_key(x: float) -> int:
+    return int(x)  # 30.38 and 30.3 (one shop rounds, the other truncates) count as one
+
+
+def _number_evidence(d: OfferDescriptions, a: int, b: int) -> tuple[float, float, float]:
+    """``num_match``, ``num_rare`` (matched numbers that at most ``max(2, n/200)`` offers
+    state) and ``num_idf`` (IDF-weighted share of the shorter side's numbers matched)."""
+    na, nb = d.numbers[a], d.numbers[b]
+    if len(na) == 0 or len(nb) == 0:
+        return -1.0, 0.0, -1.0
+    hit = _matched(na, nb)
+    short = na if len(na) <= len(nb) else nb
+    n = len(d)
+    rare_cut = max(2, n // 200)
+    df = d.number_df
+    idf = {x: np.log(n / df.get(_number_key(x), 1)) for x in short.tolist()}
+    total = sum(idf.values())
+    return (len(hit) / len(short), float(sum(df.get(_number_key(x), 1) <= rare_cut for x in hit)),
+            sum(idf[x] for x in hit) / total if total > 0 else 0.0)
 
 
 def id_relation(a: set[str], b: set[str]) -> str:
@@ -201,16 +244,49 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
             _agree(ma.get(units[2]), mb.get(units[2])),
             agree, conflict, d.shops[a] == d.shops[b] and d.shops[a] != "",
             _jac(d.tokens[a], d.tokens[b]), _jac(d.words[a], d.words[b]),
-            _num_match(d.numbers[a], d.numbers[b]), _jac(d.values[a], d.values[b]),
+            *_number_evidence(d, a, b), _jac(d.values[a], d.values[b]),
             _jac(d.tokens[a] | d.key_values[a], d.tokens[b] | d.key_values[b]),
+            _wjac(d.tokens[a], d.tokens[b], d.token_idf), _wjac(d.values[a], d.values[b],
+                                                                d.value_idf),
         )
     return out
+
+
+def _wjac(a: set, b: set, w: dict) -> float:
+    """IDF-weighted Jaccard: rare shared words count more than common ones."""
+    union = sum(w.get(t, 0.0) for t in a | b)
+    return sum(w.get(t, 0.0) for t in a & b) / union if union > 0 else 0.0
+
+
+def _rivals(d: OfferDescriptions, left: list[int], right: list[int], v: list[float],
+            keep: int = 8) -> dict[tuple[int, str], list[tuple[float, int]]]:
+    """For each (offer, shop): its ``keep`` highest values ``v`` over its candidates in that
+    shop, as ``(value, other offer)``, best first."""
+    top: dict[tuple[int, str], list[tuple[float, int]]] = {}
+    for a, b, x in zip(left, right, v):
+        for u, w in ((a, b), (b, a)):
+            lst = top.setdefault((u, d.shops[w]), [])
+            if len(lst) < keep or x > lst[-1][0]:
+                lst.append((x, w))
+                lst.sort(key=lambda t: -t[0])
+                del lst[keep:]
+    return top
+
+
+def _best_rival(d: OfferDescriptions, top: dict, u: int, w: int) -> float:
+    """The best value of ``u``'s other candidates in ``w``'s shop, leaving out ``w`` and the
+    offers that share a model number with ``w`` (one product listed twice by a shop is not a
+    rival of itself); ``-inf`` when there is none."""
+    for x, c in top[(u, d.shops[w])]:
+        if c != w and not (d.ids[c] & d.ids[w]):
+            return x
+    return -np.inf
 
 
 #: Weights of :func:`rule_score`, the matcher used when no labelled pairs are at hand.
 RULE_WEIGHTS = {"id_share": 0.6, "id_prefix": 0.3, "id_conflict": -0.6, "brand": 0.1,
                 "size": 0.1, "units_conflict": -0.15, "same_shop": -0.2, "title_jac": 0.2,
-                "num_match": 0.3, "value_jac": 0.1}
+                "num_idf": 0.3, "value_jac": 0.1}
 #: The threshold on :func:`rule_score` used when none is tuned.
 RULE_THRESHOLD = 0.45
 
@@ -221,7 +297,7 @@ def rule_score(x: np.ndarray) -> np.ndarray:
     col = {f: i for i, f in enumerate(FEATURES)}
     s = np.zeros(len(x))
     for f, w in RULE_WEIGHTS.items():
-        s += w * (np.maximum(x[:, col[f]], 0) if f == "num_match" else x[:, col[f]])
+        s += w * (np.maximum(x[:, col[f]], 0) if f == "num_idf" else x[:, col[f]])
     s[(x[:, col["brand"]] < 0) | (x[:, col["size"]] < 0)] = 0.0
     return np.clip(s, 0.0, 1.0)
 
@@ -272,25 +348,21 @@ class PairModel:
 def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
                  d: OfferDescriptions, x: np.ndarray) -> np.ndarray:
     """The scores with one listing per shop enforced: a pair without model-number evidence
-    (``id_share``/``id_prefix``) keeps its score only if it is, for both of its offers, the
-    best-scoring such pair with an offer of the other's shop; otherwise its score becomes 0.
-    Pairs with model-number evidence keep theirs (a shop may list one model twice)."""
+    (``id_share``/``id_prefix``) keeps its score only if, for both of its offers, no rival in
+    the other's shop (:func:`_best_rival`: another offer, not a listing of the same model
+    number) scores higher; otherwise its score becomes 0. Pairs with model-number evidence
+    keep theirs (a shop may list one model twice)."""
     left = np.asarray(left, np.int64)
     right = np.asarray(right, np.int64)
     scores = np.asarray(scores, np.float64)
-    strong = (x[:, FEATURES.index("id_share")] > 0) | (x[:, FEATURES.index("id_prefix")] > 0)
+    strong = x[:, FEATURES.index("id_share")] > 0
     weak = np.flatnonzero((scores > 0) & ~strong)
-    best: dict[tuple[int, str], tuple[float, int]] = {}
-    for k in weak.tolist():
-        a, b, s = int(left[k]), int(right[k]), float(scores[k])
-        for u, v in ((a, b), (b, a)):
-            key = (u, d.shops[v])
-            if s > best.get(key, (-1.0, -1))[0]:
-                best[key] = (s, k)
+    la, ra = left[weak].tolist(), right[weak].tolist()
+    top = _rivals(d, la, ra, scores[weak].tolist())
     out = scores.copy()
-    for k in weak.tolist():
-        a, b = int(left[k]), int(right[k])
-        if best[(a, d.shops[b])][1] != k or best[(b, d.shops[a])][1] != k:
+    for k, a, b in zip(weak.tolist(), la, ra):
+        s = scores[k]
+        if _best_rival(d, top, a, b) > s or _best_rival(d, top, b, a) > s:
             out[k] = 0.0
     return out
 
