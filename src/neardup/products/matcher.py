@@ -30,10 +30,11 @@ can check:
 ``seed_jac``    seed 000's similarity: Jaccard of title words and attribute key:value pairs
 ``title_idf``   IDF-weighted Jaccard of the title words
 ``value_idf``   IDF-weighted Jaccard of the attribute values
+``desc_jac``    Jaccard of the description words (0 when either offer has none)
 ==============  ============================================================================
 
 Nothing here knows about televisions: units, brands and the main unit come from the data or
-from configuration. A classifier (:class:`PairModel`, gradient-boosted trees by default, fitted
+from configuration. A classifier (:class:`PairModel`, a random forest, fitted
 on labelled pairs) or, without labels, the fixed :func:`rule_score` maps the rows to scores;
 :func:`one_per_shop` keeps, among the pairs without model-number evidence, only the mutually
 best one per offer and shop (a shop lists a product once); pairs scoring at least a threshold
@@ -58,7 +59,7 @@ from .offers import Offers
 FEATURES = ("id_share", "id_prefix", "id_conflict", "id_one", "brand", "size", "unit1", "unit2",
             "unit3", "units_agree", "units_conflict", "same_shop", "title_jac", "mw_jac",
             "num_match", "num_rare", "num_idf", "value_jac", "seed_jac", "title_idf",
-            "value_idf")
+            "value_idf", "desc_jac")
 
 _MEASURE = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")
 _FRACTION = re.compile(r"(\d+)[- ](\d+)/(\d+)")
@@ -112,6 +113,14 @@ class OfferDescriptions:
     number_df: dict[int, int]
     token_idf: dict[str, float]
     value_idf: dict[str, float]
+    desc_tokens: list[set[str]]
+    number_lists: list[list[float]]
+    number_idf: list[list[float]]
+    number_rare: list[list[bool]]
+    number_idf_total: list[float]
+    token_weight: list[float]
+    value_weight: list[float]
+    seed_sets: list[set[str]]
 
     def __len__(self) -> int:
         return len(self.shops)
@@ -148,15 +157,27 @@ def describe(offers: Offers, units: UnitMap | None = None,
     numbers = [attribute_numbers(a) for a in offers.attributes]
     number_df = Counter(k for v in numbers for k in {_number_key(x) for x in v.tolist()})
     n = max(len(offers), 1)
+    rare_cut = max(2, n // 200)
+    number_lists = [v.tolist() for v in numbers]
+    number_idf = [[float(np.log(n / number_df[_number_key(x)])) for x in v] for v in number_lists]
+    number_rare = [[number_df[_number_key(x)] <= rare_cut for x in v] for v in number_lists]
+    descs = offers.descriptions if len(offers.descriptions) == len(offers) else []
+    desc = [set(clean_text(t, units).split(" ")) - {""} for t in descs] or [set()] * len(offers)
     token_idf = {t: float(np.log(n / c)) for t, c in Counter(t for s in tokens for t in s).items()}
     value_idf = {t: float(np.log(n / c)) for t, c in Counter(t for s in values for t in s).items()}
     return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
-                             values, kv, unit, others, dict(number_df), token_idf, value_idf)
+                             values, kv, unit, others, dict(number_df), token_idf, value_idf,
+                             desc, number_lists, number_idf, number_rare,
+                             [sum(v) for v in number_idf],
+                             [sum(token_idf[t] for t in s) for s in tokens],
+                             [sum(value_idf[t] for t in s) for s in values],
+                             [{w for w in t if len(w) > 1} | k for t, k in zip(tokens, kv)])
 
 
 def _jac(a: set, b: set) -> float:
-    u = len(a | b)
-    return len(a & b) / u if u else 0.0
+    inter = len(a & b)
+    u = len(a) + len(b) - inter
+    return inter / u if u else 0.0
 
 
 def _agree(a: set | None, b: set | None) -> int:
@@ -165,25 +186,16 @@ def _agree(a: set | None, b: set | None) -> int:
     return 1 if a & b else -1
 
 
-def _matched(a: np.ndarray, b: np.ndarray) -> list[float]:
-    """The numbers of the shorter of ``a``, ``b`` that the other states too (within
-    :data:`NUMBER_TOLERANCE`)."""
-    if len(a) > len(b):
-        a, b = b, a
-    bl = b.tolist()
+def _matched(a: list[float], b: list[float]) -> list[int]:
+    """Positions in ``a`` (sorted) of the numbers that ``b`` (sorted) states too, within
+    :data:`NUMBER_TOLERANCE`."""
+    tol = NUMBER_TOLERANCE + 1e-9
     out = []
-    for x in a.tolist():
-        tol = NUMBER_TOLERANCE + 1e-9
-        i = bisect.bisect_left(bl, x - tol)
-        if i < len(bl) and abs(bl[i] - x) <= tol:
-            out.append(x)
+    for k, x in enumerate(a):
+        i = bisect.bisect_left(b, x - tol)
+        if i < len(b) and b[i] - x <= tol:
+            out.append(k)
     return out
-
-
-def _num_match(a: np.ndarray, b: np.ndarray) -> float:
-    if len(a) == 0 or len(b) == 0:
-        return -1.0
-    return len(_matched(a, b)) / min(len(a), len(b))
 
 
 def _number_key(x: float) -> int:
@@ -193,18 +205,16 @@ def _number_key(x: float) -> int:
 def _number_evidence(d: OfferDescriptions, a: int, b: int) -> tuple[float, float, float]:
     """``num_match``, ``num_rare`` (matched numbers that at most ``max(2, n/200)`` offers
     state) and ``num_idf`` (IDF-weighted share of the shorter side's numbers matched)."""
-    na, nb = d.numbers[a], d.numbers[b]
-    if len(na) == 0 or len(nb) == 0:
+    na, nb = d.number_lists[a], d.number_lists[b]
+    if not na or not nb:
         return -1.0, 0.0, -1.0
+    if len(na) > len(nb):
+        a, b, na, nb = b, a, nb, na
     hit = _matched(na, nb)
-    short = na if len(na) <= len(nb) else nb
-    n = len(d)
-    rare_cut = max(2, n // 200)
-    df = d.number_df
-    idf = {x: np.log(n / df.get(_number_key(x), 1)) for x in short.tolist()}
-    total = sum(idf.values())
-    return (len(hit) / len(short), float(sum(df.get(_number_key(x), 1) <= rare_cut for x in hit)),
-            sum(idf[x] for x in hit) / total if total > 0 else 0.0)
+    idf, rare = d.number_idf[a], d.number_rare[a]
+    total = d.number_idf_total[a]
+    return (len(hit) / len(na), float(sum(rare[k] for k in hit)),
+            sum(idf[k] for k in hit) / total if total > 0 else 0.0)
 
 
 def id_relation(a: set[str], b: set[str]) -> str:
@@ -245,17 +255,22 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
             agree, conflict, d.shops[a] == d.shops[b] and d.shops[a] != "",
             _jac(d.tokens[a], d.tokens[b]), _jac(d.words[a], d.words[b]),
             *_number_evidence(d, a, b), _jac(d.values[a], d.values[b]),
-            _jac(d.tokens[a] | d.key_values[a], d.tokens[b] | d.key_values[b]),
-            _wjac(d.tokens[a], d.tokens[b], d.token_idf), _wjac(d.values[a], d.values[b],
-                                                                d.value_idf),
+            _jac(d.seed_sets[a], d.seed_sets[b]),
+            _wjac(d.tokens[a] & d.tokens[b], d.token_weight[a] + d.token_weight[b],
+                  d.token_idf),
+            _wjac(d.values[a] & d.values[b], d.value_weight[a] + d.value_weight[b],
+                  d.value_idf),
+            _jac(d.desc_tokens[a], d.desc_tokens[b]),
         )
     return out
 
 
-def _wjac(a: set, b: set, w: dict) -> float:
-    """IDF-weighted Jaccard: rare shared words count more than common ones."""
-    union = sum(w.get(t, 0.0) for t in a | b)
-    return sum(w.get(t, 0.0) for t in a & b) / union if union > 0 else 0.0
+def _wjac(common: set, total: float, w: dict) -> float:
+    """IDF-weighted Jaccard from the shared words and the two sides' total weights: rare
+    shared words count more than common ones."""
+    inter = sum(w[t] for t in common)
+    union = total - inter
+    return inter / union if union > 0 else 0.0
 
 
 def _rivals(d: OfferDescriptions, left: list[int], right: list[int], v: list[float],
@@ -303,16 +318,18 @@ def rule_score(x: np.ndarray) -> np.ndarray:
 
 
 class PairModel:
-    """A classifier of feature rows into duplicate / not: gradient-boosted trees
-    (scikit-learn's ``HistGradientBoostingClassifier``) fitted on labelled candidate pairs."""
+    """A classifier of feature rows into duplicate / not: a random forest (scikit-learn's
+    ``RandomForestClassifier``) fitted on labelled candidate pairs. On seed 000's TV data it
+    scored 0.777 mean bootstrap test F1 over 15 draws, against 0.766 for gradient-boosted trees
+    and 0.705 for logistic regression (``docs/products.md``)."""
 
-    def __init__(self, max_iter: int = 200, learning_rate: float = 0.05,
-                 max_leaf_nodes: int = 15, random_state: int = 0):
-        from sklearn.ensemble import HistGradientBoostingClassifier
+    def __init__(self, n_estimators: int = 300, min_samples_leaf: int = 1,
+                 random_state: int = 0, n_jobs: int = -1):
+        from sklearn.ensemble import RandomForestClassifier
 
-        self.params = {"max_iter": max_iter, "learning_rate": learning_rate,
-                       "max_leaf_nodes": max_leaf_nodes, "random_state": random_state}
-        self._clf = HistGradientBoostingClassifier(**self.params)
+        self.params = {"n_estimators": n_estimators, "min_samples_leaf": min_samples_leaf,
+                       "random_state": random_state, "n_jobs": n_jobs}
+        self._clf = RandomForestClassifier(**self.params)
         self.features = FEATURES
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> PairModel:
@@ -386,4 +403,4 @@ def evidence(d: OfferDescriptions, offers: Offers, a: int, b: int) -> dict:
             "model_numbers": [sorted(d.ids[a]), sorted(d.ids[b])],
             "brands": [d.brands[a], d.brands[b]],
             "shared_attribute_values": shared_vals[:20],
-            "attribute_number_match": round(_num_match(d.numbers[a], d.numbers[b]), 3)}
+            "attribute_number_match": round(_number_evidence(d, a, b)[0], 3)}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..errors import ConfigError
 
@@ -95,7 +96,19 @@ def clean_text(text: str, units: UnitMap | None = None) -> str:
     (hyphens removed, ``( ) ' " / , [ ]`` to spaces) and collapse whitespace."""
     if not isinstance(text, str):
         raise TypeError(f"expected a string, got {type(text).__name__}")
-    rx, canon = _unit_regex(units or _DEFAULT_MAP)
+    if units is None or units is _DEFAULT_MAP:
+        return _clean_default(text)
+    return _clean(text, units)
+
+
+@lru_cache(maxsize=1 << 18)
+def _clean_default(text: str) -> str:
+    # catalogues repeat attribute values ("Yes", "1080p") and studies clean each offer often
+    return _clean(text, _DEFAULT_MAP)
+
+
+def _clean(text: str, units: UnitMap) -> str:
+    rx, canon = _unit_regex(units)
     s = text.lower()
     s = rx.sub(lambda m: m.group(1) + canon[m.group(2)], s)
     s = s.replace("-", "")  # hyphens join: "LC-60LE650U" and "LC60LE650U" are one model

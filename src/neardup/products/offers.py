@@ -23,7 +23,9 @@ ON_ERROR = ("fail", "skip")
 class Offers:
     """``n`` offers: ``ids[i]`` (unique strings), ``shops[i]``, ``titles[i]`` (non-empty),
     ``attributes[i]`` (attribute name -> string value, possibly empty) and ``sources[i]``
-    (``"file:where"`` for messages). ``skipped`` counts what the loader left out, by reason."""
+    (``"file:where"`` for messages), ``descriptions[i]`` (``""`` when none).
+    ``skipped`` counts what the loader left out, by reason; ``decoded_latin1`` the lines (or
+    whole JSON files) that were not UTF-8 and were read as latin-1."""
 
     ids: list[str] = field(default_factory=list)
     shops: list[str] = field(default_factory=list)
@@ -31,6 +33,8 @@ class Offers:
     attributes: list[dict[str, str]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     skipped: SkipReport = field(default_factory=SkipReport)
+    descriptions: list[str] = field(default_factory=list)
+    decoded_latin1: int = 0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -126,6 +130,7 @@ def load_tv_json(path: str | os.PathLike, on_error: str = "fail",
             offers.shops.append(shop)
             offers.titles.append(title)
             offers.attributes.append(attrs)
+            offers.descriptions.append("")
             offers.sources.append(f"{name}:{where}")
             labels.append(str(model))
             pos += 1

@@ -7,7 +7,7 @@ candidate pairs are compared, each with its threshold tuned on the training part
 
 - ``seed000``: seed 000's Jaccard of title words and attribute key:value pairs (the baseline);
 - ``rule``: neardup's training-free :func:`.matcher.rule_score`, one listing per shop;
-- ``neardup``: gradient-boosted trees over the pair features (:class:`.matcher.PairModel`),
+- ``neardup``: a random forest over the pair features (:class:`.matcher.PairModel`),
   fitted on the training part's candidates at the default banding, with out-of-fold scores
   for tuning, one listing per shop.
 
@@ -43,7 +43,7 @@ class StudyConfig:
     bands: int = 60
     rows: int = 4
     max_df: float = 0.2
-    max_fraction: float = 0.25
+    max_fraction: float = 0.1
     units: UnitMap | None = None
 
 
@@ -69,7 +69,9 @@ def subset(offers: Offers, rows: np.ndarray) -> Offers:
     return Offers(ids=[offers.ids[i] for i in rows], shops=[offers.shops[i] for i in rows],
                   titles=[offers.titles[i] for i in rows],
                   attributes=[offers.attributes[i] for i in rows],
-                  sources=[offers.sources[i] for i in rows])
+                  sources=[offers.sources[i] for i in rows],
+                  descriptions=[offers.descriptions[i] for i in rows]
+                  if len(offers.descriptions) == len(offers) else [""] * len(rows))
 
 
 @dataclass
@@ -80,6 +82,8 @@ class _Part:
     pairs: dict  # (bands, rows) -> (left, right)
     x: dict  # (bands, rows) -> features
     desc: object
+    xall: np.ndarray  # features of every distinct pair of the bandings evaluated
+    idx: dict  # (bands, rows) -> rows of xall
 
 
 def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: StudyConfig,
@@ -92,7 +96,9 @@ def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: Study
     x = {}
     cap = cfg.max_fraction * len(part) * (len(part) - 1) / 2
     # features once per distinct pair: looser bandings hold the tighter ones' pairs mostly
-    allp = {}
+    allp: dict[tuple[int, int], int] = {}
+    idxs = {}
+    xall = np.zeros((0, len(FEATURES)))
     for left, right in pairs.values():
         if len(left) <= cap:
             for a, b in zip(left.tolist(), right.tolist()):
@@ -105,7 +111,8 @@ def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: Study
                 idx = np.fromiter((allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())),
                                   np.int64, len(left))
                 x[key] = xall[idx]
-    return _Part(lab, len(true_pairs(list(lab))[0]), len(part), pairs, x, d)
+                idxs[key] = idx
+    return _Part(lab, len(true_pairs(list(lab))[0]), len(part), pairs, x, d, xall, idxs)
 
 
 def _metrics(pred_l, pred_r, part: _Part) -> dict:
@@ -140,7 +147,11 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
             model.fit(tr.x[default], y)
         else:  # nothing to learn from: the model finds no duplicates
             model, oof = None, np.zeros(len(y))
-        oof_by_pair = dict(zip(zip(xl.tolist(), xr.tolist()), oof.tolist()))
+        # the model's scores of every pair once; the training pairs it was fitted on get
+        # their out-of-fold scores instead
+        model_tr = model.score(tr.xall) if model is not None else np.zeros(len(tr.xall))
+        model_tr[tr.idx[default]] = oof
+        model_te = model.score(te.xall) if model is not None else np.zeros(len(te.xall))
         for key in banding:
             tl, trr = tr.pairs[key]
             el, er = te.pairs[key]
@@ -153,10 +164,8 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
                 continue
             xtr, xte = tr.x[key], te.x[key]
             ytr = tr.labels[tl] == tr.labels[trr]
-            known = [oof_by_pair.get(p) for p in zip(tl.tolist(), trr.tolist())]
-            fresh = model.score(xtr) if model is not None else np.zeros(len(xtr))
-            s_model_tr = np.array([fresh[i] if v is None else v for i, v in enumerate(known)])
-            s_model_te = model.score(xte) if model is not None else np.zeros(len(xte))
+            s_model_tr = model_tr[tr.idx[key]]
+            s_model_te = model_te[te.idx[key]]
             scores = {
                 "seed000": (xtr[:, sj], xte[:, sj]),
                 "rule": (one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr),

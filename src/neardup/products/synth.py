@@ -71,6 +71,7 @@ def make_catalogue(n_products: int = 60, seed: int = 0, p_listed: float = 0.6
             offers.shops.append(shop)
             offers.titles.append(title)
             offers.attributes.append(attrs)
+            offers.descriptions.append("")
             offers.sources.append(f"synthetic:{len(offers.sources)}")
             labels.append(model)
     return offers, labels

@@ -1,0 +1,441 @@
+"""Loading offers from JSON, JSONL or CSV files (one per shop or all in one), and ground truth.
+
+:func:`load_offers` reads every file into one :class:`.offers.Offers`:
+
+- JSON: a list of offer objects, or seed 000's TV format (an object ``modelID -> [offers]``,
+  detected from its shape; its modelIDs are returned as the truth);
+- JSONL: one offer object per line;
+- CSV: a header row; the attribute columns are ``attribute_columns`` or every column that is
+  not the id, title, description, shop or truth column; empty cells are left out.
+
+Each offer needs a non-empty string title. The id is the ``id_field`` (default ``"id"``), else
+``"<file stem>:<line>"``; the shop is the ``shop_field``, else the file's stem (one file per
+shop needs no shop column). Attribute values must be strings or numbers. The truth column, if
+named, is returned apart and never kept among the attributes.
+
+Encodings: ``"auto"`` decodes each line as UTF-8 and, where that fails, as latin-1 (catalogues
+mix them), counting such lines in ``Offers.decoded_latin1``; any other codec name is used
+strictly. Errors name the file, the line (or record) and the field; with ``on_error="skip"``
+bad records are counted by reason in ``Offers.skipped`` instead.
+
+:func:`load_truth_pairs` reads matching id pairs (CSV or JSONL); :func:`labels_from_pairs` turns
+them into one label per offer (connected components), so both kinds of truth evaluate alike.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from ..errors import ConfigError, InputError
+from .offers import ON_ERROR, Offers, load_tv_json
+
+FORMATS = ("auto", "json", "jsonl", "csv", "tv")
+
+
+def _stem(path: str) -> str:
+    name = Path(path).name
+    for ext in (".gz", ".jsonl", ".ndjson", ".json", ".csv"):
+        if name.lower().endswith(ext):
+            name = name[: -len(ext)]
+    return name
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if path.lower().endswith(".gz"):
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise InputError(f"cannot read: {getattr(e, 'strerror', None) or e}", path=path,
+                         reason="unreadable") from e
+    return raw
+
+
+def _detect(path: str, raw: bytes) -> str:
+    low = path.lower().removesuffix(".gz")
+    if low.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if low.endswith(".csv"):
+        return "csv"
+    if low.endswith(".json"):
+        head = raw.lstrip()[:1]
+        return "tv" if head == b"{" else "json"
+    raise InputError("cannot tell the format from the file name: use .json, .jsonl or .csv "
+                     "(optionally .gz) or pass format=", path=path, reason="unknown_format")
+
+
+class _Decoder:
+    def __init__(self, encoding: str, path: str):
+        self.encoding = encoding
+        self.path = path
+        self.latin1 = 0
+
+    def line(self, raw: bytes, lineno: int) -> str:
+        if self.encoding == "auto":
+            try:
+                return raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError:
+                self.latin1 += 1
+                return raw.decode("latin-1")
+        try:
+            return raw.decode(self.encoding)
+        except UnicodeDecodeError as e:
+            raise InputError(f"undecodable bytes for encoding {self.encoding!r} (try "
+                             "encoding='auto' or 'latin-1')", path=self.path, line=lineno,
+                             reason="undecodable") from e
+        except LookupError as e:
+            raise ConfigError(f"encoding={self.encoding!r} is not a known codec") from e
+
+
+def _lines(raw: bytes, dec: _Decoder) -> Iterator[tuple[int, str]]:
+    for i, line in enumerate(raw.split(b"\n"), 1):
+        yield i, dec.line(line.rstrip(b"\r"), i)
+
+
+def _value(v: object, where: str, path: str, line: int | None, field: str) -> str:
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise InputError(f"{where}expected a string or a number, got "
+                         f"{'null' if v is None else type(v).__name__}", path=path, line=line,
+                         field=field, reason="bad_attribute_value")
+    return v if isinstance(v, str) else repr(v)
+
+
+class _Builder:
+    """Adds checked records to the offers, applying the id and error rules."""
+
+    def __init__(self, a: dict, offers: Offers, labels: list[str | None]):
+        self.a = a
+        self.offers = offers
+        self.labels = labels
+        self.seen: dict[str, str] = {}
+
+    def fail_or_skip(self, err: InputError) -> None:
+        if self.a["on_error"] == "fail":
+            raise err
+        self.offers.skipped.add(err)
+
+    def add(self, rec: Mapping, path: str, line: int | None, where: str, attrs_from=None
+            ) -> None:
+        a = self.a
+        loc = f"{path}:{line}" if line is not None else f"{path}:{where}"
+        pre = "" if line is not None else f"{where}: "
+        try:
+            if not isinstance(rec, Mapping):
+                raise InputError(f"{pre}expected an object, got {type(rec).__name__}",
+                                 path=path, line=line, reason="not_object")
+            title = rec.get(a["title_field"])
+            if not isinstance(title, str) or not title.strip():
+                got = "missing" if title is None else (
+                    "empty" if isinstance(title, str) else f"a {type(title).__name__}")
+                raise InputError(f"{pre}expected a non-empty string, got {got}", path=path,
+                                 line=line, field=a["title_field"], reason="bad_title")
+            rid = rec.get(a["id_field"])
+            if rid is None or rid == "":
+                rid = f"{_stem(path)}:{line if line is not None else where}"
+            elif isinstance(rid, bool) or not isinstance(rid, (str, int)):
+                raise InputError(f"{pre}expected a string or an integer, got "
+                                 f"{type(rid).__name__}", path=path, line=line,
+                                 field=a["id_field"], reason="bad_id")
+            rid = str(rid)
+            if a["qualify_ids"]:
+                rid = f"{_stem(path)}/{rid}"
+            shop = rec.get(a["shop_field"])
+            if shop is None or shop == "":
+                shop = _stem(path)
+            shop = _value(shop, pre, path, line, a["shop_field"])
+            desc = rec.get(a["description_field"])
+            desc = "" if desc is None else _value(desc, pre, path, line, a["description_field"])
+            attrs = attrs_from(rec) if attrs_from is not None else self._json_attrs(
+                rec, pre, path, line)
+            label = None
+            if a["truth_field"] is not None:
+                label = rec.get(a["truth_field"])
+                if label is None or label == "":
+                    raise InputError(f"{pre}the truth is missing", path=path, line=line,
+                                     field=a["truth_field"], reason="missing_truth")
+                label = _value(label, pre, path, line, a["truth_field"])
+            if rid in self.seen:
+                hint = "" if a["qualify_ids"] else " (pass qualify_ids=True / --qualify-ids " \
+                    "to prefix ids with their file's name)"
+                raise InputError(f"{pre}id {rid!r} repeats {self.seen[rid]}{hint}", path=path,
+                                 line=line, field=a["id_field"], reason="duplicate_id")
+        except InputError as err:
+            self.fail_or_skip(err)
+            return
+        self.seen[rid] = loc
+        o = self.offers
+        o.ids.append(rid)
+        o.shops.append(shop)
+        o.titles.append(title)
+        o.descriptions.append(desc)
+        o.attributes.append(attrs)
+        o.sources.append(loc)
+        self.labels.append(label)
+
+    def _json_attrs(self, rec: Mapping, pre: str, path: str, line: int | None) -> dict:
+        field = self.a["attributes_field"]
+        m = rec.get(field)
+        if m is None and field == "attributes":
+            field, m = "featuresMap", rec.get("featuresMap")
+        if m is None:
+            return {}
+        if not isinstance(m, Mapping):
+            raise InputError(f"{pre}expected an object, got {type(m).__name__}", path=path,
+                             line=line, field=field, reason="bad_attributes")
+        truth = self.a["truth_field"]
+        return {str(k): _value(v, pre, path, line, f"{field}.{k}") for k, v in m.items()
+                if k != truth}
+
+
+def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, format: str = "auto",
+                id_field: str = "id", title_field: str = "title",
+                description_field: str = "description", shop_field: str = "shop",
+                attributes_field: str = "attributes",
+                attribute_columns: Sequence[str] | None = None, truth_field: str | None = None,
+                encoding: str = "auto", on_error: str = "fail", qualify_ids: bool = False
+                ) -> tuple[Offers, list[str] | None]:
+    """Load offers from one file or several (module docstring). Returns the offers and the
+    truth labels (one per offer; ``None`` without ``truth_field``, except for the TV format,
+    whose modelIDs are always returned)."""
+    if on_error not in ON_ERROR:
+        raise ConfigError(f"on_error={on_error!r} is invalid: one of {', '.join(ON_ERROR)}")
+    if format not in FORMATS:
+        raise ConfigError(f"format={format!r} is invalid: one of {', '.join(FORMATS)}")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise ConfigError("no input files")
+    a = {"id_field": id_field, "title_field": title_field,
+         "description_field": description_field, "shop_field": shop_field,
+         "attributes_field": attributes_field, "truth_field": truth_field,
+         "on_error": on_error, "qualify_ids": qualify_ids}
+    offers = Offers()
+    labels: list[str | None] = []
+    b = _Builder(a, offers, labels)
+    tv_files = []
+    for p in paths:
+        path = os.fspath(p)
+        raw = _read_bytes(path)
+        fmt = _detect(path, raw) if format == "auto" else format
+        dec = _Decoder(encoding, path)
+        if fmt == "tv":
+            _add_tv(path, encoding, b)
+            tv_files.append(path)
+        elif fmt == "jsonl":
+            for i, text in _lines(raw, dec):
+                if not text.strip():
+                    continue
+                try:
+                    rec = orjson.loads(text)
+                except orjson.JSONDecodeError as e:
+                    b.fail_or_skip(InputError(f"malformed JSON: {e}", path=path, line=i,
+                                              reason="malformed_json"))
+                    continue
+                b.add(rec, path, i, f"line {i}")
+        elif fmt == "json":
+            text = dec.line(raw, 1) if encoding != "auto" else _decode_whole(raw, dec)
+            try:
+                data = orjson.loads(text)
+            except orjson.JSONDecodeError as e:
+                raise InputError(f"malformed JSON: {e}", path=path,
+                                 line=getattr(e, "lineno", None), reason="malformed_json") from e
+            if not isinstance(data, list):
+                raise InputError(f"expected a list of offers, got {type(data).__name__}",
+                                 path=path, reason="not_list")
+            for k, rec in enumerate(data):
+                b.add(rec, path, None, f"record {k}")
+        else:
+            _add_csv(raw, path, dec, b, attribute_columns)
+        offers.decoded_latin1 += dec.latin1
+    if len(offers) == 0:
+        raise InputError("no usable offers", path=", ".join(os.fspath(p) for p in paths),
+                         reason="empty")
+    if truth_field is None and not tv_files:
+        return offers, None
+    if any(lab is None for lab in labels):
+        first = offers.sources[next(i for i, lab in enumerate(labels) if lab is None)]
+        raise InputError(f"no truth for the offer at {first}: the TV format brings its "
+                         "modelIDs, other files need --truth COLUMN", path=first.rsplit(":", 1)[0],
+                         reason="missing_truth")
+    return offers, [str(lab) for lab in labels]
+
+
+def _decode_whole(raw: bytes, dec: _Decoder) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        dec.latin1 += raw.count(b"\n") + 1
+        return raw.decode("latin-1")
+
+
+def _add_tv(path: str, encoding: str, b: _Builder) -> None:
+    enc = "utf-8" if encoding == "auto" else encoding
+    try:
+        tv, tv_labels = load_tv_json(path, on_error=b.a["on_error"], encoding=enc)
+    except InputError as e:
+        if encoding != "auto" or e.reason != "undecodable":
+            raise
+        tv, tv_labels = load_tv_json(path, on_error=b.a["on_error"], encoding="latin-1")
+        b.offers.decoded_latin1 += 1
+    o = b.offers
+    for k in range(len(tv)):
+        rid = f"{_stem(path)}/{tv.ids[k]}" if b.a["qualify_ids"] else tv.ids[k]
+        if rid in b.seen:
+            b.fail_or_skip(InputError(f"id {rid!r} ({tv.sources[k]}) repeats {b.seen[rid]} "
+                                      "(pass qualify_ids=True / --qualify-ids)", path=path,
+                                      reason="duplicate_id"))
+            continue
+        b.seen[rid] = tv.sources[k]
+        o.ids.append(rid)
+        o.shops.append(tv.shops[k])
+        o.titles.append(tv.titles[k])
+        o.descriptions.append("")
+        o.attributes.append(tv.attributes[k])
+        o.sources.append(tv.sources[k])
+        b.labels.append(tv_labels[k])
+    for reason, count in tv.skipped.counts.items():
+        o.skipped.counts[reason] = o.skipped.counts.get(reason, 0) + count
+    o.skipped.examples.extend(tv.skipped.examples[: max(0, 10 - len(o.skipped.examples))])
+
+
+def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
+             attribute_columns: Sequence[str] | None) -> None:
+    a = b.a
+    rows = csv.reader(io.StringIO("\n".join(t for _, t in _lines(raw, dec)), newline=""))
+    try:
+        header = next(rows)
+    except StopIteration:
+        raise InputError("empty CSV file (no header row)", path=path, reason="empty") from None
+    except csv.Error as e:
+        raise InputError(f"malformed CSV: {e}", path=path, line=1, reason="malformed_csv") from e
+    if a["title_field"] not in header:
+        raise InputError(f"no column {a['title_field']!r} (columns: {', '.join(header)})",
+                         path=path, line=1, reason="no_title_column")
+    used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
+            a["truth_field"]}
+    if attribute_columns is not None:
+        missing = [c for c in attribute_columns if c not in header]
+        if missing:
+            raise InputError(f"no column(s) {', '.join(map(repr, missing))}", path=path, line=1,
+                             reason="no_attribute_column")
+        acols = [c for c in attribute_columns if c != a["truth_field"]]
+    else:
+        acols = [c for c in header if c not in used]
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            b.fail_or_skip(InputError(f"malformed CSV: {e}", path=path, line=rows.line_num,
+                                      reason="malformed_csv"))
+            continue
+        line = rows.line_num
+        if not row or row == [""]:
+            continue
+        if len(row) != len(header):
+            b.fail_or_skip(InputError(f"{len(row)} fields where the header has {len(header)}",
+                                      path=path, line=line, reason="bad_row"))
+            continue
+        rec = dict(zip(header, row))
+        b.add(rec, path, line, f"row {line}",
+              attrs_from=lambda r: {c: r[c] for c in acols if r.get(c, "") != ""})
+
+
+def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail"
+                     ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Matching id pairs from a CSV file (two columns; a first row whose two values are not
+    both known ids is a header) or JSONL (``{"a": id, "b": id}`` objects or two-element lists).
+
+    Returns ``left, right`` (``int64`` rows of ``offers``, ``left < right``, sorted, distinct)
+    and counts of what was left out: ``self_pairs`` (an id paired with itself), ``repeated``
+    and, with ``on_error="skip"``, ``unknown_id``. An unknown id is otherwise an
+    :class:`InputError` naming the file, line and id."""
+    if on_error not in ON_ERROR:
+        raise ConfigError(f"on_error={on_error!r} is invalid: one of {', '.join(ON_ERROR)}")
+    name = os.fspath(path)
+    raw = _read_bytes(name)
+    dec = _Decoder("auto", name)
+    row_of = {rid: i for i, rid in enumerate(offers.ids)}
+    is_jsonl = name.lower().removesuffix(".gz").endswith((".jsonl", ".ndjson"))
+    pairs: list[tuple[int, object, object]] = []
+    if is_jsonl:
+        for i, text in _lines(raw, dec):
+            if not text.strip():
+                continue
+            try:
+                rec = orjson.loads(text)
+            except orjson.JSONDecodeError as e:
+                raise InputError(f"malformed JSON: {e}", path=name, line=i,
+                                 reason="malformed_json") from e
+            if isinstance(rec, Mapping) and "a" in rec and "b" in rec:
+                pairs.append((i, rec["a"], rec["b"]))
+            elif isinstance(rec, list) and len(rec) == 2:
+                pairs.append((i, rec[0], rec[1]))
+            else:
+                raise InputError('expected {"a": id, "b": id} or [id, id]', path=name, line=i,
+                                 reason="bad_pair")
+    else:
+        text = "\n".join(t for _, t in _lines(raw, dec))
+        for k, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1):
+            if not row or row == [""]:
+                continue
+            if len(row) != 2:
+                raise InputError(f"expected two ids, got {len(row)} fields", path=name, line=k,
+                                 reason="bad_pair")
+            if k == 1 and not (row[0] in row_of and row[1] in row_of):
+                continue  # a header row
+            pairs.append((k, row[0], row[1]))
+    counts = {"self_pairs": 0, "repeated": 0, "unknown_id": 0}
+    seen: set[tuple[int, int]] = set()
+    for line, x, y in pairs:
+        got = []
+        for v in (x, y):
+            r = row_of.get(str(v))
+            if r is None:
+                if on_error == "fail":
+                    raise InputError(f"unknown id {str(v)!r} (not among the {len(offers):,} "
+                                     "offers loaded)", path=name, line=line,
+                                     reason="unknown_id")
+                break
+            got.append(r)
+        if len(got) < 2:
+            counts["unknown_id"] += 1
+            continue
+        a, b = min(got), max(got)
+        if a == b:
+            counts["self_pairs"] += 1
+        elif (a, b) in seen:
+            counts["repeated"] += 1
+        else:
+            seen.add((a, b))
+    ordered = sorted(seen)
+    left = np.array([p[0] for p in ordered], np.int64)
+    right = np.array([p[1] for p in ordered], np.int64)
+    return left, right, counts
+
+
+def labels_from_pairs(n: int, left: np.ndarray, right: np.ndarray) -> list[str]:
+    """One label per row: rows joined by a pair (directly or through others) share one."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return [f"c{find(i)}" for i in range(n)]
