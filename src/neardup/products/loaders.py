@@ -353,8 +353,8 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
 
 def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail"
                      ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """Matching id pairs from a CSV file (two columns; a first row whose two values are not
-    both known ids is a header) or JSONL (``{"a": id, "b": id}`` objects or two-element lists).
+    """Matching id pairs from a CSV file (two columns; a first row in which neither value is a
+    known id is a header) or JSONL (``{"a": id, "b": id}`` objects or two-element lists).
 
     Returns ``left, right`` (``int64`` rows of ``offers``, ``left < right``, sorted, distinct)
     and counts of what was left out: ``self_pairs`` (an id paired with itself), ``repeated``
@@ -392,8 +392,8 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
             if len(row) != 2:
                 raise InputError(f"expected two ids, got {len(row)} fields", path=name, line=k,
                                  reason="bad_pair")
-            if k == 1 and not (row[0] in row_of and row[1] in row_of):
-                continue  # a header row
+            if k == 1 and row[0] not in row_of and row[1] not in row_of:
+                continue  # a header row: neither value is a known id
             pairs.append((k, row[0], row[1]))
     counts = {"self_pairs": 0, "repeated": 0, "unknown_id": 0}
     seen: set[tuple[int, int]] = set()

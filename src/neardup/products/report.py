@@ -100,10 +100,10 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, in
         pts = [(r["fraction"], r[f"f1_{m}"]) for r in rows if r[f"f1_{m}"] == r[f"f1_{m}"]]
         if pts:
             ax.plot(*zip(*pts), style, ms=3, label=m)
-    for p in PUBLISHED:
+    for p, dy in zip(PUBLISHED, (-10, -12, 4)):
         ax.plot([p["fraction"]], [p["f1"]], "kx", ms=7)
         ax.annotate(p["method"].split(" ")[0], (p["fraction"], p["f1"]), fontsize=7,
-                    xytext=(4, -10), textcoords="offset points")
+                    xytext=(5, dy), textcoords="offset points")
     ax.set_title("F1 of the duplicates found (test sets)")
     ax.set_ylabel("F1")
     ax.legend(fontsize=8)

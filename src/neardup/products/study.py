@@ -88,6 +88,8 @@ class _Part:
 
 def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: StudyConfig,
              banding: list[tuple[int, int]]) -> _Part:
+    """One part of a bootstrap as a catalogue of its own: described, banded, and the features
+    of the candidates of the default banding and of every banding up to ``max_fraction``."""
     part = subset(offers, rows)
     lab = np.asarray([labels[i] for i in np.asarray(rows).tolist()], dtype=object)
     d = describe(part, cfg.units)
@@ -96,22 +98,21 @@ def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: Study
     x = {}
     cap = cfg.max_fraction * len(part) * (len(part) - 1) / 2
     # features once per distinct pair: looser bandings hold the tighter ones' pairs mostly
+    default = (cfg.bands, cfg.rows)
+    wanted = [k for k, (left, _) in pairs.items() if len(left) <= cap or k == default]
     allp: dict[tuple[int, int], int] = {}
+    for key in wanted:
+        left, right = pairs[key]
+        for a, b in zip(left.tolist(), right.tolist()):
+            allp.setdefault((a, b), len(allp))
+    ab = np.array(list(allp), np.int64).reshape(-1, 2)
+    xall = pair_features(d, ab[:, 0], ab[:, 1])
     idxs = {}
-    xall = np.zeros((0, len(FEATURES)))
-    for left, right in pairs.values():
-        if len(left) <= cap:
-            for a, b in zip(left.tolist(), right.tolist()):
-                allp.setdefault((a, b), len(allp))
-    if allp:
-        ab = np.array(list(allp), np.int64)
-        xall = pair_features(d, ab[:, 0], ab[:, 1])
-        for key, (left, right) in pairs.items():
-            if len(left) <= cap:
-                idx = np.fromiter((allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())),
-                                  np.int64, len(left))
-                x[key] = xall[idx]
-                idxs[key] = idx
+    for key in wanted:
+        left, right = pairs[key]
+        idxs[key] = np.fromiter((allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())),
+                                np.int64, len(left))
+        x[key] = xall[idxs[key]]
     return _Part(lab, len(true_pairs(list(lab))[0]), len(part), pairs, x, d, xall, idxs)
 
 
