@@ -9,3 +9,50 @@ sys.path.insert(0, os.path.dirname(__file__))
 settings.register_profile("neardup", deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("neardup")
+
+
+# -- real servers, started by the tests that need them -----------------------------------------
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server on loopback for this test session (Debian's redis-server, installed
+    by .ci/run); the Redis tests skip, saying why, where it is not installed."""
+    exe = shutil.which("redis-server") or (
+        "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
+    if exe is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server; "
+                    ".ci/run does this)")
+    port = free_port()
+    d = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(d)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.skip("redis-server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(10)

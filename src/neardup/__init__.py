@@ -21,6 +21,7 @@ from .config import (  # noqa: E402
     VerifyConfig,
 )
 from .errors import ConfigError, InputError, NeardupError, OutputError  # noqa: E402
+from .index import DuplicateIdError, Index, Match  # noqa: E402
 from .lsh import candidate_pairs, choose_bands, s_curve  # noqa: E402
 from .pipeline import Deduplicator, dedup  # noqa: E402
 from .result import Pairs, Result  # noqa: E402
@@ -29,7 +30,7 @@ from .text import normalize, shingle  # noqa: E402
 from .verify import estimate_pairs, jaccard_pairs  # noqa: E402
 
 __all__ = [
-    "__version__", "dedup", "Deduplicator", "Result", "Pairs",
+    "__version__", "dedup", "Deduplicator", "Index", "Match", "DuplicateIdError", "Result", "Pairs",
     "DedupConfig", "NormalizeConfig", "ShingleConfig", "SketchConfig", "LSHConfig",
     "VerifyConfig", "ClusterConfig",
     "NeardupError", "ConfigError", "InputError", "OutputError",

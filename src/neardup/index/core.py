@@ -1,0 +1,341 @@
+"""``neardup.Index``: an online, persistent near-duplicate index.
+
+Documents are shingled and sketched exactly as in the batch engine (same
+:class:`~neardup.DedupConfig`), their LSH band keys and shingle fingerprints go to a backend,
+and a query looks up the band keys of the new text, then verifies every candidate with the
+exact Jaccard similarity of the shingle sets. Results are therefore the same pairs the batch
+engine verifies: an index built from a corpus finds, for each document, the near-duplicates that
+``neardup dedup`` pairs it with.
+
+>>> idx = Index("shop.db", threshold=0.8)     # SQLite; Index() is in memory
+>>> idx.add("a", "the first text ...")
+>>> idx.query("the first text, lightly edited ...")
+[('a', 0.85)]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..config import DedupConfig
+from ..errors import ConfigError, InputError
+from ..lsh import band_keys, choose_bands, s_curve
+from ..sketch import shingle_sketch
+from ..text.normalize import normalize
+from ..verify import overlap_pairs, sort_unique_segments
+from .storage import FORMAT_VERSION, MemoryStorage, Storage, StoredDoc
+
+# Parameters that change what is stored; the rest (threshold of a query, bucket cap) may vary.
+_STORED_SECTIONS = ("normalize", "shingle", "sketch")
+
+
+@dataclass(frozen=True)
+class Match:
+    """A near-duplicate found by a query: an id and its verified Jaccard similarity."""
+
+    id: str
+    similarity: float
+
+    def __iter__(self) -> Iterator[Any]:  # unpacks as (id, similarity)
+        yield self.id
+        yield self.similarity
+
+
+def _open_storage(target: str | os.PathLike | Storage | None, **options: Any) -> Storage:
+    if target is None or target == ":memory:":
+        return MemoryStorage()
+    if isinstance(target, Storage):
+        return target
+    s = str(target)
+    if s.startswith(("redis://", "rediss://", "unix://")):
+        from .redis import RedisStorage
+
+        return RedisStorage(s, **options)
+    from .sqlite import SQLiteStorage
+
+    return SQLiteStorage(s, **options)
+
+
+class Index:
+    """An online near-duplicate index over a backend (in memory, SQLite file, or Redis URL).
+
+    ``Index()`` keeps everything in memory; ``Index("x.db")`` opens or creates an SQLite
+    index; ``Index("redis://localhost:6379/0?prefix=shop")`` a Redis one. Parameters are those
+    of :class:`~neardup.DedupConfig` (``threshold``, ``shingle``, ``num_perm``, ``bands``, ...)
+    or ``config=``. A new index stores them; an existing one is opened with its stored
+    parameters, and passing different ones is a :class:`~neardup.ConfigError`.
+    ``store_text``: keep each text (needed to show passages side by side; default ``True``).
+    """
+
+    def __init__(self, target: str | os.PathLike | Storage | None = None, *,
+                 config: DedupConfig | None = None, store_text: bool = True,
+                 storage_options: dict[str, Any] | None = None, **params: Any):
+        if config is not None and params:
+            raise TypeError("pass either a DedupConfig or keyword parameters, not both")
+        self.storage = _open_storage(target, **(storage_options or {}))
+        given = config or (DedupConfig.from_kwargs(**params) if params else None)
+        meta = self.storage.read_meta()
+        if meta is None:
+            self.config = given or DedupConfig()
+            self.store_text = store_text
+            self._bands_rows = self._choose(self.config)
+            self.storage.write_meta({"format_version": FORMAT_VERSION,
+                                     "params": self._params()})
+        else:
+            if meta.get("format_version") != FORMAT_VERSION:
+                raise ConfigError(f"{target}: index format version {meta.get('format_version')}"
+                                  f" is not supported (this neardup reads {FORMAT_VERSION})")
+            stored = meta["params"]
+            self.config = _config_from_params(stored)
+            self.store_text = bool(stored.get("store_text", True))
+            self._bands_rows = (int(stored["bands"]), int(stored["rows"]))
+            if given is not None:
+                self._check_same(given, stored, target)
+        self.bucket_cap = self.config.lsh.bucket_cap
+
+    # -- parameters -------------------------------------------------------------------------
+    @staticmethod
+    def _choose(cfg: DedupConfig) -> tuple[int, int]:
+        lc, k = cfg.lsh, cfg.sketch.num_perm
+        if lc.bands is not None and lc.rows is not None:
+            return lc.bands, lc.rows
+        if lc.rows is not None:
+            return k // lc.rows, lc.rows
+        if lc.bands is not None:
+            return lc.bands, k // lc.bands
+        return choose_bands(lc.threshold, k, lc.min_recall)
+
+    def _params(self) -> dict[str, Any]:
+        d = self.config.to_dict()
+        b, r = self._bands_rows
+        return {**d, "bands": b, "rows": r, "store_text": self.store_text,
+                "created_by": f"neardup {__version__}"}
+
+    def _check_same(self, given: DedupConfig, stored: dict[str, Any], target: Any) -> None:
+        want = given.to_dict()
+        diffs = []
+        for sec in (*_STORED_SECTIONS, "lsh"):
+            have, asked = stored.get(sec), want[sec]
+            if isinstance(asked, dict) and isinstance(have, dict):
+                diffs += [f"{sec}.{k}: index has {have.get(k)!r}, asked for {v!r}"
+                          for k, v in asked.items() if have.get(k) != v]
+            elif have != asked:
+                diffs.append(f"{sec}: index has {have!r}, asked for {asked!r}")
+        b, r = self._choose(given)
+        if (b, r) != self._bands_rows:
+            diffs.append(f"bands x rows: index has {self._bands_rows[0]}x{self._bands_rows[1]}"
+                         f", asked for {b}x{r}")
+        if diffs:
+            raise ConfigError(f"{target}: the index was created with other parameters ("
+                              + "; ".join(diffs) + "); open it without parameters to use its own")
+
+    @property
+    def bands(self) -> int:
+        return self._bands_rows[0]
+
+    @property
+    def rows(self) -> int:
+        return self._bands_rows[1]
+
+    @property
+    def threshold(self) -> float:
+        return self.config.lsh.threshold
+
+    # -- encoding ---------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[StoredDoc]:
+        """Shingle and sketch ``texts`` once, as the batch engine does: one
+        :class:`StoredDoc` each (ids default to ``""``; texts kept if ``store_text``)."""
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise InputError(f"text at position {i} is {type(t).__name__}, not str",
+                                 field="text", reason="non_string_field")
+        n = len(texts)
+        if n == 0:
+            return []
+        cfg = self.config
+        batch = normalize(texts, cfg.normalize)
+        sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch)
+        ends = sort_unique_segments(h32, off, np.arange(n, dtype=np.int64))
+        keys = band_keys(sigs, *self._bands_rows)  # [bands, n]
+        none = np.zeros(0, np.uint64)
+        out = []
+        for i in range(n):
+            sh = h32[off[i]:ends[i]].copy()
+            out.append(StoredDoc(id="" if ids is None else ids[i],
+                                 text=texts[i] if self.store_text else None, shingles=sh,
+                                 keys=keys[:, i].copy() if len(sh) else none))
+        return out
+
+    # -- writing ----------------------------------------------------------------------------
+    def add(self, id: str, text: str) -> None:  # noqa: A002 - the natural name
+        """Add one document; :class:`DuplicateIdError` if ``id`` is present."""
+        self.add_many([(id, text)])
+
+    def add_many(self, docs: Iterable[tuple[str, str]] | Any, batch_size: int = 1000) -> int:
+        """Add ``(id, text)`` pairs (or a mapping id -> text) in transactional batches of
+        ``batch_size``; each batch is stored completely or not at all. Returns the number added."""
+        if hasattr(docs, "items"):
+            docs = docs.items()
+        added = 0
+        part: list[tuple[str, str]] = []
+        for item in docs:
+            part.append(item)
+            if len(part) >= batch_size:
+                added += self._add_batch(part)
+                part = []
+        if part:
+            added += self._add_batch(part)
+        return added
+
+    def _add_batch(self, part: list[tuple[str, str]]) -> int:
+        ids = [_check_id(x[0]) for x in part]
+        encoded = self.encode([x[1] for x in part], ids)
+        self.storage.insert(encoded)
+        return len(encoded)
+
+    def remove(self, id: str) -> bool:  # noqa: A002
+        """Remove a document; whether it was present."""
+        return self.storage.delete([_check_id(id)])[0]
+
+    def remove_many(self, ids: Sequence[str]) -> int:
+        return sum(self.storage.delete([_check_id(i) for i in ids]))
+
+    # -- reading ----------------------------------------------------------------------------
+    def _verify(self, doc: StoredDoc, threshold: float, exclude: str | None = None
+                ) -> list[Match]:
+        if len(doc.keys) == 0:
+            return []
+        handles = self.storage.candidates(doc.keys, self.bucket_cap)
+        if not handles:
+            return []
+        found = [(i, s) for i, s in self.storage.shingles(handles) if i != exclude]
+        if not found:
+            return []
+        arrays = [doc.shingles, *(s for _, s in found)]
+        sizes = np.fromiter((len(a) for a in arrays), np.int64, len(arrays))
+        starts = np.zeros(len(arrays), np.int64)
+        np.cumsum(sizes[:-1], out=starts[1:])
+        hashes = np.concatenate(arrays).astype(np.uint32, copy=False)
+        m = len(found)
+        sim = overlap_pairs(hashes, starts, starts + sizes, np.zeros(m, np.int64),
+                            np.arange(1, m + 1, dtype=np.int64))
+        keep = np.flatnonzero(sim >= np.float32(threshold))
+        matches = [Match(found[j][0], round(float(sim[j]), 6)) for j in keep.tolist()]
+        matches.sort(key=lambda x: (-x.similarity, x.id))
+        return matches
+
+    def query(self, text: str, threshold: float | None = None, top_k: int | None = None
+              ) -> list[Match]:
+        """Near-duplicates of ``text`` already in the index: :class:`Match` ``(id, similarity)``
+        sorted by verified Jaccard similarity, highest first. ``threshold`` defaults to the
+        index's; below it, LSH finds pairs with the probability of its S-curve."""
+        threshold = self._check_threshold(threshold)
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)
+                                  or top_k < 1):
+            raise ConfigError(f"top_k={top_k!r} is invalid: a positive integer or None")
+        matches = self._verify(self.encode([text])[0], threshold)
+        return matches[:top_k] if top_k is not None else matches
+
+    def query_id(self, id: str, threshold: float | None = None, top_k: int | None = None  # noqa: A002
+                 ) -> list[Match]:
+        """Near-duplicates of a document already in the index (itself left out)."""
+        got = self.storage.get(_check_id(id))
+        if got is None:
+            raise KeyError(id)
+        if got["text"] is not None:
+            doc = self.encode([got["text"]])[0]
+        else:
+            raise ConfigError("query_id needs the texts: this index was built with "
+                              "store_text=False")
+        matches = self._verify(doc, self._check_threshold(threshold), exclude=id)
+        return matches[:top_k] if top_k is not None else matches
+
+    def check_and_add(self, id: str, text: str, threshold: float | None = None  # noqa: A002
+                      ) -> list[Match]:
+        """For streams: the near-duplicates of ``text``; if there are none, ``text`` is added
+        under ``id``. Atomic across every client of the index (no two near-duplicates arriving
+        at once can both be added)."""
+        threshold = self._check_threshold(threshold)
+        doc = self.encode([text], [_check_id(id)])[0]
+        with self.storage.exclusive():
+            matches = self._verify(doc, threshold)
+            if not matches:
+                self.storage.insert([doc])
+        return matches
+
+    def _check_threshold(self, threshold: float | None) -> float:
+        if threshold is None:
+            return self.threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
+                0.0 < threshold <= 1.0):
+            raise ConfigError(f"threshold={threshold!r} is invalid: a number in (0, 1]")
+        return float(threshold)
+
+    def get(self, id: str) -> str | None:  # noqa: A002
+        """The stored text of ``id`` (``KeyError`` if absent; ``None`` if texts are not kept)."""
+        got = self.storage.get(_check_id(id))
+        if got is None:
+            raise KeyError(id)
+        return got["text"]
+
+    def get_texts(self, ids: Sequence[str]) -> dict[str, str | None]:
+        return self.storage.get_texts(list(ids))
+
+    def ids(self) -> Iterator[str]:
+        return self.storage.iter_ids()
+
+    def __contains__(self, id: object) -> bool:  # noqa: A002
+        return isinstance(id, str) and self.storage.contains(id)
+
+    def __len__(self) -> int:
+        return self.storage.count()
+
+    def stats(self) -> dict[str, Any]:
+        b, r = self._bands_rows
+        t = self.threshold
+        return {**self.storage.stats(), "threshold": t, "bands": b, "rows": r,
+                "num_perm": self.config.sketch.num_perm, "shingle": str(self.config.shingle),
+                "expected_recall_at_threshold": round(float(s_curve(t, b, r)), 6),
+                "store_text": self.store_text}
+
+    def close(self) -> None:
+        self.storage.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_id(x: object) -> str:
+    if not isinstance(x, str) or not x:
+        raise InputError(f"id {x!r} is invalid: a non-empty string", field="id",
+                         reason="bad_id")
+    return x
+
+
+def _config_from_params(p: dict[str, Any]) -> DedupConfig:
+    from ..config import (
+        ClusterConfig,
+        LSHConfig,
+        NormalizeConfig,
+        ShingleConfig,
+        SketchConfig,
+        VerifyConfig,
+    )
+
+    try:
+        return DedupConfig(normalize=NormalizeConfig(**p["normalize"]),
+                           shingle=ShingleConfig.parse(p["shingle"]),
+                           sketch=SketchConfig(**p["sketch"]), lsh=LSHConfig(**p["lsh"]),
+                           verify=VerifyConfig(**p["verify"]),
+                           cluster=ClusterConfig(**p["cluster"]))
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"the index's stored parameters are unreadable: {e}") from e

@@ -1,0 +1,217 @@
+"""The Redis backend: one index shared by several processes or hosts.
+
+Layout under a key prefix (``redis://host:6379/0?prefix=shop``, default prefix ``neardup``):
+``{p}:meta`` (hash: format version, parameters), ``{p}:ids`` (hash: id -> handle),
+``{p}:next`` (handle counter), ``{p}:d:{handle}`` (hash: id, text, shingles, band keys) and
+``{p}:b:{key}`` (set of handles per band key). Inserts and removals run as Lua scripts, which
+Redis executes atomically: a batch is stored whole or, if an id is already present, not at all.
+``check_and_add`` holds a Redis lock (``{p}:lock``) so that it is atomic across clients.
+A single Redis server (or a primary with replicas) is supported, not Redis Cluster: the scripts
+touch keys they compute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from ..errors import ConfigError, OutputError
+from .storage import DuplicateIdError, Storage, StoredDoc
+
+_INSERT = """
+local p = ARGV[1]
+local n = tonumber(ARGV[2])
+for i = 0, n - 1 do
+  local id = ARGV[3 + i * 6]
+  if redis.call('HEXISTS', p .. ':ids', id) == 1 then return {'dup', id} end
+end
+for i = 0, n - 1 do
+  local o = 3 + i * 6
+  local id = ARGV[o]
+  local h = redis.call('INCR', p .. ':next')
+  redis.call('HSET', p .. ':ids', id, h)
+  local dk = p .. ':d:' .. h
+  redis.call('HSET', dk, 'id', id, 'sh', ARGV[o + 3], 'keys', ARGV[o + 5])
+  if ARGV[o + 2] == '1' then redis.call('HSET', dk, 'text', ARGV[o + 1]) end
+  for k in string.gmatch(ARGV[o + 5], '%S+') do
+    redis.call('SADD', p .. ':b:' .. k, h)
+  end
+end
+return {'ok', tostring(n)}
+"""
+
+_DELETE = """
+local p = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  local h = redis.call('HGET', p .. ':ids', id)
+  if h then
+    local dk = p .. ':d:' .. h
+    local keys = redis.call('HGET', dk, 'keys')
+    if keys then
+      for k in string.gmatch(keys, '%S+') do
+        redis.call('SREM', p .. ':b:' .. k, h)
+      end
+    end
+    redis.call('DEL', dk)
+    redis.call('HDEL', p .. ':ids', id)
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+return out
+"""
+
+
+def _split_url(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    prefix = next((v for k, v in query if k == "prefix"), "neardup")
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    return urlunsplit(parts._replace(query=rest)), prefix
+
+
+class RedisStorage(Storage):
+    kind = "redis"
+
+    def __init__(self, url: str, *, prefix: str | None = None, lock_timeout: float = 30.0):
+        try:
+            import redis
+        except ImportError as e:  # pragma: no cover - redis is a dependency
+            raise ConfigError("the Redis backend needs the 'redis' package") from e
+        self._redis_mod = redis
+        plain, url_prefix = _split_url(url)
+        self.prefix = prefix or url_prefix
+        if not self.prefix or any(c.isspace() for c in self.prefix):
+            raise ConfigError(f"prefix={self.prefix!r} is invalid: a non-empty word")
+        self.url = plain
+        try:
+            self.r = redis.Redis.from_url(plain)
+            self.r.ping()
+        except (redis.RedisError, ValueError) as e:
+            raise OutputError(f"{plain}: cannot reach Redis ({e})") from e
+        self._insert = self.r.register_script(_INSERT)
+        self._delete = self.r.register_script(_DELETE)
+        self._lock_timeout = lock_timeout
+
+    def _k(self, *parts: Any) -> str:
+        return ":".join([self.prefix, *map(str, parts)])
+
+    def read_meta(self):
+        meta = self.r.hgetall(self._k("meta"))
+        if b"params" not in meta:
+            return None
+        return {"format_version": int(meta.get(b"format_version", b"0")),
+                "params": json.loads(meta[b"params"])}
+
+    def write_meta(self, meta):
+        self.r.hset(self._k("meta"), mapping={
+            "format_version": str(meta["format_version"]),
+            "params": json.dumps(meta["params"], sort_keys=True)})
+
+    def insert(self, docs: Sequence[StoredDoc]) -> None:
+        if not docs:
+            return
+        ids = [d.id for d in docs]
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)))
+        args: list[Any] = [self.prefix, len(docs)]
+        for d in docs:
+            args += [d.id, d.text or "", "0" if d.text is None else "1",
+                     d.shingles.astype("<u4", copy=False).tobytes(), b"",
+                     " ".join(map(str, d.keys.tolist()))]
+        status, detail = self._insert(args=args)
+        if status == b"dup":
+            raise DuplicateIdError(detail.decode())
+
+    def delete(self, ids):
+        if not ids:
+            return []
+        return [bool(x) for x in self._delete(args=[self.prefix, *ids])]
+
+    def candidates(self, keys, cap):
+        pipe = self.r.pipeline(transaction=False)
+        for k in np.asarray(keys, np.uint64).tolist():
+            pipe.srandmember(self._k("b", k), cap)
+        out: dict[int, None] = {}
+        for members in pipe.execute():
+            for h in members:
+                out[int(h)] = None
+        return list(out)
+
+    def shingles(self, handles):
+        pipe = self.r.pipeline(transaction=False)
+        for h in handles:
+            pipe.hmget(self._k("d", h), "id", "sh")
+        out = []
+        for doc_id, sh in pipe.execute():
+            if doc_id is not None:
+                out.append((doc_id.decode(), np.frombuffer(sh, "<u4")))
+        return out
+
+    def get(self, doc_id):
+        h = self.r.hget(self._k("ids"), doc_id)
+        if h is None:
+            return None
+        doc_id_b, text, sh = self.r.hmget(self._k("d", int(h)), "id", "text", "sh")
+        if doc_id_b is None:
+            return None
+        return {"id": doc_id, "text": None if text is None else text.decode(),
+                "shingles": np.frombuffer(sh, "<u4")}
+
+    def get_texts(self, ids):
+        ids = list(ids)
+        if not ids:
+            return {}
+        handles = self.r.hmget(self._k("ids"), ids)
+        pipe = self.r.pipeline(transaction=False)
+        present = [(i, h) for i, h in zip(ids, handles) if h is not None]
+        for _, h in present:
+            pipe.hget(self._k("d", int(h)), "text")
+        return {i: (None if t is None else t.decode())
+                for (i, _), t in zip(present, pipe.execute())}
+
+    def contains(self, doc_id):
+        return bool(self.r.hexists(self._k("ids"), doc_id))
+
+    def count(self):
+        return int(self.r.hlen(self._k("ids")))
+
+    def iter_ids(self):
+        for doc_id, _ in self.r.hscan_iter(self._k("ids")):
+            yield doc_id.decode()
+
+    @contextmanager
+    def exclusive(self):
+        lock = self.r.lock(self._k("lock"), timeout=self._lock_timeout,
+                           blocking_timeout=2 * self._lock_timeout)
+        if not lock.acquire():
+            raise OutputError(f"{self.url}: could not take the index lock {self._k('lock')}")
+        try:
+            yield
+        finally:
+            try:
+                lock.release()
+            except self._redis_mod.exceptions.LockError:
+                pass
+
+    def stats(self):
+        return {**super().stats(), "url": self.url, "prefix": self.prefix}
+
+    def drop(self) -> int:
+        """Delete every key of this index (for tests and for starting over)."""
+        n = 0
+        for key in self.r.scan_iter(match=f"{self.prefix}:*", count=1000):
+            n += self.r.delete(key)
+        return n
+
+    def close(self):
+        self.r.close()

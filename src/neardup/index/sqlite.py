@@ -1,0 +1,269 @@
+"""The SQLite backend, neardup's embedded default: one file, WAL mode, transactional batches.
+
+Tables: ``meta`` (parameters and format version, as JSON), ``docs`` (handle, id, text,
+shingles, band keys), ``bands`` (band key -> handle, a ``WITHOUT ROWID`` B-tree, so a lookup is
+one index probe per band) and ``counts``. Every batch is one ``BEGIN IMMEDIATE`` transaction,
+so a process killed in the middle of a batch leaves the file as it was before that batch, and a
+batch that returned is in the file (WAL with ``synchronous=NORMAL`` survives a killed process;
+``synchronous="full"`` also survives a power cut, at a cost per commit).
+
+Each thread gets its own connection (SQLite connections are not shared between threads); WAL
+lets readers go on while one writer commits. Other processes may open the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, OutputError
+from .storage import DuplicateIdError, Storage, StoredDoc
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    handle INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    text TEXT,
+    shingles BLOB NOT NULL,
+    keys BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bands (
+    key INTEGER NOT NULL,
+    handle INTEGER NOT NULL,
+    PRIMARY KEY (key, handle)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO counts VALUES ('documents', 0);
+"""
+
+_CHUNK = 500  # host parameters per IN (...) list, well under SQLite's limit
+
+
+def _signed(keys: np.ndarray) -> list[int]:
+    """uint64 band keys as the signed 64-bit integers SQLite stores."""
+    return np.ascontiguousarray(keys, np.uint64).view(np.int64).tolist()
+
+
+class SQLiteStorage(Storage):
+    kind = "sqlite"
+
+    def __init__(self, path: str | os.PathLike, *, synchronous: str = "normal",
+                 timeout: float = 60.0):
+        if synchronous not in ("normal", "full"):
+            raise ConfigError(f"synchronous={synchronous!r} is invalid: use 'normal' or 'full'")
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise OutputError(f"{self.path}: is a directory, not an index file")
+        if not self.path.parent.is_dir():
+            raise OutputError(f"{self.path}: the folder {self.path.parent} does not exist")
+        self._sync = synchronous.upper()
+        self._timeout = timeout
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        conn = self._conn()
+        try:
+            conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise OutputError(f"{self.path}: not a neardup SQLite index ({e})") from e
+
+    # -- connections ------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
+                                       check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.DatabaseError as e:
+                raise OutputError(f"{self.path}: cannot open as an SQLite index ({e})") from e
+            conn.execute(f"PRAGMA synchronous={self._sync}")
+            conn.execute("PRAGMA cache_size=-65536")  # 64 MB per connection
+            conn.execute("PRAGMA mmap_size=4294967296")  # reads share the OS page cache
+            conn.execute("PRAGMA temp_store=MEMORY")
+            self._local.conn = conn
+            self._local.depth = 0
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, or a part of the enclosing one (see :meth:`exclusive`)."""
+        conn = self._conn()
+        if self._local.depth:
+            yield conn
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        self._local.depth = 1
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+        finally:
+            self._local.depth = 0
+
+    @contextmanager
+    def exclusive(self):
+        self._conn()
+        if self._local.depth:
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        with self._write():
+            yield
+
+    # -- interface --------------------------------------------------------------------------
+    def read_meta(self):
+        rows = dict(self._conn().execute("SELECT key, value FROM meta"))
+        if "params" not in rows:
+            return None
+        return {"format_version": int(rows.get("format_version", "0")),
+                "params": json.loads(rows["params"])}
+
+    def write_meta(self, meta):
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             [("format_version", str(meta["format_version"])),
+                              ("params", json.dumps(meta["params"], sort_keys=True))])
+
+    def insert(self, docs: Sequence[StoredDoc]) -> None:
+        if not docs:
+            return
+        ids = [d.id for d in docs]
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)))
+        with self._write() as conn:
+            for s in range(0, len(ids), _CHUNK):
+                part = ids[s:s + _CHUNK]
+                row = conn.execute(f"SELECT id FROM docs WHERE id IN ({','.join('?' * len(part))})"
+                                   " LIMIT 1", part).fetchone()
+                if row is not None:
+                    raise DuplicateIdError(row[0])
+            base = conn.execute("SELECT COALESCE(MAX(handle), 0) FROM docs").fetchone()[0] + 1
+            conn.executemany(
+                "INSERT INTO docs (handle, id, text, shingles, keys) VALUES (?, ?, ?, ?, ?)",
+                [(base + i, d.id, d.text, d.shingles.astype("<u4", copy=False).tobytes(),
+                  d.keys.astype("<u8", copy=False).tobytes()) for i, d in enumerate(docs)])
+            sizes = np.fromiter((len(d.keys) for d in docs), np.int64, len(docs))
+            if sizes.sum():
+                keys = np.concatenate([d.keys for d in docs]).astype(np.uint64)
+                handles = np.repeat(np.arange(base, base + len(docs), dtype=np.int64), sizes)
+                order = np.argsort(keys.view(np.int64), kind="stable")  # B-tree order
+                conn.executemany("INSERT OR IGNORE INTO bands (key, handle) VALUES (?, ?)",
+                                 zip(_signed(keys[order]), handles[order].tolist()))
+            conn.execute("UPDATE counts SET value = value + ? WHERE name = 'documents'",
+                         (len(docs),))
+
+    def delete(self, ids):
+        out = []
+        with self._write() as conn:
+            for doc_id in ids:
+                row = conn.execute("SELECT handle, keys FROM docs WHERE id = ?",
+                                   (doc_id,)).fetchone()
+                out.append(row is not None)
+                if row is None:
+                    continue
+                handle, keys = row
+                conn.executemany("DELETE FROM bands WHERE key = ? AND handle = ?",
+                                 [(k, handle) for k in _signed(np.frombuffer(keys, "<u8"))])
+                conn.execute("DELETE FROM docs WHERE handle = ?", (handle,))
+            if any(out):
+                conn.execute("UPDATE counts SET value = value - ? WHERE name = 'documents'",
+                             (sum(out),))
+        return out
+
+    def candidates(self, keys, cap):
+        conn = self._conn()
+        out: dict[int, None] = {}
+        for k in _signed(keys):
+            for (h,) in conn.execute("SELECT handle FROM bands WHERE key = ? LIMIT ?", (k, cap)):
+                out[h] = None
+        return list(out)
+
+    def shingles(self, handles):
+        conn = self._conn()
+        rows: dict[int, tuple[str, np.ndarray]] = {}
+        handles = list(handles)
+        for s in range(0, len(handles), _CHUNK):
+            part = handles[s:s + _CHUNK]
+            for h, doc_id, blob in conn.execute(
+                    f"SELECT handle, id, shingles FROM docs WHERE handle IN "
+                    f"({','.join('?' * len(part))})", part):
+                rows[h] = (doc_id, np.frombuffer(blob, "<u4").astype(np.uint32, copy=False))
+        return [rows[h] for h in handles if h in rows]
+
+    def get(self, doc_id):
+        row = self._conn().execute("SELECT id, text, shingles FROM docs WHERE id = ?",
+                                   (doc_id,)).fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "text": row[1], "shingles": np.frombuffer(row[2], "<u4")}
+
+    def get_texts(self, ids):
+        conn = self._conn()
+        out: dict[str, str | None] = {}
+        ids = list(ids)
+        for s in range(0, len(ids), _CHUNK):
+            part = ids[s:s + _CHUNK]
+            out.update(conn.execute(f"SELECT id, text FROM docs WHERE id IN "
+                                    f"({','.join('?' * len(part))})", part))
+        return out
+
+    def contains(self, doc_id):
+        return self._conn().execute("SELECT 1 FROM docs WHERE id = ?",
+                                    (doc_id,)).fetchone() is not None
+
+    def count(self):
+        return int(self._conn().execute(
+            "SELECT value FROM counts WHERE name = 'documents'").fetchone()[0])
+
+    def iter_ids(self):
+        cur = self._conn().execute("SELECT id FROM docs ORDER BY handle")
+        for (doc_id,) in cur:
+            yield doc_id
+
+    def stats(self):
+        st = super().stats()
+        st["path"] = str(self.path)
+        try:
+            st["file_bytes"] = self.path.stat().st_size
+        except OSError:
+            pass
+        return st
+
+    def check(self) -> dict[str, Any]:
+        """SQLite's own integrity check plus neardup's invariants (used by the tests)."""
+        conn = self._conn()
+        ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        docs = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+        counted = self.count()
+        orphan = conn.execute("SELECT COUNT(*) FROM bands WHERE handle NOT IN "
+                              "(SELECT handle FROM docs)").fetchone()[0]
+        return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan}
+
+    def close(self):
+        with self._all_lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()

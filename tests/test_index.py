@@ -1,0 +1,225 @@
+"""neardup.Index: one suite run against every backend (memory, SQLite, a real Redis server),
+checked against brute-force Jaccard and against the batch engine."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from oracles import normalize as ref_normalize
+
+import neardup
+from neardup import ConfigError, DuplicateIdError, Index, InputError
+from neardup.synth import make_corpus
+
+BASE = ("the quick brown fox jumps over the lazy dog and then runs far away into the deep "
+        "dark forest where nobody can ever find it again because the trees are so tall")
+
+
+def word_shingles(text: str, k: int = 5) -> set[tuple[str, ...]]:
+    words = ref_normalize(text).split(" ")
+    words = [w for w in words if w]
+    if len(words) < k:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i:i + k]) for i in range(len(words) - k + 1)}
+
+
+def jaccard(a: str, b: str) -> float:
+    x, y = word_shingles(a), word_shingles(b)
+    return len(x & y) / len(x | y) if x | y else 1.0
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def make_index(request, tmp_path):
+    """A factory of indexes on one backend; the same target reopens the same index."""
+    made: list[Index] = []
+    if request.param == "memory":
+        storage = neardup.index.MemoryStorage()
+        target = storage
+    elif request.param == "sqlite":
+        target = tmp_path / "idx.db"
+    else:
+        url = request.getfixturevalue("redis_server")
+        target = f"{url}?prefix=t{uuid.uuid4().hex[:12]}"
+
+    def factory(**params):
+        idx = Index(target, **params)
+        made.append(idx)
+        return idx
+
+    factory.kind = request.param
+    yield factory
+    for idx in made:
+        if request.param == "redis":
+            idx.storage.drop()
+        idx.close()
+
+
+def test_add_query_remove_get(make_index):
+    idx = make_index(threshold=0.5)
+    near = BASE.replace("lazy", "sleepy")  # one word of 32: 5 of 28 shingles change
+    idx.add("a", BASE)
+    idx.add_many([("b", near), ("c", "a text about something else entirely, nothing shared")])
+    assert len(idx) == 3 and "a" in idx and "z" not in idx and 5 not in idx
+    assert idx.get("b") == near
+    got = idx.query(BASE, threshold=0.5)
+    assert [m.id for m in got] == ["a", "b"]
+    assert got[0].similarity == 1.0
+    assert got[1].similarity == pytest.approx(jaccard(BASE, near), abs=1e-6)
+    assert list(got[1]) == ["b", got[1].similarity]  # unpacks as (id, similarity)
+    assert idx.query(BASE, threshold=0.5, top_k=1) == got[:1]
+    assert idx.query(BASE, threshold=0.8) == got[:1]  # 0.70 is not a near-duplicate at 0.8
+    assert [m.id for m in idx.query_id("a", threshold=0.5)] == ["b"]
+    assert idx.remove("a") is True and idx.remove("a") is False
+    assert len(idx) == 2 and "a" not in idx
+    assert [m.id for m in idx.query(BASE, threshold=0.5)] == ["b"]
+    with pytest.raises(KeyError):
+        idx.get("a")
+    assert sorted(idx.ids()) == ["b", "c"]
+
+
+def test_duplicate_ids_and_atomic_batches(make_index):
+    idx = make_index()
+    idx.add("a", BASE)
+    with pytest.raises(DuplicateIdError, match="'a'"):
+        idx.add("a", "other")
+    # a batch naming a present id is stored not at all
+    with pytest.raises(DuplicateIdError):
+        idx.add_many([("x", "new one"), ("a", "again")])
+    with pytest.raises(DuplicateIdError):
+        idx.add_many([("y", "new"), ("y", "twice in one batch")])
+    assert len(idx) == 1 and "x" not in idx and "y" not in idx
+    for bad in ("", None, 3):
+        with pytest.raises(InputError):
+            idx.add(bad, "text")
+    with pytest.raises(InputError, match="not str"):
+        idx.add("q", b"bytes")
+    for bad in (0, 1.5, -1, "high", True):
+        with pytest.raises(ConfigError, match="threshold"):
+            idx.query(BASE, threshold=bad)
+    with pytest.raises(ConfigError, match="top_k"):
+        idx.query(BASE, top_k=0)
+
+
+def test_check_and_add_stream(make_index):
+    idx = make_index(threshold=0.6)
+    assert idx.check_and_add("a", BASE) == []
+    dup = idx.check_and_add("b", BASE.replace("lazy", "sleepy"))
+    assert [m.id for m in dup] == ["a"] and "b" not in idx
+    assert idx.check_and_add("c", "something else entirely with other words") == []
+    assert len(idx) == 2
+    empty = idx.check_and_add("e", "")
+    assert empty == [] and "e" in idx and idx.query("") == []  # empty texts match nothing
+
+
+def test_parameters_are_stored_and_checked(make_index):
+    idx = make_index(threshold=0.7, shingle="char:4", num_perm=64)
+    idx.add("a", BASE)
+    b, r = idx.bands, idx.rows
+    again = make_index()  # opened without parameters: the stored ones
+    assert (again.bands, again.rows, again.threshold) == (b, r, 0.7)
+    assert str(again.config.shingle) == "char:4" and again.config.sketch.num_perm == 64
+    assert [m.id for m in again.query(BASE)] == ["a"]
+    with pytest.raises(ConfigError, match=r"shingle.*word:5.*open it without parameters"):
+        make_index(threshold=0.7, shingle="word:5", num_perm=64)
+    with pytest.raises(ConfigError, match=r"lsh.threshold: index has 0.7, asked for 0.9"):
+        make_index(threshold=0.9, shingle="char:4", num_perm=64)
+    same = make_index(threshold=0.7, shingle="char:4", num_perm=64)
+    assert len(same) == 1
+
+
+def test_queries_agree_with_brute_force(make_index):
+    texts, _ = make_corpus(120, dup_fraction=0.5, seed=3, words=(40, 80),
+                           kinds=("edit", "paragraph", "header_footer"))
+    ids = [f"d{i}" for i in range(len(texts))]
+    # 32 bands of 2 rows: recall at Jaccard 0.5 is 1 - (1 - 0.25)**32 > 0.9999
+    idx = make_index(threshold=0.5, bands=32, rows=2, num_perm=64)
+    idx.add_many(zip(ids, texts), batch_size=37)
+    assert len(idx) == len(texts)
+    for i in range(0, len(texts), 7):
+        got = {m.id: m.similarity for m in idx.query(texts[i])}
+        want = {ids[j]: jaccard(texts[i], texts[j]) for j in range(len(texts))}
+        want = {k: v for k, v in want.items() if v >= 0.5}
+        assert set(got) == set(want)
+        for k, v in got.items():
+            assert v == pytest.approx(want[k], abs=1e-6)
+        sims = list(got.values())
+        assert sims == sorted(sims, reverse=True)
+
+
+def test_concurrent_check_and_add_admits_one_of_each_group(make_index):
+    idx = make_index(threshold=0.8)
+    groups = [f"{BASE} group number {g} " + " ".join(f"w{g}x{j}" for j in range(20))
+              for g in range(6)]
+    results: dict[str, list] = {}
+    lock = threading.Lock()
+
+    def worker(t: int):
+        for g in range(6):
+            doc_id = f"t{t}g{g}"
+            got = idx.check_and_add(doc_id, groups[g] + f" copy {t}")
+            with lock:
+                results[doc_id] = got
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(idx) == 6  # exactly one copy of each group got in
+    for g in range(6):
+        admitted = [f"t{t}g{g}" for t in range(4) if not results[f"t{t}g{g}"]]
+        assert len(admitted) == 1 and admitted[0] in idx
+
+
+def test_index_finds_the_batch_engines_pairs(make_index):
+    texts, _ = make_corpus(300, dup_fraction=0.6, seed=11, words=(50, 120), kinds=("edit",),
+                           max_edit_rate=0.08)
+    # the batch engine pairs exact copies by fingerprint and only their first one by Jaccard
+    texts = list(dict.fromkeys(texts))
+    ids = [f"n{i}" for i in range(len(texts))]
+    result = neardup.dedup(texts, ids, threshold=0.7)
+    batch = {(ids[a], ids[b]) for a, b in zip(result.pairs.left.tolist(),
+                                             result.pairs.right.tolist())}
+    idx = make_index(threshold=0.7)
+    idx.add_many(zip(ids, texts))
+    online = set()
+    for doc_id in ids:
+        for m in idx.query_id(doc_id):
+            online.add(tuple(sorted((doc_id, m.id), key=ids.index)))
+    assert online == batch and len(batch) > 50
+
+
+@given(st.lists(st.text(alphabet="ab cd", min_size=0, max_size=40), min_size=1, max_size=12))
+def test_memory_index_matches_brute_force_on_random_texts(texts):
+    idx = Index(threshold=0.5, bands=32, rows=2, num_perm=64)
+    idx.add_many((str(i), t) for i, t in enumerate(texts))
+    for t in texts:
+        got = {m.id for m in idx.query(t)}
+        sets = [word_shingles(x) for x in texts]
+        q = word_shingles(t)
+        want = {str(j) for j, s in enumerate(sets)
+                if q and s and len(q & s) / len(q | s) >= 0.5}
+        assert got == want
+
+
+def test_sqlite_file_is_wal_and_checks(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "x.db"
+    with Index(path) as idx:
+        idx.add_many((f"{i}", f"{BASE} {i}") for i in range(50))
+        idx.remove("7")
+        assert idx.storage.check() == {"integrity": "ok", "documents": 49, "counted": 49,
+                                       "orphan_keys": 0}
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    notdb = tmp_path / "not.db"
+    notdb.write_text("hello, this is not a database" * 100)
+    with pytest.raises(neardup.OutputError, match="not.db"):
+        Index(notdb)
+    with pytest.raises(neardup.OutputError, match="does not exist"):
+        Index(tmp_path / "missing" / "x.db")
