@@ -64,7 +64,6 @@ class RichProgress:
 
 
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:
-    d = DedupConfig()
     io = p.add_argument_group("input and output")
     io.add_argument("inputs", nargs="+", metavar="INPUT",
                     help="JSONL, CSV, TSV or Parquet files (optionally .gz or .zst), or folders of "
@@ -89,7 +88,20 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                          "count them in the summary (skip)")
     io.add_argument("--chunk-size", type=int, default=10_000, metavar="N",
                     help="documents read and sketched per chunk (default: 10000)")
+    io.add_argument("--save-index", default=None, metavar="PATH",
+                    help="also build an online index of the documents (a new SQLite file) that "
+                         "opens as neardup.Index and in `neardup index`/`serve`")
+    _add_param_args(p)
+    rn = p.add_argument_group("running")
+    rn.add_argument("--workers", type=int, default=None,
+                    help="threads for the compiled stages (default: all cores)")
+    rn.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summary text")
+    rn.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
+
+def _add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
+    """Normalisation, shingle, MinHash and LSH parameters (shared by dedup and index create)."""
+    d = DedupConfig()
     nm = p.add_argument_group("normalisation (NFKC, case folding and whitespace collapsing are on)")
     nm.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalisation")
     nm.add_argument("--no-casefold", action="store_true", help="keep letter case")
@@ -121,6 +133,8 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                     help="buckets with more documents are linked as a star and reported "
                          "(default: 500)")
 
+    if not clustering:
+        return
     vc = p.add_argument_group("verification and clustering")
     vc.add_argument("--verify", choices=["exact", "estimate"], default=d.verify.mode,
                     help="exact Jaccard of the shingle sets (default) or the MinHash estimate")
@@ -130,21 +144,16 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
     vc.add_argument("--keep", choices=["first", "longest"], default=d.cluster.keep,
                     help="representative kept from each cluster (default: first)")
 
-    rn = p.add_argument_group("running")
-    rn.add_argument("--workers", type=int, default=None,
-                    help="threads for the compiled stages (default: all cores)")
-    rn.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summary text")
-    rn.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-
 
 def _config_from_args(a: argparse.Namespace) -> DedupConfig:
+    extra = ({"verify": a.verify, "cluster": a.cluster, "keep": a.keep}
+             if hasattr(a, "verify") else {})
     return DedupConfig.from_kwargs(
         nfkc=not a.no_nfkc, casefold=not a.no_casefold, strip_html=a.strip_html,
         strip_punctuation=a.strip_punctuation, strip_digits=a.strip_digits,
         strip_stopwords=a.strip_stopwords, shingle=a.shingle, num_perm=a.num_perm, seed=a.seed,
         scheme=a.scheme, threshold=a.threshold, bands=a.bands, rows=a.rows,
-        min_recall=a.min_recall, bucket_cap=a.bucket_cap, verify=a.verify, cluster=a.cluster,
-        keep=a.keep,
+        min_recall=a.min_recall, bucket_cap=a.bucket_cap, **extra,
     )
 
 
@@ -203,7 +212,7 @@ def cmd_dedup(a: argparse.Namespace) -> int:
             a.inputs, a.output, config=config, text_fields=a.text_field, id_field=a.id_field,
             input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
             chunk_size=a.chunk_size, output_format=a.output_format,
-            write_corpus=not a.no_corpus, progress=progress,
+            write_corpus=not a.no_corpus, progress=progress, save_index=a.save_index,
         )
     finally:
         if progress is not None:
@@ -373,6 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--save-model", default=None, metavar="PATH", help="also fit the matcher "
                     "on all labelled pairs and save it for `products dedup --model`")
     pe.set_defaults(func=cmd_products_eval)
+    from .cli_index import add_index_commands
+
+    add_index_commands(sub)
     return p
 
 

@@ -61,6 +61,21 @@ def _prepare_outdir(outdir: Path) -> None:
         raise OutputError(f"{outdir}: the output directory is not writable")
 
 
+def _new_index(path: Path, config: DedupConfig):
+    """An SQLite index under a temporary name beside ``path`` (which must not exist yet)."""
+    from .index import Index
+
+    if path.exists():
+        raise OutputError(f"{path}: exists; --save-index writes a new index (add to an existing "
+                          "one with `neardup index add`)")
+    if not path.parent.is_dir():
+        raise OutputError(f"{path}: the folder {path.parent} does not exist")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    return Index(tmp, config=config), tmp
+
+
 def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str, str]:
     """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
     ids = np.asarray(result.ids, dtype=object)
@@ -85,9 +100,15 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
                 id_field: str | None = None, input_format: str | None = None,
                 encoding: str = "utf-8", on_error: str = "fail", chunk_size: int = 10_000,
                 output_format: str = "parquet", write_corpus: bool = True,
-                progress: Progress | None = None) -> dict[str, Any]:
+                progress: Progress | None = None,
+                save_index: str | os.PathLike | None = None) -> dict[str, Any]:
     """Deduplicate the documents of ``paths`` and write clusters, pairs, the deduplicated corpus
-    and ``summary.json`` into ``outdir``. Returns the summary."""
+    and ``summary.json`` into ``outdir``. Returns the summary.
+
+    ``save_index``: also build an online :class:`~neardup.Index` (SQLite) of every document, with
+    the run's parameters, at this new path. It is built under a temporary name beside it and
+    renamed only when the whole run succeeded.
+    """
     if output_format not in OUTPUT_FORMATS:
         raise ConfigError(f"output_format={output_format!r} is invalid: one of "
                           f"{', '.join(OUTPUT_FORMATS)}")
@@ -104,6 +125,22 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     read_opts = dict(text_fields=tuple(text_fields), id_field=id_field, on_error=on_error,
                      encoding=encoding, fmt=input_format)
 
+    index = index_tmp = None
+    if save_index is not None:
+        index, index_tmp = _new_index(Path(save_index), config)
+    try:
+        return _run(paths, outdir, config, report, read_opts, chunk_size, output_format,
+                    write_corpus, progress, t_start, index, index_tmp, save_index)
+    except BaseException:
+        if index is not None:
+            index.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{index_tmp}{suffix}").unlink(missing_ok=True)
+        raise
+
+
+def _run(paths, outdir, config, report, read_opts, chunk_size, output_format, write_corpus,
+         progress, t_start, index, index_tmp, save_index) -> dict[str, Any]:
     def on_stage(stage: str, done: int, total: int) -> None:
         progress.update(stage, done, total)
 
@@ -113,11 +150,16 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     done_bytes = 0
     read_time = 0.0
     locations = array("q")  # where each record came from, to copy kept JSONL lines unparsed
+    index_time = 0.0
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
         for chunk in read_documents(paths, chunk_size=chunk_size, report=report, **read_opts):
             read_time += time.perf_counter() - t_read
             dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+            if index is not None:
+                t_ix = time.perf_counter()
+                index.add_many(zip(chunk.ids, chunk.texts), batch_size=max(len(chunk), 1))
+                index_time += time.perf_counter() - t_ix
             locations.extend(chunk.locations)
             done_bytes += chunk.progress_bytes
             progress.update("read", done_bytes, total_bytes)
@@ -141,6 +183,10 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
                                      chunk_size=chunk_size,
                                      locations=np.frombuffer(locations, np.int64), **read_opts)
         outputs["deduplicated"] = [str(p) for p in written]
+    if index is not None:
+        index.close()
+        os.replace(index_tmp, save_index)
+        outputs["index"] = str(save_index)
     t_write = time.perf_counter() - t0
     progress.finish("write")
 
@@ -152,6 +198,8 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     summary["outputs"] = outputs
     summary["timings_s"] = {"read": round(read_time, 4), **summary["timings_s"],
                             "write": round(t_write, 4)}
+    if index is not None:
+        summary["timings_s"]["index"] = round(index_time, 4)
     summary["seconds"] = round(wall, 4)
     summary["documents_per_s"] = round(summary["documents"] / wall, 1) if wall > 0 else None
     summary["mb_per_s"] = round(summary["text_bytes"] / 1e6 / wall, 2) if wall > 0 else None

@@ -1,0 +1,161 @@
+"""`neardup index`, `neardup stream` and `neardup dedup --save-index`, and an index that
+survives a writer killed with SIGKILL in the middle of a batch."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from neardup import Index
+from neardup.cli import main
+from neardup.synth import make_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+NEWS = ROOT / "examples" / "news.jsonl"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(x) for x in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_index_commands(tmp_path, capsys):
+    db = tmp_path / "news.db"
+    code, out, _ = run(capsys, "index", "create", db, "--threshold", "0.7", "--json")
+    assert code == 0 and json.loads(out)["threshold"] == 0.7
+    code, out, _ = run(capsys, "index", "add", db, NEWS, "--id-field", "id", "--json")
+    assert code == 0 and json.loads(out)["added"] == 330
+    records = [json.loads(line) for line in NEWS.read_text().splitlines()]
+    q = tmp_path / "q.txt"
+    q.write_text(records[0]["text"])
+    code, out, _ = run(capsys, "index", "query", db, "--file", q, "--json")
+    got = json.loads(out)[0]["matches"]
+    with Index(db) as idx:
+        want = [{"id": m.id, "similarity": m.similarity} for m in idx.query(records[0]["text"])]
+    assert code == 0 and got == want and got[0] == {"id": records[0]["id"], "similarity": 1.0}
+    code, out, _ = run(capsys, "index", "query", db, "nothing like any news item at all")
+    assert code == 0 and "unique" in out
+    code, out, _ = run(capsys, "index", "remove", db, records[0]["id"], "nope", "--json",
+                       "--strict")
+    assert code == 3 and json.loads(out) == {"removed": 1, "not_found": ["nope"],
+                                             "documents": 329}
+    code, out, _ = run(capsys, "index", "stats", db, "--json")
+    st = json.loads(out)
+    assert st["documents"] == 329 and (st["bands"], st["rows"]) == (21, 6)
+    # errors: repeated ids, nothing to query, no such index, an existing one created again
+    code, _, err = run(capsys, "index", "add", db, NEWS, "--id-field", "id")
+    assert code == 3 and "already in the index" in err and "0 documents were added" in err
+    assert run(capsys, "index", "query", db)[0] == 2
+    code, _, err = run(capsys, "index", "stats", tmp_path / "missing.db")
+    assert code == 4 and "neardup index create" in err
+    code, _, err = run(capsys, "index", "create", db)
+    assert code == 4 and "exists" in err
+
+
+def test_stream_decisions(tmp_path, capsys, monkeypatch):
+    db = tmp_path / "s.db"
+    assert run(capsys, "index", "create", db, "--threshold", "0.6")[0] == 0
+    base = " ".join(f"word{i}" for i in range(40))
+    lines = [json.dumps({"id": "a", "text": base}),
+             json.dumps({"id": "b", "text": base.replace("word7", "other")}),
+             "not json",
+             json.dumps({"id": "c"}),
+             "",
+             json.dumps({"id": 4, "text": "something new and different, nothing in common"})]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
+        ("\n".join(lines) + "\n").encode())))
+    code, out, err = run(capsys, "stream", db)
+    got = [json.loads(x) for x in out.splitlines()]
+    assert code == 0
+    assert got[0] == {"id": "a", "decision": "unique", "added": True, "matches": []}
+    assert got[1]["decision"] == "duplicate" and got[1]["matches"][0]["id"] == "a"
+    assert got[2]["decision"] == "error" and got[2]["line"] == 3 and "malformed" in got[2]["error"]
+    assert got[3]["line"] == 4 and "field 'text'" in got[3]["error"]
+    assert got[4] == {"id": "4", "decision": "unique", "added": True, "matches": []}
+    assert "5 lines, 2 unique, 1 duplicates, 2 errors" in err
+    with Index(db) as idx:
+        assert sorted(idx.ids()) == ["4", "a"]
+
+
+def test_dedup_save_index_opens_as_index(tmp_path, capsys):
+    db = tmp_path / "saved.db"
+    out = tmp_path / "out"
+    code, _, _ = run(capsys, "dedup", NEWS, "--id-field", "id", "-o", out, "--save-index", db,
+                     "--threshold", "0.7", "--quiet")
+    assert code == 0 and db.exists()
+    assert not list(tmp_path.glob(".saved.db*"))
+    pairs = pq.read_table(out / "pairs.parquet").to_pylist()
+    summary = json.loads((out / "summary.json").read_text())
+    with Index(db) as idx:
+        assert len(idx) == 330 and idx.threshold == 0.7
+        assert (idx.bands, idx.rows) == (summary["lsh"]["bands"], summary["lsh"]["rows"])
+        assert idx.config.to_dict() == Index(config=None, threshold=0.7).config.to_dict()
+        for p in pairs:
+            found = {m.id: m.similarity for m in idx.query_id(p["id_a"])}
+            assert found[p["id_b"]] == pytest.approx(p["similarity"], abs=1e-6)
+    assert summary["outputs"]["index"] == str(db)
+    # an existing path is refused before anything is read; a failed run leaves no index
+    code, _, err = run(capsys, "dedup", NEWS, "--id-field", "id", "-o", out, "--save-index", db)
+    assert code == 4 and "exists" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "1", "text": "fine"}\nnot json\n')
+    code, _, err = run(capsys, "dedup", bad, "--id-field", "id", "-o", tmp_path / "o2",
+                       "--save-index", tmp_path / "new.db")
+    assert code == 3 and not (tmp_path / "new.db").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".new.db")]
+
+
+WRITER = textwrap.dedent("""
+    import itertools, sys
+    from neardup import Index
+    from neardup.synth import make_corpus
+    texts, _ = make_corpus(1000, seed=5, words=(40, 120))
+    idx = Index(sys.argv[1])
+    size = int(sys.argv[2])
+    for b in itertools.count():  # until killed
+        idx.add_many([(f"d{i}", texts[i % 1000]) for i in range(b * size, (b + 1) * size)],
+                     batch_size=size)
+        print("ACK", b, flush=True)
+""")
+
+
+@pytest.mark.parametrize("kill_after", [1, 4, 9])
+def test_sigkill_mid_batch_loses_nothing_acknowledged(tmp_path, kill_after):
+    db = tmp_path / "k.db"
+    size = 250
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(size)],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    acked = -1
+    while acked < kill_after:
+        line = proc.stdout.readline()
+        assert line.startswith("ACK"), f"writer stopped early: {line!r}"
+        acked = int(line.split()[1])
+    time.sleep(0.013 * kill_after)  # somewhere inside a later batch
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    for line in proc.stdout:  # batches acknowledged before the kill landed
+        acked = int(line.split()[1])
+    texts, _ = make_corpus(1000, seed=5, words=(40, 120))
+    with Index(db) as idx:
+        check = idx.storage.check()
+        n = len(idx)
+        assert check == {"integrity": "ok", "documents": n, "counted": n, "orphan_keys": 0}
+        assert n % size == 0 and n >= (acked + 1) * size  # whole batches only, none lost
+        for i in (0, (acked + 1) * size - 1, n - 1):
+            assert f"d{i}" in idx and idx.get(f"d{i}") == texts[i % 1000]
+            assert idx.query(texts[i % 1000])[0].similarity == 1.0
+        assert f"d{n}" not in idx
+        idx.add_many([(f"d{i}", texts[i % 1000]) for i in range(n, n + size)])  # writable
+        assert len(idx) == n + size
