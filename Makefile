@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean fresh-kernels
+.PHONY: demo test lint bench bench-index clean fresh-kernels system-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,18 @@ bench: $(STAMP) fresh-kernels
 	$(BIN)/python benchmarks/core.py --sizes 10000 --results benchmarks/data/bench-results
 	$(BIN)/python benchmarks/compare.py --sizes 10000 --repeat 1 --results benchmarks/data/bench-results
 
+# Debian packages the Redis and browser tests use (run as root, or with passwordless sudo).
+system-deps:
+	@need=""; command -v redis-server >/dev/null || need="$$need redis-server"; \
+	command -v chromium >/dev/null || need="$$need chromium"; \
+	if [ -n "$$need" ]; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$need; \
+	fi
+
+bench-index: $(STAMP) fresh-kernels
+	$(BIN)/python benchmarks/index.py --size 100000
+
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .hypothesis
+	rm -rf $(VENV) demo-out .pytest_cache .hypothesis test-artifacts
 	find src -name "*.nbi" -o -name "*.nbc" | xargs rm -f  # numba caches

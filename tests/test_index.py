@@ -223,3 +223,22 @@ def test_sqlite_file_is_wal_and_checks(tmp_path):
         Index(notdb)
     with pytest.raises(neardup.OutputError, match="does not exist"):
         Index(tmp_path / "missing" / "x.db")
+
+
+def test_sqlite_band_tables_split_by_handle(tmp_path):
+    """Small band tables (17 documents each) give the same answers as one table."""
+    texts, _ = make_corpus(150, dup_fraction=0.5, seed=8, words=(40, 80), kinds=("edit",))
+    ids = [f"d{i}" for i in range(len(texts))]
+    small = Index(tmp_path / "small.db", storage_options={"part_docs": 17}, threshold=0.6)
+    one = Index(threshold=0.6)
+    for idx in (small, one):
+        idx.add_many(zip(ids, texts), batch_size=40)
+        idx.remove_many(ids[::9])
+    assert len(small.storage._parts(small.storage._conn())) == 9
+    for t in texts[::5]:
+        assert small.query(t) == one.query(t)
+    assert small.storage.check()["orphan_keys"] == 0
+    small.close()
+    again = Index(tmp_path / "small.db")  # the split is read from the file
+    assert again.storage.part_docs == 17 and again.query(texts[1]) == one.query(texts[1])
+    again.close()

@@ -1,8 +1,9 @@
 """The SQLite backend, neardup's embedded default: one file, WAL mode, transactional batches.
 
 Tables: ``meta`` (parameters and format version, as JSON), ``docs`` (handle, id, text,
-shingles, band keys), ``bands`` (band key -> handle, a ``WITHOUT ROWID`` B-tree, so a lookup is
-one index probe per band) and ``counts``. Every batch is one ``BEGIN IMMEDIATE`` transaction,
+shingles, band keys), ``bands_0``, ``bands_1``, ... (band key -> handle, ``WITHOUT ROWID``
+B-trees, one per 131,072 consecutive handles, so a lookup is one probe per band and table and
+inserts touch only the newest table) and ``counts``. Every batch is one ``BEGIN IMMEDIATE`` transaction,
 so a process killed in the middle of a batch leaves the file as it was before that batch, and a
 batch that returned is in the file (WAL with ``synchronous=NORMAL`` survives a killed process;
 ``synchronous="full"`` also survives a power cut, at a cost per commit).
@@ -36,16 +37,23 @@ CREATE TABLE IF NOT EXISTS docs (
     shingles BLOB NOT NULL,
     keys BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS bands (
-    key INTEGER NOT NULL,
-    handle INTEGER NOT NULL,
-    PRIMARY KEY (key, handle)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 """
 
 _CHUNK = 500  # host parameters per IN (...) list, well under SQLite's limit
+
+# Band keys live in one table per PART_DOCS consecutive handles. A commit rewrites every B-tree
+# page it touches, and the keys of a batch land on random pages: in one table for the whole
+# index the pages per batch (and the time per document) grow with the index; with bounded
+# tables they stay bounded, for a query cost of one probe per band and table.
+PART_DOCS = 1 << 17
+
+_PART_SQL = """CREATE TABLE IF NOT EXISTS bands_{g} (
+    key INTEGER NOT NULL,
+    handle INTEGER NOT NULL,
+    PRIMARY KEY (key, handle)
+) WITHOUT ROWID"""
 
 
 def _signed(keys: np.ndarray) -> list[int]:
@@ -57,7 +65,7 @@ class SQLiteStorage(Storage):
     kind = "sqlite"
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "normal",
-                 timeout: float = 60.0):
+                 timeout: float = 60.0, part_docs: int = PART_DOCS):
         if synchronous not in ("normal", "full"):
             raise ConfigError(f"synchronous={synchronous!r} is invalid: use 'normal' or 'full'")
         self.path = Path(path)
@@ -75,6 +83,12 @@ class SQLiteStorage(Storage):
             conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
             raise OutputError(f"{self.path}: not a neardup SQLite index ({e})") from e
+        if not isinstance(part_docs, int) or part_docs < 1:
+            raise ConfigError(f"part_docs={part_docs!r} is invalid: a positive integer")
+        # fixed when the file is made: the handles of each band table
+        conn.execute("INSERT OR IGNORE INTO counts VALUES ('part_docs', ?)", (part_docs,))
+        self.part_docs = int(conn.execute(
+            "SELECT value FROM counts WHERE name = 'part_docs'").fetchone()[0])
 
     # -- connections ------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -165,9 +179,16 @@ class SQLiteStorage(Storage):
             if sizes.sum():
                 keys = np.concatenate([d.keys for d in docs]).astype(np.uint64)
                 handles = np.repeat(np.arange(base, base + len(docs), dtype=np.int64), sizes)
-                order = np.argsort(keys.view(np.int64), kind="stable")  # B-tree order
-                conn.executemany("INSERT OR IGNORE INTO bands (key, handle) VALUES (?, ?)",
-                                 zip(_signed(keys[order]), handles[order].tolist()))
+                part = handles // self.part_docs
+                order = np.lexsort((keys.view(np.int64), part))  # table, then B-tree order
+                keys, handles, part = keys[order], handles[order], part[order]
+                cuts = np.flatnonzero(np.diff(part)) + 1
+                for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(part)]):
+                    g = int(part[lo])
+                    conn.execute(_PART_SQL.format(g=g))
+                    conn.executemany(f"INSERT OR IGNORE INTO bands_{g} (key, handle) "
+                                     "VALUES (?, ?)",
+                                     zip(_signed(keys[lo:hi]), handles[lo:hi].tolist()))
             conn.execute("UPDATE counts SET value = value + ? WHERE name = 'documents'",
                          (len(docs),))
 
@@ -181,19 +202,40 @@ class SQLiteStorage(Storage):
                 if row is None:
                     continue
                 handle, keys = row
-                conn.executemany("DELETE FROM bands WHERE key = ? AND handle = ?",
-                                 [(k, handle) for k in _signed(np.frombuffer(keys, "<u8"))])
+                if keys:
+                    conn.executemany(f"DELETE FROM bands_{handle // self.part_docs} WHERE key = ? "
+                                     "AND handle = ?",
+                                     [(k, handle) for k in _signed(np.frombuffer(keys, "<u8"))])
                 conn.execute("DELETE FROM docs WHERE handle = ?", (handle,))
             if any(out):
                 conn.execute("UPDATE counts SET value = value - ? WHERE name = 'documents'",
                              (sum(out),))
         return out
 
+    def _parts(self, conn: sqlite3.Connection) -> list[str]:
+        """The band tables, re-read only when the schema changed (another writer may add one)."""
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        cached = getattr(self._local, "parts", None)
+        if cached is None or cached[0] != version:
+            names = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'bands_*'")]
+            names.sort(key=lambda n: int(n.rsplit("_", 1)[1]))
+            cached = (version, names)
+            self._local.parts = cached
+        return cached[1]
+
     def candidates(self, keys, cap):
         conn = self._conn()
+        keys = _signed(keys)
+        if not keys:
+            return []
         out: dict[int, None] = {}
-        for k in _signed(keys):
-            for (h,) in conn.execute("SELECT handle FROM bands WHERE key = ? LIMIT ?", (k, cap)):
+        for table in self._parts(conn):
+            # one statement per table: a capped probe per band key
+            sql = " UNION ALL ".join(
+                f"SELECT * FROM (SELECT handle FROM {table} WHERE key = ? LIMIT {int(cap)})"
+                for _ in keys)
+            for (h,) in conn.execute(sql, keys):
                 out[h] = None
         return list(out)
 
@@ -254,8 +296,9 @@ class SQLiteStorage(Storage):
         ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
         docs = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
         counted = self.count()
-        orphan = conn.execute("SELECT COUNT(*) FROM bands WHERE handle NOT IN "
-                              "(SELECT handle FROM docs)").fetchone()[0]
+        orphan = sum(conn.execute(f"SELECT COUNT(*) FROM {t} WHERE handle NOT IN "
+                                  "(SELECT handle FROM docs)").fetchone()[0]
+                     for t in self._parts(conn))
         return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan}
 
     def close(self):

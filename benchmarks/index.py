@@ -1,0 +1,184 @@
+"""Online index benchmark: batched inserts into an SQLite index, then query latency.
+
+    python benchmarks/index.py --size 1000000          # the issue's figure (about 10 minutes)
+    python benchmarks/index.py --size 100000 --backend redis
+
+Reads the first ``size`` documents of ``benchmarks/data/corpus-<N>.jsonl`` (20 Newsgroups text
+with planted near-duplicates, about 2 KB each; built by ``benchmarks/corpus.py`` from
+``../shared/data/20news-bydate.tar.gz`` when missing) and adds them in batches of ``--batch``
+(one transaction each) to a new index with default parameters (word 5-shingles, 128
+permutations, threshold 0.8, texts stored). Reports documents/s overall and per tenth of the
+run (to show whether inserts slow down as the index grows), the file size, then the latency of
+``--queries`` queries in a freshly opened index: half are documents held out of the index (new
+texts, most of them unique), half are lightly edited copies of indexed documents (found as
+near-duplicates). Writes ``benchmarks/results/index-<backend>-<size>.json`` and a markdown line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(HERE))
+
+from neardup import Index  # noqa: E402
+from neardup.synth import edit_words  # noqa: E402
+
+ARCHIVE = ROOT.parent / "shared" / "data" / "20news-bydate.tar.gz"
+
+
+def find_corpus(size: int) -> Path:
+    """The smallest corpus file with at least ``size`` documents (built if there is none)."""
+    have = []
+    for p in (HERE / "data").glob("corpus-*.jsonl"):
+        try:
+            have.append((int(p.stem.split("-")[1]), p))
+        except ValueError:
+            continue
+    fit = sorted(x for x in have if x[0] >= size)
+    if fit:
+        return fit[0][1]
+    if not ARCHIVE.exists():
+        sys.exit(f"benchmarks/index.py: {ARCHIVE} is missing: the corpus is built from the 20 "
+                 "Newsgroups archive (see ../shared/data/README.md)")
+    import corpus as corpus_mod
+
+    path = HERE / "data" / f"corpus-{size}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    corpus_mod.write_corpus(size, path, archive=ARCHIVE)
+    return path
+
+
+def read_docs(path: Path, n: int):
+    with open(path, "rb") as f:
+        for i, line in enumerate(f):
+            if i >= n:
+                return
+            rec = orjson.loads(line)
+            yield rec["id"], rec["text"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--backend", choices=["sqlite", "redis", "memory"], default="sqlite")
+    ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0?prefix=bench")
+    ap.add_argument("--index", default=None, help="index path (default benchmarks/data/...)")
+    ap.add_argument("--results", default=str(HERE / "results"))
+    a = ap.parse_args()
+
+    corpus = find_corpus(a.size + a.queries // 2)
+    if a.backend == "sqlite":
+        target = Path(a.index or HERE / "data" / f"index-{a.size}.db")
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
+    elif a.backend == "redis":
+        target = a.redis_url
+    else:
+        target = None
+    idx = Index(target)
+    if a.backend == "redis":
+        idx.storage.drop()
+        idx = Index(target)
+
+    print(f"inserting {a.size:,} documents from {corpus.name} into {a.backend} "
+          f"({idx.bands}x{idx.rows} bands), batches of {a.batch}", file=sys.stderr)
+    tenths = []
+    t0 = time.perf_counter()
+    t_tenth = t0
+    batch: list[tuple[str, str]] = []
+    done = 0
+    text_bytes = 0
+    step = max(a.size // 10, 1)
+    for doc_id, text in read_docs(corpus, a.size):
+        batch.append((doc_id, text))
+        text_bytes += len(text)
+        if len(batch) == a.batch:
+            idx.add_many(batch, batch_size=a.batch)
+            done += len(batch)
+            batch = []
+            if done % step < a.batch and done >= step * (len(tenths) + 1):
+                now = time.perf_counter()
+                tenths.append(round(step / (now - t_tenth), 1))
+                t_tenth = now
+                print(f"  {done:>9,}  {tenths[-1]:>8,.0f} docs/s", file=sys.stderr)
+    if batch:
+        idx.add_many(batch, batch_size=a.batch)
+        done += len(batch)
+    insert_s = time.perf_counter() - t0
+    n = len(idx)
+    assert n == a.size, (n, a.size)
+    idx.close()
+
+    # queries: held-out documents and edited copies of indexed ones, on a freshly opened index
+    rng = np.random.default_rng(0)
+    held = [t for _, t in read_docs(corpus, a.size + a.queries // 2)][a.size:]
+    picks = rng.choice(a.size, a.queries - len(held), replace=False)
+    picked = set(picks.tolist())
+    vocab = ["lorem", "ipsum", "dolor", "amet", "consectetur", "adipiscing", "elit", "sed"]
+    edited = [edit_words(t, 0.01, rng, vocab) for i, (_, t) in
+              enumerate(read_docs(corpus, a.size)) if i in picked]
+    queries = held + edited
+    order = rng.permutation(len(queries))
+    t_open = time.perf_counter()
+    idx = Index(target)
+    open_s = time.perf_counter() - t_open
+    idx.query(queries[0])  # compile and warm the kernels once
+    lat = np.empty(len(queries))
+    found = np.zeros(len(queries), bool)
+    for j, q in enumerate(order.tolist()):
+        t = time.perf_counter()
+        got = idx.query(queries[q])
+        lat[j] = time.perf_counter() - t
+        found[j] = bool(got)
+    is_edit = order >= len(held)
+    size_bytes = None
+    if a.backend == "sqlite":
+        size_bytes = sum(Path(f"{target}{s}").stat().st_size for s in ("", "-wal")
+                         if Path(f"{target}{s}").exists())
+    idx.close()
+
+    res = {
+        "backend": a.backend, "documents": n, "batch": a.batch, "text_mb": round(text_bytes / 1e6,
+                                                                               1),
+        "insert_s": round(insert_s, 2), "insert_docs_per_s": round(n / insert_s, 1),
+        "insert_docs_per_s_by_tenth": tenths,
+        "index_bytes": size_bytes, "open_s": round(open_s, 4),
+        "queries": len(queries),
+        "query_ms": {"p50": round(float(np.percentile(lat, 50)) * 1e3, 3),
+                     "p90": round(float(np.percentile(lat, 90)) * 1e3, 3),
+                     "p99": round(float(np.percentile(lat, 99)) * 1e3, 3),
+                     "max": round(float(lat.max()) * 1e3, 3),
+                     "mean": round(float(lat.mean()) * 1e3, 3)},
+        "edited_copies_found": round(float(found[is_edit].mean()), 4),
+        "held_out_with_a_match": round(float(found[~is_edit].mean()), 4),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                   f"{platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    out = Path(a.results)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"index-{a.backend}-{a.size}.json").write_text(json.dumps(res, indent=2) + "\n")
+    print(json.dumps(res, indent=2))
+    q = res["query_ms"]
+    print(f"| {a.backend} | {n:,} | {res['insert_docs_per_s']:,.0f} | {q['p50']:.2f} | "
+          f"{q['p99']:.2f} | {size_bytes / 1e9 if size_bytes else float('nan'):.2f} GB |")
+
+
+if __name__ == "__main__":
+    main()

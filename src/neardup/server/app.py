@@ -1,0 +1,934 @@
+"""The HTTP service of a :class:`neardup.Index` and its web page (issue 5).
+
+``create_app(index)`` returns a FastAPI application: JSON endpoints to add, query, check and
+remove documents, an upload endpoint that deduplicates a CSV or JSONL collection in memory, and
+the web page at ``/``. Every client error is a JSON ``{"detail": "message"}`` with a 4xx status;
+blocking work runs in sync endpoints, which FastAPI runs in its thread pool, so concurrent
+clients are served at once.
+
+Run it with ``python -m neardup.server.app shop.db --port 8000`` or :func:`run`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import secrets
+import sys
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import orjson
+from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import dedup
+from ..errors import ConfigError, InputError
+from ..index import DuplicateIdError, Index
+from .passages import passages_for_display
+
+STATIC = Path(__file__).parent / "static"
+#: Matches of ``/check`` that come with their text and shared passages.
+CHECK_DETAILS = 10
+#: Collections kept in memory (least recently used dropped first).
+MAX_COLLECTIONS = 8
+#: Skipped records of an upload named with their line number.
+MAX_SKIP_EXAMPLES = 5
+#: Shingles of an uploaded collection (``neardup.dedup``'s default), also the passage size.
+COLLECTION_SHINGLE = "word:5"
+
+_JSON_ENDPOINTS = frozenset({"/documents", "/documents:batch", "/query", "/check"})
+_UPLOAD_ENDPOINTS = frozenset({"/collections"})
+
+csv.field_size_limit(sys.maxsize)
+
+
+# ---------------------------------------------------------------------------------------------
+# Request and response models
+
+
+def _valid_unicode(s: str) -> str:
+    # JSON can carry lone surrogates ("\ud800"), which are not text and cannot be stored as UTF-8.
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"contains a lone surrogate (U+{ord(s[e.start]):04X}) at "
+                             f"character {e.start}; send valid Unicode text") from None
+    return s
+
+
+Text = Annotated[str, AfterValidator(_valid_unicode)]
+DocId = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_valid_unicode)]
+ThresholdParam = Annotated[float | None, Field(
+    default=None, gt=0, le=1,
+    description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1]; default: "
+                "the index's threshold.")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DocumentIn(_Strict):
+    id: DocId = Field(description="Your id of the document (any non-empty string).")
+    text: Text = Field(description="The document's text.")
+
+
+class DocumentOut(BaseModel):
+    id: str = Field(description="The document's id.")
+    text: str | None = Field(description="Its stored text (null if the index keeps no texts).")
+
+
+class Created(BaseModel):
+    id: str = Field(description="The id of the document added.")
+
+
+class BatchIn(_Strict):
+    documents: list[DocumentIn] = Field(
+        description="Documents to add, all or none: if any id is already in the index, "
+                    "nothing is added.")
+
+
+class BatchOut(BaseModel):
+    added: int = Field(description="Number of documents added.")
+
+
+class QueryIn(_Strict):
+    text: Text = Field(description="The text to look up.")
+    threshold: ThresholdParam
+    top_k: int | None = Field(default=None, ge=1, le=100_000,
+                              description="Return at most this many matches (best first).")
+
+
+class MatchOut(BaseModel):
+    id: str = Field(description="Id of an indexed near-duplicate.")
+    similarity: float = Field(description="Verified Jaccard similarity of the shingle sets, "
+                                          "0 to 1.")
+
+
+class QueryOut(BaseModel):
+    matches: list[MatchOut] = Field(description="Near-duplicates, highest similarity first.")
+    unique: bool = Field(description="True if nothing in the index reaches the threshold.")
+    threshold: float = Field(description="The threshold used.")
+
+
+class Passage(BaseModel):
+    a: tuple[int, int] = Field(description="[start, end) character offsets in the first text "
+                                           "(the checked text, or document a).")
+    b: tuple[int, int] = Field(description="[start, end) character offsets in the second text "
+                                           "(the match, or document b).")
+    words: int = Field(description="Number of words in the passage.")
+
+
+class CheckIn(_Strict):
+    text: Text = Field(description="The new text to check against the index.")
+    id: DocId | None = Field(default=None, description=(
+        "Its id: left out of the matches if already indexed; required with add=true."))
+    threshold: ThresholdParam
+    add: bool = Field(default=False, description=(
+        "Add the text under `id` if it is unique (atomically: two near-duplicates checked at "
+        "once cannot both be added)."))
+
+
+class CheckMatch(MatchOut):
+    text: str | None = Field(default=None, description=(
+        f"The match's stored text (for the {CHECK_DETAILS} best matches only)."))
+    passages: list[Passage] = Field(default_factory=list, description=(
+        "Passages the checked text shares with the match (offsets into the checked text, "
+        "`a`, and into the match's text, `b`)."))
+
+
+class CheckOut(BaseModel):
+    unique: bool = Field(description="True if nothing in the index reaches the threshold.")
+    threshold: float = Field(description="The threshold used.")
+    matches: list[CheckMatch] = Field(description="Near-duplicates, highest similarity first.")
+    added: bool = Field(description="True if the text was added to the index.")
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"] = Field(description="Always 'ok' when the service answers.")
+    documents: int = Field(description="Documents in the index.")
+
+
+class ErrorOut(BaseModel):
+    detail: str = Field(description="What was wrong with the request.")
+
+
+class Member(BaseModel):
+    id: str = Field(description="Document id (the id field, or the line number of the record).")
+    similarity_to_representative: float = Field(
+        description="Jaccard similarity to the cluster's representative (1 for itself).")
+
+
+class ClusterOut(BaseModel):
+    cluster: int = Field(description="Cluster number.")
+    size: int = Field(description="Number of documents in the cluster.")
+    representative: str = Field(description="Id of the document kept from the cluster.")
+    members: list[Member] = Field(description="Every document of the cluster.")
+
+
+class SkipExample(BaseModel):
+    line: int = Field(description="Line of the file where the record starts.")
+    reason: str = Field(description="Why it was skipped (a reason of `skipped`).")
+    message: str = Field(description="What was wrong, in words.")
+
+
+class CollectionOut(BaseModel):
+    collection_id: str = Field(description="Use it with GET /collections/{collection_id}.")
+    filename: str | None = Field(description="Name of the uploaded file, as sent.")
+    format: Literal["csv", "jsonl"] = Field(description="How the file was read.")
+    id_field: str | None = Field(description="Field of the ids; null: ids are line numbers.")
+    documents: int = Field(description="Records deduplicated.")
+    skipped: dict[str, int] = Field(description="Records left out, counted by reason.")
+    skipped_examples: list[SkipExample] = Field(description="The first few records left out.")
+    threshold: float = Field(description="Jaccard threshold used.")
+    cluster_method: str = Field(description="'components' or 'strict'.")
+    clusters: list[ClusterOut] = Field(description="Clusters of two or more near-duplicates, "
+                                                   "largest first.")
+    pairs: int = Field(description="Verified near-duplicate pairs.")
+    duplicates: int = Field(description="Documents that repeat a representative.")
+
+
+class PairOut(BaseModel):
+    collection_id: str
+    a: DocumentOut = Field(description="The first document.")
+    b: DocumentOut = Field(description="The second document.")
+    similarity: float | None = Field(description=(
+        "Their verified Jaccard similarity if the run compared them (a pair, or a member and "
+        "its representative); null otherwise."))
+    same_cluster: bool = Field(description="Whether they are in the same cluster.")
+    passages: list[Passage] = Field(description="Passages the two texts share.")
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut} for code in (400, 404, 409, 413, 415, 422)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Collections kept in memory
+
+
+@dataclass
+class Collection:
+    """An uploaded collection and its deduplication, kept for the side-by-side view."""
+
+    summary: dict[str, Any]
+    ids: list[str]
+    texts: list[str]
+    labels: np.ndarray
+    row_of: dict[str, int]
+    pair_similarity: dict[tuple[int, int], float]
+    rep_similarity: np.ndarray
+    representative: np.ndarray
+
+
+@dataclass
+class _Counts:
+    """Request counts for ``/stats``."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    total: int = 0
+    by_endpoint: Counter = field(default_factory=Counter)
+    by_status: Counter = field(default_factory=Counter)
+
+    def add(self, endpoint: str, status: int) -> None:
+        with self.lock:
+            self.total += 1
+            self.by_endpoint[endpoint] += 1
+            self.by_status[str(status)] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        with self.lock:
+            return {"total": self.total, "by_endpoint": dict(sorted(self.by_endpoint.items())),
+                    "by_status": dict(sorted(self.by_status.items()))}
+
+
+class _LRU:
+    """A thread-safe mapping that keeps the ``size`` most recently used entries."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._d: OrderedDict[str, Collection] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, key: str, value: Collection) -> None:
+        with self._lock:
+            self._d[key] = value
+            self._d.move_to_end(key)
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+    def get(self, key: str) -> Collection | None:
+        with self._lock:
+            got = self._d.get(key)
+            if got is not None:
+                self._d.move_to_end(key)
+            return got
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+# ---------------------------------------------------------------------------------------------
+# Upload parsing (in memory)
+
+
+@dataclass
+class _Parsed:
+    ids: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+    def skip(self, line: int, reason: str, message: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.examples) < MAX_SKIP_EXAMPLES:
+            self.examples.append({"line": line, "reason": reason, "message": message})
+
+    def record(self, line: int, text: Any, rid: Any, text_field: str, id_field: str | None,
+               max_text_bytes: int) -> None:
+        """Keep one record, or count why it is skipped."""
+        if text is _MISSING:
+            return self.skip(line, "missing_field", f"no field {text_field!r}")
+        if not isinstance(text, str):
+            return self.skip(line, "non_string_field",
+                             f"field {text_field!r} is {_type_name(text)}, not a string")
+        if not text.isascii():
+            try:
+                n = len(text.encode("utf-8"))
+            except UnicodeEncodeError:
+                return self.skip(line, "invalid_text",
+                                 f"field {text_field!r} holds a lone surrogate")
+            if n > max_text_bytes:
+                return self.skip(line, "text_too_large", f"field {text_field!r} is {n} bytes; "
+                                 f"the limit is {max_text_bytes}")
+        elif len(text) > max_text_bytes:
+            return self.skip(line, "text_too_large", f"field {text_field!r} is {len(text)} "
+                             f"bytes; the limit is {max_text_bytes}")
+        if not text.strip():
+            return self.skip(line, "empty_text", f"field {text_field!r} is empty")
+        if id_field is None:
+            doc_id = str(line)
+        elif rid is _MISSING:
+            return self.skip(line, "missing_id", f"no field {id_field!r}")
+        elif isinstance(rid, int) and not isinstance(rid, bool):
+            doc_id = str(rid)
+        elif isinstance(rid, str) and rid and _valid_text(rid):
+            doc_id = rid
+        else:
+            return self.skip(line, "bad_id", f"field {id_field!r} is {_type_name(rid)}; an id "
+                             "is a non-empty string or an integer")
+        if doc_id in self.seen:
+            return self.skip(line, "duplicate_id", f"id {doc_id!r} was already used")
+        self.seen.add(doc_id)
+        self.ids.append(doc_id)
+        self.texts.append(text)
+        return None
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+
+
+def _valid_text(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _type_name(v: Any) -> str:
+    return {dict: "an object", list: "an array", type(None): "null", bool: "a boolean",
+            int: "a number", float: "a number", str: "a string"}.get(type(v), type(v).__name__)
+
+
+def _parse_jsonl(data: bytes, text_field: str, id_field: str | None,
+                 max_text_bytes: int) -> _Parsed:
+    out = _Parsed()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            out.skip(lineno, "invalid_utf8", f"not valid UTF-8 (byte {e.start + 1} of the line)")
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            out.skip(lineno, "malformed_json",
+                     f"not valid JSON: {e.msg} (character {e.pos + 1})")
+            continue
+        if not isinstance(obj, dict):
+            out.skip(lineno, "not_object", f"a JSON line must be an object, not {_type_name(obj)}")
+            continue
+        out.record(lineno, obj.get(text_field, _MISSING),
+                   obj.get(id_field, _MISSING) if id_field is not None else None,
+                   text_field, id_field, max_text_bytes)
+    return out
+
+
+class _Lines:
+    """Iterates the lines of a string, counting them (for the line numbers of CSV rows)."""
+
+    def __init__(self, text: str):
+        self._it = iter(io.StringIO(text, newline=""))
+        self.lineno = 0
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._it)
+        self.lineno += 1
+        return line
+
+
+def _parse_csv(data: bytes, text_field: str, id_field: str | None,
+               max_text_bytes: int) -> _Parsed:
+    out = _Parsed()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    # Undecodable bytes become lone surrogates, so a bad row is skipped, not the whole file.
+    lines = _Lines(data.decode("utf-8", "surrogateescape"))
+    reader = csv.reader(lines)
+    header: list[str] | None = None
+    ti = ii = -1
+    while True:
+        start = lines.lineno + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            out.skip(start, "bad_row", f"malformed CSV: {e}")
+            reader = csv.reader(lines)
+            continue
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if header is None:
+            if not all(map(_valid_text, row)):
+                raise HTTPException(422, "the CSV header is not valid UTF-8")
+            header = row
+            if text_field not in header:
+                raise HTTPException(422, f"text_field {text_field!r} is not a column of the CSV "
+                                         f"header (columns: {', '.join(header)})")
+            ti = header.index(text_field)
+            if id_field is not None:
+                if id_field not in header:
+                    raise HTTPException(422, f"id_field {id_field!r} is not a column of the CSV "
+                                             f"header (columns: {', '.join(header)})")
+                ii = header.index(id_field)
+            continue
+        if not all(map(_valid_text, row)):
+            out.skip(start, "invalid_utf8", "the row is not valid UTF-8")
+            continue
+        if len(row) != len(header):
+            out.skip(start, "bad_row", f"expected {len(header)} fields, found {len(row)}")
+            continue
+        out.record(start, row[ti], row[ii] if ii >= 0 else None, text_field, id_field,
+                   max_text_bytes)
+    if header is None:
+        raise HTTPException(422, "the CSV file is empty: it needs a header row naming the "
+                                 f"text column ({text_field!r}) and at least one row")
+    return out
+
+
+_JSONL_TYPES = {"application/jsonl", "application/x-jsonlines", "application/x-ndjson",
+                "application/ndjson", "application/json", "application/jsonlines"}
+_CSV_TYPES = {"text/csv", "application/csv", "text/comma-separated-values"}
+
+
+def _upload_format(filename: str | None, content_type: str | None, head: bytes) -> str:
+    """"csv" or "jsonl", from the file name's suffix, else its content type, else its content."""
+    name = (filename or "").lower()
+    if name.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    if name.endswith(".csv"):
+        return "csv"
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    if ctype in _JSONL_TYPES:
+        return "jsonl"
+    if ctype in _CSV_TYPES:
+        return "csv"
+    if "." not in name.rsplit("/", 1)[-1] and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":
+        return "jsonl"
+    raise HTTPException(415, f"upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
+                             f"{filename or 'a file without a name'!r} ({ctype or 'no type'})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Body limits, content types and request counts
+
+
+class _Guard:
+    """ASGI middleware: body size limit (Content-Length and bytes actually sent), content type
+    and UTF-8 of JSON bodies, and request counts. Reads the body once and replays it."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], max_upload_bytes: int,
+                 counts: _Counts):
+        self.app = app
+        self.limit = max_upload_bytes
+        self.counts = counts
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Callable, send: Callable
+                       ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = [500]
+
+        async def send_counting(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            error = await self._check(scope, receive)
+            if isinstance(error, JSONResponse):
+                await error(scope, receive, send_counting)
+            else:
+                await self.app(scope, error, send_counting)
+        finally:
+            endpoint = scope.get("endpoint")
+            self.counts.add(getattr(endpoint, "__name__", "other"), status[0])
+
+    async def _check(self, scope: MutableMapping[str, Any], receive: Callable
+                     ) -> JSONResponse | Callable:
+        """A response refusing the request, or the ``receive`` to run it with."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        method, path = scope["method"], scope["path"]
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.strip().isdigit():
+                return _error(400, f"Content-Length {length!r} is not a number")
+            if int(length) > self.limit:
+                return _error(413, f"the request body is {int(length)} bytes; the limit is "
+                                   f"{self.limit} bytes")
+        if method == "POST" and (path in _JSON_ENDPOINTS or path in _UPLOAD_ENDPOINTS):
+            ctype = headers.get("content-type", "")
+            media = ctype.split(";")[0].strip().lower()
+            if path in _JSON_ENDPOINTS and ctype and not (
+                    media == "application/json" or media.endswith("+json")):
+                return _error(415, f"{path} takes a JSON body: send Content-Type: "
+                                   f"application/json (got {ctype!r})")
+            if path in _JSON_ENDPOINTS and "charset=" in ctype.lower() and \
+                    ctype.lower().split("charset=")[1].strip(' "\'').split(";")[0] not in (
+                        "utf-8", "utf8"):
+                return _error(415, f"{path} takes UTF-8 JSON (got {ctype!r})")
+            if path in _UPLOAD_ENDPOINTS and media != "multipart/form-data":
+                return _error(415, f"{path} takes a multipart/form-data upload with a 'file' "
+                                   f"field (got {ctype or 'no Content-Type'!r})")
+        # Read the whole body (bounded) so that its size and encoding are known before parsing.
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return _error(400, "the client disconnected before sending the whole body")
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.limit:
+                return _error(413, f"the request body is over the limit of {self.limit} bytes")
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if method == "POST" and path in _JSON_ENDPOINTS and body:
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError as e:
+                return _error(400, f"the request body is not valid UTF-8 (byte {e.start + 1})")
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
+
+
+def _error(status: int, detail: str) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status)
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    parts = list(loc)
+    prefix = ""
+    if parts and parts[0] in ("query", "path", "header", "cookie"):
+        prefix = f"{parts.pop(0)} parameter "
+    elif parts and parts[0] == "body":
+        parts.pop(0)
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return prefix + (out or "request body")
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> str:
+    msgs = []
+    for e in errors[:5]:
+        kind = e.get("type", "")
+        if kind == "json_invalid":
+            err = (e.get("ctx") or {}).get("error", "")
+            loc = e.get("loc", ())
+            at = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+            msgs.append(f"the request body is not valid JSON: {err}{at}".rstrip())
+        elif kind == "missing" and tuple(e.get("loc", ())) == ("body",):
+            msgs.append("the request body is missing: send a JSON object")
+        elif kind == "model_attributes_type" and tuple(e.get("loc", ())) == ("body",):
+            msgs.append("the request body must be a JSON object")
+        else:
+            msg = str(e.get("msg", "invalid"))
+            msgs.append(f"{_loc(tuple(e.get('loc', ())))}: {msg}")
+    if len(errors) > 5:
+        msgs.append(f"and {len(errors) - 5} more")
+    return "; ".join(msgs)
+
+
+def _check_size(text: str, limit: int, what: str) -> None:
+    n = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if n > limit:
+        raise HTTPException(413, f"{what} is {n} bytes; the limit is {limit} bytes")
+
+
+def _passage_k(index: Index) -> int:
+    sh = index.config.shingle
+    return sh.k if sh.kind == "word" else 3
+
+
+# ---------------------------------------------------------------------------------------------
+# The application
+
+
+def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
+               max_text_bytes: int = 1_000_000, max_batch: int = 10_000) -> FastAPI:
+    """The FastAPI application serving ``index`` (the caller opens and closes it).
+
+    ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
+    of one document, in UTF-8 bytes (413); ``max_batch``: most documents in one
+    ``POST /documents:batch`` (413).
+    """
+    for name, v in (("max_upload_bytes", max_upload_bytes), ("max_text_bytes", max_text_bytes),
+                    ("max_batch", max_batch)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(f"{name}={v!r} is invalid: a positive integer")
+    app = FastAPI(
+        title="neardup",
+        version=_version(),
+        summary="Near-duplicate search over an online index, and deduplication of uploads.",
+        description=(
+            "Add documents to a near-duplicate index, ask whether a new text repeats any of "
+            "them (with the passages they share), and deduplicate an uploaded CSV or JSONL "
+            "collection. Similarities are verified Jaccard similarities of word-shingle sets. "
+            "Errors are `{\"detail\": \"message\"}` with a 4xx status."),
+    )
+    counts = _Counts()
+    collections = _LRU(MAX_COLLECTIONS)
+    app.state.index = index
+    app.state.collections = collections
+    app.add_middleware(_Guard, max_upload_bytes=max_upload_bytes, counts=counts)
+    k_index = _passage_k(index)
+
+    # -- errors ----------------------------------------------------------------------------
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        return JSONResponse(
+            {"detail": _validation_message(list(errors)),
+             "errors": jsonable_encoder([{"loc": e.get("loc"), "msg": e.get("msg"),
+                                          "type": e.get("type")} for e in errors])},
+            status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = (f"no such endpoint: {request.method} {request.url.path} "
+                      "(see /docs for the API)")
+        elif exc.status_code == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}"
+        return JSONResponse({"detail": str(detail)}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(DuplicateIdError)
+    async def _duplicate(request: Request, exc: DuplicateIdError) -> JSONResponse:
+        return _error(409, f"id {exc.doc_id!r} is already in the index")
+
+    @app.exception_handler(InputError)
+    async def _input(request: Request, exc: InputError) -> JSONResponse:
+        return _error(422, str(exc))
+
+    @app.exception_handler(ConfigError)
+    async def _config(request: Request, exc: ConfigError) -> JSONResponse:
+        return _error(422, str(exc))
+
+    # -- the index -------------------------------------------------------------------------
+    @app.post("/documents", status_code=201, response_model=Created, responses=_ERRORS,
+              tags=["index"], summary="Add one document")
+    def add_document(doc: DocumentIn) -> Created:
+        """Add a document; 409 if its id is already in the index."""
+        _check_size(doc.text, max_text_bytes, "the text")
+        index.add(doc.id, doc.text)
+        return Created(id=doc.id)
+
+    @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_ERRORS,
+              tags=["index"], summary="Add many documents, all or none")
+    def add_documents(batch: BatchIn) -> BatchOut:
+        """Add documents in one transaction; 409 naming an id already present (nothing added)."""
+        docs = batch.documents
+        if len(docs) > max_batch:
+            raise HTTPException(413, f"a batch holds at most {max_batch} documents; got "
+                                     f"{len(docs)}: split it")
+        first: dict[str, int] = {}
+        for i, d in enumerate(docs):
+            _check_size(d.text, max_text_bytes, f"documents[{i}].text")
+            if d.id in first:
+                raise HTTPException(422, f"id {d.id!r} appears twice in the batch "
+                                         f"(documents[{first[d.id]}] and documents[{i}])")
+            first[d.id] = i
+        if not docs:
+            return BatchOut(added=0)
+        added = index.add_many([(d.id, d.text) for d in docs], batch_size=len(docs))
+        return BatchOut(added=added)
+
+    @app.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=_ERRORS,
+             tags=["index"], summary="Get a document's text")
+    def get_document(doc_id: str) -> DocumentOut:
+        """The stored text of a document; 404 if the id is unknown."""
+        try:
+            return DocumentOut(id=doc_id, text=index.get(doc_id))
+        except KeyError:
+            raise HTTPException(404, f"no document with id {doc_id!r}") from None
+
+    @app.delete("/documents/{doc_id:path}", status_code=204, responses=_ERRORS, tags=["index"],
+                summary="Remove a document")
+    def delete_document(doc_id: str) -> Response:
+        """Remove a document; 404 if the id is unknown."""
+        if not index.remove(doc_id):
+            raise HTTPException(404, f"no document with id {doc_id!r}")
+        return Response(status_code=204)
+
+    @app.post("/query", response_model=QueryOut, responses=_ERRORS, tags=["search"],
+              summary="Near-duplicates of a text")
+    def query(q: QueryIn) -> QueryOut:
+        """Indexed documents whose similarity to `text` reaches the threshold, best first."""
+        _check_size(q.text, max_text_bytes, "the text")
+        threshold = q.threshold if q.threshold is not None else index.threshold
+        matches = index.query(q.text, threshold=threshold, top_k=q.top_k)
+        return QueryOut(matches=[MatchOut(id=m.id, similarity=m.similarity) for m in matches],
+                        unique=not matches, threshold=threshold)
+
+    @app.post("/check", response_model=CheckOut, responses=_ERRORS, tags=["search"],
+              summary="Is this text new? With the passages it shares")
+    def check(c: CheckIn) -> CheckOut:
+        """Whether `text` repeats indexed documents: the matches, and for the best
+        10 their text and the passages shared with `text`. With `add=true` and an
+        `id`, a unique text is added (409 if the id is taken)."""
+        _check_size(c.text, max_text_bytes, "the text")
+        threshold = c.threshold if c.threshold is not None else index.threshold
+        added = False
+        if c.add:
+            if c.id is None:
+                raise HTTPException(422, "id: required with add=true (the id to add the text "
+                                         "under)")
+            if c.id in index:
+                raise HTTPException(409, f"id {c.id!r} is already in the index")
+            matches = index.check_and_add(c.id, c.text, threshold=threshold)
+            added = not matches
+        else:
+            matches = index.query(c.text, threshold=threshold)
+            if c.id is not None:
+                matches = [m for m in matches if m.id != c.id]
+        top = matches[:CHECK_DETAILS]
+        texts = index.get_texts([m.id for m in top]) if top else {}
+        out = []
+        for i, m in enumerate(matches):
+            text = texts.get(m.id) if i < CHECK_DETAILS else None
+            passages = passages_for_display(c.text, text, k_index) if text else []
+            out.append(CheckMatch(id=m.id, similarity=m.similarity, text=text,
+                                  passages=passages))
+        return CheckOut(unique=not matches, threshold=threshold, matches=out, added=added)
+
+    @app.get("/stats", tags=["service"], summary="Index and service statistics")
+    def stats() -> dict[str, Any]:
+        """The index's statistics (backend, documents, threshold, bands, ...), request counts
+        and the number of collections kept."""
+        return jsonable_encoder({**index.stats(), "requests": counts.to_dict(),
+                                 "collections": len(collections),
+                                 "limits": {"max_upload_bytes": max_upload_bytes,
+                                            "max_text_bytes": max_text_bytes,
+                                            "max_batch": max_batch}})
+
+    @app.get("/health", response_model=HealthOut, tags=["service"], summary="Liveness")
+    def health() -> HealthOut:
+        """'ok' and the number of indexed documents."""
+        return HealthOut(status="ok", documents=len(index))
+
+    # -- collections -----------------------------------------------------------------------
+    @app.post("/collections", status_code=201, response_model=CollectionOut, responses=_ERRORS,
+              tags=["collections"], summary="Deduplicate an uploaded CSV or JSONL file")
+    def upload_collection(
+        file: Annotated[UploadFile, File(description="A CSV file with a header row, or a JSON "
+                                                     "Lines file (one object per line).")],
+        text_field: Annotated[str, Form(min_length=1, description="Field or column holding "
+                                                                  "the text.")] = "text",
+        id_field: Annotated[str | None, Form(description="Field or column holding the id "
+                                                         "(default: the line number).")] = None,
+        threshold: Annotated[float, Form(gt=0, le=1, description="Jaccard threshold, "
+                                                                 "(0, 1].")] = 0.8,
+        cluster: Annotated[Literal["components", "strict"], Form(
+            description="'components' (transitive) or 'strict' (every member verified against "
+                        "its representative).")] = "components",
+    ) -> CollectionOut:
+        """Parse the file in memory, deduplicate it with `neardup.dedup` and keep the result
+        (the last 8 uploads) for `GET /collections/{collection_id}`. Records
+        that cannot be read are counted in `skipped`."""
+        data = file.file.read(max_upload_bytes + 1)
+        if len(data) > max_upload_bytes:
+            raise HTTPException(413, f"the file is over the limit of {max_upload_bytes} bytes")
+        id_field = id_field or None
+        fmt = _upload_format(file.filename, file.content_type, data[:64])
+        parse = _parse_jsonl if fmt == "jsonl" else _parse_csv
+        parsed = parse(data, text_field, id_field, max_text_bytes)
+        if not parsed.texts:
+            why = "; ".join(f"line {e['line']}: {e['message']}" for e in parsed.examples)
+            raise HTTPException(422, f"no usable record in {file.filename or 'the file'!r}"
+                                     f" (text field {text_field!r})" + (f": {why}" if why
+                                                                        else ": it is empty"))
+        result = dedup(parsed.texts, parsed.ids, threshold=threshold, cluster=cluster,
+                       shingle=COLLECTION_SHINGLE)
+        clusters = [
+            ClusterOut(cluster=c["cluster"], size=c["size"], representative=c["representative"],
+                       members=[Member(id=m["id"], similarity_to_representative=round(
+                           m["similarity"], 6)) for m in c["members"]])
+            for c in result.clusters()]
+        cid = secrets.token_hex(8)
+        p = result.pairs
+        out = CollectionOut(
+            collection_id=cid, filename=file.filename, format=fmt, id_field=id_field,
+            documents=len(parsed.ids),
+            skipped=dict(sorted(parsed.skipped.items())),
+            skipped_examples=[SkipExample(**e) for e in parsed.examples], threshold=threshold,
+            cluster_method=cluster, clusters=clusters, pairs=len(p),
+            duplicates=int(len(result.duplicate_rows)))
+        collections.put(cid, Collection(
+            summary=out.model_dump(), ids=parsed.ids, texts=parsed.texts, labels=result.labels,
+            row_of={x: i for i, x in enumerate(parsed.ids)},
+            pair_similarity={(int(a), int(b)): float(s) for a, b, s in
+                             zip(p.left.tolist(), p.right.tolist(), p.similarity.tolist())},
+            rep_similarity=result.similarity, representative=result.representative))
+        return out
+
+    def _collection(cid: str) -> Collection:
+        got = collections.get(cid)
+        if got is None:
+            raise HTTPException(404, f"no collection {cid!r} (only the last {MAX_COLLECTIONS} "
+                                     "uploads are kept; upload the file again)")
+        return got
+
+    @app.get("/collections/{cid}", response_model=CollectionOut, responses=_ERRORS,
+             tags=["collections"], summary="A deduplicated collection again")
+    def get_collection(cid: str) -> CollectionOut:
+        """The result of an earlier upload; 404 once it has been dropped."""
+        return CollectionOut(**_collection(cid).summary)
+
+    @app.get("/collections/{cid}/pair", response_model=PairOut, responses=_ERRORS,
+             tags=["collections"], summary="Two documents side by side")
+    def get_pair(cid: str,
+                 a: Annotated[str, Query(min_length=1, description="Id of the first document.")],
+                 b: Annotated[str, Query(min_length=1, description="Id of the second document.")]
+                 ) -> PairOut:
+        """Both texts and the passages they share (offsets into each)."""
+        col = _collection(cid)
+        rows = []
+        for name, x in (("a", a), ("b", b)):
+            r = col.row_of.get(x)
+            if r is None:
+                raise HTTPException(404, f"{name}: no document {x!r} in collection {cid!r}")
+            rows.append(r)
+        ra, rb = rows
+        sim: float | None = col.pair_similarity.get((min(ra, rb), max(ra, rb)))
+        if sim is None and ra == rb:
+            sim = 1.0
+        elif sim is None and int(col.representative[rb]) == ra:
+            sim = float(col.rep_similarity[rb])
+        elif sim is None and int(col.representative[ra]) == rb:
+            sim = float(col.rep_similarity[ra])
+        ta, tb = col.texts[ra], col.texts[rb]
+        return PairOut(collection_id=cid, a=DocumentOut(id=a, text=ta),
+                       b=DocumentOut(id=b, text=tb),
+                       similarity=None if sim is None else round(sim, 6),
+                       same_cluster=bool(col.labels[ra] == col.labels[rb]),
+                       passages=passages_for_display(ta, tb, int(COLLECTION_SHINGLE[5:])))
+
+    # -- the web page ----------------------------------------------------------------------
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, **limits: Any) -> None:
+    """Open ``Index(index_target)``, serve it with uvicorn until interrupted, then close it.
+    ``limits``: the keyword limits of :func:`create_app`."""
+    import uvicorn
+
+    index = Index(index_target)
+    try:
+        uvicorn.run(create_app(index, **limits), host=host, port=port)
+    finally:
+        index.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m neardup.server.app INDEX [--host H] [--port P]``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m neardup.server.app",
+                                 description="Serve a neardup index over HTTP, with its web page.")
+    ap.add_argument("index", help="index: an SQLite path (created if absent), a redis:// URL, "
+                                  "or :memory:")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--max-upload-bytes", type=int, default=10_000_000)
+    ap.add_argument("--max-text-bytes", type=int, default=1_000_000)
+    ap.add_argument("--max-batch", type=int, default=10_000)
+    a = ap.parse_args(argv)
+    run(a.index, a.host, a.port, max_upload_bytes=a.max_upload_bytes,
+        max_text_bytes=a.max_text_bytes, max_batch=a.max_batch)
+
+
+if __name__ == "__main__":
+    main()
