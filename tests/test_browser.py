@@ -178,7 +178,9 @@ def test_api_error_is_shown(page: object) -> None:
     # The number input's own max would block the form; submit through the API path directly.
     page.evaluate("document.getElementById('check-threshold').removeAttribute('max')")
     page.get_by_test_id("check-button").click()
-    expect(page.get_by_test_id("error")).to_contain_text("threshold")
+    expect(page.get_by_test_id("error")).to_have_text(
+        "Threshold: Input should be less than or equal to 1")
+    expect(page.get_by_test_id("check-result")).to_be_hidden()
     _shot(page, "05-error")
     page.get_by_test_id("check-threshold").fill("")
     # The browser logs the 422 response itself as a console error: expected here.
@@ -233,5 +235,6 @@ def test_upload_of_wrong_file_shows_error(page: object, tmp_path: Path) -> None:
     f.write_text("just some notes\n", encoding="utf-8")
     page.get_by_test_id("upload-file").set_input_files(str(f))
     page.get_by_test_id("upload-button").click()
-    expect(page.get_by_test_id("error")).to_contain_text("CSV")
+    expect(page.get_by_test_id("error")).to_have_text(
+        "Upload a CSV (.csv) or JSON Lines (.jsonl) file; got 'notes.txt' (text/plain)")
     _shot(page, "09-upload-error")

@@ -89,8 +89,12 @@ def test_duplicate_ids_and_atomic_batches(make_index):
     # a batch naming a present id is stored not at all
     with pytest.raises(DuplicateIdError):
         idx.add_many([("x", "new one"), ("a", "again")])
-    with pytest.raises(DuplicateIdError):
+    with pytest.raises(DuplicateIdError, match="repeats within one batch"):
         idx.add_many([("y", "new"), ("y", "twice in one batch")])
+    with pytest.raises(DuplicateIdError, match="already in the index"):
+        idx.check_and_add("a", "an unrelated text that matches nothing at all here")
+    with pytest.raises(InputError, match="not valid Unicode"):
+        idx.add("s", "lone \ud800 surrogate")
     assert len(idx) == 1 and "x" not in idx and "y" not in idx
     for bad in ("", None, 3):
         with pytest.raises(InputError):

@@ -219,7 +219,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
     if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
         raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
                           f"{a.index}` or pass --create")
-    run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes)
+    run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
+        max_text_bytes=a.max_text_bytes, max_batch=a.max_batch)
     return 0
 
 
@@ -310,4 +311,8 @@ def add_index_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--port", type=int, default=8000)
     sv.add_argument("--max-upload-bytes", type=int, default=10_000_000, metavar="N",
                     help="largest request body accepted (default: 10 MB)")
+    sv.add_argument("--max-text-bytes", type=int, default=1_000_000, metavar="N",
+                    help="largest single text accepted (default: 1 MB)")
+    sv.add_argument("--max-batch", type=int, default=10_000, metavar="N",
+                    help="most documents in one batch request (default: 10000)")
     sv.set_defaults(func=cmd_serve)

@@ -29,7 +29,7 @@ from ..lsh import band_keys, choose_bands, s_curve
 from ..sketch import shingle_sketch
 from ..text.normalize import normalize
 from ..verify import overlap_pairs, sort_unique_segments
-from .storage import FORMAT_VERSION, MemoryStorage, Storage, StoredDoc
+from .storage import FORMAT_VERSION, DuplicateIdError, MemoryStorage, Storage, StoredDoc
 
 # Parameters that change what is stored; the rest (threshold of a query, bucket cap) may vary.
 _STORED_SECTIONS = ("normalize", "shingle", "sketch")
@@ -155,6 +155,12 @@ class Index:
             if not isinstance(t, str):
                 raise InputError(f"text at position {i} is {type(t).__name__}, not str",
                                  field="text", reason="non_string_field")
+            try:
+                t.encode("utf-8")
+            except UnicodeEncodeError as e:  # lone surrogates: not storable as UTF-8
+                raise InputError(f"text at position {i} is not valid Unicode at character "
+                                 f"{e.start} ({e.reason})", field="text",
+                                 reason="bad_encoding") from e
         n = len(texts)
         if n == 0:
             return []
@@ -260,10 +266,13 @@ class Index:
                       ) -> list[Match]:
         """For streams: the near-duplicates of ``text``; if there are none, ``text`` is added
         under ``id``. Atomic across every client of the index (no two near-duplicates arriving
-        at once can both be added)."""
+        at once can both be added). An ``id`` already present is a :class:`DuplicateIdError`
+        whatever the text."""
         threshold = self._check_threshold(threshold)
         doc = self.encode([text], [_check_id(id)])[0]
         with self.storage.exclusive():
+            if self.storage.contains(doc.id):
+                raise DuplicateIdError(doc.id)
             matches = self._verify(doc, threshold)
             if not matches:
                 self.storage.insert([doc])

@@ -122,7 +122,8 @@ class RedisStorage(Storage):
         ids = [d.id for d in docs]
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
-            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)))
+            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)),
+                                   in_batch=True)
         args: list[Any] = [self.prefix, len(docs)]
         for d in docs:
             args += [d.id, d.text or "", "0" if d.text is None else "1",

@@ -78,6 +78,7 @@ class SQLiteStorage(Storage):
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        self._wlock = threading.Lock()
         conn = self._conn()
         try:
             conn.executescript(_SCHEMA)
@@ -117,17 +118,21 @@ class SQLiteStorage(Storage):
         if self._local.depth:
             yield conn
             return
-        conn.execute("BEGIN IMMEDIATE")
-        self._local.depth = 1
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
-            conn.execute("COMMIT")
-        finally:
-            self._local.depth = 0
+        # Threads of this process queue on a lock (first come, first served) rather than on
+        # SQLite's busy handler, which polls with sleeps of up to 100 ms; other processes still
+        # wait on SQLite's own lock.
+        with self._wlock:
+            conn.execute("BEGIN IMMEDIATE")
+            self._local.depth = 1
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+            finally:
+                self._local.depth = 0
 
     @contextmanager
     def exclusive(self):
@@ -162,7 +167,8 @@ class SQLiteStorage(Storage):
         ids = [d.id for d in docs]
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
-            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)))
+            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)),
+                                   in_batch=True)
         with self._write() as conn:
             for s in range(0, len(ids), _CHUNK):
                 part = ids[s:s + _CHUNK]

@@ -29,10 +29,11 @@ FORMAT_VERSION = 1
 class DuplicateIdError(InputError):
     """An id that the index already holds (or that repeats within one batch)."""
 
-    def __init__(self, doc_id: str):
-        super().__init__(f"id {doc_id!r} is already in the index", field="id",
-                         reason="duplicate_id")
+    def __init__(self, doc_id: str, in_batch: bool = False):
+        where = "repeats within one batch" if in_batch else "is already in the index"
+        super().__init__(f"id {doc_id!r} {where}", field="id", reason="duplicate_id")
         self.doc_id = doc_id
+        self.in_batch = in_batch
 
 
 @dataclass
@@ -128,7 +129,9 @@ class MemoryStorage(Storage):
         with self._lock:
             seen: set[str] = set()
             for d in docs:
-                if d.id in self._handle_of or d.id in seen:
+                if d.id in seen:
+                    raise DuplicateIdError(d.id, in_batch=True)
+                if d.id in self._handle_of:
                     raise DuplicateIdError(d.id)
                 seen.add(d.id)
             for d in docs:

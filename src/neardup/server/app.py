@@ -6,7 +6,7 @@ the web page at ``/``. Every client error is a JSON ``{"detail": "message"}`` wi
 blocking work runs in sync endpoints, which FastAPI runs in its thread pool, so concurrent
 clients are served at once.
 
-Run it with ``python -m neardup.server.app shop.db --port 8000`` or :func:`run`.
+Run it with ``neardup serve --index shop.db --port 8000`` or :func:`run`.
 """
 
 from __future__ import annotations
@@ -602,7 +602,7 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
         elif kind == "model_attributes_type" and tuple(e.get("loc", ())) == ("body",):
             msgs.append("the request body must be a JSON object")
         else:
-            msg = str(e.get("msg", "invalid"))
+            msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
             msgs.append(f"{_loc(tuple(e.get('loc', ())))}: {msg}")
     if len(errors) > 5:
         msgs.append(f"and {len(errors) - 5} more")
@@ -910,25 +910,3 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, **limits: 
         uvicorn.run(create_app(index, **limits), host=host, port=port)
     finally:
         index.close()
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m neardup.server.app INDEX [--host H] [--port P]``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m neardup.server.app",
-                                 description="Serve a neardup index over HTTP, with its web page.")
-    ap.add_argument("index", help="index: an SQLite path (created if absent), a redis:// URL, "
-                                  "or :memory:")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8000)
-    ap.add_argument("--max-upload-bytes", type=int, default=10_000_000)
-    ap.add_argument("--max-text-bytes", type=int, default=1_000_000)
-    ap.add_argument("--max-batch", type=int, default=10_000)
-    a = ap.parse_args(argv)
-    run(a.index, a.host, a.port, max_upload_bytes=a.max_upload_bytes,
-        max_text_bytes=a.max_text_bytes, max_batch=a.max_batch)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,5 @@
 // The neardup web page: plain JavaScript over the JSON API of the same server.
-// Every piece of user data goes into the page as text nodes (never innerHTML).
+// Every piece of user data goes into the page as text nodes, never parsed as HTML.
 "use strict";
 
 (function () {
@@ -178,6 +178,7 @@
       renderCheck(result, add);
       if (add) refreshStatus();
     } catch (e) {
+      $("check-result").hidden = true;  // a stale result under an error would mislead
       showError(e.message);
     } finally {
       $("check-button").disabled = false;
@@ -335,6 +336,7 @@
     try {
       renderCollection(await api("POST", "/collections", form));
     } catch (e) {
+      $("upload-result").hidden = true;
       showError(e.message);
     } finally {
       $("upload-button").disabled = false;

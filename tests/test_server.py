@@ -1,0 +1,721 @@
+"""The HTTP service (``neardup.server``): every endpoint against the library's own results, every
+client error with its status and message, shared passages against a brute-force oracle, and
+random requests that must never get a 5xx."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+warnings.filterwarnings("ignore", message=".*httpx2.*")  # starlette's TestClient on httpx
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+import neardup  # noqa: E402
+from neardup import Index  # noqa: E402
+from neardup.server import app as server_app  # noqa: E402
+from neardup.server import create_app, shared_passages  # noqa: E402
+from neardup.server.passages import passages_for_display  # noqa: E402
+
+VOCAB = ("red blue green large small cotton wool shirt dress jacket with without pocket zip "
+         "button collar sleeve long short summer winter soft warm light dark slim fit classic "
+         "modern washable organic").split()
+
+
+def make_text(rng: random.Random, n: int = 80) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+
+def edit(rng: random.Random, text: str, changes: int = 2) -> str:
+    """A near-duplicate: ``changes`` words replaced."""
+    w = text.split()
+    for _ in range(changes):
+        w[rng.randrange(len(w))] = rng.choice(["zzz", "qqq", "Extra", "NEW"])
+    return " ".join(w)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Index:
+    idx = Index() if request.param == "memory" else Index(str(tmp_path / "shop.db"))
+    yield idx
+    idx.close()
+
+
+@pytest.fixture
+def client(index: Index) -> TestClient:
+    return TestClient(create_app(index))
+
+
+@pytest.fixture
+def corpus() -> dict[str, str]:
+    rng = random.Random(5)
+    docs = {}
+    for i in range(12):
+        base = make_text(rng, 80)
+        docs[f"doc-{i}"] = base
+        if i % 3 == 0:
+            docs[f"doc-{i}-copy"] = edit(rng, base, 1)
+    return docs
+
+
+def detail(r: Any) -> str:
+    body = r.json()
+    assert isinstance(body["detail"], str) and body["detail"]
+    return body["detail"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared passages
+
+
+def oracle_passages(a: str, b: str, k: int) -> list[dict[str, Any]]:
+    """Brute force: every pair of word positions, runs along the diagonals."""
+    import re
+    import unicodedata
+
+    def toks(s: str) -> list[tuple[int, int, str]]:
+        return [(m.start(), m.end(), unicodedata.normalize("NFKC", m.group()).casefold())
+                for m in re.finditer(r"\S+", s)]
+
+    wa, wb = toks(a), toks(b)
+    na, nb = len(wa) - k + 1, len(wb) - k + 1
+
+    def same(i: int, j: int) -> bool:
+        return (0 <= i < na and 0 <= j < nb
+                and all(wa[i + t][2] == wb[j + t][2] for t in range(k)))
+
+    out = []
+    for i in range(max(na, 0)):
+        for j in range(max(nb, 0)):
+            if same(i, j) and not same(i - 1, j - 1):
+                m = 1
+                while same(i + m, j + m):
+                    m += 1
+                last = m + k - 2
+                out.append({"a": [wa[i][0], wa[i + last][1]], "b": [wb[j][0], wb[j + last][1]],
+                            "words": m + k - 1})
+    return out
+
+
+def test_passages_hand_checked() -> None:
+    a = "The quick brown fox jumps over the lazy dog"
+    b = "A QUICK brown  fox jumps over the lazy cat"
+    # "quick brown fox jumps over the lazy": 7 words, shared 5-grams at i=1..3.
+    got = shared_passages(a, b, 5)
+    assert got == [{"a": [4, 39], "b": [2, 38], "words": 7}]
+    assert a[4:39] == "quick brown fox jumps over the lazy"
+    assert b[2:38] == "QUICK brown  fox jumps over the lazy"
+    assert shared_passages(a, b, 8) == []
+    assert shared_passages("", b) == [] and shared_passages(a, "") == []
+    # Two separate passages, in the other order in b.
+    a2 = "one two three four alpha beta gamma delta"
+    b2 = "alpha beta gamma delta xx one two three four"
+    assert shared_passages(a2, b2, 4) == [
+        {"a": [0, 18], "b": [26, 44], "words": 4},
+        {"a": [19, 41], "b": [0, 22], "words": 4},
+    ]
+    # A repeated phrase matches each of its occurrences.
+    assert len(shared_passages("x y x y", "x y", 2)) == 2
+    # Offsets are code points of the original text, whatever the case folding does.
+    a3 = "Straße ﬁne día one two"
+    b3 = "STRASSE fine DÍA one two"
+    (p,) = shared_passages(a3, b3, 5)
+    assert a3[p["a"][0]:p["a"][1]] == a3 and b3[p["b"][0]:p["b"][1]] == b3
+    with pytest.raises(ValueError, match="k=0"):
+        shared_passages(a, b, 0)
+
+
+words_st = st.lists(st.sampled_from(["a", "B", "b", "c", "é", "É", "dd"]), max_size=25)
+space_st = st.sampled_from([" ", "  ", "\n", "\t ", " \u00a0"])
+
+
+@st.composite
+def texts_st(draw: st.DrawFn) -> str:
+    w = draw(words_st)
+    return draw(st.sampled_from(["", " ", "\n"])) + "".join(
+        x + draw(space_st) for x in w).rstrip(draw(st.sampled_from(["", " "])))
+
+
+@settings(max_examples=150)
+@given(texts_st(), texts_st(), st.integers(1, 4))
+def test_passages_match_oracle(a: str, b: str, k: int) -> None:
+    got = shared_passages(a, b, k)
+    assert got == oracle_passages(a, b, k)
+    for p in got:  # each passage is the same words in both texts
+        sa, sb = a[p["a"][0]:p["a"][1]], b[p["b"][0]:p["b"][1]]
+        assert [w.casefold() for w in sa.split()] == [w.casefold() for w in sb.split()]
+        assert len(sa.split()) == p["words"] >= k
+
+
+def test_passages_for_display_bounds() -> None:
+    short_a, short_b = "blue shirt", "Blue Shirt"
+    assert passages_for_display(short_a, short_b, 5) == [{"a": [0, 10], "b": [0, 10],
+                                                          "words": 2}]
+    rep = " ".join(["x"] * 3000)
+    got = passages_for_display(rep, rep, 5, limit=50)
+    assert 0 < len(got) <= 50
+
+
+# ---------------------------------------------------------------------------------------------
+# Documents
+
+
+def test_add_get_delete(client: TestClient, index: Index) -> None:
+    r = client.post("/documents", json={"id": "a/1", "text": "a red cotton shirt"})
+    assert r.status_code == 201 and r.json() == {"id": "a/1"}
+    assert index.get("a/1") == "a red cotton shirt"
+    r = client.get("/documents/a/1")
+    assert r.status_code == 200 and r.json() == {"id": "a/1", "text": "a red cotton shirt"}
+    r = client.post("/documents", json={"id": "a/1", "text": "other"})
+    assert r.status_code == 409 and detail(r) == "id 'a/1' is already in the index"
+    assert index.get("a/1") == "a red cotton shirt"
+    r = client.get("/documents/nope")
+    assert r.status_code == 404 and detail(r) == "no document with id 'nope'"
+    assert client.delete("/documents/a/1").status_code == 204
+    assert "a/1" not in index
+    r = client.delete("/documents/a/1")
+    assert r.status_code == 404 and "a/1" in detail(r)
+
+
+def test_sqlite_documents_persist(tmp_path: Path) -> None:
+    db = str(tmp_path / "p.db")
+    with Index(db) as idx:
+        c = TestClient(create_app(idx))
+        assert c.post("/documents", json={"id": "x", "text": "kept on disk"}).status_code == 201
+    with Index(db) as idx:
+        c = TestClient(create_app(idx))
+        assert c.get("/documents/x").json()["text"] == "kept on disk"
+        assert c.get("/health").json() == {"status": "ok", "documents": 1}
+
+
+def test_batch(client: TestClient, index: Index, corpus: dict[str, str]) -> None:
+    docs = [{"id": k, "text": v} for k, v in corpus.items()]
+    r = client.post("/documents:batch", json={"documents": docs})
+    assert r.status_code == 201 and r.json() == {"added": len(docs)}
+    assert len(index) == len(docs)
+    assert index.get_texts(list(corpus)) == corpus
+    # All or nothing: one id already present, nothing of the batch is added.
+    r = client.post("/documents:batch", json={"documents": [
+        {"id": "fresh-1", "text": "x"}, {"id": "doc-3", "text": "y"}, {"id": "fresh-2",
+                                                                       "text": "z"}]})
+    assert r.status_code == 409 and detail(r) == "id 'doc-3' is already in the index"
+    assert "fresh-1" not in index and len(index) == len(docs)
+    r = client.post("/documents:batch", json={"documents": [
+        {"id": "n1", "text": "x"}, {"id": "n1", "text": "y"}]})
+    assert r.status_code == 422
+    assert detail(r) == "id 'n1' appears twice in the batch (documents[0] and documents[1])"
+    assert client.post("/documents:batch", json={"documents": []}).json() == {"added": 0}
+    r = client.post("/documents:batch", json={"documents": [{"id": "q", "txt": "x"}]})
+    assert r.status_code == 422 and "documents[0].text: Field required" in detail(r)
+
+
+def test_batch_limit(index: Index) -> None:
+    c = TestClient(create_app(index, max_batch=3))
+    docs = [{"id": str(i), "text": "t"} for i in range(4)]
+    r = c.post("/documents:batch", json={"documents": docs})
+    assert r.status_code == 413
+    assert detail(r) == "a batch holds at most 3 documents; got 4: split it"
+    assert len(index) == 0
+    assert c.post("/documents:batch", json={"documents": docs[:3]}).status_code == 201
+
+
+# ---------------------------------------------------------------------------------------------
+# Query and check
+
+
+def test_query_equals_index(client: TestClient, index: Index, corpus: dict[str, str]) -> None:
+    index.add_many(corpus.items())
+    rng = random.Random(1)
+    probes = [edit(rng, t, 1) for t in list(corpus.values())[:6]] + [make_text(rng)]
+    for text in probes:
+        for params in ({}, {"threshold": 0.5}, {"threshold": 0.9, "top_k": 1}, {"top_k": 2}):
+            r = client.post("/query", json={"text": text, **params})
+            assert r.status_code == 200
+            want = index.query(text, **params)
+            got = r.json()
+            assert got["matches"] == [{"id": m.id, "similarity": m.similarity} for m in want]
+            assert got["unique"] is (not want)
+            assert got["threshold"] == params.get("threshold", index.threshold)
+    # An exact copy is found with similarity 1.
+    r = client.post("/query", json={"text": corpus["doc-1"]}).json()
+    assert r["matches"][0] == {"id": "doc-1", "similarity": 1.0} and not r["unique"]
+
+
+def test_check_matches_and_passages(client: TestClient, index: Index,
+                                    corpus: dict[str, str]) -> None:
+    index.add_many(corpus.items())
+    text = edit(random.Random(2), corpus["doc-0"], 1)
+    r = client.post("/check", json={"text": text})
+    assert r.status_code == 200
+    got = r.json()
+    want = index.query(text)
+    assert [(m["id"], m["similarity"]) for m in got["matches"]] == [tuple(m) for m in want]
+    assert {m["id"] for m in got["matches"]} >= {"doc-0"}
+    assert got["unique"] is False and got["added"] is False
+    for m in got["matches"]:
+        assert m["text"] == corpus[m["id"]]
+        assert m["passages"] == shared_passages(text, corpus[m["id"]], 5, max_occurrences=8)
+        assert m["passages"], "a near-duplicate shares passages"
+    # The document's own id is left out of its matches.
+    r = client.post("/check", json={"text": corpus["doc-5"], "id": "doc-5"}).json()
+    assert "doc-5" not in [m["id"] for m in r["matches"]]
+    # A new text is unique.
+    r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
+    assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False}
+
+
+def test_check_and_add(client: TestClient, index: Index) -> None:
+    rng = random.Random(3)
+    text = make_text(rng)
+    r = client.post("/check", json={"text": text, "id": "new-1", "add": True})
+    assert r.status_code == 200 and r.json()["added"] is True and r.json()["unique"] is True
+    assert index.get("new-1") == text
+    near = edit(rng, text, 1)
+    r = client.post("/check", json={"text": near, "id": "new-2", "add": True}).json()
+    assert r["added"] is False and r["matches"][0]["id"] == "new-1"
+    assert "new-2" not in index
+    r = client.post("/check", json={"text": "x", "add": True})
+    assert r.status_code == 422 and detail(r).startswith("id: required with add=true")
+    r = client.post("/check", json={"text": make_text(rng), "id": "new-1", "add": True})
+    assert r.status_code == 409 and detail(r) == "id 'new-1' is already in the index"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_concurrent_check_and_add_adds_one(kind: str, tmp_path: Path) -> None:
+    """Near-duplicates checked at once by many clients: exactly one is added."""
+    idx = Index() if kind == "memory" else Index(str(tmp_path / "c.db"))
+    app = create_app(idx)
+    base = make_text(random.Random(4), 60)
+    results: list[bool] = []
+    barrier = threading.Barrier(6)
+
+    def worker(i: int) -> None:
+        c = TestClient(app)
+        barrier.wait()
+        r = c.post("/check", json={"text": base + f" v{i}", "id": f"w{i}", "add": True})
+        assert r.status_code == 200
+        results.append(r.json()["added"])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 5 + [True] and len(idx) == 1
+    idx.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Stats, health, OpenAPI, the page
+
+
+def test_stats_and_health(client: TestClient, index: Index) -> None:
+    client.post("/documents", json={"id": "a", "text": "one text"})
+    client.get("/documents/missing")
+    assert client.get("/health").json() == {"status": "ok", "documents": 1}
+    s = client.get("/stats").json()
+    for k, v in index.stats().items():
+        if k != "file_bytes":  # the SQLite file grows as it is used
+            assert s[k] == v
+    req = s["requests"]
+    assert req["by_endpoint"]["add_document"] == 1 and req["by_endpoint"]["get_document"] == 1
+    assert req["by_status"]["201"] == 1 and req["by_status"]["404"] == 1
+    assert req["total"] == 3  # this /stats request is counted once it is answered
+    assert s["collections"] == 0 and s["limits"]["max_batch"] == 10_000
+
+
+def test_openapi_describes_fields(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    for path in ("/documents", "/documents:batch", "/query", "/check", "/collections",
+                 "/collections/{cid}/pair", "/stats", "/health"):
+        assert path in spec["paths"]
+    props = spec["components"]["schemas"]["QueryIn"]["properties"]
+    assert "description" in props["text"] and "(0, 1]" in json.dumps(props["threshold"])
+    assert client.get("/docs").status_code == 200
+
+
+def test_page_and_static_files(client: TestClient) -> None:
+    r = client.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    html = r.text
+    assert 'data-testid="check-text"' in html and "/static/app.js" in html
+    for name in ("app.js", "style.css"):
+        assert client.get(f"/static/{name}").status_code == 200
+    static = Path(server_app.STATIC)
+    for f in static.iterdir():  # no CDN, no external fonts
+        assert "http://" not in f.read_text() and "https://" not in f.read_text()
+    assert ".innerHTML" not in (static / "app.js").read_text()  # user data stays text
+    assert client.get("/static/nope.js").status_code == 404
+
+
+# ---------------------------------------------------------------------------------------------
+# Client errors
+
+
+def test_errors_json_endpoints(client: TestClient) -> None:
+    cases = [
+        ({"content": b'{"text": "x"}', "headers": {"content-type": "text/plain"}}, 415,
+         "/query takes a JSON body: send Content-Type: application/json (got 'text/plain')"),
+        ({"content": b'{"text": "x"}', "headers": {"content-type":
+                                                   "application/json; charset=latin-1"}},
+         415, "/query takes UTF-8 JSON (got 'application/json; charset=latin-1')"),
+        ({"content": b'{"text": "\xff"}', "headers": {"content-type": "application/json"}},
+         400, "the request body is not valid UTF-8 (byte 11)"),
+        ({"content": b'{"text": ', "headers": {"content-type": "application/json"}}, 422,
+         "the request body is not valid JSON: Expecting value at character 9"),
+        ({"content": b'{"text": "\\ud800"}', "headers": {"content-type": "application/json"}},
+         422, "text: contains a lone surrogate (U+D800) at character 0; send "
+              "valid Unicode text"),
+        ({}, 422, "the request body is missing: send a JSON object"),
+        ({"json": [1, 2]}, 422, "the request body must be a JSON object"),
+        ({"json": {"text": 5}}, 422, "text: Input should be a valid string"),
+        ({"json": {"text": "x", "threshold": 0}}, 422, "threshold: Input should be greater "
+                                                       "than 0"),
+        ({"json": {"text": "x", "threshold": 1.5}}, 422, "threshold: Input should be less "
+                                                         "than or equal to 1"),
+        ({"json": {"text": "x", "threshold": "high"}}, 422, "threshold: Input should be a "
+                                                            "valid number, unable to parse "
+                                                            "string as a number"),
+        ({"json": {"text": "x", "top_k": 0}}, 422, "top_k: Input should be greater than or "
+                                                   "equal to 1"),
+        ({"json": {"text": "x", "colour": "red"}}, 422, "colour: Extra inputs are not "
+                                                        "permitted"),
+    ]
+    for kwargs, status, message in cases:
+        r = client.post("/query", **kwargs)
+        assert (r.status_code, detail(r)) == (status, message), kwargs
+    r = client.post("/documents", json={"id": "", "text": "x"})
+    assert r.status_code == 422 and detail(r).startswith("id: String should have at least 1")
+    r = client.get("/nowhere")
+    assert r.status_code == 404
+    assert detail(r) == "no such endpoint: GET /nowhere (see /docs for the API)"
+    r = client.put("/query", json={})
+    assert r.status_code == 405 and detail(r) == "PUT is not allowed on /query"
+
+
+def test_errors_sizes(index: Index) -> None:
+    c = TestClient(create_app(index, max_upload_bytes=1000, max_text_bytes=100))
+    r = c.post("/documents", json={"id": "a", "text": "x" * 2000})
+    assert r.status_code == 413
+    assert detail(r) == "the request body is 2020 bytes; the limit is 1000 bytes"
+
+    def chunks():  # no Content-Length: the bytes actually read are counted
+        for _ in range(20):
+            yield b" " * 100
+
+    r = c.post("/query", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert detail(r) == "the request body is over the limit of 1000 bytes"
+    r = c.post("/documents", json={"id": "a", "text": "é" * 60})
+    assert r.status_code == 413 and detail(r) == "the text is 120 bytes; the limit is 100 bytes"
+    r = c.post("/documents:batch", json={"documents": [{"id": "a", "text": "x"},
+                                                       {"id": "b", "text": "y" * 101}]})
+    assert r.status_code == 413 and detail(r).startswith("documents[1].text is 101 bytes")
+    assert len(index) == 0
+    r = c.post("/query", content=b"{}", headers={"content-type": "application/json",
+                                                 "content-length": "abc"})
+    assert r.status_code == 400 and "Content-Length" in detail(r)
+    with pytest.raises(neardup.ConfigError, match="max_batch=0"):
+        create_app(index, max_batch=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Collections
+
+
+def collection_lines(rng: random.Random, n: int = 30) -> tuple[list[str], list[str]]:
+    ids, texts = [], []
+    for i in range(n):
+        if i % 4 == 3:
+            texts.append(edit(rng, texts[i - 1], 1))
+        elif i % 7 == 6:
+            texts.append(edit(rng, texts[i - 5], 3))
+        else:
+            texts.append(make_text(rng, 60))
+        ids.append(f"p{i}")
+    return ids, texts
+
+
+def to_members(clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"cluster": c["cluster"], "size": c["size"], "representative": c["representative"],
+             "members": [{"id": m["id"], "similarity_to_representative": round(
+                 m["similarity"], 6)} for m in c["members"]]} for c in clusters]
+
+
+@pytest.mark.parametrize("method", ["components", "strict"])
+def test_collection_jsonl_equals_dedup(client: TestClient, method: str) -> None:
+    ids, texts = collection_lines(random.Random(7))
+    body = "\n".join(json.dumps({"sku": i, "desc": t}) for i, t in zip(ids, texts)) + "\n"
+    r = client.post("/collections", files={"file": ("shop.jsonl", body.encode())},
+                    data={"text_field": "desc", "id_field": "sku", "threshold": "0.7",
+                          "cluster": method})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    want = neardup.dedup(texts, ids, threshold=0.7, cluster=method)
+    assert got["clusters"] == to_members(want.clusters()) and got["clusters"]
+    assert got["pairs"] == len(want.pairs)
+    assert got["duplicates"] == len(want.duplicate_rows)
+    assert got["documents"] == len(ids) and got["skipped"] == {}
+    assert got["format"] == "jsonl" and got["id_field"] == "sku"
+    assert got["cluster_method"] == method and got["threshold"] == 0.7
+    again = client.get(f"/collections/{got['collection_id']}")
+    assert again.status_code == 200 and again.json() == got
+    # The side-by-side view of a member and its representative.
+    c = got["clusters"][0]
+    rep, other = c["representative"], c["members"][1]
+    r = client.get(f"/collections/{got['collection_id']}/pair",
+                   params={"a": rep, "b": other["id"]})
+    assert r.status_code == 200
+    p = r.json()
+    ta, tb = texts[ids.index(rep)], texts[ids.index(other["id"])]
+    assert p["a"] == {"id": rep, "text": ta} and p["b"] == {"id": other["id"], "text": tb}
+    assert p["similarity"] == other["similarity_to_representative"] and p["same_cluster"]
+    assert p["passages"] == shared_passages(ta, tb, 5, max_occurrences=8) and p["passages"]
+
+
+def test_collection_csv_with_line_ids(client: TestClient) -> None:
+    rng = random.Random(8)
+    a = make_text(rng, 80)
+    rows = [["title", "price"], [a, "10"], ["a, \"quoted\"\nmultiline title", "3"],
+            [edit(rng, a, 1), "11"], [make_text(rng, 80), "4"]]
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    data = buf.getvalue().encode()
+    r = client.post("/collections", files={"file": ("offers.csv", data, "text/csv")},
+                    data={"text_field": "title"})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    assert got["format"] == "csv" and got["id_field"] is None
+    # Ids are the line numbers where the records start (the header is line 1).
+    texts = [a, rows[2][0], rows[3][0], rows[4][0]]
+    want = neardup.dedup(texts, ["2", "3", "5", "6"], threshold=0.8)
+    assert got["clusters"] == to_members(want.clusters())
+    assert [m["id"] for m in got["clusters"][0]["members"]] == ["2", "5"]
+
+
+def test_collection_skipped_records(client: TestClient) -> None:
+    rng = random.Random(9)
+    good = [make_text(rng, 20) for _ in range(3)]
+    lines = [
+        json.dumps({"id": "a", "text": good[0]}).encode(),     # 1 ok
+        b'{"id": "b", "text": ',                                # 2 malformed JSON
+        json.dumps({"id": "c"}).encode(),                       # 3 no text
+        json.dumps({"id": "d", "text": 7}).encode(),            # 4 non-string text
+        b"",                                                    # 5 blank: ignored
+        b'{"id": "e", "text": "caf\xe9"}',                      # 6 invalid UTF-8
+        b"[1, 2]",                                              # 7 not an object
+        json.dumps({"id": "a", "text": good[1]}).encode(),     # 8 repeated id
+        json.dumps({"text": good[1]}).encode(),                 # 9 no id
+        json.dumps({"id": "f", "text": "  "}).encode(),         # 10 empty text
+        json.dumps({"id": 12, "text": good[2]}).encode(),      # 11 ok, integer id
+        json.dumps({"id": None, "text": good[2]}).encode(),    # 12 bad id
+    ]
+    r = client.post("/collections", files={"file": ("x.jsonl", b"\n".join(lines))},
+                    data={"id_field": "id"})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    assert got["documents"] == 2
+    assert got["skipped"] == {"bad_id": 1, "duplicate_id": 1, "empty_text": 1, "invalid_utf8": 1,
+                              "malformed_json": 1, "missing_field": 1, "missing_id": 1,
+                              "non_string_field": 1, "not_object": 1}
+    assert [(e["line"], e["reason"]) for e in got["skipped_examples"]] == [
+        (2, "malformed_json"), (3, "missing_field"), (4, "non_string_field"),
+        (6, "invalid_utf8"), (7, "not_object")]
+    assert got["skipped_examples"][1]["message"] == "no field 'text'"
+    assert got["skipped_examples"][2]["message"] == "field 'text' is a number, not a string"
+
+
+def test_collection_errors(client: TestClient) -> None:
+    ok = b'{"text": "one two three"}\n'
+    cases = [
+        ({"files": {"file": ("x.pdf", b"%PDF-1.4", "application/pdf")}}, 415,
+         "upload a CSV (.csv) or JSON Lines (.jsonl) file; got 'x.pdf' (application/pdf)"),
+        ({"files": {"file": ("x.jsonl", b"\n\n")}}, 422,
+         "no usable record in 'x.jsonl' (text field 'text'): it is empty"),
+        ({"files": {"file": ("x.jsonl", b'{"title": "a"}\n[1]\n')}}, 422,
+         "no usable record in 'x.jsonl' (text field 'text'): line 1: no field 'text'; "
+         "line 2: a JSON line must be an object, not an array"),
+        ({"files": {"file": ("x.csv", b"name,price\na,1\n")}}, 422,
+         "text_field 'text' is not a column of the CSV header (columns: name, price)"),
+        ({"files": {"file": ("x.csv", b"text\nabc\n")}, "data": {"id_field": "sku"}}, 422,
+         "id_field 'sku' is not a column of the CSV header (columns: text)"),
+        ({"files": {"file": ("x.csv", b"")}}, 422, "the CSV file is empty: it needs a header "
+                                                   "row naming the text column ('text') and "
+                                                   "at least one row"),
+        ({"files": {"file": ("x.jsonl", ok)}, "data": {"threshold": "0"}}, 422,
+         "threshold: Input should be greater than 0"),
+        ({"files": {"file": ("x.jsonl", ok)}, "data": {"threshold": "abc"}}, 422,
+         "threshold: Input should be a valid number, unable to parse string as a number"),
+        ({"files": {"file": ("x.jsonl", ok)}, "data": {"cluster": "big"}}, 422,
+         "cluster: Input should be 'components' or 'strict'"),
+        ({"data": {"text_field": "text"}}, 415,
+         "/collections takes a multipart/form-data upload with a 'file' field (got "
+         "'application/x-www-form-urlencoded')"),
+        ({"json": {"file": "x"}}, 415, "/collections takes a multipart/form-data upload with "
+                                       "a 'file' field (got 'application/json')"),
+        ({"files": {"other": ("x.jsonl", ok)}}, 422, "file: Field required"),
+    ]
+    for kwargs, status, message in cases:
+        r = client.post("/collections", **kwargs)
+        assert (r.status_code, detail(r)) == (status, message), kwargs
+    # A file without a known suffix is read as JSONL if it looks like it.
+    r = client.post("/collections", files={"file": ("upload", ok, "application/octet-stream")})
+    assert r.status_code == 201 and r.json()["format"] == "jsonl"
+    cid = r.json()["collection_id"]
+    r = client.get(f"/collections/{cid}/pair", params={"a": "1", "b": "9"})
+    assert r.status_code == 404 and detail(r) == f"b: no document '9' in collection '{cid}'"
+    r = client.get(f"/collections/{cid}/pair", params={"a": "1"})
+    assert r.status_code == 422 and detail(r) == "query parameter b: Field required"
+    r = client.get("/collections/nope")
+    assert r.status_code == 404 and detail(r).startswith("no collection 'nope'")
+
+
+def test_collection_upload_limit_and_lru(index: Index) -> None:
+    c = TestClient(create_app(index, max_upload_bytes=5000))
+    r = c.post("/collections", files={"file": ("x.jsonl", b'{"text": "a"}\n' * 500)})
+    assert r.status_code == 413 and "limit of 5000 bytes" in detail(r) or \
+        "the limit is 5000 bytes" in detail(r)
+    cids = []
+    for i in range(server_app.MAX_COLLECTIONS + 1):
+        r = c.post("/collections", files={"file": ("x.jsonl", b'{"text": "t%d"}\n' % i)})
+        cids.append(r.json()["collection_id"])
+    assert c.get(f"/collections/{cids[0]}").status_code == 404
+    assert all(c.get(f"/collections/{x}").status_code == 200 for x in cids[1:])
+    assert c.get("/stats").json()["collections"] == server_app.MAX_COLLECTIONS
+
+
+def test_upload_is_not_written_under_its_name(client: TestClient, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    name = "../../evil-name.jsonl"
+    r = client.post("/collections", files={"file": (name, b'{"text": "abc def"}\n')})
+    assert r.status_code == 201 and r.json()["filename"] == name
+    assert list(work.iterdir()) == [] and not (tmp_path / "evil-name.jsonl").exists()
+
+
+def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    seen: dict[str, Any] = {}
+
+    def fake_run(app: Any, host: str, port: int) -> None:
+        seen.update(host=host, port=port)
+        c = TestClient(app)
+        c.post("/documents", json={"id": "a", "text": "served"})
+        seen["health"] = c.get("/health").json()
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    db = tmp_path / "run.db"
+    server_app.run(str(db), port=8123, max_batch=5)
+    assert seen == {"host": "127.0.0.1", "port": 8123,
+                    "health": {"status": "ok", "documents": 1}}
+    with Index(str(db)) as idx:
+        assert idx.get("a") == "served"
+
+
+# ---------------------------------------------------------------------------------------------
+# Random requests: never a server error
+
+
+_FUZZ_APP: dict[str, TestClient] = {}
+
+
+def fuzz_client() -> TestClient:
+    if "c" not in _FUZZ_APP:
+        idx = Index()
+        idx.add_many([("a", "red wool winter jacket with zip"), ("b", "blue cotton shirt")])
+        _FUZZ_APP["c"] = TestClient(create_app(idx, max_upload_bytes=20_000))
+    return _FUZZ_APP["c"]
+
+
+def check_response(r: Any) -> None:
+    assert r.status_code < 500, (r.status_code, r.text)
+    if r.status_code >= 400:
+        assert isinstance(r.json()["detail"], str)
+
+
+json_st = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.sampled_from(["id", "text", "threshold", "top_k", "add", "documents", "x"])
+        | st.text(max_size=5), children, max_size=5),
+    max_leaves=12)
+POSTS = ["/documents", "/documents:batch", "/query", "/check", "/collections"]
+fuzz = settings(max_examples=100, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@fuzz
+@given(st.sampled_from(POSTS), json_st)
+def test_fuzz_random_json(path: str, body: Any) -> None:
+    # json.dumps writes NaN and Infinity as the bare words Python's parser accepts.
+    data = json.dumps(body).encode("utf-8", "surrogatepass")
+    check_response(fuzz_client().post(path, content=data,
+                                      headers={"content-type": "application/json"}))
+
+
+doc_st = st.fixed_dictionaries({"text": st.text(max_size=60)}, optional={
+    "id": st.text(max_size=6) | json_st, "threshold": st.floats() | json_st,
+    "top_k": st.integers(-3, 5) | json_st, "add": st.booleans() | json_st})
+
+
+@fuzz
+@given(st.sampled_from(["/documents", "/query", "/check"]), doc_st)
+def test_fuzz_near_valid_requests(path: str, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    check_response(fuzz_client().post(path, content=data,
+                                      headers={"content-type": "application/json"}))
+    batch = json.dumps({"documents": [body, body]}).encode()
+    check_response(fuzz_client().post("/documents:batch", content=batch,
+                                      headers={"content-type": "application/json"}))
+
+
+@fuzz
+@given(st.sampled_from(POSTS), st.binary(max_size=200),
+       st.sampled_from(["application/json", "text/plain", "multipart/form-data; boundary=x",
+                        "multipart/form-data", "application/x-www-form-urlencoded", "",
+                        "application/json; charset=utf-16"]))
+def test_fuzz_random_bytes(path: str, body: bytes, ctype: str) -> None:
+    headers = {"content-type": ctype} if ctype else {}
+    check_response(fuzz_client().post(path, content=body, headers=headers))
+
+
+@fuzz
+@given(st.binary(max_size=300), st.text(max_size=12), st.sampled_from(["text", "id", "", "é"]),
+       st.one_of(st.none(), st.text(max_size=6)), st.text(max_size=6))
+def test_fuzz_random_uploads(data: bytes, filename: str, text_field: str,
+                             id_field: str | None, threshold: str) -> None:
+    form = {"text_field": text_field, "threshold": threshold or "0.8"}
+    if id_field is not None:
+        form["id_field"] = id_field
+    for name in (filename, filename + ".csv", filename + ".jsonl"):
+        check_response(fuzz_client().post("/collections", files={"file": (name, data)},
+                                          data=form))
+
+
+@fuzz
+@given(st.lists(st.text(max_size=8), max_size=4), st.sampled_from(["GET", "DELETE", "POST"]),
+       st.dictionaries(st.text(max_size=5), st.text(max_size=8), max_size=3))
+def test_fuzz_random_paths(parts: list[str], method: str, params: dict[str, str]) -> None:
+    c = fuzz_client()
+    from urllib.parse import quote
+
+    for prefix in ("/documents/", "/collections/", "/", "/static/"):
+        path = prefix + "/".join(quote(p, safe="") for p in parts)
+        # absolute, so that a path starting with '//' is sent as it is
+        check_response(c.request(method, "http://testserver" + path, params=params))
+    r = c.get("/collections/x/pair", params=params)
+    check_response(r)
