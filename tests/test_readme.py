@@ -34,3 +34,33 @@ def test_readme_mentions_every_cli_option():
         for opt in action.option_strings:
             if opt.startswith("--") and opt != "--help":
                 assert opt in text, f"README does not document {opt}"
+
+
+def test_readme_index_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    block = next(b for b in python_blocks() if "neardup.Index(" in b)
+    ns: dict = {}
+    exec(block, ns)
+    assert [tuple(m) for m in ns["found"]] == [("sku-1", 1.0)]
+    assert [tuple(m) for m in ns["dups"]] == [("sku-2", 0.888889)]
+    from neardup import Index
+
+    with Index(tmp_path / "shop.db") as idx:
+        assert sorted(idx.ids()) == ["sku-1"]
+
+
+def test_readme_index_commands_run(tmp_path):
+    """Every `neardup index`/`stream`/`dedup --save-index` line of the README runs as written."""
+    import shutil
+    import subprocess
+
+    root = README.parent
+    lines = [ln.split("#")[0].strip().removeprefix("$ ") for ln in README.read_text().splitlines()
+             if ln.startswith("$ ") and (" index " in ln or " stream " in ln
+                                         or "--save-index" in ln)]
+    assert len(lines) == 7
+    shutil.copytree(root / "examples", tmp_path / "examples")
+    (tmp_path / ".venv").symlink_to(root / ".venv")
+    for cmd in lines:
+        r = subprocess.run(cmd, shell=True, cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 0, (cmd, r.stderr[-2000:])
