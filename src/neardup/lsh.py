@@ -84,6 +84,18 @@ def choose_bands(threshold: float, num_perm: int, min_recall: float = 0.9,
     return best if best is not None else fallback
 
 
+def lsh_params(lsh, num_perm: int) -> tuple[int, int]:
+    """The (bands, rows) of an :class:`~neardup.LSHConfig` for ``num_perm`` values: as given,
+    completed from one of them, or chosen for its threshold by :func:`choose_bands`."""
+    if lsh.bands is not None and lsh.rows is not None:
+        return lsh.bands, lsh.rows
+    if lsh.rows is not None:
+        return num_perm // lsh.rows, lsh.rows
+    if lsh.bands is not None:
+        return lsh.bands, num_perm // lsh.bands
+    return choose_bands(lsh.threshold, num_perm, lsh.min_recall)
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _band_keys_kernel(sig, bands, rows):
     n = sig.shape[0]

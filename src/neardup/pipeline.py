@@ -31,7 +31,7 @@ from .lsh import (
     band_keys,
     candidate_pairs,
     candidates_from_keys,
-    choose_bands,
+    lsh_params,
     s_curve,
 )
 from .result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
@@ -278,15 +278,7 @@ class Deduplicator:
 
     def lsh_params(self) -> tuple[int, int]:
         """The (bands, rows) this run uses: given, or chosen for the threshold."""
-        lc = self.config.lsh
-        k = self.config.sketch.num_perm
-        if lc.bands is not None and lc.rows is not None:
-            return lc.bands, lc.rows
-        if lc.rows is not None:
-            return k // lc.rows, lc.rows
-        if lc.bands is not None:
-            return lc.bands, k // lc.bands
-        return choose_bands(lc.threshold, k, lc.min_recall)
+        return lsh_params(self.config.lsh, self.config.sketch.num_perm)
 
     def _stage(self, name: str, done: int, total: int) -> None:
         if self._on_stage is not None:

@@ -25,7 +25,7 @@ import numpy as np
 from .. import __version__
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError
-from ..lsh import band_keys, choose_bands, s_curve
+from ..lsh import band_keys, lsh_params, s_curve
 from ..sketch import shingle_sketch
 from ..text.normalize import normalize
 from ..verify import overlap_pairs, sort_unique_segments
@@ -102,14 +102,7 @@ class Index:
     # -- parameters -------------------------------------------------------------------------
     @staticmethod
     def _choose(cfg: DedupConfig) -> tuple[int, int]:
-        lc, k = cfg.lsh, cfg.sketch.num_perm
-        if lc.bands is not None and lc.rows is not None:
-            return lc.bands, lc.rows
-        if lc.rows is not None:
-            return k // lc.rows, lc.rows
-        if lc.bands is not None:
-            return lc.bands, k // lc.bands
-        return choose_bands(lc.threshold, k, lc.min_recall)
+        return lsh_params(cfg.lsh, cfg.sketch.num_perm)
 
     def _params(self) -> dict[str, Any]:
         d = self.config.to_dict()

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import ConfigError, OutputError
-from .storage import DuplicateIdError, Storage, StoredDoc
+from .storage import DuplicateIdError, Storage, StoredDoc, check_batch_ids
 
 _INSERT = """
 local p = ARGV[1]
@@ -120,10 +120,7 @@ class RedisStorage(Storage):
         if not docs:
             return
         ids = [d.id for d in docs]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)),
-                                   in_batch=True)
+        check_batch_ids(ids)
         args: list[Any] = [self.prefix, len(docs)]
         for d in docs:
             args += [d.id, d.text or "", "0" if d.text is None else "1",

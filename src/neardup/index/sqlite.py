@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, OutputError
-from .storage import DuplicateIdError, Storage, StoredDoc
+from .storage import DuplicateIdError, Storage, StoredDoc, check_batch_ids
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -165,10 +165,7 @@ class SQLiteStorage(Storage):
         if not docs:
             return
         ids = [d.id for d in docs]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)),
-                                   in_batch=True)
+        check_batch_ids(ids)
         with self._write() as conn:
             for s in range(0, len(ids), _CHUNK):
                 part = ids[s:s + _CHUNK]

@@ -36,6 +36,13 @@ class DuplicateIdError(InputError):
         self.in_batch = in_batch
 
 
+def check_batch_ids(ids: Sequence[str]) -> None:
+    """:class:`DuplicateIdError` for the first id that repeats within one batch."""
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)), in_batch=True)
+
+
 @dataclass
 class StoredDoc:
     """One document as a backend stores it."""
