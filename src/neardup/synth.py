@@ -121,3 +121,30 @@ def make_corpus(n: int, dup_fraction: float = 0.3, seed: int = 0, vocab_size: in
             m = int(rng.integers(words[0], words[1] + 1))
             texts.append("\n\n".join(_paragraphs(rng, vocab, probs, m)))
     return texts, planted
+
+
+def near_duplicate_collection(originals: int, variants: int,
+                              edit_rates: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2),
+                              seed: int = 0, words: tuple[int, int] = (150, 400),
+                              vocab_size: int = 5000) -> tuple[list[str], list[int]]:
+    """Seed 001's RUS-style test collection: ``originals`` texts, each followed by ``variants``
+    word-edited copies (edit rates taken in turn from ``edit_rates``). Returns the texts and,
+    for each, the number of its original (documents with the same number are near-duplicates
+    by construction; with small edit rates their word-shingle Jaccard stays high)."""
+    if originals < 1 or variants < 0:
+        raise ValueError("originals must be >= 1 and variants >= 0")
+    rng = np.random.default_rng(seed)
+    vocab = vocabulary(vocab_size, seed)
+    probs = 1.0 / np.arange(1, vocab_size + 1) ** 0.9
+    probs /= probs.sum()
+    texts: list[str] = []
+    groups: list[int] = []
+    for g in range(originals):
+        m = int(rng.integers(words[0], words[1] + 1))
+        original = "\n\n".join(_paragraphs(rng, vocab, probs, m))
+        texts.append(original)
+        groups.append(g)
+        for v in range(variants):
+            texts.append(edit_words(original, edit_rates[v % len(edit_rates)], rng, vocab))
+            groups.append(g)
+    return texts, groups
