@@ -1,6 +1,7 @@
 """FCA clusters (seed 001) at scale: 100k documents with images of 256 hashes.
 
     python benchmarks/fca.py --size 100000 --min-common 200 150 100 50 25
+    python benchmarks/fca.py --rus          # seed 001's Table 1 on a generated collection
 
 Takes the first ``size`` documents of the benchmark corpus (20 Newsgroups text with planted
 near-duplicates, ``benchmarks/data/corpus-<N>.jsonl``, built by ``benchmarks/corpus.py`` when
@@ -19,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 HERE = Path(__file__).resolve().parent
@@ -27,8 +29,39 @@ sys.path.insert(0, str(HERE))
 
 from index import find_corpus  # noqa: E402
 
-from neardup.evaluate.clusters import pair_scores, read_reference  # noqa: E402
-from neardup.fca import document_images, fca_clusters, inverted_table  # noqa: E402
+from neardup.evaluate.clusters import (  # noqa: E402
+    pair_scores,
+    pairs_of_groups,  # noqa: E402
+    read_reference,
+)
+from neardup.fca import document_images, fca, fca_clusters, inverted_table  # noqa: E402
+from neardup.synth import edit_words, near_duplicate_collection, vocabulary  # noqa: E402
+
+
+def rus_table(results_dir: Path) -> None:
+    """Seed 001's RUS experiment: 9 original texts and 10 near-duplicates made from them
+    (edit rates 1% to 10%), images of n = 1000, thresholds 900 to 400 (its Table 1)."""
+    texts, groups = near_duplicate_collection(9, 0, seed=1, words=(1400, 1800))
+    # ten variants, spread over the originals, with growing edits
+    rng = np.random.default_rng(1)
+    vocab = vocabulary(5000, 1)
+    for v in range(10):
+        g = v % 9
+        texts.append(edit_words(texts[g], 0.01 * (v + 1), rng, vocab))
+        groups.append(g)
+    reference = pairs_of_groups(groups)
+    rows = []
+    for r in fca(texts, [900, 800, 700, 500, 400], length=5, image_size=1000):
+        rows.append({"threshold": r.min_common, "clusters": len(r.clusters),
+                     "seconds": round(r.seconds, 3), **pair_scores(r.pairs(), reference)})
+    lines = ["| precision | recall | threshold | F1 |", "|---:|---:|---:|---:|"]
+    lines += [f"| {x['precision']:.2f} | {x['recall']:.2f} | {x['threshold']} | {x['f1']:.2f} |"
+              for x in rows]
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / "fca-rus.md").write_text(
+        f"# Seed 001's Table 1 on a generated RUS-like collection ({len(texts)} texts, "
+        f"{len(reference)} reference pairs, images of 1000)\n\n" + "\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def main() -> None:
@@ -39,7 +72,10 @@ def main() -> None:
     ap.add_argument("--shingle-length", type=int, default=5)
     ap.add_argument("--offset", type=int, default=1)
     ap.add_argument("--results", default=str(HERE / "results"))
+    ap.add_argument("--rus", action="store_true", help="seed 001's Table 1 on generated texts")
     a = ap.parse_args()
+    if a.rus:
+        return rus_table(Path(a.results))
 
     corpus = find_corpus(a.size)
     ids, texts = [], []
