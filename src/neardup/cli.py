@@ -93,6 +93,15 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                          "opens as neardup.Index and in `neardup index`/`serve`")
     _add_param_args(p)
     rn = p.add_argument_group("running")
+    rn.add_argument("--engine", choices=["local", "dask"], default="local",
+                    help="run in this process (local, default) or on a Dask cluster (dask); the "
+                         "results are identical")
+    rn.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="with --engine dask: tcp://HOST:PORT of a running Dask scheduler "
+                         "(default: a LocalCluster of --dask-workers processes); inputs and -o "
+                         "must be visible to its workers")
+    rn.add_argument("--dask-workers", type=int, default=2, metavar="N",
+                    help="worker processes of the LocalCluster (default: 2)")
     rn.add_argument("--workers", type=int, default=None,
                     help="threads for the compiled stages (default: all cores)")
     rn.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summary text")
@@ -206,14 +215,29 @@ def cmd_dedup(a: argparse.Namespace) -> int:
 
     config = _config_from_args(a)
     _set_workers(a.workers)
+    if a.scheduler and a.engine != "dask":
+        raise ConfigError("--scheduler needs --engine dask")
+    if a.engine == "dask" and a.save_index:
+        raise ConfigError("--save-index is not supported with --engine dask yet; build the "
+                          "index with `neardup index add`")
     progress = None if a.quiet else RichProgress()
     try:
-        summary = dedup_files(
-            a.inputs, a.output, config=config, text_fields=a.text_field, id_field=a.id_field,
-            input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
-            chunk_size=a.chunk_size, output_format=a.output_format,
-            write_corpus=not a.no_corpus, progress=progress, save_index=a.save_index,
-        )
+        if a.engine == "dask":
+            from .engines.dask import dedup_dask
+
+            summary = dedup_dask(
+                a.inputs, a.output, config=config, text_fields=a.text_field,
+                id_field=a.id_field, input_format=a.input_format, encoding=a.encoding,
+                on_error=a.on_error, output_format=a.output_format,
+                write_corpus=not a.no_corpus, scheduler=a.scheduler,
+                n_workers=a.dask_workers, progress=progress)
+        else:
+            summary = dedup_files(
+                a.inputs, a.output, config=config, text_fields=a.text_field, id_field=a.id_field,
+                input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
+                chunk_size=a.chunk_size, output_format=a.output_format,
+                write_corpus=not a.no_corpus, progress=progress, save_index=a.save_index,
+            )
     finally:
         if progress is not None:
             progress.close()

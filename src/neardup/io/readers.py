@@ -148,6 +148,13 @@ class _Source:
     compression: str | None
     size: int
     files: list[tuple[str, Path, int]] | None = None  # textdir: (relpath, path, size)
+    # A byte range of an uncompressed JSONL file (the Dask engine reads one per partition):
+    # bytes [start, end) starting at a line boundary, after ``first_line`` lines of the file.
+    # ``whole=False`` leaves the empty-file check to the caller, which sees every range.
+    start: int = 0
+    end: int | None = None
+    first_line: int = 0
+    whole: bool = True
 
     @property
     def name(self) -> str:
@@ -390,9 +397,15 @@ def _jsonl_records(src: _Source, opts: _Options,
             yield _open_error(src, e)
             return
         progress.start(src, raw_f.tell)
-        lineno = 0
+        lineno = src.first_line
+        pos = src.start
+        if pos:
+            raw_f.seek(pos)  # only uncompressed files are split into ranges
+        end = src.end
         records = 0
         while True:
+            if end is not None and pos >= end:
+                break
             try:
                 raw = stream.readline()
             except _READ_ERRORS as e:
@@ -400,6 +413,7 @@ def _jsonl_records(src: _Source, opts: _Options,
                 return
             if not raw:
                 break
+            pos += len(raw)
             lineno += 1
             if raw[:1] in b" \t\r\n" and not raw.strip():
                 continue  # blank line (raw[:1] is never b"" here)
@@ -459,7 +473,7 @@ def _jsonl_records(src: _Source, opts: _Options,
                     yield rid
                     continue
             yield lineno, text, rid, raw
-        if records == 0:
+        if records == 0 and src.whole:
             yield _empty(src, "no JSON lines")
 
 

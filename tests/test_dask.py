@@ -1,0 +1,205 @@
+"""The Dask engine against the local one, on a real LocalCluster of two worker processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("distributed")
+
+from neardup.config import DedupConfig  # noqa: E402
+from neardup.engines.dask import dedup_dask  # noqa: E402
+from neardup.errors import InputError  # noqa: E402
+from neardup.job import dedup_files  # noqa: E402
+from neardup.synth import make_corpus  # noqa: E402
+
+VOLATILE = {"timings_s", "seconds", "outputs", "documents_per_s", "mb_per_s", "ingest_seconds",
+            "workers", "engine", "partitions"}
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    import dask
+    from distributed import Client, LocalCluster
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 5}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
+    client = Client(cluster)
+    yield cluster.scheduler_address, client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """1,200 documents with planted near-duplicates, exact copies (also across files), empty
+    texts and blank lines, in three JSONL files."""
+    d = tmp_path_factory.mktemp("corpus")
+    texts, _ = make_corpus(1200, dup_fraction=0.4, seed=11, max_edit_rate=0.3)
+    texts += ["", "  \n ", texts[3], texts[700], texts[701].upper()]
+    paths = []
+    for k in range(3):
+        p = d / f"part-{k}.jsonl"
+        with open(p, "wb") as f:
+            for i in range(k, len(texts), 3):
+                f.write(orjson.dumps({"doc": f"doc-{i}", "text": texts[i]}) + b"\n")
+                if i % 97 == 0:
+                    f.write(b"\n")
+        paths.append(p)
+    return paths
+
+
+def _tables(out: Path) -> tuple[pa.Table, pa.Table]:
+    return pq.read_table(out / "clusters.parquet"), pq.read_table(out / "pairs.parquet")
+
+
+def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict) -> None:
+    c1, p1 = _tables(local_out)
+    c2, p2 = _tables(dask_out)
+    assert c1.equals(c2)
+    assert p1.equals(p2)
+    assert {k: v for k, v in s_local.items() if k not in VOLATILE} == \
+        {k: v for k, v in s_dask.items() if k not in VOLATILE}
+    kept = sorted(r["id"] for r in c1.to_pylist() if r["id"] == r["representative"])
+    parts = sorted((dask_out / "deduplicated").glob("part-*.parquet"))
+    assert len(parts) == s_dask["partitions"]
+    assert sorted(x for p in parts for x in pq.read_table(p).column("id").to_pylist()) == kept
+
+
+@pytest.mark.parametrize("id_field,method,keep", [
+    (None, "components", "first"), ("doc", "components", "longest"),
+    (None, "strict", "longest"), ("doc", "strict", "first"),
+])
+def test_same_as_local(scheduler, corpus, tmp_path, id_field, method, keep):
+    cfg = DedupConfig.from_kwargs(threshold=0.7, cluster=method, keep=keep)
+    s1 = dedup_files(corpus, tmp_path / "local", config=cfg, id_field=id_field)
+    s2 = dedup_dask(corpus, tmp_path / "dask", config=cfg, id_field=id_field,
+                    scheduler=scheduler[0], partition_docs=150)
+    assert s2["engine"] == "dask" and s2["workers"] == 2
+    assert s2["partitions"] > 3  # the files were split into ranges
+    assert s2["near_duplicates"] > 50 and s2["exact_duplicates"] > 50
+    _check_same(tmp_path / "local", tmp_path / "dask", s1, s2)
+    text = orjson.loads((tmp_path / "dask" / "summary.json").read_bytes())
+    assert text["documents"] == s1["documents"]
+
+
+def test_parquet_textdir_and_folder_of_parts(scheduler, tmp_path):
+    texts, _ = make_corpus(300, dup_fraction=0.5, seed=5)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for k in range(2):
+        pq.write_table(pa.table({"text": texts[k::2], "id": [f"p{k}-{i}" for i in
+                                                             range(len(texts[k::2]))]}),
+                       parts / f"part-{k}.parquet")
+    (parts / "_SUCCESS").write_text("")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(0, 40):
+        (docs / f"d{i:03d}.txt").write_text(texts[i * 3])
+    cfg = DedupConfig.from_kwargs(threshold=0.8)
+    files = sorted(parts.glob("*.parquet"))
+    s1 = dedup_files(files, tmp_path / "l1", config=cfg, id_field="id")
+    s2 = dedup_dask([parts], tmp_path / "d1", config=cfg, id_field="id", input_format="parquet",
+                    scheduler=scheduler[0])
+    assert s2["partitions"] == 2
+    _check_same(tmp_path / "l1", tmp_path / "d1", s1, s2)
+    s1 = dedup_files([docs, *files], tmp_path / "l2", config=cfg)
+    s2 = dedup_dask([docs, *files], tmp_path / "d2", config=cfg, scheduler=scheduler[0])
+    _check_same(tmp_path / "l2", tmp_path / "d2", s1, s2)
+
+
+def test_worker_killed_during_a_run(scheduler, corpus, tmp_path):
+    """A worker dies (SIGKILL) while it computes a shingle export of the verification
+    shuffle; Dask recomputes what it held from the lineage and the result is the same."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    marker = tmp_path / "killed"
+
+    class KillOnce(WorkerPlugin):
+        name = "neardup-kill-once"
+
+        def transition(self, key, start, finish, **kwargs):
+            name = key if isinstance(key, str) else str(key)
+            if finish == "executing" and "verifyexport" in name:
+                try:
+                    fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    return
+                os.close(fd)
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    client = scheduler[1]
+    client.register_plugin(KillOnce())
+    try:
+        cfg = DedupConfig.from_kwargs(threshold=0.7)
+        s2 = dedup_dask(corpus, tmp_path / "dask", config=cfg, scheduler=scheduler[0],
+                        partition_docs=150)
+    finally:
+        client.unregister_worker_plugin("neardup-kill-once")
+    assert marker.exists()
+    s1 = dedup_files(corpus, tmp_path / "local", config=cfg)
+    _check_same(tmp_path / "local", tmp_path / "dask", s1, s2)
+    client.wait_for_workers(2, timeout=60)
+
+
+def _write_lines(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"".join(x + b"\n" for x in lines))
+    return path
+
+
+def test_bad_input_same_errors(scheduler, tmp_path):
+    good = [orjson.dumps({"id": f"a{i}", "text": f"text number {i} " * 20}) for i in range(400)]
+    a = _write_lines(tmp_path / "a.jsonl", good)
+    b_lines = [orjson.dumps({"id": f"b{i}", "text": f"other text {i} " * 20}) for i in range(400)]
+    b_lines[250] = b'{"id": "b250", "text": '          # malformed JSON
+    b_lines[300] = orjson.dumps({"id": "a7", "text": "repeats an id of a.jsonl"})
+    b_lines[320] = orjson.dumps({"id": "b320", "text": 5})
+    b = _write_lines(tmp_path / "b.jsonl", b_lines)
+    c = _write_lines(tmp_path / "c.jsonl", [orjson.dumps({"id": "a3", "text": "again"})])
+    empty = _write_lines(tmp_path / "empty.jsonl", [b"", b"  "])
+    addr = scheduler[0]
+    cases = [
+        ([a, b], {"id_field": "id"}),
+        ([a, c], {"id_field": "id"}),
+        ([a, empty], {}),
+        ([a, tmp_path / "missing.jsonl"], {}),
+        ([a], {"text_fields": ("body",)}),
+        ([a], {"on_error": "sometimes"}),
+    ]
+    for paths, kw in cases:
+        with pytest.raises(Exception) as e1:
+            dedup_files(paths, tmp_path / "l", **kw)
+        with pytest.raises(Exception) as e2:
+            dedup_dask(paths, tmp_path / "d", scheduler=addr, partition_docs=60, **kw)
+        assert type(e1.value) is type(e2.value)
+        assert str(e1.value) == str(e2.value)
+        if isinstance(e1.value, InputError):
+            assert e1.value.reason == e2.value.reason
+        assert not (tmp_path / "d").exists()  # nothing written
+
+    # skipping bad records: the same counts, examples, clusters and pairs
+    s1 = dedup_files([a, b, c, empty], tmp_path / "l", id_field="id", on_error="skip")
+    s2 = dedup_dask([a, b, c, empty], tmp_path / "d", id_field="id", on_error="skip",
+                    scheduler=addr, partition_docs=60)
+    assert s1["skipped"]["total"] == 5
+    _check_same(tmp_path / "l", tmp_path / "d", s1, s2)
+
+
+def test_own_local_cluster(tmp_path):
+    """Without a scheduler address the engine starts a LocalCluster and closes it."""
+    texts, _ = make_corpus(200, dup_fraction=0.5, seed=2)
+    p = _write_lines(tmp_path / "c.jsonl", [orjson.dumps({"text": t}) for t in texts])
+    dedup_files([p], tmp_path / "l")
+    s2 = dedup_dask([p], tmp_path / "d", n_workers=1, write_corpus=False)
+    assert s2["workers"] == 1 and "deduplicated" not in s2["outputs"]
+    c1, p1 = _tables(tmp_path / "l")
+    c2, p2 = _tables(tmp_path / "d")
+    assert c1.equals(c2) and p1.equals(p2)
