@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -49,16 +51,18 @@ def test_readme_index_example_runs(tmp_path, monkeypatch):
         assert sorted(idx.ids()) == ["sku-1"]
 
 
-def test_readme_index_commands_run(tmp_path):
-    """Every `neardup index`/`stream`/`dedup --save-index` line of the README runs as written."""
+@pytest.mark.parametrize("words,count", [((" index ", " stream ", "--save-index"), 7),
+                                         ((" analyze ", " fca "), 7)])
+def test_readme_commands_run(tmp_path, words, count):
+    """Every `neardup index`/`stream`/`dedup --save-index`, `analyze` and `fca` line of the
+    README runs as written."""
     import shutil
     import subprocess
 
     root = README.parent
     lines = [ln.split("#")[0].strip().removeprefix("$ ") for ln in README.read_text().splitlines()
-             if ln.startswith("$ ") and (" index " in ln or " stream " in ln
-                                         or "--save-index" in ln)]
-    assert len(lines) == 7
+             if ln.startswith("$ ") and any(w in ln for w in words)]
+    assert len(lines) == count
     shutil.copytree(root / "examples", tmp_path / "examples")
     (tmp_path / ".venv").symlink_to(root / ".venv")
     for cmd in lines:

@@ -469,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_index import add_index_commands
 
     add_index_commands(sub)
+    from .cli_analyze import add_analyze_commands
+
+    add_analyze_commands(sub)
     return p
 
 

@@ -1,0 +1,308 @@
+"""``neardup analyze scurve|params|recall|bands|grid|distribution``: the parameter experiments
+of seeds 002, 003 and 004. Each command writes ``<name>.png``, ``<name>.csv`` and ``<name>.md``
+into OUTDIR; ``--json`` prints the numbers, otherwise a short table (``--quiet``: nothing)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from .errors import ConfigError
+
+_FORMATS = ["jsonl", "csv", "tsv", "parquet", "textdir"]
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                   help="directory for <name>.png, <name>.csv and <name>.md (created)")
+    p.add_argument("--json", action="store_true", help="print the numbers as JSON on stdout")
+    p.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+
+
+def _corpus_args(p: argparse.ArgumentParser, max_docs_help: str) -> None:
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="JSONL, CSV, TSV or Parquet files, or directories of text files")
+    p.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
+                   help="field(s) holding the text (default: text)")
+    p.add_argument("--id-field", default=None, metavar="FIELD",
+                   help="field holding the document id (default: the row number)")
+    p.add_argument("--input-format", choices=_FORMATS, default=None)
+    p.add_argument("--encoding", default="utf-8")
+    p.add_argument("--on-error", choices=["fail", "skip"], default="fail")
+    p.add_argument("--max-docs", type=int, default=None, metavar="N", help=max_docs_help)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the document sample drawn by --max-docs (default: 0)")
+    p.add_argument("--num-perm", type=int, default=128, metavar="K",
+                   help="MinHash values per document (default: 128)")
+    p.add_argument("--sketch-seed", type=int, default=1,
+                   help="seed of the MinHash functions (default: 1, as `neardup dedup`)")
+
+
+def _shingle_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shingle", default="word:5", metavar="SPEC",
+                   help="word:K, char:K, word:K:OFFSET or char:K:OFFSET (default: word:5)")
+
+
+def _min_recall_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--min-recall", type=float, default=0.9, metavar="P",
+                   help="neardup's recall floor at the threshold when it chooses bands x rows "
+                        "(default: 0.9)")
+
+
+def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``analyze`` and its six sub-commands to the CLI's sub-parsers."""
+    from .analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS
+
+    an = sub.add_parser("analyze", help="parameter experiments: S-curves, bands x rows, LSH "
+                        "recall, duplicates per threshold (seeds 002-004)",
+                        description="Reproduce the parameter experiments of seeds 002, 003 and "
+                        "004. Each command writes <name>.png, <name>.csv and <name>.md into "
+                        "OUTDIR.")
+    asub = an.add_subparsers(dest="analyze_command", required=True, metavar="ANALYSIS")
+
+    p = asub.add_parser("scurve", help="P(candidate) against Jaccard for several bands x rows",
+                        description="The S-curve 1-(1-s^r)^b of each BANDSxROWS, with a table "
+                        "of the probability at several similarities and the approximate "
+                        "threshold (1/b)^(1/r).")
+    _common(p)
+    p.add_argument("--bands-rows", nargs="+", metavar="BxR",
+                   default=[f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS],
+                   help="bands x rows settings (default: "
+                        + " ".join(f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS) + ")")
+    p.add_argument("--points", nargs="+", type=float, metavar="S", default=list(DEFAULT_POINTS),
+                   help="similarities of the table's columns (default: 0.5 0.55 ... 0.95)")
+    p.set_defaults(func=cmd_scurve)
+
+    p = asub.add_parser("params", help="neardup's choice of bands x rows against datasketch's",
+                        description="For each threshold: neardup's bands x rows (recall floor "
+                        "--min-recall) and datasketch's _optimal_param (weights FP/FN), with "
+                        "their false-positive and false-negative areas and the recall at the "
+                        "threshold and at threshold+0.1.")
+    _common(p)
+    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, default=[0.8],
+                   metavar="T", dest="thresholds", help="Jaccard thresholds (default: 0.8)")
+    p.add_argument("--num-perm", type=int, default=128, metavar="K",
+                   help="MinHash values per document (default: 128)")
+    _min_recall_arg(p)
+    p.add_argument("--weights", nargs=2, type=float, default=[0.5, 0.5], metavar=("FP", "FN"),
+                   help="datasketch's false-positive and false-negative weights (default: "
+                        "0.5 0.5)")
+    p.set_defaults(func=cmd_params)
+
+    p = asub.add_parser("recall", help="LSH candidates against brute-force Jaccard, per "
+                        "similarity bin", description="Compare all pairs of documents (exact "
+                        "Jaccard of the shingle sets) with the LSH candidates of each setting: "
+                        "per similarity bin, the true pairs, those LSH found and the number the "
+                        "S-curve expects (seed 002).")
+    _common(p)
+    _corpus_args(p, "brute force limit: more documents than this is an error unless "
+                 "--max-docs is given, which draws a sample of N documents (default limit: "
+                 "5000)")
+    _shingle_arg(p)
+    p.add_argument("--thresholds", "--threshold", nargs="+", type=float,
+                   default=[0.5, 0.7, 0.8, 0.9], metavar="T", dest="thresholds",
+                   help="thresholds; each gives neardup's bands x rows (default: 0.5 0.7 0.8 "
+                        "0.9)")
+    p.add_argument("--bands-rows", nargs="+", default=[], metavar="BxR",
+                   help="also these fixed settings, e.g. 20x5 (seed 002)")
+    p.add_argument("--bins", nargs="+", type=float, metavar="EDGE",
+                   default=[0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+                   help="similarity bin edges (default: 0.5 0.6 0.7 0.8 0.9 1.0)")
+    _min_recall_arg(p)
+    p.set_defaults(func=cmd_recall)
+
+    p = asub.add_parser("bands", help="candidate pairs against the number of bands",
+                        description="Sketch once, then band the signature as B bands of "
+                        "num_perm // B rows for each B: candidate pairs and true candidates "
+                        "(exact Jaccard >= --threshold) (seed 002).")
+    _common(p)
+    _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
+    _shingle_arg(p)
+    p.add_argument("--bands-list", nargs="+", type=int, metavar="B",
+                   default=[2, 4, 5, 8, 9, 10, 16, 20, 32, 64],
+                   help="numbers of bands (default: 2 4 5 8 9 10 16 20 32 64)")
+    p.add_argument("--threshold", type=float, default=0.8, metavar="T",
+                   help="Jaccard threshold of a true candidate (default: 0.8)")
+    p.set_defaults(func=cmd_bands)
+
+    p = asub.add_parser("grid", help="duplicates per threshold and shingle size (seed 004)",
+                        description="Run neardup dedup once per shingle size at the lowest "
+                        "threshold and count the verified pairs and the documents with at "
+                        "least one near-duplicate at each threshold (seed 004's Figures 3 and "
+                        "4).")
+    _common(p)
+    _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
+    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, metavar="T",
+                   default=[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], dest="thresholds",
+                   help="thresholds (default: 0.3 0.4 ... 0.9)")
+    p.add_argument("--shingle-sizes", nargs="+", type=int, default=[3, 5, 7], metavar="K",
+                   help="shingle sizes (default: 3 5 7)")
+    p.add_argument("--kind", choices=["word", "char"], default="word",
+                   help="word or character shingles (default: word)")
+    _min_recall_arg(p)
+    p.set_defaults(func=cmd_grid)
+
+    p = asub.add_parser("distribution", help="Jaccard similarity of candidates and verified "
+                        "pairs", description="Histogram of the exact Jaccard similarity of all "
+                        "LSH candidate pairs and of the verified pairs (>= --threshold).")
+    _common(p)
+    _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
+    _shingle_arg(p)
+    p.add_argument("--threshold", type=float, default=0.8, metavar="T",
+                   help="verification threshold; also chooses bands x rows (default: 0.8)")
+    p.add_argument("--bands-rows", default=None, metavar="BxR",
+                   help="band the signatures this way instead (e.g. 20x5)")
+    p.add_argument("--bins", type=int, default=20, metavar="N",
+                   help="histogram bins over [0, 1] (default: 20)")
+    _min_recall_arg(p)
+    p.set_defaults(func=cmd_distribution)
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def _load(a: argparse.Namespace, max_docs: int | None):
+    from .analyze.corpus import load_corpus
+
+    if max_docs is not None and max_docs < 2:
+        raise ConfigError(f"--max-docs={max_docs} is invalid: an integer >= 2")
+    return load_corpus(a.inputs, text_fields=tuple(a.text_field), id_field=a.id_field,
+                       max_docs=max_docs, seed=a.seed, fmt=a.input_format, encoding=a.encoding,
+                       on_error=a.on_error)
+
+
+def _corpus_summary(analysis, corpus) -> None:
+    analysis.summary["documents_read"] = corpus.read
+    analysis.summary["sampled"] = corpus.sampled
+
+
+def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, str]]) -> int:
+    from .analyze.output import write_analysis
+
+    paths = write_analysis(analysis, a.output)
+    seconds = time.perf_counter() - t0
+    if a.json:
+        data = analysis.to_dict()
+        data["outputs"] = paths
+        data["seconds"] = round(seconds, 3)
+        print(json.dumps(data, indent=2))
+    elif not a.quiet:
+        from .cli import _print_table
+
+        lines = lines + [("outputs", ", ".join(paths.values())), ("time", f"{seconds:.2f} s")]
+        _print_table(f"neardup analyze {analysis.name}: {analysis.title}", lines)
+    return 0
+
+
+def cmd_scurve(a: argparse.Namespace) -> int:
+    from .analyze.curves import parse_bands_rows, scurve
+
+    t0 = time.perf_counter()
+    res = scurve([parse_bands_rows(s) for s in a.bands_rows], a.points)
+    lines = [(f"{r['bands']} x {r['rows']}", f"threshold ≈ {r['threshold_approx']:.3f}; "
+              + ", ".join(f"P({s:g}) = {r[f'p@{s:g}']:.4f}" for s in a.points
+                          if s in (0.5, 0.7, 0.8, 0.9)))
+             for r in res.rows]
+    lines.append(("20 x 5 at J = 0.8", f"{res.summary['p_20x5_at_0.8']:.4f} (seeds 002/003)"))
+    return _finish(a, res, t0, lines)
+
+
+def cmd_params(a: argparse.Namespace) -> int:
+    from .analyze.curves import params
+
+    t0 = time.perf_counter()
+    res = params(a.thresholds, a.num_perm, a.min_recall, tuple(a.weights))
+    lines = [(f"t={r['threshold']:g} {r['method'].split(' (')[0]}",
+              f"{r['bands']} x {r['rows']}: recall {r['recall_at_threshold']:.3f} at t, "
+              f"{r['recall_at_threshold_plus_0.1']:.3f} at t+0.1; FP area "
+              f"{r['fp_area']:.4f}, FN area {r['fn_area']:.4f}") for r in res.rows]
+    return _finish(a, res, t0, lines)
+
+
+def cmd_recall(a: argparse.Namespace) -> int:
+    from .analyze.corpus import MAX_BRUTE_FORCE_DOCS, recall
+    from .analyze.curves import parse_bands_rows
+
+    t0 = time.perf_counter()
+    bands_rows = [parse_bands_rows(s) for s in a.bands_rows]
+    corpus = _load(a, a.max_docs)
+    limit = a.max_docs if a.max_docs is not None else MAX_BRUTE_FORCE_DOCS
+    if a.max_docs is None and len(corpus.ids) > limit:
+        raise ConfigError(
+            f"recall compares all pairs of documents: {len(corpus.ids):,} documents is more "
+            f"than the {limit:,} it compares by default; pass --max-docs N to sample N "
+            f"documents (seeded by --seed), or --max-docs {len(corpus.ids)} to compare them all")
+    res = recall(corpus.texts, corpus.ids, thresholds=a.thresholds, bands_rows=bands_rows,
+                 bins=a.bins, shingle=a.shingle, num_perm=a.num_perm, seed=a.sketch_seed,
+                 min_recall=a.min_recall, max_docs=max(limit, len(corpus.ids)))
+    _corpus_summary(res, corpus)
+    lines = [("documents", f"{res.summary['documents']:,}"
+              + (f" (sample of {corpus.read:,})" if corpus.sampled else "")
+              + f", {res.summary['pairs_compared']:,} pairs compared"),
+             ("true pairs per bin", ", ".join(
+                 f"{r['bin']}: {r['true_pairs']}" for r in res.rows
+                 if r["setting"] == res.rows[0]["setting"]))]
+    for s in res.summary["settings"]:
+        if "threshold" in s:
+            rec = s["recall_at_threshold"]
+            text = (f"{s['found_at_threshold']:,} of {s['true_pairs_at_threshold']:,} pairs ≥ "
+                    f"{s['threshold']:g} found" + (f" (recall {rec:.3f}, expected "
+                                                    f"{s['expected_recall_at_threshold']:.3f})"
+                                                    if rec is not None else ""))
+        else:
+            text = f"{s['top_bin_found']} pairs in {s['top_bin']} found"
+        lines.append((s["setting"], f"{text}; {s['candidates']:,} candidates"))
+    return _finish(a, res, t0, lines)
+
+
+def cmd_bands(a: argparse.Namespace) -> int:
+    from .analyze.corpus import bands
+
+    t0 = time.perf_counter()
+    corpus = _load(a, a.max_docs)
+    res = bands(corpus.texts, num_perm=a.num_perm, bands_list=a.bands_list,
+                threshold=a.threshold, shingle=a.shingle, seed=a.sketch_seed)
+    _corpus_summary(res, corpus)
+    lines = [("documents", f"{res.summary['documents']:,}")]
+    lines += [(f"{r['bands']} x {r['rows']}", f"{r['candidates']:,} candidates, "
+               f"{r['true_candidates']:,} with J ≥ {a.threshold:g}") for r in res.rows]
+    return _finish(a, res, t0, lines)
+
+
+def cmd_grid(a: argparse.Namespace) -> int:
+    from .analyze.corpus import grid
+
+    t0 = time.perf_counter()
+    corpus = _load(a, a.max_docs)
+    res = grid(corpus.texts, corpus.ids, thresholds=a.thresholds, sizes=a.shingle_sizes,
+               kind=a.kind, num_perm=a.num_perm, seed=a.sketch_seed, min_recall=a.min_recall)
+    _corpus_summary(res, corpus)
+    lines = [("documents", f"{res.summary['documents']:,}"),
+             ("thresholds", " ".join(f"{t:g}" for t in res.summary["thresholds"]))]
+    for k in res.summary["sizes"]:
+        rows = [r for r in res.rows if r["k"] == k]
+        lines.append((f"{a.kind}:{k} pairs", " ".join(f"{r['pairs']:,}" for r in rows)))
+        lines.append((f"{a.kind}:{k} documents", " ".join(f"{r['documents']:,}" for r in rows)))
+    return _finish(a, res, t0, lines)
+
+
+def cmd_distribution(a: argparse.Namespace) -> int:
+    from .analyze.corpus import distribution
+    from .analyze.curves import parse_bands_rows
+
+    t0 = time.perf_counter()
+    bands_rows = parse_bands_rows(a.bands_rows) if a.bands_rows else None
+    corpus = _load(a, a.max_docs)
+    res = distribution(corpus.texts, threshold=a.threshold, num_perm=a.num_perm,
+                       shingle=a.shingle, seed=a.sketch_seed, min_recall=a.min_recall,
+                       bands_rows=bands_rows, bins=a.bins)
+    _corpus_summary(res, corpus)
+    s: dict[str, Any] = res.summary
+    lines = [("documents", f"{s['documents']:,}"),
+             ("LSH", f"{s['bands']} x {s['rows']}"),
+             ("candidates", f"{s['candidates']:,} (median Jaccard "
+                            f"{s['median_candidate_similarity']})"),
+             ("verified", f"{s['verified']:,} with J ≥ {s['threshold']:g}; "
+                          f"{s['identical_shingle_sets']:,} identical shingle sets")]
+    return _finish(a, res, t0, lines)
