@@ -8,34 +8,19 @@ import csv
 import io
 import itertools
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
+from ..cluster import connected_components
 from ..errors import ConfigError, InputError
 
 # column pairs that name two duplicate documents, in the order they are looked for
 _PAIR_FIELDS = (("id_a", "id_b"), ("a", "b"), ("left", "right"), ("id", "source_id"),
                 ("id", "source"), ("id", "duplicate_of"))
-
-
-def _components(n: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return [find(i) for i in range(n)]
 
 
 def pairs_of_groups(labels: Sequence[Any]) -> set[tuple[int, int]]:
@@ -111,7 +96,9 @@ def read_reference(path: str | Path, ids: Sequence[str], closure: bool = True
             links.append((min(a, b), max(a, b)))
     if not closure:
         return set(links), counts
-    return pairs_of_groups(_components(len(ids), links)), counts
+    left = np.fromiter((a for a, _ in links), np.int64, len(links))
+    right = np.fromiter((b for _, b in links), np.int64, len(links))
+    return pairs_of_groups(connected_components(len(ids), left, right).tolist()), counts
 
 
 def pair_scores(predicted: set[tuple[int, int]], reference: set[tuple[int, int]]
