@@ -14,7 +14,7 @@ pytest.importorskip("distributed")
 
 from neardup.config import DedupConfig  # noqa: E402
 from neardup.engines.dask import dedup_dask  # noqa: E402
-from neardup.errors import InputError  # noqa: E402
+from neardup.errors import ConfigError, InputError  # noqa: E402
 from neardup.job import dedup_files  # noqa: E402
 from neardup.synth import make_corpus  # noqa: E402
 
@@ -203,3 +203,72 @@ def test_own_local_cluster(tmp_path):
     c1, p1 = _tables(tmp_path / "l")
     c2, p2 = _tables(tmp_path / "d")
     assert c1.equals(c2) and p1.equals(p2)
+
+
+def test_scratch_folder_removed(scheduler, corpus, tmp_path):
+    """Each partition's arrays and the shuffles' pieces live in a scratch folder, removed after
+    a run that succeeds, one that fails on the client and one whose task fails on a worker."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    addr = scheduler[0]
+    cfg = DedupConfig.from_kwargs(threshold=0.7)
+    out = tmp_path / "out"
+    s = dedup_dask(corpus, out, config=cfg, scheduler=addr, partition_docs=150)
+    assert s["partitions"] > 3
+    assert sorted(x.name for x in out.iterdir()) == ["clusters.parquet", "deduplicated",
+                                                      "pairs.parquet", "summary.json"]
+    work = tmp_path / "work"
+    work.mkdir()
+    s2 = dedup_dask(corpus, tmp_path / "out2", config=cfg, scheduler=addr, partition_docs=150,
+                    work_dir=work)
+    assert list(work.iterdir()) == []
+    _check_same(out, tmp_path / "out2", s, s2)
+
+    # an id repeated across partitions, found on the client after the read
+    lines = [orjson.dumps({"id": f"x{i % 300}", "text": f"text {i} " * 9}) for i in range(400)]
+    bad = _write_lines(tmp_path / "bad.jsonl", lines)
+    for kw in ({}, {"work_dir": work}):
+        with pytest.raises(InputError, match="duplicate id"):
+            dedup_dask([bad], out, id_field="id", scheduler=addr, partition_docs=60, **kw)
+        assert list(work.iterdir()) == []
+        assert not list(out.glob(".neardup-work-*"))
+        assert (out / "clusters.parquet").exists()  # what was there before stays
+
+    # a task on a worker fails: its shuffle's map outputs are gone when it starts
+    class BreakShuffle(WorkerPlugin):
+        name = "neardup-break-shuffle"
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and "bandred" in (key if isinstance(key, str)
+                                                       else str(key)):
+                import shutil
+
+                for d in work.glob(".neardup-work-*/bandmap"):
+                    shutil.rmtree(d, ignore_errors=True)
+
+    client = scheduler[1]
+    client.register_plugin(BreakShuffle())
+    try:
+        with pytest.raises(FileNotFoundError):
+            dedup_dask(corpus, tmp_path / "out3", config=cfg, scheduler=addr,
+                       partition_docs=150, work_dir=work)
+    finally:
+        client.unregister_worker_plugin("neardup-break-shuffle")
+    assert list(work.iterdir()) == []
+    assert not (tmp_path / "out3").exists()
+
+
+def test_partitioned_tables_concatenate_to_the_local_tables(scheduler, corpus, tmp_path):
+    cfg = DedupConfig.from_kwargs(threshold=0.7)
+    dedup_files(corpus, tmp_path / "local", config=cfg, id_field="doc", write_corpus=False)
+    s = dedup_dask(corpus, tmp_path / "dask", config=cfg, id_field="doc", write_corpus=False,
+                   scheduler=scheduler[0], partition_docs=150, partitioned_tables=True)
+    c1, p1 = _tables(tmp_path / "local")
+    for stem, local in (("clusters", c1), ("pairs", p1)):
+        parts = sorted((tmp_path / "dask" / stem).glob("part-*.parquet"))
+        assert len(parts) == s["partitions"]
+        assert pa.concat_tables([pq.read_table(p) for p in parts]).equals(local)
+    assert not list((tmp_path / "dask").glob(".neardup-work-*"))
+    with pytest.raises(ConfigError, match="Parquet parts"):
+        dedup_dask(corpus, tmp_path / "x", output_format="csv", partitioned_tables=True,
+                   scheduler=scheduler[0])

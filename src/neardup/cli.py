@@ -102,6 +102,12 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                          "must be visible to its workers")
     rn.add_argument("--dask-workers", type=int, default=2, metavar="N",
                     help="worker processes of the LocalCluster (default: 2)")
+    rn.add_argument("--work-dir", default=None, metavar="DIR",
+                    help="with --engine dask: where the scratch folder goes, on storage every "
+                         "worker sees (default: the output directory); removed at the end")
+    rn.add_argument("--partitioned-output", action="store_true",
+                    help="with --engine dask: write clusters/ and pairs/ as folders of Parquet "
+                         "parts, one per partition, instead of one file each")
     rn.add_argument("--workers", type=int, default=None,
                     help="threads for the compiled stages (default: all cores)")
     rn.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summary text")
@@ -215,8 +221,10 @@ def cmd_dedup(a: argparse.Namespace) -> int:
 
     config = _config_from_args(a)
     _set_workers(a.workers)
-    if a.scheduler and a.engine != "dask":
-        raise ConfigError("--scheduler needs --engine dask")
+    for opt, given in (("--scheduler", a.scheduler), ("--work-dir", a.work_dir),
+                       ("--partitioned-output", a.partitioned_output)):
+        if given and a.engine != "dask":
+            raise ConfigError(f"{opt} needs --engine dask")
     if a.engine == "dask" and a.save_index:
         raise ConfigError("--save-index is not supported with --engine dask yet; build the "
                           "index with `neardup index add`")
@@ -230,7 +238,8 @@ def cmd_dedup(a: argparse.Namespace) -> int:
                 id_field=a.id_field, input_format=a.input_format, encoding=a.encoding,
                 on_error=a.on_error, output_format=a.output_format,
                 write_corpus=not a.no_corpus, scheduler=a.scheduler,
-                n_workers=a.dask_workers, progress=progress)
+                n_workers=a.dask_workers, work_dir=a.work_dir,
+                partitioned_tables=a.partitioned_output, progress=progress)
         else:
             summary = dedup_files(
                 a.inputs, a.output, config=config, text_fields=a.text_field, id_field=a.id_field,
