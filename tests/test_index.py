@@ -246,3 +246,21 @@ def test_sqlite_band_tables_split_by_handle(tmp_path):
     again = Index(tmp_path / "small.db")  # the split is read from the file
     assert again.storage.part_docs == 17 and again.query(texts[1]) == one.query(texts[1])
     again.close()
+
+
+def test_list_ids_pages_in_code_point_order(make_index):
+    idx = make_index()
+    ids = ["b", "a", "é", "a2", "Z", "日本", "a10", "z"]
+    idx.add_many((i, f"text of {i}") for i in ids)
+    pages, after = [], None
+    while True:
+        page = idx.list_ids(after, limit=3)
+        pages.append(page)
+        if len(page) < 3:
+            break
+        after = page[-1]
+    assert [x for p in pages for x in p] == sorted(ids)
+    idx.remove("a2")
+    assert idx.list_ids("a", limit=2) == ["a10", "b"]
+    with pytest.raises(ConfigError, match="limit"):
+        idx.list_ids(limit=0)

@@ -42,10 +42,18 @@ def edit(rng: random.Random, text: str, changes: int = 2) -> str:
     return " ".join(w)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Index:
-    idx = Index() if request.param == "memory" else Index(str(tmp_path / "shop.db"))
+    if request.param == "redis":  # a real redis-server (conftest), one key prefix per test
+        url = request.getfixturevalue("redis_server")
+        idx = Index(f"{url}?prefix=srv{tmp_path.name[-20:].replace('_', '')}")
+        idx.storage.drop()
+        idx = Index(f"{url}?prefix=srv{tmp_path.name[-20:].replace('_', '')}")
+    else:
+        idx = Index() if request.param == "memory" else Index(str(tmp_path / "shop.db"))
     yield idx
+    if request.param == "redis":
+        idx.storage.drop()
     idx.close()
 
 
@@ -183,6 +191,23 @@ def test_add_get_delete(client: TestClient, index: Index) -> None:
     assert "a/1" not in index
     r = client.delete("/documents/a/1")
     assert r.status_code == 404 and "a/1" in detail(r)
+
+
+def test_list_documents_pages(client: TestClient, index: Index) -> None:
+    ids = [f"sku-{i:03d}" for i in range(25)] + ["Ä-1", "a"]
+    index.add_many((i, f"text number {i}") for i in ids)
+    seen, after = [], None
+    while True:
+        r = client.get("/documents", params={"limit": 10, **({"after": after} if after else {})})
+        assert r.status_code == 200
+        page = r.json()
+        seen += page["ids"]
+        after = page["next"]
+        if after is None:
+            break
+    assert seen == sorted(ids)
+    assert client.get("/documents", params={"limit": 0}).status_code == 422
+    assert client.get("/documents", params={"limit": 5000}).status_code == 422
 
 
 def test_sqlite_documents_persist(tmp_path: Path) -> None:

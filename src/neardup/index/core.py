@@ -292,6 +292,14 @@ class Index:
     def ids(self) -> Iterator[str]:
         return self.storage.iter_ids()
 
+    def list_ids(self, after: str | None = None, limit: int = 100) -> list[str]:
+        """A page of ids in code-point order: up to ``limit`` ids greater than ``after``."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
+            raise ConfigError(f"limit={limit!r} is invalid: an integer from 1 to 100000")
+        if after is not None and not isinstance(after, str):
+            raise ConfigError(f"after={after!r} is invalid: an id (a string) or None")
+        return self.storage.list_ids(after, limit)
+
     def __contains__(self, id: object) -> bool:  # noqa: A002
         return isinstance(id, str) and self.storage.contains(id)
 

@@ -2,7 +2,7 @@
 
 Layout under a key prefix (``redis://host:6379/0?prefix=shop``, default prefix ``neardup``):
 ``{p}:meta`` (hash: format version, parameters), ``{p}:ids`` (hash: id -> handle),
-``{p}:next`` (handle counter), ``{p}:d:{handle}`` (hash: id, text, shingles, band keys) and
+``{p}:next`` (handle counter), ``{p}:order`` (ids, for paging), ``{p}:d:{handle}`` (hash: id, text, shingles, band keys) and
 ``{p}:b:{key}`` (set of handles per band key). Inserts and removals run as Lua scripts, which
 Redis executes atomically: a batch is stored whole or, if an id is already present, not at all.
 ``check_and_add`` holds a Redis lock (``{p}:lock``) so that it is atomic across clients.
@@ -35,6 +35,7 @@ for i = 0, n - 1 do
   local id = ARGV[o]
   local h = redis.call('INCR', p .. ':next')
   redis.call('HSET', p .. ':ids', id, h)
+  redis.call('ZADD', p .. ':order', 0, id)
   local dk = p .. ':d:' .. h
   redis.call('HSET', dk, 'id', id, 'sh', ARGV[o + 3], 'keys', ARGV[o + 5])
   if ARGV[o + 2] == '1' then redis.call('HSET', dk, 'text', ARGV[o + 1]) end
@@ -61,6 +62,7 @@ for i = 2, #ARGV do
     end
     redis.call('DEL', dk)
     redis.call('HDEL', p .. ':ids', id)
+    redis.call('ZREM', p .. ':order', id)
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
@@ -186,6 +188,13 @@ class RedisStorage(Storage):
     def iter_ids(self):
         for doc_id, _ in self.r.hscan_iter(self._k("ids")):
             yield doc_id.decode()
+
+    def list_ids(self, after, limit):
+        # ids are members of a sorted set with equal scores: ordered by their UTF-8 bytes,
+        # which is code-point order
+        lo = "-" if after is None else b"(" + after.encode()
+        got = self.r.zrangebylex(self._k("order"), lo, "+", start=0, num=limit)
+        return [x.decode() for x in got]
 
     @contextmanager
     def exclusive(self):

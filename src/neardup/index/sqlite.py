@@ -284,6 +284,15 @@ class SQLiteStorage(Storage):
         for (doc_id,) in cur:
             yield doc_id
 
+    def list_ids(self, after, limit):
+        conn = self._conn()
+        if after is None:
+            rows = conn.execute("SELECT id FROM docs ORDER BY id LIMIT ?", (limit,))
+        else:
+            rows = conn.execute("SELECT id FROM docs WHERE id > ? ORDER BY id LIMIT ?",
+                                (after, limit))
+        return [r[0] for r in rows]
+
     def stats(self):
         st = super().stats()
         st["path"] = str(self.path)

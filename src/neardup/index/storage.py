@@ -101,6 +101,10 @@ class Storage(ABC):
     @abstractmethod
     def iter_ids(self) -> Iterator[str]: ...
 
+    @abstractmethod
+    def list_ids(self, after: str | None, limit: int) -> list[str]:
+        """Up to ``limit`` ids in code-point order, all greater than ``after`` (if given)."""
+
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the index's write lock (see :class:`Storage`)."""
@@ -204,6 +208,14 @@ class MemoryStorage(Storage):
         with self._lock:
             ids = list(self._handle_of)
         return iter(ids)
+
+    def list_ids(self, after, limit):
+        import bisect
+
+        with self._lock:
+            ids = sorted(self._handle_of)
+        start = 0 if after is None else bisect.bisect_right(ids, after)
+        return ids[start:start + limit]
 
     @contextmanager
     def exclusive(self):

@@ -90,6 +90,11 @@ class DocumentOut(BaseModel):
     text: str | None = Field(description="Its stored text (null if the index keeps no texts).")
 
 
+class IdPage(BaseModel):
+    ids: list[str] = Field(description="Ids in code-point order, all after `after`.")
+    next: str | None = Field(description="Pass as `after` for the next page; null on the last.")
+
+
 class Created(BaseModel):
     id: str = Field(description="The id of the document added.")
 
@@ -714,6 +719,17 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             return BatchOut(added=0)
         added = index.add_many([(d.id, d.text) for d in docs], batch_size=len(docs))
         return BatchOut(added=added)
+
+    @app.get("/documents", response_model=IdPage, responses=_ERRORS, tags=["index"],
+             summary="List the ids in the index, a page at a time")
+    def list_documents(
+        after: Annotated[str | None, Query(max_length=1024, description="Start after this id "
+                                            "(the `next` of the previous page).")] = None,
+        limit: Annotated[int, Query(ge=1, le=1000, description="Ids per page.")] = 100,
+    ) -> IdPage:
+        """Ids in code-point order, `limit` at a time; follow `next` until it is null."""
+        ids = index.list_ids(after, limit)
+        return IdPage(ids=ids, next=ids[-1] if len(ids) == limit else None)
 
     @app.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=_ERRORS,
              tags=["index"], summary="Get a document's text")
