@@ -272,3 +272,94 @@ def test_partitioned_tables_concatenate_to_the_local_tables(scheduler, corpus, t
     with pytest.raises(ConfigError, match="Parquet parts"):
         dedup_dask(corpus, tmp_path / "x", output_format="csv", partitioned_tables=True,
                    scheduler=scheduler[0])
+
+
+def _parquet_corpus(path: Path, n: int, row_group_size: int, seed: int, prefix: str) -> None:
+    """``n`` documents (near-duplicates, exact copies across row groups, an empty text) with
+    ids and an extra column, written in row groups of ``row_group_size`` rows."""
+    texts, _ = make_corpus(n - 4, dup_fraction=0.4, seed=seed, max_edit_rate=0.3)
+    texts += [texts[5], "", texts[n // 2], texts[7].upper()]
+    pq.write_table(pa.table({"id": [f"{prefix}{i}" for i in range(n)], "text": texts,
+                             "n": list(range(n))}), path, row_group_size=row_group_size)
+
+
+@pytest.mark.parametrize("id_field", [None, "id"])
+def test_parquet_split_by_row_groups(scheduler, tmp_path, id_field):
+    """A Parquet file of small row groups is cut into runs of row groups (~partition_docs rows
+    each); a file of one large row group stays one partition; same tables as the local
+    engine."""
+    big, one = tmp_path / "big.parquet", tmp_path / "one.parquet"
+    _parquet_corpus(big, 1000, row_group_size=100, seed=3, prefix="r")
+    _parquet_corpus(one, 400, row_group_size=1000, seed=4, prefix="o")
+    assert pq.ParquetFile(big).num_row_groups == 10 and pq.ParquetFile(one).num_row_groups == 1
+    cfg = DedupConfig.from_kwargs(threshold=0.7)
+    s1 = dedup_files([big, one], tmp_path / "l", config=cfg, id_field=id_field)
+    s2 = dedup_dask([big, one], tmp_path / "d", config=cfg, id_field=id_field,
+                    scheduler=scheduler[0], partition_docs=150)
+    assert s2["partitions"] == 5 + 1  # 5 runs of 2 row groups (200 rows), and the other file
+    assert s2["near_duplicates"] > 50 and s2["exact_duplicates"] >= 3
+    _check_same(tmp_path / "l", tmp_path / "d", s1, s2)
+    # at most ~1.5 x partition_docs rows: one partition
+    s3 = dedup_dask([big], tmp_path / "d3", config=cfg, id_field=id_field,
+                    scheduler=scheduler[0], partition_docs=700, write_corpus=False)
+    assert s3["partitions"] == 1
+
+
+def test_row_group_runs(tmp_path):
+    from neardup.engines.dask import _plan, _row_group_runs
+
+    p = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"text": ["x"] * 1050}), p, row_group_size=100)
+    assert _row_group_runs(p, 150) == [(0, 2), (2, 4), (4, 6), (6, 8), (8, 11)]  # 50-row tail
+    assert _row_group_runs(p, 300) == [(0, 3), (3, 6), (6, 9), (9, 11)]
+    assert _row_group_runs(p, 700) == [(0, 11)]
+    assert _row_group_runs(p, 1) == [(k, k + 1) for k in range(11)]
+    specs = _plan([p], None, 300)
+    assert [(s.start, s.end, s.row_groups) for s in specs] == \
+        [(0, 3, True), (3, 6, True), (6, 9, True), (9, 11, True)]
+    q = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"text": ["x"] * 1050}), q)  # one row group
+    assert _row_group_runs(q, 150) == [(0, 1)]
+    assert [(s.start, s.end, s.row_groups) for s in _plan([q], None, 150)] == [(0, None, False)]
+
+
+def test_parquet_split_bad_rows_same_errors(scheduler, tmp_path):
+    """Null texts and ids and repeated ids (within a run of row groups and across runs) in a
+    split Parquet file: the local engine's first error (on_error="fail") and its skip counts,
+    examples and tables (on_error="skip"); errors about the whole file are reported once."""
+    n = 900
+    texts, _ = make_corpus(n, dup_fraction=0.4, seed=8, max_edit_rate=0.3)
+    ids: list = [f"b{i}" for i in range(n)]
+    tx: list = list(texts)
+    tx[130] = None          # null text, in the first run
+    ids[250] = None         # null id
+    ids[260] = "b255"       # repeats an id of the same run
+    ids[610] = "b20"        # repeats an id of the first run
+    tx[777] = None
+    ids[880] = "b700"
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ids, "text": tx}), bad, row_group_size=100)
+    # a file whose first rows are fine, its first bad one (an id) in a later run
+    late = tmp_path / "late.parquet"
+    ids2 = [f"r{i}" for i in range(n)]
+    ids2[500] = "r499"
+    pq.write_table(pa.table({"id": ids2, "text": texts}), late, row_group_size=100)
+    addr = scheduler[0]
+    for paths, kw in [([bad], {"id_field": "id"}), ([bad], {}), ([bad], {"id_field": "nope"}),
+                      ([bad], {"text_fields": ("text", "nope")}), ([late], {"id_field": "id"}),
+                      ([late, bad], {"id_field": "id"})]:
+        with pytest.raises(InputError) as e1:
+            dedup_files(paths, tmp_path / "l", **kw)
+        with pytest.raises(InputError) as e2:
+            dedup_dask(paths, tmp_path / "d", scheduler=addr, partition_docs=150, **kw)
+        assert str(e1.value) == str(e2.value)
+        assert e1.value.reason == e2.value.reason
+        assert not (tmp_path / "d").exists()
+
+    for k, kw in enumerate([{"id_field": "id"}, {}, {"id_field": "nope"}]):
+        s1 = dedup_files([late, bad], tmp_path / f"ls{k}", on_error="skip", **kw)
+        s2 = dedup_dask([late, bad], tmp_path / f"ds{k}", on_error="skip", scheduler=addr,
+                        partition_docs=150, **kw)
+        assert s2["partitions"] == 10
+        assert s1["skipped"]["total"] == [7, 2, 2][k]
+        _check_same(tmp_path / f"ls{k}", tmp_path / f"ds{k}", s1, s2)

@@ -17,14 +17,25 @@ differs; every stage calls the local engine's pure functions (``normalize``, ``f
    so a task that Dask runs again after losing a worker rewrites the same bytes. The folder is
    removed at the end, also on error (pending tasks are cancelled first).
 
-1. **Read** each partition on a worker with the same reader (an input file; a directory of text
-   files; or a byte range of an uncompressed JSONL file, aligned to lines, ~``partition_docs``
-   records). Normalise, fingerprint and shingle+sketch the first copy of each text *within the
-   partition*; write the band keys and the 32-bit shingle fingerprints (streamed chunk by chunk)
-   per distinct text to the partition's folder. Row numbers need the records of all earlier partitions: each partition counts its
-   valid records while it reads, and the client turns the counts into global row offsets that
-   the later stages take as arguments (no second read, no guessing). Errors come back as values,
-   so the client raises the one the local engine would raise first (global record order).
+1. **Read** each partition on a worker with the same reader. A partition is one input (a file;
+   a directory of text files), or a part of a large one: an uncompressed JSONL file of more
+   than ~1.5 x ``partition_docs`` records (estimated from its first 1 MB) is cut into
+   line-aligned byte ranges of ~``partition_docs`` records; a Parquet file of more than 1.5 x
+   ``partition_docs`` rows (counted in its footer) into contiguous runs of row groups of about
+   ``partition_docs`` rows each (a row group is never cut, so a file of one huge row group stays
+   one partition; a short last run joins the one before), read with
+   ``ParquetFile.iter_batches(row_groups=...)``. Compressed files (``.gz``/``.zst``) and CSV/TSV
+   are one partition each. A part's rows are numbered across its file (line numbers of a JSONL
+   range from the lines before it, counted in parallel; row numbers of a Parquet run from the
+   footer), and errors about the whole file (missing columns, ...) come from its first part
+   only, so every message and skip count is the local engine's. Normalise, fingerprint and
+   shingle+sketch the first copy of each text *within the partition*; write the band keys and
+   the 32-bit shingle fingerprints (streamed chunk by chunk) per distinct text to the
+   partition's folder. Row numbers need the records of all earlier partitions: each partition
+   counts its valid records while it reads, and the client turns the counts into global row
+   offsets that the later stages take as arguments (no second read, no guessing). Errors come
+   back as values, so the client raises the one the local engine would raise first (global
+   record order).
 2. **Ids**: repeated ids across partitions are found by shuffling ``(id, partition, row)`` by a
    hash of the id.
 3. **Exact groups**: ``(fingerprint, first row, copies)`` of each distinct text of each partition
@@ -47,8 +58,9 @@ differs; every stage calls the local engine's pure functions (``normalize``, ``f
    "new" rows per partition and one more small broadcast) and writes its rows of ``clusters``
    and of ``pairs`` as Parquet parts in the scratch folder; the client appends them to one
    ``clusters`` / ``pairs`` file (parquet, jsonl or csv) in row order, one part at a time (the
-   output layout is that of the local engine); each partition re-reads its input and writes the kept
-   documents to ``deduplicated/part-NNNNN.parquet`` (columns ``id``, ``text``).
+   output layout is that of the local engine); each partition re-reads its input (its byte
+   range or row groups only) and writes the kept documents to
+   ``deduplicated/part-NNNNN.parquet`` (columns ``id``, ``text``), one part per partition.
 
 Growth. With N documents, P partitions and B bands: reading, sketching and verification are
 O(N/P) per partition and parallel. Memory per worker is that of one task (about one
@@ -185,13 +197,15 @@ def _concat(arrs: list[np.ndarray], dtype: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Spec:
-    """One partition: a whole input (``start == 0, end is None``) or a byte range of one."""
+    """One partition: a whole input (``start == 0, end is None``), a byte range of a JSONL file
+    (``split``) or a run of row groups ``[start, end)`` of a Parquet file (``row_groups``)."""
 
     path: str
     fmt: str | None
     start: int = 0
     end: int | None = None
     split: bool = False  # a range of a split JSONL file (the file's first range included)
+    row_groups: bool = False  # a run of row groups of a split Parquet file (the first too)
 
 
 _ROW_ARRAYS = ("lines", "tbytes", "lgroup", "ids", "paths")
@@ -273,7 +287,7 @@ class _PosReport(SkipReport):
 
 def _open_stream(spec: _Spec, read_opts: dict, report: SkipReport, first_line: int):
     stream = _make_stream([spec.path], report=report, chunk_size=_CHUNK, **read_opts)
-    if spec.split:
+    if spec.split or spec.row_groups:
         src = stream.sources[0]
         src.start, src.end, src.first_line, src.whole = spec.start, spec.end, first_line, False
     return stream
@@ -935,15 +949,53 @@ def _expand(paths: Sequence[Path], input_format: str | None) -> list[Path]:
     return out
 
 
+def _row_group_runs(path: Path, partition_docs: int) -> list[tuple[int, int]]:
+    """Runs ``[a, b)`` of the row groups of a Parquet file of more than ~1.5 x
+    ``partition_docs`` rows, each of about ``partition_docs`` rows (a row group is never cut;
+    a short last run joins the one before); one run for a smaller file, or one the footer of
+    which cannot be read (the reader reports it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+        sizes = [meta.row_group(k).num_rows for k in range(meta.num_row_groups)]
+    except (pa.ArrowException, OSError):
+        return [(0, 1)]
+    if sum(sizes) <= partition_docs * 1.5:
+        return [(0, len(sizes))]
+    runs: list[tuple[int, int]] = []
+    a = acc = 0
+    for g, n in enumerate(sizes):
+        # end the run before group g if that comes closer to partition_docs than taking it
+        if acc and acc + n - partition_docs > partition_docs - acc:
+            runs.append((a, g))
+            a, acc = g, 0
+        acc += n
+    if runs and acc < partition_docs / 2:
+        a = runs.pop()[0]
+    runs.append((a, len(sizes)))
+    return runs
+
+
 def _plan(paths: list[Path], input_format: str | None, partition_docs: int) -> list[_Spec]:
-    """One partition per input; uncompressed JSONL files of more than ~``partition_docs``
-    records (estimated from their first 1 MB) are cut into line-aligned byte ranges."""
+    """One partition per input; uncompressed JSONL files of more than ~1.5 x
+    ``partition_docs`` records (estimated from their first 1 MB) are cut into line-aligned byte
+    ranges, Parquet files of more than 1.5 x ``partition_docs`` rows into runs of row
+    groups."""
     from ..io.readers import detect_format
 
     specs: list[_Spec] = []
     for p in paths:
         fmt = "textdir" if p.is_dir() else (input_format or detect_format(p))
         _, comp = _split_compression(p.name)
+        if fmt == "parquet" and comp is None:
+            runs = _row_group_runs(p, partition_docs)
+            if len(runs) == 1:
+                specs.append(_Spec(str(p), input_format))
+            else:
+                specs.extend(_Spec(str(p), input_format, a, b, row_groups=True) for a, b in runs)
+            continue
         if fmt != "jsonl" or comp is not None:
             specs.append(_Spec(str(p), input_format))
             continue
@@ -1037,9 +1089,11 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     ``scheduler``: the address of a running scheduler (``tcp://host:port``); without it a
     ``LocalCluster`` of ``n_workers`` single-threaded processes is started and closed. Inputs and
     ``outdir`` must be visible to every worker. ``partition_docs``: about how many records of a
-    large uncompressed JSONL file go into one partition (other inputs are one partition each; a
-    directory given with ``input_format`` "jsonl" or "parquet" stands for its files of that
-    format). Gathering the verified pairs on the client for union-find is the one central step.
+    large uncompressed JSONL file (byte ranges) or of a Parquet file of more than 1.5 x that
+    many rows (runs of whole row groups) go into one partition (other inputs are one partition
+    each; a directory given with ``input_format`` "jsonl" or "parquet" stands for its files of
+    that format). Gathering the verified pairs on the client for union-find is the one central
+    step.
 
     Each partition's arrays and the shuffles' pieces are kept as files in a scratch folder
     ``.neardup-work-XXXXXXXX`` under ``work_dir`` (default: ``outdir``), which must also be

@@ -148,9 +148,12 @@ class _Source:
     compression: str | None
     size: int
     files: list[tuple[str, Path, int]] | None = None  # textdir: (relpath, path, size)
-    # A byte range of an uncompressed JSONL file (the Dask engine reads one per partition):
-    # bytes [start, end) starting at a line boundary, after ``first_line`` lines of the file.
-    # ``whole=False`` leaves the empty-file check to the caller, which sees every range.
+    # A part of a file (the Dask engine reads one per partition), with ``whole=False``:
+    # of an uncompressed JSONL file, bytes [start, end) starting at a line boundary, after
+    # ``first_line`` lines of the file (the empty-file check is left to the caller, which sees
+    # every range); of a Parquet file, the row groups [start, end) (``end=None``: to the last),
+    # rows numbered across the file, and only the part with row group 0 reports the errors
+    # about the whole file (unreadable footer, missing or mistyped columns, no rows).
     start: int = 0
     end: int | None = None
     first_line: int = 0
@@ -569,20 +572,33 @@ def _csv_records(src: _Source, opts: _Options,
 
 def _parquet_records(src: _Source, opts: _Options,
                      progress: _Progress) -> Iterator[_Item | InputError]:
-    """Records of a Parquet file; ``raw`` is ``(batch, row index in the batch)``; the first
-    pseudo-item ``(0, "", None, ("schema", schema))`` carries the file's Arrow schema."""
+    """Records of a Parquet file (or of a run of its row groups, ``src.whole=False``, still
+    numbered from the file's first row); ``raw`` is ``(batch, row index in the batch)``; the
+    first pseudo-item ``(0, "", None, ("schema", schema))`` carries the file's Arrow schema."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     name = src.name
+    # a run of row groups (a Dask partition): the file's errors are reported by its first run
+    first = src.whole or src.start == 0
     try:
         pf = pq.ParquetFile(src.path)
         schema = pf.schema_arrow
     except (pa.ArrowException, OSError) as e:
-        yield _open_error(src, e)
+        if first:
+            yield _open_error(src, e)
         return
     try:
-        num_rows = pf.metadata.num_rows
+        meta = pf.metadata
+        num_rows = meta.num_rows  # to read (of the run of row groups)
+        row = 0  # rows of the file before the first one read
+        groups = None
+        if not src.whole:
+            end = meta.num_row_groups if src.end is None else src.end
+            groups = list(range(src.start, end))
+            sizes = [meta.row_group(k).num_rows for k in range(end)]
+            row = sum(sizes[:src.start])
+            num_rows = sum(sizes[src.start:])
         done = 0
         progress.start(src, lambda: src.size * done // max(num_rows, 1))
         names = schema.names
@@ -598,35 +614,39 @@ def _parquet_records(src: _Source, opts: _Options,
                 t = t.value_type
             return pa.types.is_integer(t)
 
-        for f in opts.text_fields:
-            if f not in names:
-                yield InputError(f"no such column (columns: {names})", path=name, field=f,
-                                 reason="missing_field")
-                return
-            t = schema.field(f).type
-            if not is_str(t):
-                yield InputError(f"expected a string column, got {t}", path=name, field=f,
-                                 reason="non_string_field")
-                return
         id_field = opts.id_field
-        if id_field is not None:
-            if id_field not in names:
-                yield InputError(f"no such column (columns: {names})", path=name,
-                                 field=id_field, reason="missing_field")
-                return
-            t = schema.field(id_field).type
-            if not (is_str(t) or is_int(t)):
-                yield InputError(f"an id column must hold strings or integers, got {t}",
-                                 path=name, field=id_field, reason="bad_id")
-                return
-        if num_rows == 0:
-            yield _empty(src, "no rows")
+
+        def bad_columns() -> InputError | None:
+            for f in opts.text_fields:
+                if f not in names:
+                    return InputError(f"no such column (columns: {names})", path=name, field=f,
+                                      reason="missing_field")
+                t = schema.field(f).type
+                if not is_str(t):
+                    return InputError(f"expected a string column, got {t}", path=name,
+                                      field=f, reason="non_string_field")
+            if id_field is not None:
+                if id_field not in names:
+                    return InputError(f"no such column (columns: {names})", path=name,
+                                      field=id_field, reason="missing_field")
+                t = schema.field(id_field).type
+                if not (is_str(t) or is_int(t)):
+                    return InputError(f"an id column must hold strings or integers, got {t}",
+                                      path=name, field=id_field, reason="bad_id")
+            return None
+
+        bad_file = bad_columns()
+        if bad_file is None and meta.num_rows == 0:
+            bad_file = _empty(src, "no rows")
+        if bad_file is not None:
+            if first:
+                yield bad_file
             return
         yield 0, "", None, ("schema", schema)
         wanted = list(dict.fromkeys([*opts.text_fields, *([id_field] if id_field else [])]))
         columns = None if opts.all_columns else wanted
-        row = 0
-        for batch in pf.iter_batches(batch_size=opts.batch_size, columns=columns):
+        for batch in pf.iter_batches(batch_size=opts.batch_size, row_groups=groups,
+                                     columns=columns):
             cols = [batch.column(f).to_pylist() for f in opts.text_fields]
             ids = batch.column(id_field).to_pylist() if id_field is not None else None
             n = batch.num_rows
