@@ -339,3 +339,16 @@ def test_missing_input_and_bad_outdir(tmp_path, jsonl):
         _run(["analyze", "scurve", "-o", str(blocker)])
     with pytest.raises(OutputError, match="cannot create"):
         _run(["analyze", "scurve", "-o", str(blocker / "sub")])
+
+
+def test_skipped_records_are_counted(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a b c d e f g"}\nnot json\n{"text": "a b c d e f h"}\n'
+                   '{"nope": 1}\n')
+    assert _run(["analyze", "distribution", str(bad), "--on-error", "skip", "-o",
+                 str(tmp_path / "o"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)["summary"]
+    assert s["documents_read"] == 2 and s["skipped"] == 2
+    assert s["skipped_by_reason"] == {"malformed_json": 1, "missing_field": 1}
+    with pytest.raises(InputError, match="bad.jsonl:2"):
+        _run(["analyze", "distribution", str(bad), "-o", str(tmp_path / "o")])

@@ -175,6 +175,8 @@ def _load(a: argparse.Namespace, max_docs: int | None):
 def _corpus_summary(analysis, corpus) -> None:
     analysis.summary["documents_read"] = corpus.read
     analysis.summary["sampled"] = corpus.sampled
+    analysis.summary["skipped"] = corpus.skipped["total"]
+    analysis.summary["skipped_by_reason"] = corpus.skipped["by_reason"]
 
 
 def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, str]]) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit, prange
@@ -41,6 +41,7 @@ class Corpus:
     texts: list[str]
     read: int
     sampled: bool = False
+    skipped: dict = field(default_factory=lambda: {"total": 0, "by_reason": {}})
 
 
 def load_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
@@ -48,16 +49,19 @@ def load_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
                 max_docs: int | None = None, seed: int = 0, **read_options) -> Corpus:
     """Read every document of ``paths`` (:func:`neardup.io.read_documents`); with ``max_docs``,
     keep a uniform sample of that many (in input order, drawn with ``seed``)."""
-    from ..io import read_documents
+    from ..io import SkipReport, read_documents
 
     ids: list[str] = []
     texts: list[str] = []
+    report = read_options.pop("report", None) or SkipReport()
     for chunk in read_documents(paths, text_fields=text_fields, id_field=id_field,
-                                **read_options):
+                                report=report, **read_options):
         ids.extend(chunk.ids)
         texts.extend(chunk.texts)
     read = len(ids)
-    corpus = Corpus(ids, texts, read)
+    sk = report.to_dict()
+    corpus = Corpus(ids, texts, read, skipped={"total": sk["total"],
+                                               "by_reason": sk["by_reason"]})
     if max_docs is not None:
         corpus = sample_corpus(corpus, max_docs, seed)
     return corpus
@@ -72,7 +76,7 @@ def sample_corpus(corpus: Corpus, max_docs: int, seed: int = 0) -> Corpus:
         return corpus
     keep = np.sort(np.random.default_rng(seed).choice(n, size=max_docs, replace=False))
     return Corpus([corpus.ids[i] for i in keep], [corpus.texts[i] for i in keep], corpus.read,
-                  sampled=True)
+                  sampled=True, skipped=corpus.skipped)
 
 
 def _shingle_cfg(spec: str | ShingleConfig) -> ShingleConfig:
