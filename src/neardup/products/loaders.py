@@ -425,17 +425,9 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
 
 
 def labels_from_pairs(n: int, left: np.ndarray, right: np.ndarray) -> list[str]:
-    """One label per row: rows joined by a pair (directly or through others) share one."""
-    parent = list(range(n))
+    """One label per row: rows joined by a pair (directly or through others) share one, named
+    after the group's first row."""
+    from ..cluster import connected_components
 
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return [f"c{find(i)}" for i in range(n)]
+    reps = connected_components(n, np.asarray(left, np.int64), np.asarray(right, np.int64))
+    return [f"c{r}" for r in reps.tolist()]
