@@ -264,3 +264,24 @@ def test_list_ids_pages_in_code_point_order(make_index):
     assert idx.list_ids("a", limit=2) == ["a10", "b"]
     with pytest.raises(ConfigError, match="limit"):
         idx.list_ids(limit=0)
+
+
+def test_texts_are_stored_compressed(tmp_path):
+    import sqlite3
+
+    import zstandard
+
+    text = " ".join(f"word{i % 50}" for i in range(2000))
+    with Index(tmp_path / "z.db") as idx:
+        idx.add("a", text)
+        assert idx.get("a") == text and idx.get_texts(["a", "zz"]) == {"a": text}
+        assert idx.stats()["store_text"] is True
+    blob = sqlite3.connect(tmp_path / "z.db").execute("SELECT text FROM texts").fetchone()[0]
+    assert isinstance(blob, bytes) and len(blob) < len(text) / 5
+    assert zstandard.ZstdDecompressor().decompress(blob).decode() == text
+    # an index whose parameters name no codec keeps its texts as they are
+    legacy = Index()
+    legacy.text_codec = None
+    legacy.add("p", "plain text here")
+    assert legacy.storage.get("p")["text"] == "plain text here" and legacy.get("p") == \
+        "plain text here"

@@ -164,7 +164,7 @@ class RedisStorage(Storage):
         doc_id_b, text, sh = self.r.hmget(self._k("d", int(h)), "id", "text", "sh")
         if doc_id_b is None:
             return None
-        return {"id": doc_id, "text": None if text is None else text.decode(),
+        return {"id": doc_id, "text": text,  # bytes as stored; Index decodes them
                 "shingles": np.frombuffer(sh, "<u4")}
 
     def get_texts(self, ids):
@@ -176,8 +176,7 @@ class RedisStorage(Storage):
         present = [(i, h) for i, h in zip(ids, handles) if h is not None]
         for _, h in present:
             pipe.hget(self._k("d", int(h)), "text")
-        return {i: (None if t is None else t.decode())
-                for (i, _), t in zip(present, pipe.execute())}
+        return {i: t for (i, _), t in zip(present, pipe.execute())}  # bytes as stored
 
     def contains(self, doc_id):
         return bool(self.r.hexists(self._k("ids"), doc_id))

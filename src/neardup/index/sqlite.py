@@ -1,7 +1,8 @@
 """The SQLite backend, neardup's embedded default: one file, WAL mode, transactional batches.
 
-Tables: ``meta`` (parameters and format version, as JSON), ``docs`` (handle, id, text,
-shingles, band keys), ``bands_0``, ``bands_1``, ... (band key -> handle, ``WITHOUT ROWID``
+Tables: ``meta`` (parameters and format version, as JSON), ``docs`` (handle, id, shingles,
+band keys), ``texts`` (handle, text: apart, so that the rows a query reads stay small and pack
+densely into pages), ``bands_0``, ``bands_1``, ... (band key -> handle, ``WITHOUT ROWID``
 B-trees, one per 131,072 consecutive handles, so a lookup is one probe per band and table and
 inserts touch only the newest table) and ``counts``. Every batch is one ``BEGIN IMMEDIATE`` transaction,
 so a process killed in the middle of a batch leaves the file as it was before that batch, and a
@@ -33,10 +34,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
     handle INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
-    text TEXT,
     shingles BLOB NOT NULL,
     keys BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS texts (handle INTEGER PRIMARY KEY, text BLOB);
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 """
@@ -175,9 +176,12 @@ class SQLiteStorage(Storage):
                     raise DuplicateIdError(row[0])
             base = conn.execute("SELECT COALESCE(MAX(handle), 0) FROM docs").fetchone()[0] + 1
             conn.executemany(
-                "INSERT INTO docs (handle, id, text, shingles, keys) VALUES (?, ?, ?, ?, ?)",
-                [(base + i, d.id, d.text, d.shingles.astype("<u4", copy=False).tobytes(),
+                "INSERT INTO docs (handle, id, shingles, keys) VALUES (?, ?, ?, ?)",
+                [(base + i, d.id, d.shingles.astype("<u4", copy=False).tobytes(),
                   d.keys.astype("<u8", copy=False).tobytes()) for i, d in enumerate(docs)])
+            conn.executemany("INSERT INTO texts (handle, text) VALUES (?, ?)",
+                             [(base + i, d.text) for i, d in enumerate(docs)
+                              if d.text is not None])
             sizes = np.fromiter((len(d.keys) for d in docs), np.int64, len(docs))
             if sizes.sum():
                 keys = np.concatenate([d.keys for d in docs]).astype(np.uint64)
@@ -210,6 +214,7 @@ class SQLiteStorage(Storage):
                                      "AND handle = ?",
                                      [(k, handle) for k in _signed(np.frombuffer(keys, "<u8"))])
                 conn.execute("DELETE FROM docs WHERE handle = ?", (handle,))
+                conn.execute("DELETE FROM texts WHERE handle = ?", (handle,))
             if any(out):
                 conn.execute("UPDATE counts SET value = value - ? WHERE name = 'documents'",
                              (sum(out),))
@@ -255,8 +260,9 @@ class SQLiteStorage(Storage):
         return [rows[h] for h in handles if h in rows]
 
     def get(self, doc_id):
-        row = self._conn().execute("SELECT id, text, shingles FROM docs WHERE id = ?",
-                                   (doc_id,)).fetchone()
+        row = self._conn().execute(
+            "SELECT d.id, t.text, d.shingles FROM docs d LEFT JOIN texts t USING (handle) "
+            "WHERE d.id = ?", (doc_id,)).fetchone()
         if row is None:
             return None
         return {"id": row[0], "text": row[1], "shingles": np.frombuffer(row[2], "<u4")}
@@ -267,7 +273,8 @@ class SQLiteStorage(Storage):
         ids = list(ids)
         for s in range(0, len(ids), _CHUNK):
             part = ids[s:s + _CHUNK]
-            out.update(conn.execute(f"SELECT id, text FROM docs WHERE id IN "
+            out.update(conn.execute(f"SELECT d.id, t.text FROM docs d LEFT JOIN texts t "
+                                    f"USING (handle) WHERE d.id IN "
                                     f"({','.join('?' * len(part))})", part))
         return out
 
@@ -303,7 +310,8 @@ class SQLiteStorage(Storage):
         return st
 
     def check(self) -> dict[str, Any]:
-        """SQLite's own integrity check plus neardup's invariants (used by the tests)."""
+        """SQLite's own integrity check plus neardup's invariants (used by the tests):
+        ``orphan_keys`` counts band keys and texts whose document is gone."""
         conn = self._conn()
         ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
         docs = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
@@ -311,6 +319,8 @@ class SQLiteStorage(Storage):
         orphan = sum(conn.execute(f"SELECT COUNT(*) FROM {t} WHERE handle NOT IN "
                                   "(SELECT handle FROM docs)").fetchone()[0]
                      for t in self._parts(conn))
+        orphan += conn.execute("SELECT COUNT(*) FROM texts WHERE handle NOT IN "
+                               "(SELECT handle FROM docs)").fetchone()[0]
         return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan}
 
     def close(self):

@@ -48,7 +48,7 @@ class StoredDoc:
     """One document as a backend stores it."""
 
     id: str
-    text: str | None
+    text: str | bytes | None  # as the index encodes it (zstd-compressed UTF-8 by default)
     shingles: np.ndarray  # uint32, sorted and unique
     keys: np.ndarray  # uint64[bands]; empty for a document without shingles
 
@@ -86,11 +86,11 @@ class Storage(ABC):
 
     @abstractmethod
     def get(self, doc_id: str) -> dict[str, Any] | None:
-        """``{"id", "text", "shingles"}`` of a document (text ``None`` if not stored)."""
+        """``{"id", "text", "shingles"}`` of a document (text as stored, ``None`` if not)."""
 
     @abstractmethod
     def get_texts(self, ids: Sequence[str]) -> dict[str, str | None]:
-        """Texts of the ids present."""
+        """Texts of the ids present, as stored."""
 
     @abstractmethod
     def contains(self, doc_id: str) -> bool: ...
