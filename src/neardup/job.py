@@ -50,7 +50,9 @@ class _NoProgress:
         pass
 
 
-def _prepare_outdir(outdir: Path) -> None:
+def _prepare_outdir(outdir: str | os.PathLike) -> Path:
+    """Create the output directory (and its parents), or say clearly why it cannot be used."""
+    outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise OutputError(f"{outdir}: exists and is not a directory")
     try:
@@ -59,6 +61,7 @@ def _prepare_outdir(outdir: Path) -> None:
         raise OutputError(f"{outdir}: cannot create the output directory: {e.strerror}") from e
     if not os.access(outdir, os.W_OK):
         raise OutputError(f"{outdir}: the output directory is not writable")
+    return outdir
 
 
 def _new_index(path: Path, config: DedupConfig):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import os
-from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
@@ -64,28 +63,14 @@ def write_csv(a: Analysis, path: str | os.PathLike) -> None:
         w.writerows(plain(a.rows))
 
 
-def make_outdir(outdir: str | os.PathLike) -> Path:
-    """Create ``outdir`` (and parents); an :class:`OutputError` saying why if it cannot."""
-    out = Path(outdir)
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out}: exists and is not a directory; give a directory for -o")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OutputError(f"{out}: cannot create the output directory ({e.strerror or e})"
-                          ) from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise OutputError(f"{out}: the output directory is not writable")
-    return out
-
-
 def write_analysis(a: Analysis, outdir: str | os.PathLike, plot: bool = True
                    ) -> dict[str, str]:
     """Write ``<name>.csv``, ``<name>.md`` and (with ``plot``) ``<name>.png`` into ``outdir``
     (created); return their paths by kind."""
+    from ..job import _prepare_outdir
     from .plots import PLOTS
 
-    out = make_outdir(outdir)
+    out = _prepare_outdir(outdir)
     paths = {"csv": out / f"{a.name}.csv", "md": out / f"{a.name}.md",
              "png": out / f"{a.name}.png"}
     try:

@@ -20,11 +20,11 @@ import os
 import pickle
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError, InputError, OutputError
+from ..job import _prepare_outdir
 from .candidates import lsh_candidates, model_word_sets
 from .matcher import (
     FEATURES,
@@ -77,17 +77,6 @@ def load_model(path: str | os.PathLike) -> tuple[PairModel, float]:
     return obj["model"], float(obj["threshold"])
 
 
-def _outdir(path: str | os.PathLike) -> Path:
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out} exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OutputError(f"cannot create {out}: {e.strerror or e}") from e
-    return out
-
-
 def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None = None,
                  threshold: float | None = None, num_perm: int = 240, bands: int = 60,
                  rows: int = 4, max_df: float = 0.2, units: UnitMap | None = None,
@@ -101,7 +90,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ConfigError(f"threshold={threshold} is invalid: a score between 0 and 1")
     t0 = time.perf_counter()
-    out = _outdir(outdir)
+    out = _prepare_outdir(outdir)
     fitted, thr = (load_model(model) if model else (None, RULE_THRESHOLD))
     if threshold is not None:
         thr = threshold
@@ -163,7 +152,7 @@ def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike
     from .report import write_report
 
     cfg = cfg or StudyConfig()
-    out = _outdir(outdir)
+    out = _prepare_outdir(outdir)
     res = run_study(offers, labels, cfg, progress=progress)
     paths = write_report(res, out, title="neardup products eval")
     summary = {"offers": len(offers), "skipped": offers.skipped.to_dict(),
