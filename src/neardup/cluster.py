@@ -145,3 +145,12 @@ def labels_from_reps(rep: np.ndarray) -> np.ndarray:
     out = np.empty(n, np.int64)
     out[order] = relabel[group]
     return out
+
+
+def cluster_representatives(n: int, left: np.ndarray, right: np.ndarray, method: str,
+                            rank: np.ndarray | None = None) -> np.ndarray:
+    """Representative row of each document for a :class:`~neardup.ClusterConfig` method:
+    ``"components"`` (:func:`connected_components`) or ``"strict"`` (:func:`strict_clusters`)."""
+    if method == "strict":
+        return strict_clusters(n, left, right, rank)
+    return connected_components(n, left, right, rank)

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import __version__
 from ._malloc import tune_malloc
-from .cluster import connected_components, labels_from_reps, preference_rank, strict_clusters
+from .cluster import cluster_representatives, labels_from_reps, preference_rank
 from .config import DedupConfig
 from .errors import ConfigError, InputError
 from .exact import FingerprintTable, fingerprints
@@ -351,10 +351,7 @@ class Deduplicator:
 
         self._stage("cluster", 0, 1)
         rank = preference_rank(U, cfg.cluster.keep, ulen, ufp)
-        if cfg.cluster.method == "strict":
-            rep_u = strict_clusters(U, left, right, rank)
-        else:
-            rep_u = connected_components(U, left, right, rank)
+        rep_u = cluster_representatives(U, left, right, cfg.cluster.method, rank)
         members = np.flatnonzero(rep_u != np.arange(U))
         sim_u = np.ones(U, np.float32)
         if len(members):

@@ -96,7 +96,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..cluster import connected_components, preference_rank, strict_clusters
+from ..cluster import cluster_representatives, preference_rank
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, OutputError
 from ..exact import FingerprintTable, fingerprints
@@ -1399,10 +1399,7 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
     rank = preference_rank(m, cfg.cluster.keep, nlen, nfp)
     li = np.searchsorted(nodes, vl)
     ri = np.searchsorted(nodes, vr)
-    if cfg.cluster.method == "strict":
-        rep_c = strict_clusters(m, li, ri, rank)
-    else:
-        rep_c = connected_components(m, li, ri, rank)
+    rep_c = cluster_representatives(m, li, ri, cfg.cluster.method, rank)
     members = np.flatnonzero(rep_c != np.arange(m))
     msim = np.ones(m, np.float32)
     if len(members):
