@@ -81,11 +81,11 @@ def inverted_table(images: Shingles, max_doc_freq: int | None = None
     n = len(images.offsets) - 1
     sizes = np.diff(images.offsets)
     docs = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    order = np.argsort(images.hashes, kind="stable")
+    order = np.argsort(images.hashes)
     h = images.hashes[order]
     d = docs[order]
     if len(h) == 0:
-        return {}, {"hashes": 0, "shared_hashes": 0, "capped_hashes": 0}
+        return {}, {"hashes": 0, "shared_hashes": 0, "capped_hashes": 0, "transactions": 0}
     cut = np.flatnonzero(h[1:] != h[:-1]) + 1
     starts = np.concatenate([[0], cut])
     lengths = np.diff(np.concatenate([starts, [len(h)]]))
@@ -94,19 +94,22 @@ def inverted_table(images: Shingles, max_doc_freq: int | None = None
     if max_doc_freq is not None:
         capped = lengths > max_doc_freq
         shared &= ~capped
+    # Runs of one length at a time: documents sorted within each run, then identical runs
+    # (transactions) made neighbours and counted.
     tracts: dict[tuple[int, ...], int] = {}
-    # pairs (the bulk on near-duplicate corpora): counted with numpy
-    two = starts[shared & (lengths == 2)]
-    if len(two):
-        a, b = d[two], d[two + 1]
-        lo, hi = np.minimum(a, b), np.maximum(a, b)
-        keys, counts = np.unique(lo * n + hi, return_counts=True)
-        for k, c in zip(keys.tolist(), counts.tolist()):
-            tracts[(k // n, k % n)] = c
-    for s, m in zip(starts[shared & (lengths > 2)].tolist(),
-                    lengths[shared & (lengths > 2)].tolist()):
-        t = tuple(sorted(d[s:s + m].tolist()))
-        tracts[t] = tracts.get(t, 0) + 1
+    runs = np.flatnonzero(shared)
+    runs = runs[np.argsort(lengths[runs], kind="stable")]
+    for group in np.split(runs, np.flatnonzero(np.diff(lengths[runs])) + 1):
+        if not len(group):
+            continue
+        rows = d[starts[group][:, None] + np.arange(lengths[group[0]])]
+        rows.sort(axis=1)
+        rows = rows[np.lexsort(rows.T[::-1])]
+        new = np.ones(len(rows), bool)
+        new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+        at = np.flatnonzero(new)
+        counts = np.diff(np.append(at, len(rows)))
+        tracts.update(zip(map(tuple, rows[at].tolist()), counts.tolist()))
     return tracts, {"hashes": int(len(starts)), "shared_hashes": int(shared.sum()),
                     "capped_hashes": int(capped.sum()), "transactions": len(tracts)}
 
