@@ -29,6 +29,12 @@ def vocabulary(size: int, seed: int = 0) -> list[str]:
     return list(words)
 
 
+def _zipf(size: int) -> np.ndarray:
+    """Word probabilities falling as rank^-0.9, as in natural text."""
+    probs = 1.0 / np.arange(1, size + 1) ** 0.9
+    return probs / probs.sum()
+
+
 @dataclass
 class Planted:
     """A planted variant: document ``variant`` was made from document ``source``."""
@@ -106,8 +112,7 @@ def make_corpus(n: int, dup_fraction: float = 0.3, seed: int = 0, vocab_size: in
     """
     rng = np.random.default_rng(seed)
     vocab = vocabulary(vocab_size, seed)
-    probs = 1.0 / np.arange(1, vocab_size + 1) ** 0.9
-    probs /= probs.sum()
+    probs = _zipf(vocab_size)
     texts: list[str] = []
     planted: list[Planted] = []
     for i in range(n):
@@ -135,8 +140,7 @@ def near_duplicate_collection(originals: int, variants: int,
         raise ValueError("originals must be >= 1 and variants >= 0")
     rng = np.random.default_rng(seed)
     vocab = vocabulary(vocab_size, seed)
-    probs = 1.0 / np.arange(1, vocab_size + 1) ** 0.9
-    probs /= probs.sum()
+    probs = _zipf(vocab_size)
     texts: list[str] = []
     groups: list[int] = []
     for g in range(originals):
