@@ -9,18 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .analyze.output import markdown_table
 from .errors import ConfigError, InputError
 from .evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
 from .fca import fca
 from .io import SkipReport, read_documents, write_json_atomic
 from .job import _prepare_outdir
-
-
-def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    out += ["| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) + " |"
-            for r in rows]
-    return "\n".join(out) + "\n"
 
 
 def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
@@ -95,7 +89,7 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
                 "predicted_pairs", "correct_pairs"]
         (outdir / "evaluation.md").write_text(
             f"# FCA clusters against {Path(truth).name} ({len(reference):,} reference pairs, "
-            f"{len(texts):,} documents)\n\n" + _table(rows, cols))
+            f"{len(texts):,} documents)\n\n" + markdown_table(rows, cols))
         import csv
 
         with open(outdir / "evaluation.csv", "w", newline="") as f:
