@@ -8,8 +8,7 @@ choice of bands, exact verification of every candidate, and clusters that resist
 >>> result.clusters()
 """
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .cluster import connected_components, strict_clusters  # noqa: E402
 from .config import (  # noqa: E402
     ClusterConfig,

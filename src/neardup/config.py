@@ -13,11 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError
-
-
-def _check(cond: bool, name: str, value: Any, allowed: str) -> None:
-    if not cond:
-        raise ConfigError(f"{name}={value!r} is invalid: {allowed}")
+from .validate import check_bool, check_choice, check_int, check_real
 
 
 @dataclass(frozen=True)
@@ -37,8 +33,7 @@ class NormalizeConfig:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            _check(isinstance(v, bool), f.name, v, "must be True or False")
+            check_bool(f.name, getattr(self, f.name))
 
 
 @dataclass(frozen=True)
@@ -55,11 +50,9 @@ class ShingleConfig:
     offset: int = 1
 
     def __post_init__(self) -> None:
-        _check(self.kind in ("word", "char"), "shingle kind", self.kind, "use 'word' or 'char'")
-        _check(isinstance(self.k, int) and 1 <= self.k <= 64, "shingle k", self.k,
-               "an integer from 1 to 64")
-        _check(isinstance(self.offset, int) and 1 <= self.offset <= 1024, "shingle offset",
-               self.offset, "an integer from 1 to 1024")
+        check_choice("shingle kind", self.kind, SHINGLE_KINDS)
+        check_int("shingle k", self.k, 1, 64)
+        check_int("shingle offset", self.offset, 1, 1024)
 
     @classmethod
     def parse(cls, spec: str) -> ShingleConfig:
@@ -82,6 +75,15 @@ class ShingleConfig:
 
 
 SCHEMES = ("oph", "classic")
+SHINGLE_KINDS = ("word", "char")
+VERIFY_MODES = ("exact", "estimate")
+CLUSTER_METHODS = ("components", "strict")
+KEEP_CHOICES = ("first", "longest")
+
+
+def check_threshold(value: Any, name: str = "threshold") -> float:
+    """A similarity threshold: a number in (0, 1]."""
+    return check_real(name, value, 0.0, 1.0, lo_open=True)
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,9 @@ class SketchConfig:
     scheme: str = "oph"
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.num_perm, int) and 2 <= self.num_perm <= 4096, "num_perm",
-               self.num_perm, "an integer from 2 to 4096")
-        _check(isinstance(self.seed, int) and 0 <= self.seed < 2**63, "seed", self.seed,
-               "an integer from 0 to 2**63-1")
-        _check(self.scheme in SCHEMES, "scheme", self.scheme, f"one of {', '.join(SCHEMES)}")
+        check_int("num_perm", self.num_perm, 2, 4096)
+        check_int("seed", self.seed, 0, 2**63 - 1, allowed="an integer from 0 to 2**63-1")
+        check_choice("scheme", self.scheme, SCHEMES)
 
 
 @dataclass(frozen=True)
@@ -115,16 +115,12 @@ class LSHConfig:
     bucket_cap: int = 500
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.threshold, (int, float)) and 0.0 < self.threshold <= 1.0,
-               "threshold", self.threshold, "a number in (0, 1]")
-        _check(isinstance(self.min_recall, (int, float)) and 0.0 < self.min_recall < 1.0,
-               "min_recall", self.min_recall, "a number in (0, 1)")
+        check_threshold(self.threshold)
+        check_real("min_recall", self.min_recall, 0.0, 1.0, lo_open=True, hi_open=True)
         for name in ("bands", "rows"):
-            v = getattr(self, name)
-            _check(v is None or (isinstance(v, int) and v >= 1), name, v,
-                   "a positive integer or None (chosen from the threshold)")
-        _check(isinstance(self.bucket_cap, int) and self.bucket_cap >= 2, "bucket_cap",
-               self.bucket_cap, "an integer >= 2")
+            check_int(name, getattr(self, name), 1, none=True,
+                      allowed="a positive integer or None (chosen from the threshold)")
+        check_int("bucket_cap", self.bucket_cap, 2)
 
 
 @dataclass(frozen=True)
@@ -135,7 +131,7 @@ class VerifyConfig:
     mode: str = "exact"
 
     def __post_init__(self) -> None:
-        _check(self.mode in ("exact", "estimate"), "verify", self.mode, "use 'exact' or 'estimate'")
+        check_choice("verify", self.mode, VERIFY_MODES)
 
 
 @dataclass(frozen=True)
@@ -148,9 +144,8 @@ class ClusterConfig:
     keep: str = "first"
 
     def __post_init__(self) -> None:
-        _check(self.method in ("components", "strict"), "cluster", self.method,
-               "use 'components' or 'strict'")
-        _check(self.keep in ("first", "longest"), "keep", self.keep, "use 'first' or 'longest'")
+        check_choice("cluster", self.method, CLUSTER_METHODS)
+        check_choice("keep", self.keep, KEEP_CHOICES)
 
 
 @dataclass(frozen=True)

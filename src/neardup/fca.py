@@ -26,6 +26,7 @@ from .config import NormalizeConfig, ShingleConfig
 from .errors import ConfigError
 from .text.normalize import normalize
 from .text.shingle import Shingles, shingle_batch
+from .validate import check_int
 
 
 @dataclass
@@ -59,8 +60,7 @@ def document_images(texts: Sequence[str], length: int = 10, offset: int = 1,
                     normalize_cfg: NormalizeConfig | None = None) -> Shingles:
     """Each document's ``image_size`` smallest shingle hashes, sorted: CSR ``Shingles``."""
     for name, v in (("length", length), ("offset", offset), ("image_size", image_size)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ConfigError(f"{name}={v!r} is invalid: a positive integer")
+        check_int(name, v, 1)
     cfg = ShingleConfig(kind=kind, k=length, offset=offset)
     sh = shingle_batch(normalize(texts, normalize_cfg or NormalizeConfig()), cfg)
     sizes = np.diff(sh.offsets)
@@ -120,8 +120,7 @@ def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = N
     each with its number of common hashes (FPmax via pyfim)."""
     import fim
 
-    if isinstance(min_common, bool) or not isinstance(min_common, int) or min_common < 1:
-        raise ConfigError(f"min_common={min_common!r} is invalid: a positive integer")
+    check_int("min_common", min_common, 1)
     t0 = time.perf_counter()
     stats: dict[str, Any] = {}
     if tracts is None:
@@ -149,9 +148,8 @@ def fca(texts: Sequence[str], min_common: int | Sequence[int], *, length: int = 
     if not ks:
         raise ConfigError("min_common: give at least one value")
     for k in ks:
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= image_size:
-            raise ConfigError(f"min_common={k!r} is invalid: an integer from 1 to "
-                              f"image_size={image_size}")
+        check_int("min_common", k, 1, image_size,
+                  allowed=f"an integer from 1 to image_size={image_size}")
     t0 = time.perf_counter()
     images = document_images(texts, length, offset, image_size, kind)
     tracts, stats = inverted_table(images, max_doc_freq)

@@ -13,8 +13,7 @@ from .analyze.output import markdown_table
 from .errors import ConfigError, InputError
 from .evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
 from .fca import fca
-from .io import SkipReport, read_documents, write_json_atomic
-from .job import _prepare_outdir
+from .io import SkipReport, prepare_outdir, read_documents, write_json_atomic
 
 
 def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
@@ -51,7 +50,7 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
         reference, ref_counts = read_reference(truth, ids)
 
     outdir = Path(outdir)
-    _prepare_outdir(outdir)
+    prepare_outdir(outdir)
     rows: list[dict[str, Any]] = []
     outputs: dict[str, str] = {}
     for r in results:

@@ -17,10 +17,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from .config import DedupConfig
-from .errors import ConfigError, OutputError
+from .errors import OutputError
 from .io import (
-    OUTPUT_FORMATS,
+    OutputOptions,
+    ReadOptions,
     SkipReport,
+    prepare_outdir,
     read_documents,
     total_input_bytes,
     write_deduplicated,
@@ -48,20 +50,6 @@ class _NoProgress:
 
     def finish(self, stage: str) -> None:
         pass
-
-
-def _prepare_outdir(outdir: str | os.PathLike) -> Path:
-    """Create the output directory (and its parents), or say clearly why it cannot be used."""
-    outdir = Path(outdir)
-    if outdir.exists() and not outdir.is_dir():
-        raise OutputError(f"{outdir}: exists and is not a directory")
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OutputError(f"{outdir}: cannot create the output directory: {e.strerror}") from e
-    if not os.access(outdir, os.W_OK):
-        raise OutputError(f"{outdir}: the output directory is not writable")
-    return outdir
 
 
 def _new_index(path: Path, config: DedupConfig):
@@ -112,28 +100,22 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     the run's parameters, at this new path. It is built under a temporary name beside it and
     renamed only when the whole run succeeded.
     """
-    if output_format not in OUTPUT_FORMATS:
-        raise ConfigError(f"output_format={output_format!r} is invalid: one of "
-                          f"{', '.join(OUTPUT_FORMATS)}")
-    if on_error not in ("fail", "skip"):
-        raise ConfigError(f"on_error={on_error!r} is invalid: use 'fail' or 'skip'")
-    if chunk_size < 1:
-        raise ConfigError(f"chunk_size={chunk_size!r} is invalid: a positive integer")
+    read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
+                            encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+    out_opts = OutputOptions(output_format, write_corpus)
     config = config or DedupConfig()
     progress = progress or _NoProgress()
     outdir = Path(outdir)
     t_start = time.perf_counter()
     paths = [Path(p) for p in paths]
     report = SkipReport()
-    read_opts = dict(text_fields=tuple(text_fields), id_field=id_field, on_error=on_error,
-                     encoding=encoding, fmt=input_format)
 
     index = index_tmp = None
     if save_index is not None:
         index, index_tmp = _new_index(Path(save_index), config)
     try:
-        return _run(paths, outdir, config, report, read_opts, chunk_size, output_format,
-                    write_corpus, progress, t_start, index, index_tmp, save_index)
+        return _run(paths, outdir, config, report, read_opts, out_opts, progress, t_start,
+                    index, index_tmp, save_index)
     except BaseException:
         if index is not None:
             index.close()
@@ -142,7 +124,7 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
         raise
 
 
-def _run(paths, outdir, config, report, read_opts, chunk_size, output_format, write_corpus,
+def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: OutputOptions,
          progress, t_start, index, index_tmp, save_index) -> dict[str, Any]:
     def on_stage(stage: str, done: int, total: int) -> None:
         progress.update(stage, done, total)
@@ -156,7 +138,7 @@ def _run(paths, outdir, config, report, read_opts, chunk_size, output_format, wr
     index_time = 0.0
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
-        for chunk in read_documents(paths, chunk_size=chunk_size, report=report, **read_opts):
+        for chunk in read_documents(paths, report=report, options=read_opts):
             read_time += time.perf_counter() - t_read
             dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
             if index is not None:
@@ -179,12 +161,12 @@ def _run(paths, outdir, config, report, read_opts, chunk_size, output_format, wr
     # Everything was read and checked: only now is anything written.
     progress.start("write", None)
     t0 = time.perf_counter()
-    _prepare_outdir(outdir)
-    outputs = write_result(result, outdir, output_format)
-    if write_corpus:
+    prepare_outdir(outdir)
+    outputs = write_result(result, outdir, out_opts.format)
+    if out_opts.write_corpus:
         written = write_deduplicated(paths, result.keep, outdir / "deduplicated",
-                                     chunk_size=chunk_size,
-                                     locations=np.frombuffer(locations, np.int64), **read_opts)
+                                     locations=np.frombuffer(locations, np.int64),
+                                     options=read_opts)
         outputs["deduplicated"] = [str(p) for p in written]
     if index is not None:
         index.close()

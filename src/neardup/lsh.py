@@ -26,7 +26,9 @@ from numba import njit, prange
 
 from ._arrays import sorted_unique
 from ._hash import FNV_PRIME, GOLDEN, U64, fmix64
+from .config import check_threshold
 from .errors import ConfigError
+from .validate import check_int, check_real
 
 
 def s_curve(s: np.ndarray | float, bands: int, rows: int) -> np.ndarray | float:
@@ -64,10 +66,9 @@ def choose_bands(threshold: float, num_perm: int, min_recall: float = 0.9,
     Compare datasketch's ``_optimal_param``, which weighs the areas equally with no recall floor
     and at 0.8/128 picks 9x13, finding only about 40% of the pairs at the threshold.
     """
-    if not 0.0 < threshold <= 1.0:
-        raise ConfigError(f"threshold={threshold!r} is invalid: a number in (0, 1]")
-    if num_perm < 1:
-        raise ConfigError(f"num_perm={num_perm!r} is invalid: a positive integer")
+    threshold = check_threshold(threshold)
+    num_perm = check_int("num_perm", num_perm, 1)
+    min_recall = check_real("min_recall", min_recall, 0.0, 1.0)
     best, best_cost = None, np.inf
     fallback, fallback_p = (num_perm, 1), -1.0
     for rows in range(1, num_perm + 1):

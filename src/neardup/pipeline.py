@@ -20,11 +20,11 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import __version__
 from ._malloc import tune_malloc
+from ._version import __version__
 from .cluster import cluster_representatives, labels_from_reps, preference_rank
 from .config import DedupConfig
-from .errors import ConfigError, InputError
+from .errors import InputError
 from .exact import FingerprintTable, fingerprints
 from .lsh import (
     CandidateStats,
@@ -37,6 +37,7 @@ from .lsh import (
 from .result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
 from .sketch import shingle_sketch
 from .text.normalize import normalize
+from .validate import check_int
 from .verify import estimate_pairs, overlap_pairs, sort_unique_segments
 
 StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
@@ -126,9 +127,7 @@ class Deduplicator:
             raise TypeError("pass either a DedupConfig or keyword parameters, not both")
         self.config = config or DedupConfig.from_kwargs(**params)
         tune_malloc()
-        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                    or workers < 1):
-            raise ConfigError(f"workers={workers!r} is invalid: a positive integer or None")
+        check_int("workers", workers, 1, none=True)
         self.workers = (numba.get_num_threads() if workers is None
                         else min(workers, numba.config.NUMBA_NUM_THREADS))
         self._exact = self.config.verify.mode == "exact"

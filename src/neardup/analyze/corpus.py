@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
-from ..config import LSHConfig, ShingleConfig, SketchConfig
+from ..config import SHINGLE_KINDS, LSHConfig, ShingleConfig, SketchConfig, check_threshold
 from ..errors import ConfigError, InputError
 from ..lsh import candidate_pairs, lsh_params, s_curve
 from ..result import FINGERPRINT
 from ..sketch import sketch
 from ..text import Shingles, shingle
+from ..validate import check_choice, check_int
 from ..verify import jaccard_pairs
-from .curves import _check_num_perm, _check_threshold, threshold_approx
+from .curves import threshold_approx
 from .result import Analysis
 
 #: Default similarity bins of the recall analysis: [0.5, 0.6), ..., [0.9, 1.0] (last closed).
@@ -69,8 +70,7 @@ def load_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
 
 def sample_corpus(corpus: Corpus, max_docs: int, seed: int = 0) -> Corpus:
     """A uniform sample of ``max_docs`` documents in input order (the corpus if it is smaller)."""
-    if isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 2:
-        raise ConfigError(f"max_docs={max_docs!r} is invalid: an integer >= 2")
+    check_int("max_docs", max_docs, 2)
     n = len(corpus.ids)
     if n <= max_docs:
         return corpus
@@ -144,8 +144,7 @@ def all_pairs_jaccard(sh: Shingles, min_similarity: float, block: int = 64
     """Every pair of documents with exact Jaccard >= ``min_similarity`` (> 0), by comparing all
     pairs: ``left < right`` (``int64[m]``) and ``similarity`` (``float64[m]``). Quadratic: meant
     for a few thousand documents."""
-    if not 0.0 < min_similarity <= 1.0:
-        raise ConfigError(f"min_similarity={min_similarity!r} is invalid: a number in (0, 1]")
+    check_threshold(min_similarity, "min_similarity")
     hashes = np.ascontiguousarray(sh.hashes)
     offsets = np.ascontiguousarray(sh.offsets, dtype=np.int64)
     n = len(sh)
@@ -196,7 +195,7 @@ def _settings(thresholds: Sequence[float], bands_rows: Sequence[tuple[int, int]]
               num_perm: int, min_recall: float) -> list[dict]:
     out = []
     for t in thresholds:
-        _check_threshold(t)
+        check_threshold(t)
         b, r = lsh_params(LSHConfig(threshold=float(t), min_recall=float(min_recall)), num_perm)
         out.append({"setting": f"t={t:g}: {b}x{r}", "threshold": float(t), "bands": b,
                     "rows": r})
@@ -230,7 +229,7 @@ def recall(texts: Sequence[str], ids: Sequence[str] | None = None, *,
     :class:`ConfigError` (sample them first, e.g. with :func:`sample_corpus`).
     """
     ids = _check_docs(texts, ids)
-    _check_num_perm(num_perm)
+    check_int("num_perm", num_perm, 2, 4096)
     edges = _check_bins(bins)
     settings = _settings(thresholds, bands_rows, num_perm, min_recall)
     if len(texts) > max_docs:
@@ -297,14 +296,12 @@ def bands(texts: Sequence[str], *, num_perm: int = 128,
     once with ``num_perm`` values, then band them as ``b`` bands of ``num_perm // b`` rows for
     each ``b`` of ``bands_list``; count the candidates and those whose exact Jaccard reaches
     ``threshold`` (true candidates)."""
-    _check_num_perm(num_perm)
-    _check_threshold(threshold)
+    check_int("num_perm", num_perm, 2, 4096)
+    check_threshold(threshold)
     if not bands_list:
         raise ConfigError("bands-list is empty: give at least one number of bands")
     for b in bands_list:
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= num_perm:
-            raise ConfigError(f"bands={b!r} is invalid: an integer from 1 to num_perm="
-                              f"{num_perm}")
+        check_int("bands", b, 1, num_perm, allowed=f"an integer from 1 to num_perm={num_perm}")
     rows_kept, sh, sig = prepare(texts, shingle, num_perm, seed)
     n = len(rows_kept)
     cols = ["bands", "rows", "values", "candidates", "true_candidates", "false_candidates",
@@ -379,14 +376,12 @@ def grid(texts: Sequence[str], ids: Sequence[str] | None = None, *,
     if not thresholds:
         raise ConfigError("thresholds is empty: give at least one threshold")
     for t in thresholds:
-        _check_threshold(t)
-    if kind not in ("word", "char"):
-        raise ConfigError(f"kind={kind!r} is invalid: use 'word' or 'char'")
+        check_threshold(t)
+    check_choice("kind", kind, SHINGLE_KINDS)
     if not sizes:
         raise ConfigError("shingle-sizes is empty: give at least one size")
     for k in sizes:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 64:
-            raise ConfigError(f"shingle size {k!r} is invalid: an integer from 1 to 64")
+        check_int("shingle size", k, 1, 64)
     ts = sorted(float(t) for t in thresholds)
     n = len(texts)
     cols = ["kind", "k", "threshold", "pairs", "documents", "document_fraction"]
@@ -418,10 +413,9 @@ def distribution(texts: Sequence[str], *, threshold: float = 0.8, num_perm: int 
     ones (>= ``threshold``), for neardup's (bands, rows) at the threshold or ``bands_rows``.
 
     ``bins`` equal-width bins over [0, 1], the last one closed."""
-    _check_threshold(threshold)
-    _check_num_perm(num_perm)
-    if isinstance(bins, bool) or not isinstance(bins, int) or not 2 <= bins <= 1000:
-        raise ConfigError(f"bins={bins!r} is invalid: an integer from 2 to 1000")
+    check_threshold(threshold)
+    check_int("num_perm", num_perm, 2, 4096)
+    check_int("bins", bins, 2, 1000)
     if bands_rows is None:
         b, r = lsh_params(LSHConfig(threshold=float(threshold), min_recall=float(min_recall)),
                           num_perm)

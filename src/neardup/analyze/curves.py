@@ -15,9 +15,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..config import LSHConfig
+from ..config import LSHConfig, check_threshold
 from ..errors import ConfigError
 from ..lsh import lsh_params, s_curve
+from ..validate import check_int, check_real
 from .result import Analysis
 
 #: (bands, rows) shown by default: seed 002/003's 20x5 and 5x20, 10x10, neardup's choice at
@@ -75,25 +76,14 @@ def datasketch_optimal_param(threshold: float, num_perm: int, fp_weight: float =
     """datasketch's ``MinHashLSH._optimal_param``: the ``(b, r)`` with ``b * r <= num_perm``
     minimising ``fp_weight * FP area + fn_weight * FN area``, scanning ``b`` then ``r`` in
     increasing order and keeping the first minimum. No recall floor: at 0.8/128 it picks 9x13."""
-    _check_threshold(threshold)
-    _check_num_perm(num_perm)
+    check_threshold(threshold)
+    check_int("num_perm", num_perm, 2, 4096)
     bs = np.concatenate([np.full(num_perm // b, b) for b in range(1, num_perm + 1)])
     rs = np.concatenate([np.arange(1, num_perm // b + 1) for b in range(1, num_perm + 1)])
     fp, fn = lsh_areas(bs, rs, threshold, degree=num_perm)
     err = fp_weight * fp + fn_weight * fn
     i = int(np.argmin(err))  # the first of equal minima, as datasketch's strict "<"
     return int(bs[i]), int(rs[i])
-
-
-def _check_threshold(t: float, name: str = "threshold") -> None:
-    if not isinstance(t, (int, float)) or not 0.0 < t <= 1.0:
-        raise ConfigError(f"{name}={t!r} is invalid: a number in (0, 1]")
-
-
-def _check_num_perm(num_perm: int) -> None:
-    if isinstance(num_perm, bool) or not isinstance(num_perm, (int, np.integer)) \
-            or not 2 <= num_perm <= 4096:
-        raise ConfigError(f"num_perm={num_perm!r} is invalid: an integer from 2 to 4096")
 
 
 def scurve(bands_rows: Sequence[tuple[int, int]] = DEFAULT_BANDS_ROWS,
@@ -110,8 +100,7 @@ def scurve(bands_rows: Sequence[tuple[int, int]] = DEFAULT_BANDS_ROWS,
         if b < 1 or r < 1:
             raise ConfigError(f"bands-rows={b}x{r} is invalid: bands and rows must be >= 1")
     for s in points:
-        if not 0.0 <= s <= 1.0:
-            raise ConfigError(f"points={s!r} is invalid: similarities in [0, 1]")
+        check_real("points", s, 0.0, 1.0, allowed="similarities in [0, 1]")
     xs = np.linspace(0.0, 1.0, resolution)
     cols = ["bands", "rows", "values", "threshold_approx"] + [f"p@{s:g}" for s in points]
     rows = []
@@ -142,10 +131,9 @@ def params(thresholds: Sequence[float] = (0.8,), num_perm: int = 128, min_recall
     if not thresholds:
         raise ConfigError("thresholds is empty: give at least one threshold")
     for t in thresholds:
-        _check_threshold(t)
-    _check_num_perm(num_perm)
-    if not 0.0 < min_recall < 1.0:
-        raise ConfigError(f"min_recall={min_recall!r} is invalid: a number in (0, 1)")
+        check_threshold(t)
+    check_int("num_perm", num_perm, 2, 4096)
+    check_real("min_recall", min_recall, 0.0, 1.0, lo_open=True, hi_open=True)
     wfp, wfn = weights
     if wfp < 0 or wfn < 0 or wfp + wfn <= 0:
         raise ConfigError(f"weights={tuple(weights)!r} are invalid: two non-negative numbers "

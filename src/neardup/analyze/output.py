@@ -67,10 +67,10 @@ def write_analysis(a: Analysis, outdir: str | os.PathLike, plot: bool = True
                    ) -> dict[str, str]:
     """Write ``<name>.csv``, ``<name>.md`` and (with ``plot``) ``<name>.png`` into ``outdir``
     (created); return their paths by kind."""
-    from ..job import _prepare_outdir
+    from ..io import prepare_outdir
     from .plots import PLOTS
 
-    out = _prepare_outdir(outdir)
+    out = prepare_outdir(outdir)
     paths = {"csv": out / f"{a.name}.csv", "md": out / f"{a.name}.md",
              "png": out / f"{a.name}.png"}
     try:

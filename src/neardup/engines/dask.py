@@ -95,19 +95,33 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..cluster import cluster_representatives, preference_rank
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, OutputError
 from ..exact import FingerprintTable, fingerprints
-from ..io import OUTPUT_FORMATS, SkipReport, read_documents, total_input_bytes, write_json_atomic
-from ..io.readers import _SUFFIX_FORMATS, _make_stream, _split_compression, _utf8_len
-from ..io.writers import _arrow_table, _Staged, _write_jsonl_table
-from ..job import _NoProgress, _prepare_outdir
+from ..io import (
+    FilePart,
+    OutputOptions,
+    ReadOptions,
+    SkipReport,
+    Staged,
+    TableStream,
+    format_of_name,
+    prepare_outdir,
+    record_stream,
+    split_compression,
+    total_input_bytes,
+    utf8_len,
+    write_json_atomic,
+)
+from ..io.writers import arrow_table
+from ..job import _NoProgress
 from ..lsh import CandidateStats, band_keys, candidates_from_keys, lsh_params, s_curve
 from ..result import METHOD_NAMES
 from ..sketch import shingle_sketch
 from ..text.normalize import normalize
+from ..validate import check_int
 from ..verify import overlap_pairs, sort_unique_segments
 
 _CHUNK = 10_000
@@ -285,12 +299,10 @@ class _PosReport(SkipReport):
             self.pos.append((self.stream.count, len(self.pos), str(err)))
 
 
-def _open_stream(spec: _Spec, read_opts: dict, report: SkipReport, first_line: int):
-    stream = _make_stream([spec.path], report=report, chunk_size=_CHUNK, **read_opts)
-    if spec.split or spec.row_groups:
-        src = stream.sources[0]
-        src.start, src.end, src.first_line, src.whole = spec.start, spec.end, first_line, False
-    return stream
+def _open_stream(spec: _Spec, read_opts: ReadOptions, report: SkipReport, first_line: int):
+    part = (FilePart(spec.start, spec.end, first_line, row_groups=spec.row_groups)
+            if spec.split or spec.row_groups else None)
+    return record_stream([spec.path], replace(read_opts, chunk_size=_CHUNK), report, part=part)
 
 
 def _set_threads(threads: int | None) -> None:
@@ -300,7 +312,7 @@ def _set_threads(threads: int | None) -> None:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
 
 
-def _read_partition(spec: _Spec, read_opts: dict, cfg: DedupConfig, bands: int, rows: int,
+def _read_partition(spec: _Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: int, rows: int,
                     auto_ids: bool, threads: int | None, line_counts: list[int],
                     pdir: str) -> _Part:
     """Read one partition, run normalise, fingerprint and shingle+sketch on it, and write its
@@ -309,7 +321,7 @@ def _read_partition(spec: _Spec, read_opts: dict, cfg: DedupConfig, bands: int, 
     report = _PosReport()
     stream = _open_stream(spec, read_opts, report, sum(line_counts))
     report.stream = stream
-    fail = read_opts["on_error"] == "fail"
+    fail = read_opts.fail
     table = FingerprintTable()
     ids: list[str] = []
     lines: list[int] = []
@@ -343,7 +355,7 @@ def _read_partition(spec: _Spec, read_opts: dict, cfg: DedupConfig, bands: int, 
             for rec in stream:
                 ids.append(rec.id)
                 lines.append(rec.line)
-                tbytes.append(_utf8_len(rec.text))
+                tbytes.append(utf8_len(rec.text))
                 if paths is not None:
                     paths.append(str(rec.raw))
                 texts.append(rec.text)
@@ -822,7 +834,7 @@ def _write_parquet(columns: dict, path: str) -> None:
 
     tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     try:
-        pq.write_table(_arrow_table(columns), tmp)
+        pq.write_table(arrow_table(columns), tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -889,13 +901,13 @@ def _pairs_table(verified: tuple, fp_prefixes: list[str], p: int, table: str, *_
     return len(left)
 
 
-def _write_part(spec: _Spec, read_opts: dict, line_counts: list[int], drops: np.ndarray,
+def _write_part(spec: _Spec, read_opts: ReadOptions, line_counts: list[int], drops: np.ndarray,
                 d: _Part, path: str, *_deps) -> int:
     """Re-read the partition and write its kept documents (``id``, ``text``) to ``path``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    opts = dict(read_opts, on_error="skip")  # errors were reported by the first read
+    opts = replace(read_opts, on_error="skip")  # errors were reported by the first read
     stream = _open_stream(spec, opts, SkipReport(), sum(line_counts))
     keep = d.load("keep")
     dropped = set(drops.tolist())
@@ -940,9 +952,7 @@ def _expand(paths: Sequence[Path], input_format: str | None) -> list[Path]:
     for p in paths:
         if p.is_dir() and input_format not in (None, "textdir"):
             files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")
-                           and _SUFFIX_FORMATS.get(
-                               Path(_split_compression(f.name)[0]).suffix.lower())
-                           == input_format)
+                           and format_of_name(f.name) == input_format)
             out.extend(files)
         else:
             out.append(p)
@@ -988,7 +998,7 @@ def _plan(paths: list[Path], input_format: str | None, partition_docs: int) -> l
     specs: list[_Spec] = []
     for p in paths:
         fmt = "textdir" if p.is_dir() else (input_format or detect_format(p))
-        _, comp = _split_compression(p.name)
+        _, comp = split_compression(p.name)
         if fmt == "parquet" and comp is None:
             runs = _row_group_runs(p, partition_docs)
             if len(runs) == 1:
@@ -1025,56 +1035,6 @@ def _plan(paths: list[Path], input_format: str | None, partition_docs: int) -> l
 # The job
 
 
-class _TableStream:
-    """One output table written part by part (parquet, jsonl or csv), atomically."""
-
-    def __init__(self, stem: Path, fmt: str):
-        self.final = Path(f"{stem}.{fmt}")
-        self.fmt = fmt
-        self.staged = _Staged(self.final)
-        self.writer: Any = None
-
-    def write(self, columns: dict) -> None:
-        if self.fmt == "jsonl":
-            _write_jsonl_table(self.staged.file, columns, len(next(iter(columns.values()))))
-            return
-        self._write_arrow(_arrow_table(columns))
-
-    def write_parquet_part(self, path: str) -> None:
-        """Append a part written by a worker (Parquet, in the scratch folder)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
-        if self.fmt == "jsonl":
-            cols = {name: (col.to_pylist() if pa.types.is_string(col.type) else col.to_numpy())
-                    for name, col in zip(table.column_names, table.columns)}
-            _write_jsonl_table(self.staged.file, cols, table.num_rows)
-            return
-        self._write_arrow(table)
-
-    def _write_arrow(self, table: Any) -> None:
-        f = self.staged.file
-        if self.writer is None:
-            if self.fmt == "parquet":
-                import pyarrow.parquet as pq
-
-                self.writer = pq.ParquetWriter(f, table.schema)
-            else:
-                import pyarrow.csv as pcsv
-
-                self.writer = pcsv.CSVWriter(f, table.schema)
-        self.writer.write_table(table.cast(self.writer.schema))
-
-    def commit(self) -> str:
-        if self.writer is not None:
-            self.writer.close()
-        return str(self.staged.commit())
-
-    def discard(self) -> None:
-        self.staged.discard()
-
-
 def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
                config: DedupConfig | None = None, text_fields: Sequence[str] = ("text",),
                id_field: str | None = None, input_format: str | None = None,
@@ -1103,28 +1063,21 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     per partition in row order (read them as one table with ``pyarrow.parquet.read_table``),
     instead of one file each; then no output row passes through the client.
     """
-    if output_format not in OUTPUT_FORMATS:
-        raise ConfigError(f"output_format={output_format!r} is invalid: one of "
-                          f"{', '.join(OUTPUT_FORMATS)}")
-    if on_error not in ("fail", "skip"):
-        raise ConfigError(f"on_error={on_error!r} is invalid: use 'fail' or 'skip'")
+    read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
+                            encoding=encoding, on_error=on_error)
+    OutputOptions(output_format, write_corpus)
     if partitioned_tables and output_format != "parquet":
         raise ConfigError("partitioned tables are written as Parquet parts: use "
                           "output_format='parquet' (the default)")
-    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
-        raise ConfigError(f"n_workers={n_workers!r} is invalid: a positive integer")
-    if isinstance(partition_docs, bool) or not isinstance(partition_docs, int) \
-            or partition_docs < 1:
-        raise ConfigError(f"partition_docs={partition_docs!r} is invalid: a positive integer")
+    check_int("n_workers", n_workers, 1)
+    check_int("partition_docs", partition_docs, 1)
     config = config or DedupConfig()
     if config.verify.mode != "exact":
         raise ConfigError("verify='estimate' is not supported by the dask engine yet: use "
                           "verify='exact' or the local engine")
-    read_opts = dict(text_fields=tuple(text_fields), id_field=id_field, on_error=on_error,
-                     encoding=encoding, fmt=input_format)
     plist = _expand([Path(p) for p in paths], input_format)
     # the same checks of the options and paths as the local engine, raised here at once
-    read_documents(plist, **read_opts)
+    record_stream(plist, read_opts)
 
     from distributed import Client, LocalCluster
 
@@ -1178,7 +1131,7 @@ def _run(client, paths, outdir, config, read_opts, output_format, write_corpus,
     base = outdir if work_dir is None else Path(work_dir)
     created = _missing_dirs(base)
     if work_dir is None:
-        _prepare_outdir(outdir)
+        prepare_outdir(outdir)
     else:
         try:
             base.mkdir(parents=True, exist_ok=True)
@@ -1235,8 +1188,8 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
 
     cfg = config
     bands, rows = lsh_params(cfg.lsh, cfg.sketch.num_perm)
-    auto_ids = read_opts["id_field"] is None
-    specs = _plan(paths, read_opts["fmt"], partition_docs)
+    auto_ids = read_opts.id_field is None
+    specs = _plan(paths, read_opts.format, partition_docs)
     P = len(specs)
     S = P
     workers = len(client.scheduler_info()["workers"])
@@ -1278,7 +1231,7 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
         red = [sub(_id_reduce, pre, s, *idm, name="idred", i=s) for s in range(S)]
         dups = sorted(x for r in client.gather(red) for x in r)
         del idm, red
-    dup_msgs = _dup_messages(client, parts, dups, read_opts["id_field"], sub)
+    dup_msgs = _dup_messages(client, parts, dups, read_opts.id_field, sub)
     events: list[tuple] = []  # (p, position, kind, seq, message or error)
     for p, inf in enumerate(infos):
         if inf["error"] is not None:
@@ -1298,7 +1251,7 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
                                                        path=path, reason="empty_file")))
     events.sort(key=lambda e: e[:4])
     report = SkipReport()
-    if read_opts["on_error"] == "fail":
+    if read_opts.fail:
         first = next((e[4] for e in events if isinstance(e[4], InputError)), None)
         if first is not None:
             raise first
@@ -1462,9 +1415,9 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
         largest = max(largest, int(sizes.max()))
     client.gather(pt_f)
 
-    _prepare_outdir(outdir)
+    prepare_outdir(outdir)
     staged_dir = None
-    streams: list[Any] = []  # _TableStream or _Staged folders, discarded on failure
+    streams: list[Any] = []  # TableStream or Staged folders, discarded on failure
     try:
         outputs = {}
         for stem, tabs in (("clusters", ctab), ("pairs", ptab)):
@@ -1472,20 +1425,20 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
                 # the workers' parts become the output as they are: moved, not read
                 import shutil
 
-                sd = _Staged(outdir / stem, directory=True)
+                sd = Staged(outdir / stem, directory=True)
                 streams.append(sd)
                 for i, path in enumerate(tabs):
                     shutil.move(path, sd.tmp / f"part-{i:05d}.parquet")
                 outputs[stem] = str(sd.commit())
                 continue
-            ts = _TableStream(outdir / stem, output_format)
+            ts = TableStream(outdir / stem, output_format)
             streams.append(ts)
             for path in tabs:
                 ts.write_parquet_part(path)
             outputs[stem] = ts.commit()
         streams.clear()
         if write_corpus:
-            staged_dir = _Staged(outdir / "deduplicated", directory=True)
+            staged_dir = Staged(outdir / "deduplicated", directory=True)
             writes = [sub(_write_part, sp, read_opts, line_prior[p], drops[p], parts[p],
                           str(staged_dir.tmp / f"part-{p:05d}.parquet"), fc[p],
                           name="part", i=p)

@@ -16,7 +16,8 @@ import numpy as np
 import orjson
 
 from ..cluster import connected_components
-from ..errors import ConfigError, InputError
+from ..errors import InputError
+from ..validate import check_int
 
 # column pairs that name two duplicate documents, in the order they are looked for
 _PAIR_FIELDS = (("id_a", "id_b"), ("a", "b"), ("left", "right"), ("id", "source_id"),
@@ -120,10 +121,8 @@ def bisecting_kmeans(texts: Sequence[str], n_clusters: int, seed: int = 0
     from sklearn.cluster import BisectingKMeans
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, int) or not (
-            2 <= n_clusters <= len(texts)):
-        raise ConfigError(f"n_clusters={n_clusters!r} is invalid: an integer from 2 to the "
-                          f"number of documents ({len(texts)})")
+    check_int("n_clusters", n_clusters, 2, len(texts),
+              allowed=f"an integer from 2 to the number of documents ({len(texts)})")
     t0 = time.perf_counter()
     x = TfidfVectorizer(sublinear_tf=True).fit_transform(texts)
     labels = BisectingKMeans(n_clusters=n_clusters, random_state=seed, n_init=1,

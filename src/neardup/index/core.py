@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
-from ..config import DedupConfig
+from .._version import __version__
+from ..config import DedupConfig, check_threshold
 from ..errors import ConfigError, InputError
 from ..lsh import band_keys, lsh_params, s_curve
 from ..sketch import shingle_sketch
 from ..text.normalize import normalize
+from ..validate import check_int, check_str
 from ..verify import overlap_pairs, sort_unique_segments
 from .storage import FORMAT_VERSION, DuplicateIdError, MemoryStorage, Storage, StoredDoc
 
@@ -240,9 +241,7 @@ class Index:
         sorted by verified Jaccard similarity, highest first. ``threshold`` defaults to the
         index's; below it, LSH finds pairs with the probability of its S-curve."""
         threshold = self._check_threshold(threshold)
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)
-                                  or top_k < 1):
-            raise ConfigError(f"top_k={top_k!r} is invalid: a positive integer or None")
+        check_int("top_k", top_k, 1, none=True)
         matches = self._verify(self.encode([text])[0], threshold)
         return matches[:top_k] if top_k is not None else matches
 
@@ -279,10 +278,7 @@ class Index:
     def _check_threshold(self, threshold: float | None) -> float:
         if threshold is None:
             return self.threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
-                0.0 < threshold <= 1.0):
-            raise ConfigError(f"threshold={threshold!r} is invalid: a number in (0, 1]")
-        return float(threshold)
+        return check_threshold(threshold)
 
     def get(self, id: str) -> str | None:  # noqa: A002
         """The stored text of ``id`` (``KeyError`` if absent; ``None`` if texts are not kept)."""
@@ -313,10 +309,8 @@ class Index:
 
     def list_ids(self, after: str | None = None, limit: int = 100) -> list[str]:
         """A page of ids in code-point order: up to ``limit`` ids greater than ``after``."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
-            raise ConfigError(f"limit={limit!r} is invalid: an integer from 1 to 100000")
-        if after is not None and not isinstance(after, str):
-            raise ConfigError(f"after={after!r} is invalid: an id (a string) or None")
+        check_int("limit", limit, 1, 100_000)
+        check_str("after", after, none=True, empty=True, allowed="an id (a string) or None")
         return self.storage.list_ids(after, limit)
 
     def __contains__(self, id: object) -> bool:  # noqa: A002

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, OutputError
+from ..errors import OutputError
+from ..validate import check_choice, check_int
 from .storage import DuplicateIdError, Storage, StoredDoc, check_batch_ids
 
 _SCHEMA = """
@@ -67,8 +68,7 @@ class SQLiteStorage(Storage):
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "normal",
                  timeout: float = 60.0, part_docs: int = PART_DOCS):
-        if synchronous not in ("normal", "full"):
-            raise ConfigError(f"synchronous={synchronous!r} is invalid: use 'normal' or 'full'")
+        check_choice("synchronous", synchronous, ("normal", "full"))
         self.path = Path(path)
         if self.path.is_dir():
             raise OutputError(f"{self.path}: is a directory, not an index file")
@@ -85,8 +85,7 @@ class SQLiteStorage(Storage):
             conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
             raise OutputError(f"{self.path}: not a neardup SQLite index ({e})") from e
-        if not isinstance(part_docs, int) or part_docs < 1:
-            raise ConfigError(f"part_docs={part_docs!r} is invalid: a positive integer")
+        check_int("part_docs", part_docs, 1)
         # fixed when the file is made: the handles of each band table
         conn.execute("INSERT OR IGNORE INTO counts VALUES ('part_docs', ?)", (part_docs,))
         self.part_docs = int(conn.execute(

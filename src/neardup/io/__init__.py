@@ -1,9 +1,31 @@
 """Input and output: streaming document readers and atomic table / corpus writers."""
 
-from .readers import DocChunk, SkipReport, detect_format, read_documents, total_input_bytes
-from .writers import OUTPUT_FORMATS, write_deduplicated, write_json_atomic, write_table
+from .options import INPUT_FORMATS, ON_ERROR, OUTPUT_FORMATS, OutputOptions, ReadOptions
+from .readers import (
+    DocChunk,
+    FilePart,
+    SkipReport,
+    detect_format,
+    format_of_name,
+    read_documents,
+    record_stream,
+    split_compression,
+    total_input_bytes,
+    utf8_len,
+)
+from .writers import (
+    Staged,
+    TableStream,
+    prepare_outdir,
+    write_deduplicated,
+    write_json_atomic,
+    write_table,
+)
 
 __all__ = [
-    "SkipReport", "DocChunk", "detect_format", "total_input_bytes", "read_documents",
-    "write_table", "write_json_atomic", "write_deduplicated", "OUTPUT_FORMATS",
+    "INPUT_FORMATS", "OUTPUT_FORMATS", "ON_ERROR", "ReadOptions", "OutputOptions",
+    "SkipReport", "DocChunk", "FilePart", "detect_format", "format_of_name", "split_compression",
+    "total_input_bytes", "read_documents", "record_stream", "utf8_len",
+    "Staged", "TableStream", "prepare_outdir", "write_table", "write_json_atomic",
+    "write_deduplicated",
 ]

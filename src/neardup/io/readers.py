@@ -29,13 +29,12 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..errors import ConfigError, InputError
+from .options import INPUT_FORMATS, ReadOptions
 
 __all__ = [
-    "SkipReport", "DocChunk", "detect_format", "total_input_bytes", "read_documents",
-    "INPUT_FORMATS",
+    "SkipReport", "DocChunk", "FilePart", "detect_format", "format_of_name", "split_compression",
+    "total_input_bytes", "read_documents", "record_stream", "utf8_len", "INPUT_FORMATS",
 ]
-
-INPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet", "textdir")
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
@@ -98,13 +97,19 @@ class DocChunk:
 # Format detection and sources
 
 
-def _split_compression(name: str) -> tuple[str, str | None]:
+def split_compression(name: str) -> tuple[str, str | None]:
     """``"a.jsonl.gz"`` -> ``("a.jsonl", "gz")``."""
     lower = name.lower()
     for suffix, comp in _COMPRESSIONS.items():
         if lower.endswith(suffix):
             return name[: -len(suffix)], comp
     return name, None
+
+
+def format_of_name(name: str) -> str | None:
+    """The data format a file name's suffix stands for (after ``.gz``/``.zst``), or ``None``."""
+    base, _ = split_compression(name)
+    return _SUFFIX_FORMATS.get(Path(base).suffix.lower())
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -114,8 +119,7 @@ def detect_format(path: str | os.PathLike) -> str:
     p = Path(path)
     if p.is_dir():
         return "textdir"
-    base, _ = _split_compression(p.name)
-    fmt = _SUFFIX_FORMATS.get(Path(base).suffix.lower())
+    fmt = format_of_name(p.name)
     if fmt is None:
         raise InputError("cannot tell the input format from the file name (known suffixes: "
                          f"{', '.join(_SUFFIX_FORMATS)}, optionally + .gz/.zst); "
@@ -177,8 +181,6 @@ def _as_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Pa
 
 
 def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
-    if fmt is not None and fmt not in INPUT_FORMATS:
-        raise ConfigError(f"fmt={fmt!r} is invalid: one of {', '.join(INPUT_FORMATS)} or None")
     if not paths:
         raise ConfigError("paths is empty: give at least one input file or directory")
     _check_missing(paths)
@@ -192,7 +194,7 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
             raise InputError("is not a directory (fmt='textdir')", path=str(p),
                              reason="not_a_directory")
         f = fmt or detect_format(p)
-        _, comp = _split_compression(p.name)
+        _, comp = split_compression(p.name)
         if f == "parquet" and comp is not None:
             raise InputError("compressed Parquet files are not supported (Parquet compresses "
                              "internally)", path=str(p), reason="unknown_format")
@@ -302,7 +304,8 @@ def _type_name(v: Any) -> str:
     return "null" if v is None else type(v).__name__
 
 
-def _utf8_len(t: str) -> int:
+def utf8_len(t: str) -> int:
+    """The length of ``t`` in UTF-8 bytes (lone surrogates count as 3)."""
     return len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass"))
 
 
@@ -694,7 +697,7 @@ def _textdir_records(src: _Source, opts: _Options,
     for k, (rel, path, size) in enumerate(src.files, start=1):
         try:
             if src.compression is None:
-                _, comp = _split_compression(path.name)
+                _, comp = split_compression(path.name)
             else:  # pragma: no cover
                 comp = src.compression
             with _open_binary(path, comp) as (_, stream):
@@ -803,48 +806,68 @@ class _RecordStream:
             yield from self.records(src)
 
 
-def _make_stream(paths: Any, *, text_fields: Any, id_field: str | None, on_error: str,
-                 chunk_size: int, encoding: str, report: SkipReport | None, fmt: str | None,
-                 all_columns: bool = False) -> _RecordStream:
-    """Validate the options and every path (raising at once), then build the record stream."""
-    if on_error not in ("fail", "skip"):
-        raise ConfigError(f"on_error={on_error!r} is invalid: use 'fail' or 'skip'")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ConfigError(f"chunk_size={chunk_size!r} is invalid: a positive integer")
-    if isinstance(text_fields, str):
-        text_fields = (text_fields,)
-    text_fields = tuple(text_fields)
-    if not text_fields or not all(isinstance(f, str) and f for f in text_fields):
-        raise ConfigError(f"text_fields={text_fields!r} is invalid: one or more field names")
-    if id_field is not None and (not isinstance(id_field, str) or not id_field):
-        raise ConfigError(f"id_field={id_field!r} is invalid: a field name or None")
-    try:
-        codecs.lookup(encoding)
-    except (LookupError, TypeError):
-        raise ConfigError(f"encoding={encoding!r} is not a known text encoding") from None
-    sources = _resolve_sources(_as_paths(paths), fmt)
-    opts = _Options(text_fields, id_field, encoding, batch_size=max(1, min(chunk_size, 65_536)),
-                    all_columns=all_columns)
-    return _RecordStream(sources, opts, on_error, report)
+@dataclass(frozen=True)
+class FilePart:
+    """A part of one input file, read on its own (the Dask engine reads one per partition).
+
+    Of an uncompressed JSONL file: the bytes ``[start, end)``, where ``start`` is a line
+    boundary and ``first_line`` lines of the file come before it (their numbers continue in
+    error messages); the check that the whole file holds a record is the caller's, which sees
+    every part. Of a Parquet file (``row_groups=True``): the row groups ``[start, end)``
+    (``end=None``: to the last), rows numbered across the file; only the part holding row group
+    0 reports the errors about the whole file (unreadable footer, missing or mistyped columns,
+    no rows), so they are counted once.
+    """
+
+    start: int = 0
+    end: int | None = None
+    first_line: int = 0
+    row_groups: bool = False
+
+
+def record_stream(paths: str | os.PathLike | Iterable[str | os.PathLike],
+                  options: ReadOptions | None = None, report: SkipReport | None = None, *,
+                  part: FilePart | None = None, all_columns: bool = False) -> _RecordStream:
+    """The records of ``paths`` one by one (``.id``, ``.text``, ``.line``, ``.raw``), with
+    the options checked and every path resolved at once (raising before anything is read).
+
+    ``part``: read only that part of the one file given. ``all_columns``: read every Parquet
+    column (the corpus writer copies whole rows). Iterating yields the valid records in order;
+    bad ones raise or go to ``report`` as ``options.on_error`` says.
+    """
+    options = options or ReadOptions()
+    sources = _resolve_sources(_as_paths(paths), options.format)
+    if part is not None:
+        if len(sources) != 1:
+            raise ConfigError("part: give exactly one input file with it")
+        src = sources[0]
+        src.start, src.end, src.first_line, src.whole = (part.start, part.end,
+                                                          part.first_line, False)
+    opts = _Options(options.text_fields, options.id_field, options.encoding,
+                    batch_size=max(1, min(options.chunk_size, 65_536)), all_columns=all_columns)
+    return _RecordStream(sources, opts, options.on_error, report)
 
 
 def read_documents(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
                    text_fields: Sequence[str] | str = ("text",), id_field: str | None = None,
                    on_error: str = "fail", chunk_size: int = 10_000, encoding: str = "utf-8",
-                   report: SkipReport | None = None,
-                   fmt: str | None = None) -> Iterator[DocChunk]:
+                   report: SkipReport | None = None, fmt: str | None = None,
+                   options: ReadOptions | None = None) -> Iterator[DocChunk]:
     """Read documents from JSONL, CSV, TSV, Parquet files and directories of text files, in
     chunks of at most ``chunk_size`` documents.
 
-    The options, and the existence and format of every path, are checked when this is called
-    (a missing path is an :class:`InputError` with reason ``"missing_path"``, a bad option a
-    :class:`ConfigError`); the files are read lazily as the returned iterator is consumed.
-    With ``on_error="fail"`` the first bad record raises :class:`InputError`; with ``"skip"``
-    it is counted in ``report`` and reading goes on.
+    The options (given one by one, or as ``options``, a :class:`ReadOptions`), and the existence
+    and format of every path, are checked when this is called (a missing path is an
+    :class:`InputError` with reason ``"missing_path"``, a bad option a :class:`ConfigError`);
+    the files are read lazily as the returned iterator is consumed. With ``on_error="fail"``
+    the first bad record raises :class:`InputError`; with ``"skip"`` it is counted in
+    ``report`` and reading goes on.
     """
-    stream = _make_stream(paths, text_fields=text_fields, id_field=id_field, on_error=on_error,
-                          chunk_size=chunk_size, encoding=encoding, report=report, fmt=fmt)
-    return _chunks(stream, chunk_size)
+    if options is None:
+        options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
+                              encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+    stream = record_stream(paths, options, report)
+    return _chunks(stream, options.chunk_size)
 
 
 def _chunks(stream: _RecordStream, chunk_size: int) -> Iterator[DocChunk]:
@@ -861,6 +884,6 @@ def _chunks(stream: _RecordStream, chunk_size: int) -> Iterator[DocChunk]:
         ids.append(rec.id)
         texts.append(rec.text)
         locs.append(rec.location)
-        text_bytes += _utf8_len(rec.text)
+        text_bytes += utf8_len(rec.text)
     if ids:
         yield DocChunk(ids, texts, stream.progress.delta(), text_bytes, locs)

@@ -24,18 +24,19 @@ import numpy as np
 import orjson
 
 from ..errors import ConfigError, OutputError
+from ..validate import check_choice
+from .options import OUTPUT_FORMATS, ReadOptions
 from .readers import (
     SkipReport,
-    _make_stream,
     _open_binary,
     _RecordStream,
     _Source,
-    _split_compression,
+    record_stream,
+    split_compression,
 )
 
-__all__ = ["OUTPUT_FORMATS", "write_table", "write_json_atomic", "write_deduplicated"]
-
-OUTPUT_FORMATS = ("parquet", "jsonl", "csv")
+__all__ = ["OUTPUT_FORMATS", "Staged", "TableStream", "arrow_table", "prepare_outdir",
+           "write_deduplicated", "write_json_atomic", "write_jsonl_table", "write_table"]
 
 _JSONL_BATCH = 65_536
 _BUFFER = 1 << 20
@@ -58,7 +59,7 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-class _Staged:
+class Staged:
     """A temporary file (or directory) next to ``final``, renamed onto it by :meth:`commit`."""
 
     def __init__(self, final: Path, *, directory: bool = False):
@@ -125,7 +126,7 @@ class _Staged:
 
 def _write_atomic(final: Path, write: Any) -> Path:
     """Call ``write(file)`` on a temporary file, then rename it onto ``final``."""
-    staged = _Staged(final)
+    staged = Staged(final)
     try:
         assert staged.file is not None
         write(staged.file)
@@ -163,7 +164,7 @@ def _arrow_array(col: Any) -> Any:
     return pa.array(col, type=pa.string() if len(col) == 0 else None)
 
 
-def _arrow_table(columns: Mapping[str, Any]) -> Any:
+def arrow_table(columns: Mapping[str, Any]) -> Any:
     import pyarrow as pa
 
     return pa.table({name: _arrow_array(col) for name, col in columns.items()})
@@ -181,7 +182,7 @@ def _py_slice(col: Any, start: int, end: int) -> list:
     return list(col[start:end])
 
 
-def _write_jsonl_table(f: BinaryIO, columns: Mapping[str, Any], n: int) -> None:
+def write_jsonl_table(f: BinaryIO, columns: Mapping[str, Any], n: int) -> None:
     names = list(columns)
     cols = list(columns.values())
     opt = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
@@ -200,13 +201,12 @@ def write_table(path_stem: str | os.PathLike, columns: Mapping[str, np.ndarray |
 
     Zero rows give a valid file (Parquet with the schema, CSV with the header, JSONL empty).
     """
-    if fmt not in OUTPUT_FORMATS:
-        raise ConfigError(f"fmt={fmt!r} is invalid: one of {', '.join(OUTPUT_FORMATS)}")
+    check_choice("fmt", fmt, OUTPUT_FORMATS)
     final = Path(f"{os.fspath(path_stem)}.{fmt}")
     n = _check_columns(columns)
     if fmt == "jsonl":
-        return _write_atomic(final, lambda f: _write_jsonl_table(f, columns, n))
-    table = _arrow_table(columns)
+        return _write_atomic(final, lambda f: write_jsonl_table(f, columns, n))
+    table = arrow_table(columns)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -214,6 +214,73 @@ def write_table(path_stem: str | os.PathLike, columns: Mapping[str, np.ndarray |
     import pyarrow.csv as pcsv
 
     return _write_atomic(final, lambda f: pcsv.write_csv(table, f))
+
+
+class TableStream:
+    """One output table written part by part (parquet, jsonl or csv) under a temporary name,
+    renamed onto ``STEM.FORMAT`` by :meth:`commit` (or removed by :meth:`discard`)."""
+
+    def __init__(self, stem: str | os.PathLike, fmt: str):
+        check_choice("fmt", fmt, OUTPUT_FORMATS)
+        self.final = Path(f"{os.fspath(stem)}.{fmt}")
+        self.fmt = fmt
+        self.staged = Staged(self.final)
+        self.writer: Any = None
+
+    def write(self, columns: Mapping[str, Any]) -> None:
+        """Append rows given as columns (as :func:`write_table` takes them)."""
+        if self.fmt == "jsonl":
+            write_jsonl_table(self.staged.file, columns, _check_columns(columns))
+            return
+        self._write_arrow(arrow_table(columns))
+
+    def write_parquet_part(self, path: str | os.PathLike) -> None:
+        """Append the rows of a Parquet file (a part written by another process)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        if self.fmt == "jsonl":
+            cols = {name: (col.to_pylist() if pa.types.is_string(col.type) else col.to_numpy())
+                    for name, col in zip(table.column_names, table.columns)}
+            write_jsonl_table(self.staged.file, cols, table.num_rows)
+            return
+        self._write_arrow(table)
+
+    def _write_arrow(self, table: Any) -> None:
+        f = self.staged.file
+        if self.writer is None:
+            if self.fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                self.writer = pq.ParquetWriter(f, table.schema)
+            else:
+                import pyarrow.csv as pcsv
+
+                self.writer = pcsv.CSVWriter(f, table.schema)
+        self.writer.write_table(table.cast(self.writer.schema))
+
+    def commit(self) -> str:
+        if self.writer is not None:
+            self.writer.close()
+        return str(self.staged.commit())
+
+    def discard(self) -> None:
+        self.staged.discard()
+
+
+def prepare_outdir(outdir: str | os.PathLike) -> Path:
+    """Create the output directory (and its parents), or say clearly why it cannot be used."""
+    outdir = Path(outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise OutputError(f"{outdir}: exists and is not a directory")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"{outdir}: cannot create the output directory: {e.strerror}") from e
+    if not os.access(outdir, os.W_OK):
+        raise OutputError(f"{outdir}: the output directory is not writable")
+    return outdir
 
 
 def _json_default(obj: Any) -> Any:
@@ -246,7 +313,7 @@ def _output_names(sources: Sequence[_Source]) -> list[str]:
         elif src.fmt == "parquet":
             names.append(src.path.name)
         else:
-            names.append(_split_compression(src.path.name)[0])
+            names.append(split_compression(src.path.name)[0])
     counts: dict[str, int] = {}
     for name in names:
         counts[name] = counts.get(name, 0) + 1
@@ -280,7 +347,7 @@ class _Keep:
         return self.flags[index]
 
 
-def _write_jsonl(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep) -> None:
+def _write_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep) -> None:
     f = staged.file
     assert f is not None
     for rec in stream.records(src):
@@ -288,7 +355,7 @@ def _write_jsonl(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Ke
             f.write(rec.raw)
 
 
-def _copy_jsonl(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep,
+def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
                 lines: np.ndarray) -> None:
     """Copy the kept lines of a JSONL source without parsing it again: ``lines`` holds the line
     number of each of its records, in record order, as the first reading found them."""
@@ -313,7 +380,7 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Kee
     raise ConfigError(f"{src.name}: has fewer lines than when it was read: it changed meanwhile")
 
 
-def _write_csv(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep,
+def _write_csv(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
                encoding: str) -> None:
     assert staged.file is not None
     if codecs.lookup(encoding).name == "utf-8-sig":
@@ -338,10 +405,10 @@ def _write_csv(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep
             writer = start()
         text.flush()
     finally:
-        text.detach()  # leave the binary file to _Staged
+        text.detach()  # leave the binary file to Staged
 
 
-def _write_parquet(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep) -> bool:
+def _write_parquet(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep) -> bool:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -373,7 +440,7 @@ def _write_parquet(stream: _RecordStream, src: _Source, staged: _Staged, keep: _
     return pw is not None
 
 
-def _write_textdir(stream: _RecordStream, src: _Source, staged: _Staged, keep: _Keep) -> None:
+def _write_textdir(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep) -> None:
     assert src.files is not None
     made: set[Path] = set()
     for rec in stream.records(src):
@@ -391,7 +458,8 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
                        outdir: str | os.PathLike, *, text_fields: Sequence[str] | str = ("text",),
                        id_field: str | None = None, on_error: str = "fail",
                        encoding: str = "utf-8", fmt: str | None = None,
-                       chunk_size: int = 10_000, locations: Any = None) -> list[Path]:
+                       chunk_size: int = 10_000, locations: Any = None,
+                       options: ReadOptions | None = None) -> list[Path]:
     """Write the records of ``paths`` whose ``keep`` flag is true into ``outdir``, each input in
     its own format; return the output paths (in input order).
 
@@ -408,6 +476,7 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
 
     ``locations`` (optional): the ``DocChunk.locations`` of every record of that reading, in
     order; with them JSONL inputs are copied line by line without being parsed again.
+    ``options``: the reading's :class:`ReadOptions` (instead of the options one by one).
 
     When two inputs would get the same output name, each of those is prefixed with its 1-based
     position in ``paths`` (``"1-a.jsonl"``, ``"3-a.jsonl"``). All outputs are written under
@@ -422,17 +491,18 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
         if locations.shape != (flags.n,):
             raise ConfigError(f"locations has shape {locations.shape} but keep has {flags.n} "
                               "flags: both must come from the same reading")
-    stream = _make_stream(paths, text_fields=text_fields, id_field=id_field, on_error=on_error,
-                          chunk_size=chunk_size, encoding=encoding, report=SkipReport(),
-                          fmt=fmt, all_columns=True)
+    if options is None:
+        options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
+                              encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+    stream = record_stream(paths, options, SkipReport(), all_columns=True)
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise OutputError(f"{outdir}: exists and is not a directory")
     names = _output_names(stream.sources)
-    staged_all: list[_Staged] = []
+    staged_all: list[Staged] = []
     try:
         for src, name in zip(stream.sources, names, strict=True):
-            staged = _Staged(outdir / name, directory=src.fmt == "textdir")
+            staged = Staged(outdir / name, directory=src.fmt == "textdir")
             staged_all.append(staged)
             if src.fmt == "jsonl" and locations is not None:
                 mine = locations[(locations >> 40) == src.index] & ((1 << 40) - 1)
@@ -440,7 +510,7 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
             elif src.fmt == "jsonl":
                 _write_jsonl(stream, src, staged, flags)
             elif src.fmt in ("csv", "tsv"):
-                _write_csv(stream, src, staged, flags, encoding)
+                _write_csv(stream, src, staged, flags, options.encoding)
             elif src.fmt == "parquet":
                 if not _write_parquet(stream, src, staged, flags):
                     staged_all.pop().discard()

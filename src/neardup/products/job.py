@@ -24,7 +24,8 @@ from dataclasses import asdict
 import numpy as np
 
 from ..errors import ConfigError, InputError, OutputError
-from ..job import _prepare_outdir
+from ..io import prepare_outdir
+from ..validate import check_real
 from .candidates import lsh_candidates, model_word_sets
 from .matcher import (
     FEATURES,
@@ -87,10 +88,9 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     ``threshold`` overrides the model's tuned one (or :data:`.matcher.RULE_THRESHOLD`)."""
     if bands * rows > num_perm:
         raise ConfigError(f"bands x rows = {bands * rows} exceeds num_perm={num_perm}")
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise ConfigError(f"threshold={threshold} is invalid: a score between 0 and 1")
+    check_real("threshold", threshold, 0.0, 1.0, none=True, allowed="a score between 0 and 1")
     t0 = time.perf_counter()
-    out = _prepare_outdir(outdir)
+    out = prepare_outdir(outdir)
     fitted, thr = (load_model(model) if model else (None, RULE_THRESHOLD))
     if threshold is not None:
         thr = threshold
@@ -152,7 +152,7 @@ def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike
     from .report import write_report
 
     cfg = cfg or StudyConfig()
-    out = _prepare_outdir(outdir)
+    out = prepare_outdir(outdir)
     res = run_study(offers, labels, cfg, progress=progress)
     paths = write_report(res, out, title="neardup products eval")
     summary = {"offers": len(offers), "skipped": offers.skipped.to_dict(),

@@ -35,6 +35,7 @@ import numpy as np
 import orjson
 
 from ..errors import ConfigError, InputError
+from ..validate import check_choice
 from .offers import ON_ERROR, Offers, load_tv_json
 
 FORMATS = ("auto", "json", "jsonl", "csv", "tv")
@@ -206,10 +207,8 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
     """Load offers from one file or several (module docstring). Returns the offers and the
     truth labels (one per offer; ``None`` without ``truth_field``, except for the TV format,
     whose modelIDs are always returned)."""
-    if on_error not in ON_ERROR:
-        raise ConfigError(f"on_error={on_error!r} is invalid: one of {', '.join(ON_ERROR)}")
-    if format not in FORMATS:
-        raise ConfigError(f"format={format!r} is invalid: one of {', '.join(FORMATS)}")
+    check_choice("on_error", on_error, ON_ERROR)
+    check_choice("format", format, FORMATS)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if not paths:
@@ -360,8 +359,7 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
     and counts of what was left out: ``self_pairs`` (an id paired with itself), ``repeated``
     and, with ``on_error="skip"``, ``unknown_id``. An unknown id is otherwise an
     :class:`InputError` naming the file, line and id."""
-    if on_error not in ON_ERROR:
-        raise ConfigError(f"on_error={on_error!r} is invalid: one of {', '.join(ON_ERROR)}")
+    check_choice("on_error", on_error, ON_ERROR)
     name = os.fspath(path)
     raw = _read_bytes(name)
     dec = _Decoder("auto", name)

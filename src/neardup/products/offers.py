@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from ..io.readers import SkipReport
+from ..validate import check_choice
 
 ON_ERROR = ("fail", "skip")
 
@@ -83,8 +84,7 @@ def load_tv_json(path: str | os.PathLike, on_error: str = "fail",
     ``on_error="skip"`` leaves out bad offers and counts them in ``offers.skipped``; ``"fail"``
     raises the first :class:`InputError` (which names the file, the modelID and the field).
     """
-    if on_error not in ON_ERROR:
-        raise ConfigError(f"on_error={on_error!r} is invalid: one of {', '.join(ON_ERROR)}")
+    check_choice("on_error", on_error, ON_ERROR)
     name = os.fspath(path)
     try:
         with open(path, "rb") as f:

@@ -14,6 +14,8 @@ import re
 import unicodedata
 from typing import Any
 
+from ..validate import check_int
+
 _WORD = re.compile(r"\S+")
 
 
@@ -38,8 +40,7 @@ def shared_passages(a: str, b: str, k: int = 5, *,
     ``max_occurrences``: consider at most that many positions in ``b`` of any one k-gram (the
     first ones), which bounds the work on very repetitive texts; ``None`` is exact.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k={k!r} is invalid: a positive integer")
+    check_int("k", k, 1)
     wa, wb = words(a), words(b)
     na, nb = len(wa) - k + 1, len(wb) - k + 1
     if na <= 0 or nb <= 0:
