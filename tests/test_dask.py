@@ -14,8 +14,8 @@ pytest.importorskip("distributed")
 
 from neardup.config import DedupConfig  # noqa: E402
 from neardup.engines.dask import dedup_dask  # noqa: E402
+from neardup.engines.local import dedup_files  # noqa: E402
 from neardup.errors import ConfigError, InputError  # noqa: E402
-from neardup.job import dedup_files  # noqa: E402
 from neardup.synth import make_corpus  # noqa: E402
 
 VOLATILE = {"timings_s", "seconds", "outputs", "documents_per_s", "mb_per_s", "ingest_seconds",

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup
-from neardup.pipeline import _Growable
+from neardup._arrays import Growable
 from neardup.synth import make_corpus
 from neardup.text import normalize_text
 
@@ -213,7 +213,7 @@ def test_a_50mb_document_and_one_word_documents():
 @given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=300), max_size=12),
        st.integers(1, 64))
 def test_growable_equals_concatenation(parts, capacity):
-    g = _Growable(np.uint32, capacity=capacity)
+    g = Growable(np.uint32, capacity=capacity)
     for p in parts:
         g.append(np.asarray(p, np.uint32))
     expected = np.asarray([x for p in parts for x in p], np.uint32)

@@ -19,17 +19,17 @@ from .config import (  # noqa: E402
     SketchConfig,
     VerifyConfig,
 )
+from .engines.local import Deduplicator, dedup, dedup_files  # noqa: E402
 from .errors import ConfigError, InputError, NeardupError, OutputError  # noqa: E402
 from .index import DuplicateIdError, Index, Match  # noqa: E402
 from .lsh import candidate_pairs, choose_bands, s_curve  # noqa: E402
-from .pipeline import Deduplicator, dedup  # noqa: E402
 from .result import Pairs, Result  # noqa: E402
 from .sketch import sketch  # noqa: E402
 from .text import normalize, shingle  # noqa: E402
 from .verify import estimate_pairs, jaccard_pairs  # noqa: E402
 
 __all__ = [
-    "__version__", "dedup", "Deduplicator", "Index", "Match", "DuplicateIdError", "Result", "Pairs",
+    "__version__", "dedup", "dedup_files", "Deduplicator", "Index", "Match", "DuplicateIdError", "Result", "Pairs",
     "DedupConfig", "NormalizeConfig", "ShingleConfig", "SketchConfig", "LSHConfig",
     "VerifyConfig", "ClusterConfig",
     "NeardupError", "ConfigError", "InputError", "OutputError",

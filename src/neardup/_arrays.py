@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 
@@ -17,3 +19,58 @@ def sorted_unique(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
     if len(s) < 2:
         return s
     return s[np.concatenate(([True], s[1:] != s[:-1]))]
+
+
+class Growable:
+    """An append-only 1-D array in a private anonymous memory map that grows in place.
+
+    Appending copies a part in and lets it go at once, so the index never exists twice in memory
+    (no concatenation at the end). Growing remaps pages (``mremap``) instead of copying them, and
+    pages not yet written are not resident, so doubling the capacity costs no memory.
+    """
+
+    def __init__(self, dtype, capacity: int = 1 << 16):
+        self._dtype = np.dtype(dtype)
+        self._cap = capacity
+        # Plain 4 KB pages on purpose: with MADV_HUGEPAGE the kernel zeroes (and may compact
+        # for) 2 MB at each fault, which measured 2-4x more system time for the index at 1M
+        # documents than small pages (benchmarks/README.md, "Where the time goes").
+        self._map = mmap.mmap(-1, capacity * self._dtype.itemsize,
+                              flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, part: np.ndarray) -> None:
+        part = part.reshape(-1)
+        view = self.reserve(len(part))
+        view[:] = part
+        del view  # the map cannot be resized while a view of it exists
+        self.commit(len(part))
+
+    def reserve(self, m: int) -> np.ndarray:
+        """A writable view of the next ``m`` free elements (growing as needed); fill it, drop it,
+        then :meth:`commit` them. Lets a kernel write its output straight into the index."""
+        need = self._n + m
+        if need > self._cap:
+            self._cap = max(need, 2 * self._cap)
+            self._map.resize(self._cap * self._dtype.itemsize)
+        return np.frombuffer(self._map, self._dtype, count=m,
+                             offset=self._n * self._dtype.itemsize)
+
+    def commit(self, m: int) -> None:
+        """Count the ``m`` elements written through the last :meth:`reserve` as appended."""
+        if self._n + m > self._cap:
+            raise ValueError("commit() past the reserved capacity")
+        self._n += m
+
+    def take(self) -> np.ndarray:
+        """The appended values as one array backed by the map, trimmed to size (no copy)."""
+        m, n = self._map, self._n
+        self._map, self._n, self._cap = None, 0, 0
+        if n == 0:
+            m.close()
+            return np.empty(0, self._dtype)
+        m.resize(n * self._dtype.itemsize)
+        return np.frombuffer(m, self._dtype, count=n)

@@ -7,7 +7,7 @@ zero-filled fresh pages again: about 6,000 page faults per 10,000 documents, 15%
 ingestion. Raising the mmap threshold to 64 MB and the trim threshold to 256 MB lets the freed
 blocks be reused from the heap instead (measured: page faults down 3.6x, system time halved).
 
-Applied once per process when a :class:`~neardup.pipeline.Deduplicator` is created, on glibc
+Applied once per process when a :class:`~neardup.Deduplicator` is created, on glibc
 only; ``NEARDUP_MALLOC_TUNING=0`` in the environment turns it off. It changes only where freed
 memory goes, never what any computation returns.
 """

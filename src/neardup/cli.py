@@ -217,7 +217,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 def cmd_dedup(a: argparse.Namespace) -> int:
-    from .job import dedup_files
+    from .engines.local import dedup_files
 
     config = _config_from_args(a)
     _set_workers(a.workers)

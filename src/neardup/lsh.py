@@ -122,10 +122,9 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _pack_ids(keys, idbits):
-    """Replace the low ``idbits`` bits of ``keys[i]`` by ``i``, in place (serial: the bands
-    run on threads of their own)."""
-    keep = ~((U64(1) << U64(idbits)) - U64(1))
+def _pack_ids(keys, keep):
+    """Replace the bits of ``keys[i]`` outside the mask ``keep`` (:func:`key_mask`) by ``i``, in
+    place (serial: the bands run on threads of their own)."""
     for i in range(len(keys)):
         keys[i] = (keys[i] & keep) | U64(i)
 
@@ -207,6 +206,28 @@ class CandidateStats:
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
+    def merge(self, other: CandidateStats) -> CandidateStats:
+        """Add the counts of ``other`` (candidates found elsewhere: another band, another
+        shuffle bucket) to these; returns ``self``."""
+        self.raw_pairs += other.raw_pairs
+        self.candidates += other.candidates
+        self.capped_buckets += other.capped_buckets
+        self.capped_bucket_docs += other.capped_bucket_docs
+        self.largest_bucket = max(self.largest_bucket, other.largest_bucket)
+        return self
+
+
+def id_bits(n: int) -> int:
+    """Bits that hold a document number of ``n`` documents in the low end of a packed band key
+    (at least 1)."""
+    return max(1, (int(n) - 1).bit_length())
+
+
+def key_mask(idbits: int) -> np.uint64:
+    """The bits of a band key that :func:`candidates_from_keys` compares when it packs
+    ``idbits`` bits of document number into the low end: keys equal under this mask meet."""
+    return ~np.uint64((1 << idbits) - 1)
+
 
 def candidate_pairs(signatures: np.ndarray, bands: int, rows: int, bucket_cap: int = 500,
                     rows_subset: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray,
@@ -245,11 +266,12 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
     stats = CandidateStats(bands=len(keys), bucket_cap=bucket_cap)
     # The row number goes into the low bits of each key (the key keeps at least 32 bits), so one
     # plain sort of 64-bit integers per band gives both the runs and their members.
-    idbits = max(1, (n - 1).bit_length())
+    idbits = id_bits(n)
+    mask = key_mask(idbits)
 
     def one_band(row: np.ndarray):
         packed = row if overwrite else row.copy()
-        _pack_ids(packed, idbits)
+        _pack_ids(packed, mask)
         packed.sort()  # numpy's sort releases the GIL: bands run in parallel
         return _runs_to_pairs(packed, idbits, ids, bucket_cap)
 
@@ -258,10 +280,8 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
         results = list(pool.map(one_band, keys))
     parts = []
     for enc, capped, capped_docs, largest in results:
-        stats.raw_pairs += len(enc)
-        stats.capped_buckets += capped
-        stats.capped_bucket_docs += capped_docs
-        stats.largest_bucket = max(stats.largest_bucket, int(largest))
+        stats.merge(CandidateStats(raw_pairs=len(enc), capped_buckets=capped,
+                                   capped_bucket_docs=capped_docs, largest_bucket=int(largest)))
         if len(enc):
             parts.append(enc)
     del results

@@ -370,7 +370,7 @@ def grid(texts: Sequence[str], ids: Sequence[str] | None = None, *,
     One :func:`neardup.dedup` run per shingle size at the lowest threshold (its LSH setting is
     chosen for that threshold, so higher thresholds are found with at least that recall); the
     verified pairs, expanded to every pair of documents, are then counted per threshold."""
-    from ..pipeline import dedup
+    from ..engines.local import dedup
 
     ids = _check_docs(texts, ids)
     if not thresholds:

@@ -1,6 +1,6 @@
 """The dedup job on a Dask cluster: the local engine's stages, run per partition on workers.
 
-Results are those of :func:`neardup.job.dedup_files` on the same inputs and parameters: the same
+Results are those of :func:`neardup.engines.local.dedup_files` on the same inputs and parameters: the same
 clusters (labels included), representatives, similarities and pairs. Only the orchestration
 differs; every stage calls the local engine's pure functions (``normalize``, ``fingerprints``,
 ``FingerprintTable``, ``shingle_sketch``, ``band_keys``, ``candidates_from_keys``,
@@ -95,11 +95,10 @@ from typing import Any
 
 import numpy as np
 
-from .._version import __version__
 from ..cluster import cluster_representatives, preference_rank
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, OutputError
-from ..exact import FingerprintTable, fingerprints
+from ..exact import FingerprintTable
 from ..io import (
     FilePart,
     OutputOptions,
@@ -116,11 +115,9 @@ from ..io import (
     write_json_atomic,
 )
 from ..io.writers import arrow_table
-from ..job import _NoProgress
-from ..lsh import CandidateStats, band_keys, candidates_from_keys, lsh_params, s_curve
+from ..lsh import CandidateStats, candidates_from_keys, id_bits, key_mask, lsh_params
 from ..result import METHOD_NAMES
-from ..sketch import shingle_sketch
-from ..text.normalize import normalize
+from ..stages import NoProgress, RunSummary, ingest_chunk
 from ..validate import check_int
 from ..verify import overlap_pairs, sort_unique_segments
 
@@ -335,19 +332,14 @@ def _read_partition(spec: _Spec, read_opts: ReadOptions, cfg: DedupConfig, bands
     shf = open(sh_tmp, "wb")  # noqa: SIM115 (closed below, also on error)
 
     def flush() -> None:
-        batch = normalize(texts, cfg.normalize)
-        hi, lo = fingerprints(batch.data, batch.offsets)
-        empty = batch.offsets[1:] == batch.offsets[:-1]
-        group, first = table.add(hi, lo, skip=empty)
-        docs = np.flatnonzero(first).astype(np.int64)
-        lgroup.append(group)
-        glen.append(batch.lengths[docs])
-        ghi.append(hi[docs])
-        glo.append(lo[docs])
-        sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch, docs)
-        keys.append(band_keys(sigs, bands, rows))
-        np.ascontiguousarray(h32, np.uint32).tofile(shf)
-        sizes.append(np.diff(off))
+        ch = ingest_chunk(texts, cfg, (bands, rows), table)
+        lgroup.append(ch.group)
+        glen.append(ch.lengths)
+        ghi.append(ch.fp_hi)
+        glo.append(ch.fp_lo)
+        keys.append(ch.keys)
+        np.ascontiguousarray(ch.shingles, np.uint32).tofile(shf)
+        sizes.append(np.diff(ch.offsets))
         texts.clear()
 
     try:
@@ -597,7 +589,7 @@ def _band_map(d: _Part, S: int, idbits: int, prefix: str) -> int:
     f = np.flatnonzero(d.load("is_first"))
     rows = d.load("gfirst")[f]
     keys = d.load("keys", mmap=True)
-    mask = ~np.uint64((1 << idbits) - 1)
+    mask = key_mask(idbits)
     band, key, row, bucket = [], [], [], []
     for b in range(keys.shape[0]):
         k = np.asarray(keys[b])[f] & mask
@@ -631,10 +623,7 @@ def _band_reduce(cap: int, offsets: np.ndarray, prefixes: list[str], s: int, out
             continue
         r = row[a:z]
         left, right, st = candidates_from_keys([key[a:z].copy()], cap, overwrite=True)
-        stats.raw_pairs += st.raw_pairs
-        stats.capped_buckets += st.capped_buckets
-        stats.capped_bucket_docs += st.capped_bucket_docs
-        stats.largest_bucket = max(stats.largest_bucket, st.largest_bucket)
+        stats.merge(st)
         ls.append(r[left])
         rs.append(r[right])
     left, right = _unique_pairs(_concat(ls, np.int64), _concat(rs, np.int64))
@@ -1042,7 +1031,7 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
                write_corpus: bool = True, scheduler: str | None = None, n_workers: int = 2,
                partition_docs: int = 50_000, work_dir: str | os.PathLike | None = None,
                partitioned_tables: bool = False, progress: Any = None) -> dict[str, Any]:
-    """:func:`neardup.job.dedup_files` on a Dask cluster; returns the summary (with ``engine``,
+    """:func:`neardup.engines.local.dedup_files` on a Dask cluster; returns the summary (with ``engine``,
     ``workers`` and ``partitions``) and writes ``clusters``, ``pairs``, ``summary.json`` and,
     with ``write_corpus``, ``deduplicated/part-NNNNN.parquet`` (``id``, ``text``) in ``outdir``.
 
@@ -1096,7 +1085,7 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
         client = Client(scheduler)
     try:
         return _run(client, plist, Path(outdir), config, read_opts, output_format, write_corpus,
-                    partition_docs, progress or _NoProgress(), threads, work_dir,
+                    partition_docs, progress or NoProgress(), threads, work_dir,
                     partitioned_tables)
     finally:
         client.close()
@@ -1297,7 +1286,7 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
     cstats = CandidateStats(bands=bands, rows=rows, bucket_cap=cfg.lsh.bucket_cap)
     cand: list[str] | None = None
     if U >= 2:
-        idbits = max(1, (U - 1).bit_length())
+        idbits = id_bits(U)
         bdir, cdir = folder("bandmap"), folder("cands")
         pre = [f"{bdir}/m{p}" for p in range(P)]
         bm = [sub(_band_map, d, S, idbits, pre[p], name="bandmap", i=p)
@@ -1305,10 +1294,7 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
         br = [sub(_band_reduce, cfg.lsh.bucket_cap, offsets, pre, s, cdir, *bm,
                   name="bandred", i=s) for s in range(S)]
         for st in client.gather(br):
-            cstats.raw_pairs += st.raw_pairs
-            cstats.capped_buckets += st.capped_buckets
-            cstats.capped_bucket_docs += st.capped_bucket_docs
-            cstats.largest_bucket = max(cstats.largest_bucket, st.largest_bucket)
+            cstats.merge(st)
         del bm, br
         futures.clear()
         _remove_tree(Path(bdir))
@@ -1455,49 +1441,16 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
         raise
     t0 = tick("write", t0)
 
-    shingles = sum(g["shingles"] for g in ginfo)
-    text_bytes = sum(g["text_bytes"] for g in ginfo)
     cstats.candidates = sum(v["candidates"] for v in verified)
-    exact_removed = n - n_empty - U
-    wall = time.perf_counter() - t_start
-    t = cfg.lsh.threshold
-    summary = {
-        "neardup_version": __version__,
-        "engine": "dask",
-        "documents": n,
-        "text_bytes": text_bytes,
-        "empty_documents": n_empty,
-        "distinct_texts": U,
-        "exact_duplicates": exact_removed,
-        "near_duplicates": n - kept - exact_removed,
-        "kept": kept,
-        "removed": n - kept,
-        "clusters": n_clusters,
-        "largest_cluster": largest if n else 0,
-        "duplicate_pairs": len(vl) + exact_removed,
-        "shingles": shingles,
-        "lsh": {
-            "bands": bands, "rows": rows, "threshold": t,
-            "expected_recall_at_threshold": round(s_curve(t, bands, rows), 6),
-            "expected_recall_at_threshold_plus_0.1": round(s_curve(min(t + 0.1, 1.0), bands,
-                                                                  rows), 6),
-            **{k: v for k, v in cstats.to_dict().items() if k not in ("bands", "rows")},
-        },
-        "verified_pairs": len(vl),
-        "config": cfg.to_dict(),
-        "timings_s": timings,
-        "workers": workers,
-        "partitions": P,
-        "seconds": 0.0,
-        "inputs": [str(p) for p in paths],
-        "input_bytes": total_bytes,
-        "skipped": report.to_dict(),
-        "outputs": outputs,
-    }
-    summary["seconds"] = round(wall, 4)
-    summary["documents_per_s"] = round(n / wall, 1) if wall > 0 else None
-    summary["mb_per_s"] = round(text_bytes / 1e6 / wall, 2) if wall > 0 else None
-    summary["ingest_seconds"] = timings.get("read", 0.0)
     outputs["summary"] = str(outdir / "summary.json")
+    summary = RunSummary(
+        config=cfg, bands=bands, rows=rows, candidates=cstats, engine="dask", documents=n,
+        text_bytes=sum(g["text_bytes"] for g in ginfo), empty_documents=n_empty,
+        distinct_texts=U, kept=kept, clusters=n_clusters, largest_cluster=largest if n else 0,
+        duplicate_pairs=len(vl) + n - n_empty - U, verified_pairs=len(vl),
+        shingles=sum(g["shingles"] for g in ginfo), timings=timings, workers=workers,
+        partitions=P, seconds=time.perf_counter() - t_start, inputs=[str(p) for p in paths],
+        input_bytes=total_bytes, skipped=report.to_dict(), outputs=outputs,
+        ingest_seconds=timings.get("read", 0.0)).to_dict()
     write_json_atomic(outdir / "summary.json", summary)
     return summary

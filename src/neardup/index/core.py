@@ -26,9 +26,8 @@ import numpy as np
 from .._version import __version__
 from ..config import DedupConfig, check_threshold
 from ..errors import ConfigError, InputError
-from ..lsh import band_keys, lsh_params, s_curve
-from ..sketch import shingle_sketch
-from ..text.normalize import normalize
+from ..lsh import lsh_params, s_curve
+from ..stages import ingest_chunk
 from ..validate import check_int, check_str
 from ..verify import overlap_pairs, sort_unique_segments
 from .storage import FORMAT_VERSION, DuplicateIdError, MemoryStorage, Storage, StoredDoc
@@ -162,19 +161,17 @@ class Index:
         n = len(texts)
         if n == 0:
             return []
-        cfg = self.config
-        batch = normalize(texts, cfg.normalize)
-        sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch)
-        ends = sort_unique_segments(h32, off, np.arange(n, dtype=np.int64))
-        keys = band_keys(sigs, *self._bands_rows)  # [bands, n]
-        none = np.zeros(0, np.uint64)
+        # every text its own group (no fingerprint table): each one is stored
+        ch = ingest_chunk(texts, self.config, self._bands_rows)
+        h32, off, keys = ch.shingles, ch.offsets, ch.keys  # keys: [bands, non-empty texts]
+        ends = sort_unique_segments(h32, off, np.arange(len(ch.docs), dtype=np.int64))
+        none32, none64 = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         out = []
-        for i in range(n):
-            sh = h32[off[i]:ends[i]].copy()
+        for i, g in enumerate(ch.group.tolist()):
             out.append(StoredDoc(id="" if ids is None else ids[i],
                                  text=self._pack(texts[i]) if self.store_text else None,
-                                 shingles=sh,
-                                 keys=keys[:, i].copy() if len(sh) else none))
+                                 shingles=h32[off[g]:ends[g]].copy() if g >= 0 else none32,
+                                 keys=keys[:, g].copy() if g >= 0 else none64))
         return out
 
     # -- writing ----------------------------------------------------------------------------

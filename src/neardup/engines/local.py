@@ -1,4 +1,4 @@
-"""Batch deduplication: the stages in order, over chunks of documents.
+"""The local engine: batch deduplication in this process, over chunks of documents.
 
 ``read -> normalise -> fingerprint (exact groups) -> shingle -> sketch`` runs per chunk as
 documents arrive (:meth:`Deduplicator.add`); ``LSH -> verify -> cluster`` runs once over all
@@ -7,95 +7,51 @@ and sketched. What is kept between chunks is the index: for exact verification, 
 of each distinct text (8 bytes per band) and its shingle hashes as 32-bit fingerprints (sorted
 into sets only for the documents that LSH proposes); for estimated verification, its signature
 instead. Never the texts themselves.
+
+:func:`dedup_files` is the file job on top of it (``neardup dedup``): inputs read through
+:mod:`neardup.io`, outputs written atomically, a :class:`~neardup.stages.RunSummary`.
 """
 
 from __future__ import annotations
 
-import mmap
+import os
 import time
+from array import array
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numba
 import numpy as np
 
-from ._malloc import tune_malloc
-from ._version import __version__
-from .cluster import cluster_representatives, labels_from_reps, preference_rank
-from .config import DedupConfig
-from .errors import InputError
-from .exact import FingerprintTable, fingerprints
-from .lsh import (
-    CandidateStats,
-    band_keys,
-    candidate_pairs,
-    candidates_from_keys,
-    lsh_params,
-    s_curve,
+from .._arrays import Growable
+from .._malloc import tune_malloc
+from ..cluster import cluster_representatives, labels_from_reps, preference_rank
+from ..config import DedupConfig
+from ..errors import InputError, OutputError
+from ..exact import FingerprintTable
+from ..io import (
+    OutputOptions,
+    ReadOptions,
+    SkipReport,
+    prepare_outdir,
+    read_documents,
+    total_input_bytes,
+    write_deduplicated,
+    write_json_atomic,
+    write_table,
 )
-from .result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
-from .sketch import shingle_sketch
-from .text.normalize import normalize
-from .validate import check_int
-from .verify import estimate_pairs, overlap_pairs, sort_unique_segments
+from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
+from ..result import FINGERPRINT, JACCARD, METHOD_NAMES, MINHASH, Pairs, Result
+from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
+from ..text.normalize import normalize
+from ..validate import check_int
+from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments
+
+__all__ = ["Deduplicator", "dedup", "dedup_files", "write_result"]
 
 StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
-
-
-class _Growable:
-    """An append-only 1-D array in a private anonymous memory map that grows in place.
-
-    Appending copies a part in and lets it go at once, so the index never exists twice in memory
-    (no concatenation at the end). Growing remaps pages (``mremap``) instead of copying them, and
-    pages not yet written are not resident, so doubling the capacity costs no memory.
-    """
-
-    def __init__(self, dtype, capacity: int = 1 << 16):
-        self._dtype = np.dtype(dtype)
-        self._cap = capacity
-        # Plain 4 KB pages on purpose: with MADV_HUGEPAGE the kernel zeroes (and may compact
-        # for) 2 MB at each fault, which measured 2-4x more system time for the index at 1M
-        # documents than small pages (benchmarks/README.md, "Where the time goes").
-        self._map = mmap.mmap(-1, capacity * self._dtype.itemsize,
-                              flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        self._n = 0
-
-    def __len__(self) -> int:
-        return self._n
-
-    def append(self, part: np.ndarray) -> None:
-        part = part.reshape(-1)
-        view = self.reserve(len(part))
-        view[:] = part
-        del view  # the map cannot be resized while a view of it exists
-        self.commit(len(part))
-
-    def reserve(self, m: int) -> np.ndarray:
-        """A writable view of the next ``m`` free elements (growing as needed); fill it, drop it,
-        then :meth:`commit` them. Lets a kernel write its output straight into the index."""
-        need = self._n + m
-        if need > self._cap:
-            self._cap = max(need, 2 * self._cap)
-            self._map.resize(self._cap * self._dtype.itemsize)
-        return np.frombuffer(self._map, self._dtype, count=m,
-                             offset=self._n * self._dtype.itemsize)
-
-    def commit(self, m: int) -> None:
-        """Count the ``m`` elements written through the last :meth:`reserve` as appended."""
-        if self._n + m > self._cap:
-            raise ValueError("commit() past the reserved capacity")
-        self._n += m
-
-    def take(self) -> np.ndarray:
-        """The appended values as one array backed by the map, trimmed to size (no copy)."""
-        m, n = self._map, self._n
-        self._map, self._n, self._cap = None, 0, 0
-        if n == 0:
-            m.close()
-            return np.empty(0, self._dtype)
-        m.resize(n * self._dtype.itemsize)
-        return np.frombuffer(m, self._dtype, count=n)
 
 
 def _worker_init(threads: int) -> None:
@@ -136,23 +92,24 @@ class Deduplicator:
         self._seen_ids: dict[str, int] | None = {} if check_ids else None
         self._auto_until = 0  # rows 0.._auto_until-1 have row-number ids not yet in _seen_ids
         self._fp_table = FingerprintTable()
-        self._group = _Growable(np.int64)
-        self._urow = _Growable(np.int64)
-        self._ulen = _Growable(np.int64)
-        self._ufp = _Growable(np.uint64)
+        self._group = Growable(np.int64)
+        self._urow = Growable(np.int64)
+        self._ulen = Growable(np.int64)
+        self._ufp = Growable(np.uint64)
         # Exact verification needs the signatures only for their LSH band keys: keep the keys
         # (8 bytes per band and text, a quarter of a 128-value signature), one array per band.
         self._bands_rows = self.lsh_params()
-        self._sigs = _Growable(np.uint32) if not self._exact else None
-        self._keys = ([_Growable(np.uint64) for _ in range(self._bands_rows[0])]
+        self._sigs = Growable(np.uint32) if not self._exact else None
+        self._keys = ([Growable(np.uint64) for _ in range(self._bands_rows[0])]
                       if self._exact else None)
-        self._sh = _Growable(np.uint32)
-        self._shsize = _Growable(np.int64)
+        self._sh = Growable(np.uint32)
+        self._shsize = Growable(np.int64)
         self._n_unique = 0
         self._n_empty = 0
         self._text_bytes = 0
         self._shingles_total = 0
         self.timings: dict[str, float] = {}
+        self.run_summary: RunSummary | None = None  # set by finish()
         self._finished = False
         self._t_first: float | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -212,16 +169,14 @@ class Deduplicator:
         t0 = self._tick("normalize", t0)
 
         # exact duplicates: 128-bit fingerprint of the normalised text
-        fp_hi, fp_lo = fingerprints(batch.data, batch.offsets)
-        empty = batch.offsets[1:] == batch.offsets[:-1]
-        self._n_empty += int(np.count_nonzero(empty))
-        group, first = self._fp_table.add(fp_hi, fp_lo, skip=empty)
-        docs = np.flatnonzero(first).astype(np.int64)
+        fp = fingerprint_chunk(batch, self._fp_table)
+        del batch
+        self._n_empty += fp.empty
         self._n_unique = len(self._fp_table)
-        self._group.append(group)
-        self._urow.append(docs + base)
-        self._ulen.append(batch.lengths[docs])
-        self._ufp.append(fp_hi[docs])
+        self._group.append(fp.group)
+        self._urow.append(fp.docs + base)
+        self._ulen.append(fp.lengths)
+        self._ufp.append(fp.fp_hi)
         t0 = self._tick("fingerprint", t0)
 
         self._wait()
@@ -232,26 +187,27 @@ class Deduplicator:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch",
                                                 initializer=_worker_init,
                                                 initargs=(self.workers,))
-        self._pending = self._executor.submit(self._sketch_chunk, batch, docs)
+        self._pending = self._executor.submit(self._sketch_chunk, fp)
 
-    def _sketch_chunk(self, batch, docs: np.ndarray) -> None:
+    def _sketch_chunk(self, fp) -> None:
         cfg = self.config
         t0 = time.perf_counter()
         # Exact verification: the kernel writes the shingle fingerprints straight into the
         # index, so its fresh pages are touched once, by all threads (not copied afterwards).
-        sigs, h32, off = shingle_sketch(batch, cfg.shingle, cfg.sketch, docs,
-                                        self._sh.reserve if self._exact else None)
-        del batch
-        m = len(h32)
-        del h32  # the index's view: it must go before the index can grow again
+        sk = sketch_chunk(fp, cfg.shingle, cfg.sketch,
+                          self._bands_rows if self._exact else None,
+                          self._sh.reserve if self._exact else None)
+        del fp
+        m = len(sk.shingles)
+        sk.shingles = None  # the index's view: it must go before the index can grow again
         self._shingles_total += m
         if self._exact:
             self._sh.commit(m)
-            for store, row in zip(self._keys, band_keys(sigs, *self._bands_rows)):
+            for store, row in zip(self._keys, sk.keys):
                 store.append(row)
-            self._shsize.append(np.diff(off))
+            self._shsize.append(sk.sizes)
         else:
-            self._sigs.append(sigs)
+            self._sigs.append(sk.signatures)
         self._tick("shingle+sketch", t0)
 
     def _wait(self) -> None:
@@ -388,38 +344,17 @@ class Deduplicator:
         return Result(self._ids, labels, representative, similarity, pairs, summary)
 
     def _summary(self, n, U, bands, rows, cstats, pairs, sizes, representative) -> dict[str, Any]:
-        cfg = self.config
-        t = cfg.lsh.threshold
-        kept = int(np.count_nonzero(representative == np.arange(n)))
-        exact_removed = n - self._n_empty - U
         wall = time.perf_counter() - (self._t_first or time.perf_counter())
-        return {
-            "neardup_version": __version__,
-            "documents": n,
-            "text_bytes": self._text_bytes,
-            "empty_documents": self._n_empty,
-            "distinct_texts": U,
-            "exact_duplicates": exact_removed,
-            "near_duplicates": n - kept - exact_removed,
-            "kept": kept,
-            "removed": n - kept,
-            "clusters": int(np.count_nonzero(sizes >= 2)),
-            "largest_cluster": int(sizes.max(initial=0)),
-            "duplicate_pairs": len(pairs),
-            "shingles": self._shingles_total,
-            "lsh": {
-                "bands": bands, "rows": rows, "threshold": t,
-                "expected_recall_at_threshold": round(s_curve(t, bands, rows), 6),
-                "expected_recall_at_threshold_plus_0.1": round(s_curve(min(t + 0.1, 1.0), bands,
-                                                                      rows), 6),
-                **{k: v for k, v in cstats.to_dict().items() if k not in ("bands", "rows")},
-            },
-            "verified_pairs": int(np.count_nonzero(pairs.method != FINGERPRINT)),
-            "config": cfg.to_dict(),
-            "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
-            "workers": self.workers,
-            "seconds": round(wall, 4),
-        }
+        self.run_summary = RunSummary(
+            config=self.config, bands=bands, rows=rows, candidates=cstats, documents=n,
+            text_bytes=self._text_bytes, empty_documents=self._n_empty, distinct_texts=U,
+            kept=int(np.count_nonzero(representative == np.arange(n))),
+            clusters=int(np.count_nonzero(sizes >= 2)), largest_cluster=int(sizes.max(initial=0)),
+            duplicate_pairs=len(pairs),
+            verified_pairs=int(np.count_nonzero(pairs.method != FINGERPRINT)),
+            shingles=self._shingles_total, timings=dict(self.timings), workers=self.workers,
+            seconds=wall)
+        return self.run_summary.to_dict()
 
 
 def dedup(texts: Sequence[str], ids: Sequence[str] | None = None, *,
@@ -436,3 +371,142 @@ def dedup(texts: Sequence[str], ids: Sequence[str] | None = None, *,
     if len(texts) == 0:
         d.add([], [] if ids is not None else None)
     return d.finish()
+
+
+def _new_index(path: Path, config: DedupConfig):
+    """An SQLite index under a temporary name beside ``path`` (which must not exist yet)."""
+    from ..index import Index
+
+    if path.exists():
+        raise OutputError(f"{path}: exists; --save-index writes a new index (add to an existing "
+                          "one with `neardup index add`)")
+    if not path.parent.is_dir():
+        raise OutputError(f"{path}: the folder {path.parent} does not exist")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    return Index(tmp, config=config), tmp
+
+
+def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str, str]:
+    """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
+    ids = np.asarray(result.ids, dtype=object)
+    clusters = write_table(outdir / "clusters", {
+        "id": ids,
+        "cluster": result.labels,
+        "representative": ids[result.representative],
+        "similarity": result.similarity,
+    }, fmt)
+    p = result.pairs
+    pairs = write_table(outdir / "pairs", {
+        "id_a": ids[p.left],
+        "id_b": ids[p.right],
+        "similarity": p.similarity,
+        "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
+    }, fmt)
+    return {"clusters": str(clusters), "pairs": str(pairs)}
+
+
+def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
+                config: DedupConfig | None = None, text_fields: Sequence[str] = ("text",),
+                id_field: str | None = None, input_format: str | None = None,
+                encoding: str = "utf-8", on_error: str = "fail", chunk_size: int = 10_000,
+                output_format: str = "parquet", write_corpus: bool = True,
+                progress: Progress | None = None,
+                save_index: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Deduplicate the documents of ``paths`` and write clusters, pairs, the deduplicated corpus
+    and ``summary.json`` into ``outdir``. Returns the summary.
+
+    ``save_index``: also build an online :class:`~neardup.Index` (SQLite) of every document, with
+    the run's parameters, at this new path. It is built under a temporary name beside it and
+    renamed only when the whole run succeeded.
+    """
+    read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
+                            encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+    out_opts = OutputOptions(output_format, write_corpus)
+    config = config or DedupConfig()
+    progress = progress or NoProgress()
+    outdir = Path(outdir)
+    t_start = time.perf_counter()
+    paths = [Path(p) for p in paths]
+    report = SkipReport()
+
+    index = index_tmp = None
+    if save_index is not None:
+        index, index_tmp = _new_index(Path(save_index), config)
+    try:
+        return _run(paths, outdir, config, report, read_opts, out_opts, progress, t_start,
+                    index, index_tmp, save_index)
+    except BaseException:
+        if index is not None:
+            index.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{index_tmp}{suffix}").unlink(missing_ok=True)
+        raise
+
+
+def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: OutputOptions,
+         progress, t_start, index, index_tmp, save_index) -> dict[str, Any]:
+    def on_stage(stage: str, done: int, total: int) -> None:
+        progress.update(stage, done, total)
+
+    total_bytes = total_input_bytes(paths)
+    progress.start("read", total_bytes)
+    t0 = time.perf_counter()
+    done_bytes = 0
+    read_time = 0.0
+    locations = array("q")  # where each record came from, to copy kept JSONL lines unparsed
+    index_time = 0.0
+    with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
+        t_read = time.perf_counter()
+        for chunk in read_documents(paths, report=report, options=read_opts):
+            read_time += time.perf_counter() - t_read
+            dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+            if index is not None:
+                t_ix = time.perf_counter()
+                index.add_many(zip(chunk.ids, chunk.texts), batch_size=max(len(chunk), 1))
+                index_time += time.perf_counter() - t_ix
+            locations.extend(chunk.locations)
+            done_bytes += chunk.progress_bytes
+            progress.update("read", done_bytes, total_bytes)
+            t_read = time.perf_counter()
+        read_time += time.perf_counter() - t_read
+        progress.finish("read")
+        t_ingest = time.perf_counter() - t0
+        for stage in ("candidates", "verify", "cluster"):
+            progress.start(stage, None)
+        result = dd.finish()
+        for stage in ("candidates", "verify", "cluster"):
+            progress.finish(stage)
+
+    # Everything was read and checked: only now is anything written.
+    progress.start("write", None)
+    t0 = time.perf_counter()
+    prepare_outdir(outdir)
+    outputs = write_result(result, outdir, out_opts.format)
+    if out_opts.write_corpus:
+        written = write_deduplicated(paths, result.keep, outdir / "deduplicated",
+                                     locations=np.frombuffer(locations, np.int64),
+                                     options=read_opts)
+        outputs["deduplicated"] = [str(p) for p in written]
+    if index is not None:
+        index.close()
+        os.replace(index_tmp, save_index)
+        outputs["index"] = str(save_index)
+    t_write = time.perf_counter() - t0
+    progress.finish("write")
+
+    rs = dd.run_summary
+    rs.timings = {"read": read_time, **rs.timings, "write": t_write}
+    if index is not None:
+        rs.timings["index"] = index_time
+    outputs["summary"] = str(outdir / "summary.json")
+    rs.seconds = time.perf_counter() - t_start
+    rs.inputs = [str(p) for p in paths]
+    rs.input_bytes = total_bytes
+    rs.skipped = report.to_dict()
+    rs.outputs = outputs
+    rs.ingest_seconds = t_ingest
+    summary = rs.to_dict()
+    write_json_atomic(outdir / "summary.json", summary)
+    return summary

@@ -1,0 +1,229 @@
+"""The stages every engine and the online index share: one chunk's ingest and a run's summary.
+
+``ingest_chunk`` turns a chunk of texts into arrays: normalise, fingerprint (exact groups),
+shingle and sketch the first copy of each distinct text, band keys. The local engine
+(:mod:`neardup.engines.local`), each partition of the Dask engine (:mod:`neardup.engines.dask`)
+and :class:`neardup.Index` call it (the local engine in its two halves,
+:func:`fingerprint_chunk` on the reading thread and :func:`sketch_chunk` on a worker thread, so
+that reading and sketching overlap). :class:`RunSummary` is the one layout of a run's
+``summary.json``, built from the counts an engine gathered. :class:`Progress` is what an engine
+reports its stages to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ._version import __version__
+from .config import DedupConfig, NormalizeConfig, ShingleConfig, SketchConfig
+from .exact import FingerprintTable, fingerprints
+from .lsh import CandidateStats, band_keys, s_curve
+from .sketch import shingle_sketch
+from .text.normalize import NormalizedBatch, normalize
+
+__all__ = ["Fingerprinted", "Sketched", "ChunkArrays", "fingerprint_chunk", "sketch_chunk",
+           "ingest_chunk", "RunSummary", "Progress", "NoProgress"]
+
+
+@dataclass
+class Fingerprinted:
+    """A normalised chunk of ``n`` texts and its ``G`` distinct non-empty texts.
+
+    ``group``: ``int64[n]``, each text's distinct-text number (the fingerprint table's group,
+    counted across chunks; -1 for an empty text); ``docs``: ``int64[G]``, the position in the
+    chunk of each distinct text seen for the first time (the one that is shingled);
+    ``lengths``/``fp_hi``/``fp_lo``: its normalised length in bytes and 128-bit fingerprint.
+    """
+
+    batch: NormalizedBatch
+    group: np.ndarray
+    docs: np.ndarray
+    lengths: np.ndarray
+    fp_hi: np.ndarray
+    fp_lo: np.ndarray
+    empty: int
+
+    @property
+    def n(self) -> int:
+        return len(self.group)
+
+
+@dataclass
+class Sketched:
+    """Shingles and sketches of the ``G`` new distinct texts of a chunk: ``keys``
+    (``uint64[bands, G]``, LSH band keys) or ``signatures`` (``uint32[G, num_perm]``, when
+    kept whole), and each text's 32-bit shingle fingerprints ``shingles[offsets[i]:offsets[i+1]]``
+    (unsorted, with repeats)."""
+
+    keys: np.ndarray | None
+    signatures: np.ndarray | None
+    shingles: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+@dataclass
+class ChunkArrays(Fingerprinted):
+    """:class:`Fingerprinted` and :class:`Sketched` of one chunk together."""
+
+    keys: np.ndarray | None = None
+    signatures: np.ndarray | None = None
+    shingles: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+
+
+def fingerprint_chunk(batch: NormalizedBatch, table: FingerprintTable | None = None
+                      ) -> Fingerprinted:
+    """Fingerprint a normalised chunk. With a ``table`` (exact groups across chunks), only the
+    first copy of each text is new; without one, every non-empty text is its own group."""
+    hi, lo = fingerprints(batch.data, batch.offsets)
+    empty = batch.offsets[1:] == batch.offsets[:-1]
+    if table is not None:
+        group, first = table.add(hi, lo, skip=empty)
+        docs = np.flatnonzero(first).astype(np.int64)
+    else:
+        docs = np.flatnonzero(~empty).astype(np.int64)
+        group = np.full(len(empty), -1, np.int64)
+        group[docs] = np.arange(len(docs), dtype=np.int64)
+    return Fingerprinted(batch, group, docs, batch.lengths[docs], hi[docs], lo[docs],
+                         int(np.count_nonzero(empty)))
+
+
+def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig,
+                 bands_rows: tuple[int, int] | None,
+                 out: Callable[[int], np.ndarray] | None = None) -> Sketched:
+    """Shingle and sketch the new distinct texts of ``fp`` in one pass; with ``bands_rows``
+    keep only their LSH band keys, without it their signatures. ``out(m)`` may supply the
+    ``uint32[m]`` array the shingle fingerprints are written to (an engine's growing store)."""
+    sigs, h32, off = shingle_sketch(fp.batch, shingle, sketch, fp.docs, out)
+    if bands_rows is None:
+        return Sketched(None, sigs, h32, off)
+    return Sketched(band_keys(sigs, *bands_rows), None, h32, off)
+
+
+def ingest_chunk(texts: Sequence[str], config: DedupConfig,
+                 bands_rows: tuple[int, int] | None, table: FingerprintTable | None = None,
+                 normalize_cfg: NormalizeConfig | None = None) -> ChunkArrays:
+    """Normalise, fingerprint, shingle and sketch a chunk: :func:`fingerprint_chunk` then
+    :func:`sketch_chunk`, in one call."""
+    batch = normalize(texts, normalize_cfg or config.normalize)
+    fp = fingerprint_chunk(batch, table)
+    sk = sketch_chunk(fp, config.shingle, config.sketch, bands_rows)
+    return ChunkArrays(fp.batch, fp.group, fp.docs, fp.lengths, fp.fp_hi, fp.fp_lo, fp.empty,
+                       sk.keys, sk.signatures, sk.shingles, sk.offsets)
+
+
+class Progress(Protocol):
+    """What an engine reports its stages to (the CLI passes a rich progress display)."""
+
+    def start(self, stage: str, total: int | None) -> None: ...
+    def update(self, stage: str, done: int, total: int | None = None) -> None: ...
+    def finish(self, stage: str) -> None: ...
+
+
+class NoProgress:
+    """Progress that shows nothing."""
+
+    def start(self, stage: str, total: int | None) -> None:
+        pass
+
+    def update(self, stage: str, done: int, total: int | None = None) -> None:
+        pass
+
+    def finish(self, stage: str) -> None:
+        pass
+
+
+@dataclass
+class RunSummary:
+    """The counts of a run, as every engine reports them; :meth:`to_dict` is the layout of
+    ``summary.json`` (and of ``Result.summary``).
+
+    ``distinct_texts``: distinct non-empty normalised texts; ``kept``: documents that represent
+    their cluster (or stand alone); ``duplicate_pairs``: rows of the pairs table (verified and
+    fingerprint pairs); ``verified_pairs``: those verified by similarity. The job fields
+    (``inputs`` ...) are set by the file jobs only.
+    """
+
+    config: DedupConfig
+    bands: int
+    rows: int
+    candidates: CandidateStats
+    documents: int = 0
+    text_bytes: int = 0
+    empty_documents: int = 0
+    distinct_texts: int = 0
+    kept: int = 0
+    clusters: int = 0
+    largest_cluster: int = 0
+    duplicate_pairs: int = 0
+    verified_pairs: int = 0
+    shingles: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    workers: int | None = None
+    seconds: float = 0.0
+    engine: str | None = None
+    partitions: int | None = None
+    # the file jobs
+    inputs: list[str] | None = None
+    input_bytes: int | None = None
+    skipped: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
+    ingest_seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        n = self.documents
+        exact_removed = n - self.empty_documents - self.distinct_texts
+        t = self.config.lsh.threshold
+        b, r = self.bands, self.rows
+        d: dict[str, Any] = {"neardup_version": __version__}
+        if self.engine is not None:
+            d["engine"] = self.engine
+        d.update({
+            "documents": n,
+            "text_bytes": self.text_bytes,
+            "empty_documents": self.empty_documents,
+            "distinct_texts": self.distinct_texts,
+            "exact_duplicates": exact_removed,
+            "near_duplicates": n - self.kept - exact_removed,
+            "kept": self.kept,
+            "removed": n - self.kept,
+            "clusters": self.clusters,
+            "largest_cluster": self.largest_cluster,
+            "duplicate_pairs": self.duplicate_pairs,
+            "shingles": self.shingles,
+            "lsh": {
+                "bands": b, "rows": r, "threshold": t,
+                "expected_recall_at_threshold": round(s_curve(t, b, r), 6),
+                "expected_recall_at_threshold_plus_0.1": round(s_curve(min(t + 0.1, 1.0), b, r),
+                                                               6),
+                **{k: v for k, v in self.candidates.to_dict().items() if k not in ("bands",
+                                                                                   "rows")},
+            },
+            "verified_pairs": self.verified_pairs,
+            "config": self.config.to_dict(),
+            "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
+            "workers": self.workers,
+        })
+        if self.partitions is not None:
+            d["partitions"] = self.partitions
+        d["seconds"] = round(self.seconds, 4)
+        if self.inputs is not None:
+            wall = self.seconds
+            d.update({
+                "inputs": self.inputs,
+                "input_bytes": self.input_bytes,
+                "skipped": self.skipped,
+                "outputs": self.outputs,
+                "documents_per_s": round(n / wall, 1) if wall > 0 else None,
+                "mb_per_s": round(self.text_bytes / 1e6 / wall, 2) if wall > 0 else None,
+                "ingest_seconds": round(self.ingest_seconds or 0.0, 4),
+            })
+        return d
