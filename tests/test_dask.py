@@ -306,7 +306,8 @@ def test_parquet_split_by_row_groups(scheduler, tmp_path, id_field):
 
 
 def test_row_group_runs(tmp_path):
-    from neardup.engines.dask import _plan, _row_group_runs
+    from neardup.engines.dask.plan import plan as _plan
+    from neardup.engines.dask.plan import row_group_runs as _row_group_runs
 
     p = tmp_path / "a.parquet"
     pq.write_table(pa.table({"text": ["x"] * 1050}), p, row_group_size=100)

@@ -377,7 +377,7 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
 
 
 def cmd_fca(a: argparse.Namespace) -> int:
-    from .fca_job import fca_files
+    from .fca.job import fca_files
 
     s = fca_files(a.inputs, a.output, min_common=a.min_common, length=a.shingle_length,
                   offset=a.offset, image_size=a.image_size, kind=a.kind,

@@ -364,6 +364,7 @@ def dedup(texts: Sequence[str], ids: Sequence[str] | None = None, *,
     Parameters are the flat keywords of :meth:`DedupConfig.from_kwargs` (``threshold``,
     ``shingle``, ``num_perm``, ``verify``, ``cluster``, ``keep``, ...) or ``config=DedupConfig``.
     """
+    check_int("chunk_size", chunk_size, 1)
     config = params.pop("config", None)
     d = Deduplicator(config, **params)
     for s in range(0, len(texts), chunk_size):

@@ -49,7 +49,7 @@ class ReadOptions:
         object.__setattr__(self, "text_fields", tf)
         if self.id_field is not None and (not isinstance(self.id_field, str) or not self.id_field):
             raise fail("id_field", self.id_field, "a field name or None")
-        check_choice("fmt", self.format, INPUT_FORMATS, none=True)
+        check_choice("input_format", self.format, INPUT_FORMATS, none=True)
         check_choice("on_error", self.on_error, ON_ERROR)
         check_int("chunk_size", self.chunk_size, 1)
         try:

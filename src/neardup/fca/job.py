@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .analyze.output import markdown_table
-from .errors import ConfigError, InputError
-from .evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
-from .fca import fca
-from .io import SkipReport, prepare_outdir, read_documents, write_json_atomic
+from ..analyze.output import markdown_table
+from ..errors import ConfigError, InputError
+from ..evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
+from ..io import SkipReport, prepare_outdir, read_documents, write_json_atomic
+from .core import fca
 
 
 def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
@@ -23,7 +23,7 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
               input_format: str | None = None, encoding: str = "utf-8",
               on_error: str = "fail", truth: str | os.PathLike | None = None,
               baseline_clusters: Sequence[int] = (), seed: int = 0) -> dict[str, Any]:
-    """Seed 001's clusters for each ``min_common`` threshold, written as
+    """FCA near-duplicate clusters for each ``min_common`` threshold, written as
     ``clusters-k<K>.jsonl`` (members, common hashes), plus ``summary.json``; with ``truth``
     (a reference file of duplicate pairs or clusters) precision, recall and F1 per threshold and
     for the bisecting k-means baseline per number of clusters, as ``evaluation.csv``, ``.md`` and

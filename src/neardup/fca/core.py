@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from .config import NormalizeConfig, ShingleConfig
-from .errors import ConfigError
-from .text.normalize import normalize
-from .text.shingle import Shingles, shingle_batch
-from .validate import check_int
+from ..config import NormalizeConfig, ShingleConfig
+from ..errors import ConfigError
+from ..text.normalize import normalize
+from ..text.shingle import Shingles, shingle_batch
+from ..validate import check_int
 
 
 @dataclass

@@ -1,0 +1,105 @@
+"""The run context: what the steps of a Dask run share, instead of the locals of one function.
+
+A run is a list of steps (:data:`neardup.engines.dask.run.STEPS`), each a function of the
+context that submits tasks through :meth:`RunContext.submit` and leaves its results on the
+context for the steps after it. Only small handles and counts live here; the arrays stay in the
+scratch folder.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...config import DedupConfig
+from ...io import OutputOptions, ReadOptions, SkipReport
+from ...lsh import CandidateStats
+from ...stages import Progress
+from .plan import Spec
+from .scratch import Part
+
+
+@dataclass
+
+
+class RunContext:
+    """The state of one run (created by :func:`~neardup.engines.dask.dedup_dask`)."""
+
+    client: Any
+    paths: list[Path]
+    outdir: Path
+    config: DedupConfig
+    read: ReadOptions
+    output: OutputOptions
+    partition_docs: int
+    partitioned_tables: bool
+    progress: Progress
+    threads: int | None         # numba threads per worker of a LocalCluster (None: as set)
+    tok: str                    # this run's token: task keys and the scratch folder's name
+    work: Path                  # the scratch folder
+    futures: list = field(default_factory=list)  # submitted, cancelled if the run fails
+    timings: dict[str, float] = field(default_factory=dict)
+    t_start: float = field(default_factory=time.perf_counter)
+    # planning
+    bands: int = 0
+    rows: int = 0
+    specs: list[Spec] = field(default_factory=list)
+    workers: int = 0
+    total_bytes: int = 0
+    # read
+    parts: list[Part] = field(default_factory=list)
+    line_prior: list[list[int]] = field(default_factory=list)  # lines before a JSONL range
+    # ids: rows dropped per partition (ids repeated from earlier ones), global row offsets
+    report: SkipReport = field(default_factory=SkipReport)
+    drops: list[np.ndarray] = field(default_factory=list)
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    # exact groups
+    exact_dir: str = ""         # the exact-group reducers' output (cluster sizes read it)
+    distinct: int = 0
+    empty: int = 0
+    # candidates and verification
+    cstats: CandidateStats = field(default_factory=CandidateStats)
+    candidate_prefixes: list[str] | None = None
+    verified: list[dict] = field(default_factory=list)
+    vl: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    # clustering
+    nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    node_ids: list[str] = field(default_factory=list)
+    cluster_map: Any = None     # a future of the broadcast ClusterMap
+    # writing
+    kept: int = 0
+    clusters: int = 0
+    largest: int = 0
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def P(self) -> int:  # noqa: N802 - the number of partitions, as in the docs
+        return len(self.specs)
+
+    @property
+    def n(self) -> int:
+        """Documents (valid records) in the whole corpus."""
+        return int(self.offsets[-1])
+
+    def submit(self, fn, *args, name: str, i: int | str = 0):
+        """Submit a task under a key unique to this run, remembered for cancellation."""
+        fut = self.client.submit(fn, *args, key=f"neardup-{name}-{self.tok}-{i}", pure=False)
+        self.futures.append(fut)
+        return fut
+
+    def done(self) -> None:
+        """The tasks so far are finished and gathered: what a lost worker held need not be
+        computed again."""
+        self.futures.clear()
+
+    def folder(self, name: str) -> str:
+        """A new sub-folder of the scratch folder."""
+        path = self.work / name
+        path.mkdir()
+        return str(path)

@@ -1,0 +1,126 @@
+"""Step 2, ids and errors: repeated ids across partitions, and the reading's errors in the
+local engine's order.
+
+Repeated ids are found by shuffling ``(id, partition, row)`` by a hash of the id. The errors
+and skips of every partition and the repeated ids are sorted into global record order, so that
+``on_error="fail"`` raises the error the local engine would raise first and ``"skip"`` counts
+the same records. Rows whose id repeats an earlier partition's are dropped, and the partitions'
+counts become global row offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+from .context import RunContext
+from .read import drop_rows, locate
+from .scratch import Part, read_bucket, write_buckets
+
+
+def _hash_str(s: str) -> int:
+    from xxhash import xxh3_64_intdigest
+
+    return xxh3_64_intdigest(s.encode("utf-8", "surrogatepass"))
+
+
+def id_map(d: Part, S: int, prefix: str) -> int:
+    ids = d.strs("ids") if d.has_ids else []
+    h = np.fromiter((_hash_str(x) for x in ids), np.uint64, len(ids)) % np.uint64(S)
+    write_buckets(prefix, h.astype(np.int64), S, {"idx": np.arange(len(ids), dtype=np.int64)},
+                   {"ids": ids})
+    return len(ids)
+
+
+def id_reduce(prefixes: list[str], s: int, *_deps) -> list[tuple[int, int, int, int, str]]:
+    """Ids seen in an earlier partition: ``(p, row, first p, first row, id)``."""
+    first: dict[str, tuple[int, int]] = {}
+    dups = []
+    for p, pre in enumerate(prefixes):
+        b = read_bucket(pre, s, ("idx",), ("ids",))
+        for i, x in zip(b["idx"].tolist(), b["ids"]):
+            prev = first.setdefault(x, (p, i))
+            if prev[0] != p:
+                dups.append((p, i, prev[0], prev[1], x))
+    return dups
+
+
+def dup_messages(ctx: RunContext, dups: list[tuple]) -> list[InputError]:
+    """The reader's error for each repeated id ``(p, row, first p, first row, id)``."""
+    need: dict[int, set[int]] = {}
+    for p, i, fp, fi, _x in dups:
+        need.setdefault(p, set()).add(i)
+        need.setdefault(fp, set()).add(fi)
+    locs = {}
+    for p, idx in need.items():
+        idx_l = sorted(idx)
+        res = ctx.client.gather(ctx.submit(locate, ctx.parts[p], idx_l, name="locate", i=p))
+        locs.update({(p, i): r for i, r in zip(idx_l, res)})
+    out = []
+    for p, i, fp, fi, x in dups:
+        _, path, line = locs[(p, i)]
+        out.append(InputError(f"duplicate id {x!r} (first seen at {locs[(fp, fi)][0]})",
+                              path=path, line=line, field=ctx.read.id_field,
+                              reason="duplicate_id"))
+    return out
+
+
+def ids_step(ctx: RunContext) -> None:
+    """Raise the first error (``on_error="fail"``) or count the skips; drop rows with repeated
+    ids; set the global row offsets of the partitions."""
+    parts, specs, P = ctx.parts, ctx.specs, ctx.P
+    infos = [d.info for d in parts]
+    dups: list[tuple] = []
+    if P > 1 and any(d_["n"] for d_ in infos) and (ctx.read.id_field is not None or any(
+            Path(s.path).is_dir() for s in specs)):
+        sdir = ctx.folder("ids")
+        pre = [f"{sdir}/m{p}" for p in range(P)]
+        idm = [ctx.submit(id_map, d, P, pre[p], name="idmap", i=p) for p, d in enumerate(parts)]
+        red = [ctx.submit(id_reduce, pre, s, *idm, name="idred", i=s) for s in range(P)]
+        dups = sorted(x for r in ctx.client.gather(red) for x in r)
+        del idm, red
+    dup_msgs = dup_messages(ctx, dups)
+    events: list[tuple] = []  # (p, position, kind, seq, message or error)
+    for p, inf in enumerate(infos):
+        if inf["error"] is not None:
+            events.append((p, inf["error"][0], 0, 0, inf["error"][1]))
+        for pos, seq, msg in inf["skips"]:
+            events.append((p, pos, 0, seq, msg))
+    for (p, i, _fp, _fi, _x), err in zip(dups, dup_msgs):
+        events.append((p, i, 1, 0, err))
+    # a split JSONL file whose ranges all hold no record is an empty file
+    by_file: dict[str, list[int]] = {}
+    for p, sp in enumerate(specs):
+        if sp.split:
+            by_file.setdefault(sp.path, []).append(p)
+    for path, ps in by_file.items():
+        if sum(infos[p]["records"] for p in ps) == 0:
+            events.append((ps[0], 0, 0, -1, InputError("the file is empty (no JSON lines)",
+                                                       path=path, reason="empty_file")))
+    events.sort(key=lambda e: e[:4])
+    report = ctx.report
+    if ctx.read.fail:
+        first = next((e[4] for e in events if isinstance(e[4], InputError)), None)
+        if first is not None:
+            raise first
+    else:
+        for inf in infos:
+            for k, v in inf["skip_counts"].items():
+                report.counts[k] = report.counts.get(k, 0) + v
+        for e in events:
+            if isinstance(e[4], InputError):
+                report.counts[e[4].reason] = report.counts.get(e[4].reason, 0) + 1
+        report.examples = [str(e[4]) for e in events][:20]
+    ctx.drops = [np.asarray([i for (q, i, *_r) in dups if q == p], np.int64) for p in range(P)]
+    dropped = {p: ctx.submit(drop_rows, d, ctx.drops[p], name="drop", i=p)
+               for p, d in enumerate(parts) if len(ctx.drops[p])}
+    got = dict(zip(dropped, ctx.client.gather(list(dropped.values()))))
+    parts = [got.get(p, d) for p, d in enumerate(parts)]
+    ctx.done()
+    offsets = np.zeros(P + 1, np.int64)
+    np.cumsum([d.n for d in parts], out=offsets[1:])
+    ctx.offsets = offsets
+    ctx.parts = [replace(d, offset=int(offsets[p])) for p, d in enumerate(parts)]

@@ -1,0 +1,125 @@
+"""Partitions: which part of which input each read task takes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...io import format_of_name, split_compression
+
+
+@dataclass(frozen=True)
+
+
+class Spec:
+    """One partition: a whole input (``start == 0, end is None``), a byte range of a JSONL file
+    (``split``) or a run of row groups ``[start, end)`` of a Parquet file (``row_groups``)."""
+
+    path: str
+    fmt: str | None
+    start: int = 0
+    end: int | None = None
+    split: bool = False  # a range of a split JSONL file (the file's first range included)
+    row_groups: bool = False  # a run of row groups of a split Parquet file (the first too)
+
+
+def count_lines(path: str, start: int, end: int) -> int:
+    """Newlines in bytes [start, end) of a file."""
+    count = 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            block = f.read(min(left, 1 << 24))
+            if not block:
+                break
+            count += block.count(b"\n")
+            left -= len(block)
+    return count
+
+
+def expand(paths: Sequence[Path], input_format: str | None) -> list[Path]:
+    """A directory given with a data format (not "textdir") stands for its files of that
+    format (sorted by name, hidden ones and others left out): a folder of Parquet/JSONL parts."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir() and input_format not in (None, "textdir"):
+            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")
+                           and format_of_name(f.name) == input_format)
+            out.extend(files)
+        else:
+            out.append(p)
+    return out
+
+
+def row_group_runs(path: Path, partition_docs: int) -> list[tuple[int, int]]:
+    """Runs ``[a, b)`` of the row groups of a Parquet file of more than ~1.5 x
+    ``partition_docs`` rows, each of about ``partition_docs`` rows (a row group is never cut;
+    a short last run joins the one before); one run for a smaller file, or one the footer of
+    which cannot be read (the reader reports it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+        sizes = [meta.row_group(k).num_rows for k in range(meta.num_row_groups)]
+    except (pa.ArrowException, OSError):
+        return [(0, 1)]
+    if sum(sizes) <= partition_docs * 1.5:
+        return [(0, len(sizes))]
+    runs: list[tuple[int, int]] = []
+    a = acc = 0
+    for g, n in enumerate(sizes):
+        # end the run before group g if that comes closer to partition_docs than taking it
+        if acc and acc + n - partition_docs > partition_docs - acc:
+            runs.append((a, g))
+            a, acc = g, 0
+        acc += n
+    if runs and acc < partition_docs / 2:
+        a = runs.pop()[0]
+    runs.append((a, len(sizes)))
+    return runs
+
+
+def plan(paths: list[Path], input_format: str | None, partition_docs: int) -> list[Spec]:
+    """One partition per input; uncompressed JSONL files of more than ~1.5 x
+    ``partition_docs`` records (estimated from their first 1 MB) are cut into line-aligned byte
+    ranges, Parquet files of more than 1.5 x ``partition_docs`` rows into runs of row
+    groups."""
+    from ...io import detect_format
+
+    specs: list[Spec] = []
+    for p in paths:
+        fmt = "textdir" if p.is_dir() else (input_format or detect_format(p))
+        _, comp = split_compression(p.name)
+        if fmt == "parquet" and comp is None:
+            runs = row_group_runs(p, partition_docs)
+            if len(runs) == 1:
+                specs.append(Spec(str(p), input_format))
+            else:
+                specs.extend(Spec(str(p), input_format, a, b, row_groups=True) for a, b in runs)
+            continue
+        if fmt != "jsonl" or comp is not None:
+            specs.append(Spec(str(p), input_format))
+            continue
+        size = p.stat().st_size
+        with open(p, "rb") as f:
+            head = f.read(1 << 20)
+            per_line = len(head) / max(head.count(b"\n"), 1)
+            step = max(int(per_line * partition_docs), 1 << 16)
+            if size <= step * 1.5:
+                specs.append(Spec(str(p), input_format))
+                continue
+            bounds = [0]
+            while bounds[-1] + step < size:
+                f.seek(bounds[-1] + step)
+                f.readline()
+                b = f.tell()
+                if b >= size:
+                    break
+                bounds.append(b)
+            bounds.append(size)
+        for a, b in zip(bounds, bounds[1:]):
+            specs.append(Spec(str(p), input_format, a, b, split=True))
+    return specs

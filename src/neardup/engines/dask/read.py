@@ -1,0 +1,199 @@
+"""Step 1, read: each partition read, normalised, fingerprinted and sketched on a worker.
+
+A partition is one input (a file; a directory of text files) or a part of a large one (a byte
+range of a JSONL file, a run of row groups of a Parquet file). The first copy of each text
+*within the partition* is shingled and sketched (:func:`neardup.stages.ingest_chunk`); its band
+keys and 32-bit shingle fingerprints (streamed chunk by chunk) go to the partition's folder.
+Each partition counts its valid records, and the client turns the counts into global row
+offsets. Errors come back as values, so that the client raises the one the local engine would
+raise first (in global record order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...config import DedupConfig
+from ...errors import InputError
+from ...exact import FingerprintTable
+from ...io import FilePart, ReadOptions, SkipReport, record_stream, utf8_len
+from ...stages import ingest_chunk
+from .context import RunContext
+from .plan import Spec, count_lines
+from .scratch import Part
+
+CHUNK = 10_000  # records per ingest chunk
+
+
+class _PosReport(SkipReport):
+    """A skip report that remembers where in the partition each skip happened."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stream: Any = None
+        self.pos: list[tuple[int, int, str]] = []
+
+    def add(self, err: InputError) -> None:
+        super().add(err)
+        if len(self.pos) < 20:
+            self.pos.append((self.stream.count, len(self.pos), str(err)))
+
+
+def open_stream(spec: Spec, read_opts: ReadOptions, report: SkipReport, first_line: int):
+    part = (FilePart(spec.start, spec.end, first_line, row_groups=spec.row_groups)
+            if spec.split or spec.row_groups else None)
+    return record_stream([spec.path], replace(read_opts, chunk_size=CHUNK), report, part=part)
+
+
+def set_threads(threads: int | None) -> None:
+    if threads:
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: int, rows: int,
+                    auto_ids: bool, threads: int | None, line_counts: list[int],
+                    pdir: str) -> Part:
+    """Read one partition, run normalise, fingerprint and shingle+sketch on it, and write its
+    arrays to ``pdir`` (the shingle fingerprints chunk by chunk, as they are made)."""
+    set_threads(threads)
+    report = _PosReport()
+    stream = open_stream(spec, read_opts, report, sum(line_counts))
+    report.stream = stream
+    fail = read_opts.fail
+    table = FingerprintTable()
+    ids: list[str] = []
+    lines: list[int] = []
+    tbytes: list[int] = []
+    paths: list[str] | None = [] if stream.sources[0].fmt == "textdir" else None
+    lgroup, glen, ghi, glo, keys, sizes = [], [], [], [], [], []
+    texts: list[str] = []
+    error = None
+    sh_path = os.path.join(pdir, "sh.u32")
+    sh_tmp = f"{sh_path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    shf = open(sh_tmp, "wb")  # noqa: SIM115 (closed below, also on error)
+
+    def flush() -> None:
+        ch = ingest_chunk(texts, cfg, (bands, rows), table)
+        lgroup.append(ch.group)
+        glen.append(ch.lengths)
+        ghi.append(ch.fp_hi)
+        glo.append(ch.fp_lo)
+        keys.append(ch.keys)
+        np.ascontiguousarray(ch.shingles, np.uint32).tofile(shf)
+        sizes.append(np.diff(ch.offsets))
+        texts.clear()
+
+    try:
+        try:
+            for rec in stream:
+                ids.append(rec.id)
+                lines.append(rec.line)
+                tbytes.append(utf8_len(rec.text))
+                if paths is not None:
+                    paths.append(str(rec.raw))
+                texts.append(rec.text)
+                if len(texts) >= CHUNK:
+                    flush()
+        except InputError as e:
+            if not fail:
+                raise
+            error = (stream.count, e)
+        if texts or not lgroup:
+            flush()
+        shf.close()
+        os.replace(sh_tmp, sh_path)
+    finally:
+        if not shf.closed:
+            shf.close()
+        with contextlib.suppress(OSError):
+            os.unlink(sh_tmp)
+    n = len(ids)
+    sizes_all = np.concatenate(sizes)
+    shoff = np.zeros(len(sizes_all) + 1, np.int64)
+    np.cumsum(sizes_all, out=shoff[1:])
+    part = Part(dir=pdir, n=n, G=len(sizes_all), has_ids=not auto_ids,
+                 has_paths=paths is not None, fmt=stream.sources[0].fmt,
+                 name=stream.sources[0].name,
+                 info={"n": n, "error": error, "skips": report.pos,
+                       "skip_counts": dict(report.counts),
+                       "records": n + report.total + (error is not None)})
+    part.save("lines", np.asarray(lines, np.int64))
+    part.save("tbytes", np.asarray(tbytes, np.int64))
+    part.save("lgroup", np.concatenate(lgroup).astype(np.int64))
+    part.save("glen", np.concatenate(glen).astype(np.int64))
+    part.save("ghi", np.concatenate(ghi))
+    part.save("glo", np.concatenate(glo))
+    part.save("keys", np.concatenate(keys, axis=1))
+    part.save("shoff", shoff)
+    if not auto_ids:
+        part.save_strs("ids", ids)
+    if paths is not None:
+        part.save_strs("paths", paths)
+    return part
+
+
+def locate(d: Part, idx: list[int]) -> list[tuple[str, str, int | None]]:
+    """For rows of a partition (before drops): where the reader says a record is, and the path
+    and line an error about it names."""
+    lines = d.load("lines")
+    paths = d.strs("paths") if d.fmt == "textdir" else []
+    out = []
+    for i in idx:
+        line = int(lines[i])
+        if d.fmt == "textdir":
+            p = paths[i]
+            out.append((p, p, None))
+        elif d.fmt == "parquet":
+            out.append((f"{d.name}: row {line}", d.name, line))
+        else:
+            out.append((f"{d.name}:{line}", d.name, line))
+    return out
+
+
+def drop_rows(d: Part, idx: np.ndarray) -> Part:
+    """The partition without the rows ``idx`` (ids repeated from earlier partitions), written
+    as new files (``NAME.d.npy``): files are never changed once written."""
+    keep = np.ones(d.n, bool)
+    keep[idx] = False
+    k = np.flatnonzero(keep)
+    out = replace(d, n=len(k), rowv=".d")
+    for name in ("lines", "tbytes", "lgroup"):
+        out.save(name, d.load(name)[k])
+    for name, has in (("ids", d.has_ids), ("paths", d.has_paths)):
+        if has:
+            xs = d.strs(name)
+            out.save_strs(name, [xs[i] for i in k.tolist()])
+    return out
+
+
+def read_step(ctx: RunContext) -> None:
+    """Read every partition on the workers; keep their handles and the line counts."""
+    auto_ids = ctx.read.id_field is None
+    # a range of a split JSONL file needs the lines before it (counted in parallel) for the
+    # line numbers of its errors
+    line_prior: list[list] = []
+    file_counts: dict[str, list] = {}
+    data = []
+    for p, sp in enumerate(ctx.specs):
+        prior: list = []
+        if sp.split:
+            done = file_counts.setdefault(sp.path, [])
+            prior = list(done)
+            done.append(ctx.submit(count_lines, sp.path, sp.start, sp.end, name="lines", i=p))
+        line_prior.append(prior)
+        auto = auto_ids and not Path(sp.path).is_dir()
+        data.append(ctx.submit(read_partition, sp, ctx.read, ctx.config, ctx.bands, ctx.rows,
+                               auto, ctx.threads, prior, ctx.folder(f"p{p:05d}"), name="read",
+                               i=p))
+    ctx.parts = ctx.client.gather(data)
+    ctx.line_prior = [ctx.client.gather(lp) for lp in line_prior]
+    ctx.done()

@@ -1,0 +1,167 @@
+"""Step 5, verify next to the data: each partition asks the owners of its pairs' right texts
+for their shingle sets (only those) and computes exact Jaccard similarities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ...verify import overlap_pairs, sort_unique_segments
+from .context import RunContext
+from .scratch import (
+    Part,
+    atomic_save,
+    concat,
+    owner,
+    read_bucket,
+    remove_tree,
+    unique_pairs,
+    write_buckets,
+)
+
+
+class _Texts:
+    """What the similarity tasks read of a partition, loaded once per task: the shingle sets
+    (memory-mapped) and the length, fingerprint, id and copies of local rows."""
+
+    def __init__(self, d: Part):
+        self.d = d
+        self.lgroup = d.load("lgroup")
+        self.shoff = d.load("shoff")
+        self.sh = d.sh()
+        self.ids = d.strs("ids") if d.has_ids else None
+
+    def sets(self, local_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted shingle sets of local rows as a compact CSR ``(hashes, offsets)``."""
+        g = self.lgroup[local_rows]
+        starts, ends = self.shoff[g], self.shoff[g + 1]
+        sizes = ends - starts
+        off = np.zeros(len(g) + 1, np.int64)
+        np.cumsum(sizes, out=off[1:])
+        h = np.asarray(self.sh[np.repeat(starts - off[:-1], sizes) + np.arange(off[-1])],
+                       np.uint32)  # a copy: sorted below
+        end = sort_unique_segments(h, off, np.arange(len(g), dtype=np.int64))
+        usz = end - off[:-1]
+        uoff = np.zeros(len(g) + 1, np.int64)
+        np.cumsum(usz, out=uoff[1:])
+        return h[np.repeat(off[:-1] - uoff[:-1], usz) + np.arange(uoff[-1])], uoff
+
+    def meta(self, local_rows: np.ndarray) -> tuple:
+        g = self.lgroup[local_rows]
+        d = self.d
+        return (d.load("glen")[g], d.load("ghi")[g], d.row_ids(local_rows, self.ids),
+                d.load("gtotal")[g])
+
+
+def sim_prepare(d: Part, offsets: np.ndarray, p: int, cands: list[str] | None,
+                 direct: tuple | None, out: str, *_deps) -> int:
+    """This partition's pairs (from the candidate shuffle or given), and which right rows it
+    needs from each other partition."""
+    P = len(offsets) - 1
+    ls, rs = [], []
+    for pre in cands or []:
+        b = read_bucket(pre, p, ("left", "right"))
+        ls.append(b["left"])
+        rs.append(b["right"])
+    if direct is not None:
+        ls.append(direct[0])
+        rs.append(direct[1])
+    left, right = unique_pairs(concat(ls, np.int64), concat(rs, np.int64))
+    own = owner(offsets, right)
+    here = p if d.n else -1
+    req = np.unique(right[own != here])
+    write_buckets(f"{out}/req{p}", owner(offsets, req), P, {"row": req})
+    atomic_save(f"{out}/left{p}.npy", left)
+    atomic_save(f"{out}/right{p}.npy", right)
+    return len(left)
+
+
+def sim_export(d: Part, q: int, out: str, P: int, *_deps) -> int:
+    """The shingle sets (and meta) of this partition's texts that other partitions asked for."""
+    rows = [read_bucket(f"{out}/req{p}", q, ("row",))["row"] for p in range(P)]
+    bucket = np.repeat(np.arange(P), [len(r) for r in rows])
+    rows_a = concat(rows, np.int64)
+    t = _Texts(d)
+    local = rows_a - d.offset
+    h, off = t.sets(local)
+    glen, ghi, ids, tot = t.meta(local)
+    write_buckets(f"{out}/exp{q}", bucket, P,
+                   {"rows": rows_a, "glen": glen, "ghi": ghi, "tot": tot}, {"ids": ids},
+                   {"h": (h, off)})
+    return len(rows_a)
+
+
+def sim_run(d: Part, thr: float | None, p: int, out: str, P: int, *_deps) -> dict:
+    """Exact Jaccard of this partition's pairs (over ``thr`` if given), with the length,
+    fingerprint, id and copies of every text in a kept pair."""
+    left = np.load(f"{out}/left{p}.npy")
+    right = np.load(f"{out}/right{p}.npy")
+    lo, hi = d.offset, d.offset + d.n
+    need = np.unique(np.concatenate([left, right]))
+    mine = need[(need >= lo) & (need < hi)]
+    t = _Texts(d)
+    h0, off0 = t.sets(mine - lo)
+    rows, hs, offs, metas = [mine], [h0], [off0], [t.meta(mine - lo)]
+    del t
+    for q in range(P):
+        if q == p:
+            continue
+        b = read_bucket(f"{out}/exp{q}", p, ("rows", "glen", "ghi", "tot"), ("ids",), ("h",))
+        rows.append(b["rows"])
+        hs.append(b["h"][0])
+        offs.append(b["h"][1])
+        metas.append((b["glen"], b["ghi"], b["ids"], b["tot"]))
+    allrows = np.concatenate(rows)
+    sizes = np.concatenate([np.diff(o) for o in offs])
+    off = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=off[1:])
+    h = concat(hs, np.uint32)
+    order = np.argsort(allrows)
+    srows = allrows[order]
+    li = order[np.searchsorted(srows, left)]
+    ri = order[np.searchsorted(srows, right)]
+    sim = overlap_pairs(h, off[:-1], off[1:], li, ri)
+    candidates = len(left)
+    if thr is not None:
+        ok = sim >= np.float32(thr)
+        left, right, sim = left[ok], right[ok], sim[ok]
+    used = np.unique(np.concatenate([left, right]))
+    pos = order[np.searchsorted(srows, used)]
+    glen = np.concatenate([m[0] for m in metas])[pos]
+    ghi = np.concatenate([m[1] for m in metas])[pos]
+    ids_all = [x for m in metas for x in m[2]]
+    tot = np.concatenate([m[3] for m in metas])[pos]
+    return {"pairs": (left, right, sim), "candidates": candidates,
+            "nodes": (used, glen, ghi, [ids_all[i] for i in pos.tolist()], tot)}
+
+
+def similarity(ctx: RunContext, cands: list[str] | None, direct: list[tuple] | None,
+               threshold: float | None, name: str) -> list[dict]:
+    """Exact similarities of pairs, per partition of their left text: the candidates of a
+    shuffle (``cands``) or pairs given per partition (``direct``); over ``threshold`` only, if
+    given. Returns each partition's :func:`sim_run` result."""
+    P, parts = ctx.P, ctx.parts
+    out = ctx.folder(name)
+    prep = [ctx.submit(sim_prepare, d, ctx.offsets, p, cands,
+                       None if direct is None else direct[p], out, name=f"{name}prep", i=p)
+            for p, d in enumerate(parts)]
+    exp = [ctx.submit(sim_export, d, q, out, P, *prep, name=f"{name}export", i=q)
+           for q, d in enumerate(parts)]
+    run = [ctx.submit(sim_run, d, threshold, p, out, P, prep[p], *exp, name=f"{name}run", i=p)
+           for p, d in enumerate(parts)]
+    res = ctx.client.gather(run)
+    del prep, exp, run
+    ctx.done()
+    remove_tree(Path(out))
+    return res
+
+
+def verify_step(ctx: RunContext) -> None:
+    """Verified pairs (over the threshold) of the candidates."""
+    ctx.verified = similarity(ctx, ctx.candidate_prefixes, None,
+                              float(ctx.config.lsh.threshold), "verify")
+    ctx.vl = concat([v["pairs"][0] for v in ctx.verified], np.int64)
+    ctx.vr = concat([v["pairs"][1] for v in ctx.verified], np.int64)
+    ctx.vs = concat([v["pairs"][2] for v in ctx.verified], np.float32).astype(np.float32)
+    ctx.cstats.candidates = sum(v["candidates"] for v in ctx.verified)

@@ -1,0 +1,9 @@
+"""Near-duplicate clusters by Formal Concept Analysis: each document's image (its smallest
+shingle hashes), an inverted table of the hashes, and maximal frequent itemsets (FPmax) as
+clusters of documents that share at least ``min_common`` hashes. :func:`fca` runs it on texts;
+:func:`~neardup.fca.job.fca_files` is ``neardup fca`` (files in, clusters and an evaluation
+out)."""
+
+from .core import FCACluster, FCAResult, document_images, fca, fca_clusters, inverted_table
+
+__all__ = ["FCACluster", "FCAResult", "document_images", "inverted_table", "fca_clusters", "fca"]
