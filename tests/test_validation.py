@@ -38,6 +38,12 @@ def _docs(tmp_path):
     return p
 
 
+def _study(**kw):
+    from neardup.products.study import StudyConfig
+
+    return StudyConfig(**kw)
+
+
 # (what is called, the parameter the message must name, the value it must show)
 CASES = [
     ("ShingleConfig(k=True)", lambda t: ShingleConfig(k=True), "shingle k", True),
@@ -104,6 +110,11 @@ CASES = [
     ("distribution(bins=True)", lambda t: acorpus.distribution(TEXTS, bins=True), "bins", True),
     ("bands(bands_list=[0])", lambda t: acorpus.bands(TEXTS, bands_list=[0]), "bands", 0),
     ("grid(kind='byte')", lambda t: acorpus.grid(TEXTS, kind="byte"), "kind", "byte"),
+    ("StudyConfig(bootstraps=True)", lambda t: _study(bootstraps=True), "bootstraps", True),
+    ("StudyConfig(max_df=0)", lambda t: _study(max_df=0), "max_df", 0),
+    ("StudyConfig(bands=61)", lambda t: _study(bands=61), "bands*rows", "61*4=244"),
+    ("DedupConfig.from_kwargs(bands=20, rows=20)",
+     lambda t: DedupConfig.from_kwargs(bands=20, rows=20), "bands*rows", "20*20=400"),
     ("sample_corpus(max_docs=True)",
      lambda t: acorpus.sample_corpus(acorpus.Corpus(["a"], ["x"], 1), True), "max_docs", True),
 ]
@@ -116,7 +127,8 @@ def test_public_entry_points_reject_invalid_values(tmp_path, call, name, value):
         if hasattr(result, "__next__"):  # a lazy reader: the options are checked on the call
             pytest.fail("the options were not checked when the reader was created")
     msg = str(e.value)
-    assert re.search(re.escape(f"{name}={value!r}") + " is invalid: ", msg), msg
+    shown = value if name == "bands*rows" else repr(value)  # a product, shown as computed
+    assert re.search(re.escape(f"{name}={shown}") + " is invalid: ", msg), msg
 
 
 def test_fca_rejects_booleans():

@@ -86,6 +86,17 @@ def check_threshold(value: Any, name: str = "threshold") -> float:
     return check_real(name, value, 0.0, 1.0, lo_open=True)
 
 
+def check_banding(num_perm: Any, bands: Any, rows: Any) -> tuple[int, int, int]:
+    """``num_perm`` MinHash values cut into ``bands`` bands of ``rows`` values (``None`` for
+    bands or rows: chosen later); ``bands * rows`` must not exceed ``num_perm``."""
+    n = check_int("num_perm", num_perm, 2, 4096)
+    b = check_int("bands", bands, 1, none=True)
+    r = check_int("rows", rows, 1, none=True)
+    if b is not None and r is not None and b * r > n:
+        raise ConfigError(f"bands*rows={b}*{r}={b * r} is invalid: it exceeds num_perm={n}")
+    return n, b, r
+
+
 @dataclass(frozen=True)
 class SketchConfig:
     """MinHash signatures: ``num_perm`` values per document, ``scheme`` "oph" (one-permutation
@@ -160,11 +171,7 @@ class DedupConfig:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
     def __post_init__(self) -> None:
-        b, r = self.lsh.bands, self.lsh.rows
-        if b is not None and r is not None and b * r > self.sketch.num_perm:
-            raise ConfigError(
-                f"bands*rows={b}*{r}={b * r} is invalid: it must not exceed num_perm={self.sketch.num_perm}"
-            )
+        check_banding(self.sketch.num_perm, self.lsh.bands, self.lsh.rows)
 
     # flat keyword name -> (section, field)
     _FLAT = {

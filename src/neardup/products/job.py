@@ -23,9 +23,10 @@ from dataclasses import asdict
 
 import numpy as np
 
-from ..errors import ConfigError, InputError, OutputError
+from ..config import check_banding
+from ..errors import InputError, OutputError
 from ..io import prepare_outdir
-from ..validate import check_real
+from ..validate import check_int, check_real
 from .candidates import lsh_candidates, model_word_sets
 from .matcher import (
     FEATURES,
@@ -86,8 +87,9 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     clustered) and write the outputs listed in the module docstring. ``model``: a file saved
     by ``neardup products eval --save-model`` (default: the training-free rule score).
     ``threshold`` overrides the model's tuned one (or :data:`.matcher.RULE_THRESHOLD`)."""
-    if bands * rows > num_perm:
-        raise ConfigError(f"bands x rows = {bands * rows} exceeds num_perm={num_perm}")
+    check_banding(num_perm, bands, rows)
+    check_real("max_df", max_df, 0.0, 1.0, lo_open=True)
+    check_int("seed", seed, 0)
     check_real("threshold", threshold, 0.0, 1.0, none=True, allowed="a score between 0 and 1")
     t0 = time.perf_counter()
     out = prepare_outdir(outdir)

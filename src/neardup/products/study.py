@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..config import check_banding
 from ..evaluate.bootstrap import bootstrap_split, pair_metrics, tune_threshold
+from ..validate import check_int, check_real
 from .candidates import banded_candidates, bandings, candidate_quality, model_word_sets, true_pairs
 from .matcher import FEATURES, PairModel, describe, one_per_shop, pair_features, rule_score
 from .modelwords import UnitMap
@@ -45,6 +47,13 @@ class StudyConfig:
     max_df: float = 0.2
     max_fraction: float = 0.1
     units: UnitMap | None = None
+
+    def __post_init__(self) -> None:
+        check_int("bootstraps", self.bootstraps, 1)
+        check_int("seed", self.seed, 0)
+        check_banding(self.num_perm, self.bands, self.rows)
+        check_real("max_df", self.max_df, 0.0, 1.0, lo_open=True)
+        check_real("max_fraction", self.max_fraction, 0.0, 1.0, lo_open=True)
 
 
 @dataclass
