@@ -6,6 +6,7 @@ import csv
 import gzip
 import io
 import os
+from json import dumps as json_dumps
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from neardup.errors import ConfigError, InputError
+from neardup.errors import ConfigError, InputError, SkipReason
 from neardup.io import (
     OUTPUT_FORMATS,
     DocChunk,
@@ -540,3 +541,19 @@ def test_dedup_jsonl_copy_with_locations_equals_reparse(tmp_path, compression):
     with pytest.raises(ConfigError, match="locations"):
         write_deduplicated([a, b, c], keep, tmp_path / "bad", on_error="skip",
                            locations=np.array(locations[:-1]))
+
+
+def test_skip_reason():
+    assert SkipReason.MALFORMED_JSON == "malformed_json"
+    assert f"{SkipReason.BAD_ROW}" == str(SkipReason.BAD_ROW) == "bad_row"
+    assert orjson.dumps({"r": SkipReason.BAD_ID}) == b'{"r":"bad_id"}'
+    assert json_dumps(SkipReason.BAD_ID) == '"bad_id"'
+    assert all(r.description and r.value == r for r in SkipReason)
+    assert len({r.value for r in SkipReason}) == len(SkipReason)
+    err = InputError("x", reason="not_object")
+    assert err.reason is SkipReason.NOT_OBJECT
+    assert InputError("x", reason="bad_title").reason == "bad_title"  # offers keep their own
+    assert InputError("x", reason=SkipReason.BAD_ID, path="f", line=2).detail == "x"
+    report = SkipReport()
+    report.add(err)
+    assert type(next(iter(report.counts))) is str  # JSON writers want plain strings

@@ -60,7 +60,7 @@ class SkipReport:
     examples: list[str] = field(default_factory=list)
 
     def add(self, err: InputError) -> None:
-        reason = getattr(err, "reason", "invalid")
+        reason = str(getattr(err, "reason", "invalid"))  # a plain str: JSON writers want one
         self.counts[reason] = self.counts.get(reason, 0) + 1
         if len(self.examples) < _MAX_EXAMPLES:
             self.examples.append(str(err))
