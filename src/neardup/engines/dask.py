@@ -98,7 +98,7 @@ import numpy as np
 from .._version import __version__
 from ..cluster import cluster_representatives, preference_rank
 from ..config import DedupConfig
-from ..errors import ConfigError, InputError, OutputError
+from ..errors import ConfigError, InputError, OutputError, SkipReason
 from ..exact import FingerprintTable, fingerprints
 from ..io import (
     FilePart,
@@ -414,7 +414,8 @@ def _dup_messages(client, parts, dups, id_field, sub) -> list[InputError]:
     for p, i, fp, fi, x in dups:
         _, path, line = locs[(p, i)]
         out.append(InputError(f"duplicate id {x!r} (first seen at {locs[(fp, fi)][0]})",
-                              path=path, line=line, field=id_field, reason="duplicate_id"))
+                              path=path, line=line, field=id_field,
+                              reason=SkipReason.DUPLICATE_ID))
     return out
 
 
@@ -1188,7 +1189,7 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
 
     cfg = config
     bands, rows = lsh_params(cfg.lsh, cfg.sketch.num_perm)
-    auto_ids = read_opts.id_field is None
+    auto_ids = read_opts.id_field is None and read_opts.default_id is None
     specs = _plan(paths, read_opts.format, partition_docs)
     P = len(specs)
     S = P
@@ -1223,8 +1224,8 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
     # 2. errors and repeated ids, in the local engine's order
     progress.start("ids", None)
     dups: list[tuple] = []
-    if P > 1 and any(d_["n"] for d_ in infos) and (not auto_ids or any(
-            Path(s.path).is_dir() for s in specs)):
+    if P > 1 and read_opts.unique_ids and any(d_["n"] for d_ in infos) and (
+            not auto_ids or any(Path(s.path).is_dir() for s in specs)):
         sdir = folder("ids")
         pre = [f"{sdir}/m{p}" for p in range(P)]
         idm = [sub(_id_map, d, S, pre[p], name="idmap", i=p) for p, d in enumerate(parts)]
@@ -1247,8 +1248,9 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
             by_file.setdefault(sp.path, []).append(p)
     for path, ps in by_file.items():
         if sum(infos[p]["records"] for p in ps) == 0:
-            events.append((ps[0], 0, 0, -1, InputError("the file is empty (no JSON lines)",
-                                                       path=path, reason="empty_file")))
+            events.append((ps[0], 0, 0, -1, InputError(
+                "the file is empty (no JSON lines)", path=path, reason=SkipReason.EMPTY_FILE,
+                whole_file=True)))
     events.sort(key=lambda e: e[:4])
     report = SkipReport()
     if read_opts.fail:
@@ -1261,7 +1263,8 @@ def _stages(client, paths, outdir, config, read_opts, output_format, write_corpu
                 report.counts[k] = report.counts.get(k, 0) + v
         for e in events:
             if isinstance(e[4], InputError):
-                report.counts[e[4].reason] = report.counts.get(e[4].reason, 0) + 1
+                reason = str(e[4].reason)
+                report.counts[reason] = report.counts.get(reason, 0) + 1
         report.examples = [str(e[4]) for e in events][:20]
     drops = [np.asarray([i for (q, i, *_r) in dups if q == p], np.int64) for p in range(P)]
     dropped = {p: sub(_drop, d, drops[p], name="drop", i=p)
