@@ -918,7 +918,7 @@ class RecordStream:
         self.header: Any = None  # the CSV header / Parquet schema of the current source
 
     def _handle(self, err: InputError) -> None:
-        if self.fail:
+        if self.fail and err.reason is not SkipReason.EMPTY_TEXT:  # empty: left out, counted
             raise err
         self.report.add(err)
 
@@ -931,25 +931,42 @@ class RecordStream:
             return f"{src.name}: row {line}"
         return f"{src.name}:{line}"
 
-    def _text_rule(self, src: _Source, text: str, line: int, raw: Any) -> InputError | None:
-        """The error of a text that ``max_text_bytes`` or ``skip_empty`` leaves out."""
+    def _rules(self, src: _Source, items: Iterator[_Item | InputError]
+               ) -> Iterator[_Item | InputError]:
+        """``items`` with ``max_text_bytes`` and ``skip_empty`` applied (an error in place of a
+        text they leave out) and the ids of ``default_id`` given. A generator of its own, put
+        in front of a source's only with these options, so that reading without them pays
+        nothing for them."""
         opts = self.opts
         limit = opts.max_text_bytes
-        reason = None
-        if limit is not None and len(text) > limit >> 2:
-            n = utf8_len(text)
-            if n > limit:
-                reason, what = SkipReason.TEXT_TOO_LARGE, f"is {n} bytes; the limit is {limit}"
-        if reason is None and opts.skip_empty and not text.strip():
-            reason, what = SkipReason.EMPTY_TEXT, "is empty"
-        if reason is None:
-            return None
+        skip_empty = opts.skip_empty
+        default_id = opts.default_id
         fields = opts.text_fields
-        if src.fmt == "textdir":
-            return _record_error(f"the text {what}", str(raw), None, None, reason)
-        field = fields[0] if len(fields) == 1 else None
+        field = fields[0] if len(fields) == 1 and src.fmt != "textdir" else None
         subject = f"field {field!r}" if field is not None else "the text"
-        return _record_error(f"{subject} {what}", src.name, line, field, reason)
+        with closing(items):
+            for item in items:
+                if isinstance(item, InputError) or item[0] == 0:
+                    yield item
+                    continue
+                line, text, rid, raw = item
+                reason = None
+                if limit is not None and len(text) > limit >> 2:
+                    n = utf8_len(text)
+                    if n > limit:
+                        reason, what = (SkipReason.TEXT_TOO_LARGE,
+                                        f"is {n} bytes; the limit is {limit}")
+                if reason is None and skip_empty and not text.strip():
+                    reason, what = SkipReason.EMPTY_TEXT, "is empty"
+                if reason is not None:
+                    if src.fmt == "textdir":
+                        yield _record_error(f"the text {what}", str(raw), None, None, reason)
+                    else:
+                        yield _record_error(f"{subject} {what}", src.name, line, field, reason)
+                    continue
+                if rid is None and default_id is not None:
+                    item = line, text, default_id.format(line=line, name=src.name), raw
+                yield item
 
     def _items(self, src: _Source, errors: bool) -> Iterator[Record | InputError]:
         """The valid records of one source, in order, and with ``errors`` each bad one's error
@@ -957,9 +974,10 @@ class RecordStream:
         self.header = None
         seen = self.seen
         opts = self.opts
-        rules = opts.skip_empty or opts.max_text_bytes is not None
-        default_id = opts.default_id
-        with closing(_GENERATORS[src.fmt](src, opts, self.progress)) as gen:
+        gen = _GENERATORS[src.fmt](src, opts, self.progress)
+        if opts.skip_empty or opts.max_text_bytes is not None or opts.default_id is not None:
+            gen = self._rules(src, gen)
+        with closing(gen):
             for item in gen:
                 if isinstance(item, InputError):
                     self._handle(item)
@@ -970,19 +988,8 @@ class RecordStream:
                 if line == 0:  # pseudo-item: CSV header or Parquet schema
                     self.header = raw
                     continue
-                if rules:
-                    err = self._text_rule(src, text, line, raw)
-                    if err is not None:
-                        if err.reason is SkipReason.EMPTY_TEXT:
-                            self.report.add(err)  # left out whatever on_error says
-                        else:
-                            self._handle(err)
-                        if errors:
-                            yield err
-                        continue
                 if rid is None:
-                    rid = (str(self.count) if default_id is None
-                           else default_id.format(line=line, name=src.name))
+                    rid = str(self.count)
                 if seen is not None:
                     code = (src.index << 40) | line
                     prev = seen.setdefault(rid, code)
