@@ -6,6 +6,7 @@ import csv
 import gzip
 import io
 import os
+from json import dumps as json_dumps
 from pathlib import Path
 
 import numpy as np
@@ -14,14 +15,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from neardup.errors import ConfigError, InputError
+import neardup
+from neardup.errors import ConfigError, InputError, SkipReason
 from neardup.io import (
     OUTPUT_FORMATS,
     DocChunk,
+    ReadOptions,
     SkipReport,
     detect_format,
     read_documents,
+    record_stream,
     total_input_bytes,
     write_deduplicated,
     write_json_atomic,
@@ -224,14 +230,14 @@ def test_missing_and_non_string_fields(tmp_path, fmt):
     path = write_input(tmp_path, fmt, rows)
     err = error_of(path)
     assert (err.reason, err.line, err.field) == ("non_string_field", 3, "text")
-    assert str(err) == f"{path}:3: field 'text': expected a string, got null"
+    assert str(err) == f"{path}:3: field 'text' is null, not a string"
     err = error_of(path, text_fields=("text", "title"))
     assert (err.reason, err.field) == ("missing_field", "title")
     assert "'title'" in str(err) and path.name in str(err)
     err = error_of(path, text_fields=("n",))
     assert (err.reason, err.field) == ("non_string_field", "n")
     if fmt == "jsonl":
-        assert str(err) == f"{path}:1: field 'n': expected a string, got int"
+        assert str(err) == f"{path}:1: field 'n' is a number, not a string"
         assert err.line == 1
 
 
@@ -540,3 +546,313 @@ def test_dedup_jsonl_copy_with_locations_equals_reparse(tmp_path, compression):
     with pytest.raises(ConfigError, match="locations"):
         write_deduplicated([a, b, c], keep, tmp_path / "bad", on_error="skip",
                            locations=np.array(locations[:-1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# One record path: paths, bytes and file objects; skip reasons; streams
+
+
+def outcome(stream) -> list[tuple]:
+    """Every record and error of a stream, in order, as comparable tuples."""
+    out = []
+    for item in stream.with_errors():
+        if isinstance(item, InputError):
+            out.append(("error", str(item.reason), item.line, item.field, str(item),
+                        item.whole_file))
+        else:
+            out.append(("record", item.index, item.id, item.text, item.line, item.raw))
+    return out
+
+
+def three_ways(tmp_path: Path, name: str, data: bytes, options: ReadOptions) -> list:
+    """What a path, the bytes and a file object of the same file give (named alike)."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    got = []
+    for source in (path, data, bytearray(data), memoryview(data), io.BytesIO(data)):
+        report = SkipReport()
+        items = outcome(record_stream(source, options, report,
+                                      name=None if source is path else str(path)))
+        got.append((items, report.to_dict()))
+    with open(path, "rb") as f:
+        report = SkipReport()
+        got.append((outcome(record_stream(f, options, report)), report.to_dict()))
+    return got
+
+
+json_value = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | \
+    st.text(max_size=3)
+text_st = st.text(st.sampled_from("ab é\t,\"\n"), max_size=6)
+id_st = st.sampled_from(["a", "b", "", "c"]) | st.integers(0, 3) | json_value
+jsonl_line = st.one_of(
+    st.builds(lambda i, t: orjson.dumps({"id": i, "text": t}), id_st, text_st),
+    st.builds(lambda t: orjson.dumps({"text": t}), text_st),        # no id
+    st.builds(lambda i: orjson.dumps({"id": i}), id_st),            # no text
+    st.builds(lambda v: orjson.dumps({"id": "x", "text": v}), json_value),
+    st.builds(lambda v: orjson.dumps(v), json_value | st.lists(json_value, max_size=2)),
+    st.sampled_from([b"", b"  ", b"{broken", b'{"text": "caf\xe9"}', b"\xef\xbb\xbf{}",
+                     b'{"text": "\\ud800"}', b'{"text": "ok"}\r']),
+)
+option_st = st.builds(
+    lambda id_field, skip_empty, limit, default: ReadOptions(
+        id_field=id_field, on_error="skip", skip_empty=skip_empty, max_text_bytes=limit,
+        default_id=default),
+    st.sampled_from([None, "id"]), st.booleans(), st.sampled_from([None, 1, 4]),
+    st.sampled_from([None, "{line}", "{name}#{line}"]))
+same_sources = settings(max_examples=60, deadline=None,
+                        suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@same_sources
+@given(st.lists(jsonl_line, max_size=8), option_st, st.booleans())
+def test_jsonl_same_from_path_bytes_and_file_object(tmp_path, lines, options, final_newline):
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    got = three_ways(tmp_path, "in.jsonl", data, options)
+    assert all(g == got[0] for g in got[1:])
+    items, report = got[0]
+    assert report["total"] == sum(1 for x in items if x[0] == "error")
+    assert set(report["by_reason"]) <= set(SkipReason)
+
+
+csv_cell = st.text(st.sampled_from("ab é,\"\n\t"), max_size=5)
+csv_line = st.one_of(
+    st.builds(lambda c: ("row", c), st.tuples(csv_cell, csv_cell)),
+    st.builds(lambda c: ("row", c), st.lists(csv_cell, min_size=1, max_size=3).map(tuple)),
+    st.sampled_from([("raw", b""), ("raw", b"a\xff,b"), ("raw", b'"open,quote'),
+                     ("raw", b"x,y\r")]),
+)
+
+
+def csv_data(header: list[str], lines: list, delimiter: str) -> bytes:
+    out = []
+    for kind, value in [("row", tuple(header))] + lines:
+        if kind == "raw":
+            out.append(value + b"\n")
+        else:
+            buf = io.StringIO()
+            csv.writer(buf, delimiter=delimiter, lineterminator="\n").writerow(value)
+            out.append(buf.getvalue().encode("utf-8"))
+    return b"".join(out)
+
+
+@same_sources
+@given(st.sampled_from([["id", "text"], ["text", "id"], ["title"], ["text"]]),
+       st.lists(csv_line, max_size=8), option_st, st.sampled_from(["csv", "tsv"]))
+def test_csv_same_from_path_bytes_and_file_object(tmp_path, header, lines, options, fmt):
+    data = csv_data(header, lines, "\t" if fmt == "tsv" else ",")
+    got = three_ways(tmp_path, f"in.{fmt}", data, options)
+    assert all(g == got[0] for g in got[1:])
+
+
+def test_three_sources_known_errors(tmp_path):
+    data = (b'{"id": "a", "text": "one"}\n{"id": "b", "text": \n[1]\n{"id": "a", "text": "x"}\n'
+            b'{"text": 3, "id": "c"}\n{"id": "d", "text": "caf\xe9"}\n\n{"id": "e", "text": " "}\n')
+    options = ReadOptions(id_field="id", on_error="skip", skip_empty=True)
+    for items, report in three_ways(tmp_path, "k.jsonl", data, options):
+        assert [(x[1], x[2]) for x in items if x[0] == "error"] == [
+            ("malformed_json", 2), ("not_object", 3), ("duplicate_id", 4),
+            ("non_string_field", 5), ("undecodable", 6), ("empty_text", 8)]
+        assert [x[2] for x in items if x[0] == "record"] == ["a"]
+        assert report["by_reason"] == {"duplicate_id": 1, "empty_text": 1, "malformed_json": 1,
+                                       "non_string_field": 1, "not_object": 1, "undecodable": 1}
+    data = b'id,text\n1,"a\nb"\n2\n3,c\n'
+    for items, report in three_ways(tmp_path, "k.csv", data, ReadOptions(
+            id_field="id", on_error="skip", default_id="{line}")):
+        assert [x[1:5] for x in items if x[0] == "record"] == [(0, "1", "a\nb", 2),
+                                                               (1, "3", "c", 5)]
+        assert report["by_reason"] == {"bad_row": 1}
+
+
+def test_parquet_from_bytes_and_file_object(tmp_path):
+    path = write_input(tmp_path, "parquet")
+    data = path.read_bytes()
+    want = read_all(path, id_field="id")
+    assert read_all(data, id_field="id", fmt="parquet") == want
+    assert read_all(data, id_field="id", name="x.parquet") == want
+    with open(path, "rb") as f:
+        assert read_all(f, id_field="id") == want
+    err = error_of(b"not parquet", fmt="parquet", name="broken")
+    assert (err.reason, err.path, err.whole_file) == ("unreadable", "broken", True)
+
+
+def test_bytes_and_file_object_names_and_formats(tmp_path):
+    data = b'{"text": "a"}\n{"text": 1}\n'
+    err = error_of(data)  # found a JSON line by its first bytes; named <bytes>
+    assert str(err) == "<bytes>:2: field 'text' is a number, not a string"
+    err = error_of(io.BytesIO(data), fmt="jsonl")
+    assert str(err).startswith("<stream>:2: ")
+    err = error_of(io.BytesIO(data), fmt="jsonl", name="<stdin>")
+    assert str(err).startswith("<stdin>:2: ")
+    assert read_all(gzip.compress(data), name="up.jsonl.gz", on_error="skip")[1] == ["a"]
+    with pytest.raises(InputError) as info:
+        read_documents(b"a,b\n", name="upload")  # no suffix, and not a JSON line
+    assert info.value.reason == "unknown_format"
+    with pytest.raises(InputError) as info:
+        read_documents(b"x", fmt="textdir")
+    assert info.value.reason == "not_a_directory"
+    with pytest.raises(ConfigError, match="binary file object"):
+        read_documents(io.StringIO("{}"), fmt="jsonl")
+    with pytest.raises(ConfigError, match="name="):
+        read_documents(tmp_path / "a.jsonl", name="a")
+    err = error_of(b"", fmt="csv")
+    assert (err.reason, err.whole_file) == ("empty_file", True)
+
+
+def test_detect_format_one_place(tmp_path):
+    assert detect_format(tmp_path) == "textdir"
+    assert detect_format(tmp_path / "a.CSV.gz") == "csv"
+    assert detect_format(name="a.json") == "jsonl"
+    assert detect_format(name="../x/up.ndjson", content_type="text/csv") == "jsonl"
+    assert detect_format(name="up", content_type="text/csv; charset=utf-8") == "csv"
+    assert detect_format(name="up", content_type="application/x-ndjson") == "jsonl"
+    assert detect_format(name="up", head=b"\xef\xbb\xbf \n{\"a\": 1}") == "jsonl"
+    assert detect_format(name="", head=b"{") == "jsonl"
+    for kwargs in ({"name": "up.txt", "head": b"{"}, {"name": "up", "head": b"a,b"},
+                   {"name": "up", "content_type": "application/pdf"}, {}):
+        with pytest.raises(InputError) as info:
+            detect_format(**kwargs)
+        assert info.value.reason == "unknown_format"
+
+
+def test_text_rules_and_default_ids(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'{"text": "  "}\n{"text": "\xc3\xa9\xc3\xa9"}\n{"text": "abc", "id": 7}\n'
+                     b'{"text": "ok"}\n')
+    # defaults: every record, running numbers; a JSON line without the id field is bad
+    assert read_all(path) == (["0", "1", "2", "3"], ["  ", "éé", "abc", "ok"])
+    assert error_of(path, id_field="id").reason == "missing_field"
+    # empty texts are left out (and counted) even with on_error="fail"; a long one fails
+    report = SkipReport()
+    opts = ReadOptions(skip_empty=True, max_text_bytes=3, default_id="{line}")
+    with pytest.raises(InputError) as info:
+        list(record_stream(path, opts, report))
+    assert (info.value.reason, info.value.line, str(info.value)) == (
+        "text_too_large", 2, f"{path}:2: field 'text' is 4 bytes; the limit is 3")
+    assert report.counts == {"empty_text": 1}
+    opts = ReadOptions(id_field="id", skip_empty=True, max_text_bytes=3, on_error="skip",
+                       default_id="r{line}")
+    report = SkipReport()
+    assert [(r.id, r.text) for r in record_stream(path, opts, report)] == [("7", "abc"),
+                                                                         ("r4", "ok")]
+    assert report.counts == {"empty_text": 1, "text_too_large": 1}
+    # several text fields: the message speaks of the text
+    two = tmp_path / "two.jsonl"
+    two.write_bytes(b'{"a": " ", "b": ""}\n')
+    report = SkipReport()
+    assert read_all(two, options=ReadOptions(text_fields=("a", "b"), skip_empty=True),
+                    report=report) == ([], [])
+    assert report.examples == [f"{two}:1: the text is empty"]
+    # template ids take part in the duplicate check unless unique_ids=False
+    dup = tmp_path / "dup.jsonl"
+    dup.write_bytes(b'{"text": "a"}\n{"text": "b", "id": "1"}\n')
+    err = error_of(dup, options=ReadOptions(id_field="id", default_id="{line}"))
+    assert err.reason == "duplicate_id"
+    assert read_all(dup, options=ReadOptions(id_field="id", default_id="{line}",
+                                             unique_ids=False))[0] == ["1", "1"]
+    for bad in ({"skip_empty": 1}, {"max_text_bytes": 0}, {"max_text_bytes": True},
+                {"default_id": "x"}, {"default_id": "{line}{other}"}, {"unique_ids": None}):
+        with pytest.raises(ConfigError):
+            ReadOptions(**bad)
+
+
+def test_folder_text_rules(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha")
+    (root / "b.txt").write_text(" \n")
+    report = SkipReport()
+    assert read_all(root, options=ReadOptions(skip_empty=True, on_error="skip"),
+                    report=report) == (["a.txt"], ["alpha"])
+    assert report.examples == [f"{root / 'b.txt'}: the text is empty"]
+
+
+def test_stream_from_a_pipe_yields_each_line_as_it_arrives():
+    """Like ``neardup stream`` on stdin: a record comes out before the writer has written the
+    next line (let alone closed the pipe); bad lines come out as errors in place."""
+    import threading
+
+    r, w = os.pipe()
+    first_seen = threading.Event()
+    written_after = []
+
+    def writer() -> None:
+        with os.fdopen(w, "wb", buffering=0) as f:
+            f.write(b'{"text": "one"}\n')
+            # wait for the reader to yield the first record before writing anything else
+            written_after.append(first_seen.wait(timeout=20))
+            f.write(b'not json\n{"id": 5, "text": "two"}\n\n{"text": 3}\n')
+
+    t = threading.Thread(target=writer)
+    t.start()
+    options = ReadOptions(format="jsonl", id_field="id", on_error="skip",
+                          default_id="stdin:{line}", unique_ids=False)
+    got = []
+    with os.fdopen(r, "rb") as stdin:
+        stream = record_stream(stdin, options, name="<stdin>")
+        for item in stream.with_errors():
+            if not got:
+                first_seen.set()
+            got.append((str(item.reason), str(item)) if isinstance(item, InputError)
+                       else (item.id, item.text))
+    t.join()
+    assert written_after == [True]
+    assert got == [("stdin:1", "one"), ("malformed_json", got[1][1]), ("5", "two"),
+                   ("non_string_field", "<stdin>:5: field 'text' is a number, not a string")]
+    assert got[1][1].startswith("<stdin>:2: malformed JSON")
+    # an empty stream is an empty file, an error the caller may ignore
+    r, w = os.pipe()
+    os.close(w)
+    with os.fdopen(r, "rb") as stdin:
+        items = list(record_stream(stdin, options, name="<stdin>").with_errors())
+    assert [(e.reason, e.whole_file) for e in items] == [("empty_file", True)]
+
+
+def test_skip_reason():
+    assert SkipReason.MALFORMED_JSON == "malformed_json"
+    assert f"{SkipReason.BAD_ROW}" == str(SkipReason.BAD_ROW) == "bad_row"
+    assert orjson.dumps({"r": SkipReason.BAD_ID}) == b'{"r":"bad_id"}'
+    assert json_dumps(SkipReason.BAD_ID) == '"bad_id"'
+    assert all(r.description and r.value == r for r in SkipReason)
+    assert len({r.value for r in SkipReason}) == len(SkipReason)
+    err = InputError("x", reason="not_object")
+    assert err.reason is SkipReason.NOT_OBJECT
+    assert InputError("x", reason="bad_title").reason == "bad_title"  # offers keep their own
+    assert InputError("x", reason=SkipReason.BAD_ID, path="f", line=2).detail == "x"
+    report = SkipReport()
+    report.add(err)
+    assert type(next(iter(report.counts))) is str  # JSON writers want plain strings
+
+
+def reasons_used(path: Path) -> tuple[list[str], list[str]]:
+    """In a source file: every ``reason=`` of a call and every ``x.reason is/== ...`` (as
+    source text), and every ``SkipReason.NAME`` named anywhere."""
+    import ast
+
+    given, named = [], []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            given += [ast.unparse(k.value) for k in node.keywords if k.arg == "reason"]
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and \
+                node.left.attr == "reason":
+            given += [ast.unparse(c) for c in node.comparators]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id == "SkipReason":
+            named.append(node.attr)
+    return given, named
+
+
+def test_every_reason_of_io_and_the_service_is_a_skip_reason():
+    src = Path(neardup.__file__).parent
+    files = [*sorted((src / "io").glob("*.py")), src / "server" / "app.py",
+             *sorted((src / "engines").rglob("*.py")), *sorted((src / "index").glob("*.py")),
+             src / "evaluate" / "clusters.py"]
+    members = set(SkipReason.__members__)
+    seen = set()
+    for f in files:
+        given, named = reasons_used(f)
+        for expr in given:  # a member, or a helper's parameter passed on
+            assert expr == "reason" or expr.removeprefix("SkipReason.") in members, (f, expr)
+        assert set(named) <= members, (f, set(named) - members)
+        seen |= set(named)
+    # every reason the readers and the service give, but the path checks of the job
+    assert members - seen == set()

@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 import neardup  # noqa: E402
 from neardup import Index  # noqa: E402
+from neardup.errors import SkipReason  # noqa: E402
 from neardup.server import app as server_app  # noqa: E402
 from neardup.server import create_app, shared_passages  # noqa: E402
 from neardup.server.passages import passages_for_display  # noqa: E402
@@ -551,14 +552,50 @@ def test_collection_skipped_records(client: TestClient) -> None:
     assert r.status_code == 201, r.text
     got = r.json()
     assert got["documents"] == 2
-    assert got["skipped"] == {"bad_id": 1, "duplicate_id": 1, "empty_text": 1, "invalid_utf8": 1,
-                              "malformed_json": 1, "missing_field": 1, "missing_id": 1,
+    assert got["skipped"] == {"bad_id": 1, "duplicate_id": 1, "empty_text": 1, "undecodable": 1,
+                              "malformed_json": 1, "missing_field": 2,
                               "non_string_field": 1, "not_object": 1}
     assert [(e["line"], e["reason"]) for e in got["skipped_examples"]] == [
         (2, "malformed_json"), (3, "missing_field"), (4, "non_string_field"),
-        (6, "invalid_utf8"), (7, "not_object")]
+        (6, "undecodable"), (7, "not_object")]
     assert got["skipped_examples"][1]["message"] == "no field 'text'"
     assert got["skipped_examples"][2]["message"] == "field 'text' is a number, not a string"
+    assert set(got["skipped"]) <= set(SkipReason)
+
+
+def test_collection_csv_skipped_rows(index: Index) -> None:
+    c = TestClient(create_app(index, max_text_bytes=50))
+    data = (b"sku,title\na,red wool jacket with zip\nb,caf\xe9 au lait\nc,only,three\n"
+            b"d," + b"x" * 51 + b"\ne,  \n,blue cotton shirt\ng,red wool jacket with zip\n"
+            b"a,green hat\n")
+    r = c.post("/collections", files={"file": ("x.csv", data, "text/csv")},
+               data={"text_field": "title", "id_field": "sku"})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    assert got["documents"] == 2 and got["duplicates"] == 1
+    assert got["skipped"] == {"bad_id": 1, "bad_row": 1, "duplicate_id": 1, "empty_text": 1,
+                              "text_too_large": 1, "undecodable": 1}
+    assert [(e["line"], e["reason"], e["message"]) for e in got["skipped_examples"]] == [
+        (3, "undecodable", "not valid UTF-8 (byte 6 of the line: b'\\xe9', invalid "
+                           "continuation byte)"),
+        (4, "bad_row", "expected 2 fields, found 3"),
+        (5, "text_too_large", "field 'title' is 51 bytes; the limit is 50"),
+        (6, "empty_text", "field 'title' is empty"),
+        (7, "bad_id", "field 'sku' is an empty string; an id must not be empty")]
+    # problems with the whole file
+    for name, body, status, message in [
+            ("x.csv", b"\xffsku,title\na,b\n", 422,
+             "the CSV header is not valid UTF-8 (byte 1 of the line: b'\\xff', invalid start "
+             "byte)"),
+            ("x.csv", b"title\n", 422, "no usable record in 'x.csv' (text field 'title'): it "
+                                        "is empty"),
+            ("x.jsonl.gz", b"{}", 415, "upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
+                                      "'x.jsonl.gz' (application/octet-stream)"),
+            ("x.tsv", b"title\na\n", 415, "upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
+                                          "'x.tsv' (application/octet-stream)")]:
+        r = c.post("/collections", files={"file": (name, body, "application/octet-stream")},
+                   data={"text_field": "title"})
+        assert (r.status_code, detail(r)) == (status, message)
 
 
 def test_collection_errors(client: TestClient) -> None:

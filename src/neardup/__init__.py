@@ -20,7 +20,7 @@ from .config import (  # noqa: E402
     VerifyConfig,
 )
 from .engines.local import Deduplicator, dedup, dedup_files  # noqa: E402
-from .errors import ConfigError, InputError, NeardupError, OutputError  # noqa: E402
+from .errors import ConfigError, InputError, NeardupError, OutputError, SkipReason  # noqa: E402
 from .index import DuplicateIdError, Index, Match  # noqa: E402
 from .lsh import candidate_pairs, choose_bands, s_curve  # noqa: E402
 from .result import Pairs, Result  # noqa: E402
@@ -32,7 +32,7 @@ __all__ = [
     "__version__", "dedup", "dedup_files", "Deduplicator", "Index", "Match", "DuplicateIdError", "Result", "Pairs",
     "DedupConfig", "NormalizeConfig", "ShingleConfig", "SketchConfig", "LSHConfig",
     "VerifyConfig", "ClusterConfig",
-    "NeardupError", "ConfigError", "InputError", "OutputError",
+    "NeardupError", "ConfigError", "InputError", "OutputError", "SkipReason",
     "normalize", "shingle", "sketch", "s_curve", "choose_bands", "candidate_pairs",
     "jaccard_pairs", "estimate_pairs", "connected_components", "strict_clusters",
 ]

@@ -29,7 +29,7 @@ from .._arrays import Growable
 from .._malloc import tune_malloc
 from ..cluster import cluster_representatives, labels_from_reps, preference_rank
 from ..config import DedupConfig
-from ..errors import InputError, OutputError
+from ..errors import InputError, OutputError, SkipReason
 from ..exact import FingerprintTable
 from ..io import (
     OutputOptions,
@@ -140,7 +140,7 @@ class Deduplicator:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(f"text at position {base + i} is {type(t).__name__}, not str",
-                                 field="texts", reason="non_string_field")
+                                 field="texts", reason=SkipReason.NON_STRING_FIELD)
         if self._seen_ids is not None and auto and self._auto_until == base:
             # Row numbers are distinct by construction: while every id so far is one, nothing
             # needs checking (and the check's dictionary is not built).
@@ -153,10 +153,10 @@ class Deduplicator:
             for i, x in enumerate(ids):
                 if not isinstance(x, str):
                     raise InputError(f"id at position {base + i} is {type(x).__name__}, not str",
-                                     field="ids", reason="bad_id")
+                                     field="ids", reason=SkipReason.BAD_ID)
                 if x in seen:
                     raise InputError(f"duplicate id {x!r} at positions {seen[x]} and {base + i}",
-                                     field="ids", reason="duplicate_id")
+                                     field="ids", reason=SkipReason.DUPLICATE_ID)
                 seen[x] = base + i
         self._ids.extend(ids)
         if text_bytes is None:

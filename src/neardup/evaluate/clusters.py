@@ -16,7 +16,7 @@ import numpy as np
 import orjson
 
 from ..cluster import connected_components
-from ..errors import InputError
+from ..errors import InputError, SkipReason
 from ..validate import check_int
 
 # column pairs that name two duplicate documents, in the order they are looked for
@@ -45,12 +45,12 @@ def read_reference(path: str | Path, ids: Sequence[str], closure: bool = True
         raw = path.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=str(path),
-                         reason="missing_path") from e
+                         reason=SkipReason.MISSING_PATH) from e
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 at byte {e.start}", path=str(path),
-                         reason="bad_encoding") from e
+                         reason=SkipReason.UNDECODABLE) from e
     rows: list[tuple[int, dict]] = []
     if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         for i, line in enumerate(text.splitlines(), start=1):
@@ -60,16 +60,16 @@ def read_reference(path: str | Path, ids: Sequence[str], closure: bool = True
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError as e:
                 raise InputError(f"malformed JSON: {e}", path=str(path), line=i,
-                                 reason="malformed_json") from e
+                                 reason=SkipReason.MALFORMED_JSON) from e
             if not isinstance(rec, dict):
                 raise InputError("expected a JSON object", path=str(path), line=i,
-                                 reason="not_an_object")
+                                 reason=SkipReason.NOT_OBJECT)
             rows.append((i, rec))
     else:
         reader = csv.DictReader(io.StringIO(text))
         rows = [(i, r) for i, r in enumerate(reader, start=2)]
     if not rows:
-        raise InputError("no reference rows", path=str(path), reason="empty")
+        raise InputError("no reference rows", path=str(path), reason=SkipReason.EMPTY_FILE)
     keys = set(rows[0][1])
     row_of = {x: i for i, x in enumerate(ids)}
     counts = {"rows": len(rows), "unknown_id": 0}
@@ -86,7 +86,7 @@ def read_reference(path: str | Path, ids: Sequence[str], closure: bool = True
     if fields is None:
         raise InputError(f"columns {sorted(keys)} name no pair of documents: use id_a,id_b "
                          "(or a,b / left,right / id,source_id) or id,cluster",
-                         path=str(path), line=rows[0][0], reason="bad_header")
+                         path=str(path), line=rows[0][0], reason=SkipReason.MISSING_FIELD)
     links = []
     for _, r in rows:
         a, b = row_of.get(str(r.get(fields[0]))), row_of.get(str(r.get(fields[1])))

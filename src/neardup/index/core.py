@@ -25,7 +25,7 @@ import numpy as np
 
 from .._version import __version__
 from ..config import DedupConfig, check_threshold
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
 from ..stages import ingest_chunk
 from ..validate import check_int, check_str
@@ -151,13 +151,13 @@ class Index:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(f"text at position {i} is {type(t).__name__}, not str",
-                                 field="text", reason="non_string_field")
+                                 field="text", reason=SkipReason.NON_STRING_FIELD)
             try:
                 t.encode("utf-8")
             except UnicodeEncodeError as e:  # lone surrogates: not storable as UTF-8
                 raise InputError(f"text at position {i} is not valid Unicode at character "
                                  f"{e.start} ({e.reason})", field="text",
-                                 reason="bad_encoding") from e
+                                 reason=SkipReason.UNDECODABLE) from e
         n = len(texts)
         if n == 0:
             return []
@@ -360,7 +360,7 @@ def _decompressor():
 def _check_id(x: object) -> str:
     if not isinstance(x, str) or not x:
         raise InputError(f"id {x!r} is invalid: a non-empty string", field="id",
-                         reason="bad_id")
+                         reason=SkipReason.BAD_ID)
     return x
 
 

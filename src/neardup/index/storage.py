@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, SkipReason
 
 FORMAT_VERSION = 1
 
@@ -31,7 +31,7 @@ class DuplicateIdError(InputError):
 
     def __init__(self, doc_id: str, in_batch: bool = False):
         where = "repeats within one batch" if in_batch else "is already in the index"
-        super().__init__(f"id {doc_id!r} {where}", field="id", reason="duplicate_id")
+        super().__init__(f"id {doc_id!r} {where}", field="id", reason=SkipReason.DUPLICATE_ID)
         self.doc_id = doc_id
         self.in_batch = in_batch
 

@@ -4,7 +4,10 @@ from .options import INPUT_FORMATS, ON_ERROR, OUTPUT_FORMATS, OutputOptions, Rea
 from .readers import (
     DocChunk,
     FilePart,
+    Record,
+    RecordStream,
     SkipReport,
+    Source,
     detect_format,
     format_of_name,
     read_documents,
@@ -24,8 +27,9 @@ from .writers import (
 
 __all__ = [
     "INPUT_FORMATS", "OUTPUT_FORMATS", "ON_ERROR", "ReadOptions", "OutputOptions",
-    "SkipReport", "DocChunk", "FilePart", "detect_format", "format_of_name", "split_compression",
-    "total_input_bytes", "read_documents", "record_stream", "utf8_len",
+    "SkipReport", "DocChunk", "FilePart", "Record", "RecordStream", "Source", "detect_format",
+    "format_of_name", "split_compression", "total_input_bytes", "read_documents",
+    "record_stream", "utf8_len",
     "Staged", "TableStream", "prepare_outdir", "write_table", "write_json_atomic",
     "write_deduplicated",
 ]

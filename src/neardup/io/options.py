@@ -11,7 +11,7 @@ import codecs
 from dataclasses import dataclass
 from typing import Any
 
-from ..validate import check_bool, check_choice, check_int, fail
+from ..validate import check_bool, check_choice, check_int, check_str, fail
 
 INPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet", "textdir")
 OUTPUT_FORMATS = ("parquet", "jsonl", "csv")
@@ -27,6 +27,19 @@ class ReadOptions:
     inside a folder); ``format``: one of :data:`INPUT_FORMATS` (``None``: from each file name);
     ``encoding``: of the text formats; ``on_error``: ``"fail"`` stops at the first bad record,
     ``"skip"`` counts it by reason and goes on; ``chunk_size``: documents per chunk.
+
+    What counts as a record (the defaults take every record as it is):
+
+    - ``skip_empty``: leave out records whose text is empty or only white space, counted as
+      ``empty_text`` in the skip report whatever ``on_error`` says;
+    - ``max_text_bytes``: a text over this many UTF-8 bytes is a bad record (``text_too_large``);
+    - ``default_id``: the id of a record without one, a template of ``{line}`` (the record's
+      line, or row, in its file) and ``{name}`` (the file's name), e.g. ``"{line}"`` or
+      ``"stdin:{line}"``: used when ``id_field`` is ``None``, and for a JSON line without
+      ``id_field``; ``None``: the running record number across all inputs (and a JSON line
+      without ``id_field`` is a bad record, ``missing_field``);
+    - ``unique_ids``: a record repeating an earlier record's id is a bad record
+      (``duplicate_id``); ``False`` leaves that check to the caller (an online index, say).
     """
 
     text_fields: tuple[str, ...] = ("text",)
@@ -35,6 +48,10 @@ class ReadOptions:
     encoding: str = "utf-8"
     on_error: str = "fail"
     chunk_size: int = 10_000
+    skip_empty: bool = False
+    max_text_bytes: int | None = None
+    default_id: str | None = None
+    unique_ids: bool = True
 
     def __post_init__(self) -> None:
         tf: Any = self.text_fields
@@ -52,6 +69,20 @@ class ReadOptions:
         check_choice("input_format", self.format, INPUT_FORMATS, none=True)
         check_choice("on_error", self.on_error, ON_ERROR)
         check_int("chunk_size", self.chunk_size, 1)
+        check_bool("skip_empty", self.skip_empty)
+        check_int("max_text_bytes", self.max_text_bytes, 1, none=True)
+        check_bool("unique_ids", self.unique_ids)
+        if self.default_id is not None:
+            check_str("default_id", self.default_id)
+            try:
+                ok = "{line}" in self.default_id and isinstance(
+                    self.default_id.format(line=1, name="x"), str)
+            except (KeyError, IndexError, ValueError):
+                ok = False
+            if not ok:
+                raise fail("default_id", self.default_id,
+                           'a template holding {line}, e.g. "{line}" or "stdin:{line}" '
+                           "(and optionally {name}), or None")
         try:
             codecs.lookup(self.encoding)
         except (LookupError, TypeError):

@@ -1,10 +1,13 @@
 """Streaming readers for JSONL, CSV/TSV, Parquet and directories of text files.
 
-Everything here is built on one record stream (:class:`_RecordStream`) that turns input files
-into records ``(index, id, text, raw, line)``. :func:`read_documents` groups them into
+Everything here is built on one record stream (:class:`RecordStream`) that turns inputs into
+records ``(index, id, text, raw, line)``. :func:`read_documents` groups them into
 :class:`DocChunk` objects; :func:`neardup.io.writers.write_deduplicated` walks the very same
 stream a second time and uses ``raw`` to copy the kept records, so both passes agree on which
-records exist, which are skipped and how they are numbered.
+records exist, which are skipped and how they are numbered. The web service's upload and
+``neardup stream`` read through it too: an input is a path (or several), the bytes of a file, or
+a binary file object such as ``sys.stdin.buffer`` (read a line at a time, as lines arrive).
+Every record or file left out has a :class:`~neardup.errors.SkipReason`.
 
 Line-oriented formats (JSONL, CSV, TSV) are split into lines on the byte ``b"\\n"`` before
 decoding, so their ``encoding`` must be ASCII-compatible (UTF-8, Latin-1, cp1252, ...); a UTF-8
@@ -28,20 +31,35 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, SkipReason
 from .options import INPUT_FORMATS, ReadOptions
 
 __all__ = [
-    "SkipReport", "DocChunk", "FilePart", "detect_format", "format_of_name", "split_compression",
-    "total_input_bytes", "read_documents", "record_stream", "utf8_len", "INPUT_FORMATS",
+    "SkipReport", "DocChunk", "FilePart", "Record", "RecordStream", "Source", "detect_format",
+    "format_of_name", "split_compression", "total_input_bytes", "read_documents",
+    "record_stream", "utf8_len", "INPUT_FORMATS",
 ]
 
+# The one place that knows which names and content types stand for which format.
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
     ".csv": "csv", ".tsv": "tsv",
     ".parquet": "parquet", ".pq": "parquet",
 }
+_CONTENT_TYPES = {
+    "application/jsonl": "jsonl", "application/x-jsonlines": "jsonl",
+    "application/jsonlines": "jsonl", "application/x-ndjson": "jsonl",
+    "application/ndjson": "jsonl", "application/json": "jsonl",
+    "text/csv": "csv", "application/csv": "csv", "text/comma-separated-values": "csv",
+    "text/tab-separated-values": "tsv",
+    "application/vnd.apache.parquet": "parquet", "application/x-parquet": "parquet",
+}
 _COMPRESSIONS = {".gz": "gz", ".zst": "zst"}
+_SNIFF_SKIP = codecs.BOM_UTF8 + b" \t\r\n"
+
+#: What the readers take: a path or several, the bytes of one file, or one binary file object.
+Source = (str | os.PathLike | Iterable[str | os.PathLike] | bytes | bytearray | memoryview
+          | BinaryIO)
 _MAX_EXAMPLES = 20
 _MAX_SNIPPET = 160
 
@@ -60,7 +78,7 @@ class SkipReport:
     examples: list[str] = field(default_factory=list)
 
     def add(self, err: InputError) -> None:
-        reason = getattr(err, "reason", "invalid")
+        reason = str(getattr(err, "reason", "invalid"))  # a plain str: JSON writers want one
         self.counts[reason] = self.counts.get(reason, 0) + 1
         if len(self.examples) < _MAX_EXAMPLES:
             self.examples.append(str(err))
@@ -112,19 +130,39 @@ def format_of_name(name: str) -> str | None:
     return _SUFFIX_FORMATS.get(Path(base).suffix.lower())
 
 
-def detect_format(path: str | os.PathLike) -> str:
-    """The input format of ``path``: ``"jsonl"``, ``"csv"``, ``"tsv"``, ``"parquet"`` (by suffix,
-    after removing ``.gz``/``.zst``) or ``"textdir"`` for a directory. An unknown suffix is an
-    :class:`InputError` with reason ``"unknown_format"``."""
-    p = Path(path)
-    if p.is_dir():
-        return "textdir"
-    fmt = format_of_name(p.name)
-    if fmt is None:
-        raise InputError("cannot tell the input format from the file name (known suffixes: "
-                         f"{', '.join(_SUFFIX_FORMATS)}, optionally + .gz/.zst); "
-                         "give the format explicitly", path=str(path), reason="unknown_format")
-    return fmt
+def detect_format(path: str | os.PathLike | None = None, *, name: str | None = None,
+                  content_type: str | None = None, head: bytes | None = None) -> str:
+    """The format of an input: ``"jsonl"``, ``"csv"``, ``"tsv"``, ``"parquet"`` or ``"textdir"``.
+
+    Looked for in this order: ``path`` is a directory (``"textdir"``); the suffix of the file
+    name (``name``, else ``path``'s name) after removing ``.gz``/``.zst``; the media type of
+    ``content_type`` (an HTTP ``Content-Type``, parameters ignored); the first bytes ``head``
+    when the name has no suffix at all (``{`` after white space and a byte order mark: JSONL).
+    An input none of these tell is an :class:`InputError` with reason ``unknown_format``.
+    """
+    where = None
+    if path is not None:
+        p = Path(path)
+        if p.is_dir():
+            return "textdir"
+        where = str(path)
+        if name is None:
+            name = p.name
+    fmt = format_of_name(name) if name else None
+    if fmt is not None:
+        return fmt
+    media = (content_type or "").split(";")[0].strip().lower()
+    fmt = _CONTENT_TYPES.get(media)
+    if fmt is not None:
+        return fmt
+    base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
+    if head and "." not in base and head.lstrip(_SNIFF_SKIP)[:1] == b"{":
+        return "jsonl"
+    told = "the file name" if content_type is None else "the file name or content type"
+    raise InputError(f"cannot tell the input format from {told} (known suffixes: "
+                     f"{', '.join(_SUFFIX_FORMATS)}, optionally + .gz/.zst); "
+                     "give the format explicitly", path=where or name or None,
+                     reason=SkipReason.UNKNOWN_FORMAT, whole_file=True)
 
 
 def _list_text_dir(root: Path) -> list[tuple[str, Path]]:
@@ -147,7 +185,7 @@ def _list_text_dir(root: Path) -> list[tuple[str, Path]]:
 @dataclass
 class _Source:
     index: int
-    path: Path
+    path: Path | None  # None: ``data`` or ``fileobj``, named ``label``
     fmt: str
     compression: str | None
     size: int
@@ -162,22 +200,63 @@ class _Source:
     end: int | None = None
     first_line: int = 0
     whole: bool = True
+    data: bytes | bytearray | memoryview | None = None  # the bytes of the file
+    fileobj: BinaryIO | None = None  # a binary file object, read from where it stands
+    label: str | None = None  # the name of ``data`` or ``fileobj`` in messages
 
     @property
     def name(self) -> str:
-        return str(self.path)
+        return self.label if self.path is None else str(self.path)
 
 
 def _check_missing(paths: Sequence[Path]) -> None:
     for p in paths:
         if not p.exists():
-            raise InputError("no such file or directory", path=str(p), reason="missing_path")
+            raise InputError("no such file or directory", path=str(p),
+                             reason=SkipReason.MISSING_PATH, whole_file=True)
 
 
 def _as_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
     if isinstance(paths, (str, os.PathLike)):
         return [Path(paths)]
     return [Path(p) for p in paths]
+
+
+def _in_memory(source: Source) -> bool:
+    """Whether ``source`` is the bytes of a file or a file object (not paths)."""
+    return isinstance(source, (bytes, bytearray, memoryview)) or (
+        hasattr(source, "read") and not isinstance(source, (str, os.PathLike)))
+
+
+def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source:
+    """The one source of ``bytes``/``bytearray``/``memoryview`` or a binary file object."""
+    is_data = isinstance(source, (bytes, bytearray, memoryview))
+    if isinstance(source, memoryview):
+        source = source.cast("B")  # sized and sliced in bytes
+    if not is_data:
+        if isinstance(source, io.TextIOBase) or not callable(getattr(source, "readline", None)):
+            raise ConfigError(f"source={source!r} is invalid: paths, bytes or a binary file "
+                              "object with read and readline (open(path, 'rb'), "
+                              "sys.stdin.buffer, io.BytesIO(data))")
+    if name is None:
+        own = None if is_data else getattr(source, "name", None)
+        name = own if isinstance(own, str) and own else ("<bytes>" if is_data else "<stream>")
+    label = name
+    if fmt is None:
+        head = bytes(source[:64]) if is_data else None
+        fmt = detect_format(name=label, head=head)
+    if fmt == "textdir":
+        raise InputError("is not a directory (fmt='textdir'): a folder of text files is read "
+                         "from its path", path=label, reason=SkipReason.NOT_A_DIRECTORY,
+                         whole_file=True)
+    _, comp = split_compression(label)
+    if fmt == "parquet" and comp is not None:
+        raise InputError("compressed Parquet files are not supported (Parquet compresses "
+                         "internally)", path=label, reason=SkipReason.UNKNOWN_FORMAT,
+                         whole_file=True)
+    if is_data:
+        return _Source(0, None, fmt, comp, len(source), data=source, label=label)
+    return _Source(0, None, fmt, comp, 0, fileobj=source, label=label)
 
 
 def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
@@ -192,12 +271,13 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
             continue
         if fmt == "textdir":
             raise InputError("is not a directory (fmt='textdir')", path=str(p),
-                             reason="not_a_directory")
+                             reason=SkipReason.NOT_A_DIRECTORY, whole_file=True)
         f = fmt or detect_format(p)
         _, comp = split_compression(p.name)
         if f == "parquet" and comp is not None:
             raise InputError("compressed Parquet files are not supported (Parquet compresses "
-                             "internally)", path=str(p), reason="unknown_format")
+                             "internally)", path=str(p), reason=SkipReason.UNKNOWN_FORMAT,
+                             whole_file=True)
         sources.append(_Source(i, p, f, comp, p.stat().st_size))
     return sources
 
@@ -261,36 +341,58 @@ except ImportError:  # pragma: no cover
 def _open_binary(path: Path, compression: str | None) -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """``(raw file, decompressed stream)``; ``raw.tell()`` is the on-disk position."""
     raw = open(path, "rb", buffering=1 << 16)  # noqa: SIM115  (8 KB makes readline 3x slower)
+    try:
+        with _decompressed(raw, compression, str(path)) as stream:
+            yield raw, stream
+    finally:
+        raw.close()
+
+
+@contextmanager
+def _decompressed(raw: BinaryIO, compression: str | None, name: str) -> Iterator[BinaryIO]:
+    """``raw`` read through its decompressor (left open: the caller closes ``raw``)."""
     stream: Any = raw
     try:
         if compression == "gz":
             stream = gzip.GzipFile(fileobj=raw, mode="rb")
         elif compression == "zst":
             if zstandard is None:  # pragma: no cover
-                raise InputError("zstandard is not installed", path=str(path),
-                                 reason="unreadable")
+                raise InputError("zstandard is not installed", path=name,
+                                 reason=SkipReason.UNREADABLE, whole_file=True)
             reader = zstandard.ZstdDecompressor().stream_reader(
                 raw, read_across_frames=True, closefd=False)
             stream = io.BufferedReader(reader, buffer_size=1 << 16)  # type: ignore[arg-type]
-        yield raw, stream
+        yield stream
     finally:
-        try:
-            if stream is not raw:
-                stream.close()
-        finally:
-            raw.close()
+        if stream is not raw:
+            stream.close()
+
+
+@contextmanager
+def _open_source(src: _Source) -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    """``(raw, decompressed stream)`` of a source: its file opened (and closed at the end), its
+    bytes, or its file object (read from where it stands, left open)."""
+    if src.path is not None:
+        with _open_binary(src.path, src.compression) as pair:
+            yield pair
+        return
+    raw: Any = io.BytesIO(src.data) if src.data is not None else src.fileobj
+    with _decompressed(raw, src.compression, src.name) as stream:
+        yield raw, stream
 
 
 def _open_error(src: _Source, exc: BaseException) -> InputError:
-    return InputError(f"cannot read the file: {exc}", path=src.name, reason="unreadable")
+    return InputError(f"cannot read the file: {exc}", path=src.name,
+                      reason=SkipReason.UNREADABLE, whole_file=True)
 
 
 def _read_error(name: str, lineno: int, exc: BaseException) -> InputError:
     """A corrupt/truncated compressed stream or an I/O error after ``lineno`` good lines."""
     if lineno == 0:
-        return InputError(f"cannot read the file: {exc}", path=name, reason="unreadable")
+        return InputError(f"cannot read the file: {exc}", path=name,
+                          reason=SkipReason.UNREADABLE, whole_file=True)
     return InputError(f"cannot read the file after line {lineno}: {exc}", path=name,
-                      reason="unreadable")
+                      reason=SkipReason.UNREADABLE, whole_file=True)
 
 
 def _snippet(data: bytes | str) -> str:
@@ -300,8 +402,21 @@ def _snippet(data: bytes | str) -> str:
     return repr(s) if len(s) < _MAX_SNIPPET else repr(s) + "..."
 
 
+_JSON_TYPES = {dict: "an object", list: "an array", type(None): "null", bool: "a boolean",
+               int: "a number", float: "a number", str: "a string"}
+
+
 def _type_name(v: Any) -> str:
-    return "null" if v is None else type(v).__name__
+    """What a parsed JSON value (or a Parquet cell) is, in JSON's words: "a number", "null"."""
+    return _JSON_TYPES.get(type(v), type(v).__name__)
+
+
+def _record_error(message: str, path: str, line: int | None, field: str | None,
+                  reason: SkipReason) -> InputError:
+    """An error about a field of one record, whose ``message`` names the field itself."""
+    err = InputError(message, path=path, line=line, reason=reason)
+    err.field = field
+    return err
 
 
 def utf8_len(t: str) -> int:
@@ -352,9 +467,17 @@ class _LineSource:
             raise _Undecodable(self.lineno, e) from None
 
 
-def _undecodable(path: str, line: int | None, e: UnicodeDecodeError, encoding: str) -> InputError:
-    return InputError(f"cannot decode byte(s) {e.object[e.start:e.end]!r} at offset {e.start} "
-                      f"as {encoding}: {e.reason}", path=path, line=line, reason="undecodable")
+def _undecodable(path: str, line: int | None, e: UnicodeDecodeError, encoding: str, *,
+                 unit: str = "line", what: str | None = None) -> InputError:
+    """``not valid UTF-8 (byte 7 of the line: b'\\xe9', invalid continuation byte)``; ``what``
+    (e.g. "the CSV header") is an error about the whole file."""
+    enc = "UTF-8" if _is_utf8(encoding) else encoding
+    message = (f"not valid {enc} (byte {e.start + 1} of the {unit}: "
+               f"{e.object[e.start:e.end]!r}, {e.reason})")
+    if what is not None:
+        message = f"{what} is {message}"
+    return InputError(message, path=path, line=line, reason=SkipReason.UNDECODABLE,
+                      whole_file=what is not None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,13 +494,26 @@ class _Options:
     encoding: str
     batch_size: int
     all_columns: bool = False  # the writer needs every Parquet column
+    skip_empty: bool = False
+    max_text_bytes: int | None = None
+    default_id: str | None = None
+    unique_ids: bool = True
 
 
 _Item = tuple[int, str, "str | None", Any]
 
 
 def _empty(src: _Source, what: str = "no records") -> InputError:
-    return InputError(f"the file is empty ({what})", path=src.name, reason="empty_file")
+    return InputError(f"the file is empty ({what})", path=src.name,
+                      reason=SkipReason.EMPTY_FILE, whole_file=True)
+
+
+def _bad_id(v: Any, path: str, line: int, id_field: str) -> InputError:
+    what = _type_name(v)
+    if isinstance(v, (bool, float)):
+        what += f" ({orjson.dumps(v).decode()})"
+    return _record_error(f"field {id_field!r} is {what}; an id is a string or an integer",
+                         path, line, id_field, SkipReason.BAD_ID)
 
 
 def _id_value(v: Any, path: str, line: int, id_field: str) -> str | InputError:
@@ -385,8 +521,7 @@ def _id_value(v: Any, path: str, line: int, id_field: str) -> str | InputError:
         return v
     if isinstance(v, int) and not isinstance(v, bool):
         return str(v)
-    return InputError(f"an id must be a string or an integer, got {_type_name(v)}", path=path,
-                      line=line, field=id_field, reason="bad_id")
+    return _bad_id(v, path, line, id_field)
 
 
 def _jsonl_records(src: _Source, opts: _Options,
@@ -395,10 +530,11 @@ def _jsonl_records(src: _Source, opts: _Options,
     utf8 = _is_utf8(opts.encoding)
     text_fields = opts.text_fields
     id_field = opts.id_field
+    id_optional = opts.default_id is not None
     single = text_fields[0] if len(text_fields) == 1 else None
     with ExitStack() as stack:
         try:
-            raw_f, stream = stack.enter_context(_open_binary(src.path, src.compression))
+            raw_f, stream = stack.enter_context(_open_source(src))
         except _READ_ERRORS as e:
             yield _open_error(src, e)
             return
@@ -442,12 +578,13 @@ def _jsonl_records(src: _Source, opts: _Options,
                     except UnicodeDecodeError as ue:
                         yield _undecodable(name, lineno, ue, opts.encoding)
                         continue
-                yield InputError(f"malformed JSON: {e}: {_snippet(data)}", path=name, line=lineno,
-                                 reason="malformed_json")
+                yield InputError(f"malformed JSON: {e.msg} (character {e.pos + 1}): "
+                                 f"{_snippet(data)}", path=name, line=lineno,
+                                 reason=SkipReason.MALFORMED_JSON)
                 continue
             if type(obj) is not dict:
-                yield InputError(f"expected a JSON object, got {_type_name(obj)}", path=name,
-                                 line=lineno, reason="not_object")
+                yield InputError(f"a JSON line must be an object, not {_type_name(obj)}",
+                                 path=name, line=lineno, reason=SkipReason.NOT_OBJECT)
                 continue
             if single is not None:
                 text = obj.get(single, _MISSING)
@@ -471,13 +608,14 @@ def _jsonl_records(src: _Source, opts: _Options,
             if id_field is not None:
                 v = obj.get(id_field, _MISSING)
                 if v is _MISSING:
-                    yield InputError("missing", path=name, line=lineno, field=id_field,
-                                     reason="missing_field")
-                    continue
-                rid = _id_value(v, name, lineno, id_field)
-                if isinstance(rid, InputError):
-                    yield rid
-                    continue
+                    if not id_optional:
+                        yield _field_error(v, name, lineno, id_field)
+                        continue
+                else:
+                    rid = _id_value(v, name, lineno, id_field)
+                    if isinstance(rid, InputError):
+                        yield rid
+                        continue
             yield lineno, text, rid, raw
         if records == 0 and src.whole:
             yield _empty(src, "no JSON lines")
@@ -493,9 +631,9 @@ _MISSING: Any = _Missing()
 
 def _field_error(v: Any, path: str, line: int, f: str) -> InputError:
     if v is _MISSING:
-        return InputError("missing", path=path, line=line, field=f, reason="missing_field")
-    return InputError(f"expected a string, got {_type_name(v)}", path=path, line=line, field=f,
-                      reason="non_string_field")
+        return _record_error(f"no field {f!r}", path, line, f, SkipReason.MISSING_FIELD)
+    return _record_error(f"field {f!r} is {_type_name(v)}, not a string", path, line, f,
+                         SkipReason.NON_STRING_FIELD)
 
 
 def _csv_records(src: _Source, opts: _Options,
@@ -505,9 +643,10 @@ def _csv_records(src: _Source, opts: _Options,
     record stream passes on to the writer only."""
     name = src.name
     delimiter = "\t" if src.fmt == "tsv" else ","
+    kind = src.fmt.upper()
     with ExitStack() as stack:
         try:
-            raw_f, stream = stack.enter_context(_open_binary(src.path, src.compression))
+            raw_f, stream = stack.enter_context(_open_source(src))
         except _READ_ERRORS as e:
             yield _open_error(src, e)
             return
@@ -526,13 +665,16 @@ def _csv_records(src: _Source, opts: _Options,
             except StopIteration:
                 break
             except _Undecodable as e:
+                if header is None:  # a header that cannot be decoded: nothing else can be read
+                    yield _undecodable(name, e.lineno, e.exc, opts.encoding,
+                                       what=f"the {kind} header")
+                    return
                 yield _undecodable(name, e.lineno, e.exc, opts.encoding)
                 reader = csv.reader(lines, delimiter=delimiter)
-                if header is None:
-                    return  # a header that cannot be decoded: nothing else can be read
                 continue
             except csv.Error as e:
-                yield InputError(f"malformed CSV: {e}", path=name, line=start, reason="bad_row")
+                yield InputError(f"malformed {kind}: {e}", path=name, line=start,
+                                 reason=SkipReason.BAD_ROW)
                 reader = csv.reader(lines, delimiter=delimiter)
                 continue
             except _READ_ERRORS as e:
@@ -543,25 +685,24 @@ def _csv_records(src: _Source, opts: _Options,
             if header is None:
                 header = row
                 ncols = len(header)
-                for f in opts.text_fields:
-                    if f not in header:
-                        yield InputError(f"missing from the header (columns: {header})",
-                                         path=name, line=start, field=f, reason="missing_field")
-                        return
-                    text_idx.append(header.index(f))
+                wanted = [*opts.text_fields, *([opts.id_field] if opts.id_field else [])]
+                absent = next((f for f in wanted if f not in header), None)
+                if absent is not None:
+                    err = _record_error(f"{absent!r} is not a column of the {kind} header "
+                                        f"(columns: {', '.join(header)})", name, start, absent,
+                                        SkipReason.MISSING_FIELD)
+                    err.whole_file = True
+                    yield err
+                    return
+                text_idx = [header.index(f) for f in opts.text_fields]
                 if opts.id_field is not None:
-                    if opts.id_field not in header:
-                        yield InputError(f"missing from the header (columns: {header})",
-                                         path=name, line=start, field=opts.id_field,
-                                         reason="missing_field")
-                        return
                     id_idx = header.index(opts.id_field)
                 yield 0, "", None, ("header", header, lines.first_ending or "\n")
                 continue
             records += 1
             if len(row) != ncols:
                 yield InputError(f"expected {ncols} fields, found {len(row)}", path=name,
-                                 line=start, reason="bad_row")
+                                 line=start, reason=SkipReason.BAD_ROW)
                 continue
             if len(text_idx) == 1:
                 text = row[text_idx[0]]
@@ -585,7 +726,12 @@ def _parquet_records(src: _Source, opts: _Options,
     # a run of row groups (a Dask partition): the file's errors are reported by its first run
     first = src.whole or src.start == 0
     try:
-        pf = pq.ParquetFile(src.path)
+        if src.path is not None:
+            pf = pq.ParquetFile(src.path)
+        elif src.data is not None:
+            pf = pq.ParquetFile(pa.BufferReader(src.data))
+        else:
+            pf = pq.ParquetFile(src.fileobj)
         schema = pf.schema_arrow
     except (pa.ArrowException, OSError) as e:
         if first:
@@ -620,22 +766,25 @@ def _parquet_records(src: _Source, opts: _Options,
         id_field = opts.id_field
 
         def bad_columns() -> InputError | None:
-            for f in opts.text_fields:
+            for f in [*opts.text_fields, *([id_field] if id_field is not None else [])]:
                 if f not in names:
-                    return InputError(f"no such column (columns: {names})", path=name, field=f,
-                                      reason="missing_field")
+                    err = _record_error(f"{f!r} is not a column of the Parquet file (columns: "
+                                        f"{', '.join(names)})", name, None, f,
+                                        SkipReason.MISSING_FIELD)
+                    err.whole_file = True
+                    return err
+            for f in opts.text_fields:
                 t = schema.field(f).type
                 if not is_str(t):
                     return InputError(f"expected a string column, got {t}", path=name,
-                                      field=f, reason="non_string_field")
+                                      field=f, reason=SkipReason.NON_STRING_FIELD,
+                                      whole_file=True)
             if id_field is not None:
-                if id_field not in names:
-                    return InputError(f"no such column (columns: {names})", path=name,
-                                      field=id_field, reason="missing_field")
                 t = schema.field(id_field).type
                 if not (is_str(t) or is_int(t)):
                     return InputError(f"an id column must hold strings or integers, got {t}",
-                                      path=name, field=id_field, reason="bad_id")
+                                      path=name, field=id_field, reason=SkipReason.BAD_ID,
+                                      whole_file=True)
             return None
 
         bad_file = bad_columns()
@@ -660,8 +809,7 @@ def _parquet_records(src: _Source, opts: _Options,
                 for f, col in zip(opts.text_fields, cols, strict=True):
                     v = col[i]
                     if v is None:
-                        bad = InputError("expected a string, got null", path=name, line=row,
-                                         field=f, reason="non_string_field")
+                        bad = _field_error(v, name, row, f)
                         break
                     parts.append(v)
                 if bad is not None:
@@ -672,14 +820,14 @@ def _parquet_records(src: _Source, opts: _Options,
                 if ids is not None:
                     v = ids[i]
                     if v is None:
-                        yield InputError("an id must be a string or an integer, got null",
-                                         path=name, line=row, field=id_field, reason="bad_id")
+                        yield _bad_id(v, name, row, id_field)
                         continue
                     rid = v if isinstance(v, str) else str(v)
                 yield row, text, rid, (batch, i)
             done += n
     except (pa.ArrowException, OSError) as e:
-        yield InputError(f"cannot read the file: {e}", path=name, reason="unreadable")
+        yield InputError(f"cannot read the file: {e}", path=name, reason=SkipReason.UNREADABLE,
+                         whole_file=True)
         return
 
 
@@ -692,7 +840,7 @@ def _textdir_records(src: _Source, opts: _Options,
     progress.start(src, lambda: done)
     if not src.files:
         yield InputError("the directory holds no (non-hidden) files", path=src.name,
-                         reason="empty_file")
+                         reason=SkipReason.EMPTY_FILE, whole_file=True)
         return
     for k, (rel, path, size) in enumerate(src.files, start=1):
         try:
@@ -704,7 +852,8 @@ def _textdir_records(src: _Source, opts: _Options,
                 data = stream.read()
         except _READ_ERRORS as e:
             done += size
-            yield InputError(f"cannot read the file: {e}", path=str(path), reason="unreadable")
+            yield InputError(f"cannot read the file: {e}", path=str(path),
+                             reason=SkipReason.UNREADABLE)
             continue
         done += size
         if _is_utf8(opts.encoding) and data.startswith(codecs.BOM_UTF8):
@@ -712,7 +861,7 @@ def _textdir_records(src: _Source, opts: _Options,
         try:
             text = data.decode(opts.encoding)
         except UnicodeDecodeError as e:
-            yield _undecodable(str(path), None, e, opts.encoding)
+            yield _undecodable(str(path), None, e, opts.encoding, unit="file")
             continue
         del data
         yield k, text, rel, path
@@ -732,17 +881,25 @@ _GENERATORS = {
 
 
 @dataclass
-class _Record:
+class Record:
+    """One valid record of a :class:`RecordStream`."""
+
     index: int      # global record number (0-based), the index into ``keep``
     id: str
     text: str
-    raw: Any
-    line: int
+    raw: Any        # JSONL: the line's bytes; CSV: the row; Parquet: (batch, row); folder: path
+    line: int       # the line where the record starts (Parquet: row; folder: file number)
     location: int   # (source index << 40) | line
 
 
-class _RecordStream:
-    """Global numbering, duplicate-id detection and error policy over the sources."""
+class RecordStream:
+    """The records of the inputs, in order: global numbering, ids, duplicate-id detection, the
+    text rules of the options (``skip_empty``, ``max_text_bytes``) and the error policy.
+
+    Iterating yields the valid :class:`Record` objects; a bad record raises
+    :class:`InputError` (``on_error="fail"``) or is counted in ``report`` (``"skip"``).
+    :meth:`with_errors` also yields each skipped record's error, in place.
+    """
 
     def __init__(self, sources: list[_Source], opts: _Options, on_error: str,
                  report: SkipReport | None):
@@ -752,13 +909,16 @@ class _RecordStream:
         self.report = report if report is not None else SkipReport()
         self.count = 0
         self.progress = _Progress()
-        check = opts.id_field is not None or any(s.fmt == "textdir" for s in sources)
+        # ids of a field, of a template or of a folder's files can repeat (running numbers
+        # cannot)
+        check = (opts.id_field is not None or opts.default_id is not None
+                 or any(s.fmt == "textdir" for s in sources))
         # id -> (source index << 40) | line: one int per id, cheap for millions of ids
-        self.seen: dict[str, int] | None = {} if check else None
+        self.seen: dict[str, int] | None = {} if check and opts.unique_ids else None
         self.header: Any = None  # the CSV header / Parquet schema of the current source
 
     def _handle(self, err: InputError) -> None:
-        if self.fail:
+        if self.fail and err.reason is not SkipReason.EMPTY_TEXT:  # empty: left out, counted
             raise err
         self.report.add(err)
 
@@ -771,14 +931,58 @@ class _RecordStream:
             return f"{src.name}: row {line}"
         return f"{src.name}:{line}"
 
-    def records(self, src: _Source) -> Iterator[_Record]:
-        """The valid records of one source, in order."""
+    def _rules(self, src: _Source, items: Iterator[_Item | InputError]
+               ) -> Iterator[_Item | InputError]:
+        """``items`` with ``max_text_bytes`` and ``skip_empty`` applied (an error in place of a
+        text they leave out) and the ids of ``default_id`` given. A generator of its own, put
+        in front of a source's only with these options, so that reading without them pays
+        nothing for them."""
+        opts = self.opts
+        limit = opts.max_text_bytes
+        skip_empty = opts.skip_empty
+        default_id = opts.default_id
+        fields = opts.text_fields
+        field = fields[0] if len(fields) == 1 and src.fmt != "textdir" else None
+        subject = f"field {field!r}" if field is not None else "the text"
+        with closing(items):
+            for item in items:
+                if isinstance(item, InputError) or item[0] == 0:
+                    yield item
+                    continue
+                line, text, rid, raw = item
+                reason = None
+                if limit is not None and len(text) > limit >> 2:
+                    n = utf8_len(text)
+                    if n > limit:
+                        reason, what = (SkipReason.TEXT_TOO_LARGE,
+                                        f"is {n} bytes; the limit is {limit}")
+                if reason is None and skip_empty and not text.strip():
+                    reason, what = SkipReason.EMPTY_TEXT, "is empty"
+                if reason is not None:
+                    if src.fmt == "textdir":
+                        yield _record_error(f"the text {what}", str(raw), None, None, reason)
+                    else:
+                        yield _record_error(f"{subject} {what}", src.name, line, field, reason)
+                    continue
+                if rid is None and default_id is not None:
+                    item = line, text, default_id.format(line=line, name=src.name), raw
+                yield item
+
+    def _items(self, src: _Source, errors: bool) -> Iterator[Record | InputError]:
+        """The valid records of one source, in order, and with ``errors`` each bad one's error
+        (after ``_handle``, which raises it with ``on_error="fail"``)."""
         self.header = None
         seen = self.seen
-        with closing(_GENERATORS[src.fmt](src, self.opts, self.progress)) as gen:
+        opts = self.opts
+        gen = _GENERATORS[src.fmt](src, opts, self.progress)
+        if opts.skip_empty or opts.max_text_bytes is not None or opts.default_id is not None:
+            gen = self._rules(src, gen)
+        with closing(gen):
             for item in gen:
                 if isinstance(item, InputError):
                     self._handle(item)
+                    if errors:
+                        yield item
                     continue
                 line, text, rid, raw = item
                 if line == 0:  # pseudo-item: CSV header or Parquet schema
@@ -791,19 +995,41 @@ class _RecordStream:
                     prev = seen.setdefault(rid, code)
                     if prev != code:
                         where = str(raw) if src.fmt == "textdir" else src.name
-                        self._handle(InputError(
+                        err = InputError(
                             f"duplicate id {rid!r} (first seen at {self._where(prev)})",
                             path=where, line=None if src.fmt == "textdir" else line,
-                            field=self.opts.id_field, reason="duplicate_id"))
+                            field=opts.id_field, reason=SkipReason.DUPLICATE_ID)
+                        self._handle(err)
+                        if errors:
+                            yield err
                         continue
-                rec = _Record(self.count, rid, text, raw, line, (src.index << 40) | line)
+                rec = Record(self.count, rid, text, raw, line, (src.index << 40) | line)
                 self.count += 1
                 yield rec
         self.progress.finish(src)
 
-    def __iter__(self) -> Iterator[_Record]:
+    def records(self, src: _Source) -> Iterator[Record]:
+        """The valid records of one source, in order."""
+        return self._items(src, False)  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[Record]:
         for src in self.sources:
-            yield from self.records(src)
+            yield from self._items(src, False)  # type: ignore[misc]
+
+    def with_errors(self) -> Iterator[Record | InputError]:
+        """Each valid :class:`Record` and, in place, the :class:`InputError` of each record (or
+        file) left out, as the input is read: with ``on_error="skip"`` the errors are counted in
+        the report and yielded, so that a caller can say where each one was and go on (with
+        ``"fail"`` the first one raises, as when iterating). ``error.whole_file`` tells an
+        error about a whole input (unreadable, empty, a header without the field) from one about
+        a record."""
+        for src in self.sources:
+            yield from self._items(src, True)
+
+
+# The names the writer and the Dask engine have used.
+_Record = Record
+_RecordStream = RecordStream
 
 
 @dataclass(frozen=True)
@@ -825,18 +1051,36 @@ class FilePart:
     row_groups: bool = False
 
 
-def record_stream(paths: str | os.PathLike | Iterable[str | os.PathLike],
-                  options: ReadOptions | None = None, report: SkipReport | None = None, *,
-                  part: FilePart | None = None, all_columns: bool = False) -> _RecordStream:
-    """The records of ``paths`` one by one (``.id``, ``.text``, ``.line``, ``.raw``), with
-    the options checked and every path resolved at once (raising before anything is read).
+def record_stream(source: Source, options: ReadOptions | None = None,
+                  report: SkipReport | None = None, *, name: str | None = None,
+                  part: FilePart | None = None, all_columns: bool = False) -> RecordStream:
+    """The records of ``source`` one by one (``.id``, ``.text``, ``.line``, ``.raw``), with
+    the options checked and every input resolved at once (raising before anything is read).
+
+    ``source``: a path or an iterable of paths (files and folders); or the bytes of one file
+    (``bytes``, ``bytearray``, ``memoryview``); or one binary file object (``open(path,
+    "rb")``, ``sys.stdin.buffer``, ``io.BytesIO``), read from where it stands with
+    ``readline`` as the lines arrive (nothing is read ahead, so a pipe's records come as they
+    are written) and left open. ``name``: what messages call bytes or a file object (default:
+    the file object's ``name``, e.g. ``<stdin>``; else ``<bytes>``/``<stream>``); without
+    ``options.format`` the format is told from it (``detect_format``; for bytes also from
+    their first bytes), and a ``.gz``/``.zst`` suffix means compressed. JSONL, CSV and TSV
+    are read from bytes and file objects, Parquet from bytes and seekable file objects, a
+    folder of text files only from its path.
 
     ``part``: read only that part of the one file given. ``all_columns``: read every Parquet
     column (the corpus writer copies whole rows). Iterating yields the valid records in order;
-    bad ones raise or go to ``report`` as ``options.on_error`` says.
+    bad ones raise or go to ``report`` as ``options.on_error`` says
+    (:meth:`RecordStream.with_errors` yields them too).
     """
     options = options or ReadOptions()
-    sources = _resolve_sources(_as_paths(paths), options.format)
+    if _in_memory(source):
+        sources = [_memory_source(source, name, options.format)]
+    else:
+        if name is not None:
+            raise ConfigError(f"name={name!r} is invalid: only for bytes or a file object "
+                              "(a path names itself)")
+        sources = _resolve_sources(_as_paths(source), options.format)
     if part is not None:
         if len(sources) != 1:
             raise ConfigError("part: give exactly one input file with it")
@@ -844,33 +1088,37 @@ def record_stream(paths: str | os.PathLike | Iterable[str | os.PathLike],
         src.start, src.end, src.first_line, src.whole = (part.start, part.end,
                                                           part.first_line, False)
     opts = _Options(options.text_fields, options.id_field, options.encoding,
-                    batch_size=max(1, min(options.chunk_size, 65_536)), all_columns=all_columns)
-    return _RecordStream(sources, opts, options.on_error, report)
+                    batch_size=max(1, min(options.chunk_size, 65_536)), all_columns=all_columns,
+                    skip_empty=options.skip_empty, max_text_bytes=options.max_text_bytes,
+                    default_id=options.default_id, unique_ids=options.unique_ids)
+    return RecordStream(sources, opts, options.on_error, report)
 
 
-def read_documents(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
-                   text_fields: Sequence[str] | str = ("text",), id_field: str | None = None,
-                   on_error: str = "fail", chunk_size: int = 10_000, encoding: str = "utf-8",
+def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text",),
+                   id_field: str | None = None, on_error: str = "fail",
+                   chunk_size: int = 10_000, encoding: str = "utf-8",
                    report: SkipReport | None = None, fmt: str | None = None,
-                   options: ReadOptions | None = None) -> Iterator[DocChunk]:
+                   options: ReadOptions | None = None, name: str | None = None
+                   ) -> Iterator[DocChunk]:
     """Read documents from JSONL, CSV, TSV, Parquet files and directories of text files, in
     chunks of at most ``chunk_size`` documents.
 
-    The options (given one by one, or as ``options``, a :class:`ReadOptions`), and the existence
-    and format of every path, are checked when this is called (a missing path is an
-    :class:`InputError` with reason ``"missing_path"``, a bad option a :class:`ConfigError`);
-    the files are read lazily as the returned iterator is consumed. With ``on_error="fail"``
-    the first bad record raises :class:`InputError`; with ``"skip"`` it is counted in
-    ``report`` and reading goes on.
+    ``source``: paths, the bytes of one file or a binary file object, as for
+    :func:`record_stream` (``name``: what messages call bytes or a file object). The options
+    (given one by one, or as ``options``, a :class:`ReadOptions`), and the existence and format
+    of every path, are checked when this is called (a missing path is an :class:`InputError`
+    with reason ``"missing_path"``, a bad option a :class:`ConfigError`); the inputs are read
+    lazily as the returned iterator is consumed. With ``on_error="fail"`` the first bad record
+    raises :class:`InputError`; with ``"skip"`` it is counted in ``report`` and reading goes on.
     """
     if options is None:
         options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
                               encoding=encoding, on_error=on_error, chunk_size=chunk_size)
-    stream = record_stream(paths, options, report)
+    stream = record_stream(source, options, report, name=name)
     return _chunks(stream, options.chunk_size)
 
 
-def _chunks(stream: _RecordStream, chunk_size: int) -> Iterator[DocChunk]:
+def _chunks(stream: RecordStream, chunk_size: int) -> Iterator[DocChunk]:
     ids: list[str] = []
     texts: list[str] = []
     locs: list[int] = []

@@ -11,10 +11,7 @@ Run it with ``neardup serve --index shop.db --port 8000`` or :func:`run`.
 
 from __future__ import annotations
 
-import csv
-import io
 import secrets
-import sys
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -23,7 +20,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-import orjson
 from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -32,9 +28,11 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import dedup
-from ..errors import ConfigError, InputError
+from ..engines.local import dedup
+from ..errors import ConfigError, InputError, SkipReason
 from ..index import DuplicateIdError, Index
+from ..io import ReadOptions, SkipReport, detect_format, record_stream, split_compression
+from ..validate import check_int
 from .passages import passages_for_display
 
 STATIC = Path(__file__).parent / "static"
@@ -49,8 +47,6 @@ COLLECTION_SHINGLE = "word:5"
 
 _JSON_ENDPOINTS = frozenset({"/documents", "/documents:batch", "/query", "/check"})
 _UPLOAD_ENDPOINTS = frozenset({"/collections"})
-
-csv.field_size_limit(sys.maxsize)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,9 +179,18 @@ class ClusterOut(BaseModel):
     members: list[Member] = Field(description="Every document of the cluster.")
 
 
+#: The reasons a record of an upload is left out for (a whole file is a 415 or a 422).
+_RECORD_REASONS = (SkipReason.MALFORMED_JSON, SkipReason.NOT_OBJECT, SkipReason.UNDECODABLE,
+                   SkipReason.BAD_ROW, SkipReason.MISSING_FIELD, SkipReason.NON_STRING_FIELD,
+                   SkipReason.BAD_ID, SkipReason.DUPLICATE_ID, SkipReason.EMPTY_TEXT,
+                   SkipReason.TEXT_TOO_LARGE)
+
+
 class SkipExample(BaseModel):
     line: int = Field(description="Line of the file where the record starts.")
-    reason: str = Field(description="Why it was skipped (a reason of `skipped`).")
+    reason: str = Field(description=(
+        "Why it was skipped, a reason of `skipped`: " + "; ".join(
+            f"`{r}`: {r.description}" for r in _RECORD_REASONS) + "."))
     message: str = Field(description="What was wrong, in words.")
 
 
@@ -286,199 +291,88 @@ class _LRU:
 
 
 # ---------------------------------------------------------------------------------------------
-# Upload parsing (in memory)
+# Uploads: read by neardup.io; what is left here is the service's policy
 
 
-@dataclass
-class _Parsed:
-    ids: list[str] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    skipped: Counter = field(default_factory=Counter)
-    examples: list[dict[str, Any]] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
-
-    def skip(self, line: int, reason: str, message: str) -> None:
-        self.skipped[reason] += 1
-        if len(self.examples) < MAX_SKIP_EXAMPLES:
-            self.examples.append({"line": line, "reason": reason, "message": message})
-
-    def record(self, line: int, text: Any, rid: Any, text_field: str, id_field: str | None,
-               max_text_bytes: int) -> None:
-        """Keep one record, or count why it is skipped."""
-        if text is _MISSING:
-            return self.skip(line, "missing_field", f"no field {text_field!r}")
-        if not isinstance(text, str):
-            return self.skip(line, "non_string_field",
-                             f"field {text_field!r} is {_type_name(text)}, not a string")
-        if not text.isascii():
-            try:
-                n = len(text.encode("utf-8"))
-            except UnicodeEncodeError:
-                return self.skip(line, "invalid_text",
-                                 f"field {text_field!r} holds a lone surrogate")
-            if n > max_text_bytes:
-                return self.skip(line, "text_too_large", f"field {text_field!r} is {n} bytes; "
-                                 f"the limit is {max_text_bytes}")
-        elif len(text) > max_text_bytes:
-            return self.skip(line, "text_too_large", f"field {text_field!r} is {len(text)} "
-                             f"bytes; the limit is {max_text_bytes}")
-        if not text.strip():
-            return self.skip(line, "empty_text", f"field {text_field!r} is empty")
-        if id_field is None:
-            doc_id = str(line)
-        elif rid is _MISSING:
-            return self.skip(line, "missing_id", f"no field {id_field!r}")
-        elif isinstance(rid, int) and not isinstance(rid, bool):
-            doc_id = str(rid)
-        elif isinstance(rid, str) and rid and _valid_text(rid):
-            doc_id = rid
-        else:
-            return self.skip(line, "bad_id", f"field {id_field!r} is {_type_name(rid)}; an id "
-                             "is a non-empty string or an integer")
-        if doc_id in self.seen:
-            return self.skip(line, "duplicate_id", f"id {doc_id!r} was already used")
-        self.seen.add(doc_id)
-        self.ids.append(doc_id)
-        self.texts.append(text)
-        return None
-
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-_MISSING: Any = _Missing()
-
-
-def _valid_text(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _type_name(v: Any) -> str:
-    return {dict: "an object", list: "an array", type(None): "null", bool: "a boolean",
-            int: "a number", float: "a number", str: "a string"}.get(type(v), type(v).__name__)
-
-
-def _parse_jsonl(data: bytes, text_field: str, id_field: str | None,
-                 max_text_bytes: int) -> _Parsed:
-    out = _Parsed()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            out.skip(lineno, "invalid_utf8", f"not valid UTF-8 (byte {e.start + 1} of the line)")
-            continue
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as e:
-            out.skip(lineno, "malformed_json",
-                     f"not valid JSON: {e.msg} (character {e.pos + 1})")
-            continue
-        if not isinstance(obj, dict):
-            out.skip(lineno, "not_object", f"a JSON line must be an object, not {_type_name(obj)}")
-            continue
-        out.record(lineno, obj.get(text_field, _MISSING),
-                   obj.get(id_field, _MISSING) if id_field is not None else None,
-                   text_field, id_field, max_text_bytes)
-    return out
-
-
-class _Lines:
-    """Iterates the lines of a string, counting them (for the line numbers of CSV rows)."""
-
-    def __init__(self, text: str):
-        self._it = iter(io.StringIO(text, newline=""))
-        self.lineno = 0
-
-    def __iter__(self) -> _Lines:
-        return self
-
-    def __next__(self) -> str:
-        line = next(self._it)
-        self.lineno += 1
-        return line
-
-
-def _parse_csv(data: bytes, text_field: str, id_field: str | None,
-               max_text_bytes: int) -> _Parsed:
-    out = _Parsed()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    # Undecodable bytes become lone surrogates, so a bad row is skipped, not the whole file.
-    lines = _Lines(data.decode("utf-8", "surrogateescape"))
-    reader = csv.reader(lines)
-    header: list[str] | None = None
-    ti = ii = -1
-    while True:
-        start = lines.lineno + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            out.skip(start, "bad_row", f"malformed CSV: {e}")
-            reader = csv.reader(lines)
-            continue
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if header is None:
-            if not all(map(_valid_text, row)):
-                raise HTTPException(422, "the CSV header is not valid UTF-8")
-            header = row
-            if text_field not in header:
-                raise HTTPException(422, f"text_field {text_field!r} is not a column of the CSV "
-                                         f"header (columns: {', '.join(header)})")
-            ti = header.index(text_field)
-            if id_field is not None:
-                if id_field not in header:
-                    raise HTTPException(422, f"id_field {id_field!r} is not a column of the CSV "
-                                             f"header (columns: {', '.join(header)})")
-                ii = header.index(id_field)
-            continue
-        if not all(map(_valid_text, row)):
-            out.skip(start, "invalid_utf8", "the row is not valid UTF-8")
-            continue
-        if len(row) != len(header):
-            out.skip(start, "bad_row", f"expected {len(header)} fields, found {len(row)}")
-            continue
-        out.record(start, row[ti], row[ii] if ii >= 0 else None, text_field, id_field,
-                   max_text_bytes)
-    if header is None:
-        raise HTTPException(422, "the CSV file is empty: it needs a header row naming the "
-                                 f"text column ({text_field!r}) and at least one row")
-    return out
-
-
-_JSONL_TYPES = {"application/jsonl", "application/x-jsonlines", "application/x-ndjson",
-                "application/ndjson", "application/json", "application/jsonlines"}
-_CSV_TYPES = {"text/csv", "application/csv", "text/comma-separated-values"}
+#: The formats an upload may have.
+UPLOAD_FORMATS = ("csv", "jsonl")
 
 
 def _upload_format(filename: str | None, content_type: str | None, head: bytes) -> str:
-    """"csv" or "jsonl", from the file name's suffix, else its content type, else its content."""
-    name = (filename or "").lower()
-    if name.endswith((".jsonl", ".ndjson", ".json")):
-        return "jsonl"
-    if name.endswith(".csv"):
-        return "csv"
-    ctype = (content_type or "").split(";")[0].strip().lower()
-    if ctype in _JSONL_TYPES:
-        return "jsonl"
-    if ctype in _CSV_TYPES:
-        return "csv"
-    if "." not in name.rsplit("/", 1)[-1] and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":
-        return "jsonl"
-    raise HTTPException(415, f"upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
-                             f"{filename or 'a file without a name'!r} ({ctype or 'no type'})")
+    """"csv" or "jsonl", from the file name's suffix, else its content type, else its content
+    (:func:`neardup.io.detect_format`); compressed uploads are refused."""
+    try:
+        fmt: str | None = detect_format(name=filename or "", content_type=content_type,
+                                        head=head)
+    except InputError:
+        fmt = None
+    if fmt not in UPLOAD_FORMATS or split_compression(filename or "")[1] is not None:
+        ctype = (content_type or "").split(";")[0].strip().lower()
+        raise HTTPException(415, f"upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
+                                 f"{filename or 'a file without a name'!r} ({ctype or 'no type'})")
+    return fmt
+
+
+@dataclass
+class _Upload:
+    """The records of an upload, and those left out: counted by reason, the first few with
+    their line."""
+
+    ids: list[str]
+    texts: list[str]
+    skipped: dict[str, int]
+    examples: list[dict[str, Any]]
+
+
+def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
+                 id_field: str | None, max_text_bytes: int) -> _Upload:
+    """Read an upload with :func:`neardup.io.record_stream`: bad records are skipped and counted
+    (texts over ``max_text_bytes`` and empty texts too); ids are the line numbers without
+    ``id_field``. A problem with the whole file (no header, no such column, no record) is a
+    422."""
+    options = ReadOptions(text_fields=(text_field,), id_field=id_field, format=fmt,
+                          on_error="skip", skip_empty=True, max_text_bytes=max_text_bytes,
+                          default_id="{line}" if id_field is None else None)
+    report = SkipReport()
+    stream = record_stream(data, options, report, name=filename or "upload")
+    out = _Upload([], [], report.counts, [])
+
+    def example(err: InputError) -> None:
+        if len(out.examples) < MAX_SKIP_EXAMPLES:
+            out.examples.append({"line": err.line, "reason": str(err.reason),
+                                 "message": err.detail})
+
+    for item in stream.with_errors():
+        if isinstance(item, InputError):
+            if item.whole_file:
+                raise HTTPException(422, _file_problem(item, fmt, filename, text_field,
+                                                       stream.header is not None))
+            example(item)
+            continue
+        if not item.id:  # an id names a document in the service's URLs
+            err = InputError(f"field {id_field!r} is an empty string; an id must not be empty",
+                             line=item.line, reason=SkipReason.BAD_ID)
+            report.add(err)
+            example(err)
+            continue
+        out.ids.append(item.id)
+        out.texts.append(item.text)
+    return out
+
+
+def _file_problem(err: InputError, fmt: str, filename: str | None, text_field: str,
+                  header_seen: bool) -> str:
+    """The 422 message of an error about the whole upload, in the terms of the form."""
+    if err.reason is SkipReason.EMPTY_FILE:
+        if fmt == "csv" and not header_seen:
+            return ("the CSV file is empty: it needs a header row naming the text column "
+                    f"({text_field!r}) and at least one row")
+        return (f"no usable record in {filename or 'the file'!r} (text field {text_field!r}): "
+                "it is empty")
+    if err.reason is SkipReason.MISSING_FIELD and err.field is not None:
+        # "'sku' is not a column of the CSV header (...)", said of the form field naming it
+        return f"{'text_field' if err.field == text_field else 'id_field'} {err.detail}"
+    return err.detail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -637,10 +531,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     of one document, in UTF-8 bytes (413); ``max_batch``: most documents in one
     ``POST /documents:batch`` (413).
     """
-    for name, v in (("max_upload_bytes", max_upload_bytes), ("max_text_bytes", max_text_bytes),
-                    ("max_batch", max_batch)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ConfigError(f"{name}={v!r} is invalid: a positive integer")
+    max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, 1)
+    max_text_bytes = check_int("max_text_bytes", max_text_bytes, 1)
+    max_batch = check_int("max_batch", max_batch, 1)
     app = FastAPI(
         title="neardup",
         version=_version(),
@@ -828,8 +721,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             raise HTTPException(413, f"the file is over the limit of {max_upload_bytes} bytes")
         id_field = id_field or None
         fmt = _upload_format(file.filename, file.content_type, data[:64])
-        parse = _parse_jsonl if fmt == "jsonl" else _parse_csv
-        parsed = parse(data, text_field, id_field, max_text_bytes)
+        parsed = _read_upload(data, file.filename, fmt, text_field, id_field, max_text_bytes)
         if not parsed.texts:
             why = "; ".join(f"line {e['line']}: {e['message']}" for e in parsed.examples)
             raise HTTPException(422, f"no usable record in {file.filename or 'the file'!r}"
@@ -911,7 +803,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

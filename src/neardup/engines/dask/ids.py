@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import InputError, SkipReason
 from .context import RunContext
 from .read import drop_rows, locate
 from .scratch import Part, read_bucket, write_buckets
@@ -64,7 +64,7 @@ def dup_messages(ctx: RunContext, dups: list[tuple]) -> list[InputError]:
         _, path, line = locs[(p, i)]
         out.append(InputError(f"duplicate id {x!r} (first seen at {locs[(fp, fi)][0]})",
                               path=path, line=line, field=ctx.read.id_field,
-                              reason="duplicate_id"))
+                              reason=SkipReason.DUPLICATE_ID))
     return out
 
 
@@ -74,8 +74,9 @@ def ids_step(ctx: RunContext) -> None:
     parts, specs, P = ctx.parts, ctx.specs, ctx.P
     infos = [d.info for d in parts]
     dups: list[tuple] = []
-    if P > 1 and any(d_["n"] for d_ in infos) and (ctx.read.id_field is not None or any(
-            Path(s.path).is_dir() for s in specs)):
+    auto_ids = ctx.read.id_field is None and ctx.read.default_id is None
+    if P > 1 and ctx.read.unique_ids and any(d_["n"] for d_ in infos) and (
+            not auto_ids or any(Path(s.path).is_dir() for s in specs)):
         sdir = ctx.folder("ids")
         pre = [f"{sdir}/m{p}" for p in range(P)]
         idm = [ctx.submit(id_map, d, P, pre[p], name="idmap", i=p) for p, d in enumerate(parts)]
@@ -98,8 +99,9 @@ def ids_step(ctx: RunContext) -> None:
             by_file.setdefault(sp.path, []).append(p)
     for path, ps in by_file.items():
         if sum(infos[p]["records"] for p in ps) == 0:
-            events.append((ps[0], 0, 0, -1, InputError("the file is empty (no JSON lines)",
-                                                       path=path, reason="empty_file")))
+            events.append((ps[0], 0, 0, -1, InputError(
+                "the file is empty (no JSON lines)", path=path, reason=SkipReason.EMPTY_FILE,
+                whole_file=True)))
     events.sort(key=lambda e: e[:4])
     report = ctx.report
     if ctx.read.fail:
@@ -112,7 +114,8 @@ def ids_step(ctx: RunContext) -> None:
                 report.counts[k] = report.counts.get(k, 0) + v
         for e in events:
             if isinstance(e[4], InputError):
-                report.counts[e[4].reason] = report.counts.get(e[4].reason, 0) + 1
+                reason = str(e[4].reason)
+                report.counts[reason] = report.counts.get(reason, 0) + 1
         report.examples = [str(e[4]) for e in events][:20]
     ctx.drops = [np.asarray([i for (q, i, *_r) in dups if q == p], np.int64) for p in range(P)]
     dropped = {p: ctx.submit(drop_rows, d, ctx.drops[p], name="drop", i=p)

@@ -177,7 +177,7 @@ def drop_rows(d: Part, idx: np.ndarray) -> Part:
 
 def read_step(ctx: RunContext) -> None:
     """Read every partition on the workers; keep their handles and the line counts."""
-    auto_ids = ctx.read.id_field is None
+    auto_ids = ctx.read.id_field is None and ctx.read.default_id is None
     # a range of a split JSONL file needs the lines before it (counted in parallel) for the
     # line numbers of its errors
     line_prior: list[list] = []

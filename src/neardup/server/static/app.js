@@ -281,7 +281,7 @@
     if (reasons.length) {
       const total = reasons.reduce((n, [, v]) => n + v, 0);
       sk.append(el("strong", {}, plural(total, "record", "records") + " skipped: "),
-        reasons.map(([r, n]) => r.replaceAll("_", " ").replace("json", "JSON").replace("utf8", "UTF-8") +
+        reasons.map(([r, n]) => r.replaceAll("_", " ").replace("json", "JSON") +
           ": " + n).join(", "));
       const ul = el("ul", { class: "examples" });
       for (const ex of c.skipped_examples) {
