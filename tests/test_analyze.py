@@ -22,7 +22,7 @@ from neardup.analyze import (
     recall,
     scurve,
 )
-from neardup.cli_analyze import add_analyze_commands
+from neardup.cli.analyze import add_analyze_commands
 from neardup.config import SketchConfig
 from neardup.sketch import sketch
 from neardup.synth import make_corpus

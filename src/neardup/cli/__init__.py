@@ -12,9 +12,9 @@ import os
 import sys
 from typing import Any
 
-from . import __version__
-from .config import SCHEMES, DedupConfig
-from .errors import ConfigError, NeardupError
+from .. import __version__
+from ..config import SCHEMES, DedupConfig
+from ..errors import ConfigError, NeardupError
 
 EXIT_OK, EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 
@@ -178,7 +178,7 @@ def _set_workers(n: int | None) -> None:
     import numba
 
     if n < 1:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError(f"workers={n} is invalid: a positive integer")
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
@@ -217,7 +217,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 def cmd_dedup(a: argparse.Namespace) -> int:
-    from .job import dedup_files
+    from ..job import dedup_files
 
     config = _config_from_args(a)
     _set_workers(a.workers)
@@ -231,7 +231,7 @@ def cmd_dedup(a: argparse.Namespace) -> int:
     progress = None if a.quiet else RichProgress()
     try:
         if a.engine == "dask":
-            from .engines.dask import dedup_dask
+            from ..engines.dask import dedup_dask
 
             summary = dedup_dask(
                 a.inputs, a.output, config=config, text_fields=a.text_field,
@@ -290,7 +290,7 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
 
 
 def _load_offers_from_args(a: argparse.Namespace, truth_field: str | None = None):
-    from .products.loaders import load_offers
+    from ..products.loaders import load_offers
 
     return load_offers(a.inputs, format=a.input_format, id_field=a.id_field,
                        title_field=a.title_field, description_field=a.description_field,
@@ -314,7 +314,7 @@ def _skipped(sk: dict) -> str:
 
 
 def cmd_products_dedup(a: argparse.Namespace) -> int:
-    from .products.job import dedup_offers
+    from ..products.job import dedup_offers
 
     offers, _ = _load_offers_from_args(a)
     s = dedup_offers(offers, a.output, model=a.model, threshold=a.threshold,
@@ -340,15 +340,15 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
 
 
 def cmd_products_eval(a: argparse.Namespace) -> int:
-    from .products.job import evaluate_offers
-    from .products.study import StudyConfig
+    from ..products.job import evaluate_offers
+    from ..products.study import StudyConfig
 
     if a.truth and a.truth_pairs:
         raise ConfigError("give the truth as --truth COLUMN or --truth-pairs FILE, not both")
     # the TV format carries its truth (modelID) and returns it whatever --truth says
     offers, labels = _load_offers_from_args(a, truth_field=a.truth)
     if a.truth_pairs:
-        from .products.loaders import labels_from_pairs, load_truth_pairs
+        from ..products.loaders import labels_from_pairs, load_truth_pairs
 
         got = load_truth_pairs(a.truth_pairs, offers, on_error=a.on_error)
         left, right = got[0], got[1]
@@ -377,7 +377,7 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
 
 
 def cmd_fca(a: argparse.Namespace) -> int:
-    from .fca_job import fca_files
+    from ..fca_job import fca_files
 
     s = fca_files(a.inputs, a.output, min_common=a.min_common, length=a.shingle_length,
                   offset=a.offset, image_size=a.image_size, kind=a.kind,
@@ -475,10 +475,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true")
     f.add_argument("--quiet", "-q", action="store_true")
     f.set_defaults(func=cmd_fca)
-    from .cli_index import add_index_commands
+    from .index import add_index_commands
 
     add_index_commands(sub)
-    from .cli_analyze import add_analyze_commands
+    from .analyze import add_analyze_commands
 
     add_analyze_commands(sub)
     return p
@@ -498,7 +498,3 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InputError, OutputError
+from ..errors import ConfigError, InputError, OutputError
 
 
 def _is_url(target: str) -> bool:
@@ -20,7 +20,7 @@ def _is_url(target: str) -> bool:
 
 
 def _open(target: str, must_exist: bool = True):
-    from .index import Index
+    from ..index import Index
 
     if must_exist and not _is_url(target) and not Path(target).exists():
         raise OutputError(f"{target}: no such index; create it with `neardup index create "
@@ -36,14 +36,14 @@ def _emit(a: argparse.Namespace, data: dict[str, Any], rows: list[tuple[str, str
     if getattr(a, "json", False):
         print(json.dumps(data, indent=2))
     elif not getattr(a, "quiet", False):
-        from .cli import _print_table
+        from . import _print_table
 
         _print_table(title, rows)
 
 
 def cmd_index_create(a: argparse.Namespace) -> int:
-    from .cli import _config_from_args
-    from .index import Index
+    from ..index import Index
+    from . import _config_from_args
 
     if not _is_url(a.index) and Path(a.index).exists():
         raise OutputError(f"{a.index}: exists already; open it with `neardup index stats`")
@@ -61,8 +61,8 @@ def cmd_index_create(a: argparse.Namespace) -> int:
 
 
 def cmd_index_add(a: argparse.Namespace) -> int:
-    from .index import DuplicateIdError
-    from .io import SkipReport, read_documents
+    from ..index import DuplicateIdError
+    from ..io import SkipReport, read_documents
 
     idx = _open(a.index)
     report = SkipReport()
@@ -214,7 +214,7 @@ def cmd_stream(a: argparse.Namespace) -> int:
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
-    from .server import run
+    from ..server import run
 
     if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
         raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
@@ -225,7 +225,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
 
 
 def add_index_commands(sub: argparse._SubParsersAction) -> None:
-    from .cli import _add_param_args
+    from . import _add_param_args
 
     ix = sub.add_parser("index", help="an online index: create, add, query, remove, stats",
                         description="An online near-duplicate index in an SQLite file or Redis "

@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 _FORMATS = ["jsonl", "csv", "tsv", "parquet", "textdir"]
 
@@ -53,7 +53,7 @@ def _min_recall_arg(p: argparse.ArgumentParser) -> None:
 
 def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``analyze`` and its six sub-commands to the CLI's sub-parsers."""
-    from .analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS
+    from ..analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS
 
     an = sub.add_parser("analyze", help="parameter experiments: S-curves, bands x rows, LSH "
                         "recall, duplicates per threshold (seeds 002-004)",
@@ -163,7 +163,7 @@ def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
 # -- running ------------------------------------------------------------------------------------
 
 def _load(a: argparse.Namespace, max_docs: int | None):
-    from .analyze.corpus import load_corpus
+    from ..analyze.corpus import load_corpus
 
     if max_docs is not None and max_docs < 2:
         raise ConfigError(f"--max-docs={max_docs} is invalid: an integer >= 2")
@@ -180,7 +180,7 @@ def _corpus_summary(analysis, corpus) -> None:
 
 
 def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, str]]) -> int:
-    from .analyze.output import write_analysis
+    from ..analyze.output import write_analysis
 
     paths = write_analysis(analysis, a.output)
     seconds = time.perf_counter() - t0
@@ -190,7 +190,7 @@ def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, s
         data["seconds"] = round(seconds, 3)
         print(json.dumps(data, indent=2))
     elif not a.quiet:
-        from .cli import _print_table
+        from . import _print_table
 
         lines = lines + [("outputs", ", ".join(paths.values())), ("time", f"{seconds:.2f} s")]
         _print_table(f"neardup analyze {analysis.name}: {analysis.title}", lines)
@@ -198,7 +198,7 @@ def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, s
 
 
 def cmd_scurve(a: argparse.Namespace) -> int:
-    from .analyze.curves import parse_bands_rows, scurve
+    from ..analyze.curves import parse_bands_rows, scurve
 
     t0 = time.perf_counter()
     res = scurve([parse_bands_rows(s) for s in a.bands_rows], a.points)
@@ -211,7 +211,7 @@ def cmd_scurve(a: argparse.Namespace) -> int:
 
 
 def cmd_params(a: argparse.Namespace) -> int:
-    from .analyze.curves import params
+    from ..analyze.curves import params
 
     t0 = time.perf_counter()
     res = params(a.thresholds, a.num_perm, a.min_recall, tuple(a.weights))
@@ -223,8 +223,8 @@ def cmd_params(a: argparse.Namespace) -> int:
 
 
 def cmd_recall(a: argparse.Namespace) -> int:
-    from .analyze.corpus import MAX_BRUTE_FORCE_DOCS, recall
-    from .analyze.curves import parse_bands_rows
+    from ..analyze.corpus import MAX_BRUTE_FORCE_DOCS, recall
+    from ..analyze.curves import parse_bands_rows
 
     t0 = time.perf_counter()
     bands_rows = [parse_bands_rows(s) for s in a.bands_rows]
@@ -259,7 +259,7 @@ def cmd_recall(a: argparse.Namespace) -> int:
 
 
 def cmd_bands(a: argparse.Namespace) -> int:
-    from .analyze.corpus import bands
+    from ..analyze.corpus import bands
 
     t0 = time.perf_counter()
     corpus = _load(a, a.max_docs)
@@ -273,7 +273,7 @@ def cmd_bands(a: argparse.Namespace) -> int:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from .analyze.corpus import grid
+    from ..analyze.corpus import grid
 
     t0 = time.perf_counter()
     corpus = _load(a, a.max_docs)
@@ -290,8 +290,8 @@ def cmd_grid(a: argparse.Namespace) -> int:
 
 
 def cmd_distribution(a: argparse.Namespace) -> int:
-    from .analyze.corpus import distribution
-    from .analyze.curves import parse_bands_rows
+    from ..analyze.corpus import distribution
+    from ..analyze.curves import parse_bands_rows
 
     t0 = time.perf_counter()
     bands_rows = parse_bands_rows(a.bands_rows) if a.bands_rows else None
