@@ -1,66 +1,29 @@
 """The ``neardup`` command line: a thin layer of argument parsing and progress over the library.
 
 Exit codes: 0 success; 2 invalid arguments or parameters; 3 bad input (the message names the
-file, line and field); 4 an output could not be written; 130 interrupted.
+file, line and field); 4 an output could not be written; 130 interrupted (see
+:mod:`neardup.cli.common`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from .. import __version__
-from ..config import SCHEMES, DedupConfig
-from ..errors import ConfigError, NeardupError
-
-EXIT_OK, EXIT_USAGE, EXIT_INPUT, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
-
-
-class RichProgress:
-    """One progress bar per stage, on stderr."""
-
-    LABELS = {"read": "read, shingle, sketch", "candidates": "LSH candidates",
-              "verify": "verify pairs", "cluster": "cluster", "write": "write outputs"}
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            Progress,
-            TaskProgressColumn,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("{task.description:<22}"), BarColumn(), TaskProgressColumn(),
-            TimeElapsedColumn(), TextColumn("{task.fields[extra]}"),
-            console=Console(stderr=True), transient=False,
-        )
-        self._tasks: dict[str, Any] = {}
-        self._progress.start()
-
-    def start(self, stage: str, total: int | None) -> None:
-        if stage not in self._tasks:
-            self._tasks[stage] = self._progress.add_task(self.LABELS.get(stage, stage),
-                                                         total=total, extra="")
-
-    def update(self, stage: str, done: int, total: int | None = None) -> None:
-        self.start(stage, total)
-        extra = f"{done / 1e6:,.1f} MB" if stage == "read" else f"{done:,}"
-        self._progress.update(self._tasks[stage], completed=done, total=total, extra=extra)
-
-    def finish(self, stage: str) -> None:
-        self.start(stage, 1)
-        task = next(t for t in self._progress.tasks if t.id == self._tasks[stage])
-        total = task.total if task.total else max(task.completed, 1)
-        self._progress.update(task.id, completed=total, total=total)
-
-    def close(self) -> None:
-        self._progress.stop()
+from ..errors import ConfigError
+from .common import (
+    EXIT_OK,
+    RichProgress,
+    add_param_args,
+    config_from_args,
+    print_table,
+    run_command,
+    set_workers,
+    skipped_text,
+)
 
 
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:
@@ -91,7 +54,7 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
     io.add_argument("--save-index", default=None, metavar="PATH",
                     help="also build an online index of the documents (a new SQLite file) that "
                          "opens as neardup.Index and in `neardup index`/`serve`")
-    _add_param_args(p)
+    add_param_args(p)
     rn = p.add_argument_group("running")
     rn.add_argument("--engine", choices=["local", "dask"], default="local",
                     help="run in this process (local, default) or on a Dask cluster (dask); the "
@@ -112,76 +75,6 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                     help="threads for the compiled stages (default: all cores)")
     rn.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summary text")
     rn.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-
-
-def _add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
-    """Normalisation, shingle, MinHash and LSH parameters (shared by dedup and index create)."""
-    d = DedupConfig()
-    nm = p.add_argument_group("normalisation (NFKC, case folding and whitespace collapsing are on)")
-    nm.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalisation")
-    nm.add_argument("--no-casefold", action="store_true", help="keep letter case")
-    nm.add_argument("--strip-html", action="store_true", help="remove HTML tags and entities")
-    nm.add_argument("--strip-punctuation", action="store_true", help="replace punctuation by spaces")
-    nm.add_argument("--strip-digits", action="store_true", help="remove digits")
-    nm.add_argument("--strip-stopwords", action="store_true", help="remove English stop words")
-
-    sk = p.add_argument_group("shingles and MinHash")
-    sk.add_argument("--shingle", default=str(d.shingle), metavar="SPEC",
-                    help="word:K[:OFFSET] (K-word shingles, OFFSET words apart) or char:K[:OFFSET] "
-                         "(default: word:5)")
-    sk.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
-                    help="MinHash values per document (default: 128)")
-    sk.add_argument("--seed", type=int, default=d.sketch.seed, help="hash seed (default: 1)")
-    sk.add_argument("--scheme", choices=SCHEMES, default=d.sketch.scheme,
-                    help="MinHash scheme: oph = one-permutation hashing with optimal "
-                         "densification (default), classic = (a*x+b) mod 2^61-1 per permutation")
-
-    ls = p.add_argument_group("LSH")
-    ls.add_argument("--threshold", type=float, default=d.lsh.threshold,
-                    help="Jaccard similarity at which two texts are near-duplicates (default: 0.8)")
-    ls.add_argument("--bands", type=int, default=None, help="number of bands (default: chosen)")
-    ls.add_argument("--rows", type=int, default=None, help="rows per band (default: chosen)")
-    ls.add_argument("--min-recall", type=float, default=d.lsh.min_recall,
-                    help="lowest probability of finding a pair exactly at the threshold when "
-                         "bands and rows are chosen (default: 0.9)")
-    ls.add_argument("--bucket-cap", type=int, default=d.lsh.bucket_cap, metavar="N",
-                    help="buckets with more documents are linked as a star and reported "
-                         "(default: 500)")
-
-    if not clustering:
-        return
-    vc = p.add_argument_group("verification and clustering")
-    vc.add_argument("--verify", choices=["exact", "estimate"], default=d.verify.mode,
-                    help="exact Jaccard of the shingle sets (default) or the MinHash estimate")
-    vc.add_argument("--cluster", choices=["components", "strict"], default=d.cluster.method,
-                    help="components (union-find, default) or strict (every member verified "
-                         "against its representative: no chaining)")
-    vc.add_argument("--keep", choices=["first", "longest"], default=d.cluster.keep,
-                    help="representative kept from each cluster (default: first)")
-
-
-def _config_from_args(a: argparse.Namespace) -> DedupConfig:
-    extra = ({"verify": a.verify, "cluster": a.cluster, "keep": a.keep}
-             if hasattr(a, "verify") else {})
-    return DedupConfig.from_kwargs(
-        nfkc=not a.no_nfkc, casefold=not a.no_casefold, strip_html=a.strip_html,
-        strip_punctuation=a.strip_punctuation, strip_digits=a.strip_digits,
-        strip_stopwords=a.strip_stopwords, shingle=a.shingle, num_perm=a.num_perm, seed=a.seed,
-        scheme=a.scheme, threshold=a.threshold, bands=a.bands, rows=a.rows,
-        min_recall=a.min_recall, bucket_cap=a.bucket_cap, **extra,
-    )
-
-
-def _set_workers(n: int | None) -> None:
-    if n is None:
-        return
-    import numba
-
-    if n < 1:
-        from ..errors import ConfigError
-
-        raise ConfigError(f"workers={n} is invalid: a positive integer")
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -219,8 +112,8 @@ def _print_summary(s: dict[str, Any]) -> None:
 def cmd_dedup(a: argparse.Namespace) -> int:
     from ..job import dedup_files
 
-    config = _config_from_args(a)
-    _set_workers(a.workers)
+    config = config_from_args(a)
+    set_workers(a.workers)
     for opt, given in (("--scheduler", a.scheduler), ("--work-dir", a.work_dir),
                        ("--partitioned-output", a.partitioned_output)):
         if given and a.engine != "dask":
@@ -299,20 +192,6 @@ def _load_offers_from_args(a: argparse.Namespace, truth_field: str | None = None
                        encoding=a.encoding, on_error=a.on_error, qualify_ids=a.qualify_ids)
 
 
-def _print_table(title: str, rows: list[tuple[str, str]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=title, show_header=False, box=None, padding=(0, 2))
-    for k, v in rows:
-        t.add_row(f"[bold]{k}[/bold]", v)
-    Console().print(t)
-
-
-def _skipped(sk: dict) -> str:
-    return f"{sk['total']:,}" + (f"  {sk['by_reason']}" if sk["total"] else "")
-
-
 def cmd_products_dedup(a: argparse.Namespace) -> int:
     from ..products.job import dedup_offers
 
@@ -322,10 +201,10 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps(s, indent=2))
     elif not a.quiet:
-        _print_table("neardup products dedup", [
+        print_table("neardup products dedup", [
             ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
                                                        s["shops"].items())),
-            ("skipped", _skipped(s["skipped"])),
+            ("skipped", skipped_text(s["skipped"])),
             ("candidates", f"{s['candidates']:,}  ({s['fraction_of_comparisons']:.4f} of all "
                            "pairs)"),
             ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
@@ -365,14 +244,14 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
         print(json.dumps(s, indent=2, default=float))
     elif not a.quiet:
         rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} true duplicate pairs"),
-                ("skipped", _skipped(s["skipped"]))]
+                ("skipped", skipped_text(s["skipped"]))]
         for r in s["summary"]:
             rows.append((r["method"], f"F1 {r['f1']:.3f} ± {r['f1_sd']:.3f}  (P "
                          f"{r['precision']:.3f}, R {r['recall']:.3f}; PC {r['pc']:.3f} at "
                          f"fraction {r['fraction']:.4f})"))
         rows += [("time", f"{s['seconds']:.1f} s"),
                  ("report", s["outputs"]["report.md"])]
-        _print_table(f"neardup products eval ({a.bootstraps} bootstraps, test sets)", rows)
+        print_table(f"neardup products eval ({a.bootstraps} bootstraps, test sets)", rows)
     return EXIT_OK
 
 
@@ -388,7 +267,7 @@ def cmd_fca(a: argparse.Namespace) -> int:
         print(json.dumps(s, indent=2))
     elif not a.quiet:
         inv = s["inverted_table"]
-        rows = [("documents", f"{s['documents']:,}"), ("skipped", _skipped(s["skipped"])),
+        rows = [("documents", f"{s['documents']:,}"), ("skipped", skipped_text(s["skipped"])),
                 ("inverted table", f"{inv['shared_hashes']:,} of {inv['hashes']:,} hashes in 2+ "
                                    f"images -> {inv['transactions']:,} transactions "
                                    f"({inv['prepare_seconds']:.2f} s)")]
@@ -399,7 +278,7 @@ def cmd_fca(a: argparse.Namespace) -> int:
                       if "f1" in r else "")
             rows.append((name, f"{r['clusters']:,} clusters, {r['seconds']:.2f} s{scores}"))
         rows.append(("outputs", str(a.output).rstrip("/") + "/"))
-        _print_table("neardup fca", rows)
+        print_table("neardup fca", rows)
     return EXIT_OK
 
 
@@ -487,14 +366,4 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except NeardupError as e:
-        print(f"neardup: error: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("neardup: interrupted; no partial output was left behind", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+    return run_command(args)

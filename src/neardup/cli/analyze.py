@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
+from .common import print_table
 
 _FORMATS = ["jsonl", "csv", "tsv", "parquet", "textdir"]
 
@@ -190,10 +191,8 @@ def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, s
         data["seconds"] = round(seconds, 3)
         print(json.dumps(data, indent=2))
     elif not a.quiet:
-        from . import _print_table
-
         lines = lines + [("outputs", ", ".join(paths.values())), ("time", f"{seconds:.2f} s")]
-        _print_table(f"neardup analyze {analysis.name}: {analysis.title}", lines)
+        print_table(f"neardup analyze {analysis.name}: {analysis.title}", lines)
     return 0
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError, OutputError
+from .common import add_param_args, config_from_args, print_table
 
 
 def _is_url(target: str) -> bool:
@@ -36,18 +37,15 @@ def _emit(a: argparse.Namespace, data: dict[str, Any], rows: list[tuple[str, str
     if getattr(a, "json", False):
         print(json.dumps(data, indent=2))
     elif not getattr(a, "quiet", False):
-        from . import _print_table
-
-        _print_table(title, rows)
+        print_table(title, rows)
 
 
 def cmd_index_create(a: argparse.Namespace) -> int:
     from ..index import Index
-    from . import _config_from_args
 
     if not _is_url(a.index) and Path(a.index).exists():
         raise OutputError(f"{a.index}: exists already; open it with `neardup index stats`")
-    config = _config_from_args(a)
+    config = config_from_args(a)
     idx = Index(a.index, config=config, store_text=not a.no_texts)
     if _is_url(a.index) and len(idx):
         raise OutputError(f"{a.index}: an index with documents exists under this prefix")
@@ -225,8 +223,6 @@ def cmd_serve(a: argparse.Namespace) -> int:
 
 
 def add_index_commands(sub: argparse._SubParsersAction) -> None:
-    from . import _add_param_args
-
     ix = sub.add_parser("index", help="an online index: create, add, query, remove, stats",
                         description="An online near-duplicate index in an SQLite file or Redis "
                         "(INDEX: a path, or redis://host:port/db?prefix=NAME).")
@@ -237,7 +233,7 @@ def add_index_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("index", metavar="INDEX")
     c.add_argument("--no-texts", action="store_true", help="do not store the texts (smaller; "
                    "side-by-side passages and query by id need them)")
-    _add_param_args(c, clustering=False)
+    add_param_args(c, clustering=False)
     c.add_argument("--json", action="store_true")
     c.add_argument("--quiet", "-q", action="store_true")
     c.set_defaults(func=cmd_index_create)
