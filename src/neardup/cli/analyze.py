@@ -52,7 +52,7 @@ def _min_recall_arg(p: argparse.ArgumentParser) -> None:
                         "(default: 0.9)")
 
 
-def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``analyze`` and its six sub-commands to the CLI's sub-parsers."""
     from ..analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS
 

@@ -222,7 +222,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
     return 0
 
 
-def add_index_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``index`` (and its sub-commands), ``stream`` and ``serve`` to the CLI's sub-parsers."""
     ix = sub.add_parser("index", help="an online index: create, add, query, remove, stats",
                         description="An online near-duplicate index in an SQLite file or Redis "
                         "(INDEX: a path, or redis://host:port/db?prefix=NAME).")
