@@ -4,11 +4,19 @@ process or on a Dask cluster."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..errors import ConfigError
-from .common import EXIT_OK, RichProgress, add_param_args, config_from_args, set_workers
+from .common import (
+    EXIT_OK,
+    RichProgress,
+    Rows,
+    add_param_args,
+    config_from_args,
+    print_summary,
+    set_workers,
+    skipped_text,
+)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -71,16 +79,11 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
     rn.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
-def _print_summary(s: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title="neardup dedup", show_header=False, box=None, padding=(0, 2))
+def _summary_rows(s: dict[str, Any]) -> Rows:
     lsh = s["lsh"]
-    sk = s["skipped"]
-    rows = [
+    return [
         ("documents", f"{s['documents']:,}  ({s['text_bytes'] / 1e6:,.1f} MB of text)"),
-        ("skipped", f"{sk['total']:,}" + (f"  {sk['by_reason']}" if sk["total"] else "")),
+        ("skipped", skipped_text(s["skipped"])),
         ("empty documents", f"{s['empty_documents']:,}"),
         ("exact duplicates", f"{s['exact_duplicates']:,}"),
         ("near duplicates", f"{s['near_duplicates']:,}"),
@@ -98,9 +101,6 @@ def _print_summary(s: dict[str, Any]) -> None:
                  f"{s['mb_per_s']:.1f} MB/s)"),
         ("outputs", s["outputs"]["summary"].rsplit("/", 1)[0] + "/"),
     ]
-    for k, v in rows:
-        t.add_row(f"[bold]{k}[/bold]", v)
-    Console().print(t)
 
 
 def cmd_dedup(a: argparse.Namespace) -> int:
@@ -137,8 +137,5 @@ def cmd_dedup(a: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    if a.json:
-        print(json.dumps(summary, indent=2))
-    elif not a.quiet:
-        _print_summary(summary)
+    print_summary(a, summary, "neardup dedup", lambda: _summary_rows(summary))
     return EXIT_OK

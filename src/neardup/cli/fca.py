@@ -4,9 +4,8 @@ itemsets of document images), with an optional evaluation against reference dupl
 from __future__ import annotations
 
 import argparse
-import json
 
-from .common import EXIT_OK, print_table, skipped_text
+from .common import EXIT_OK, Rows, print_summary, skipped_text
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -54,20 +53,21 @@ def cmd_fca(a: argparse.Namespace) -> int:
                   max_doc_freq=a.max_doc_freq, text_fields=a.text_field, id_field=a.id_field,
                   input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
                   truth=a.truth, baseline_clusters=a.baseline_clusters or (), seed=a.seed)
-    if a.json:
-        print(json.dumps(s, indent=2))
-    elif not a.quiet:
-        inv = s["inverted_table"]
-        rows = [("documents", f"{s['documents']:,}"), ("skipped", skipped_text(s["skipped"])),
-                ("inverted table", f"{inv['shared_hashes']:,} of {inv['hashes']:,} hashes in 2+ "
-                                   f"images -> {inv['transactions']:,} transactions "
-                                   f"({inv['prepare_seconds']:.2f} s)")]
-        for r in s["results"]:
-            name = (f"FPmax K={r['threshold']}" if r["method"] == "fpmax"
-                    else f"k-means {r['clusters']}")
-            scores = (f"; P {r['precision']:.3f} R {r['recall']:.3f} F1 {r['f1']:.3f}"
-                      if "f1" in r else "")
-            rows.append((name, f"{r['clusters']:,} clusters, {r['seconds']:.2f} s{scores}"))
-        rows.append(("outputs", str(a.output).rstrip("/") + "/"))
-        print_table("neardup fca", rows)
+    print_summary(a, s, "neardup fca", lambda: _summary_rows(a, s))
     return EXIT_OK
+
+
+def _summary_rows(a: argparse.Namespace, s: dict) -> Rows:
+    inv = s["inverted_table"]
+    rows = [("documents", f"{s['documents']:,}"), ("skipped", skipped_text(s["skipped"])),
+            ("inverted table", f"{inv['shared_hashes']:,} of {inv['hashes']:,} hashes in 2+ "
+                               f"images -> {inv['transactions']:,} transactions "
+                               f"({inv['prepare_seconds']:.2f} s)")]
+    for r in s["results"]:
+        name = (f"FPmax K={r['threshold']}" if r["method"] == "fpmax"
+                else f"k-means {r['clusters']}")
+        scores = (f"; P {r['precision']:.3f} R {r['recall']:.3f} F1 {r['f1']:.3f}"
+                  if "f1" in r else "")
+        rows.append((name, f"{r['clusters']:,} clusters, {r['seconds']:.2f} s{scores}"))
+    rows.append(("outputs", str(a.output).rstrip("/") + "/"))
+    return rows

@@ -10,10 +10,9 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError, InputError, OutputError
-from .common import add_param_args, config_from_args, print_table
+from .common import add_param_args, config_from_args, print_summary, skipped_text
 
 
 def _is_url(target: str) -> bool:
@@ -32,14 +31,6 @@ def _open(target: str, must_exist: bool = True):
     return idx
 
 
-def _emit(a: argparse.Namespace, data: dict[str, Any], rows: list[tuple[str, str]],
-          title: str) -> None:
-    if getattr(a, "json", False):
-        print(json.dumps(data, indent=2))
-    elif not getattr(a, "quiet", False):
-        print_table(title, rows)
-
-
 def cmd_index_create(a: argparse.Namespace) -> int:
     from ..index import Index
 
@@ -51,10 +42,11 @@ def cmd_index_create(a: argparse.Namespace) -> int:
         raise OutputError(f"{a.index}: an index with documents exists under this prefix")
     st = idx.stats()
     idx.close()
-    _emit(a, st, [("index", a.index), ("LSH", f"{st['bands']} bands x {st['rows']} rows, "
-                   f"expected recall {st['expected_recall_at_threshold']:.3f} at "
-                   f"J={st['threshold']:g}"), ("shingles", st["shingle"])],
-          "neardup index create")
+    print_summary(a, st, "neardup index create", lambda: [
+        ("index", a.index),
+        ("LSH", f"{st['bands']} bands x {st['rows']} rows, expected recall "
+                f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}"),
+        ("shingles", st["shingle"])])
     return 0
 
 
@@ -85,11 +77,11 @@ def cmd_index_add(a: argparse.Namespace) -> int:
     sk = report.to_dict()
     data = {"added": added, "documents": total, "skipped": sk, "seconds": round(wall, 3),
             "documents_per_s": round(added / wall, 1) if wall > 0 else None}
-    _emit(a, data, [("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
-                    ("skipped", f"{sk['total']:,}" + (f"  {sk['by_reason']}" if sk["total"]
-                                                      else "")),
-                    ("index", f"{a.index}: {total:,} documents"),
-                    ("time", f"{wall:.2f} s")], "neardup index add")
+    print_summary(a, data, "neardup index add", lambda: [
+        ("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
+        ("skipped", skipped_text(sk)),
+        ("index", f"{a.index}: {total:,} documents"),
+        ("time", f"{wall:.2f} s")])
     return 0
 
 
@@ -140,8 +132,9 @@ def cmd_index_remove(a: argparse.Namespace) -> int:
         idx.close()
     missing = [i for i, ok in zip(a.ids, gone) if not ok]
     data = {"removed": sum(gone), "not_found": missing, "documents": left}
-    _emit(a, data, [("removed", f"{sum(gone):,}"), ("not found", ", ".join(missing) or "none"),
-                    ("index", f"{left:,} documents")], "neardup index remove")
+    print_summary(a, data, "neardup index remove", lambda: [
+        ("removed", f"{sum(gone):,}"), ("not found", ", ".join(missing) or "none"),
+        ("index", f"{left:,} documents")])
     return 3 if missing and a.strict else 0
 
 
@@ -151,7 +144,7 @@ def cmd_index_stats(a: argparse.Namespace) -> int:
         st = idx.stats()
     finally:
         idx.close()
-    _emit(a, st, [(k, str(v)) for k, v in st.items()], "neardup index stats")
+    print_summary(a, st, "neardup index stats", lambda: [(k, str(v)) for k, v in st.items()])
     return 0
 
 

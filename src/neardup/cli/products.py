@@ -4,11 +4,10 @@ study of the matcher against a ground truth."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..errors import ConfigError
-from .common import EXIT_OK, print_table, skipped_text
+from .common import EXIT_OK, Rows, print_summary, skipped_text
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -93,23 +92,20 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
     offers, _ = _load_offers_from_args(a)
     s = dedup_offers(offers, a.output, model=a.model, threshold=a.threshold,
                      num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df)
-    if a.json:
-        print(json.dumps(s, indent=2))
-    elif not a.quiet:
-        print_table("neardup products dedup", [
-            ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
-                                                       s["shops"].items())),
-            ("skipped", skipped_text(s["skipped"])),
-            ("candidates", f"{s['candidates']:,}  ({s['fraction_of_comparisons']:.4f} of all "
-                           "pairs)"),
-            ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
-                           f"({s['offers_in_clusters']:,} offers, largest "
-                           f"{s['largest_cluster']})"),
-            ("matcher", f"{s['matcher']}, threshold {s['threshold']:.3f}"),
-            ("time", f"{s['seconds']:.2f} s"),
-            ("outputs", str(a.output).rstrip("/") + "/  pairs.jsonl, clusters.csv, "
-                        "summary.json"),
-        ])
+    print_summary(a, s, "neardup products dedup", lambda: [
+        ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
+                                                   s["shops"].items())),
+        ("skipped", skipped_text(s["skipped"])),
+        ("candidates", f"{s['candidates']:,}  ({s['fraction_of_comparisons']:.4f} of all "
+                       "pairs)"),
+        ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
+                       f"({s['offers_in_clusters']:,} offers, largest "
+                       f"{s['largest_cluster']})"),
+        ("matcher", f"{s['matcher']}, threshold {s['threshold']:.3f}"),
+        ("time", f"{s['seconds']:.2f} s"),
+        ("outputs", str(a.output).rstrip("/") + "/  pairs.jsonl, clusters.csv, "
+                    "summary.json"),
+    ])
     return EXIT_OK
 
 
@@ -135,16 +131,16 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
     say = None if a.quiet or a.json else (lambda m: print(m, file=sys.stderr))
     s = evaluate_offers(offers, list(labels), a.output, cfg, save_model_to=a.save_model,
                         progress=say)
-    if a.json:
-        print(json.dumps(s, indent=2, default=float))
-    elif not a.quiet:
-        rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} true duplicate pairs"),
-                ("skipped", skipped_text(s["skipped"]))]
-        for r in s["summary"]:
-            rows.append((r["method"], f"F1 {r['f1']:.3f} ± {r['f1_sd']:.3f}  (P "
-                         f"{r['precision']:.3f}, R {r['recall']:.3f}; PC {r['pc']:.3f} at "
-                         f"fraction {r['fraction']:.4f})"))
-        rows += [("time", f"{s['seconds']:.1f} s"),
-                 ("report", s["outputs"]["report.md"])]
-        print_table(f"neardup products eval ({a.bootstraps} bootstraps, test sets)", rows)
+    print_summary(a, s, f"neardup products eval ({a.bootstraps} bootstraps, test sets)",
+                  lambda: _eval_rows(s), json_default=float)
     return EXIT_OK
+
+
+def _eval_rows(s: dict) -> Rows:
+    rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} true duplicate pairs"),
+            ("skipped", skipped_text(s["skipped"]))]
+    for r in s["summary"]:
+        rows.append((r["method"], f"F1 {r['f1']:.3f} ± {r['f1_sd']:.3f}  (P "
+                     f"{r['precision']:.3f}, R {r['recall']:.3f}; PC {r['pc']:.3f} at "
+                     f"fraction {r['fraction']:.4f})"))
+    return rows + [("time", f"{s['seconds']:.1f} s"), ("report", s["outputs"]["report.md"])]
