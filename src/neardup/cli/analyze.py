@@ -10,30 +10,18 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
-from .common import print_table
-
-_FORMATS = ["jsonl", "csv", "tsv", "parquet", "textdir"]
+from .common import add_input_args, add_output_args, add_running_args, print_table
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
-                   help="directory for <name>.png, <name>.csv and <name>.md (created)")
-    p.add_argument("--json", action="store_true", help="print the numbers as JSON on stdout")
-    p.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    g = add_output_args(p, help="directory for <name>.png, <name>.csv and <name>.md (created)")
+    add_running_args(g, json_help="print the numbers as JSON on stdout")
 
 
 def _corpus_args(p: argparse.ArgumentParser, max_docs_help: str) -> None:
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="JSONL, CSV, TSV or Parquet files, or directories of text files")
-    p.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
-                   help="field(s) holding the text (default: text)")
-    p.add_argument("--id-field", default=None, metavar="FIELD",
-                   help="field holding the document id (default: the row number)")
-    p.add_argument("--input-format", choices=_FORMATS, default=None)
-    p.add_argument("--encoding", default="utf-8")
-    p.add_argument("--on-error", choices=["fail", "skip"], default="fail")
-    p.add_argument("--max-docs", type=int, default=None, metavar="N", help=max_docs_help)
-    p.add_argument("--seed", type=int, default=0,
+    g = add_input_args(p)
+    g.add_argument("--max-docs", type=int, default=None, metavar="N", help=max_docs_help)
+    g.add_argument("--seed", type=int, default=0,
                    help="seed of the document sample drawn by --max-docs (default: 0)")
     p.add_argument("--num-perm", type=int, default=128, metavar="K",
                    help="MinHash values per document (default: 128)")

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..config import SCHEMES, DedupConfig
 from ..errors import ConfigError, NeardupError
+from ..io import INPUT_FORMATS
 
 #: Exit code of a command that succeeded.
 EXIT_OK = 0
@@ -76,6 +77,59 @@ class RichProgress:
 
 
 # -- options ------------------------------------------------------------------------------------
+
+Group = argparse.ArgumentParser | argparse._ArgumentGroup
+
+ON_ERROR_HELP = ("bad records: stop with an error (fail, default) or skip them and count them in "
+                 "the summary (skip)")
+
+
+def add_input_args(p: argparse.ArgumentParser, *, id_help: str | None = None,
+                   on_error_help: str = ON_ERROR_HELP) -> argparse._ArgumentGroup:
+    """The INPUT files and how they are read (text and id fields, format, encoding, bad
+    records), as :func:`neardup.io.read_documents` takes them. Returns the "input" group, for a
+    command's own reading options."""
+    g = p.add_argument_group("input")
+    g.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="JSONL, CSV, TSV or Parquet files (optionally .gz or .zst), or folders of "
+                        "text files (one document per file)")
+    g.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
+                   help="field(s) holding the text; several are joined with a newline "
+                        "(default: text)")
+    g.add_argument("--id-field", default=None, metavar="FIELD",
+                   help=id_help or "field holding the document id (default: the row number "
+                                   "across all inputs, or the file path inside a folder)")
+    g.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="input format (default: from the file name)")
+    g.add_argument("--encoding", default="utf-8",
+                   help="text encoding of the inputs (default: utf-8; e.g. latin-1)")
+    g.add_argument("--on-error", choices=["fail", "skip"], default="fail", help=on_error_help)
+    return g
+
+
+def add_output_args(p: argparse.ArgumentParser, help: str,
+                    metavar: str = "OUTDIR") -> argparse._ArgumentGroup:
+    """``-o/--output`` (required) in an "output" group, which is returned for a command's own
+    output options."""
+    g = p.add_argument_group("output")
+    g.add_argument("-o", "--output", required=True, metavar=metavar, help=help)
+    return g
+
+
+def add_running_args(g: Group, *, workers: bool = False,
+                     quiet_help: str = "print nothing on success",
+                     json_help: str | None = "print the summary as JSON on stdout",
+                     quiet_short: bool = True) -> None:
+    """``--workers`` (with ``workers``; see :func:`set_workers`), ``--quiet`` (``-q`` unless not
+    ``quiet_short``) and ``--json`` (unless ``json_help`` is None) on ``g``, a parser or a group."""
+    if workers:
+        g.add_argument("--workers", type=int, default=None,
+                       help="threads for the compiled stages (default: all cores)")
+    g.add_argument("--quiet", *(["-q"] if quiet_short else []), action="store_true",
+                   help=quiet_help)
+    if json_help is not None:
+        g.add_argument("--json", action="store_true", help=json_help)
+
 
 def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
     """Normalisation, shingle, MinHash and LSH parameters (shared by dedup and index create),

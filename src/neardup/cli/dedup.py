@@ -7,11 +7,15 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
+from ..io import OUTPUT_FORMATS
 from .common import (
     EXIT_OK,
     RichProgress,
     Rows,
+    add_input_args,
+    add_output_args,
     add_param_args,
+    add_running_args,
     config_from_args,
     print_summary,
     set_workers,
@@ -29,33 +33,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:
-    io = p.add_argument_group("input and output")
-    io.add_argument("inputs", nargs="+", metavar="INPUT",
-                    help="JSONL, CSV, TSV or Parquet files (optionally .gz or .zst), or folders of "
-                         "text files (one document per file)")
-    io.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
-    io.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
-                    help="field(s) holding the text; several are joined with a newline "
-                         "(default: text)")
-    io.add_argument("--id-field", default=None, metavar="FIELD",
-                    help="field holding the document id (default: the row number across all "
-                         "inputs, or the file path inside a folder)")
-    io.add_argument("--input-format", choices=["jsonl", "csv", "tsv", "parquet", "textdir"],
-                    default=None, help="input format (default: from the file name)")
-    io.add_argument("--encoding", default="utf-8", help="text encoding of the inputs (default: "
-                    "utf-8; e.g. latin-1)")
-    io.add_argument("--output-format", choices=["parquet", "jsonl", "csv"], default="parquet",
-                    help="format of the clusters and pairs tables (default: parquet)")
-    io.add_argument("--no-corpus", action="store_true",
-                    help="do not write the deduplicated corpus")
-    io.add_argument("--on-error", choices=["fail", "skip"], default="fail",
-                    help="bad records: stop before writing anything (fail, default) or skip and "
-                         "count them in the summary (skip)")
-    io.add_argument("--chunk-size", type=int, default=10_000, metavar="N",
-                    help="documents read and sketched per chunk (default: 10000)")
-    io.add_argument("--save-index", default=None, metavar="PATH",
-                    help="also build an online index of the documents (a new SQLite file) that "
-                         "opens as neardup.Index and in `neardup index`/`serve`")
+    g = add_input_args(p, on_error_help="bad records: stop before writing anything (fail, "
+                       "default) or skip and count them in the summary (skip)")
+    g.add_argument("--chunk-size", type=int, default=10_000, metavar="N",
+                   help="documents read and sketched per chunk (default: 10000)")
+    g = add_output_args(p, help="output directory")
+    g.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet",
+                   help="format of the clusters and pairs tables (default: parquet)")
+    g.add_argument("--no-corpus", action="store_true",
+                   help="do not write the deduplicated corpus")
+    g.add_argument("--save-index", default=None, metavar="PATH",
+                   help="also build an online index of the documents (a new SQLite file) that "
+                        "opens as neardup.Index and in `neardup index`/`serve`")
     add_param_args(p)
     rn = p.add_argument_group("running")
     rn.add_argument("--engine", choices=["local", "dask"], default="local",
@@ -73,10 +62,7 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
     rn.add_argument("--partitioned-output", action="store_true",
                     help="with --engine dask: write clusters/ and pairs/ as folders of Parquet "
                          "parts, one per partition, instead of one file each")
-    rn.add_argument("--workers", type=int, default=None,
-                    help="threads for the compiled stages (default: all cores)")
-    rn.add_argument("--quiet", "-q", action="store_true", help="no progress bars or summary text")
-    rn.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    add_running_args(rn, workers=True, quiet_help="no progress bars or summary text")
 
 
 def _summary_rows(s: dict[str, Any]) -> Rows:

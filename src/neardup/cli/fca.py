@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from .common import EXIT_OK, Rows, print_summary, skipped_text
+from .common import (
+    EXIT_OK,
+    Rows,
+    add_input_args,
+    add_output_args,
+    add_running_args,
+    print_summary,
+    skipped_text,
+)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -16,8 +24,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        "itemsets of the inverted table (FPmax). Writes clusters-k<K>.jsonl and "
                        "summary.json; with --truth, precision/recall/F1 per K (evaluation.csv, "
                        ".md, .png).")
-    f.add_argument("inputs", nargs="+", metavar="INPUT")
-    f.add_argument("-o", "--output", required=True, metavar="OUTDIR")
+    add_input_args(f)
+    add_output_args(f, help="output directory: clusters-k<K>.jsonl and summary.json; with "
+                    "--truth also evaluation.csv, .md and .png")
     f.add_argument("--shingle-length", type=int, default=10, metavar="L",
                    help="units per shingle (default: 10)")
     f.add_argument("--offset", type=int, default=1, metavar="O",
@@ -34,14 +43,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--baseline-clusters", type=int, nargs="+", default=None, metavar="C",
                    help="also evaluate bisecting k-means on TF-IDF with C clusters")
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD")
-    f.add_argument("--id-field", default=None, metavar="FIELD")
-    f.add_argument("--input-format", choices=["jsonl", "csv", "tsv", "parquet", "textdir"],
-                   default=None)
-    f.add_argument("--encoding", default="utf-8")
-    f.add_argument("--on-error", choices=["fail", "skip"], default="fail")
-    f.add_argument("--json", action="store_true")
-    f.add_argument("--quiet", "-q", action="store_true")
+    add_running_args(f.add_argument_group("running"))
     f.set_defaults(func=cmd_fca)
 
 

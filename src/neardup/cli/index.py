@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError, InputError, OutputError
-from .common import add_param_args, config_from_args, print_summary, skipped_text
+from .common import add_input_args, add_param_args, config_from_args, print_summary, skipped_text
 
 
 def _is_url(target: str) -> bool:
@@ -236,16 +236,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          description="Add the documents of JSONL, CSV, TSV or Parquet files or "
                          "text folders, in transactional batches.")
     ad.add_argument("index", metavar="INDEX")
-    ad.add_argument("inputs", nargs="+", metavar="INPUT")
-    ad.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD")
-    ad.add_argument("--id-field", default=None, metavar="FIELD",
-                    help="id field (default: the row number, which must not be in the index)")
-    ad.add_argument("--input-format", choices=["jsonl", "csv", "tsv", "parquet", "textdir"],
-                    default=None)
-    ad.add_argument("--encoding", default="utf-8")
-    ad.add_argument("--on-error", choices=["fail", "skip"], default="fail")
-    ad.add_argument("--batch-size", type=int, default=1000, metavar="N",
-                    help="documents per transaction (default: 1000)")
+    g = add_input_args(ad, id_help="id field (default: the row number, which must not be in the "
+                       "index)")
+    g.add_argument("--batch-size", type=int, default=1000, metavar="N",
+                   help="documents per transaction (default: 1000)")
     ad.add_argument("--json", action="store_true")
     ad.add_argument("--quiet", "-q", action="store_true")
     ad.set_defaults(func=cmd_index_add)

@@ -7,7 +7,15 @@ import argparse
 import sys
 
 from ..errors import ConfigError
-from .common import EXIT_OK, Rows, print_summary, skipped_text
+from .common import (
+    EXIT_OK,
+    ON_ERROR_HELP,
+    Rows,
+    add_output_args,
+    add_running_args,
+    print_summary,
+    skipped_text,
+)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +27,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "clusters", description="Find duplicate offers and write pairs.jsonl "
                          "(with the evidence for each pair), clusters.csv and summary.json.")
     _add_offer_input_args(pd)
-    pd.add_argument("-o", "--output", required=True, metavar="OUTDIR")
+    add_output_args(pd, help="output directory for pairs.jsonl, clusters.csv and summary.json")
     pd.add_argument("--model", default=None, metavar="PATH", help="a matcher saved by "
                     "`neardup products eval --save-model` (default: the training-free rule "
                     "score)")
@@ -31,7 +39,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "on each training part, figures on the test parts; writes report.md, "
                          "CSV and markdown tables and PNG plots.")
     _add_offer_input_args(pe)
-    pe.add_argument("-o", "--output", required=True, metavar="REPORTDIR")
+    add_output_args(pe, help="directory for report.md, the CSV and markdown tables and the PNG "
+                    "plots", metavar="REPORTDIR")
     pe.add_argument("--truth", default=None, metavar="COLUMN", help="the label field or column "
                     "(offers with equal labels are duplicates; the TV format's modelID is read "
                     "by default); never used as a feature")
@@ -63,8 +72,7 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
                    help="CSV: the attribute columns (default: every other column)")
     p.add_argument("--encoding", default="auto", help="auto (UTF-8, latin-1 for lines that are "
                    "not UTF-8) or a codec name, used strictly")
-    p.add_argument("--on-error", choices=["fail", "skip"], default="fail",
-                   help="bad records: stop with an error (default) or skip and count them")
+    p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help=ON_ERROR_HELP)
     p.add_argument("--qualify-ids", action="store_true", help="prefix ids with the file name, "
                    "for shops whose ids collide")
     p.add_argument("--num-perm", type=int, default=240, help="MinHash permutations (240)")
@@ -72,8 +80,7 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=int, default=4, help="LSH rows per band (4)")
     p.add_argument("--max-df", type=float, default=0.2, help="title model words in more than "
                    "this fraction of offers are not used for LSH (0.2)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    add_running_args(p, quiet_short=False)
 
 
 def _load_offers_from_args(a: argparse.Namespace, truth_field: str | None = None):
