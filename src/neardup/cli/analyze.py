@@ -5,12 +5,27 @@ into OUTDIR; ``--json`` prints the numbers, otherwise a short table (``--quiet``
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import time
 from typing import Any
 
+from ..config import DedupConfig
 from ..errors import ConfigError
 from .common import add_input_args, add_output_args, add_running_args, print_table
+
+
+def _default(func, name: str) -> Any:
+    """The default of ``func``'s parameter ``name``: an analysis runs with the library's defaults
+    unless an option says otherwise."""
+    return inspect.signature(func).parameters[name].default
+
+
+def _spaced(values, shorten: bool = False) -> str:
+    """``values`` as the command line takes them; with ``shorten``, a long evenly spaced run as
+    ``first second ... last``."""
+    words = [str(v) for v in values]
+    return " ".join(words[:2] + ["..."] + words[-1:] if shorten and len(words) > 4 else words)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -19,30 +34,46 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _corpus_args(p: argparse.ArgumentParser, max_docs_help: str) -> None:
+    from ..analyze.corpus import load_corpus
+
+    d = DedupConfig()
+    sample_seed = _default(load_corpus, "seed")
     g = add_input_args(p)
     g.add_argument("--max-docs", type=int, default=None, metavar="N", help=max_docs_help)
-    g.add_argument("--seed", type=int, default=0,
-                   help="seed of the document sample drawn by --max-docs (default: 0)")
-    p.add_argument("--num-perm", type=int, default=128, metavar="K",
-                   help="MinHash values per document (default: 128)")
-    p.add_argument("--sketch-seed", type=int, default=1,
-                   help="seed of the MinHash functions (default: 1, as `neardup dedup`)")
+    g.add_argument("--seed", type=int, default=sample_seed,
+                   help=f"seed of the document sample drawn by --max-docs (default: "
+                        f"{sample_seed})")
+    p.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
+                   help=f"MinHash values per document (default: {d.sketch.num_perm})")
+    p.add_argument("--sketch-seed", type=int, default=d.sketch.seed,
+                   help=f"seed of the MinHash functions (default: {d.sketch.seed}, as "
+                        "`neardup dedup`)")
 
 
 def _shingle_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shingle", default="word:5", metavar="SPEC",
-                   help="word:K, char:K, word:K:OFFSET or char:K:OFFSET (default: word:5)")
+    shingle = str(DedupConfig().shingle)
+    p.add_argument("--shingle", default=shingle, metavar="SPEC",
+                   help=f"word:K, char:K, word:K:OFFSET or char:K:OFFSET (default: {shingle})")
 
 
 def _min_recall_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-recall", type=float, default=0.9, metavar="P",
+    min_recall = DedupConfig().lsh.min_recall
+    p.add_argument("--min-recall", type=float, default=min_recall, metavar="P",
                    help="neardup's recall floor at the threshold when it chooses bands x rows "
-                        "(default: 0.9)")
+                        f"(default: {min_recall})")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``analyze`` and its six sub-commands to the CLI's sub-parsers."""
-    from ..analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS
+    from ..analyze.corpus import (
+        DEFAULT_BIN_EDGES,
+        MAX_BRUTE_FORCE_DOCS,
+        bands,
+        distribution,
+        grid,
+        recall,
+    )
+    from ..analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS, params
 
     an = sub.add_parser("analyze", help="parameter experiments: S-curves, bands x rows, LSH "
                         "recall, duplicates per threshold (seeds 002-004)",
@@ -56,12 +87,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "of the probability at several similarities and the approximate "
                         "threshold (1/b)^(1/r).")
     _common(p)
-    p.add_argument("--bands-rows", nargs="+", metavar="BxR",
-                   default=[f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS],
-                   help="bands x rows settings (default: "
-                        + " ".join(f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS) + ")")
+    bands_rows = [f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS]
+    p.add_argument("--bands-rows", nargs="+", metavar="BxR", default=bands_rows,
+                   help=f"bands x rows settings (default: {_spaced(bands_rows)})")
     p.add_argument("--points", nargs="+", type=float, metavar="S", default=list(DEFAULT_POINTS),
-                   help="similarities of the table's columns (default: 0.5 0.55 ... 0.95)")
+                   help="similarities of the table's columns (default: "
+                        f"{_spaced(DEFAULT_POINTS, shorten=True)})")
     p.set_defaults(func=cmd_scurve)
 
     p = asub.add_parser("params", help="neardup's choice of bands x rows against datasketch's",
@@ -70,14 +101,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "their false-positive and false-negative areas and the recall at the "
                         "threshold and at threshold+0.1.")
     _common(p)
-    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, default=[0.8],
-                   metavar="T", dest="thresholds", help="Jaccard thresholds (default: 0.8)")
-    p.add_argument("--num-perm", type=int, default=128, metavar="K",
-                   help="MinHash values per document (default: 128)")
+    thresholds = list(_default(params, "thresholds"))
+    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, default=thresholds,
+                   metavar="T", dest="thresholds",
+                   help=f"Jaccard thresholds (default: {_spaced(thresholds)})")
+    num_perm = DedupConfig().sketch.num_perm
+    p.add_argument("--num-perm", type=int, default=num_perm, metavar="K",
+                   help=f"MinHash values per document (default: {num_perm})")
     _min_recall_arg(p)
-    p.add_argument("--weights", nargs=2, type=float, default=[0.5, 0.5], metavar=("FP", "FN"),
+    weights = list(_default(params, "weights"))
+    p.add_argument("--weights", nargs=2, type=float, default=weights, metavar=("FP", "FN"),
                    help="datasketch's false-positive and false-negative weights (default: "
-                        "0.5 0.5)")
+                        f"{_spaced(weights)})")
     p.set_defaults(func=cmd_params)
 
     p = asub.add_parser("recall", help="LSH candidates against brute-force Jaccard, per "
@@ -88,17 +123,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _corpus_args(p, "brute force limit: more documents than this is an error unless "
                  "--max-docs is given, which draws a sample of N documents (default limit: "
-                 "5000)")
+                 f"{MAX_BRUTE_FORCE_DOCS})")
     _shingle_arg(p)
-    p.add_argument("--thresholds", "--threshold", nargs="+", type=float,
-                   default=[0.5, 0.7, 0.8, 0.9], metavar="T", dest="thresholds",
-                   help="thresholds; each gives neardup's bands x rows (default: 0.5 0.7 0.8 "
-                        "0.9)")
+    thresholds = list(_default(recall, "thresholds"))
+    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, default=thresholds,
+                   metavar="T", dest="thresholds",
+                   help="thresholds; each gives neardup's bands x rows (default: "
+                        f"{_spaced(thresholds)})")
     p.add_argument("--bands-rows", nargs="+", default=[], metavar="BxR",
                    help="also these fixed settings, e.g. 20x5 (seed 002)")
     p.add_argument("--bins", nargs="+", type=float, metavar="EDGE",
-                   default=[0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                   help="similarity bin edges (default: 0.5 0.6 0.7 0.8 0.9 1.0)")
+                   default=list(DEFAULT_BIN_EDGES),
+                   help=f"similarity bin edges (default: {_spaced(DEFAULT_BIN_EDGES)})")
     _min_recall_arg(p)
     p.set_defaults(func=cmd_recall)
 
@@ -109,11 +145,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
     _shingle_arg(p)
-    p.add_argument("--bands-list", nargs="+", type=int, metavar="B",
-                   default=[2, 4, 5, 8, 9, 10, 16, 20, 32, 64],
-                   help="numbers of bands (default: 2 4 5 8 9 10 16 20 32 64)")
-    p.add_argument("--threshold", type=float, default=0.8, metavar="T",
-                   help="Jaccard threshold of a true candidate (default: 0.8)")
+    bands_list = list(_default(bands, "bands_list"))
+    p.add_argument("--bands-list", nargs="+", type=int, metavar="B", default=bands_list,
+                   help=f"numbers of bands (default: {_spaced(bands_list)})")
+    threshold = _default(bands, "threshold")
+    p.add_argument("--threshold", type=float, default=threshold, metavar="T",
+                   help=f"Jaccard threshold of a true candidate (default: {threshold})")
     p.set_defaults(func=cmd_bands)
 
     p = asub.add_parser("grid", help="duplicates per threshold and shingle size (seed 004)",
@@ -123,13 +160,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "4).")
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
+    thresholds = list(_default(grid, "thresholds"))
     p.add_argument("--thresholds", "--threshold", nargs="+", type=float, metavar="T",
-                   default=[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], dest="thresholds",
-                   help="thresholds (default: 0.3 0.4 ... 0.9)")
-    p.add_argument("--shingle-sizes", nargs="+", type=int, default=[3, 5, 7], metavar="K",
-                   help="shingle sizes (default: 3 5 7)")
-    p.add_argument("--kind", choices=["word", "char"], default="word",
-                   help="word or character shingles (default: word)")
+                   default=thresholds, dest="thresholds",
+                   help=f"thresholds (default: {_spaced(thresholds, shorten=True)})")
+    sizes = list(_default(grid, "sizes"))
+    p.add_argument("--shingle-sizes", nargs="+", type=int, default=sizes, metavar="K",
+                   help=f"shingle sizes (default: {_spaced(sizes)})")
+    kind = _default(grid, "kind")
+    p.add_argument("--kind", choices=["word", "char"], default=kind,
+                   help=f"word or character shingles (default: {kind})")
     _min_recall_arg(p)
     p.set_defaults(func=cmd_grid)
 
@@ -139,12 +179,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
     _shingle_arg(p)
-    p.add_argument("--threshold", type=float, default=0.8, metavar="T",
-                   help="verification threshold; also chooses bands x rows (default: 0.8)")
+    threshold = _default(distribution, "threshold")
+    p.add_argument("--threshold", type=float, default=threshold, metavar="T",
+                   help=f"verification threshold; also chooses bands x rows (default: "
+                        f"{threshold})")
     p.add_argument("--bands-rows", default=None, metavar="BxR",
                    help="band the signatures this way instead (e.g. 20x5)")
-    p.add_argument("--bins", type=int, default=20, metavar="N",
-                   help="histogram bins over [0, 1] (default: 20)")
+    n_bins = _default(distribution, "bins")
+    p.add_argument("--bins", type=int, default=n_bins, metavar="N",
+                   help=f"histogram bins over [0, 1] (default: {n_bins})")
     _min_recall_arg(p)
     p.set_defaults(func=cmd_distribution)
 

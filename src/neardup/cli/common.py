@@ -147,25 +147,27 @@ def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
     sk = p.add_argument_group("shingles and MinHash")
     sk.add_argument("--shingle", default=str(d.shingle), metavar="SPEC",
                     help="word:K[:OFFSET] (K-word shingles, OFFSET words apart) or char:K[:OFFSET] "
-                         "(default: word:5)")
+                         f"(default: {d.shingle})")
     sk.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
-                    help="MinHash values per document (default: 128)")
-    sk.add_argument("--seed", type=int, default=d.sketch.seed, help="hash seed (default: 1)")
+                    help=f"MinHash values per document (default: {d.sketch.num_perm})")
+    sk.add_argument("--seed", type=int, default=d.sketch.seed,
+                    help=f"hash seed (default: {d.sketch.seed})")
     sk.add_argument("--scheme", choices=SCHEMES, default=d.sketch.scheme,
                     help="MinHash scheme: oph = one-permutation hashing with optimal "
                          "densification (default), classic = (a*x+b) mod 2^61-1 per permutation")
 
     ls = p.add_argument_group("LSH")
     ls.add_argument("--threshold", type=float, default=d.lsh.threshold,
-                    help="Jaccard similarity at which two texts are near-duplicates (default: 0.8)")
+                    help="Jaccard similarity at which two texts are near-duplicates (default: "
+                         f"{d.lsh.threshold})")
     ls.add_argument("--bands", type=int, default=None, help="number of bands (default: chosen)")
     ls.add_argument("--rows", type=int, default=None, help="rows per band (default: chosen)")
     ls.add_argument("--min-recall", type=float, default=d.lsh.min_recall,
                     help="lowest probability of finding a pair exactly at the threshold when "
-                         "bands and rows are chosen (default: 0.9)")
+                         f"bands and rows are chosen (default: {d.lsh.min_recall})")
     ls.add_argument("--bucket-cap", type=int, default=d.lsh.bucket_cap, metavar="N",
                     help="buckets with more documents are linked as a star and reported "
-                         "(default: 500)")
+                         f"(default: {d.lsh.bucket_cap})")
 
     if not clustering:
         return
