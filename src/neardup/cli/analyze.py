@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import DedupConfig
 from ..errors import ConfigError
-from .common import add_input_args, add_output_args, add_running_args, print_table
+from .common import EXIT_OK, add_input_args, add_output_args, add_running_args, print_table
 
 
 def _default(func, name: str) -> Any:
@@ -224,7 +224,7 @@ def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, s
     elif not a.quiet:
         lines = lines + [("outputs", ", ".join(paths.values())), ("time", f"{seconds:.2f} s")]
         print_table(f"neardup analyze {analysis.name}: {analysis.title}", lines)
-    return 0
+    return EXIT_OK
 
 
 def cmd_scurve(a: argparse.Namespace) -> int:

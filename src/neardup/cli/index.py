@@ -12,7 +12,14 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError, InputError, OutputError
-from .common import add_input_args, add_param_args, config_from_args, print_summary, skipped_text
+from .common import (
+    EXIT_OK,
+    add_input_args,
+    add_param_args,
+    config_from_args,
+    print_summary,
+    skipped_text,
+)
 
 
 def _is_url(target: str) -> bool:
@@ -47,7 +54,7 @@ def cmd_index_create(a: argparse.Namespace) -> int:
         ("LSH", f"{st['bands']} bands x {st['rows']} rows, expected recall "
                 f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}"),
         ("shingles", st["shingle"])])
-    return 0
+    return EXIT_OK
 
 
 def cmd_index_add(a: argparse.Namespace) -> int:
@@ -82,7 +89,7 @@ def cmd_index_add(a: argparse.Namespace) -> int:
         ("skipped", skipped_text(sk)),
         ("index", f"{a.index}: {total:,} documents"),
         ("time", f"{wall:.2f} s")])
-    return 0
+    return EXIT_OK
 
 
 def _query_texts(a: argparse.Namespace) -> list[tuple[str, str]]:
@@ -114,13 +121,13 @@ def cmd_index_query(a: argparse.Namespace) -> int:
         idx.close()
     if a.json:
         print(json.dumps(results, indent=2))
-        return 0
+        return EXIT_OK
     for r in results:
         if not r["matches"]:
             print(f"{r['query']}: unique (no text at Jaccard >= {threshold:g})")
         for m in r["matches"]:
             print(f"{r['query']}\t{m['id']}\t{m['similarity']:.4f}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_index_remove(a: argparse.Namespace) -> int:
@@ -135,7 +142,8 @@ def cmd_index_remove(a: argparse.Namespace) -> int:
     print_summary(a, data, "neardup index remove", lambda: [
         ("removed", f"{sum(gone):,}"), ("not found", ", ".join(missing) or "none"),
         ("index", f"{left:,} documents")])
-    return 3 if missing and a.strict else 0
+    # ids that were not there are bad input only when the caller asked for them all to be there
+    return InputError.exit_code if missing and a.strict else EXIT_OK
 
 
 def cmd_index_stats(a: argparse.Namespace) -> int:
@@ -145,7 +153,7 @@ def cmd_index_stats(a: argparse.Namespace) -> int:
     finally:
         idx.close()
     print_summary(a, st, "neardup index stats", lambda: [(k, str(v)) for k, v in st.items()])
-    return 0
+    return EXIT_OK
 
 
 def cmd_stream(a: argparse.Namespace) -> int:
@@ -201,7 +209,7 @@ def cmd_stream(a: argparse.Namespace) -> int:
             print(f"neardup stream: {counts['lines']:,} lines, {counts['unique']:,} unique, "
                   f"{counts['duplicate']:,} duplicates, {counts['errors']:,} errors",
                   file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
@@ -212,7 +220,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
                           f"{a.index}` or pass --create")
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
         max_text_bytes=a.max_text_bytes, max_batch=a.max_batch)
-    return 0
+    return EXIT_OK
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -259,7 +267,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r = isub.add_parser("remove", help="remove documents by id")
     r.add_argument("index", metavar="INDEX")
     r.add_argument("ids", nargs="+", metavar="ID")
-    r.add_argument("--strict", action="store_true", help="exit 3 if an id was not found")
+    r.add_argument("--strict", action="store_true",
+                   help=f"exit {InputError.exit_code} if an id was not found")
     r.add_argument("--json", action="store_true")
     r.add_argument("--quiet", "-q", action="store_true")
     r.set_defaults(func=cmd_index_remove)
