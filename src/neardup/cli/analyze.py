@@ -1,6 +1,6 @@
-"""``neardup analyze scurve|params|recall|bands|grid|distribution``: the parameter experiments
-of seeds 002, 003 and 004. Each command writes ``<name>.png``, ``<name>.csv`` and ``<name>.md``
-into OUTDIR; ``--json`` prints the numbers, otherwise a short table (``--quiet``: nothing)."""
+"""``neardup analyze scurve|params|recall|bands|grid|distribution``: experiments for choosing
+the LSH parameters. Each command writes ``<name>.png``, ``<name>.csv`` and ``<name>.md`` into
+OUTDIR; ``--json`` prints the numbers, otherwise a short table (``--quiet``: nothing)."""
 
 from __future__ import annotations
 
@@ -76,10 +76,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     from ..analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS, params
 
     an = sub.add_parser("analyze", help="parameter experiments: S-curves, bands x rows, LSH "
-                        "recall, duplicates per threshold (seeds 002-004)",
-                        description="Reproduce the parameter experiments of seeds 002, 003 and "
-                        "004. Each command writes <name>.png, <name>.csv and <name>.md into "
-                        "OUTDIR.")
+                        "recall, duplicates per threshold",
+                        description="Experiments for choosing the shingle, MinHash and LSH "
+                        "parameters. Each command writes <name>.png, <name>.csv and <name>.md "
+                        "into OUTDIR.")
     asub = an.add_subparsers(dest="analyze_command", required=True, metavar="ANALYSIS")
 
     p = asub.add_parser("scurve", help="P(candidate) against Jaccard for several bands x rows",
@@ -119,7 +119,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "similarity bin", description="Compare all pairs of documents (exact "
                         "Jaccard of the shingle sets) with the LSH candidates of each setting: "
                         "per similarity bin, the true pairs, those LSH found and the number the "
-                        "S-curve expects (seed 002).")
+                        "S-curve expects.")
     _common(p)
     _corpus_args(p, "brute force limit: more documents than this is an error unless "
                  "--max-docs is given, which draws a sample of N documents (default limit: "
@@ -131,7 +131,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="thresholds; each gives neardup's bands x rows (default: "
                         f"{_spaced(thresholds)})")
     p.add_argument("--bands-rows", nargs="+", default=[], metavar="BxR",
-                   help="also these fixed settings, e.g. 20x5 (seed 002)")
+                   help="also these fixed settings, e.g. 20x5")
     p.add_argument("--bins", nargs="+", type=float, metavar="EDGE",
                    default=list(DEFAULT_BIN_EDGES),
                    help=f"similarity bin edges (default: {_spaced(DEFAULT_BIN_EDGES)})")
@@ -141,7 +141,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = asub.add_parser("bands", help="candidate pairs against the number of bands",
                         description="Sketch once, then band the signature as B bands of "
                         "num_perm // B rows for each B: candidate pairs and true candidates "
-                        "(exact Jaccard >= --threshold) (seed 002).")
+                        "(exact Jaccard >= --threshold).")
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
     _shingle_arg(p)
@@ -153,11 +153,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=f"Jaccard threshold of a true candidate (default: {threshold})")
     p.set_defaults(func=cmd_bands)
 
-    p = asub.add_parser("grid", help="duplicates per threshold and shingle size (seed 004)",
+    p = asub.add_parser("grid", help="duplicates per threshold and shingle size",
                         description="Run neardup dedup once per shingle size at the lowest "
                         "threshold and count the verified pairs and the documents with at "
-                        "least one near-duplicate at each threshold (seed 004's Figures 3 and "
-                        "4).")
+                        "least one near-duplicate at each threshold.")
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
     thresholds = list(_default(grid, "thresholds"))
@@ -236,7 +235,7 @@ def cmd_scurve(a: argparse.Namespace) -> int:
               + ", ".join(f"P({s:g}) = {r[f'p@{s:g}']:.4f}" for s in a.points
                           if s in (0.5, 0.7, 0.8, 0.9)))
              for r in res.rows]
-    lines.append(("20 x 5 at J = 0.8", f"{res.summary['p_20x5_at_0.8']:.4f} (seeds 002/003)"))
+    lines.append(("20 x 5 at J = 0.8", f"{res.summary['p_20x5_at_0.8']:.4f}"))
     return _finish(a, res, t0, lines)
 
 

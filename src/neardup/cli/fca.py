@@ -18,8 +18,8 @@ from .common import (
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``fca`` to the CLI's sub-parsers."""
-    f = sub.add_parser("fca", help="near-duplicate clusters by Formal Concept Analysis "
-                       "(seed 001)", description="Clusters of documents whose images (the N "
+    f = sub.add_parser("fca", help="near-duplicate clusters by Formal Concept Analysis",
+                       description="Clusters of documents whose images (the N "
                        "smallest shingle hashes) share at least K hashes: maximal frequent "
                        "itemsets of the inverted table (FPmax). Writes clusters-k<K>.jsonl and "
                        "summary.json; with --truth, precision/recall/F1 per K (evaluation.csv, "
@@ -31,7 +31,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="units per shingle (default: 10)")
     f.add_argument("--offset", type=int, default=1, metavar="O",
                    help="units between the starts of two shingles (default: 1)")
-    f.add_argument("--kind", choices=["word", "char"], default="word")
+    f.add_argument("--kind", choices=["word", "char"], default="word",
+                   help="shingle units: words or characters (default: word)")
     f.add_argument("--image-size", type=int, default=256, metavar="N",
                    help="hashes per document image (default: 256)")
     f.add_argument("--min-common", type=int, nargs="+", required=True, metavar="K",
@@ -42,7 +43,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "JSONL or CSV of id pairs (id_a,id_b / id,source_id) or id,cluster")
     f.add_argument("--baseline-clusters", type=int, nargs="+", default=None, metavar="C",
                    help="also evaluate bisecting k-means on TF-IDF with C clusters")
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=int, default=0,
+                   help="random seed of the k-means baseline (default: 0)")
     add_running_args(f.add_argument_group("running"))
     f.set_defaults(func=cmd_fca)
 

@@ -16,10 +16,13 @@ from .common import (
     EXIT_OK,
     add_input_args,
     add_param_args,
+    add_running_args,
     config_from_args,
     print_summary,
     skipped_text,
 )
+
+INDEX_HELP = "an SQLite file or a Redis URL (redis://host:port/db?prefix=NAME)"
 
 
 def _is_url(target: str) -> bool:
@@ -232,76 +235,80 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     c = isub.add_parser("create", help="create an index with its parameters",
                         description="Create a new index; its parameters are stored in it.")
-    c.add_argument("index", metavar="INDEX")
+    c.add_argument("index", metavar="INDEX", help="the new index: " + INDEX_HELP)
     c.add_argument("--no-texts", action="store_true", help="do not store the texts (smaller; "
                    "side-by-side passages and query by id need them)")
     add_param_args(c, clustering=False)
-    c.add_argument("--json", action="store_true")
-    c.add_argument("--quiet", "-q", action="store_true")
+    add_running_args(c, json_help="print the index's parameters as JSON on stdout")
     c.set_defaults(func=cmd_index_create)
 
     ad = isub.add_parser("add", help="add documents from files",
                          description="Add the documents of JSONL, CSV, TSV or Parquet files or "
                          "text folders, in transactional batches.")
-    ad.add_argument("index", metavar="INDEX")
+    ad.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     g = add_input_args(ad, id_help="id field (default: the row number, which must not be in the "
                        "index)")
     g.add_argument("--batch-size", type=int, default=1000, metavar="N",
                    help="documents per transaction (default: 1000)")
-    ad.add_argument("--json", action="store_true")
-    ad.add_argument("--quiet", "-q", action="store_true")
+    add_running_args(ad)
     ad.set_defaults(func=cmd_index_add)
 
     q = isub.add_parser("query", help="near-duplicates of texts",
                         description="Print the near-duplicates of each text: id and verified "
                         "Jaccard similarity, highest first.")
-    q.add_argument("index", metavar="INDEX")
-    q.add_argument("text", nargs="*", metavar="TEXT")
+    q.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    q.add_argument("text", nargs="*", metavar="TEXT", help="texts to query with")
     q.add_argument("--file", action="append", metavar="PATH",
                    help="a UTF-8 text file to query with (- for stdin); repeatable")
-    q.add_argument("--threshold", type=float, default=None)
-    q.add_argument("--top-k", type=int, default=None)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--threshold", type=float, default=None,
+                   help="Jaccard similarity a match needs (default: the index's threshold)")
+    q.add_argument("--top-k", type=int, default=None,
+                   help="at most this many matches per text, the most similar (default: all)")
+    q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
     q.set_defaults(func=cmd_index_query)
 
     r = isub.add_parser("remove", help="remove documents by id")
-    r.add_argument("index", metavar="INDEX")
-    r.add_argument("ids", nargs="+", metavar="ID")
+    r.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    r.add_argument("ids", nargs="+", metavar="ID", help="ids of the documents to remove")
     r.add_argument("--strict", action="store_true",
                    help=f"exit {InputError.exit_code} if an id was not found")
-    r.add_argument("--json", action="store_true")
-    r.add_argument("--quiet", "-q", action="store_true")
+    add_running_args(r)
     r.set_defaults(func=cmd_index_remove)
 
     s = isub.add_parser("stats", help="parameters and counts")
-    s.add_argument("index", metavar="INDEX")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    s.add_argument("--json", action="store_true",
+                   help="print the parameters and counts as JSON on stdout")
     s.set_defaults(func=cmd_index_stats)
 
     st = sub.add_parser("stream", help="deduplicate a JSONL stream on stdin against an index",
                         description="Read JSONL records on stdin; for each, write a decision "
                         "line: unique (added to the index) or duplicate (of which ids, with what "
                         "similarity). Bad lines give an error line and are counted.")
-    st.add_argument("index", metavar="INDEX")
-    st.add_argument("--text-field", default="text")
+    st.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    st.add_argument("--text-field", default="text",
+                    help="field holding the text (default: text)")
     st.add_argument("--id-field", default="id", help="default: id (missing: stdin:LINE)")
-    st.add_argument("--threshold", type=float, default=None)
+    st.add_argument("--threshold", type=float, default=None,
+                    help="Jaccard similarity of a duplicate (default: the index's threshold)")
     st.add_argument("--no-add", action="store_true", help="only check; add nothing")
     st.add_argument("--on-error", choices=["fail", "skip"], default="skip",
                     help="bad lines: write an error line and go on (skip, default) or stop")
     st.add_argument("--flush", action="store_true", help="flush after every line")
-    st.add_argument("--quiet", "-q", action="store_true")
+    add_running_args(st, quiet_help="do not print the counts on stderr at the end",
+                     json_help=None)
     st.set_defaults(func=cmd_stream)
 
     sv = sub.add_parser("serve", help="HTTP service and web page over an index",
                         description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
                         "schema at /docs, and a web page at / for uniqueness checks and "
                         "collection uploads.")
-    sv.add_argument("--index", required=True, metavar="INDEX")
+    sv.add_argument("--index", required=True, metavar="INDEX", help=INDEX_HELP)
     sv.add_argument("--create", action="store_true", help="create the index if missing, with "
                     "default parameters")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--port", type=int, default=8000,
+                    help="port to listen on (default: 8000)")
     sv.add_argument("--max-upload-bytes", type=int, default=10_000_000, metavar="N",
                     help="largest request body accepted (default: 10 MB)")
     sv.add_argument("--max-text-bytes", type=int, default=1_000_000, metavar="N",

@@ -35,7 +35,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "the model's tuned one, or 0.45 for the rule score)")
     pd.set_defaults(func=cmd_products_dedup)
     pe = psub.add_parser("eval", help="bootstrap study against a ground truth: tables and "
-                         "plots", description="Run seed 000's bootstrap study: thresholds tuned "
+                         "plots", description="Run a bootstrap study: thresholds tuned "
                          "on each training part, figures on the test parts; writes report.md, "
                          "CSV and markdown tables and PNG plots.")
     _add_offer_input_args(pe)
@@ -46,8 +46,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "by default); never used as a feature")
     pe.add_argument("--truth-pairs", default=None, metavar="FILE", help="a CSV or JSONL file "
                     "of matching id pairs")
-    pe.add_argument("--bootstraps", type=int, default=5)
-    pe.add_argument("--seed", type=int, default=0)
+    pe.add_argument("--bootstraps", type=int, default=5,
+                    help="bootstrap rounds, each with its own training and test part "
+                         "(default: 5)")
+    pe.add_argument("--seed", type=int, default=0,
+                    help="random seed of the bootstrap samples and of the MinHash functions "
+                         "(default: 0)")
     pe.add_argument("--save-model", default=None, metavar="PATH", help="also fit the matcher "
                     "on all labelled pairs and save it for `products dedup --model`")
     pe.set_defaults(func=cmd_products_eval)
@@ -56,14 +60,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="OFFERS",
                    help="offer files (JSON, JSONL or CSV, optionally .gz; one per shop is fine), "
-                   "or seed 000's TV format (an object modelID -> [offers])")
+                   "or the TV format (an object modelID -> [offers])")
     p.add_argument("--format", dest="input_format", default="auto",
                    choices=["auto", "json", "jsonl", "csv", "tv"], help="input format (default: "
                    "from the file name and content)")
     p.add_argument("--id-field", default="id", help="id field or column (default: id; missing: "
                    "file:line)")
-    p.add_argument("--title-field", default="title")
-    p.add_argument("--description-field", default="description")
+    p.add_argument("--title-field", default="title",
+                   help="title field or column (default: title)")
+    p.add_argument("--description-field", default="description",
+                   help="description field or column (default: description; missing: empty)")
     p.add_argument("--shop-field", default="shop", help="shop field or column (default: shop; "
                    "missing: the file's name)")
     p.add_argument("--attributes-field", default="attributes", help="JSON: the attribute map "
