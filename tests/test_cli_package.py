@@ -52,6 +52,34 @@ def test_every_command_and_option_has_a_help_text():
     assert not missing, f"without a help text: {missing}"
 
 
+def _help_texts(p: argparse.ArgumentParser, path=("neardup",)) -> dict[str, str]:
+    return {" ".join(path): p.format_help()} | {" ".join(sub_path): sub.format_help()
+                                                for sub_path, sub, _ in parsers(p, path)}
+
+
+ALL_COMMANDS = sorted(set().union(*(family.COMMANDS for family in neardup.cli.FAMILIES)))
+
+
+@pytest.mark.parametrize("command", ALL_COMMANDS)
+def test_the_parser_built_for_one_command_is_the_full_one_for_it(command):
+    """main builds only the family of the command it runs; that command parses as it does in
+    the full parser, and the top-level help lists every command as before."""
+    full, lazy = _help_texts(build_parser()), _help_texts(build_parser(command))
+    assert lazy["neardup"] == full["neardup"]
+    mine = {k: v for k, v in full.items() if k.split()[1:2] == [command]}
+    assert mine and {k: lazy[k] for k in mine} == mine
+
+
+@pytest.mark.parametrize("argv", [[], ["bogus"], ["--bogus"]])
+def test_top_level_errors_list_every_command(argv, capsys):
+    errors = []
+    for parser in (build_parser(), build_parser("")):
+        with pytest.raises(SystemExit) as e:
+            parser.parse_args(argv)
+        errors.append((e.value.code, capsys.readouterr().err))
+    assert errors[0] == errors[1] and errors[0][0] == 2
+
+
 def _cli_imports(module: str) -> set[str]:
     """Modules of ``neardup.cli`` that ``module`` (a file of the package) imports, as
     ``neardup.cli`` or ``neardup.cli.NAME``, wherever the import statement is."""
@@ -107,6 +135,18 @@ def test_building_the_parser_imports_no_heavy_library():
         "from neardup.cli import build_parser\n"
         "build_parser().format_help()\n"
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n")
+    assert got == []
+
+
+def test_neardup_help_builds_no_command_options():
+    """``neardup --help`` lists the commands without building their options, which would read
+    the I/O formats and the analyses' defaults."""
+    got = _run_python(
+        "import contextlib, io, json, sys\n"
+        "from neardup.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "print(json.dumps([m for m in ['neardup.io', 'neardup.analyze'] if m in sys.modules]))\n")
     assert got == []
 
 

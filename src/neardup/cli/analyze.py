@@ -63,6 +63,11 @@ def _min_recall_arg(p: argparse.ArgumentParser) -> None:
                         f"(default: {min_recall})")
 
 
+#: The top-level commands of this module and their help.
+COMMANDS = {"analyze": "parameter experiments: S-curves, bands x rows, LSH recall, duplicates per "
+                       "threshold"}
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``analyze`` and its six sub-commands to the CLI's sub-parsers."""
     from ..analyze.corpus import (
@@ -75,8 +80,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     from ..analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS, params
 
-    an = sub.add_parser("analyze", help="parameter experiments: S-curves, bands x rows, LSH "
-                        "recall, duplicates per threshold",
+    an = sub.add_parser("analyze", help=COMMANDS["analyze"],
                         description="Experiments for choosing the shingle, MinHash and LSH "
                         "parameters. Each command writes <name>.png, <name>.csv and <name>.md "
                         "into OUTDIR.")

@@ -7,8 +7,9 @@ and argparse's own usage errors); 3 bad input, the message naming the file, line
 (:class:`~neardup.errors.InputError`); 4 an output could not be written
 (:class:`~neardup.errors.OutputError`); 130 interrupted.
 
-This module imports no command module; the library modules a command needs are imported inside
-the command functions, so that ``neardup --help`` stays fast.
+This module imports no command module. The library modules a command needs are imported inside
+the functions that need them (the I/O formats too: only the parser of the command that runs is
+built in full), so that ``neardup --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any
 
 from ..config import SCHEMES, DedupConfig
 from ..errors import ConfigError, NeardupError
-from ..io import INPUT_FORMATS
 
 #: Exit code of a command that succeeded.
 EXIT_OK = 0
@@ -90,6 +90,8 @@ def add_input_args(p: argparse.ArgumentParser, *, id_help: str | None = None,
     """The INPUT files and how they are read (text and id fields, format, encoding, bad
     records), as :func:`neardup.io.read_documents` takes them. Returns the "input" group, for a
     command's own reading options."""
+    from ..io import INPUT_FORMATS
+
     g = p.add_argument_group("input")
     g.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="JSONL, CSV, TSV or Parquet files (optionally .gz or .zst), or folders of "
@@ -141,7 +143,8 @@ def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
     nm.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalisation")
     nm.add_argument("--no-casefold", action="store_true", help="keep letter case")
     nm.add_argument("--strip-html", action="store_true", help="remove HTML tags and entities")
-    nm.add_argument("--strip-punctuation", action="store_true", help="replace punctuation by spaces")
+    nm.add_argument("--strip-punctuation", action="store_true",
+                    help="replace punctuation by spaces")
     nm.add_argument("--strip-digits", action="store_true", help="remove digits")
     nm.add_argument("--strip-stopwords", action="store_true", help="remove English stop words")
 

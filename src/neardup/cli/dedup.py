@@ -7,7 +7,6 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
-from ..io import OUTPUT_FORMATS
 from .common import (
     EXIT_OK,
     RichProgress,
@@ -22,17 +21,22 @@ from .common import (
     skipped_text,
 )
 
+#: The top-level commands of this module and their help.
+COMMANDS = {"dedup": "find near-duplicate clusters in a corpus and write a deduplicated copy"}
+
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``dedup`` to the CLI's sub-parsers."""
-    d = sub.add_parser("dedup", help="find near-duplicate clusters in a corpus and write a "
-                       "deduplicated copy", description="Find near-duplicate clusters in a corpus "
-                       "and write clusters, pairs, a deduplicated corpus and summary.json.")
+    d = sub.add_parser("dedup", help=COMMANDS["dedup"],
+                       description="Find near-duplicate clusters in a corpus and write clusters, "
+                       "pairs, a deduplicated corpus and summary.json.")
     _add_dedup_args(d)
     d.set_defaults(func=cmd_dedup)
 
 
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:
+    from ..io import OUTPUT_FORMATS
+
     g = add_input_args(p, on_error_help="bad records: stop before writing anything (fail, "
                        "default) or skip and count them in the summary (skip)")
     g.add_argument("--chunk-size", type=int, default=10_000, metavar="N",

@@ -15,14 +15,17 @@ from .common import (
     skipped_text,
 )
 
+#: The top-level commands of this module and their help.
+COMMANDS = {"fca": "near-duplicate clusters by Formal Concept Analysis"}
+
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``fca`` to the CLI's sub-parsers."""
-    f = sub.add_parser("fca", help="near-duplicate clusters by Formal Concept Analysis",
-                       description="Clusters of documents whose images (the N "
-                       "smallest shingle hashes) share at least K hashes: maximal frequent "
-                       "itemsets of the inverted table (FPmax). Writes clusters-k<K>.jsonl and "
-                       "summary.json; with --truth, precision/recall/F1 per K (evaluation.csv, "
+    f = sub.add_parser("fca", help=COMMANDS["fca"],
+                       description="Clusters of documents whose images (the N smallest shingle "
+                       "hashes) share at least K hashes: maximal frequent itemsets of the "
+                       "inverted table (FPmax). Writes clusters-k<K>.jsonl and summary.json; "
+                       "with --truth, precision/recall/F1 per K (evaluation.csv, "
                        ".md, .png).")
     add_input_args(f)
     add_output_args(f, help="output directory: clusters-k<K>.jsonl and summary.json; with "

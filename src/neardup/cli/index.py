@@ -226,9 +226,15 @@ def cmd_serve(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: The top-level commands of this module and their help.
+COMMANDS = {"index": "an online index: create, add, query, remove, stats",
+            "stream": "deduplicate a JSONL stream on stdin against an index",
+            "serve": "HTTP service and web page over an index"}
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``index`` (and its sub-commands), ``stream`` and ``serve`` to the CLI's sub-parsers."""
-    ix = sub.add_parser("index", help="an online index: create, add, query, remove, stats",
+    ix = sub.add_parser("index", help=COMMANDS["index"],
                         description="An online near-duplicate index in an SQLite file or Redis "
                         "(INDEX: a path, or redis://host:port/db?prefix=NAME).")
     isub = ix.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
@@ -281,7 +287,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="print the parameters and counts as JSON on stdout")
     s.set_defaults(func=cmd_index_stats)
 
-    st = sub.add_parser("stream", help="deduplicate a JSONL stream on stdin against an index",
+    st = sub.add_parser("stream", help=COMMANDS["stream"],
                         description="Read JSONL records on stdin; for each, write a decision "
                         "line: unique (added to the index) or duplicate (of which ids, with what "
                         "similarity). Bad lines give an error line and are counted.")
@@ -299,7 +305,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                      json_help=None)
     st.set_defaults(func=cmd_stream)
 
-    sv = sub.add_parser("serve", help="HTTP service and web page over an index",
+    sv = sub.add_parser("serve", help=COMMANDS["serve"],
                         description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
                         "schema at /docs, and a web page at / for uniqueness checks and "
                         "collection uploads.")

@@ -17,10 +17,13 @@ from .common import (
     skipped_text,
 )
 
+#: The top-level commands of this module and their help.
+COMMANDS = {"products": "duplicate product offers across web shops"}
+
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``products`` and its sub-commands to the CLI's sub-parsers."""
-    pr = sub.add_parser("products", help="duplicate product offers across web shops",
+    pr = sub.add_parser("products", help=COMMANDS["products"],
                         description="Duplicate product offers across web shops.")
     psub = pr.add_subparsers(dest="products_command", required=True, metavar="COMMAND")
     pd = psub.add_parser("dedup", help="find duplicate offers; write pairs with evidence and "
