@@ -22,7 +22,7 @@ from neardup.analyze import (
     recall,
     scurve,
 )
-from neardup.cli_analyze import add_analyze_commands
+from neardup.cli.analyze import add_commands
 from neardup.config import SketchConfig
 from neardup.sketch import sketch
 from neardup.synth import make_corpus
@@ -239,7 +239,7 @@ def test_distribution_sums(corpus, truth):
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neardup")
-    add_analyze_commands(p.add_subparsers(dest="command", required=True))
+    add_commands(p.add_subparsers(dest="command", required=True))
     return p
 
 

@@ -88,6 +88,33 @@ def test_stream_decisions(tmp_path, capsys, monkeypatch):
         assert sorted(idx.ids()) == ["4", "a"]
 
 
+def test_stream_reads_through_the_record_path(tmp_path, capsys, monkeypatch):
+    """stream reports the readers' reasons and locations, uses "stdin:LINE" for a record
+    without an id, and reports an id the index already holds as an error line."""
+    db = tmp_path / "s.db"
+    assert run(capsys, "index", "create", db)[0] == 0
+    text = " ".join(f"w{i}" for i in range(30))
+    raw = b"\n".join([json.dumps({"text": text}).encode(),
+                      b"[1, 2]",
+                      json.dumps({"id": "x", "text": 5}).encode(),
+                      b'{"id": "y", "text": "caf\xe9"}',
+                      json.dumps({"id": "stdin:1", "text": "other words entirely here"}).encode()])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw + b"\n")))
+    code, out, err = run(capsys, "stream", db)
+    got = [json.loads(x) for x in out.splitlines()]
+    assert code == 0
+    assert got[0]["id"] == "stdin:1" and got[0]["decision"] == "unique"
+    assert [g.get("line") for g in got[1:]] == [2, 3, 4, 5]
+    assert got[1]["error"].startswith("<stdin>:2: ") and "object" in got[1]["error"]
+    assert "field 'text'" in got[2]["error"]
+    assert "not valid UTF-8" in got[3]["error"]
+    assert "stdin:1" in got[4]["error"]  # the index holds that id already
+    assert "5 lines, 1 unique, 0 duplicates, 4 errors" in err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"[1]\n")))
+    code, _, err = run(capsys, "stream", db, "--on-error", "fail")
+    assert code == 3 and "<stdin>:1" in err
+
+
 def test_dedup_save_index_opens_as_index(tmp_path, capsys):
     db = tmp_path / "saved.db"
     out = tmp_path / "out"

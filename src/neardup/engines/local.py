@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -31,23 +31,15 @@ from ..cluster import cluster_representatives, labels_from_reps, preference_rank
 from ..config import DedupConfig
 from ..errors import InputError, OutputError, SkipReason
 from ..exact import FingerprintTable
-from ..io import (
-    OutputOptions,
-    ReadOptions,
-    SkipReport,
-    prepare_outdir,
-    read_documents,
-    total_input_bytes,
-    write_deduplicated,
-    write_json_atomic,
-    write_table,
-)
 from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
 from ..result import FINGERPRINT, JACCARD, METHOD_NAMES, MINHASH, Pairs, Result
 from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
 from ..text.normalize import normalize
 from ..validate import check_int
 from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments
+
+if TYPE_CHECKING:
+    from ..io import OutputOptions, ReadOptions
 
 __all__ = ["Deduplicator", "dedup", "dedup_files", "write_result"]
 
@@ -391,6 +383,8 @@ def _new_index(path: Path, config: DedupConfig):
 
 def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str, str]:
     """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
+    from ..io import write_table
+
     ids = np.asarray(result.ids, dtype=object)
     clusters = write_table(outdir / "clusters", {
         "id": ids,
@@ -422,6 +416,10 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     the run's parameters, at this new path. It is built under a temporary name beside it and
     renamed only when the whole run succeeded.
     """
+    # neardup.io (orjson, the readers and writers) is loaded by the file jobs only, so that
+    # ``import neardup`` and the command line's help stay light
+    from ..io import OutputOptions, ReadOptions, SkipReport
+
     read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
                             encoding=encoding, on_error=on_error, chunk_size=chunk_size)
     out_opts = OutputOptions(output_format, write_corpus)
@@ -448,6 +446,14 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
 
 def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: OutputOptions,
          progress, t_start, index, index_tmp, save_index) -> dict[str, Any]:
+    from ..io import (
+        prepare_outdir,
+        read_documents,
+        total_input_bytes,
+        write_deduplicated,
+        write_json_atomic,
+    )
+
     def on_stage(stage: str, done: int, total: int) -> None:
         progress.update(stage, done, total)
 

@@ -10,9 +10,19 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from .errors import ConfigError, InputError, OutputError
+from ..errors import ConfigError, InputError, OutputError
+from .common import (
+    EXIT_OK,
+    add_input_args,
+    add_param_args,
+    add_running_args,
+    config_from_args,
+    print_summary,
+    skipped_text,
+)
+
+INDEX_HELP = "an SQLite file or a Redis URL (redis://host:port/db?prefix=NAME)"
 
 
 def _is_url(target: str) -> bool:
@@ -20,7 +30,7 @@ def _is_url(target: str) -> bool:
 
 
 def _open(target: str, must_exist: bool = True):
-    from .index import Index
+    from ..index import Index
 
     if must_exist and not _is_url(target) and not Path(target).exists():
         raise OutputError(f"{target}: no such index; create it with `neardup index create "
@@ -31,38 +41,28 @@ def _open(target: str, must_exist: bool = True):
     return idx
 
 
-def _emit(a: argparse.Namespace, data: dict[str, Any], rows: list[tuple[str, str]],
-          title: str) -> None:
-    if getattr(a, "json", False):
-        print(json.dumps(data, indent=2))
-    elif not getattr(a, "quiet", False):
-        from .cli import _print_table
-
-        _print_table(title, rows)
-
-
 def cmd_index_create(a: argparse.Namespace) -> int:
-    from .cli import _config_from_args
-    from .index import Index
+    from ..index import Index
 
     if not _is_url(a.index) and Path(a.index).exists():
         raise OutputError(f"{a.index}: exists already; open it with `neardup index stats`")
-    config = _config_from_args(a)
+    config = config_from_args(a)
     idx = Index(a.index, config=config, store_text=not a.no_texts)
     if _is_url(a.index) and len(idx):
         raise OutputError(f"{a.index}: an index with documents exists under this prefix")
     st = idx.stats()
     idx.close()
-    _emit(a, st, [("index", a.index), ("LSH", f"{st['bands']} bands x {st['rows']} rows, "
-                   f"expected recall {st['expected_recall_at_threshold']:.3f} at "
-                   f"J={st['threshold']:g}"), ("shingles", st["shingle"])],
-          "neardup index create")
-    return 0
+    print_summary(a, st, "neardup index create", lambda: [
+        ("index", a.index),
+        ("LSH", f"{st['bands']} bands x {st['rows']} rows, expected recall "
+                f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}"),
+        ("shingles", st["shingle"])])
+    return EXIT_OK
 
 
 def cmd_index_add(a: argparse.Namespace) -> int:
-    from .index import DuplicateIdError
-    from .io import SkipReport, read_documents
+    from ..index import DuplicateIdError
+    from ..io import SkipReport, read_documents
 
     idx = _open(a.index)
     report = SkipReport()
@@ -87,12 +87,12 @@ def cmd_index_add(a: argparse.Namespace) -> int:
     sk = report.to_dict()
     data = {"added": added, "documents": total, "skipped": sk, "seconds": round(wall, 3),
             "documents_per_s": round(added / wall, 1) if wall > 0 else None}
-    _emit(a, data, [("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
-                    ("skipped", f"{sk['total']:,}" + (f"  {sk['by_reason']}" if sk["total"]
-                                                      else "")),
-                    ("index", f"{a.index}: {total:,} documents"),
-                    ("time", f"{wall:.2f} s")], "neardup index add")
-    return 0
+    print_summary(a, data, "neardup index add", lambda: [
+        ("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
+        ("skipped", skipped_text(sk)),
+        ("index", f"{a.index}: {total:,} documents"),
+        ("time", f"{wall:.2f} s")])
+    return EXIT_OK
 
 
 def _query_texts(a: argparse.Namespace) -> list[tuple[str, str]]:
@@ -107,7 +107,7 @@ def _query_texts(a: argparse.Namespace) -> list[tuple[str, str]]:
             raise InputError(f"cannot read: {e.strerror}", path=f, reason="missing_path") from e
         except UnicodeDecodeError as e:
             raise InputError(f"not UTF-8 at byte {e.start}", path=f,
-                             reason="bad_encoding") from e
+                             reason="undecodable") from e
     if not out:
         raise ConfigError("nothing to query: give TEXT arguments or --file PATH")
     return out
@@ -124,13 +124,13 @@ def cmd_index_query(a: argparse.Namespace) -> int:
         idx.close()
     if a.json:
         print(json.dumps(results, indent=2))
-        return 0
+        return EXIT_OK
     for r in results:
         if not r["matches"]:
             print(f"{r['query']}: unique (no text at Jaccard >= {threshold:g})")
         for m in r["matches"]:
             print(f"{r['query']}\t{m['id']}\t{m['similarity']:.4f}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_index_remove(a: argparse.Namespace) -> int:
@@ -142,9 +142,11 @@ def cmd_index_remove(a: argparse.Namespace) -> int:
         idx.close()
     missing = [i for i, ok in zip(a.ids, gone) if not ok]
     data = {"removed": sum(gone), "not_found": missing, "documents": left}
-    _emit(a, data, [("removed", f"{sum(gone):,}"), ("not found", ", ".join(missing) or "none"),
-                    ("index", f"{left:,} documents")], "neardup index remove")
-    return 3 if missing and a.strict else 0
+    print_summary(a, data, "neardup index remove", lambda: [
+        ("removed", f"{sum(gone):,}"), ("not found", ", ".join(missing) or "none"),
+        ("index", f"{left:,} documents")])
+    # ids that were not there are bad input only when the caller asked for them all to be there
+    return InputError.exit_code if missing and a.strict else EXIT_OK
 
 
 def cmd_index_stats(a: argparse.Namespace) -> int:
@@ -153,52 +155,44 @@ def cmd_index_stats(a: argparse.Namespace) -> int:
         st = idx.stats()
     finally:
         idx.close()
-    _emit(a, st, [(k, str(v)) for k, v in st.items()], "neardup index stats")
-    return 0
+    print_summary(a, st, "neardup index stats", lambda: [(k, str(v)) for k, v in st.items()])
+    return EXIT_OK
 
 
 def cmd_stream(a: argparse.Namespace) -> int:
     """JSONL on stdin -> one decision per line on stdout; counts on stderr at the end."""
-    import orjson
+    from ..errors import SkipReason
+    from ..io import ReadOptions, record_stream
 
+    # the same record path as every reader: a missing id field gives "stdin:LINE", and ids are
+    # not checked for repeats here (the index rejects an id it already holds)
+    options = ReadOptions(format="jsonl", text_fields=(a.text_field,), id_field=a.id_field,
+                          on_error="skip", default_id="stdin:{line}", unique_ids=False)
     idx = _open(a.index)
     counts = {"lines": 0, "unique": 0, "duplicate": 0, "errors": 0}
     out = sys.stdout
     try:
-        for n, raw in enumerate(sys.stdin.buffer, start=1):
-            if not raw.strip():
-                continue
+        for item in record_stream(sys.stdin.buffer, options, name="<stdin>").with_errors():
+            if isinstance(item, InputError) and item.reason is SkipReason.EMPTY_FILE:
+                continue  # no line at all: nothing to answer
             counts["lines"] += 1
-            try:
-                rec = orjson.loads(raw)
-                if not isinstance(rec, dict):
-                    raise InputError("expected a JSON object", path="stdin", line=n,
-                                     reason="not_an_object")
-                text = rec.get(a.text_field)
-                if not isinstance(text, str):
-                    raise InputError("missing or not a string", path="stdin", line=n,
-                                     field=a.text_field, reason="missing_text")
-                doc_id = rec.get(a.id_field, f"stdin:{n}")
-                if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
-                    raise InputError("not a string or integer", path="stdin", line=n,
-                                     field=a.id_field, reason="bad_id")
-                doc_id = str(doc_id)
-                if a.no_add:
-                    matches = idx.query(text, a.threshold)
-                else:
-                    matches = idx.check_and_add(doc_id, text, a.threshold)
-            except (orjson.JSONDecodeError, InputError) as e:
-                if isinstance(e, orjson.JSONDecodeError):
-                    e = InputError(f"malformed JSON: {e}", path="stdin", line=n,
-                                   reason="malformed_json")
+            error = item if isinstance(item, InputError) else None
+            if error is None:
+                try:
+                    matches = (idx.query(item.text, a.threshold) if a.no_add
+                               else idx.check_and_add(item.id, item.text, a.threshold))
+                except InputError as e:  # the index's own, e.g. an id it already holds
+                    error = e
+            if error is not None:
                 counts["errors"] += 1
                 if a.on_error == "fail":
-                    raise e
-                out.write(json.dumps({"line": n, "decision": "error", "error": str(e)}) + "\n")
+                    raise error
+                out.write(json.dumps({"line": item.line, "decision": "error",
+                                      "error": str(error)}) + "\n")
                 continue
             decision = "duplicate" if matches else "unique"
             counts[decision] += 1
-            out.write(json.dumps({"id": doc_id, "decision": decision,
+            out.write(json.dumps({"id": item.id, "decision": decision,
                                   "added": not matches and not a.no_add,
                                   "matches": [{"id": m.id, "similarity": m.similarity}
                                               for m in matches]}) + "\n")
@@ -210,105 +204,109 @@ def cmd_stream(a: argparse.Namespace) -> int:
             print(f"neardup stream: {counts['lines']:,} lines, {counts['unique']:,} unique, "
                   f"{counts['duplicate']:,} duplicates, {counts['errors']:,} errors",
                   file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
-    from .server import run
+    from ..server import run
 
     if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
         raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
                           f"{a.index}` or pass --create")
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
         max_text_bytes=a.max_text_bytes, max_batch=a.max_batch)
-    return 0
+    return EXIT_OK
 
 
-def add_index_commands(sub: argparse._SubParsersAction) -> None:
-    from .cli import _add_param_args
+#: The top-level commands of this module and their help.
+COMMANDS = {"index": "an online index: create, add, query, remove, stats",
+            "stream": "deduplicate a JSONL stream on stdin against an index",
+            "serve": "HTTP service and web page over an index"}
 
-    ix = sub.add_parser("index", help="an online index: create, add, query, remove, stats",
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``index`` (and its sub-commands), ``stream`` and ``serve`` to the CLI's sub-parsers."""
+    ix = sub.add_parser("index", help=COMMANDS["index"],
                         description="An online near-duplicate index in an SQLite file or Redis "
                         "(INDEX: a path, or redis://host:port/db?prefix=NAME).")
     isub = ix.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
 
     c = isub.add_parser("create", help="create an index with its parameters",
                         description="Create a new index; its parameters are stored in it.")
-    c.add_argument("index", metavar="INDEX")
+    c.add_argument("index", metavar="INDEX", help="the new index: " + INDEX_HELP)
     c.add_argument("--no-texts", action="store_true", help="do not store the texts (smaller; "
                    "side-by-side passages and query by id need them)")
-    _add_param_args(c, clustering=False)
-    c.add_argument("--json", action="store_true")
-    c.add_argument("--quiet", "-q", action="store_true")
+    add_param_args(c, clustering=False)
+    add_running_args(c, json_help="print the index's parameters as JSON on stdout")
     c.set_defaults(func=cmd_index_create)
 
     ad = isub.add_parser("add", help="add documents from files",
                          description="Add the documents of JSONL, CSV, TSV or Parquet files or "
                          "text folders, in transactional batches.")
-    ad.add_argument("index", metavar="INDEX")
-    ad.add_argument("inputs", nargs="+", metavar="INPUT")
-    ad.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD")
-    ad.add_argument("--id-field", default=None, metavar="FIELD",
-                    help="id field (default: the row number, which must not be in the index)")
-    ad.add_argument("--input-format", choices=["jsonl", "csv", "tsv", "parquet", "textdir"],
-                    default=None)
-    ad.add_argument("--encoding", default="utf-8")
-    ad.add_argument("--on-error", choices=["fail", "skip"], default="fail")
-    ad.add_argument("--batch-size", type=int, default=1000, metavar="N",
-                    help="documents per transaction (default: 1000)")
-    ad.add_argument("--json", action="store_true")
-    ad.add_argument("--quiet", "-q", action="store_true")
+    ad.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    g = add_input_args(ad, id_help="id field (default: the row number, which must not be in the "
+                       "index)")
+    g.add_argument("--batch-size", type=int, default=1000, metavar="N",
+                   help="documents per transaction (default: 1000)")
+    add_running_args(ad)
     ad.set_defaults(func=cmd_index_add)
 
     q = isub.add_parser("query", help="near-duplicates of texts",
                         description="Print the near-duplicates of each text: id and verified "
                         "Jaccard similarity, highest first.")
-    q.add_argument("index", metavar="INDEX")
-    q.add_argument("text", nargs="*", metavar="TEXT")
+    q.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    q.add_argument("text", nargs="*", metavar="TEXT", help="texts to query with")
     q.add_argument("--file", action="append", metavar="PATH",
                    help="a UTF-8 text file to query with (- for stdin); repeatable")
-    q.add_argument("--threshold", type=float, default=None)
-    q.add_argument("--top-k", type=int, default=None)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--threshold", type=float, default=None,
+                   help="Jaccard similarity a match needs (default: the index's threshold)")
+    q.add_argument("--top-k", type=int, default=None,
+                   help="at most this many matches per text, the most similar (default: all)")
+    q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
     q.set_defaults(func=cmd_index_query)
 
     r = isub.add_parser("remove", help="remove documents by id")
-    r.add_argument("index", metavar="INDEX")
-    r.add_argument("ids", nargs="+", metavar="ID")
-    r.add_argument("--strict", action="store_true", help="exit 3 if an id was not found")
-    r.add_argument("--json", action="store_true")
-    r.add_argument("--quiet", "-q", action="store_true")
+    r.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    r.add_argument("ids", nargs="+", metavar="ID", help="ids of the documents to remove")
+    r.add_argument("--strict", action="store_true",
+                   help=f"exit {InputError.exit_code} if an id was not found")
+    add_running_args(r)
     r.set_defaults(func=cmd_index_remove)
 
     s = isub.add_parser("stats", help="parameters and counts")
-    s.add_argument("index", metavar="INDEX")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    s.add_argument("--json", action="store_true",
+                   help="print the parameters and counts as JSON on stdout")
     s.set_defaults(func=cmd_index_stats)
 
-    st = sub.add_parser("stream", help="deduplicate a JSONL stream on stdin against an index",
+    st = sub.add_parser("stream", help=COMMANDS["stream"],
                         description="Read JSONL records on stdin; for each, write a decision "
                         "line: unique (added to the index) or duplicate (of which ids, with what "
                         "similarity). Bad lines give an error line and are counted.")
-    st.add_argument("index", metavar="INDEX")
-    st.add_argument("--text-field", default="text")
+    st.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    st.add_argument("--text-field", default="text",
+                    help="field holding the text (default: text)")
     st.add_argument("--id-field", default="id", help="default: id (missing: stdin:LINE)")
-    st.add_argument("--threshold", type=float, default=None)
+    st.add_argument("--threshold", type=float, default=None,
+                    help="Jaccard similarity of a duplicate (default: the index's threshold)")
     st.add_argument("--no-add", action="store_true", help="only check; add nothing")
     st.add_argument("--on-error", choices=["fail", "skip"], default="skip",
                     help="bad lines: write an error line and go on (skip, default) or stop")
     st.add_argument("--flush", action="store_true", help="flush after every line")
-    st.add_argument("--quiet", "-q", action="store_true")
+    add_running_args(st, quiet_help="do not print the counts on stderr at the end",
+                     json_help=None)
     st.set_defaults(func=cmd_stream)
 
-    sv = sub.add_parser("serve", help="HTTP service and web page over an index",
+    sv = sub.add_parser("serve", help=COMMANDS["serve"],
                         description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
                         "schema at /docs, and a web page at / for uniqueness checks and "
                         "collection uploads.")
-    sv.add_argument("--index", required=True, metavar="INDEX")
+    sv.add_argument("--index", required=True, metavar="INDEX", help=INDEX_HELP)
     sv.add_argument("--create", action="store_true", help="create the index if missing, with "
                     "default parameters")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--port", type=int, default=8000,
+                    help="port to listen on (default: 8000)")
     sv.add_argument("--max-upload-bytes", type=int, default=10_000_000, metavar="N",
                     help="largest request body accepted (default: 10 MB)")
     sv.add_argument("--max-text-bytes", type=int, default=1_000_000, metavar="N",

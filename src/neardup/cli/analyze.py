@@ -1,65 +1,89 @@
-"""``neardup analyze scurve|params|recall|bands|grid|distribution``: the parameter experiments
-of seeds 002, 003 and 004. Each command writes ``<name>.png``, ``<name>.csv`` and ``<name>.md``
-into OUTDIR; ``--json`` prints the numbers, otherwise a short table (``--quiet``: nothing)."""
+"""``neardup analyze scurve|params|recall|bands|grid|distribution``: experiments for choosing
+the LSH parameters. Each command writes ``<name>.png``, ``<name>.csv`` and ``<name>.md`` into
+OUTDIR; ``--json`` prints the numbers, otherwise a short table (``--quiet``: nothing)."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import time
 from typing import Any
 
-from .errors import ConfigError
+from ..config import DedupConfig
+from ..errors import ConfigError
+from .common import EXIT_OK, add_input_args, add_output_args, add_running_args, print_table
 
-_FORMATS = ["jsonl", "csv", "tsv", "parquet", "textdir"]
+
+def _default(func, name: str) -> Any:
+    """The default of ``func``'s parameter ``name``: an analysis runs with the library's defaults
+    unless an option says otherwise."""
+    return inspect.signature(func).parameters[name].default
+
+
+def _spaced(values, shorten: bool = False) -> str:
+    """``values`` as the command line takes them; with ``shorten``, a long evenly spaced run as
+    ``first second ... last``."""
+    words = [str(v) for v in values]
+    return " ".join(words[:2] + ["..."] + words[-1:] if shorten and len(words) > 4 else words)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
-                   help="directory for <name>.png, <name>.csv and <name>.md (created)")
-    p.add_argument("--json", action="store_true", help="print the numbers as JSON on stdout")
-    p.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    g = add_output_args(p, help="directory for <name>.png, <name>.csv and <name>.md (created)")
+    add_running_args(g, json_help="print the numbers as JSON on stdout")
 
 
 def _corpus_args(p: argparse.ArgumentParser, max_docs_help: str) -> None:
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="JSONL, CSV, TSV or Parquet files, or directories of text files")
-    p.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
-                   help="field(s) holding the text (default: text)")
-    p.add_argument("--id-field", default=None, metavar="FIELD",
-                   help="field holding the document id (default: the row number)")
-    p.add_argument("--input-format", choices=_FORMATS, default=None)
-    p.add_argument("--encoding", default="utf-8")
-    p.add_argument("--on-error", choices=["fail", "skip"], default="fail")
-    p.add_argument("--max-docs", type=int, default=None, metavar="N", help=max_docs_help)
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the document sample drawn by --max-docs (default: 0)")
-    p.add_argument("--num-perm", type=int, default=128, metavar="K",
-                   help="MinHash values per document (default: 128)")
-    p.add_argument("--sketch-seed", type=int, default=1,
-                   help="seed of the MinHash functions (default: 1, as `neardup dedup`)")
+    from ..analyze.corpus import load_corpus
+
+    d = DedupConfig()
+    sample_seed = _default(load_corpus, "seed")
+    g = add_input_args(p)
+    g.add_argument("--max-docs", type=int, default=None, metavar="N", help=max_docs_help)
+    g.add_argument("--seed", type=int, default=sample_seed,
+                   help=f"seed of the document sample drawn by --max-docs (default: "
+                        f"{sample_seed})")
+    p.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
+                   help=f"MinHash values per document (default: {d.sketch.num_perm})")
+    p.add_argument("--sketch-seed", type=int, default=d.sketch.seed,
+                   help=f"seed of the MinHash functions (default: {d.sketch.seed}, as "
+                        "`neardup dedup`)")
 
 
 def _shingle_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shingle", default="word:5", metavar="SPEC",
-                   help="word:K, char:K, word:K:OFFSET or char:K:OFFSET (default: word:5)")
+    shingle = str(DedupConfig().shingle)
+    p.add_argument("--shingle", default=shingle, metavar="SPEC",
+                   help=f"word:K, char:K, word:K:OFFSET or char:K:OFFSET (default: {shingle})")
 
 
 def _min_recall_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-recall", type=float, default=0.9, metavar="P",
+    min_recall = DedupConfig().lsh.min_recall
+    p.add_argument("--min-recall", type=float, default=min_recall, metavar="P",
                    help="neardup's recall floor at the threshold when it chooses bands x rows "
-                        "(default: 0.9)")
+                        f"(default: {min_recall})")
 
 
-def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
+#: The top-level commands of this module and their help.
+COMMANDS = {"analyze": "parameter experiments: S-curves, bands x rows, LSH recall, duplicates per "
+                       "threshold"}
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``analyze`` and its six sub-commands to the CLI's sub-parsers."""
-    from .analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS
+    from ..analyze.corpus import (
+        DEFAULT_BIN_EDGES,
+        MAX_BRUTE_FORCE_DOCS,
+        bands,
+        distribution,
+        grid,
+        recall,
+    )
+    from ..analyze.curves import DEFAULT_BANDS_ROWS, DEFAULT_POINTS, params
 
-    an = sub.add_parser("analyze", help="parameter experiments: S-curves, bands x rows, LSH "
-                        "recall, duplicates per threshold (seeds 002-004)",
-                        description="Reproduce the parameter experiments of seeds 002, 003 and "
-                        "004. Each command writes <name>.png, <name>.csv and <name>.md into "
-                        "OUTDIR.")
+    an = sub.add_parser("analyze", help=COMMANDS["analyze"],
+                        description="Experiments for choosing the shingle, MinHash and LSH "
+                        "parameters. Each command writes <name>.png, <name>.csv and <name>.md "
+                        "into OUTDIR.")
     asub = an.add_subparsers(dest="analyze_command", required=True, metavar="ANALYSIS")
 
     p = asub.add_parser("scurve", help="P(candidate) against Jaccard for several bands x rows",
@@ -67,12 +91,12 @@ def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
                         "of the probability at several similarities and the approximate "
                         "threshold (1/b)^(1/r).")
     _common(p)
-    p.add_argument("--bands-rows", nargs="+", metavar="BxR",
-                   default=[f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS],
-                   help="bands x rows settings (default: "
-                        + " ".join(f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS) + ")")
+    bands_rows = [f"{b}x{r}" for b, r in DEFAULT_BANDS_ROWS]
+    p.add_argument("--bands-rows", nargs="+", metavar="BxR", default=bands_rows,
+                   help=f"bands x rows settings (default: {_spaced(bands_rows)})")
     p.add_argument("--points", nargs="+", type=float, metavar="S", default=list(DEFAULT_POINTS),
-                   help="similarities of the table's columns (default: 0.5 0.55 ... 0.95)")
+                   help="similarities of the table's columns (default: "
+                        f"{_spaced(DEFAULT_POINTS, shorten=True)})")
     p.set_defaults(func=cmd_scurve)
 
     p = asub.add_parser("params", help="neardup's choice of bands x rows against datasketch's",
@@ -81,66 +105,74 @@ def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
                         "their false-positive and false-negative areas and the recall at the "
                         "threshold and at threshold+0.1.")
     _common(p)
-    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, default=[0.8],
-                   metavar="T", dest="thresholds", help="Jaccard thresholds (default: 0.8)")
-    p.add_argument("--num-perm", type=int, default=128, metavar="K",
-                   help="MinHash values per document (default: 128)")
+    thresholds = list(_default(params, "thresholds"))
+    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, default=thresholds,
+                   metavar="T", dest="thresholds",
+                   help=f"Jaccard thresholds (default: {_spaced(thresholds)})")
+    num_perm = DedupConfig().sketch.num_perm
+    p.add_argument("--num-perm", type=int, default=num_perm, metavar="K",
+                   help=f"MinHash values per document (default: {num_perm})")
     _min_recall_arg(p)
-    p.add_argument("--weights", nargs=2, type=float, default=[0.5, 0.5], metavar=("FP", "FN"),
+    weights = list(_default(params, "weights"))
+    p.add_argument("--weights", nargs=2, type=float, default=weights, metavar=("FP", "FN"),
                    help="datasketch's false-positive and false-negative weights (default: "
-                        "0.5 0.5)")
+                        f"{_spaced(weights)})")
     p.set_defaults(func=cmd_params)
 
     p = asub.add_parser("recall", help="LSH candidates against brute-force Jaccard, per "
                         "similarity bin", description="Compare all pairs of documents (exact "
                         "Jaccard of the shingle sets) with the LSH candidates of each setting: "
                         "per similarity bin, the true pairs, those LSH found and the number the "
-                        "S-curve expects (seed 002).")
+                        "S-curve expects.")
     _common(p)
     _corpus_args(p, "brute force limit: more documents than this is an error unless "
                  "--max-docs is given, which draws a sample of N documents (default limit: "
-                 "5000)")
+                 f"{MAX_BRUTE_FORCE_DOCS})")
     _shingle_arg(p)
-    p.add_argument("--thresholds", "--threshold", nargs="+", type=float,
-                   default=[0.5, 0.7, 0.8, 0.9], metavar="T", dest="thresholds",
-                   help="thresholds; each gives neardup's bands x rows (default: 0.5 0.7 0.8 "
-                        "0.9)")
+    thresholds = list(_default(recall, "thresholds"))
+    p.add_argument("--thresholds", "--threshold", nargs="+", type=float, default=thresholds,
+                   metavar="T", dest="thresholds",
+                   help="thresholds; each gives neardup's bands x rows (default: "
+                        f"{_spaced(thresholds)})")
     p.add_argument("--bands-rows", nargs="+", default=[], metavar="BxR",
-                   help="also these fixed settings, e.g. 20x5 (seed 002)")
+                   help="also these fixed settings, e.g. 20x5")
     p.add_argument("--bins", nargs="+", type=float, metavar="EDGE",
-                   default=[0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                   help="similarity bin edges (default: 0.5 0.6 0.7 0.8 0.9 1.0)")
+                   default=list(DEFAULT_BIN_EDGES),
+                   help=f"similarity bin edges (default: {_spaced(DEFAULT_BIN_EDGES)})")
     _min_recall_arg(p)
     p.set_defaults(func=cmd_recall)
 
     p = asub.add_parser("bands", help="candidate pairs against the number of bands",
                         description="Sketch once, then band the signature as B bands of "
                         "num_perm // B rows for each B: candidate pairs and true candidates "
-                        "(exact Jaccard >= --threshold) (seed 002).")
+                        "(exact Jaccard >= --threshold).")
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
     _shingle_arg(p)
-    p.add_argument("--bands-list", nargs="+", type=int, metavar="B",
-                   default=[2, 4, 5, 8, 9, 10, 16, 20, 32, 64],
-                   help="numbers of bands (default: 2 4 5 8 9 10 16 20 32 64)")
-    p.add_argument("--threshold", type=float, default=0.8, metavar="T",
-                   help="Jaccard threshold of a true candidate (default: 0.8)")
+    bands_list = list(_default(bands, "bands_list"))
+    p.add_argument("--bands-list", nargs="+", type=int, metavar="B", default=bands_list,
+                   help=f"numbers of bands (default: {_spaced(bands_list)})")
+    threshold = _default(bands, "threshold")
+    p.add_argument("--threshold", type=float, default=threshold, metavar="T",
+                   help=f"Jaccard threshold of a true candidate (default: {threshold})")
     p.set_defaults(func=cmd_bands)
 
-    p = asub.add_parser("grid", help="duplicates per threshold and shingle size (seed 004)",
+    p = asub.add_parser("grid", help="duplicates per threshold and shingle size",
                         description="Run neardup dedup once per shingle size at the lowest "
                         "threshold and count the verified pairs and the documents with at "
-                        "least one near-duplicate at each threshold (seed 004's Figures 3 and "
-                        "4).")
+                        "least one near-duplicate at each threshold.")
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
+    thresholds = list(_default(grid, "thresholds"))
     p.add_argument("--thresholds", "--threshold", nargs="+", type=float, metavar="T",
-                   default=[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], dest="thresholds",
-                   help="thresholds (default: 0.3 0.4 ... 0.9)")
-    p.add_argument("--shingle-sizes", nargs="+", type=int, default=[3, 5, 7], metavar="K",
-                   help="shingle sizes (default: 3 5 7)")
-    p.add_argument("--kind", choices=["word", "char"], default="word",
-                   help="word or character shingles (default: word)")
+                   default=thresholds, dest="thresholds",
+                   help=f"thresholds (default: {_spaced(thresholds, shorten=True)})")
+    sizes = list(_default(grid, "sizes"))
+    p.add_argument("--shingle-sizes", nargs="+", type=int, default=sizes, metavar="K",
+                   help=f"shingle sizes (default: {_spaced(sizes)})")
+    kind = _default(grid, "kind")
+    p.add_argument("--kind", choices=["word", "char"], default=kind,
+                   help=f"word or character shingles (default: {kind})")
     _min_recall_arg(p)
     p.set_defaults(func=cmd_grid)
 
@@ -150,12 +182,15 @@ def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _corpus_args(p, "use a sample of N documents (seeded by --seed; default: all)")
     _shingle_arg(p)
-    p.add_argument("--threshold", type=float, default=0.8, metavar="T",
-                   help="verification threshold; also chooses bands x rows (default: 0.8)")
+    threshold = _default(distribution, "threshold")
+    p.add_argument("--threshold", type=float, default=threshold, metavar="T",
+                   help=f"verification threshold; also chooses bands x rows (default: "
+                        f"{threshold})")
     p.add_argument("--bands-rows", default=None, metavar="BxR",
                    help="band the signatures this way instead (e.g. 20x5)")
-    p.add_argument("--bins", type=int, default=20, metavar="N",
-                   help="histogram bins over [0, 1] (default: 20)")
+    n_bins = _default(distribution, "bins")
+    p.add_argument("--bins", type=int, default=n_bins, metavar="N",
+                   help=f"histogram bins over [0, 1] (default: {n_bins})")
     _min_recall_arg(p)
     p.set_defaults(func=cmd_distribution)
 
@@ -163,7 +198,7 @@ def add_analyze_commands(sub: argparse._SubParsersAction) -> None:
 # -- running ------------------------------------------------------------------------------------
 
 def _load(a: argparse.Namespace, max_docs: int | None):
-    from .analyze.corpus import load_corpus
+    from ..analyze.corpus import load_corpus
 
     if max_docs is not None and max_docs < 2:
         raise ConfigError(f"--max-docs={max_docs} is invalid: an integer >= 2")
@@ -180,7 +215,7 @@ def _corpus_summary(analysis, corpus) -> None:
 
 
 def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, str]]) -> int:
-    from .analyze.output import write_analysis
+    from ..analyze.output import write_analysis
 
     paths = write_analysis(analysis, a.output)
     seconds = time.perf_counter() - t0
@@ -190,15 +225,13 @@ def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, s
         data["seconds"] = round(seconds, 3)
         print(json.dumps(data, indent=2))
     elif not a.quiet:
-        from .cli import _print_table
-
         lines = lines + [("outputs", ", ".join(paths.values())), ("time", f"{seconds:.2f} s")]
-        _print_table(f"neardup analyze {analysis.name}: {analysis.title}", lines)
-    return 0
+        print_table(f"neardup analyze {analysis.name}: {analysis.title}", lines)
+    return EXIT_OK
 
 
 def cmd_scurve(a: argparse.Namespace) -> int:
-    from .analyze.curves import parse_bands_rows, scurve
+    from ..analyze.curves import parse_bands_rows, scurve
 
     t0 = time.perf_counter()
     res = scurve([parse_bands_rows(s) for s in a.bands_rows], a.points)
@@ -206,12 +239,12 @@ def cmd_scurve(a: argparse.Namespace) -> int:
               + ", ".join(f"P({s:g}) = {r[f'p@{s:g}']:.4f}" for s in a.points
                           if s in (0.5, 0.7, 0.8, 0.9)))
              for r in res.rows]
-    lines.append(("20 x 5 at J = 0.8", f"{res.summary['p_20x5_at_0.8']:.4f} (seeds 002/003)"))
+    lines.append(("20 x 5 at J = 0.8", f"{res.summary['p_20x5_at_0.8']:.4f}"))
     return _finish(a, res, t0, lines)
 
 
 def cmd_params(a: argparse.Namespace) -> int:
-    from .analyze.curves import params
+    from ..analyze.curves import params
 
     t0 = time.perf_counter()
     res = params(a.thresholds, a.num_perm, a.min_recall, tuple(a.weights))
@@ -223,8 +256,8 @@ def cmd_params(a: argparse.Namespace) -> int:
 
 
 def cmd_recall(a: argparse.Namespace) -> int:
-    from .analyze.corpus import MAX_BRUTE_FORCE_DOCS, recall
-    from .analyze.curves import parse_bands_rows
+    from ..analyze.corpus import MAX_BRUTE_FORCE_DOCS, recall
+    from ..analyze.curves import parse_bands_rows
 
     t0 = time.perf_counter()
     bands_rows = [parse_bands_rows(s) for s in a.bands_rows]
@@ -259,7 +292,7 @@ def cmd_recall(a: argparse.Namespace) -> int:
 
 
 def cmd_bands(a: argparse.Namespace) -> int:
-    from .analyze.corpus import bands
+    from ..analyze.corpus import bands
 
     t0 = time.perf_counter()
     corpus = _load(a, a.max_docs)
@@ -273,7 +306,7 @@ def cmd_bands(a: argparse.Namespace) -> int:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from .analyze.corpus import grid
+    from ..analyze.corpus import grid
 
     t0 = time.perf_counter()
     corpus = _load(a, a.max_docs)
@@ -290,8 +323,8 @@ def cmd_grid(a: argparse.Namespace) -> int:
 
 
 def cmd_distribution(a: argparse.Namespace) -> int:
-    from .analyze.corpus import distribution
-    from .analyze.curves import parse_bands_rows
+    from ..analyze.corpus import distribution
+    from ..analyze.curves import parse_bands_rows
 
     t0 = time.perf_counter()
     bands_rows = parse_bands_rows(a.bands_rows) if a.bands_rows else None

@@ -1,0 +1,254 @@
+"""What the ``neardup`` commands share: the input, output and running options, the
+normalisation, shingle, MinHash and LSH parameters and the configuration built from them, the
+progress bars, the summary tables, and the translation of errors into exit codes.
+
+Exit codes: 0 success; 2 invalid arguments or parameters (:class:`~neardup.errors.ConfigError`,
+and argparse's own usage errors); 3 bad input, the message naming the file, line and field
+(:class:`~neardup.errors.InputError`); 4 an output could not be written
+(:class:`~neardup.errors.OutputError`); 130 interrupted.
+
+This module imports no command module. The library modules a command needs are imported inside
+the functions that need them (the I/O formats too: only the parser of the command that runs is
+built in full), so that ``neardup --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..config import SCHEMES, DedupConfig
+from ..errors import ConfigError, NeardupError
+
+#: Exit code of a command that succeeded.
+EXIT_OK = 0
+#: Exit code after Ctrl-C (128 + SIGINT). The error exit codes are the ``exit_code`` attributes
+#: of the classes in :mod:`neardup.errors`.
+EXIT_INTERRUPTED = 130
+
+Rows = Sequence[tuple[str, str]]
+
+
+class RichProgress:
+    """One progress bar per stage, on stderr."""
+
+    LABELS = {"read": "read, shingle, sketch", "candidates": "LSH candidates",
+              "verify": "verify pairs", "cluster": "cluster", "write": "write outputs"}
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description:<22}"), BarColumn(), TaskProgressColumn(),
+            TimeElapsedColumn(), TextColumn("{task.fields[extra]}"),
+            console=Console(stderr=True), transient=False,
+        )
+        self._tasks: dict[str, Any] = {}
+        self._progress.start()
+
+    def start(self, stage: str, total: int | None) -> None:
+        if stage not in self._tasks:
+            self._tasks[stage] = self._progress.add_task(self.LABELS.get(stage, stage),
+                                                         total=total, extra="")
+
+    def update(self, stage: str, done: int, total: int | None = None) -> None:
+        self.start(stage, total)
+        extra = f"{done / 1e6:,.1f} MB" if stage == "read" else f"{done:,}"
+        self._progress.update(self._tasks[stage], completed=done, total=total, extra=extra)
+
+    def finish(self, stage: str) -> None:
+        self.start(stage, 1)
+        task = next(t for t in self._progress.tasks if t.id == self._tasks[stage])
+        total = task.total if task.total else max(task.completed, 1)
+        self._progress.update(task.id, completed=total, total=total)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+# -- options ------------------------------------------------------------------------------------
+
+Group = argparse.ArgumentParser | argparse._ArgumentGroup
+
+ON_ERROR_HELP = ("bad records: stop with an error (fail, default) or skip them and count them in "
+                 "the summary (skip)")
+
+
+def add_input_args(p: argparse.ArgumentParser, *, id_help: str | None = None,
+                   on_error_help: str = ON_ERROR_HELP) -> argparse._ArgumentGroup:
+    """The INPUT files and how they are read (text and id fields, format, encoding, bad
+    records), as :func:`neardup.io.read_documents` takes them. Returns the "input" group, for a
+    command's own reading options."""
+    from ..io import INPUT_FORMATS
+
+    g = p.add_argument_group("input")
+    g.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="JSONL, CSV, TSV or Parquet files (optionally .gz or .zst), or folders of "
+                        "text files (one document per file)")
+    g.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
+                   help="field(s) holding the text; several are joined with a newline "
+                        "(default: text)")
+    g.add_argument("--id-field", default=None, metavar="FIELD",
+                   help=id_help or "field holding the document id (default: the row number "
+                                   "across all inputs, or the file path inside a folder)")
+    g.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                   help="input format (default: from the file name)")
+    g.add_argument("--encoding", default="utf-8",
+                   help="text encoding of the inputs (default: utf-8; e.g. latin-1)")
+    g.add_argument("--on-error", choices=["fail", "skip"], default="fail", help=on_error_help)
+    return g
+
+
+def add_output_args(p: argparse.ArgumentParser, help: str,
+                    metavar: str = "OUTDIR") -> argparse._ArgumentGroup:
+    """``-o/--output`` (required) in an "output" group, which is returned for a command's own
+    output options."""
+    g = p.add_argument_group("output")
+    g.add_argument("-o", "--output", required=True, metavar=metavar, help=help)
+    return g
+
+
+def add_running_args(g: Group, *, workers: bool = False,
+                     quiet_help: str = "print nothing on success",
+                     json_help: str | None = "print the summary as JSON on stdout",
+                     quiet_short: bool = True) -> None:
+    """``--workers`` (with ``workers``; see :func:`set_workers`), ``--quiet`` (``-q`` unless not
+    ``quiet_short``) and ``--json`` (unless ``json_help`` is None) on ``g``, a parser or a group."""
+    if workers:
+        g.add_argument("--workers", type=int, default=None,
+                       help="threads for the compiled stages (default: all cores)")
+    g.add_argument("--quiet", *(["-q"] if quiet_short else []), action="store_true",
+                   help=quiet_help)
+    if json_help is not None:
+        g.add_argument("--json", action="store_true", help=json_help)
+
+
+def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
+    """Normalisation, shingle, MinHash and LSH parameters (shared by dedup and index create),
+    with the defaults of :class:`~neardup.config.DedupConfig`; ``clustering`` adds verification
+    and clustering."""
+    d = DedupConfig()
+    nm = p.add_argument_group("normalisation (NFKC, case folding and whitespace collapsing are on)")
+    nm.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalisation")
+    nm.add_argument("--no-casefold", action="store_true", help="keep letter case")
+    nm.add_argument("--strip-html", action="store_true", help="remove HTML tags and entities")
+    nm.add_argument("--strip-punctuation", action="store_true",
+                    help="replace punctuation by spaces")
+    nm.add_argument("--strip-digits", action="store_true", help="remove digits")
+    nm.add_argument("--strip-stopwords", action="store_true", help="remove English stop words")
+
+    sk = p.add_argument_group("shingles and MinHash")
+    sk.add_argument("--shingle", default=str(d.shingle), metavar="SPEC",
+                    help="word:K[:OFFSET] (K-word shingles, OFFSET words apart) or char:K[:OFFSET] "
+                         f"(default: {d.shingle})")
+    sk.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
+                    help=f"MinHash values per document (default: {d.sketch.num_perm})")
+    sk.add_argument("--seed", type=int, default=d.sketch.seed,
+                    help=f"hash seed (default: {d.sketch.seed})")
+    sk.add_argument("--scheme", choices=SCHEMES, default=d.sketch.scheme,
+                    help="MinHash scheme: oph = one-permutation hashing with optimal "
+                         "densification (default), classic = (a*x+b) mod 2^61-1 per permutation")
+
+    ls = p.add_argument_group("LSH")
+    ls.add_argument("--threshold", type=float, default=d.lsh.threshold,
+                    help="Jaccard similarity at which two texts are near-duplicates (default: "
+                         f"{d.lsh.threshold})")
+    ls.add_argument("--bands", type=int, default=None, help="number of bands (default: chosen)")
+    ls.add_argument("--rows", type=int, default=None, help="rows per band (default: chosen)")
+    ls.add_argument("--min-recall", type=float, default=d.lsh.min_recall,
+                    help="lowest probability of finding a pair exactly at the threshold when "
+                         f"bands and rows are chosen (default: {d.lsh.min_recall})")
+    ls.add_argument("--bucket-cap", type=int, default=d.lsh.bucket_cap, metavar="N",
+                    help="buckets with more documents are linked as a star and reported "
+                         f"(default: {d.lsh.bucket_cap})")
+
+    if not clustering:
+        return
+    vc = p.add_argument_group("verification and clustering")
+    vc.add_argument("--verify", choices=["exact", "estimate"], default=d.verify.mode,
+                    help="exact Jaccard of the shingle sets (default) or the MinHash estimate")
+    vc.add_argument("--cluster", choices=["components", "strict"], default=d.cluster.method,
+                    help="components (union-find, default) or strict (every member verified "
+                         "against its representative: no chaining)")
+    vc.add_argument("--keep", choices=["first", "longest"], default=d.cluster.keep,
+                    help="representative kept from each cluster (default: first)")
+
+
+def config_from_args(a: argparse.Namespace) -> DedupConfig:
+    """The :class:`~neardup.config.DedupConfig` of the options :func:`add_param_args` added."""
+    extra = ({"verify": a.verify, "cluster": a.cluster, "keep": a.keep}
+             if hasattr(a, "verify") else {})
+    return DedupConfig.from_kwargs(
+        nfkc=not a.no_nfkc, casefold=not a.no_casefold, strip_html=a.strip_html,
+        strip_punctuation=a.strip_punctuation, strip_digits=a.strip_digits,
+        strip_stopwords=a.strip_stopwords, shingle=a.shingle, num_perm=a.num_perm, seed=a.seed,
+        scheme=a.scheme, threshold=a.threshold, bands=a.bands, rows=a.rows,
+        min_recall=a.min_recall, bucket_cap=a.bucket_cap, **extra,
+    )
+
+
+def set_workers(n: int | None) -> None:
+    """Threads of the compiled stages (``--workers``); None leaves numba's default."""
+    if n is None:
+        return
+    import numba
+
+    if n < 1:
+        raise ConfigError(f"workers={n} is invalid: a positive integer")
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+
+
+# -- printing -----------------------------------------------------------------------------------
+
+def print_table(title: str, rows: Rows) -> None:
+    """A two-column table (bold names, values) on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, show_header=False, box=None, padding=(0, 2))
+    for k, v in rows:
+        t.add_row(f"[bold]{k}[/bold]", v)
+    Console().print(t)
+
+
+def print_summary(a: argparse.Namespace, data: Any, title: str, rows: Callable[[], Rows], *,
+                  json_default: Callable[[Any], Any] | None = None) -> None:
+    """``data`` as JSON with ``--json``; otherwise the table ``rows()`` unless ``--quiet``."""
+    if getattr(a, "json", False):
+        print(json.dumps(data, indent=2, default=json_default))
+    elif not getattr(a, "quiet", False):
+        print_table(title, rows())
+
+
+def skipped_text(sk: dict) -> str:
+    """A skip report's total, with the count per reason when there are any."""
+    return f"{sk['total']:,}" + (f"  {sk['by_reason']}" if sk["total"] else "")
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the command ``args.func`` chose; a :class:`~neardup.errors.NeardupError` becomes its
+    message on stderr and its ``exit_code``."""
+    try:
+        return args.func(args)
+    except NeardupError as e:
+        print(f"neardup: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("neardup: interrupted; no partial output was left behind", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK

@@ -1,0 +1,131 @@
+"""``neardup dedup``: near-duplicate clusters, pairs and a deduplicated corpus from files, in this
+process or on a Dask cluster."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import ConfigError
+from .common import (
+    EXIT_OK,
+    RichProgress,
+    Rows,
+    add_input_args,
+    add_output_args,
+    add_param_args,
+    add_running_args,
+    config_from_args,
+    print_summary,
+    set_workers,
+    skipped_text,
+)
+
+#: The top-level commands of this module and their help.
+COMMANDS = {"dedup": "find near-duplicate clusters in a corpus and write a deduplicated copy"}
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``dedup`` to the CLI's sub-parsers."""
+    d = sub.add_parser("dedup", help=COMMANDS["dedup"],
+                       description="Find near-duplicate clusters in a corpus and write clusters, "
+                       "pairs, a deduplicated corpus and summary.json.")
+    _add_dedup_args(d)
+    d.set_defaults(func=cmd_dedup)
+
+
+def _add_dedup_args(p: argparse.ArgumentParser) -> None:
+    from ..io import OUTPUT_FORMATS
+
+    g = add_input_args(p, on_error_help="bad records: stop before writing anything (fail, "
+                       "default) or skip and count them in the summary (skip)")
+    g.add_argument("--chunk-size", type=int, default=10_000, metavar="N",
+                   help="documents read and sketched per chunk (default: 10000)")
+    g = add_output_args(p, help="output directory")
+    g.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet",
+                   help="format of the clusters and pairs tables (default: parquet)")
+    g.add_argument("--no-corpus", action="store_true",
+                   help="do not write the deduplicated corpus")
+    g.add_argument("--save-index", default=None, metavar="PATH",
+                   help="also build an online index of the documents (a new SQLite file) that "
+                        "opens as neardup.Index and in `neardup index`/`serve`")
+    add_param_args(p)
+    rn = p.add_argument_group("running")
+    rn.add_argument("--engine", choices=["local", "dask"], default="local",
+                    help="run in this process (local, default) or on a Dask cluster (dask); the "
+                         "results are identical")
+    rn.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="with --engine dask: tcp://HOST:PORT of a running Dask scheduler "
+                         "(default: a LocalCluster of --dask-workers processes); inputs and -o "
+                         "must be visible to its workers")
+    rn.add_argument("--dask-workers", type=int, default=2, metavar="N",
+                    help="worker processes of the LocalCluster (default: 2)")
+    rn.add_argument("--work-dir", default=None, metavar="DIR",
+                    help="with --engine dask: where the scratch folder goes, on storage every "
+                         "worker sees (default: the output directory); removed at the end")
+    rn.add_argument("--partitioned-output", action="store_true",
+                    help="with --engine dask: write clusters/ and pairs/ as folders of Parquet "
+                         "parts, one per partition, instead of one file each")
+    add_running_args(rn, workers=True, quiet_help="no progress bars or summary text")
+
+
+def _summary_rows(s: dict[str, Any]) -> Rows:
+    lsh = s["lsh"]
+    return [
+        ("documents", f"{s['documents']:,}  ({s['text_bytes'] / 1e6:,.1f} MB of text)"),
+        ("skipped", skipped_text(s["skipped"])),
+        ("empty documents", f"{s['empty_documents']:,}"),
+        ("exact duplicates", f"{s['exact_duplicates']:,}"),
+        ("near duplicates", f"{s['near_duplicates']:,}"),
+        ("kept", f"{s['kept']:,}  in {s['clusters']:,} clusters of 2+ "
+                 f"(largest {s['largest_cluster']:,})"),
+        ("LSH", f"{lsh['bands']} bands x {lsh['rows']} rows; expected recall "
+                f"{lsh['expected_recall_at_threshold']:.3f} at J={lsh['threshold']:g}, "
+                f"{lsh['expected_recall_at_threshold_plus_0.1']:.4f} at "
+                f"J={min(lsh['threshold'] + 0.1, 1):g}"),
+        ("candidates", f"{lsh['candidates']:,} -> {s['verified_pairs']:,} verified pairs"),
+        ("capped buckets", f"{lsh['capped_buckets']:,}" + (
+            f" ({lsh['capped_bucket_docs']:,} documents, largest {lsh['largest_bucket']:,})"
+            if lsh["capped_buckets"] else "")),
+        ("time", f"{s['seconds']:.2f} s  ({s['documents_per_s']:,.0f} docs/s, "
+                 f"{s['mb_per_s']:.1f} MB/s)"),
+        ("outputs", s["outputs"]["summary"].rsplit("/", 1)[0] + "/"),
+    ]
+
+
+def cmd_dedup(a: argparse.Namespace) -> int:
+    from ..engines.local import dedup_files
+
+    config = config_from_args(a)
+    set_workers(a.workers)
+    for opt, given in (("--scheduler", a.scheduler), ("--work-dir", a.work_dir),
+                       ("--partitioned-output", a.partitioned_output)):
+        if given and a.engine != "dask":
+            raise ConfigError(f"{opt} needs --engine dask")
+    if a.engine == "dask" and a.save_index:
+        raise ConfigError("--save-index is not supported with --engine dask yet; build the "
+                          "index with `neardup index add`")
+    progress = None if a.quiet else RichProgress()
+    try:
+        if a.engine == "dask":
+            from ..engines.dask import dedup_dask
+
+            summary = dedup_dask(
+                a.inputs, a.output, config=config, text_fields=a.text_field,
+                id_field=a.id_field, input_format=a.input_format, encoding=a.encoding,
+                on_error=a.on_error, output_format=a.output_format,
+                write_corpus=not a.no_corpus, scheduler=a.scheduler,
+                n_workers=a.dask_workers, work_dir=a.work_dir,
+                partitioned_tables=a.partitioned_output, progress=progress)
+        else:
+            summary = dedup_files(
+                a.inputs, a.output, config=config, text_fields=a.text_field, id_field=a.id_field,
+                input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
+                chunk_size=a.chunk_size, output_format=a.output_format,
+                write_corpus=not a.no_corpus, progress=progress, save_index=a.save_index,
+            )
+    finally:
+        if progress is not None:
+            progress.close()
+    print_summary(a, summary, "neardup dedup", lambda: _summary_rows(summary))
+    return EXIT_OK

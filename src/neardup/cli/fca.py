@@ -1,0 +1,80 @@
+"""``neardup fca``: near-duplicate clusters by Formal Concept Analysis (maximal frequent
+itemsets of document images), with an optional evaluation against reference duplicates."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import (
+    EXIT_OK,
+    Rows,
+    add_input_args,
+    add_output_args,
+    add_running_args,
+    print_summary,
+    skipped_text,
+)
+
+#: The top-level commands of this module and their help.
+COMMANDS = {"fca": "near-duplicate clusters by Formal Concept Analysis"}
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``fca`` to the CLI's sub-parsers."""
+    f = sub.add_parser("fca", help=COMMANDS["fca"],
+                       description="Clusters of documents whose images (the N smallest shingle "
+                       "hashes) share at least K hashes: maximal frequent itemsets of the "
+                       "inverted table (FPmax). Writes clusters-k<K>.jsonl and summary.json; "
+                       "with --truth, precision/recall/F1 per K (evaluation.csv, "
+                       ".md, .png).")
+    add_input_args(f)
+    add_output_args(f, help="output directory: clusters-k<K>.jsonl and summary.json; with "
+                    "--truth also evaluation.csv, .md and .png")
+    f.add_argument("--shingle-length", type=int, default=10, metavar="L",
+                   help="units per shingle (default: 10)")
+    f.add_argument("--offset", type=int, default=1, metavar="O",
+                   help="units between the starts of two shingles (default: 1)")
+    f.add_argument("--kind", choices=["word", "char"], default="word",
+                   help="shingle units: words or characters (default: word)")
+    f.add_argument("--image-size", type=int, default=256, metavar="N",
+                   help="hashes per document image (default: 256)")
+    f.add_argument("--min-common", type=int, nargs="+", required=True, metavar="K",
+                   help="one or more thresholds: common image hashes of a cluster")
+    f.add_argument("--max-doc-freq", type=int, default=None, metavar="M",
+                   help="leave out hashes held by more than M images (boilerplate); counted")
+    f.add_argument("--truth", default=None, metavar="FILE", help="reference duplicates: "
+                   "JSONL or CSV of id pairs (id_a,id_b / id,source_id) or id,cluster")
+    f.add_argument("--baseline-clusters", type=int, nargs="+", default=None, metavar="C",
+                   help="also evaluate bisecting k-means on TF-IDF with C clusters")
+    f.add_argument("--seed", type=int, default=0,
+                   help="random seed of the k-means baseline (default: 0)")
+    add_running_args(f.add_argument_group("running"))
+    f.set_defaults(func=cmd_fca)
+
+
+def cmd_fca(a: argparse.Namespace) -> int:
+    from ..fca.job import fca_files
+
+    s = fca_files(a.inputs, a.output, min_common=a.min_common, length=a.shingle_length,
+                  offset=a.offset, image_size=a.image_size, kind=a.kind,
+                  max_doc_freq=a.max_doc_freq, text_fields=a.text_field, id_field=a.id_field,
+                  input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
+                  truth=a.truth, baseline_clusters=a.baseline_clusters or (), seed=a.seed)
+    print_summary(a, s, "neardup fca", lambda: _summary_rows(a, s))
+    return EXIT_OK
+
+
+def _summary_rows(a: argparse.Namespace, s: dict) -> Rows:
+    inv = s["inverted_table"]
+    rows = [("documents", f"{s['documents']:,}"), ("skipped", skipped_text(s["skipped"])),
+            ("inverted table", f"{inv['shared_hashes']:,} of {inv['hashes']:,} hashes in 2+ "
+                               f"images -> {inv['transactions']:,} transactions "
+                               f"({inv['prepare_seconds']:.2f} s)")]
+    for r in s["results"]:
+        name = (f"FPmax K={r['threshold']}" if r["method"] == "fpmax"
+                else f"k-means {r['clusters']}")
+        scores = (f"; P {r['precision']:.3f} R {r['recall']:.3f} F1 {r['f1']:.3f}"
+                  if "f1" in r else "")
+        rows.append((name, f"{r['clusters']:,} clusters, {r['seconds']:.2f} s{scores}"))
+    rows.append(("outputs", str(a.output).rstrip("/") + "/"))
+    return rows

@@ -1,0 +1,162 @@
+"""``neardup products dedup|eval``: duplicate product offers across web shops, and a bootstrap
+study of the matcher against a ground truth."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import ConfigError
+from .common import (
+    EXIT_OK,
+    ON_ERROR_HELP,
+    Rows,
+    add_output_args,
+    add_running_args,
+    print_summary,
+    skipped_text,
+)
+
+#: The top-level commands of this module and their help.
+COMMANDS = {"products": "duplicate product offers across web shops"}
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``products`` and its sub-commands to the CLI's sub-parsers."""
+    pr = sub.add_parser("products", help=COMMANDS["products"],
+                        description="Duplicate product offers across web shops.")
+    psub = pr.add_subparsers(dest="products_command", required=True, metavar="COMMAND")
+    pd = psub.add_parser("dedup", help="find duplicate offers; write pairs with evidence and "
+                         "clusters", description="Find duplicate offers and write pairs.jsonl "
+                         "(with the evidence for each pair), clusters.csv and summary.json.")
+    _add_offer_input_args(pd)
+    add_output_args(pd, help="output directory for pairs.jsonl, clusters.csv and summary.json")
+    pd.add_argument("--model", default=None, metavar="PATH", help="a matcher saved by "
+                    "`neardup products eval --save-model` (default: the training-free rule "
+                    "score)")
+    pd.add_argument("--threshold", type=float, default=None, help="score threshold (default: "
+                    "the model's tuned one, or 0.45 for the rule score)")
+    pd.set_defaults(func=cmd_products_dedup)
+    pe = psub.add_parser("eval", help="bootstrap study against a ground truth: tables and "
+                         "plots", description="Run a bootstrap study: thresholds tuned "
+                         "on each training part, figures on the test parts; writes report.md, "
+                         "CSV and markdown tables and PNG plots.")
+    _add_offer_input_args(pe)
+    add_output_args(pe, help="directory for report.md, the CSV and markdown tables and the PNG "
+                    "plots", metavar="REPORTDIR")
+    pe.add_argument("--truth", default=None, metavar="COLUMN", help="the label field or column "
+                    "(offers with equal labels are duplicates; the TV format's modelID is read "
+                    "by default); never used as a feature")
+    pe.add_argument("--truth-pairs", default=None, metavar="FILE", help="a CSV or JSONL file "
+                    "of matching id pairs")
+    pe.add_argument("--bootstraps", type=int, default=5,
+                    help="bootstrap rounds, each with its own training and test part "
+                         "(default: 5)")
+    pe.add_argument("--seed", type=int, default=0,
+                    help="random seed of the bootstrap samples and of the MinHash functions "
+                         "(default: 0)")
+    pe.add_argument("--save-model", default=None, metavar="PATH", help="also fit the matcher "
+                    "on all labelled pairs and save it for `products dedup --model`")
+    pe.set_defaults(func=cmd_products_eval)
+
+
+def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", metavar="OFFERS",
+                   help="offer files (JSON, JSONL or CSV, optionally .gz; one per shop is fine), "
+                   "or the TV format (an object modelID -> [offers])")
+    p.add_argument("--format", dest="input_format", default="auto",
+                   choices=["auto", "json", "jsonl", "csv", "tv"], help="input format (default: "
+                   "from the file name and content)")
+    p.add_argument("--id-field", default="id", help="id field or column (default: id; missing: "
+                   "file:line)")
+    p.add_argument("--title-field", default="title",
+                   help="title field or column (default: title)")
+    p.add_argument("--description-field", default="description",
+                   help="description field or column (default: description; missing: empty)")
+    p.add_argument("--shop-field", default="shop", help="shop field or column (default: shop; "
+                   "missing: the file's name)")
+    p.add_argument("--attributes-field", default="attributes", help="JSON: the attribute map "
+                   "(featuresMap is also read)")
+    p.add_argument("--attribute-columns", nargs="+", default=None, metavar="COLUMN",
+                   help="CSV: the attribute columns (default: every other column)")
+    p.add_argument("--encoding", default="auto", help="auto (UTF-8, latin-1 for lines that are "
+                   "not UTF-8) or a codec name, used strictly")
+    p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help=ON_ERROR_HELP)
+    p.add_argument("--qualify-ids", action="store_true", help="prefix ids with the file name, "
+                   "for shops whose ids collide")
+    p.add_argument("--num-perm", type=int, default=240, help="MinHash permutations (240)")
+    p.add_argument("--bands", type=int, default=60, help="LSH bands (60)")
+    p.add_argument("--rows", type=int, default=4, help="LSH rows per band (4)")
+    p.add_argument("--max-df", type=float, default=0.2, help="title model words in more than "
+                   "this fraction of offers are not used for LSH (0.2)")
+    add_running_args(p, quiet_short=False)
+
+
+def _load_offers_from_args(a: argparse.Namespace, truth_field: str | None = None):
+    from ..products.loaders import load_offers
+
+    return load_offers(a.inputs, format=a.input_format, id_field=a.id_field,
+                       title_field=a.title_field, description_field=a.description_field,
+                       shop_field=a.shop_field, attributes_field=a.attributes_field,
+                       attribute_columns=a.attribute_columns, truth_field=truth_field,
+                       encoding=a.encoding, on_error=a.on_error, qualify_ids=a.qualify_ids)
+
+
+def cmd_products_dedup(a: argparse.Namespace) -> int:
+    from ..products.job import dedup_offers
+
+    offers, _ = _load_offers_from_args(a)
+    s = dedup_offers(offers, a.output, model=a.model, threshold=a.threshold,
+                     num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df)
+    print_summary(a, s, "neardup products dedup", lambda: [
+        ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
+                                                   s["shops"].items())),
+        ("skipped", skipped_text(s["skipped"])),
+        ("candidates", f"{s['candidates']:,}  ({s['fraction_of_comparisons']:.4f} of all "
+                       "pairs)"),
+        ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
+                       f"({s['offers_in_clusters']:,} offers, largest "
+                       f"{s['largest_cluster']})"),
+        ("matcher", f"{s['matcher']}, threshold {s['threshold']:.3f}"),
+        ("time", f"{s['seconds']:.2f} s"),
+        ("outputs", str(a.output).rstrip("/") + "/  pairs.jsonl, clusters.csv, "
+                    "summary.json"),
+    ])
+    return EXIT_OK
+
+
+def cmd_products_eval(a: argparse.Namespace) -> int:
+    from ..products.job import evaluate_offers
+    from ..products.study import StudyConfig
+
+    if a.truth and a.truth_pairs:
+        raise ConfigError("give the truth as --truth COLUMN or --truth-pairs FILE, not both")
+    # the TV format carries its truth (modelID) and returns it whatever --truth says
+    offers, labels = _load_offers_from_args(a, truth_field=a.truth)
+    if a.truth_pairs:
+        from ..products.loaders import labels_from_pairs, load_truth_pairs
+
+        got = load_truth_pairs(a.truth_pairs, offers, on_error=a.on_error)
+        left, right = got[0], got[1]
+        labels = labels_from_pairs(len(offers), left, right)
+    if labels is None:
+        raise ConfigError("no ground truth: give --truth COLUMN (a label per offer, such as a "
+                          "model id) or --truth-pairs FILE (matching id pairs)")
+    cfg = StudyConfig(bootstraps=a.bootstraps, seed=a.seed, num_perm=a.num_perm,
+                      bands=a.bands, rows=a.rows, max_df=a.max_df)
+    say = None if a.quiet or a.json else (lambda m: print(m, file=sys.stderr))
+    s = evaluate_offers(offers, list(labels), a.output, cfg, save_model_to=a.save_model,
+                        progress=say)
+    print_summary(a, s, f"neardup products eval ({a.bootstraps} bootstraps, test sets)",
+                  lambda: _eval_rows(s), json_default=float)
+    return EXIT_OK
+
+
+def _eval_rows(s: dict) -> Rows:
+    rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} true duplicate pairs"),
+            ("skipped", skipped_text(s["skipped"]))]
+    for r in s["summary"]:
+        rows.append((r["method"], f"F1 {r['f1']:.3f} ± {r['f1_sd']:.3f}  (P "
+                     f"{r['precision']:.3f}, R {r['recall']:.3f}; PC {r['pc']:.3f} at "
+                     f"fraction {r['fraction']:.4f})"))
+    return rows + [("time", f"{s['seconds']:.1f} s"), ("report", s["outputs"]["report.md"])]

@@ -1,0 +1,116 @@
+"""Imports point one way (the README's architecture section): front ends (cli, server) ->
+engines, index and the studies -> the stage library -> the kernels -> config, validate and
+errors; io is used by the floors above the stages only. Checked on the source with ``ast``,
+including imports inside functions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "neardup"
+
+KERNELS = {"text", "sketch", "lsh", "verify", "cluster", "exact", "_hash", "_arrays", "_malloc"}
+BASE = {"config", "validate", "errors", "_version"}
+# what each floor may import (top-level names under neardup); a floor may import itself
+ALLOWED = {
+    "kernel": KERNELS | BASE,
+    "base": BASE,
+    "stages": {"stages"} | KERNELS | BASE,
+    "io": {"io", "result"} | BASE,
+    "result": {"result"} | KERNELS | BASE,
+}
+FRONT = {"cli", "server"}
+
+
+def _floor(top: str) -> str | None:
+    if top in KERNELS:
+        return "kernel"
+    if top in BASE:
+        return "base"
+    if top in ALLOWED:
+        return top
+    return None
+
+
+def _modules():
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield path, parts
+
+
+def _imports(path: Path, parts: list[str]) -> list[tuple[int, list[str]]]:
+    """``(line, absolute module path under neardup)`` of every neardup import in the file."""
+    pkg = parts if path.name == "__init__.py" else parts[:-1]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else list(pkg)
+                mod = base + (node.module.split(".") if node.module else [])
+                if not node.module:  # from . import x: a module, or a name of the package
+                    for alias in node.names:
+                        sub = SRC.joinpath(*mod, alias.name)
+                        is_mod = sub.with_suffix(".py").exists() or sub.is_dir()
+                        out.append((node.lineno, mod + [alias.name] if is_mod else mod))
+                    continue
+                out.append((node.lineno, mod))
+            elif node.module and node.module.split(".")[0] == "neardup":
+                out.append((node.lineno, node.module.split(".")[1:]))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "neardup":
+                    out.append((node.lineno, alias.name.split(".")[1:]))
+    return out
+
+
+def test_imports_point_one_way():
+    bad = []
+    for path, parts in _modules():
+        if not parts:
+            continue  # the package root re-exports the public API
+        floor = _floor(parts[0])
+        for line, target in _imports(path, parts):
+            if not target:
+                bad.append(f"{path.relative_to(SRC)}:{line}: imports the package root")
+                continue
+            top = target[0]
+            if top in FRONT and parts[0] != top and not (parts[0] == "cli" and top == "server"):
+                bad.append(f"{path.relative_to(SRC)}:{line}: imports the front end {top}")
+            if floor is not None and top not in ALLOWED[floor]:
+                bad.append(f"{path.relative_to(SRC)}:{line}: a {floor} module imports {top}")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("old", ["pipeline", "job", "fca_job", "cli_index", "cli_analyze"])
+def test_moved_modules_are_gone(old):
+    assert not (SRC / f"{old}.py").exists()
+
+
+def test_no_private_names_across_packages():
+    """A module may use another package's public names only (``_name`` stays in its package:
+    the Dask engine once imported nine private names of io, job and lsh)."""
+    bad = []
+    for path, parts in _modules():
+        if not parts:
+            continue
+        pkg = parts[0] if len(parts) > 1 or path.name == "__init__.py" else None
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            private = [a.name for a in node.names
+                       if a.name.startswith("_") and not a.name.startswith("__")]
+            if not private:
+                continue
+            for line, target in _imports(path, parts):
+                if line == node.lineno and (not target or target[0] != pkg or pkg is None):
+                    bad.append(f"{path.relative_to(SRC)}:{line}: imports {private} from "
+                               f"{'.'.join(target) or 'neardup'}")
+                    break
+    assert not bad, "\n".join(bad)
