@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import ConfigError, InputError, OutputError
+from ..errors import ConfigError, InputError, OutputError, SkipReason
 from .common import (
     EXIT_OK,
     add_input_args,
@@ -79,7 +79,7 @@ def cmd_index_add(a: argparse.Namespace) -> int:
                 raise InputError(f"{e}; {added:,} documents were added before this batch of "
                                  f"{len(chunk):,}, which was not added (--id-field names the "
                                  "ids; row numbers repeat across runs)", field=None,
-                                 reason="duplicate_id") from e
+                                 reason=SkipReason.DUPLICATE_ID) from e
         total = len(idx)
     finally:
         idx.close()
@@ -104,10 +104,10 @@ def _query_texts(a: argparse.Namespace) -> list[tuple[str, str]]:
         try:
             out.append((f, Path(f).read_text(encoding="utf-8")))
         except OSError as e:
-            raise InputError(f"cannot read: {e.strerror}", path=f, reason="missing_path") from e
+            raise InputError(f"cannot read: {e.strerror}", path=f, reason=SkipReason.MISSING_PATH) from e
         except UnicodeDecodeError as e:
             raise InputError(f"not UTF-8 at byte {e.start}", path=f,
-                             reason="undecodable") from e
+                             reason=SkipReason.UNDECODABLE) from e
     if not out:
         raise ConfigError("nothing to query: give TEXT arguments or --file PATH")
     return out
@@ -161,7 +161,6 @@ def cmd_index_stats(a: argparse.Namespace) -> int:
 
 def cmd_stream(a: argparse.Namespace) -> int:
     """JSONL on stdin -> one decision per line on stdout; counts on stderr at the end."""
-    from ..errors import SkipReason
     from ..io import ReadOptions, record_stream
 
     # the same record path as every reader: a missing id field gives "stdin:LINE", and ids are

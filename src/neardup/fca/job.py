@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analyze.output import markdown_table
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, SkipReason
 from ..evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
 from ..io import SkipReport, prepare_outdir, read_documents, write_json_atomic
 from .core import fca
@@ -40,7 +40,8 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
         ids.extend(chunk.ids)
         texts.extend(chunk.texts)
     if not texts:
-        raise InputError("no documents to cluster", reason="empty")
+        raise InputError("no documents to cluster: the inputs hold no record",
+                         reason=SkipReason.EMPTY_FILE)
     t_read = time.perf_counter() - t_start
     results = fca(texts, list(min_common), length=length, offset=offset,
                   image_size=image_size, kind=kind, max_doc_freq=max_doc_freq)
