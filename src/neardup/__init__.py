@@ -6,33 +6,89 @@ choice of bands, exact verification of every candidate, and clusters that resist
 >>> import neardup
 >>> result = neardup.dedup(texts, threshold=0.8)
 >>> result.clusters()
+
+The public names load on first use (``import neardup`` itself loads neither numba nor numpy),
+so that a command such as ``neardup --help`` starts at once; ``from neardup import dedup`` and
+``neardup.dedup`` work as usual.
 """
 
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .cluster import connected_components, strict_clusters  # noqa: E402
-from .config import (  # noqa: E402
-    ClusterConfig,
-    DedupConfig,
-    LSHConfig,
-    NormalizeConfig,
-    ShingleConfig,
-    SketchConfig,
-    VerifyConfig,
-)
-from .engines.local import Deduplicator, dedup, dedup_files  # noqa: E402
-from .errors import ConfigError, InputError, NeardupError, OutputError, SkipReason  # noqa: E402
-from .index import DuplicateIdError, Index, Match  # noqa: E402
-from .lsh import candidate_pairs, choose_bands, s_curve  # noqa: E402
-from .result import Pairs, Result  # noqa: E402
-from .sketch import sketch  # noqa: E402
-from .text import normalize, shingle  # noqa: E402
-from .verify import estimate_pairs, jaccard_pairs  # noqa: E402
+from .errors import ConfigError, InputError, NeardupError, OutputError, SkipReason
+
+# public name -> the module that defines it
+_LAZY = {
+    "connected_components": ".cluster", "strict_clusters": ".cluster",
+    "ClusterConfig": ".config", "DedupConfig": ".config", "LSHConfig": ".config",
+    "NormalizeConfig": ".config", "ShingleConfig": ".config", "SketchConfig": ".config",
+    "VerifyConfig": ".config",
+    "Deduplicator": ".engines.local", "dedup": ".engines.local", "dedup_files": ".engines.local",
+    "DuplicateIdError": ".index", "Index": ".index", "Match": ".index",
+    "candidate_pairs": ".lsh", "choose_bands": ".lsh", "s_curve": ".lsh",
+    "Pairs": ".result", "Result": ".result",
+    "sketch": ".sketch",
+    "normalize": ".text", "shingle": ".text",
+    "estimate_pairs": ".verify", "jaccard_pairs": ".verify",
+}
 
 __all__ = [
-    "__version__", "dedup", "dedup_files", "Deduplicator", "Index", "Match", "DuplicateIdError", "Result", "Pairs",
+    "__version__", "dedup", "dedup_files", "Deduplicator", "Index", "Match", "DuplicateIdError",
+    "Result", "Pairs",
     "DedupConfig", "NormalizeConfig", "ShingleConfig", "SketchConfig", "LSHConfig",
     "VerifyConfig", "ClusterConfig",
     "NeardupError", "ConfigError", "InputError", "OutputError", "SkipReason",
     "normalize", "shingle", "sketch", "s_curve", "choose_bands", "candidate_pairs",
     "jaccard_pairs", "estimate_pairs", "connected_components", "strict_clusters",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    object.__setattr__(sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package module: ``neardup.sketch`` is the function, as the public API says, even
+    once the submodule of the same name has been imported (the import system would set the
+    attribute to the submodule; that is ``sys.modules["neardup.sketch"]``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
+    from .cluster import connected_components, strict_clusters
+    from .config import (
+        ClusterConfig,
+        DedupConfig,
+        LSHConfig,
+        NormalizeConfig,
+        ShingleConfig,
+        SketchConfig,
+        VerifyConfig,
+    )
+    from .engines.local import Deduplicator, dedup, dedup_files
+    from .index import DuplicateIdError, Index, Match
+    from .lsh import candidate_pairs, choose_bands, s_curve
+    from .result import Pairs, Result
+    from .sketch import sketch
+    from .text import normalize, shingle
+    from .verify import estimate_pairs, jaccard_pairs

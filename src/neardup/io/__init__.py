@@ -1,29 +1,73 @@
-"""Input and output: streaming document readers and atomic table / corpus writers."""
+"""Input and output: streaming document readers and atomic table / corpus writers.
+
+The options and format names load at once; the readers and writers (orjson, numpy) on first
+use, so that the command line can list the formats without loading them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
 
 from .options import INPUT_FORMATS, ON_ERROR, OUTPUT_FORMATS, OutputOptions, ReadOptions
-from .readers import (
-    DocChunk,
-    FilePart,
-    Record,
-    RecordStream,
-    SkipReport,
-    Source,
-    detect_format,
-    format_of_name,
-    read_documents,
-    record_stream,
-    split_compression,
-    total_input_bytes,
-    utf8_len,
-)
-from .writers import (
-    Staged,
-    TableStream,
-    prepare_outdir,
-    write_deduplicated,
-    write_json_atomic,
-    write_table,
-)
+
+_LAZY = {
+    "DocChunk": ".readers",
+    "FilePart": ".readers",
+    "Record": ".readers",
+    "RecordStream": ".readers",
+    "SkipReport": ".readers",
+    "Source": ".readers",
+    "detect_format": ".readers",
+    "format_of_name": ".readers",
+    "read_documents": ".readers",
+    "record_stream": ".readers",
+    "split_compression": ".readers",
+    "total_input_bytes": ".readers",
+    "utf8_len": ".readers",
+    "Staged": ".writers",
+    "TableStream": ".writers",
+    "prepare_outdir": ".writers",
+    "write_deduplicated": ".writers",
+    "write_json_atomic": ".writers",
+    "write_table": ".writers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+if TYPE_CHECKING:
+    from .readers import (
+        DocChunk,
+        FilePart,
+        Record,
+        RecordStream,
+        SkipReport,
+        Source,
+        detect_format,
+        format_of_name,
+        read_documents,
+        record_stream,
+        split_compression,
+        total_input_bytes,
+        utf8_len,
+    )
+    from .writers import (
+        Staged,
+        TableStream,
+        prepare_outdir,
+        write_deduplicated,
+        write_json_atomic,
+        write_table,
+    )
 
 __all__ = [
     "INPUT_FORMATS", "OUTPUT_FORMATS", "ON_ERROR", "ReadOptions", "OutputOptions",
