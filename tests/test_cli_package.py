@@ -129,7 +129,8 @@ HEAVY = ["pyarrow", "rich", "fastapi", "dask", "distributed", "uvicorn", "redis"
 
 def test_building_the_parser_imports_no_heavy_library():
     """``neardup --help`` must stay fast: the libraries of the commands are imported when a
-    command runs. (numba is not in the list: the package root imports the compiled kernels.)"""
+    command runs. (The full parser reads the analyses' defaults, which loads numba: see the
+    next test for the commands users start most.)"""
     got = _run_python(
         "import json, sys\n"
         "from neardup.cli import build_parser\n"
@@ -156,3 +157,29 @@ def test_python_m_neardup_cli(argv):
                           text=True)
     assert proc.returncode == 0, proc.stderr
     assert "neardup" in proc.stdout
+
+
+def test_import_neardup_is_light_and_the_public_names_load_on_use():
+    got = _run_python(
+        "import json, sys\n"
+        "import neardup\n"
+        "light = [m for m in ('numba', 'numpy', 'neardup.io') if m in sys.modules]\n"
+        "import neardup.stages\n"  # imports the submodule neardup.sketch
+        "from neardup import dedup, Index\n"
+        "print(json.dumps({'light': light, 'sketch': callable(neardup.sketch)\n"
+        "                  and neardup.sketch.__module__ == 'neardup.sketch',\n"
+        "                  'dedup': dedup is neardup.dedup,\n"
+        "                  'all': sorted(n for n in neardup.__all__ if not hasattr(neardup, n))}))\n")
+    assert got == {"light": [], "sketch": True, "dedup": True, "all": []}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["dedup", "--help"], ["index", "query", "--help"]])
+def test_help_loads_no_compiled_kernels(argv):
+    got = _run_python(
+        "import contextlib, io, json, sys\n"
+        "from neardup.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    main({argv!r})\n"
+        "print(json.dumps([m for m in ['numba', 'numpy', 'orjson', 'pyarrow', 'rich']\n"
+        "                  if m in sys.modules]))\n")
+    assert got == []
