@@ -12,7 +12,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "neardup"
 
-KERNELS = {"text", "sketch", "lsh", "verify", "cluster", "exact", "_hash", "_arrays", "_malloc"}
+KERNELS = {"text", "sketch", "lsh", "verify", "cluster", "exact", "_hash", "_arrays", "_malloc",
+           "_jit"}
 BASE = {"config", "validate", "errors", "_version"}
 # what each floor may import (top-level names under neardup); a floor may import itself
 ALLOWED = {

@@ -7,7 +7,8 @@ so numba never promotes a mixed signed/unsigned expression to float.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 U64 = np.uint64
 M1 = U64(0xFF51AFD7ED558CCD)

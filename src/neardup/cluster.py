@@ -14,7 +14,8 @@ own representative is a singleton or a cluster head).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 
 @njit(cache=True)

@@ -10,8 +10,9 @@ first appearance, across any number of batches. It is an open-addressing hash ta
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from xxhash import xxh3_128_digest
+
+from ._jit import njit
 
 _EMPTY = -1
 

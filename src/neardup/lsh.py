@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numba import njit, prange
 
 from ._arrays import sorted_unique
 from ._hash import FNV_PRIME, GOLDEN, U64, fmix64
+from ._jit import njit, prange
 from .config import check_threshold
 from .errors import ConfigError
 from .validate import check_int, check_real

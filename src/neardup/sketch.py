@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from numba import njit, prange
 
 from ._hash import MASK32, U64, fmix64, reduce_range
+from ._jit import njit, prange
 from .config import ShingleConfig, SketchConfig
 from .text.normalize import NormalizedBatch
 from .text.shingle import (

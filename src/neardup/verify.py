@@ -9,9 +9,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
 from ._arrays import sorted_unique
+from ._jit import njit, prange
 from .text.shingle import Shingles
 
 

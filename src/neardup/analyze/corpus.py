@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit, prange
 
+from .._jit import njit, prange
 from ..config import SHINGLE_KINDS, LSHConfig, ShingleConfig, SketchConfig, check_threshold
 from ..errors import ConfigError, InputError
 from ..lsh import candidate_pairs, lsh_params, s_curve

@@ -22,8 +22,8 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..config import NormalizeConfig
 
 SEP = "\x00"

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
 
 from .._hash import FNV_OFFSET, FNV_PRIME, GOLDEN, U64, fmix64
+from .._jit import njit, prange
 from ..config import NormalizeConfig, ShingleConfig
 from .normalize import NormalizedBatch, normalize
 
