@@ -36,15 +36,16 @@ class Fingerprinted:
     ``group``: ``int64[n]``, each text's distinct-text number (the fingerprint table's group,
     counted across chunks; -1 for an empty text); ``docs``: ``int64[G]``, the position in the
     chunk of each distinct text seen for the first time (the one that is shingled);
-    ``lengths``/``fp_hi``/``fp_lo``: its normalised length in bytes and 128-bit fingerprint.
+    ``lengths``/``fp_hi``/``fp_lo``: its normalised length in bytes and 128-bit fingerprint
+    (``None`` when the chunk was not grouped by a fingerprint table).
     """
 
     batch: NormalizedBatch
     group: np.ndarray
     docs: np.ndarray
     lengths: np.ndarray
-    fp_hi: np.ndarray
-    fp_lo: np.ndarray
+    fp_hi: np.ndarray | None
+    fp_lo: np.ndarray | None
     empty: int
 
     @property
@@ -82,17 +83,21 @@ class ChunkArrays(Fingerprinted):
 def fingerprint_chunk(batch: NormalizedBatch, table: FingerprintTable | None = None
                       ) -> Fingerprinted:
     """Fingerprint a normalised chunk. With a ``table`` (exact groups across chunks), only the
-    first copy of each text is new; without one, every non-empty text is its own group."""
-    hi, lo = fingerprints(batch.data, batch.offsets)
+    first copy of each text is new; without one, every non-empty text is its own group and no
+    fingerprint is computed (``fp_hi``/``fp_lo`` are ``None``: the online index needs none, and
+    a process that only queries then never loads that kernel)."""
     empty = batch.offsets[1:] == batch.offsets[:-1]
     if table is not None:
+        hi, lo = fingerprints(batch.data, batch.offsets)
         group, first = table.add(hi, lo, skip=empty)
         docs = np.flatnonzero(first).astype(np.int64)
+        hi, lo = hi[docs], lo[docs]
     else:
         docs = np.flatnonzero(~empty).astype(np.int64)
         group = np.full(len(empty), -1, np.int64)
         group[docs] = np.arange(len(docs), dtype=np.int64)
-    return Fingerprinted(batch, group, docs, batch.lengths[docs], hi[docs], lo[docs],
+        hi = lo = None
+    return Fingerprinted(batch, group, docs, batch.lengths[docs], hi, lo,
                          int(np.count_nonzero(empty)))
 
 
