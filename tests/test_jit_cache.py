@@ -94,3 +94,36 @@ def test_dedup_runs_with_a_read_only_package_and_home(tmp_path):
     clusters, cache = proc.stdout.split()
     assert clusters == "1" and Path(cache) == tmp / f"neardup-numba-{os.getuid()}"
     assert list(Path(cache).rglob("*.nbi"))
+
+
+def test_the_first_run_says_that_it_compiles(tmp_path):
+    """With an empty kernel cache the first ``neardup dedup`` says on stderr that it compiles
+    the kernels (once); the next run, and any ``--quiet`` run, says nothing of it."""
+    news = Path(__file__).resolve().parents[1] / "examples" / "news.jsonl"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+
+    def dedup(*extra):
+        proc = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(news),
+                               "--id-field", "id", "-o", str(tmp_path / "out"), "--json",
+                               *extra], capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stderr
+
+    first = dedup()
+    assert "first run on this installation: compiling the kernels" in first
+    assert "first run" not in dedup()
+    assert list((tmp_path / "cache").rglob("*.nbi"))
+
+
+def test_quiet_and_kernel_free_commands_do_not_announce(monkeypatch, capsys):
+    import argparse
+
+    import neardup.stages
+    from neardup.cli.common import run_command
+
+    monkeypatch.setattr(neardup.stages, "first_run", lambda: True)
+    for ns, said in ((dict(uses_kernels=True, quiet=False), True),
+                     (dict(uses_kernels=True, quiet=True), False),
+                     (dict(quiet=False), False)):
+        assert run_command(argparse.Namespace(func=lambda a: 0, **ns)) == 0
+        assert ("compiling the kernels" in capsys.readouterr().err) is said

@@ -23,7 +23,7 @@ from numba import njit, prange
 # call of a process anyway; loaded here, before any kernel has started numba's thread pool, it
 # measured ~50 ms faster (scipy's own threads then start on a quiet process).
 
-__all__ = ["njit", "prange", "fallback_cache_dir"]
+__all__ = ["njit", "prange", "fallback_cache_dir", "is_cached"]
 
 
 def _can_create(folder: Path) -> bool:
@@ -67,6 +67,14 @@ def fallback_cache_dir(package_dir: Path, user_cache_dir: Path, tmp: Path) -> Pa
         except OSError:
             return None
     return found
+
+
+def is_cached(kernel) -> bool:
+    """Whether the ``cache=True`` kernel has machine code in the cache (an index file): if not,
+    its first call in this installation compiles it."""
+    cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
+    index = getattr(cache_file, "_index_path", None)
+    return index is None or os.path.exists(index)
 
 
 def _configure() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._hash import MASK32, U64, fmix64, reduce_range
-from ._jit import njit, prange
+from ._jit import is_cached, njit, prange
 from .config import ShingleConfig, SketchConfig
 from .text.normalize import NormalizedBatch
 from .text.shingle import (
@@ -185,6 +185,11 @@ def classic_params(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     a = rng.integers(1, MERSENNE61, size=num_perm, dtype=np.uint64)
     b = rng.integers(1, MERSENNE61, size=num_perm, dtype=np.uint64)
     return a, b
+
+
+def kernels_cached() -> bool:
+    """Whether the fused shingle-and-sketch kernels are compiled and cached already."""
+    return is_cached(_shingle_counts) and is_cached(_shingle_oph_fill)
 
 
 def sketch(shingles: Shingles, cfg: SketchConfig | None = None) -> np.ndarray:

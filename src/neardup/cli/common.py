@@ -238,10 +238,23 @@ def skipped_text(sk: dict) -> str:
 
 # -- running ------------------------------------------------------------------------------------
 
+def announce_first_run() -> None:
+    """Say on stderr that this run compiles the kernels, when this installation has not yet
+    (the first run waits tens of seconds for it; later runs load them from the cache)."""
+    from ..stages import first_run
+
+    if first_run():
+        print("neardup: first run on this installation: compiling the kernels for this "
+              "machine (once; this can take up to a minute, later runs load them)",
+              file=sys.stderr)
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Run the command ``args.func`` chose; a :class:`~neardup.errors.NeardupError` becomes its
     message on stderr and its ``exit_code``."""
     try:
+        if getattr(args, "uses_kernels", False) and not getattr(args, "quiet", False):
+            announce_first_run()
         return args.func(args)
     except NeardupError as e:
         print(f"neardup: error: {e}", file=sys.stderr)

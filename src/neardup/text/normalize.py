@@ -23,7 +23,7 @@ from importlib import resources
 
 import numpy as np
 
-from .._jit import njit
+from .._jit import is_cached, njit
 from ..config import NormalizeConfig
 
 SEP = "\x00"
@@ -184,6 +184,11 @@ class NormalizedBatch:
     def text(self, i: int) -> str:
         a, b = self.offsets[i], self.offsets[i + 1]
         return self.data[a:b].tobytes().decode("utf-8", "surrogatepass")
+
+
+def kernels_cached() -> bool:
+    """Whether the normalisation kernel is compiled and cached already."""
+    return is_cached(_collapse_whitespace)
 
 
 def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> NormalizedBatch:
