@@ -36,7 +36,7 @@ lint: $(STAMP)
 bench: $(STAMP) fresh-kernels
 	$(BIN)/pip install --quiet -e ".[test,bench]"
 	$(BIN)/python benchmarks/core.py --sizes 10000 --results benchmarks/data/bench-results
-	$(BIN)/python benchmarks/compare.py --sizes 10000 --repeat 1 --results benchmarks/data/bench-results
+	$(BIN)/python benchmarks/compare.py --sizes 10000 --repeat 1 --whole-process --results benchmarks/data/bench-results
 
 # Debian packages the Redis and browser tests use (run as root, or with passwordless sudo).
 system-deps:

@@ -44,6 +44,7 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -68,6 +69,7 @@ SIZES = (1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
 CONTENDERS = ("datasketch", "rensa", "neardup", "neardup-estimate")
 PEERS = {"datasketch": "datasketch", "rensa": "rensa"}  # contender -> module it needs
 BASELINE = "neardup"
+WHOLE_PROCESS = ("datasketch", "rensa", "neardup")  # contenders of the whole-process mode
 RECALL_LEVELS = (0.85, 0.80)
 MICRO_REPEAT = 3
 
@@ -349,6 +351,66 @@ def worker(name: str, corpus: Path, out: Path) -> int:
     np.savez(out.with_suffix(".npz"), a=a, b=b, labels=np.asarray(res["labels"], np.int64))
     out.with_suffix(".json").write_text(json.dumps(info, indent=1))
     return 0
+
+
+def user_pipeline(name: str, corpus: Path, outdir: Path) -> int:
+    """The whole job as a user writes it with a peer library, for the whole-process mode: read
+    the JSONL corpus, run the library's pipeline (the in-process mode's code), and write what
+    ``neardup dedup`` writes: the clusters, the pairs and the deduplicated corpus (the first
+    document of each cluster, its line as it was), as JSONL. Ids are row numbers, as in
+    ``neardup dedup`` without ``--id-field``."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    with open(corpus, "rb") as f:
+        lines = f.readlines()
+    texts = [json.loads(line)["text"] for line in lines]
+    res = {"datasketch": run_datasketch, "rensa": run_rensa}[name](texts)
+    labels = np.asarray(res["labels"])
+    with open(outdir / "clusters.jsonl", "w") as f:
+        for i, c in enumerate(labels.tolist()):
+            f.write(json.dumps({"id": str(i), "cluster": c}) + "\n")
+    a, b = normalize_pairs(res["left"], res["right"])
+    with open(outdir / "pairs.jsonl", "w") as f:
+        for x, y in zip(a.tolist(), b.tolist()):
+            f.write(json.dumps({"id_a": str(x), "id_b": str(y)}) + "\n")
+    first = np.zeros(len(labels), bool)
+    first[np.unique(labels, return_index=True)[1]] = True
+    with open(outdir / "deduplicated.jsonl", "wb") as f:
+        f.writelines(line for line, keep in zip(lines, first.tolist()) if keep)
+    return 0
+
+
+def whole_process_cmd(name: str, corpus: Path, outdir: Path) -> list[str]:
+    """The command a user runs: ``neardup dedup`` itself, or the peer's pipeline script."""
+    if name == "neardup":
+        return [sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(outdir),
+                "--quiet"]
+    return [sys.executable, str(Path(__file__).resolve()), "--user-pipeline", name, "--corpus",
+            str(corpus), "--out", str(outdir)]
+
+
+def run_whole_process(name: str, size: int, path: Path, workdir: Path, repeat: int,
+                      repeat_under: float, timeout: float) -> dict:
+    """Best of up to ``repeat`` whole processes (spawn to exit) of ``name`` on ``path``."""
+    entry: dict = {"size": size, "contender": name, "runs_s": []}
+    for attempt in range(repeat):
+        if attempt and entry["runs_s"][-1] >= repeat_under:
+            break
+        out = workdir / f"whole-{name}-{size}"
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"{size:,} documents: {name}, whole process (run {attempt + 1}) ...",
+              file=sys.stderr, flush=True)
+        res = run_child(whole_process_cmd(name, path, out), timeout,
+                        workdir / f"whole-{name}-{size}.stderr")
+        if res["timed_out"] or res["rc"] != 0:
+            entry["status"] = ("not run (timed out)" if res["timed_out"]
+                               else f"failed (exit {res['rc']})")
+            return entry
+        entry["runs_s"].append(res["process_wall_s"])
+        if res["process_wall_s"] <= min(entry["runs_s"]):
+            entry["peak_rss_mb"] = res["peak_rss_mb"]
+        shutil.rmtree(out, ignore_errors=True)
+    entry.update(status="ok", wall_s=min(entry["runs_s"]))
+    return entry
 
 
 def _best_of(fn, repeat: int = MICRO_REPEAT) -> tuple[dict, object]:
@@ -682,11 +744,21 @@ def main(argv: list[str] | None = None) -> int:
         default=HERE / "data",
         help="corpora, ground-truth caches and worker outputs (default benchmarks/data)",
     )
+    ap.add_argument(
+        "--whole-process",
+        action="store_true",
+        help="also time each contender as a user runs it, from the shell prompt back to the "
+        "prompt: neardup dedup itself, and for each peer a script reading the JSONL file, "
+        "running its pipeline and writing clusters, pairs and the deduplicated corpus",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--user-pipeline", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
 
+    if a.user_pipeline:
+        return user_pipeline(a.user_pipeline, a.corpus, a.out)
     if a.worker == "micro":
         return micro_worker(a.corpus, a.out)
     if a.worker:
@@ -720,6 +792,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     results: list[dict] = []
+    whole: list[dict] = []
     truth_info: dict[int, dict] = {}
     for size in sizes:
         path = ensure_corpus(size, a.archive, a.data_dir)
@@ -814,6 +887,19 @@ def main(argv: list[str] | None = None) -> int:
         for e in results:
             if e["size"] == size and e["status"] == "ok" and base is not None:
                 e["neardup_speedup"] = e["wall_s"] / base["wall_s"]
+        if a.whole_process:
+            mine = []
+            for name in [c for c in contenders if c in WHOLE_PROCESS]:
+                if name in missing or name in a.skip or (name in caps and size > caps[name]):
+                    continue
+                mine.append(run_whole_process(name, size, path, workdir, a.repeat,
+                                              a.repeat_under, a.timeout))
+            base_w = next((e for e in mine if e["contender"] == BASELINE
+                           and e["status"] == "ok"), None)
+            for e in mine:
+                if e["status"] == "ok" and base_w is not None:
+                    e["neardup_speedup"] = e["wall_s"] / base_w["wall_s"]
+            whole.extend(mine)
 
     micro = None
     ran = [s for s in sizes if any(e["size"] == s and e["status"] == "ok" for e in results)]
@@ -858,6 +944,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": a.repeat,
         "repeat_under": a.repeat_under,
         "results": results,
+        "whole_process": whole,
         "micro": micro,
     }
     write_report(report, a.results)
@@ -1004,6 +1091,26 @@ def render(report: dict) -> str:
             )
             + ".",
         ]
+    whole = report.get("whole_process") or []
+    if whole:
+        lines += [
+            "",
+            "Whole process, as a user measures it: from the shell prompt back to the prompt "
+            "(interpreter start, imports, reading the JSONL file, the pipeline, writing the "
+            "clusters, the pairs and the deduplicated corpus, exit). neardup: `neardup dedup "
+            "CORPUS -o OUT --quiet`; each peer: a script that does the same with the peer's "
+            "pipeline above (`compare.py --user-pipeline NAME`). Fastest of the runs listed.",
+            "",
+            "| documents | contender | whole process s | runs s | x neardup | peak RSS MB |",
+            "|---:|---|---:|---|---:|---:|",
+        ]
+        for e in whole:
+            if e["status"] != "ok":
+                lines.append(f"| {e['size']:,} | {e['contender']} | {e['status']} | | | |")
+                continue
+            runs = ", ".join(f"{w:.2f}" for w in e["runs_s"])
+            lines.append(f"| {e['size']:,} | {e['contender']} | {e['wall_s']:.2f} | {runs} | "
+                         f"{_f(e.get('neardup_speedup'), '.1f')} | {e['peak_rss_mb']:,.0f} |")
     m = report.get("micro")
     if m:
         lines += [

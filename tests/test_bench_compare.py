@@ -230,6 +230,28 @@ def test_worker_end_to_end(name: str, texts: list[str], tmp_path: Path) -> None:
         assert set(e["stages"]) == {"shingle", "minhash", "lsh_insert", "lsh_query", "union_find"}
 
 
+@pytest.mark.parametrize("name", ["datasketch", "rensa"])
+def test_user_pipeline_writes_what_neardup_dedup_writes(name: str, texts: list[str],
+                                                        tmp_path: Path) -> None:
+    """The whole-process mode's peer script: every document in clusters.jsonl, the pairs, and
+    the deduplicated corpus = the first line of each cluster, as it was in the input."""
+    pytest.importorskip(compare.PEERS[name])
+    corpus = _write_corpus(tmp_path / "c.jsonl", texts)
+    out = tmp_path / "out"
+    cmd = compare.whole_process_cmd(name, corpus, out)
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
+    clusters = [json.loads(x) for x in (out / "clusters.jsonl").read_text().splitlines()]
+    assert [c["id"] for c in clusters] == [str(i) for i in range(len(texts))]
+    pairs = [json.loads(x) for x in (out / "pairs.jsonl").read_text().splitlines()]
+    label = {c["id"]: c["cluster"] for c in clusters}
+    assert pairs and all(label[p["id_a"]] == label[p["id_b"]] for p in pairs)
+    lines = corpus.read_bytes().splitlines(keepends=True)
+    firsts = sorted({c["cluster"]: int(c["id"]) for c in reversed(clusters)}.values())
+    assert (out / "deduplicated.jsonl").read_bytes() == b"".join(lines[i] for i in firsts)
+    assert compare.whole_process_cmd("neardup", corpus, out)[1:4] == ["-m", "neardup.cli",
+                                                                       "dedup"]
+
+
 def test_render_with_runs_not_run_and_no_truth(tmp_path: Path) -> None:
     ok = {
         "size": 1000,
@@ -256,12 +278,19 @@ def test_render_with_runs_not_run_and_no_truth(tmp_path: Path) -> None:
         "num_perm": 128,
         "truth": {},
         "results": [{"size": 1000, "contender": "rensa", "status": "not installed (rensa)"}, ok],
+        "whole_process": [{"size": 1000, "contender": "rensa", "status": "failed (exit 1)",
+                           "runs_s": []},
+                          {"size": 1000, "contender": "neardup", "status": "ok", "wall_s": 0.8,
+                           "runs_s": [0.9, 0.8], "neardup_speedup": 1.0,
+                           "peak_rss_mb": 300.0}],
         "micro": None,
     }
     text = compare.render(report)
     assert "| 1,000 | rensa | not installed (rensa) |" in text
     assert "| 1,000 | neardup | 0.50 | 0.50 | 1.0 |" in text and "n/a" in text
     assert "| 200 | 50 | 150 | 10 |" in text  # peak, after load, added by the pipeline
+    assert "| 1,000 | neardup | 0.80 | 0.90, 0.80 | 1.0 | 300 |" in text  # whole process
+    assert "| 1,000 | rensa | failed (exit 1) |" in text
     rows = [line for line in text.splitlines() if line.startswith("| 1,000 |")][:2]
     assert len({line.count("|") for line in rows}) == 1  # same number of columns
     compare.write_report(report, tmp_path)
