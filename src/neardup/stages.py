@@ -19,13 +19,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from ._version import __version__
-from .config import DedupConfig, NormalizeConfig, ShingleConfig, SketchConfig
+from .config import DedupConfig, ShingleConfig, SketchConfig
 from .exact import FingerprintTable, fingerprints
 from .lsh import CandidateStats, band_keys, s_curve
 from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
 
-__all__ = ["Fingerprinted", "Sketched", "ChunkArrays", "fingerprint_chunk", "sketch_chunk",
+__all__ = ["Fingerprinted", "Sketched", "fingerprint_chunk", "sketch_chunk",
            "ingest_chunk", "first_run", "RunSummary", "Progress", "NoProgress"]
 
 
@@ -58,10 +58,6 @@ class Fingerprinted:
     fp_lo: np.ndarray | None
     empty: int
 
-    @property
-    def n(self) -> int:
-        return len(self.group)
-
 
 @dataclass
 class Sketched:
@@ -78,16 +74,6 @@ class Sketched:
     @property
     def sizes(self) -> np.ndarray:
         return np.diff(self.offsets)
-
-
-@dataclass
-class ChunkArrays(Fingerprinted):
-    """:class:`Fingerprinted` and :class:`Sketched` of one chunk together."""
-
-    keys: np.ndarray | None = None
-    signatures: np.ndarray | None = None
-    shingles: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
-    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
 
 def fingerprint_chunk(batch: NormalizedBatch, table: FingerprintTable | None = None
@@ -124,15 +110,12 @@ def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig
 
 
 def ingest_chunk(texts: Sequence[str], config: DedupConfig,
-                 bands_rows: tuple[int, int] | None, table: FingerprintTable | None = None,
-                 normalize_cfg: NormalizeConfig | None = None) -> ChunkArrays:
+                 bands_rows: tuple[int, int] | None, table: FingerprintTable | None = None
+                 ) -> tuple[Fingerprinted, Sketched]:
     """Normalise, fingerprint, shingle and sketch a chunk: :func:`fingerprint_chunk` then
     :func:`sketch_chunk`, in one call."""
-    batch = normalize(texts, normalize_cfg or config.normalize)
-    fp = fingerprint_chunk(batch, table)
-    sk = sketch_chunk(fp, config.shingle, config.sketch, bands_rows)
-    return ChunkArrays(fp.batch, fp.group, fp.docs, fp.lengths, fp.fp_hi, fp.fp_lo, fp.empty,
-                       sk.keys, sk.signatures, sk.shingles, sk.offsets)
+    fp = fingerprint_chunk(normalize(texts, config.normalize), table)
+    return fp, sketch_chunk(fp, config.shingle, config.sketch, bands_rows)
 
 
 class Progress(Protocol):

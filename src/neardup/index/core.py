@@ -162,12 +162,12 @@ class Index:
         if n == 0:
             return []
         # every text its own group (no fingerprint table): each one is stored
-        ch = ingest_chunk(texts, self.config, self._bands_rows)
-        h32, off, keys = ch.shingles, ch.offsets, ch.keys  # keys: [bands, non-empty texts]
-        ends = sort_unique_segments(h32, off, np.arange(len(ch.docs), dtype=np.int64))
+        fp, sk = ingest_chunk(texts, self.config, self._bands_rows)
+        h32, off, keys = sk.shingles, sk.offsets, sk.keys  # keys: [bands, non-empty texts]
+        ends = sort_unique_segments(h32, off, np.arange(len(fp.docs), dtype=np.int64))
         none32, none64 = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         out = []
-        for i, g in enumerate(ch.group.tolist()):
+        for i, g in enumerate(fp.group.tolist()):
             out.append(StoredDoc(id="" if ids is None else ids[i],
                                  text=self._pack(texts[i]) if self.store_text else None,
                                  shingles=h32[off[g]:ends[g]].copy() if g >= 0 else none32,

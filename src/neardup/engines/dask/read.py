@@ -82,14 +82,14 @@ def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: 
     shf = open(sh_tmp, "wb")  # noqa: SIM115 (closed below, also on error)
 
     def flush() -> None:
-        ch = ingest_chunk(texts, cfg, (bands, rows), table)
-        lgroup.append(ch.group)
-        glen.append(ch.lengths)
-        ghi.append(ch.fp_hi)
-        glo.append(ch.fp_lo)
-        keys.append(ch.keys)
-        np.ascontiguousarray(ch.shingles, np.uint32).tofile(shf)
-        sizes.append(np.diff(ch.offsets))
+        fp, sk = ingest_chunk(texts, cfg, (bands, rows), table)
+        lgroup.append(fp.group)
+        glen.append(fp.lengths)
+        ghi.append(fp.fp_hi)
+        glo.append(fp.fp_lo)
+        keys.append(sk.keys)
+        np.ascontiguousarray(sk.shingles, np.uint32).tofile(shf)
+        sizes.append(sk.sizes)
         texts.clear()
 
     try:
