@@ -228,6 +228,16 @@ def _in_memory(source: Source) -> bool:
         hasattr(source, "read") and not isinstance(source, (str, os.PathLike)))
 
 
+def _compression(name: str, fmt: str) -> str | None:
+    """The compression of an input named ``name`` in format ``fmt`` (not for Parquet)."""
+    _, comp = split_compression(name)
+    if fmt == "parquet" and comp is not None:
+        raise InputError("compressed Parquet files are not supported (Parquet compresses "
+                         "internally)", path=name, reason=SkipReason.UNKNOWN_FORMAT,
+                         whole_file=True)
+    return comp
+
+
 def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source:
     """The one source of ``bytes``/``bytearray``/``memoryview`` or a binary file object."""
     is_data = isinstance(source, (bytes, bytearray, memoryview))
@@ -249,11 +259,7 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
         raise InputError("is not a directory (fmt='textdir'): a folder of text files is read "
                          "from its path", path=label, reason=SkipReason.NOT_A_DIRECTORY,
                          whole_file=True)
-    _, comp = split_compression(label)
-    if fmt == "parquet" and comp is not None:
-        raise InputError("compressed Parquet files are not supported (Parquet compresses "
-                         "internally)", path=label, reason=SkipReason.UNKNOWN_FORMAT,
-                         whole_file=True)
+    comp = _compression(label, fmt)
     if is_data:
         return _Source(0, None, fmt, comp, len(source), data=source, label=label)
     return _Source(0, None, fmt, comp, 0, fileobj=source, label=label)
@@ -273,12 +279,7 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
             raise InputError("is not a directory (fmt='textdir')", path=str(p),
                              reason=SkipReason.NOT_A_DIRECTORY, whole_file=True)
         f = fmt or detect_format(p)
-        _, comp = split_compression(p.name)
-        if f == "parquet" and comp is not None:
-            raise InputError("compressed Parquet files are not supported (Parquet compresses "
-                             "internally)", path=str(p), reason=SkipReason.UNKNOWN_FORMAT,
-                             whole_file=True)
-        sources.append(_Source(i, p, f, comp, p.stat().st_size))
+        sources.append(_Source(i, p, f, _compression(str(p), f), p.stat().st_size))
     return sources
 
 
