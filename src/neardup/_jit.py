@@ -15,9 +15,15 @@ import stat
 import tempfile
 from pathlib import Path
 
-import numba
-import numba.np.arraymath  # noqa: F401  (see below)
-from numba import njit, prange
+# The kernels start a parallel region a few times per chunk; between them OpenMP's worker
+# threads would spin (GOMP's default), taking a core from the thread that reads and normalises
+# the next chunk: measured 0.4 s of CPU and 0.3 s of wall time on 100,000 documents. Read when
+# numba first loads its OpenMP threading layer, so it is set here; a user's setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba  # noqa: E402
+import numba.np.arraymath  # noqa: E402, F401  (see below)
+from numba import njit, prange  # noqa: E402
 
 # numba loads its array-maths registry (which imports scipy.linalg for BLAS) at the first kernel
 # call of a process anyway; loaded here, before any kernel has started numba's thread pool, it

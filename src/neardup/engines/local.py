@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import time
-from array import array
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -34,7 +33,7 @@ from ..exact import FingerprintTable
 from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
 from ..result import FINGERPRINT, JACCARD, METHOD_NAMES, MINHASH, Pairs, Result
 from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
-from ..text.normalize import normalize
+from ..text.normalize import is_arrow_strings, normalize, utf8_buffers
 from ..validate import check_int
 from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments
 
@@ -129,10 +128,13 @@ class Deduplicator:
             ids = [str(base + i) for i in range(n)]
         elif len(ids) != n:
             raise InputError(f"got {n} texts but {len(ids)} ids", field="ids")
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise InputError(f"text at position {base + i} is {type(t).__name__}, not str",
-                                 field="texts", reason=SkipReason.NON_STRING_FIELD)
+        arrow = is_arrow_strings(texts)
+        if not arrow:
+            for i, t in enumerate(texts):
+                if not isinstance(t, str):
+                    raise InputError(f"text at position {base + i} is {type(t).__name__}, "
+                                     "not str", field="texts",
+                                     reason=SkipReason.NON_STRING_FIELD)
         if self._seen_ids is not None and auto and self._auto_until == base:
             # Row numbers are distinct by construction: while every id so far is one, nothing
             # needs checking (and the check's dictionary is not built).
@@ -152,7 +154,11 @@ class Deduplicator:
                 seen[x] = base + i
         self._ids.extend(ids)
         if text_bytes is None:
-            text_bytes = sum(len(t) for t in texts)
+            if arrow:
+                _, offs = utf8_buffers(texts)
+                text_bytes = int(offs[-1] - offs[0])
+            else:
+                text_bytes = sum(len(t) for t in texts)
         self._text_bytes += text_bytes
         cfg = self.config
 
@@ -462,18 +468,19 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     t0 = time.perf_counter()
     done_bytes = 0
     read_time = 0.0
-    locations = array("q")  # where each record came from, to copy kept JSONL lines unparsed
+    locations = []  # where each record came from, to copy kept JSONL lines unparsed
     index_time = 0.0
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
-        for chunk in read_documents(paths, report=report, options=read_opts):
+        for chunk in read_documents(paths, report=report, options=read_opts, arrow=True):
             read_time += time.perf_counter() - t_read
             dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
             if index is not None:
                 t_ix = time.perf_counter()
-                index.add_many(zip(chunk.ids, chunk.texts), batch_size=max(len(chunk), 1))
+                texts = chunk.texts if isinstance(chunk.texts, list) else chunk.texts.to_pylist()
+                index.add_many(zip(chunk.ids, texts), batch_size=max(len(chunk), 1))
                 index_time += time.perf_counter() - t_ix
-            locations.extend(chunk.locations)
+            locations.append(chunk.locations)
             done_bytes += chunk.progress_bytes
             progress.update("read", done_bytes, total_bytes)
             t_read = time.perf_counter()
@@ -493,7 +500,8 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     outputs = write_result(result, outdir, out_opts.format)
     if out_opts.write_corpus:
         written = write_deduplicated(paths, result.keep, outdir / "deduplicated",
-                                     locations=np.frombuffer(locations, np.int64),
+                                     locations=(np.concatenate(locations) if locations
+                                                else np.zeros(0, np.int64)),
                                      options=read_opts)
         outputs["deduplicated"] = [str(p) for p in written]
     if index is not None:

@@ -96,16 +96,18 @@ class SkipReport:
 class DocChunk:
     """Up to ``chunk_size`` documents, with progress figures.
 
-    ``locations``: where each record came from, ``(source index << 40) | line`` (the line in the
-    decompressed file, or the row or file number); :func:`write_deduplicated` uses them to copy
-    the kept JSONL lines without parsing them again.
+    ``texts``: Python strings, or (when read with ``arrow=True`` from JSONL) a pyarrow string
+    array. ``locations``: ``int64``, where each record came from, ``(source index << 40) |
+    line`` (the line in the decompressed file, or the row or file number);
+    :func:`write_deduplicated` uses them to copy the kept JSONL lines without parsing them
+    again.
     """
 
     ids: list[str]
-    texts: list[str]
+    texts: Any
     progress_bytes: int
     text_bytes: int
-    locations: list[int] = field(default_factory=list)
+    locations: Any = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -525,14 +527,67 @@ def _id_value(v: Any, path: str, line: int, id_field: str) -> str | InputError:
     return _bad_id(v, path, line, id_field)
 
 
+def _jsonl_line(data: bytes, name: str, lineno: int, opts: _Options, utf8: bool,
+                single: str | None) -> _Item | InputError:
+    """One non-blank JSONL line (``data``, its ``\\n`` included) as a record item or its
+    error."""
+    raw = data
+    if lineno == 1 and utf8 and data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        if utf8:
+            obj = orjson.loads(data)
+        else:
+            obj = orjson.loads(data.decode(opts.encoding))
+    except UnicodeDecodeError as e:
+        return _undecodable(name, lineno, e, opts.encoding)
+    except orjson.JSONDecodeError as e:
+        if utf8:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as ue:
+                return _undecodable(name, lineno, ue, opts.encoding)
+        return InputError(f"malformed JSON: {e.msg} (character {e.pos + 1}): "
+                          f"{_snippet(data)}", path=name, line=lineno,
+                          reason=SkipReason.MALFORMED_JSON)
+    if type(obj) is not dict:
+        return InputError(f"a JSON line must be an object, not {_type_name(obj)}",
+                          path=name, line=lineno, reason=SkipReason.NOT_OBJECT)
+    if single is not None:
+        text = obj.get(single, _MISSING)
+        if type(text) is not str:
+            return _field_error(text, name, lineno, single)
+    else:
+        parts = []
+        for f in opts.text_fields:
+            v = obj.get(f, _MISSING)
+            if type(v) is not str:
+                return _field_error(v, name, lineno, f)
+            parts.append(v)
+        text = "\n".join(parts)
+    rid = None
+    id_field = opts.id_field
+    if id_field is not None:
+        v = obj.get(id_field, _MISSING)
+        if v is _MISSING:
+            if opts.default_id is None:
+                return _field_error(v, name, lineno, id_field)
+        else:
+            rid = _id_value(v, name, lineno, id_field)
+            if isinstance(rid, InputError):
+                return rid
+    return lineno, text, rid, raw
+
+
+def _is_blank(raw: bytes) -> bool:
+    return raw[:1] in b" \t\r\n" and not raw.strip()  # (raw[:1] is never b"" here)
+
+
 def _jsonl_records(src: _Source, opts: _Options,
                    progress: _Progress) -> Iterator[_Item | InputError]:
     name = src.name
     utf8 = _is_utf8(opts.encoding)
-    text_fields = opts.text_fields
-    id_field = opts.id_field
-    id_optional = opts.default_id is not None
-    single = text_fields[0] if len(text_fields) == 1 else None
+    single = opts.text_fields[0] if len(opts.text_fields) == 1 else None
     with ExitStack() as stack:
         try:
             raw_f, stream = stack.enter_context(_open_source(src))
@@ -558,66 +613,10 @@ def _jsonl_records(src: _Source, opts: _Options,
                 break
             pos += len(raw)
             lineno += 1
-            if raw[:1] in b" \t\r\n" and not raw.strip():
-                continue  # blank line (raw[:1] is never b"" here)
+            if _is_blank(raw):
+                continue
             records += 1
-            data = raw
-            if lineno == 1 and utf8 and raw.startswith(codecs.BOM_UTF8):
-                data = raw[len(codecs.BOM_UTF8):]
-            try:
-                if utf8:
-                    obj = orjson.loads(data)
-                else:
-                    obj = orjson.loads(data.decode(opts.encoding))
-            except UnicodeDecodeError as e:
-                yield _undecodable(name, lineno, e, opts.encoding)
-                continue
-            except orjson.JSONDecodeError as e:
-                if utf8:
-                    try:
-                        data.decode("utf-8")
-                    except UnicodeDecodeError as ue:
-                        yield _undecodable(name, lineno, ue, opts.encoding)
-                        continue
-                yield InputError(f"malformed JSON: {e.msg} (character {e.pos + 1}): "
-                                 f"{_snippet(data)}", path=name, line=lineno,
-                                 reason=SkipReason.MALFORMED_JSON)
-                continue
-            if type(obj) is not dict:
-                yield InputError(f"a JSON line must be an object, not {_type_name(obj)}",
-                                 path=name, line=lineno, reason=SkipReason.NOT_OBJECT)
-                continue
-            if single is not None:
-                text = obj.get(single, _MISSING)
-                if type(text) is not str:
-                    yield _field_error(text, name, lineno, single)
-                    continue
-            else:
-                parts = []
-                bad = None
-                for f in text_fields:
-                    v = obj.get(f, _MISSING)
-                    if type(v) is not str:
-                        bad = _field_error(v, name, lineno, f)
-                        break
-                    parts.append(v)
-                if bad is not None:
-                    yield bad
-                    continue
-                text = "\n".join(parts)
-            rid = None
-            if id_field is not None:
-                v = obj.get(id_field, _MISSING)
-                if v is _MISSING:
-                    if not id_optional:
-                        yield _field_error(v, name, lineno, id_field)
-                        continue
-                else:
-                    rid = _id_value(v, name, lineno, id_field)
-                    if isinstance(rid, InputError):
-                        yield rid
-                        continue
-            yield lineno, text, rid, raw
+            yield _jsonl_line(raw, name, lineno, opts, utf8, single)
         if records == 0 and src.whole:
             yield _empty(src, "no JSON lines")
 
@@ -881,6 +880,143 @@ _GENERATORS = {
 # The record stream shared by the reader and the writer
 
 
+# Bytes of JSONL parsed at a time by the batch path (Arrow's reader splits a block over its
+# threads in 1 MB pieces); a line longer than this makes its block larger.
+JSONL_BLOCK_BYTES = 8 << 20
+
+
+class _BlockLines:
+    """The lines of a block of JSONL (whole lines; the last may lack its ``\\n``): where each
+    starts and ends (``\\n`` included), the blank ones (skipped, as the line reader skips
+    them) and the number of the others."""
+
+    def __init__(self, block: bytes | memoryview):
+        import numpy as np
+
+        arr = np.frombuffer(block, np.uint8)
+        nl = np.flatnonzero(arr == 10)
+        n = len(nl) + (0 if len(arr) and arr[-1] == 10 else 1)
+        ends = np.empty(n, np.int64)
+        ends[:len(nl)] = nl + 1
+        if n > len(nl):
+            ends[-1] = len(block)
+        starts = np.empty(n, np.int64)
+        starts[:1] = 0
+        starts[1:] = ends[:-1]
+        first = arr[starts]
+        maybe = np.flatnonzero((first == 32) | (first == 9) | (first == 13) | (first == 10))
+        self.blank = {int(k) for k in maybe if not bytes(block[starts[k]:ends[k]]).strip()}
+        self.n = n
+        self.starts = starts
+        self.ends = ends
+        self.records = n - len(self.blank)
+
+    def record_lines(self, first_line: int):
+        """The 1-based line numbers of the non-blank lines, for a block after ``first_line``
+        lines."""
+        import numpy as np
+
+        k = np.arange(self.n, dtype=np.int64)
+        if self.blank:
+            k = np.delete(k, sorted(self.blank))
+        return k + (first_line + 1)
+
+
+@dataclass
+class ArrowBatch:
+    """Consecutive valid records of one JSONL source, as Arrow parsed them: ``texts``, a
+    pyarrow string array (the text fields joined by ``\\n``); ``ids``, their ids (``None``:
+    the running record numbers from ``first``); ``locations``, ``int64`` ``(source index <<
+    40) | line``; ``text_bytes``, the UTF-8 bytes of the texts; ``first``, the global number
+    of the first record (set when the batch is taken)."""
+
+    texts: Any
+    ids: list[str] | None
+    locations: Any
+    text_bytes: int
+    first: int = 0
+
+    def __len__(self) -> int:
+        return len(self.locations)
+
+    def id_list(self) -> list[str]:
+        if self.ids is not None:
+            return self.ids
+        return list(map(str, range(self.first, self.first + len(self))))
+
+
+class _BlockParser:
+    """Parses a block of JSONL with Arrow's JSON reader into an :class:`ArrowBatch`, or says
+    (``None``) that the block needs the line reader: a parse error, a row count other than the
+    non-blank lines (two objects on a line), a missing or null text field or id, a text field
+    that is not a string or not valid UTF-8, an id that is neither a string nor an integer."""
+
+    def __init__(self, opts: _Options):
+        import pyarrow as pa
+
+        self.fields = opts.text_fields
+        self.id_field = opts.id_field
+        self.id_type = pa.string()  # the ids' type of the last block: strings or integers
+
+    def _read(self, block: bytes | memoryview, id_type: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.json as pj
+
+        cols = [(f, pa.string()) for f in self.fields]
+        if self.id_field is not None:
+            cols.append((self.id_field, id_type))
+        return pj.read_json(
+            pa.BufferReader(block),
+            read_options=pj.ReadOptions(use_threads=True, block_size=1 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=pa.schema(cols),
+                                          unexpected_field_behavior="ignore"))
+
+    def parse(self, block: bytes | memoryview, lines: _BlockLines, first_line: int,
+              source_index: int) -> ArrowBatch | None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if lines.records == 0:
+            return None
+        table = None
+        types = [self.id_type]
+        if self.id_field is not None:
+            types.append(pa.int64() if pa.types.is_string(self.id_type) else pa.string())
+        for t in types:
+            try:
+                table = self._read(block, t)
+            except (pa.ArrowInvalid, ValueError):  # ValueError: UnicodeDecodeError too
+                continue
+            self.id_type = t
+            break
+        if table is None or table.num_rows != lines.records:
+            return None
+        cols = [table.column(f) for f in self.fields]
+        if any(c.null_count for c in cols):
+            return None
+        texts = cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "\n")
+        texts = texts.combine_chunks()
+        ids = None
+        try:
+            # Arrow's JSON reader does not check that strings are valid UTF-8: the line
+            # reader names the line that is not
+            texts.validate(full=True)
+            if self.id_field is not None:
+                col = table.column(self.id_field)
+                if col.null_count:
+                    return None
+                if pa.types.is_string(col.type):
+                    col.validate(full=True)
+                else:
+                    col = pc.cast(col, pa.string())
+                ids = col.to_pylist()
+        except pa.ArrowInvalid:
+            return None
+        locations = lines.record_lines(first_line) | (source_index << 40)
+        text_bytes = int(pc.sum(pc.binary_length(texts)).as_py() or 0)
+        return ArrowBatch(texts, ids, locations, text_bytes)
+
+
 @dataclass
 class Record:
     """One valid record of a :class:`RecordStream`."""
@@ -969,11 +1105,35 @@ class RecordStream:
                     item = line, text, default_id.format(line=line, name=src.name), raw
                 yield item
 
+    def _accept(self, src: _Source, item: _Item) -> Record | InputError | None:
+        """A valid item of ``src`` as the next :class:`Record`; its duplicate-id error (after
+        ``_handle``); or ``None`` for a header pseudo-item."""
+        line, text, rid, raw = item
+        if line == 0:  # pseudo-item: CSV header or Parquet schema
+            self.header = raw
+            return None
+        if rid is None:
+            rid = str(self.count)
+        seen = self.seen
+        if seen is not None:
+            code = (src.index << 40) | line
+            prev = seen.setdefault(rid, code)
+            if prev != code:
+                where = str(raw) if src.fmt == "textdir" else src.name
+                err = InputError(
+                    f"duplicate id {rid!r} (first seen at {self._where(prev)})",
+                    path=where, line=None if src.fmt == "textdir" else line,
+                    field=self.opts.id_field, reason=SkipReason.DUPLICATE_ID)
+                self._handle(err)
+                return err
+        rec = Record(self.count, rid, text, raw, line, (src.index << 40) | line)
+        self.count += 1
+        return rec
+
     def _items(self, src: _Source, errors: bool) -> Iterator[Record | InputError]:
         """The valid records of one source, in order, and with ``errors`` each bad one's error
         (after ``_handle``, which raises it with ``on_error="fail"``)."""
         self.header = None
-        seen = self.seen
         opts = self.opts
         gen = _GENERATORS[src.fmt](src, opts, self.progress)
         if opts.skip_empty or opts.max_text_bytes is not None or opts.default_id is not None:
@@ -985,28 +1145,146 @@ class RecordStream:
                     if errors:
                         yield item
                     continue
-                line, text, rid, raw = item
-                if line == 0:  # pseudo-item: CSV header or Parquet schema
-                    self.header = raw
-                    continue
-                if rid is None:
-                    rid = str(self.count)
-                if seen is not None:
-                    code = (src.index << 40) | line
-                    prev = seen.setdefault(rid, code)
-                    if prev != code:
-                        where = str(raw) if src.fmt == "textdir" else src.name
-                        err = InputError(
-                            f"duplicate id {rid!r} (first seen at {self._where(prev)})",
-                            path=where, line=None if src.fmt == "textdir" else line,
-                            field=opts.id_field, reason=SkipReason.DUPLICATE_ID)
-                        self._handle(err)
-                        if errors:
-                            yield err
+                out = self._accept(src, item)
+                if out is not None and (errors or type(out) is Record):
+                    yield out
+        self.progress.finish(src)
+
+    # -- the batch path of JSONL files: blocks parsed by Arrow, no Python object per record ---
+
+    def batchable(self, src: _Source) -> bool:
+        """Whether :meth:`jsonl_batches` can read ``src``: a whole UTF-8 JSONL file (or bytes)
+        read with neither text rules nor id templates, its fields distinct."""
+        o = self.opts
+        fields = (*o.text_fields, *((o.id_field,) if o.id_field is not None else ()))
+        return (src.fmt == "jsonl" and src.whole and src.fileobj is None
+                and _is_utf8(o.encoding) and not o.skip_empty and o.max_text_bytes is None
+                and o.default_id is None and len(set(fields)) == len(fields))
+
+    def jsonl_batches(self, src: _Source, block_size: int | None = None
+                      ) -> Iterator[ArrowBatch | Record]:
+        """The valid records of a JSONL source (see :meth:`batchable`), block by block: each
+        block of lines that Arrow's JSON reader parses into exactly its records, with every
+        text field a string and every id present, distinct and a string or an integer, as one
+        :class:`ArrowBatch`; any other block line by line as :class:`Record` objects, with the
+        same results, errors and numbering as :meth:`records`. A read error (a damaged
+        compressed stream) sends the rest of the file through the line-by-line reader, so that
+        every line before the damage is read, as there."""
+        block_size = block_size or JSONL_BLOCK_BYTES
+        self.header = None
+        consumed = 0   # decompressed bytes before the current block
+        lineno = 0     # lines before the current block
+        records = 0
+        parser = _BlockParser(self.opts)
+        with ExitStack() as stack:
+            try:
+                raw_f, stream = stack.enter_context(_open_source(src))
+            except _READ_ERRORS as e:
+                self._handle(_open_error(src, e))
+                return
+            self.progress.start(src, raw_f.tell)
+            carry = b""
+            while True:
+                try:
+                    data = stream.read(block_size)
+                except _READ_ERRORS:
+                    stack.close()
+                    yield from self._jsonl_rest(src, consumed, lineno, records)
+                    return
+                if data:
+                    block = carry + data if carry else data
+                    cut = block.rfind(b"\n") + 1
+                    if cut == 0:
+                        carry = block
                         continue
-                rec = Record(self.count, rid, text, raw, line, (src.index << 40) | line)
-                self.count += 1
-                yield rec
+                    carry = block[cut:]
+                    block = memoryview(block)[:cut]  # no copy
+                elif carry:
+                    block, carry = carry, b""
+                else:
+                    break
+                lines = _BlockLines(block)
+                records += lines.records
+                batch = parser.parse(block, lines, lineno, src.index)
+                if batch is not None and self._claim_ids(batch):
+                    batch.first = self.count
+                    self.count += len(batch)
+                    yield batch
+                else:
+                    yield from self._block_records(src, block, lines, lineno)
+                consumed += len(block)
+                lineno += lines.n
+        if records == 0:
+            self._handle(_empty(src, "no JSON lines"))
+        self.progress.finish(src)
+
+    def _claim_ids(self, batch: ArrowBatch) -> bool:
+        """Record the ids of ``batch`` as seen, if all are new and distinct (else leave
+        everything as it was: the block is then read line by line, which names each
+        duplicate)."""
+        seen = self.seen
+        if seen is None or batch.ids is None:
+            return True
+        new = dict(zip(batch.ids, batch.locations.tolist()))
+        if len(new) != len(batch.ids) or not seen.keys().isdisjoint(new):
+            return False
+        seen.update(new)
+        return True
+
+    def _block_records(self, src: _Source, block: bytes | memoryview, lines: _BlockLines,
+                       lineno: int) -> Iterator[Record]:
+        single = self.opts.text_fields[0] if len(self.opts.text_fields) == 1 else None
+        for k in range(lines.n):
+            if k in lines.blank:
+                continue
+            raw = bytes(block[lines.starts[k]:lines.ends[k]])
+            item = _jsonl_line(raw, src.name, lineno + 1 + k, self.opts, True, single)
+            if isinstance(item, InputError):
+                self._handle(item)
+                continue
+            out = self._accept(src, item)
+            if type(out) is Record:
+                yield out
+
+    def _jsonl_rest(self, src: _Source, consumed: int, lineno: int,
+                    records: int) -> Iterator[Record]:
+        """The lines of ``src`` after its first ``consumed`` decompressed bytes (``lineno``
+        lines), read one by one, after a read error in the batch path."""
+        single = self.opts.text_fields[0] if len(self.opts.text_fields) == 1 else None
+        with ExitStack() as stack:
+            try:
+                _, stream = stack.enter_context(_open_source(src))
+                left = consumed
+                while left:
+                    got = stream.read(min(left, 1 << 20))
+                    if not got:
+                        break
+                    left -= len(got)
+            except _READ_ERRORS as e:
+                self._handle(_read_error(src.name, lineno, e))
+                self.progress.finish(src)
+                return
+            while True:
+                try:
+                    raw = stream.readline()
+                except _READ_ERRORS as e:
+                    self._handle(_read_error(src.name, lineno, e))
+                    break
+                if not raw:
+                    if records == 0:
+                        self._handle(_empty(src, "no JSON lines"))
+                    break
+                lineno += 1
+                if _is_blank(raw):
+                    continue
+                records += 1
+                item = _jsonl_line(raw, src.name, lineno, self.opts, True, single)
+                if isinstance(item, InputError):
+                    self._handle(item)
+                    continue
+                out = self._accept(src, item)
+                if type(out) is Record:
+                    yield out
         self.progress.finish(src)
 
     def records(self, src: _Source) -> Iterator[Record]:
@@ -1099,8 +1377,8 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
                    id_field: str | None = None, on_error: str = "fail",
                    chunk_size: int = 10_000, encoding: str = "utf-8",
                    report: SkipReport | None = None, fmt: str | None = None,
-                   options: ReadOptions | None = None, name: str | None = None
-                   ) -> Iterator[DocChunk]:
+                   options: ReadOptions | None = None, name: str | None = None,
+                   arrow: bool = False) -> Iterator[DocChunk]:
     """Read documents from JSONL, CSV, TSV, Parquet files and directories of text files, in
     chunks of at most ``chunk_size`` documents.
 
@@ -1111,28 +1389,108 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
     with reason ``"missing_path"``, a bad option a :class:`ConfigError`); the inputs are read
     lazily as the returned iterator is consumed. With ``on_error="fail"`` the first bad record
     raises :class:`InputError`; with ``"skip"`` it is counted in ``report`` and reading goes on.
+
+    ``arrow``: read JSONL files (and bytes) by blocks with Arrow's JSON reader where the
+    options allow it, the chunks' texts then pyarrow string arrays (the same records, ids,
+    errors and order; several times faster, and the texts' UTF-8 is never copied into Python
+    strings).
     """
     if options is None:
         options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
                               encoding=encoding, on_error=on_error, chunk_size=chunk_size)
     stream = record_stream(source, options, report, name=name)
-    return _chunks(stream, options.chunk_size)
+    return _chunks(stream, options.chunk_size, arrow)
 
 
-def _chunks(stream: RecordStream, chunk_size: int) -> Iterator[DocChunk]:
-    ids: list[str] = []
-    texts: list[str] = []
-    locs: list[int] = []
-    text_bytes = 0
-    for rec in stream:
-        if len(ids) >= chunk_size:
-            # yielded only once the next record exists, so no chunk is ever empty and the
-            # last one carries the remaining progress bytes
-            yield DocChunk(ids, texts, stream.progress.delta(), text_bytes, locs)
-            ids, texts, locs, text_bytes = [], [], [], 0
-        ids.append(rec.id)
-        texts.append(rec.text)
-        locs.append(rec.location)
-        text_bytes += utf8_len(rec.text)
-    if ids:
-        yield DocChunk(ids, texts, stream.progress.delta(), text_bytes, locs)
+class _ChunkBuilder:
+    """Gathers records and Arrow batches into :class:`DocChunk` objects of ``size`` documents
+    (the last one smaller). A chunk's texts are a pyarrow array when all of it came from
+    Arrow batches, else Python strings."""
+
+    def __init__(self, stream: RecordStream, size: int):
+        self.stream = stream
+        self.size = size
+        self._reset()
+
+    def _reset(self) -> None:
+        self.ids: list[str] = []
+        self.parts: list[Any] = []    # pyarrow arrays and lists of Python strings, in order
+        self.locs: list[Any] = []     # lists of ints and int64 arrays
+        self.n = 0
+        self.text_bytes = 0
+
+    def add_record(self, rec: Record) -> Iterator[DocChunk]:
+        if self.n >= self.size:
+            yield self.flush()
+        if not self.parts or type(self.parts[-1]) is not list:
+            self.parts.append([])
+            self.locs.append([])
+        self.parts[-1].append(rec.text)
+        self.locs[-1].append(rec.location)
+        self.ids.append(rec.id)
+        self.n += 1
+        self.text_bytes += utf8_len(rec.text)
+
+    def add_batch(self, batch: ArrowBatch) -> Iterator[DocChunk]:
+        """Add the records of ``batch``: a chunk never joins two batches (that would copy
+        their texts; chunks hold *up to* ``size`` documents)."""
+        ids = batch.id_list()
+        texts = batch.texts
+        locs = batch.locations
+        pos = 0
+        if self.n:
+            yield self.flush()
+        while pos < len(ids):
+            if self.n >= self.size:
+                yield self.flush()
+            take = min(self.size - self.n, len(ids) - pos)
+            part = texts.slice(pos, take)
+            self.parts.append(part)
+            self.locs.append(locs[pos:pos + take])
+            self.ids.extend(ids[pos:pos + take])
+            self.n += take
+            self.text_bytes += (batch.text_bytes if take == len(ids)
+                                else _arrow_text_bytes(part))
+            pos += take
+
+    def flush(self) -> DocChunk:
+        import numpy as np
+
+        parts = self.parts
+        if all(type(p) is not list for p in parts):
+            import pyarrow as pa
+
+            texts: Any = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+        else:
+            texts = []
+            for p in parts:
+                texts.extend(p if type(p) is list else p.to_pylist())
+        locs = np.concatenate([np.asarray(x, np.int64) for x in self.locs])
+        chunk = DocChunk(self.ids, texts, self.stream.progress.delta(), self.text_bytes, locs)
+        self._reset()
+        return chunk
+
+
+def _arrow_text_bytes(arr: Any) -> int:
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.binary_length(arr)).as_py() or 0)
+
+
+def _chunks(stream: RecordStream, chunk_size: int, arrow: bool = False) -> Iterator[DocChunk]:
+    """The records of ``stream`` in chunks of ``chunk_size``; with ``arrow``, JSONL sources
+    that allow it are read by blocks (:meth:`RecordStream.jsonl_batches`) and their chunks
+    carry pyarrow text arrays."""
+    b = _ChunkBuilder(stream, chunk_size)
+    for src in stream.sources:
+        if arrow and stream.batchable(src):
+            for item in stream.jsonl_batches(src):
+                if type(item) is Record:
+                    yield from b.add_record(item)
+                else:
+                    yield from b.add_batch(item)  # type: ignore[arg-type]
+        else:
+            for rec in stream.records(src):
+                yield from b.add_record(rec)
+    if b.n:
+        yield b.flush()
