@@ -234,3 +234,36 @@ def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off():
     assert off.stdout.split() == ["False", "False"]
     if sys.platform.startswith("linux"):
         assert on.stdout.split() == ["True", "True"]
+
+
+def test_prefetch_keeps_order_raises_in_place_and_stops_on_close():
+    import threading
+
+    from neardup.engines.local import _Prefetch
+
+    def items(n, fail_at=None):
+        for i in range(n):
+            if i == fail_at:
+                raise ValueError(f"bad item {i}")
+            yield i
+
+    assert list(_Prefetch(items(50), depth=2)) == list(range(50))
+    got = []
+    with pytest.raises(ValueError, match="bad item 7"):
+        for x in _Prefetch(items(50, fail_at=7)):
+            got.append(x)
+    assert got == list(range(7))  # every item before the error, in order
+    closed = threading.Event()
+
+    def endless():
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    with _Prefetch(endless()) as p:
+        assert next(iter(p)) == 0
+    assert closed.wait(5)  # leaving the block stopped the reader thread and closed its source

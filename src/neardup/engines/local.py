@@ -49,6 +49,71 @@ def _worker_init(threads: int) -> None:
     numba.set_num_threads(threads)
 
 
+class _Prefetch:
+    """Iterates ``items`` on a thread of its own, ``depth`` items ahead of the caller.
+
+    The reader (Arrow's JSON parser, the newline scan) then works while the calling thread
+    normalises the previous chunk and the pipeline's worker sketches the one before: the three
+    mostly run outside the GIL, so a 2-core machine is kept busy. An error of the reader is
+    raised in the caller, in order; :meth:`close` (or leaving a ``with`` block) stops the
+    reader at its next item."""
+
+    _END = object()
+
+    def __init__(self, items, depth: int = 1):
+        import queue
+        import threading
+
+        self._items = items
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="neardup-read", daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        import queue
+
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for item in self._items:
+                if not self._put((True, item)):
+                    return
+            self._put((True, self._END))
+        except BaseException as e:  # noqa: BLE001  (handed to the caller, who raises it)
+            self._put((False, e))
+        finally:
+            close = getattr(self._items, "close", None)
+            if close is not None and self._stop.is_set():
+                close()
+
+    def __iter__(self):
+        while True:
+            ok, item = self._queue.get()
+            if not ok:
+                raise item
+            if item is self._END:
+                return
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def __enter__(self) -> _Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Deduplicator:
     """Streaming batch deduplication.
 
@@ -472,18 +537,22 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     index_time = 0.0
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
-        for chunk in read_documents(paths, report=report, options=read_opts, arrow=True):
-            read_time += time.perf_counter() - t_read
-            dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
-            if index is not None:
-                t_ix = time.perf_counter()
-                texts = chunk.texts if isinstance(chunk.texts, list) else chunk.texts.to_pylist()
-                index.add_many(zip(chunk.ids, texts), batch_size=max(len(chunk), 1))
-                index_time += time.perf_counter() - t_ix
-            locations.append(chunk.locations)
-            done_bytes += chunk.progress_bytes
-            progress.update("read", done_bytes, total_bytes)
-            t_read = time.perf_counter()
+        reader = read_documents(paths, report=report, options=read_opts, arrow=True)
+        with _Prefetch(reader) as chunks:
+            for chunk in chunks:
+                read_time += time.perf_counter() - t_read
+                dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+                if index is not None:
+                    t_ix = time.perf_counter()
+                    texts = chunk.texts
+                    if not isinstance(texts, list):
+                        texts = texts.to_pylist()
+                    index.add_many(zip(chunk.ids, texts), batch_size=max(len(chunk), 1))
+                    index_time += time.perf_counter() - t_ix
+                locations.append(chunk.locations)
+                done_bytes += chunk.progress_bytes
+                progress.update("read", done_bytes, total_bytes)
+                t_read = time.perf_counter()
         read_time += time.perf_counter() - t_read
         progress.finish("read")
         t_ingest = time.perf_counter() - t0
