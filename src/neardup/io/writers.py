@@ -40,6 +40,7 @@ __all__ = ["OUTPUT_FORMATS", "Staged", "TableStream", "arrow_table", "prepare_ou
 
 _JSONL_BATCH = 65_536
 _BUFFER = 1 << 20
+_COPY_BLOCK = 1 << 18  # bytes read at a time when copying the kept lines of a JSONL input
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,8 +356,62 @@ def _write_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Kee
             f.write(rec.raw)
 
 
+def _copy_lines(data: BinaryIO, out: BinaryIO, wanted: np.ndarray,
+                block_size: int = _COPY_BLOCK) -> bool:
+    """Write the lines of ``data`` numbered ``wanted`` (1-based, strictly increasing) to
+    ``out``, byte for byte; return ``False`` when ``data`` ends before the last of them.
+
+    Lines end with ``b"\\n"`` (kept, as any ``b"\\r"`` before it); a last line without one is a
+    line too. ``data`` is read in blocks of ``block_size`` bytes, its newlines found with numpy,
+    and each run of consecutive wanted lines is written with one ``write`` per block it spans;
+    reading stops after the last wanted line.
+    """
+    n = len(wanted)
+    if n == 0:
+        return True
+    w = np.asarray(wanted, dtype=np.int64)
+    cut = np.flatnonzero(np.diff(w) != 1) + 1
+    firsts = w[np.concatenate(([0], cut))]  # runs of consecutive lines [firsts[k], lasts[k]]
+    lasts = w[np.concatenate((cut - 1, [n - 1]))]
+    n_runs = len(firsts)
+    buf = bytearray(block_size)
+    view = memoryview(buf)
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    is_nl = np.empty(block_size, dtype=np.bool_)
+    write = out.write
+    k = 0  # the first run not written to its end
+    ended = 0  # lines ended (by a newline) before the block
+    open_line = False  # whether the bytes read so far end inside a line
+    while k < n_runs:
+        got = data.readinto(view)
+        if not got:
+            break
+        np.equal(arr[:got], 10, out=is_nl[:got])
+        nl = np.flatnonzero(is_nl[:got])
+        m = len(nl)
+        # the block holds the ends of lines ended + 1 .. ended + m, and the start of line
+        # ended + m + 1 (``top``, still open; empty when the block ends with a newline); line
+        # ended + 1 + i spans bounds[i]:bounds[i + 1] of the block
+        top = ended + m + 1
+        bounds = np.empty(m + 2, dtype=np.int64)
+        bounds[0] = 0
+        np.add(nl, 1, out=bounds[1:m + 1])
+        bounds[m + 1] = got
+        stop = int(np.searchsorted(firsts, top, side="right"))  # runs starting in the block
+        if stop > k:
+            lo = np.maximum(firsts[k:stop], ended + 1) - (ended + 1)
+            hi = np.minimum(lasts[k:stop], top) - ended
+            for s, e in zip(bounds[lo].tolist(), bounds[hi].tolist()):
+                if e > s:
+                    write(view[s:e])
+            k = stop if lasts[stop - 1] < top else stop - 1
+        ended += m
+        open_line = buf[got - 1] != 10
+    return k == n_runs or int(lasts[-1]) <= ended + open_line
+
+
 def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
-                lines: np.ndarray) -> None:
+                lines: np.ndarray, block_size: int | None = None) -> None:
     """Copy the kept lines of a JSONL source without parsing it again: ``lines`` holds the line
     number of each of its records, in record order, as the first reading found them."""
     f = staged.file
@@ -365,18 +420,16 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep
     if base + len(lines) > keep.n:
         raise ConfigError(f"keep has {keep.n} flags but the inputs hold more records: keep "
                           "must come from reading the same inputs with the same options")
-    wanted = iter(lines[keep.array[base:base + len(lines)]].tolist())
+    wanted = lines[keep.array[base:base + len(lines)]]
     stream.count += len(lines)
-    nxt = next(wanted, None)
-    if nxt is None:
+    if len(wanted) == 0:
         return
+    if wanted[0] < 1 or (np.diff(wanted) <= 0).any():
+        raise ConfigError(f"{src.name}: the locations of its records are not line numbers in "
+                          "reading order: they must come from reading the same inputs")
     with _open_binary(src.path, src.compression) as (_, data):
-        for lineno, raw in enumerate(data, 1):
-            if lineno == nxt:
-                f.write(raw)
-                nxt = next(wanted, None)
-                if nxt is None:
-                    return
+        if _copy_lines(data, f, wanted, block_size or _COPY_BLOCK):
+            return
     raise ConfigError(f"{src.name}: has fewer lines than when it was read: it changed meanwhile")
 
 
