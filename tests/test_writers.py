@@ -1,7 +1,9 @@
 """Tests of the fast paths of neardup.io.writers against the plain algorithms they replaced.
 
 - the copy of the kept lines of a JSONL input (blocks, newlines found with numpy, one write per
-  run of kept lines) against the line-by-line loop it replaced.
+  run of kept lines) against the line-by-line loop it replaced;
+- the Arrow arrays of the result tables (built from buffers, without ``pyarrow.array``) against
+  ``pyarrow.array``: the Parquet and CSV files must be the same bytes.
 """
 
 from __future__ import annotations
@@ -9,11 +11,16 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import subprocess
+import sys
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 import zstandard
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neardup.io.writers as writers
@@ -44,6 +51,16 @@ def copy_lines_oracle(data: bytes, wanted: list[int]) -> tuple[bytes, bool]:
             if nxt is None:
                 return out.getvalue(), True
     return out.getvalue(), False
+
+
+def arrow_array_oracle(col):
+    """``neardup.io.writers._arrow_array`` as it was: everything through ``pyarrow.array``."""
+    if isinstance(col, np.ndarray):
+        if col.dtype == object or col.dtype.kind in "US":
+            return pa.array(col, type=pa.string() if len(col) == 0 else None)
+        return pa.array(col)
+    col = list(col)
+    return pa.array(col, type=pa.string() if len(col) == 0 else None)
 
 
 def old_copy_jsonl(stream, src, staged, keep, lines):
@@ -233,3 +250,129 @@ def test_copy_several_sources_and_errors(tmp_path, compression, monkeypatch):
     bad[[0, 2]] = bad[[2, 0]]
     with pytest.raises(ConfigError, match="reading order"):
         write_deduplicated([a, b, c], keep, tmp_path / "out3", on_error="skip", locations=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrow arrays of the result tables
+
+
+def built(make, col):
+    """``make(col)``, or the type of the exception it raises."""
+    try:
+        return make(col)
+    except Exception as e:  # noqa: BLE001
+        return type(e)
+
+
+def same_array(a, b) -> bool:
+    if isinstance(a, type) or isinstance(b, type):
+        return a is b
+    if a.type != b.type or len(a) != len(b) or a.null_count != b.null_count:
+        return False
+    if pa.types.is_floating(a.type):  # NaN is not equal to itself in Array.equals
+        return np.array_equal(a.to_numpy(zero_copy_only=False).view(np.uint8),
+                              b.to_numpy(zero_copy_only=False).view(np.uint8))
+    return a.equals(b)
+
+
+def _file_bytes(table, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    if fmt == "parquet":
+        pq.write_table(table, buf)
+    else:
+        pcsv.write_csv(table, buf)
+    return buf.getvalue()
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+_NUMERIC = [np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint8, np.float64,
+            np.float32, np.bool_]
+
+
+@st.composite
+def columns(draw) -> dict:
+    n = draw(st.integers(0, 30))
+    cols: dict = {}
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["str", "ascii", "list", "numeric"]))
+        if kind == "numeric":
+            dtype = np.dtype(draw(st.sampled_from(_NUMERIC)))
+            raw = draw(st.lists(st.integers(0, 255), min_size=n * dtype.itemsize,
+                                max_size=n * dtype.itemsize))
+            col = np.frombuffer(bytes(raw), dtype=dtype).copy() if dtype != np.bool_ else \
+                np.array([x % 2 == 1 for x in raw], dtype=bool)
+            if draw(st.booleans()) and n > 1:
+                col = np.concatenate([col, col])[::2]  # a strided view
+        else:
+            alphabet = st.text("abc -_09", max_size=10) if kind == "ascii" else _TEXT
+            values = draw(st.lists(alphabet, min_size=n, max_size=n))
+            col = values if kind == "list" else np.asarray(values + [""], dtype=object)[:-1]
+        cols[f"c{i}"] = col
+    return cols
+
+
+@pytest.fixture
+def own_strings(monkeypatch):
+    """Strings built by ``_string_array`` even where pandas is loaded (as in this process)."""
+    monkeypatch.setattr(writers, "_pyarrow_strings_faster", lambda n: False)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(cols=columns())
+def test_arrow_table_equals_pyarrow_array(own_strings, cols):
+    table = writers.arrow_table(cols)
+    oracle = pa.table({k: arrow_array_oracle(v) for k, v in cols.items()})
+    assert table.schema == oracle.schema
+    for name in cols:
+        assert same_array(table[name].combine_chunks(), oracle[name].combine_chunks())
+    for fmt in ("parquet", "csv"):
+        assert _file_bytes(table, fmt) == _file_bytes(oracle, fmt)
+
+
+def test_arrow_array_fallbacks_are_pyarrow_array(own_strings):
+    """Columns the fast path does not take give what ``pyarrow.array`` gives."""
+    cases = [
+        np.array(["a", None, "c"], dtype=object),
+        ["a", None],
+        np.array([1, "x"], dtype=object),
+        np.array(["ab", "c"]),  # numpy unicode
+        np.array([b"ab", b"c"]),  # numpy bytes: binary
+        np.ma.masked_array([1, 2, 3], mask=[False, True, False]),
+        np.array([1, 2, 3], dtype=">i4"),
+        np.array([np.datetime64("2024-01-01")]),
+        [],
+        np.array([], dtype=object),
+        np.array([], dtype=np.int64),
+        np.array([np.nan, 1.0, -0.0, np.inf]),
+        [f"\U0001f600{i}é" for i in range(5)],
+        ["ok", "\ud800"],  # a lone surrogate: pyarrow.array's error
+        np.array(["ok", "\udfff"], dtype=object),
+    ]
+    for col in cases:
+        assert same_array(built(writers._arrow_array, col), built(arrow_array_oracle, col)), col
+
+
+def test_strings_left_to_pyarrow_when_faster(monkeypatch):
+    assert writers._pyarrow_strings_faster(writers._PYARROW_STRINGS)
+    monkeypatch.setattr(writers, "_PYARROW_STRINGS", 3)
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    assert not writers._pyarrow_strings_faster(2) and writers._pyarrow_strings_faster(3)
+    for col in (["a", "é"], np.array(["a", "b", "\U0001f600"], dtype=object)):
+        assert same_array(writers._arrow_array(col), arrow_array_oracle(col))
+
+
+def test_result_tables_do_not_import_pandas(tmp_path):
+    """``pyarrow.array`` imports pandas (a fifth of a second) for every column; the result
+    tables are written without it."""
+    code = (
+        "import sys, numpy as np\n"
+        "from neardup.io import write_table\n"
+        "ids = np.array(['a', 'b', 'é'], dtype=object)\n"
+        "for fmt in ('parquet', 'csv', 'jsonl'):\n"
+        f"    write_table({str(tmp_path / 't')!r}, {{'id': ids, 'n': np.arange(3),\n"
+        "                'f': np.ones(3, np.float32), 'b': np.ones(3, bool)}, fmt)\n"
+        "print('pandas' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)
+    assert out.stdout.strip() == "False"
