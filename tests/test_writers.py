@@ -3,7 +3,8 @@
 - the copy of the kept lines of a JSONL input (blocks, newlines found with numpy, one write per
   run of kept lines) against the line-by-line loop it replaced;
 - the Arrow arrays of the result tables (built from buffers, without ``pyarrow.array``) against
-  ``pyarrow.array``: the Parquet and CSV files must be the same bytes.
+  ``pyarrow.array``: the Parquet and CSV files must be the same bytes; a table written in
+  parts, the same as written whole.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import io
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -27,8 +29,10 @@ import neardup.io.writers as writers
 from neardup.errors import ConfigError
 from neardup.io import (
     SkipReport,
+    TableStream,
     read_documents,
     write_deduplicated,
+    write_table,
 )
 from neardup.io.readers import _open_binary
 
@@ -376,3 +380,18 @@ def test_result_tables_do_not_import_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_table_stream_in_parts_equals_write_table(tmp_path, fmt):
+    ids = np.array([f"d{i}é" for i in range(10)], dtype=object)
+    cols = {"id": ids, "cluster": np.arange(10) // 3, "similarity": np.linspace(0, 1, 10)}
+    whole = write_table(tmp_path / "whole", cols, fmt)
+    ts = TableStream(tmp_path / "parts", fmt)
+    for lo, hi in ((0, 4), (4, 4), (4, 10)):
+        ts.write({k: v[lo:hi] for k, v in cols.items()})
+    parts = Path(ts.commit())
+    if fmt == "parquet":
+        assert pq.read_table(parts).equals(pq.read_table(whole))
+    else:
+        assert parts.read_bytes() == whole.read_bytes()

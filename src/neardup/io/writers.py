@@ -314,15 +314,16 @@ class TableStream:
     def _write_arrow(self, table: Any) -> None:
         f = self.staged.file
         if self.writer is None:
+            self.schema = table.schema  # the first part's (a CSVWriter does not keep it)
             if self.fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                self.writer = pq.ParquetWriter(f, table.schema)
+                self.writer = pq.ParquetWriter(f, self.schema)
             else:
                 import pyarrow.csv as pcsv
 
-                self.writer = pcsv.CSVWriter(f, table.schema)
-        self.writer.write_table(table.cast(self.writer.schema))
+                self.writer = pcsv.CSVWriter(f, self.schema)
+        self.writer.write_table(table.cast(self.schema))
 
     def commit(self) -> str:
         if self.writer is not None:
