@@ -4,7 +4,8 @@
   run of kept lines) against the line-by-line loop it replaced;
 - the Arrow arrays of the result tables (built from buffers, without ``pyarrow.array``) against
   ``pyarrow.array``: the Parquet and CSV files must be the same bytes; a table written in
-  parts, the same as written whole.
+  parts, the same as written whole;
+- ``neardup dedup`` end to end with the old writers and the new ones: the same files.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neardup.io.writers as writers
+from neardup.cli import main
 from neardup.errors import ConfigError
 from neardup.io import (
     SkipReport,
@@ -395,3 +397,48 @@ def test_table_stream_in_parts_equals_write_table(tmp_path, fmt):
         assert pq.read_table(parts).equals(pq.read_table(whole))
     else:
         assert parts.read_bytes() == whole.read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# neardup dedup end to end: the old writers and the new ones write the same bytes
+
+
+def _corpus(path: Path) -> None:
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(300)] + ["été", "naïve", "日本", "\U0001f600"]
+    lines = []
+    base_docs = [" ".join(rng.choice(words, 60)) for _ in range(60)]
+    for i in range(400):
+        text = base_docs[i % 60] if i % 3 else " ".join(rng.choice(words, 60))
+        if i % 7 == 0:
+            text = text.replace("w1", "w2", 1)
+        rid = f"doc-{i}" if i % 5 else f"dóc-\U0001f600-{i}"
+        line = f'{{"id": "{rid}", "text": "{text}"}}'
+        ending = "\r\n" if i % 11 == 0 else "\n"
+        lines.append(line + ending)
+        if i % 37 == 0:
+            lines.append("\n")
+        if i % 53 == 0:
+            lines.append("not json\n")
+    path.write_bytes(("\ufeff" + "".join(lines)).encode()[:-1])  # a BOM, no final newline
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, own_strings, monkeypatch):
+    src = tmp_path / "corpus.jsonl"
+    _corpus(src)
+    args = ["dedup", str(src), "--id-field", "id", "--on-error", "skip", "--quiet",
+            "--output-format", fmt]
+    assert main([*args, "-o", str(tmp_path / "new")]) == 0
+    monkeypatch.setattr(writers, "_arrow_array", arrow_array_oracle)
+    monkeypatch.setattr(writers, "_copy_jsonl", old_copy_jsonl)
+    assert main([*args, "-o", str(tmp_path / "old")]) == 0
+    for name in (f"clusters.{fmt}", f"pairs.{fmt}", "deduplicated/corpus.jsonl"):
+        new, old = (tmp_path / "new" / name).read_bytes(), (tmp_path / "old" / name).read_bytes()
+        assert new == old, name
+    if fmt == "parquet":  # near duplicates found, with ids beyond ASCII
+        pairs = pq.read_table(tmp_path / "new" / "pairs.parquet")
+        assert pairs.num_rows > 50 and any(not i.isascii() for i in pairs["id_a"].to_pylist())
+    kept = (tmp_path / "new" / "deduplicated" / "corpus.jsonl").read_bytes()
+    assert kept.startswith(b"\xef\xbb\xbf") and b"\r\n" in kept
+    assert 0 < kept.count(b"\n") < 400
