@@ -4,7 +4,8 @@
   run of kept lines) against the line-by-line loop it replaced;
 - the Arrow arrays of the result tables (built from buffers, without ``pyarrow.array``) against
   ``pyarrow.array``: the Parquet and CSV files must be the same bytes; a table written in
-  parts, the same as written whole;
+  parts, the same as written whole; JSONL tables put together column by column against one
+  ``orjson.dumps`` of a dict a row;
 - ``neardup dedup`` end to end with the old writers and the new ones: the same files.
 """
 
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
@@ -384,6 +386,79 @@ def test_result_tables_do_not_import_pandas(tmp_path):
     assert out.stdout.strip() == "False"
 
 
+def write_jsonl_table_oracle(f, columns, n):
+    """``neardup.io.writers.write_jsonl_table`` as it was: one ``orjson.dumps`` of a dict a
+    row."""
+    names = list(columns)
+    opt = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
+    for start in range(0, n, 4):
+        end = min(start + 4, n)
+        parts = [writers._py_slice(c, start, end) for c in columns.values()]
+        f.write(b"".join([orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
+                          for row in zip(*parts, strict=True)]))
+
+
+_JSON_TEXT = st.lists(st.sampled_from(['"', ",", "\\", "a", "é", "\n", "\x00", "\U0001f600",
+                                       '",', "/", " ", '\\"']),
+                      max_size=6).map("".join)
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(),
+                 _JSON_TEXT, st.lists(st.integers(0, 3), max_size=2))
+
+
+@st.composite
+def json_columns(draw) -> tuple[dict, int]:
+    n = draw(st.integers(0, 12))
+    cols: dict = {}
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["str", "list", "any", "int", "uint", "f64", "f32", "f16",
+                                     "bool"]))
+        if kind in ("str", "list", "any"):
+            values = draw(st.lists(_ANY if kind == "any" else _JSON_TEXT, min_size=n,
+                                   max_size=n))
+            col = values if kind == "list" else np.asarray(values + [None], dtype=object)[:-1]
+        elif kind == "bool":
+            col = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+        elif kind in ("int", "uint"):
+            lo, hi = (-2**63, 2**63 - 1) if kind == "int" else (0, 2**64 - 1)
+            col = np.array(draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)),
+                           dtype=np.int64 if kind == "int" else np.uint64)
+        else:
+            dtype = {"f64": np.float64, "f32": np.float32, "f16": np.float16}[kind]
+            values = draw(st.lists(st.floats(width=16 if kind == "f16" else 32)
+                                   | st.sampled_from([1e300, -0.0, 5e-324]),
+                                   min_size=n, max_size=n))
+            with np.errstate(over="ignore"):
+                col = np.array(values, dtype=dtype)
+        cols[draw(st.sampled_from(["id", "a,b", 'q"', "é", ""])) + str(i)] = col
+    return cols, n
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=json_columns(), batch=st.sampled_from([1, 3, 65_536]))
+def test_write_jsonl_table_equals_a_dict_a_row(monkeypatch, case, batch):
+    """Columns of strings with quotes, commas, backslashes, control characters and ``",``;
+    None, numbers, lists; ints, uint64, float64/32/16 with NaN and infinities, bools: the same
+    text as one ``orjson.dumps`` of a dict a row, whatever the batch size."""
+    cols, n = case
+    monkeypatch.setattr(writers, "_JSONL_BATCH", batch)
+    new, old = io.BytesIO(), io.BytesIO()
+    writers.write_jsonl_table(new, cols, n)
+    write_jsonl_table_oracle(old, cols, n)
+    assert new.getvalue() == old.getvalue()
+    assert len(new.getvalue().splitlines()) == n
+
+
+def test_write_jsonl_table_errors_as_before():
+    for cols in ({"a": np.array([1 + 2j])}, {"a": [object()]}, {1: np.arange(2)},
+                 {"a": ["ok", "\udc80"]}, {"a": np.array(['"', "\udc80"], dtype=object)}):
+        n = len(next(iter(cols.values())))
+        with pytest.raises(TypeError) as new:
+            writers.write_jsonl_table(io.BytesIO(), cols, n)
+        with pytest.raises(TypeError) as old:
+            write_jsonl_table_oracle(io.BytesIO(), cols, n)
+        assert type(new.value) is type(old.value)
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
 def test_table_stream_in_parts_equals_write_table(tmp_path, fmt):
     ids = np.array([f"d{i}é" for i in range(10)], dtype=object)
@@ -432,6 +507,7 @@ def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, own_strings, monkeypat
     assert main([*args, "-o", str(tmp_path / "new")]) == 0
     monkeypatch.setattr(writers, "_arrow_array", arrow_array_oracle)
     monkeypatch.setattr(writers, "_copy_jsonl", old_copy_jsonl)
+    monkeypatch.setattr(writers, "write_jsonl_table", write_jsonl_table_oracle)
     assert main([*args, "-o", str(tmp_path / "old")]) == 0
     for name in (f"clusters.{fmt}", f"pairs.{fmt}", "deduplicated/corpus.jsonl"):
         new, old = (tmp_path / "new" / name).read_bytes(), (tmp_path / "old" / name).read_bytes()
