@@ -158,13 +158,16 @@ def n_lines(data: bytes) -> int:
 
 
 @given(data=st.data(), body=jsonl_data(), block=st.sampled_from([1, 2, 7, 64, 1 << 20]),
+       long_line=st.sampled_from([0, 4, 1024, 10**9]),
        compression=st.sampled_from([None, "gz", "zst"]))
-def test_copy_lines_equals_the_line_by_line_loop(data, body, block, compression):
+def test_copy_lines_equals_the_line_by_line_loop(data, body, block, long_line, compression):
+    """Blocks of 1 byte to 1 MiB; newlines found with numpy, one by one (``long_line=0``), or
+    either as the lines come."""
     wanted = data.draw(wanted_lines(n_lines(body)))
     expected, complete = copy_lines_oracle(body, wanted)
     out = io.BytesIO()
     found = writers._copy_lines(decompressed(body, compression), out,
-                                np.array(wanted, dtype=np.int64), block)
+                                np.array(wanted, dtype=np.int64), block, long_line)
     assert found == complete
     assert out.getvalue() == expected  # when incomplete, what exists (and is thrown away)
 
@@ -174,19 +177,20 @@ def test_copy_lines_edges():
     for block in (1, 3, 4, 5, 1 << 20):
         for wanted in ([1], [4], [1, 2, 3, 4], [2, 3], [3, 4], [5], [4, 5]):
             expected, complete = copy_lines_oracle(data, wanted)
-            out = io.BytesIO()
-            assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block) \
-                == complete
-            if complete:
+            for long_line in (0, 1024):
+                out = io.BytesIO()
+                assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block,
+                                           long_line) == complete
                 assert out.getvalue() == expected
     # a line as long as many blocks, kept and dropped; reading stops after the last wanted
     long = b"z" * 1000 + b"\n"
     data = b"a\n" + long + b"b\n" + long + b"c"
     for wanted in ([2], [1, 3], [2, 3, 4], [5], [1, 2, 3, 4, 5]):
-        out = io.BytesIO()
-        stream = io.BytesIO(data)
-        assert writers._copy_lines(stream, out, np.array(wanted), 7)
-        assert out.getvalue() == copy_lines_oracle(data, wanted)[0]
+        for block, long_line in ((7, 1024), (7, 0), (64, 16), (1 << 20, 0)):
+            out = io.BytesIO()
+            assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block,
+                                       long_line)
+            assert out.getvalue() == copy_lines_oracle(data, wanted)[0]
     stream = io.BytesIO(data)
     writers._copy_lines(stream, io.BytesIO(), np.array([1]), 7)
     assert stream.tell() == 7
@@ -201,10 +205,10 @@ def _read_with_locations(paths):
 
 
 @given(body=jsonl_data(), block=st.sampled_from([1, 7, 64, 1 << 20]),
-       compression=st.sampled_from([None, "gz", "zst"]),
+       long_line=st.sampled_from([0, 1024]), compression=st.sampled_from([None, "gz", "zst"]),
        keep_how=st.sampled_from(["all", "none", "random"]), seed=st.integers(0, 2**16))
-def test_write_deduplicated_copy_equals_old_copy(tmp_path_factory, body, block, compression,
-                                                 keep_how, seed):
+def test_write_deduplicated_copy_equals_old_copy(tmp_path_factory, body, block, long_line,
+                                                 compression, keep_how, seed):
     """Through ``write_deduplicated``: records skipped for bad JSON (gaps in the line numbers),
     blank lines, CR LF, a BOM, no final newline; the new copier (tiny blocks) against the old
     loop and against parsing the input again."""
@@ -218,6 +222,7 @@ def test_write_deduplicated_copy_equals_old_copy(tmp_path_factory, body, block, 
     mp = pytest.MonkeyPatch()
     try:
         mp.setattr(writers, "_COPY_BLOCK", block)
+        mp.setattr(writers, "_LONG_LINE", long_line)
         new = write_deduplicated([path], keep, tmp / "new", on_error="skip", locations=locations)
         mp.setattr(writers, "_copy_jsonl", old_copy_jsonl)
         old = write_deduplicated([path], keep, tmp / "old", on_error="skip", locations=locations)
