@@ -199,6 +199,37 @@ def test_copy_lines_edges():
     assert writers._copy_lines(io.BytesIO(b""), io.BytesIO(), np.array([], np.int64), 7)
 
 
+def test_writeback_writes_through_and_starts_writing_to_disk(tmp_path, monkeypatch):
+    chunks = [bytes([i]) * (i * 7) for i in range(40)]
+    path = tmp_path / "out"
+    with open(path, "wb", buffering=64) as f:
+        wb = writers._Writeback(f, every=100)
+        if sys.platform.startswith("linux"):
+            assert wb.start is not None
+        for c in chunks:
+            assert wb.write(memoryview(c)) == len(c)
+        if sys.platform.startswith("linux"):
+            assert wb.start is not None  # every call succeeded
+    assert path.read_bytes() == b"".join(chunks)
+    calls = []
+
+    def fake(fd, offset, nbytes, flags):
+        calls.append((offset, nbytes, flags))
+        return -1 if len(calls) == 2 else 0
+
+    monkeypatch.setattr(writers, "_sync_file_range_fn", fake)
+    with open(path, "wb") as f:
+        wb = writers._Writeback(f, every=10)
+        for c in chunks:
+            wb.write(c)
+    assert calls == [(0, 0, 2), (0, 0, 2)]  # a failed call: no more
+    assert path.read_bytes() == b"".join(chunks)
+    buf = io.BytesIO()  # no file descriptor: a plain write
+    wb = writers._Writeback(buf, every=1)
+    wb.write(b"abc")
+    assert wb.start is None and buf.getvalue() == b"abc"
+
+
 def _read_with_locations(paths):
     chunks = list(read_documents(paths, on_error="skip", report=SkipReport(), chunk_size=3))
     return np.array([x for ch in chunks for x in ch.locations], dtype=np.int64)
