@@ -276,11 +276,13 @@ def write_jsonl_table(f: BinaryIO, columns: Mapping[str, Any], n: int) -> None:
     one join) rather than one dict a row."""
     names = list(columns)
     cols = list(columns.values())
-    if not all(type(name) is str for name in names):  # orjson's own error, as before
+    if not all(type(name) is str for name in names):  # as before: a dict a row
         opt = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
-        parts = [_py_slice(c, 0, n) for c in cols]
-        f.write(b"".join([orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
-                          for row in zip(*parts, strict=True)]))
+        for start in range(0, n, _JSONL_BATCH):
+            end = min(start + _JSONL_BATCH, n)
+            parts = [_py_slice(c, start, end) for c in cols]
+            f.write(b"".join([orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
+                              for row in zip(*parts, strict=True)]))
         return
     keys = [orjson.dumps(name) + b":" for name in names]
     k = len(cols)
@@ -581,7 +583,7 @@ class _Writeback:
 
 
 def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
-                lines: np.ndarray, block_size: int | None = None) -> None:
+                lines: np.ndarray) -> None:
     """Copy the kept lines of a JSONL source without parsing it again: ``lines`` holds the line
     number of each of its records, in record order, as the first reading found them."""
     f = staged.file
@@ -598,7 +600,7 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep
         raise ConfigError(f"{src.name}: the locations of its records are not line numbers in "
                           "reading order: they must come from reading the same inputs")
     with _open_binary(src.path, src.compression) as (_, data):
-        if _copy_lines(data, _Writeback(f), wanted, block_size or _COPY_BLOCK, _LONG_LINE):
+        if _copy_lines(data, _Writeback(f), wanted, _COPY_BLOCK, _LONG_LINE):
             return
     raise ConfigError(f"{src.name}: has fewer lines than when it was read: it changed meanwhile")
 
