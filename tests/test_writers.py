@@ -1,0 +1,556 @@
+"""Tests of the fast paths of neardup.io.writers against the plain algorithms they replaced.
+
+- the copy of the kept lines of a JSONL input (blocks, newlines found with numpy, one write per
+  run of kept lines) against the line-by-line loop it replaced;
+- the Arrow arrays of the result tables (built from buffers, without ``pyarrow.array``) against
+  ``pyarrow.array``: the Parquet and CSV files must be the same bytes; a table written in
+  parts, the same as written whole; JSONL tables put together column by column against one
+  ``orjson.dumps`` of a dict a row;
+- ``neardup dedup`` end to end with the old writers and the new ones: the same files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import neardup.io.writers as writers
+from neardup.cli import main
+from neardup.errors import ConfigError
+from neardup.io import (
+    SkipReport,
+    TableStream,
+    read_documents,
+    write_deduplicated,
+    write_table,
+)
+from neardup.io.readers import _open_binary
+
+# ---------------------------------------------------------------------------------------------
+# Oracles: the algorithms as they were before the fast paths, written plainly
+
+
+def copy_lines_oracle(data: bytes, wanted: list[int]) -> tuple[bytes, bool]:
+    """The kept lines of ``data`` by the old line-by-line loop over the decompressed stream:
+    ``(what it wrote, whether every wanted line was found)``."""
+    out = io.BytesIO()
+    todo = iter(wanted)
+    nxt = next(todo, None)
+    if nxt is None:
+        return b"", True
+    for lineno, raw in enumerate(io.BytesIO(data), 1):
+        if lineno == nxt:
+            out.write(raw)
+            nxt = next(todo, None)
+            if nxt is None:
+                return out.getvalue(), True
+    return out.getvalue(), False
+
+
+def arrow_array_oracle(col):
+    """``neardup.io.writers._arrow_array`` as it was: everything through ``pyarrow.array``."""
+    if isinstance(col, np.ndarray):
+        if col.dtype == object or col.dtype.kind in "US":
+            return pa.array(col, type=pa.string() if len(col) == 0 else None)
+        return pa.array(col)
+    col = list(col)
+    return pa.array(col, type=pa.string() if len(col) == 0 else None)
+
+
+def old_copy_jsonl(stream, src, staged, keep, lines):
+    """``neardup.io.writers._copy_jsonl`` as it was (the line-by-line loop)."""
+    f = staged.file
+    base = stream.count
+    if base + len(lines) > keep.n:
+        raise ConfigError("keep has fewer flags than the inputs hold records")
+    wanted = iter(lines[keep.array[base:base + len(lines)]].tolist())
+    stream.count += len(lines)
+    nxt = next(wanted, None)
+    if nxt is None:
+        return
+    with _open_binary(src.path, src.compression) as (_, data):
+        for lineno, raw in enumerate(data, 1):
+            if lineno == nxt:
+                f.write(raw)
+                nxt = next(wanted, None)
+                if nxt is None:
+                    return
+    raise ConfigError(f"{src.name}: has fewer lines than when it was read: it changed meanwhile")
+
+
+def compress(data: bytes, compression: str | None) -> bytes:
+    if compression == "gz":
+        return gzip.compress(data)
+    if compression == "zst":
+        return zstandard.ZstdCompressor().compress(data)
+    return data
+
+
+def decompressed(data: bytes, compression: str | None):
+    """A binary stream of ``data`` read through its decompressor, as the writer reads it."""
+    raw = io.BytesIO(compress(data, compression))
+    if compression == "gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if compression == "zst":
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
+    return raw
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated JSONL-like bytes
+
+
+_PIECES = [b'{"text": "a b c"}', b'{"text":"\xc3\xa9t\xc3\xa9"}', b"", b" ", b"\t  ", b"\r",
+           b"broken", b'{"id": 7, "text": "x"}', b"\xef\xbb\xbf", b'"\\n"', b"{}", b"x" * 50]
+
+
+@st.composite
+def jsonl_data(draw) -> bytes:
+    """Lines of JSON, blank and white-space-only lines, bad lines, CR LF and LF endings, long
+    lines (up to 300 bytes, across tiny blocks), with or without a final newline."""
+    n = draw(st.integers(0, 25))
+    lines = []
+    for _ in range(n):
+        body = b"".join(draw(st.lists(st.sampled_from(_PIECES), max_size=6)))
+        if draw(st.integers(0, 9)) == 0:
+            body += b"y" * draw(st.integers(100, 300))
+        lines.append(body + draw(st.sampled_from([b"\n", b"\r\n"])))
+    if draw(st.booleans()):
+        lines.append(b"".join(draw(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=3))))
+    return b"".join(lines)
+
+
+@st.composite
+def wanted_lines(draw, n_lines: int) -> list[int]:
+    """Line numbers to keep, strictly increasing: all, none, a random subset, and sometimes
+    some past the end of the data."""
+    how = draw(st.sampled_from(["all", "none", "random", "beyond"]))
+    if how == "all":
+        return list(range(1, n_lines + 1))
+    if how == "none":
+        return []
+    wanted = sorted(draw(st.sets(st.integers(1, max(n_lines, 1)))))
+    if how == "beyond":
+        wanted += list(range(n_lines + 1, n_lines + 1 + draw(st.integers(1, 3))))
+    return wanted
+
+
+def n_lines(data: bytes) -> int:
+    return data.count(b"\n") + (not data.endswith(b"\n") and len(data) > 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The line copier
+
+
+@given(data=st.data(), body=jsonl_data(), block=st.sampled_from([1, 2, 7, 64, 1 << 20]),
+       long_line=st.sampled_from([0, 4, 1024, 10**9]),
+       compression=st.sampled_from([None, "gz", "zst"]))
+def test_copy_lines_equals_the_line_by_line_loop(data, body, block, long_line, compression):
+    """Blocks of 1 byte to 1 MiB; newlines found with numpy, one by one (``long_line=0``), or
+    either as the lines come."""
+    wanted = data.draw(wanted_lines(n_lines(body)))
+    expected, complete = copy_lines_oracle(body, wanted)
+    out = io.BytesIO()
+    found = writers._copy_lines(decompressed(body, compression), out,
+                                np.array(wanted, dtype=np.int64), block, long_line)
+    assert found == complete
+    assert out.getvalue() == expected  # when incomplete, what exists (and is thrown away)
+
+
+def test_copy_lines_edges():
+    data = b"\xef\xbb\xbf{}\r\n\n  \n{\"a\":1}"
+    for block in (1, 3, 4, 5, 1 << 20):
+        for wanted in ([1], [4], [1, 2, 3, 4], [2, 3], [3, 4], [5], [4, 5]):
+            expected, complete = copy_lines_oracle(data, wanted)
+            for long_line in (0, 1024):
+                out = io.BytesIO()
+                assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block,
+                                           long_line) == complete
+                assert out.getvalue() == expected
+    # a line as long as many blocks, kept and dropped; reading stops after the last wanted
+    long = b"z" * 1000 + b"\n"
+    data = b"a\n" + long + b"b\n" + long + b"c"
+    for wanted in ([2], [1, 3], [2, 3, 4], [5], [1, 2, 3, 4, 5]):
+        for block, long_line in ((7, 1024), (7, 0), (64, 16), (1 << 20, 0)):
+            out = io.BytesIO()
+            assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block,
+                                       long_line)
+            assert out.getvalue() == copy_lines_oracle(data, wanted)[0]
+    stream = io.BytesIO(data)
+    writers._copy_lines(stream, io.BytesIO(), np.array([1]), 7)
+    assert stream.tell() == 7
+    # empty data: no line at all
+    assert writers._copy_lines(io.BytesIO(b""), io.BytesIO(), np.array([1]), 7) is False
+    assert writers._copy_lines(io.BytesIO(b""), io.BytesIO(), np.array([], np.int64), 7)
+
+
+def test_writeback_writes_through_and_starts_writing_to_disk(tmp_path, monkeypatch):
+    chunks = [bytes([i]) * (i * 7) for i in range(40)]
+    path = tmp_path / "out"
+    with open(path, "wb", buffering=64) as f:
+        wb = writers._Writeback(f, every=100)
+        if sys.platform.startswith("linux"):
+            assert wb.start is not None
+        for c in chunks:
+            assert wb.write(memoryview(c)) == len(c)
+        if sys.platform.startswith("linux"):
+            assert wb.start is not None  # every call succeeded
+    assert path.read_bytes() == b"".join(chunks)
+    calls = []
+
+    def fake(fd, offset, nbytes, flags):
+        calls.append((offset, nbytes, flags))
+        return -1 if len(calls) == 2 else 0
+
+    monkeypatch.setattr(writers, "_sync_file_range_fn", fake)
+    with open(path, "wb") as f:
+        wb = writers._Writeback(f, every=10)
+        for c in chunks:
+            wb.write(c)
+    assert calls == [(0, 0, 2), (0, 0, 2)]  # a failed call: no more
+    assert path.read_bytes() == b"".join(chunks)
+    buf = io.BytesIO()  # no file descriptor: a plain write
+    wb = writers._Writeback(buf, every=1)
+    wb.write(b"abc")
+    assert wb.start is None and buf.getvalue() == b"abc"
+
+
+def _read_with_locations(paths):
+    chunks = list(read_documents(paths, on_error="skip", report=SkipReport(), chunk_size=3))
+    return np.array([x for ch in chunks for x in ch.locations], dtype=np.int64)
+
+
+@given(body=jsonl_data(), block=st.sampled_from([1, 7, 64, 1 << 20]),
+       long_line=st.sampled_from([0, 1024]), compression=st.sampled_from([None, "gz", "zst"]),
+       keep_how=st.sampled_from(["all", "none", "random"]), seed=st.integers(0, 2**16))
+def test_write_deduplicated_copy_equals_old_copy(tmp_path_factory, body, block, long_line,
+                                                 compression, keep_how, seed):
+    """Through ``write_deduplicated``: records skipped for bad JSON (gaps in the line numbers),
+    blank lines, CR LF, a BOM, no final newline; the new copier (tiny blocks) against the old
+    loop and against parsing the input again."""
+    tmp = tmp_path_factory.mktemp("copy")
+    path = tmp / f"in.jsonl{'' if compression is None else '.' + compression}"
+    path.write_bytes(compress(body + b'\n{"text":"last"}\n', compression))
+    locations = _read_with_locations([path])
+    n = len(locations)
+    keep = {"all": np.ones(n, bool), "none": np.zeros(n, bool),
+            "random": np.random.default_rng(seed).random(n) < 0.5}[keep_how]
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(writers, "_COPY_BLOCK", block)
+        mp.setattr(writers, "_LONG_LINE", long_line)
+        new = write_deduplicated([path], keep, tmp / "new", on_error="skip", locations=locations)
+        mp.setattr(writers, "_copy_jsonl", old_copy_jsonl)
+        old = write_deduplicated([path], keep, tmp / "old", on_error="skip", locations=locations)
+    finally:
+        mp.undo()
+    reparsed = write_deduplicated([path], keep, tmp / "reparsed", on_error="skip")
+    assert new[0].read_bytes() == old[0].read_bytes() == reparsed[0].read_bytes()
+
+
+@pytest.mark.parametrize("compression", [None, "gz", "zst"])
+def test_copy_several_sources_and_errors(tmp_path, compression, monkeypatch):
+    monkeypatch.setattr(writers, "_COPY_BLOCK", 16)
+    ext = "" if compression is None else "." + compression
+    a = tmp_path / f"a.jsonl{ext}"
+    a_lines = [b'\xef\xbb\xbf{"text":"0"}\r\n', b"\n", b"broken\n", b'{"text":"1"}\r\n',
+               b'{"text":"' + b"2" * 100 + b'"}\n', b"   \n", b'{"text":"3"}']
+    a.write_bytes(compress(b"".join(a_lines), compression))
+    b = tmp_path / "b.csv"
+    b.write_bytes(b"text\nfour\n")
+    c = tmp_path / "c.jsonl"
+    c.write_bytes(b'{"text":"5"}\n{"text":"6"}\n')
+    locations = _read_with_locations([a, b, c])
+    assert (locations & ((1 << 40) - 1)).tolist() == [1, 4, 5, 7, 2, 1, 2]
+    keep = np.array([True, False, True, True, True, False, True])
+    out = write_deduplicated([a, b, c], keep, tmp_path / "out", on_error="skip",
+                             locations=locations)
+    assert out[0].read_bytes() == a_lines[0] + a_lines[4] + a_lines[6]
+    assert out[2].read_bytes() == b'{"text":"6"}\n'
+    # the input shortened after it was read: an error, and no output
+    a.write_bytes(compress(b"".join(a_lines[:5]), compression))
+    with pytest.raises(ConfigError, match="fewer lines"):
+        write_deduplicated([a, b, c], keep, tmp_path / "out2", on_error="skip",
+                           locations=locations)
+    assert os.listdir(tmp_path / "out2") == []
+    # locations out of reading order
+    a.write_bytes(compress(b"".join(a_lines), compression))
+    bad = locations.copy()
+    bad[[0, 2]] = bad[[2, 0]]
+    with pytest.raises(ConfigError, match="reading order"):
+        write_deduplicated([a, b, c], keep, tmp_path / "out3", on_error="skip", locations=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrow arrays of the result tables
+
+
+def built(make, col):
+    """``make(col)``, or the type of the exception it raises."""
+    try:
+        return make(col)
+    except Exception as e:  # noqa: BLE001
+        return type(e)
+
+
+def same_array(a, b) -> bool:
+    if isinstance(a, type) or isinstance(b, type):
+        return a is b
+    if a.type != b.type or len(a) != len(b) or a.null_count != b.null_count:
+        return False
+    if pa.types.is_floating(a.type):  # NaN is not equal to itself in Array.equals
+        return np.array_equal(a.to_numpy(zero_copy_only=False).view(np.uint8),
+                              b.to_numpy(zero_copy_only=False).view(np.uint8))
+    return a.equals(b)
+
+
+def _file_bytes(table, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    if fmt == "parquet":
+        pq.write_table(table, buf)
+    else:
+        pcsv.write_csv(table, buf)
+    return buf.getvalue()
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
+_NUMERIC = [np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint8, np.float64,
+            np.float32, np.bool_]
+
+
+@st.composite
+def columns(draw) -> dict:
+    n = draw(st.integers(0, 30))
+    cols: dict = {}
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["str", "ascii", "list", "numeric"]))
+        if kind == "numeric":
+            dtype = np.dtype(draw(st.sampled_from(_NUMERIC)))
+            raw = draw(st.lists(st.integers(0, 255), min_size=n * dtype.itemsize,
+                                max_size=n * dtype.itemsize))
+            col = np.frombuffer(bytes(raw), dtype=dtype).copy() if dtype != np.bool_ else \
+                np.array([x % 2 == 1 for x in raw], dtype=bool)
+            if draw(st.booleans()) and n > 1:
+                col = np.concatenate([col, col])[::2]  # a strided view
+        else:
+            alphabet = st.text("abc -_09", max_size=10) if kind == "ascii" else _TEXT
+            values = draw(st.lists(alphabet, min_size=n, max_size=n))
+            col = values if kind == "list" else np.asarray(values + [""], dtype=object)[:-1]
+        cols[f"c{i}"] = col
+    return cols
+
+
+@pytest.fixture
+def own_strings(monkeypatch):
+    """Strings built by ``_string_array`` even where pandas is loaded (as in this process)."""
+    monkeypatch.setattr(writers, "_pyarrow_strings_faster", lambda n: False)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(cols=columns())
+def test_arrow_table_equals_pyarrow_array(own_strings, cols):
+    table = writers.arrow_table(cols)
+    oracle = pa.table({k: arrow_array_oracle(v) for k, v in cols.items()})
+    assert table.schema == oracle.schema
+    for name in cols:
+        assert same_array(table[name].combine_chunks(), oracle[name].combine_chunks())
+    for fmt in ("parquet", "csv"):
+        assert _file_bytes(table, fmt) == _file_bytes(oracle, fmt)
+
+
+def test_arrow_array_fallbacks_are_pyarrow_array(own_strings):
+    """Columns the fast path does not take give what ``pyarrow.array`` gives."""
+    cases = [
+        np.array(["a", None, "c"], dtype=object),
+        ["a", None],
+        np.array([1, "x"], dtype=object),
+        np.array(["ab", "c"]),  # numpy unicode
+        np.array([b"ab", b"c"]),  # numpy bytes: binary
+        np.ma.masked_array([1, 2, 3], mask=[False, True, False]),
+        np.array([1, 2, 3], dtype=">i4"),
+        np.array([np.datetime64("2024-01-01")]),
+        [],
+        np.array([], dtype=object),
+        np.array([], dtype=np.int64),
+        np.array([np.nan, 1.0, -0.0, np.inf]),
+        [f"\U0001f600{i}é" for i in range(5)],
+        ["ok", "\ud800"],  # a lone surrogate: pyarrow.array's error
+        np.array(["ok", "\udfff"], dtype=object),
+    ]
+    for col in cases:
+        assert same_array(built(writers._arrow_array, col), built(arrow_array_oracle, col)), col
+
+
+def test_strings_left_to_pyarrow_when_faster(monkeypatch):
+    assert writers._pyarrow_strings_faster(writers._PYARROW_STRINGS)
+    monkeypatch.setattr(writers, "_PYARROW_STRINGS", 3)
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    assert not writers._pyarrow_strings_faster(2) and writers._pyarrow_strings_faster(3)
+    for col in (["a", "é"], np.array(["a", "b", "\U0001f600"], dtype=object)):
+        assert same_array(writers._arrow_array(col), arrow_array_oracle(col))
+
+
+def test_result_tables_do_not_import_pandas(tmp_path):
+    """``pyarrow.array`` imports pandas (a fifth of a second) for every column; the result
+    tables are written without it."""
+    code = (
+        "import sys, numpy as np\n"
+        "from neardup.io import write_table\n"
+        "ids = np.array(['a', 'b', 'é'], dtype=object)\n"
+        "for fmt in ('parquet', 'csv', 'jsonl'):\n"
+        f"    write_table({str(tmp_path / 't')!r}, {{'id': ids, 'n': np.arange(3),\n"
+        "                'f': np.ones(3, np.float32), 'b': np.ones(3, bool)}, fmt)\n"
+        "print('pandas' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def write_jsonl_table_oracle(f, columns, n):
+    """``neardup.io.writers.write_jsonl_table`` as it was: one ``orjson.dumps`` of a dict a
+    row."""
+    names = list(columns)
+    opt = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
+    for start in range(0, n, 4):
+        end = min(start + 4, n)
+        parts = [writers._py_slice(c, start, end) for c in columns.values()]
+        f.write(b"".join([orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
+                          for row in zip(*parts, strict=True)]))
+
+
+_JSON_TEXT = st.lists(st.sampled_from(['"', ",", "\\", "a", "é", "\n", "\x00", "\U0001f600",
+                                       '",', "/", " ", '\\"']),
+                      max_size=6).map("".join)
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(),
+                 _JSON_TEXT, st.lists(st.integers(0, 3), max_size=2))
+
+
+@st.composite
+def json_columns(draw) -> tuple[dict, int]:
+    n = draw(st.integers(0, 12))
+    cols: dict = {}
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["str", "list", "any", "int", "uint", "f64", "f32", "f16",
+                                     "bool"]))
+        if kind in ("str", "list", "any"):
+            values = draw(st.lists(_ANY if kind == "any" else _JSON_TEXT, min_size=n,
+                                   max_size=n))
+            col = values if kind == "list" else np.asarray(values + [None], dtype=object)[:-1]
+        elif kind == "bool":
+            col = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+        elif kind in ("int", "uint"):
+            lo, hi = (-2**63, 2**63 - 1) if kind == "int" else (0, 2**64 - 1)
+            col = np.array(draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)),
+                           dtype=np.int64 if kind == "int" else np.uint64)
+        else:
+            dtype = {"f64": np.float64, "f32": np.float32, "f16": np.float16}[kind]
+            values = draw(st.lists(st.floats(width=16 if kind == "f16" else 32)
+                                   | st.sampled_from([1e300, -0.0, 5e-324]),
+                                   min_size=n, max_size=n))
+            with np.errstate(over="ignore"):
+                col = np.array(values, dtype=dtype)
+        cols[draw(st.sampled_from(["id", "a,b", 'q"', "é", ""])) + str(i)] = col
+    return cols, n
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=json_columns(), batch=st.sampled_from([1, 3, 65_536]))
+def test_write_jsonl_table_equals_a_dict_a_row(monkeypatch, case, batch):
+    """Columns of strings with quotes, commas, backslashes, control characters and ``",``;
+    None, numbers, lists; ints, uint64, float64/32/16 with NaN and infinities, bools: the same
+    text as one ``orjson.dumps`` of a dict a row, whatever the batch size."""
+    cols, n = case
+    monkeypatch.setattr(writers, "_JSONL_BATCH", batch)
+    new, old = io.BytesIO(), io.BytesIO()
+    writers.write_jsonl_table(new, cols, n)
+    write_jsonl_table_oracle(old, cols, n)
+    assert new.getvalue() == old.getvalue()
+    assert len(new.getvalue().splitlines()) == n
+
+
+def test_write_jsonl_table_errors_as_before():
+    for cols in ({"a": np.array([1 + 2j])}, {"a": [object()]}, {1: np.arange(2)},
+                 {"a": ["ok", "\udc80"]}, {"a": np.array(['"', "\udc80"], dtype=object)}):
+        n = len(next(iter(cols.values())))
+        with pytest.raises(TypeError) as new:
+            writers.write_jsonl_table(io.BytesIO(), cols, n)
+        with pytest.raises(TypeError) as old:
+            write_jsonl_table_oracle(io.BytesIO(), cols, n)
+        assert type(new.value) is type(old.value)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_table_stream_in_parts_equals_write_table(tmp_path, fmt):
+    ids = np.array([f"d{i}é" for i in range(10)], dtype=object)
+    cols = {"id": ids, "cluster": np.arange(10) // 3, "similarity": np.linspace(0, 1, 10)}
+    whole = write_table(tmp_path / "whole", cols, fmt)
+    ts = TableStream(tmp_path / "parts", fmt)
+    for lo, hi in ((0, 4), (4, 4), (4, 10)):
+        ts.write({k: v[lo:hi] for k, v in cols.items()})
+    parts = Path(ts.commit())
+    if fmt == "parquet":
+        assert pq.read_table(parts).equals(pq.read_table(whole))
+    else:
+        assert parts.read_bytes() == whole.read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# neardup dedup end to end: the old writers and the new ones write the same bytes
+
+
+def _corpus(path: Path) -> None:
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(300)] + ["été", "naïve", "日本", "\U0001f600"]
+    lines = []
+    base_docs = [" ".join(rng.choice(words, 60)) for _ in range(60)]
+    for i in range(400):
+        text = base_docs[i % 60] if i % 3 else " ".join(rng.choice(words, 60))
+        if i % 7 == 0:
+            text = text.replace("w1", "w2", 1)
+        rid = f"doc-{i}" if i % 5 else f"dóc-\U0001f600-{i}"
+        line = f'{{"id": "{rid}", "text": "{text}"}}'
+        ending = "\r\n" if i % 11 == 0 else "\n"
+        lines.append(line + ending)
+        if i % 37 == 0:
+            lines.append("\n")
+        if i % 53 == 0:
+            lines.append("not json\n")
+    path.write_bytes(("\ufeff" + "".join(lines)).encode()[:-1])  # a BOM, no final newline
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, own_strings, monkeypatch):
+    src = tmp_path / "corpus.jsonl"
+    _corpus(src)
+    args = ["dedup", str(src), "--id-field", "id", "--on-error", "skip", "--quiet",
+            "--output-format", fmt]
+    assert main([*args, "-o", str(tmp_path / "new")]) == 0
+    monkeypatch.setattr(writers, "_arrow_array", arrow_array_oracle)
+    monkeypatch.setattr(writers, "_copy_jsonl", old_copy_jsonl)
+    monkeypatch.setattr(writers, "write_jsonl_table", write_jsonl_table_oracle)
+    assert main([*args, "-o", str(tmp_path / "old")]) == 0
+    for name in (f"clusters.{fmt}", f"pairs.{fmt}", "deduplicated/corpus.jsonl"):
+        new, old = (tmp_path / "new" / name).read_bytes(), (tmp_path / "old" / name).read_bytes()
+        assert new == old, name
+    if fmt == "parquet":  # near duplicates found, with ids beyond ASCII
+        pairs = pq.read_table(tmp_path / "new" / "pairs.parquet")
+        assert pairs.num_rows > 50 and any(not i.isascii() for i in pairs["id_a"].to_pylist())
+    kept = (tmp_path / "new" / "deduplicated" / "corpus.jsonl").read_bytes()
+    assert kept.startswith(b"\xef\xbb\xbf") and b"\r\n" in kept
+    assert 0 < kept.count(b"\n") < 400
