@@ -5,27 +5,25 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-index clean fresh-kernels system-deps
+KERNELS := $(wildcard src/neardup/_kernels/*.pyx src/neardup/_kernels/*.pxd)
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+.PHONY: demo test lint bench bench-index clean system-deps
+
+# The editable install builds the compiled kernels (Cython -> C -> an extension module beside
+# their sources); a change to a kernel source rebuilds them.
+$(STAMP): pyproject.toml setup.py $(KERNELS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-# numba's on-disk cache checks only the source file of each compiled function, not the files of
-# the kernels it calls: after any change under src/, drop the caches so nothing stale is loaded.
-fresh-kernels:
-	@if [ ! -e $(VENV)/.kernels ] || [ -n "$$(find src -name '*.py' -newer $(VENV)/.kernels)" ]; then \
-		find src \( -name "*.nbi" -o -name "*.nbc" \) -delete; touch $(VENV)/.kernels; fi
-
-demo: $(STAMP) fresh-kernels
+demo: $(STAMP)
 	rm -rf demo-out
 	$(BIN)/neardup dedup examples/news.jsonl --id-field id -o demo-out
 	@echo
 	@echo "Outputs written to demo-out/: clusters, pairs, deduplicated corpus, summary.json"
 
-test: $(STAMP) fresh-kernels
+test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
@@ -33,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-bench: $(STAMP) fresh-kernels
+bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[test,bench]"
 	$(BIN)/python benchmarks/core.py --sizes 10000 --results benchmarks/data/bench-results
 	$(BIN)/python benchmarks/compare.py --sizes 10000 --repeat 1 --whole-process --results benchmarks/data/bench-results
@@ -47,9 +45,9 @@ system-deps:
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$need; \
 	fi
 
-bench-index: $(STAMP) fresh-kernels
+bench-index: $(STAMP)
 	$(BIN)/python benchmarks/index.py --size 100000
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .hypothesis test-artifacts
-	find src -name "*.nbi" -o -name "*.nbc" | xargs rm -f  # numba caches
+	rm -rf $(VENV) demo-out .pytest_cache .hypothesis test-artifacts build
+	rm -f src/neardup/_kernels/*.c src/neardup/_kernels/*.so  # built kernels

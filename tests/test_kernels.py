@@ -7,8 +7,9 @@ import oracles
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from neardup._kernels.shingle import py_fmix64 as fmix64
+from neardup._kernels.shingle import py_mulmod61 as mulmod61
 
-from neardup._hash import fmix64
 from neardup.cluster import (
     connected_components,
     labels_from_reps,
@@ -17,7 +18,7 @@ from neardup.cluster import (
 )
 from neardup.config import NormalizeConfig, ShingleConfig, SketchConfig
 from neardup.lsh import band_keys, candidate_pairs, candidates_from_keys
-from neardup.sketch import _seed_words, classic_params, mulmod61, shingle_sketch, sketch
+from neardup.sketch import _seed_words, classic_params, shingle_sketch, sketch
 from neardup.text import Shingles, normalize, normalize_text, shingle
 from neardup.verify import (
     containment_pairs,

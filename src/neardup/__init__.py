@@ -7,7 +7,7 @@ choice of bands, exact verification of every candidate, and clusters that resist
 >>> result = neardup.dedup(texts, threshold=0.8)
 >>> result.clusters()
 
-The public names load on first use (``import neardup`` itself loads neither numba nor numpy),
+The public names load on first use (``import neardup`` itself loads neither numpy nor the kernels),
 so that a command such as ``neardup --help`` starts at once; ``from neardup import dedup`` and
 ``neardup.dedup`` work as usual.
 """

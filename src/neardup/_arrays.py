@@ -21,6 +21,16 @@ def sorted_unique(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))]
 
 
+def check_pairs(n: int, left: np.ndarray, right: np.ndarray) -> None:
+    """Raise ``ValueError`` unless ``left`` and ``right`` have one length and every member is a
+    row ``0..n-1``: the compiled kernels index arrays by these numbers without checking."""
+    if len(left) != len(right):
+        raise ValueError(f"left and right differ in length ({len(left)} and {len(right)})")
+    for side in (left, right):
+        if len(side) and (side.min() < 0 or side.max() >= n):
+            raise ValueError(f"pair members must be rows 0..{n - 1}")
+
+
 class Growable:
     """An append-only 1-D array in a private anonymous memory map that grows in place.
 

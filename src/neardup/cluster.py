@@ -15,61 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import njit
-
-
-@njit(cache=True)
-def _find(parent, x):
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-
-
-@njit(cache=True)
-def _components_kernel(n, left, right, rank):
-    parent = np.arange(n)
-    for p in range(len(left)):
-        a = _find(parent, left[p])
-        b = _find(parent, right[p])
-        if a != b:
-            # the root is always the preferred document (lowest rank), so it is the representative
-            if rank[a] < rank[b]:
-                parent[b] = a
-            else:
-                parent[a] = b
-    rep = np.empty(n, np.int64)
-    for i in range(n):
-        rep[i] = _find(parent, i)
-    return rep
-
-
-@njit(cache=True)
-def _strict_kernel(n, left, right, rank_order):
-    # adjacency in CSR form, both directions
-    deg = np.zeros(n + 1, np.int64)
-    for p in range(len(left)):
-        deg[left[p] + 1] += 1
-        deg[right[p] + 1] += 1
-    off = np.cumsum(deg)
-    fill = off[:-1].copy()
-    nbr = np.empty(off[n], np.int64)
-    for p in range(len(left)):
-        a, b = left[p], right[p]
-        nbr[fill[a]] = b
-        fill[a] += 1
-        nbr[fill[b]] = a
-        fill[b] += 1
-    rep = np.full(n, -1, np.int64)
-    for i in rank_order:
-        if rep[i] >= 0:
-            continue
-        rep[i] = i
-        for q in range(off[i], off[i + 1]):
-            j = nbr[q]
-            if rep[j] < 0:
-                rep[j] = i
-    return rep
+from ._arrays import check_pairs
+from ._kernels import cluster as _k
 
 
 def preference_rank(n: int, keep: str = "first", lengths: np.ndarray | None = None,
@@ -95,8 +42,12 @@ def connected_components(n: int, left: np.ndarray, right: np.ndarray,
                          rank: np.ndarray | None = None) -> np.ndarray:
     """Representative row of each of ``n`` documents: the lowest-``rank`` member of its
     connected component (``rank`` defaults to input order)."""
-    rank = np.arange(n, dtype=np.int64) if rank is None else np.asarray(rank, np.int64)
-    return _components_kernel(n, np.asarray(left, np.int64), np.asarray(right, np.int64), rank)
+    rank = np.arange(n, dtype=np.int64) if rank is None else _int64(rank)
+    left, right = _int64(left), _int64(right)
+    check_pairs(n, left, right)
+    rep = np.empty(n, np.int64)
+    _k.components(left, right, rank, rep)
+    return rep
 
 
 def strict_clusters(n: int, left: np.ndarray, right: np.ndarray,
@@ -105,24 +56,16 @@ def strict_clusters(n: int, left: np.ndarray, right: np.ndarray,
 
     Only pairs that are given link documents, so pass only pairs at or above the threshold.
     """
-    rank = np.arange(n, dtype=np.int64) if rank is None else np.asarray(rank, np.int64)
-    order = np.argsort(rank, kind="stable")
-    return _strict_kernel(n, np.asarray(left, np.int64), np.asarray(right, np.int64), order)
+    rank = np.arange(n, dtype=np.int64) if rank is None else _int64(rank)
+    left, right = _int64(left), _int64(right)
+    check_pairs(n, left, right)
+    rep = np.empty(n, np.int64)
+    _k.stars(left, right, _int64(np.argsort(rank, kind="stable")), rep)
+    return rep
 
 
-@njit(cache=True)
-def _labels_by_first_appearance(rep):
-    n = len(rep)
-    label = np.full(n, -1, np.int64)
-    out = np.empty(n, np.int64)
-    c = 0
-    for i in range(n):
-        r = rep[i]
-        if label[r] < 0:
-            label[r] = c
-            c += 1
-        out[i] = label[r]
-    return out
+def _int64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64).reshape(-1)
 
 
 def labels_from_reps(rep: np.ndarray) -> np.ndarray:
@@ -134,7 +77,9 @@ def labels_from_reps(rep: np.ndarray) -> np.ndarray:
     rep = np.ascontiguousarray(rep, dtype=np.int64).ravel()
     n = len(rep)
     if n == 0 or (rep.min() >= 0 and rep.max() < n):
-        return _labels_by_first_appearance(rep)
+        out = np.empty(n, np.int64)
+        _k.labels_by_first_appearance(rep, out)
+        return out
     # any other integers: by sorting (np.unique's hash path is slow on large arrays)
     order = np.argsort(rep, kind="stable")
     srt = rep[order]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from xxhash import xxh3_128_digest
 
-from ._jit import njit
+from ._kernels import exact as _k
 
 _EMPTY = -1
 
@@ -25,52 +25,6 @@ def fingerprints(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.
     raw = b"".join([xxh3_128_digest(mv[a:b]) for a, b in zip(offs, offs[1:])])
     both = np.frombuffer(raw, dtype=">u8").reshape(-1, 2).astype(np.uint64)
     return np.ascontiguousarray(both[:, 0]), np.ascontiguousarray(both[:, 1])
-
-
-@njit(cache=True, nogil=True)
-def _lookup_insert(tab_hi, tab_lo, tab_val, hi, lo, skip, size):
-    """Group of each fingerprint; unseen ones are inserted with the next group number ``size``.
-    Rows with ``skip[i]`` get -1. Returns (groups, first occurrences, new size)."""
-    n = len(hi)
-    mask = np.uint64(len(tab_val) - 1)
-    out = np.empty(n, np.int64)
-    first = np.zeros(n, np.bool_)
-    for i in range(n):
-        if skip[i]:
-            out[i] = -1
-            continue
-        h, lw = hi[i], lo[i]
-        s = np.int64(lw & mask)
-        while True:
-            v = tab_val[s]
-            if v == _EMPTY:
-                tab_hi[s] = h
-                tab_lo[s] = lw
-                tab_val[s] = size
-                out[i] = size
-                first[i] = True
-                size += 1
-                break
-            if tab_lo[s] == lw and tab_hi[s] == h:
-                out[i] = v
-                break
-            s = np.int64((np.uint64(s) + np.uint64(1)) & mask)
-    return out, first, size
-
-
-@njit(cache=True, nogil=True)
-def _rehash(tab_hi, tab_lo, tab_val, new_hi, new_lo, new_val):
-    mask = np.uint64(len(new_val) - 1)
-    for s in range(len(tab_val)):
-        v = tab_val[s]
-        if v == _EMPTY:
-            continue
-        t = np.int64(tab_lo[s] & mask)
-        while new_val[t] != _EMPTY:
-            t = np.int64((np.uint64(t) + np.uint64(1)) & mask)
-        new_hi[t] = tab_hi[s]
-        new_lo[t] = tab_lo[s]
-        new_val[t] = v
 
 
 class FingerprintTable:
@@ -103,8 +57,10 @@ class FingerprintTable:
             cap = 1 << (2 * need - 1).bit_length()
             new = (np.zeros(cap, np.uint64), np.zeros(cap, np.uint64),
                    np.full(cap, _EMPTY, np.int64))
-            _rehash(self._hi, self._lo, self._val, *new)
+            _k.rehash(self._hi, self._lo, self._val, *new)
             self._hi, self._lo, self._val = new
-        groups, first, self._size = _lookup_insert(self._hi, self._lo, self._val, hi, lo, skip,
-                                                   self._size)
-        return groups, first
+        groups = np.empty(len(hi), np.int64)
+        first = np.empty(len(hi), np.uint8)
+        self._size = _k.lookup_insert(self._hi, self._lo, self._val, hi, lo, skip.view(np.uint8),
+                                      self._size, groups, first)
+        return groups, first.view(np.bool_)

@@ -20,12 +20,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from ._arrays import sorted_unique
-from ._hash import FNV_PRIME, GOLDEN, U64, fmix64
-from ._jit import njit, prange
+from ._kernels import lsh as _k
+from ._threads import get_num_threads, parallel
 from .config import check_threshold
 from .errors import ConfigError
 from .validate import check_int, check_real
@@ -97,20 +96,6 @@ def lsh_params(lsh, num_perm: int) -> tuple[int, int]:
     return choose_bands(lsh.threshold, num_perm, lsh.min_recall)
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _band_keys_kernel(sig, bands, rows):
-    n = sig.shape[0]
-    keys = np.empty((bands, n), np.uint64)
-    for i in prange(n):
-        for b in range(bands):
-            h = GOLDEN ^ U64(b)
-            base = b * rows
-            for r in range(rows):
-                h = (h ^ U64(sig[i, base + r])) * FNV_PRIME
-            keys[b, i] = fmix64(h)
-    return keys
-
-
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """One 64-bit key per (band, document): ``uint64[bands, n]``."""
     sig = np.ascontiguousarray(signatures)
@@ -118,76 +103,24 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
         raise ConfigError(
             f"bands*rows={bands}*{rows} is invalid: it exceeds the signature length {sig.shape[1]}"
         )
-    return _band_keys_kernel(sig, bands, rows)
+    if sig.dtype not in (np.uint32, np.uint64):
+        sig = sig.astype(np.uint64)
+    n = sig.shape[0]
+    keys = np.empty((bands, n), np.uint64)
+    parallel(lambda lo, hi: _k.band_keys(sig, bands, rows, keys, lo, hi), n,
+             min_weight=1 << 13)
+    return keys
 
 
-@njit(cache=True, nogil=True)
-def _pack_ids(keys, keep):
-    """Replace the bits of ``keys[i]`` outside the mask ``keep`` (:func:`key_mask`) by ``i``, in
-    place (serial: the bands run on threads of their own)."""
-    for i in range(len(keys)):
-        keys[i] = (keys[i] & keep) | U64(i)
-
-
-@njit(cache=True, nogil=True)
-def _runs_to_pairs(packed, idbits, ids, cap):
-    """Pairs (encoded ``lo << 32 | hi`` of ``ids``) within runs of equal keys of the sorted
-    ``packed`` keys; runs longer than ``cap`` become stars around their first member."""
-    n = len(packed)
-    shift = U64(idbits)
-    low = (U64(1) << shift) - U64(1)
-    total = 0
-    capped = 0
-    capped_docs = 0
-    largest = 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and (packed[j] >> shift) == (packed[i] >> shift):
-            j += 1
-        m = j - i
-        if m > largest:
-            largest = m
-        if m > cap:
-            total += m - 1
-            capped += 1
-            capped_docs += m
-        else:
-            total += m * (m - 1) // 2
-        i = j
+def _runs_to_pairs(packed: np.ndarray, idbits: int, ids: np.ndarray, cap: int
+                   ) -> tuple[np.ndarray, int, int, int]:
+    """Pairs (encoded ``lo << 32 | hi`` of ``ids``, sorted, distinct) within runs of equal keys
+    of the sorted ``packed`` keys; runs longer than ``cap`` become stars around their first
+    member. Returns the pairs, the capped runs, their documents and the longest run."""
+    total, capped, capped_docs, largest = _k.count_run_pairs(packed, idbits, cap)
     out = np.empty(total, np.uint64)
-    p = 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and (packed[j] >> shift) == (packed[i] >> shift):
-            j += 1
-        m = j - i
-        if m > 1:
-            if m > cap:
-                first = ids[packed[i] & low]
-                for q in range(i + 1, j):
-                    a, b = first, ids[packed[q] & low]
-                    if a > b:
-                        a, b = b, a
-                    out[p] = (U64(a) << U64(32)) | U64(b)
-                    p += 1
-            else:
-                for q in range(i, j):
-                    for r in range(q + 1, j):
-                        a, b = ids[packed[q] & low], ids[packed[r] & low]
-                        if a > b:
-                            a, b = b, a
-                        out[p] = (U64(a) << U64(32)) | U64(b)
-                        p += 1
-        i = j
-    out.sort()
-    u = 0
-    for q in range(len(out)):
-        if q == 0 or out[q] != out[u - 1]:
-            out[u] = out[q]
-            u += 1
-    return out[:u], capped, capped_docs, largest
+    _k.emit_run_pairs(packed, idbits, ids, cap, out)
+    return sorted_unique(out, overwrite=True), capped, capped_docs, largest
 
 
 @dataclass
@@ -258,7 +191,7 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
     and the stats (``rows`` is not known here and left 0).
     """
     n = len(keys[0]) if len(keys) else 0
-    ids = np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
+    ids = np.arange(n, dtype=np.int64) if ids is None else np.ascontiguousarray(ids, np.int64)
     if len(ids) != n or any(len(k) != n for k in keys):
         raise ValueError("every band needs one key per document (and one id per document)")
     if n >= 2**32:
@@ -271,11 +204,11 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
 
     def one_band(row: np.ndarray):
         packed = row if overwrite else row.copy()
-        _pack_ids(packed, mask)
+        _k.pack_ids(packed, mask)
         packed.sort()  # numpy's sort releases the GIL: bands run in parallel
         return _runs_to_pairs(packed, idbits, ids, bucket_cap)
 
-    threads = max(1, min(len(keys), numba.get_num_threads()))
+    threads = max(1, min(len(keys), get_num_threads()))
     with ThreadPoolExecutor(threads) as pool:
         results = list(pool.map(one_band, keys))
     parts = []

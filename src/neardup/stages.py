@@ -26,17 +26,7 @@ from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
 
 __all__ = ["Fingerprinted", "Sketched", "fingerprint_chunk", "sketch_chunk",
-           "ingest_chunk", "first_run", "RunSummary", "Progress", "NoProgress"]
-
-
-def first_run() -> bool:
-    """Whether this installation has not compiled the ingest kernels yet: the first chunk of
-    the first run then compiles them for this machine (tens of seconds, once; later runs load
-    them from numba's cache)."""
-    from .sketch import kernels_cached as sketch_cached
-    from .text.normalize import kernels_cached as normalize_cached
-
-    return not (normalize_cached() and sketch_cached())
+           "ingest_chunk", "RunSummary", "Progress", "NoProgress"]
 
 
 @dataclass

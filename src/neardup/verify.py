@@ -10,103 +10,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import sorted_unique
-from ._jit import njit, prange
+from ._arrays import check_pairs, sorted_unique
+from ._kernels import verify as _k
+from ._threads import parallel
 from .text.shingle import Shingles
 
 
-@njit(cache=True, inline="always")
-def _intersect_sorted(h, a0, a1, b0, b1):
-    i, j, c = a0, b0, 0
-    while i < a1 and j < b1:
-        x, y = h[i], h[j]
-        if x == y:
-            c += 1
-            i += 1
-            j += 1
-        elif x < y:
-            i += 1
-        else:
-            j += 1
-    return c
-
-
-@njit(cache=True, parallel=True)
-def _pair_overlap(hashes, starts, ends, left, right, mode):
-    m = len(left)
-    out = np.empty(m, np.float32)
-    for p in prange(m):
-        a, b = left[p], right[p]
-        a0, a1, b0, b1 = starts[a], ends[a], starts[b], ends[b]
-        na, nb = a1 - a0, b1 - b0
-        inter = _intersect_sorted(hashes, a0, a1, b0, b1)
-        if mode == 0:
-            union = na + nb - inter
-            out[p] = inter / union if union > 0 else 1.0
-        else:
-            out[p] = inter / na if na > 0 else 1.0
+def _overlap(hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, left: np.ndarray,
+             right: np.ndarray, containment: bool) -> np.ndarray:
+    hashes = np.ascontiguousarray(hashes)
+    if hashes.dtype not in (np.uint32, np.uint64):
+        hashes = hashes.astype(np.uint64)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    check_pairs(len(starts), left, right)
+    out = np.empty(len(left), np.float32)
+    mode = 1 if containment else 0
+    parallel(lambda lo, hi: _k.pair_overlap(hashes, starts, ends, left, right, mode, out, lo,
+                                            hi), len(left), min_weight=1 << 12)
     return out
-
-
-@njit(cache=True, parallel=True)
-def _pair_estimate(sig, left, right):
-    m = len(left)
-    k = sig.shape[1]
-    out = np.empty(m, np.float32)
-    for p in prange(m):
-        a, b = left[p], right[p]
-        c = 0
-        for j in range(k):
-            if sig[a, j] == sig[b, j]:
-                c += 1
-        out[p] = c / k
-    return out
-
-
-@njit(cache=True, inline="always")
-def _radix_sort32(seg, tmp, count):
-    """Sort ``uint32`` values in place: LSD radix, 4 passes of 8 bits (5x numba's quicksort on
-    the few hundred values of a shingle set)."""
-    n = len(seg)
-    src = seg
-    dst = tmp
-    for shift in (0, 8, 16, 24):
-        sh = np.uint32(shift)
-        for j in range(256):
-            count[j] = 0
-        for i in range(n):
-            count[(src[i] >> sh) & np.uint32(255)] += 1
-        total = 0
-        for j in range(256):
-            c = count[j]
-            count[j] = total
-            total += c
-        for i in range(n):
-            digit = (src[i] >> sh) & np.uint32(255)
-            dst[count[digit]] = src[i]
-            count[digit] += 1
-        src, dst = dst, src
-    # an even number of passes: the sorted values are back in seg
-
-
-@njit(cache=True, parallel=True)
-def _sort_unique_segments(hashes, offsets, docs):
-    """Sort and deduplicate in place the segments ``hashes[offsets[d]:offsets[d+1]]`` of the
-    documents ``docs``; return ``ends`` with ``ends[d]`` the end of the unique values of ``d``
-    (for documents not in ``docs``: ``offsets[d+1]``, their segment left as it was)."""
-    ends = offsets[1:].copy()
-    for i in prange(len(docs)):
-        d = docs[i]
-        a = offsets[d]
-        seg = hashes[a:offsets[d + 1]]
-        _radix_sort32(seg, np.empty(len(seg), np.uint32), np.empty(256, np.int64))
-        u = 0
-        for j in range(len(seg)):
-            if j == 0 or seg[j] != seg[u - 1]:
-                seg[u] = seg[j]
-                u += 1
-        ends[d] = a + u
-    return ends
 
 
 def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray
@@ -118,14 +40,18 @@ def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarr
     if hashes.dtype != np.uint32:
         raise TypeError(f"hashes must be uint32, got {hashes.dtype}")
     docs = sorted_unique(np.asarray(docs, dtype=np.int64))
-    return _sort_unique_segments(hashes, np.ascontiguousarray(offsets, dtype=np.int64), docs)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    ends = offsets[1:].copy()
+    parallel(lambda lo, hi: _k.sort_unique_segments(hashes, offsets, docs, ends, lo, hi),
+             len(docs), offsets[docs + 1] - offsets[docs], min_weight=1 << 16)
+    return ends
 
 
 def overlap_pairs(hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, left: np.ndarray,
                   right: np.ndarray, containment: bool = False) -> np.ndarray:
     """Jaccard (or containment) of pairs of sorted sets ``hashes[starts[d]:ends[d]]``."""
     left, right = _as_pairs(left, right)
-    return _pair_overlap(hashes, starts, ends, left, right, 1 if containment else 0)
+    return _overlap(hashes, starts, ends, left, right, containment)
 
 
 def _as_pairs(left, right):
@@ -139,17 +65,22 @@ def jaccard_pairs(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np
     """
     left, right = _as_pairs(left, right)
     off = shingles.offsets
-    return _pair_overlap(shingles.hashes, off[:-1], off[1:], left, right, 0)
+    return _overlap(shingles.hashes, off[:-1], off[1:], left, right, False)
 
 
 def containment_pairs(shingles: Shingles, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``|A & B| / |A|`` for each pair with ``A = left[i]``, ``B = right[i]``: ``float32[m]``."""
     left, right = _as_pairs(left, right)
     off = shingles.offsets
-    return _pair_overlap(shingles.hashes, off[:-1], off[1:], left, right, 1)
+    return _overlap(shingles.hashes, off[:-1], off[1:], left, right, True)
 
 
 def estimate_pairs(signatures: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """MinHash estimate of Jaccard similarity of each pair: ``float32[m]``."""
     left, right = _as_pairs(left, right)
-    return _pair_estimate(np.ascontiguousarray(signatures), left, right)
+    sig = np.ascontiguousarray(signatures, dtype=np.uint32)
+    check_pairs(sig.shape[0], left, right)
+    out = np.empty(len(left), np.float32)
+    parallel(lambda lo, hi: _k.pair_estimate(sig, left, right, out, lo, hi), len(left),
+             min_weight=1 << 12)
+    return out

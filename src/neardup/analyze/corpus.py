@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._jit import njit, prange
+from .._kernels import analyze as _k
+from .._threads import parallel
 from ..config import SHINGLE_KINDS, LSHConfig, ShingleConfig, SketchConfig, check_threshold
 from ..errors import ConfigError, InputError
 from ..lsh import candidate_pairs, lsh_params, s_curve
@@ -104,38 +105,15 @@ def prepare(texts: Sequence[str], shingle_spec: str | ShingleConfig = "word:5",
     return rows, sh, sig
 
 
-@njit(cache=True, parallel=True)
-def _jaccard_block(hashes, offsets, i0, i1, lo):
+def _jaccard_block(hashes: np.ndarray, offsets: np.ndarray, i0: int, i1: int, lo: float
+                   ) -> np.ndarray:
     """Exact Jaccard of rows ``i0..i1-1`` with every later row: ``float64[i1-i0, n]``, exact
     where it is >= ``lo``, and some value below ``lo`` (often 0) where it is not."""
-    n = len(offsets) - 1
-    out = np.zeros((i1 - i0, n), np.float64)
-    for bi in prange(i1 - i0):
-        i = i0 + bi
-        a0, a1 = offsets[i], offsets[i + 1]
-        na = a1 - a0
-        for j in range(i + 1, n):
-            b0, b1 = offsets[j], offsets[j + 1]
-            nb = b1 - b0
-            if min(na, nb) < lo * max(na, nb):
-                continue
-            # J >= lo needs an overlap of at least lo * (na + nb) / (1 + lo): stop the merge as
-            # soon as what is left of the shorter remainder cannot reach it
-            need = lo * (na + nb) / (1.0 + lo) - 1e-9
-            x, y, c = a0, b0, 0
-            while x < a1 and y < b1:
-                if c + min(a1 - x, b1 - y) < need:
-                    break
-                u, v = hashes[x], hashes[y]
-                if u == v:
-                    c += 1
-                    x += 1
-                    y += 1
-                elif u < v:
-                    x += 1
-                else:
-                    y += 1
-            out[bi, j] = c / (na + nb - c)
+    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = np.zeros((i1 - i0, len(offsets) - 1), np.float64)
+    parallel(lambda r0, r1: _k.jaccard_block(hashes, offsets, i0, lo, out, r0, r1), i1 - i0,
+             min_weight=16)
     return out
 
 

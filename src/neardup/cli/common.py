@@ -199,14 +199,15 @@ def config_from_args(a: argparse.Namespace) -> DedupConfig:
 
 
 def set_workers(n: int | None) -> None:
-    """Threads of the compiled stages (``--workers``); None leaves numba's default."""
+    """Threads of the compiled stages (``--workers``); None leaves the default (every
+    available processor)."""
     if n is None:
         return
-    import numba
+    from .._threads import set_num_threads
 
     if n < 1:
         raise ConfigError(f"workers={n} is invalid: a positive integer")
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    set_num_threads(n)
 
 
 # -- printing -----------------------------------------------------------------------------------
@@ -238,23 +239,10 @@ def skipped_text(sk: dict) -> str:
 
 # -- running ------------------------------------------------------------------------------------
 
-def announce_first_run() -> None:
-    """Say on stderr that this run compiles the kernels, when this installation has not yet
-    (the first run waits tens of seconds for it; later runs load them from the cache)."""
-    from ..stages import first_run
-
-    if first_run():
-        print("neardup: first run on this installation: compiling the kernels for this "
-              "machine (once; this can take up to a minute, later runs load them)",
-              file=sys.stderr)
-
-
 def run_command(args: argparse.Namespace) -> int:
     """Run the command ``args.func`` chose; a :class:`~neardup.errors.NeardupError` becomes its
     message on stderr and its ``exit_code``."""
     try:
-        if getattr(args, "uses_kernels", False) and not getattr(args, "quiet", False):
-            announce_first_run()
         return args.func(args)
     except NeardupError as e:
         print(f"neardup: error: {e}", file=sys.stderr)

@@ -248,7 +248,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--batch-size", type=int, default=1000, metavar="N",
                    help="documents per transaction (default: 1000)")
     add_running_args(ad)
-    ad.set_defaults(func=cmd_index_add, uses_kernels=True)
+    ad.set_defaults(func=cmd_index_add)
 
     q = isub.add_parser("query", help="near-duplicates of texts",
                         description="Print the near-duplicates of each text: id and verified "
@@ -262,7 +262,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--top-k", type=int, default=None,
                    help="at most this many matches per text, the most similar (default: all)")
     q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
-    q.set_defaults(func=cmd_index_query, uses_kernels=True)
+    q.set_defaults(func=cmd_index_query)
 
     r = isub.add_parser("remove", help="remove documents by id")
     r.add_argument("index", metavar="INDEX", help=INDEX_HELP)
@@ -294,7 +294,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--flush", action="store_true", help="flush after every line")
     add_running_args(st, quiet_help="do not print the counts on stderr at the end",
                      json_help=None)
-    st.set_defaults(func=cmd_stream, uses_kernels=True)
+    st.set_defaults(func=cmd_stream)
 
     sv = sub.add_parser("serve", help=COMMANDS["serve"],
                         description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
@@ -312,4 +312,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     help="largest single text accepted (default: 1 MB)")
     sv.add_argument("--max-batch", type=int, default=10_000, metavar="N",
                     help="most documents in one batch request (default: 10000)")
-    sv.set_defaults(func=cmd_serve, uses_kernels=True)
+    sv.set_defaults(func=cmd_serve)

@@ -21,11 +21,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 
 from .._arrays import Growable
 from .._malloc import tune_malloc
+from .._threads import get_num_threads, set_num_threads
 from ..cluster import cluster_representatives, labels_from_reps, preference_rank
 from ..config import DedupConfig
 from ..errors import InputError, OutputError, SkipReason
@@ -46,7 +46,7 @@ StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 def _worker_init(threads: int) -> None:
-    numba.set_num_threads(threads)
+    set_num_threads(threads)
 
 
 class _Prefetch:
@@ -124,8 +124,9 @@ class Deduplicator:
     ``add`` may be called with chunks of any size; results do not depend on the chunking.
     Parameters: a :class:`DedupConfig` or the flat keywords of :meth:`DedupConfig.from_kwargs`.
     ``check_ids``: reject repeated ids (the file readers do this already, so the pipeline turns
-    it off to save memory). ``workers``: threads for the compiled stages (default: numba's
-    current setting, all cores unless ``NUMBA_NUM_THREADS`` says otherwise).
+    it off to save memory). ``workers``: threads for the compiled stages (default: the calling
+    thread's setting, :func:`neardup._threads.set_num_threads`; all available processors unless
+    changed).
 
     Pipelining: the compiled stages of a chunk (shingle, sketch) run on a worker thread without
     the GIL while the caller reads and normalises the next chunk; at most one chunk is in flight.
@@ -140,8 +141,7 @@ class Deduplicator:
         self.config = config or DedupConfig.from_kwargs(**params)
         tune_malloc()
         check_int("workers", workers, 1, none=True)
-        self.workers = (numba.get_num_threads() if workers is None
-                        else min(workers, numba.config.NUMBA_NUM_THREADS))
+        self.workers = get_num_threads() if workers is None else workers
         self._exact = self.config.verify.mode == "exact"
         self._on_stage = on_stage
         self._ids: list[str] = []
@@ -244,7 +244,7 @@ class Deduplicator:
 
         self._wait()
         if self._executor is None:
-            # numba's thread count is per calling thread: the worker gets ``workers``. (All
+            # the kernels' thread count is per calling thread: the worker gets ``workers``. (All
             # threads for the worker measured faster than leaving one core to the main thread,
             # which spends part of each chunk waiting for the worker.)
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch",
@@ -304,12 +304,12 @@ class Deduplicator:
 
     def finish(self) -> Result:
         """Run LSH, verification and clustering over everything added; return the result."""
-        before = numba.get_num_threads()
-        numba.set_num_threads(self.workers)
+        before = get_num_threads()
+        set_num_threads(self.workers)
         try:
             return self._finish()
         finally:
-            numba.set_num_threads(before)
+            set_num_threads(before)
 
     def _finish(self) -> Result:
         if self._finished:

@@ -23,7 +23,7 @@ from importlib import resources
 
 import numpy as np
 
-from .._jit import is_cached, njit
+from .._kernels import text as _text
 from ..config import NormalizeConfig
 from ..errors import InputError, SkipReason
 
@@ -54,81 +54,29 @@ _LOWER = _KEEP.copy()
 _LOWER[65:91] += 32
 
 
-_U1 = np.uint64(1)
-_U2 = np.uint64(2)
+_WS8 = _WS.view(np.uint8)
 
 
-@njit(cache=True, nogil=True)
-def _collapse_whitespace(buf, ws, cls, byte_map, starts, ends):
+def _collapse_whitespace(buf: np.ndarray, byte_map: np.ndarray, starts: np.ndarray,
+                         ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
     space, drop leading and trailing whitespace, and map each ASCII byte through ``byte_map``.
     Returns (bytes, offsets[n+1], code points per document) with the documents packed one after
-    another. Branch-free on ASCII; serial on purpose: it runs on the calling thread while the
-    parallel kernels of the previous chunk run on the pipeline's worker thread. (Positions are
-    unsigned: numba then omits the negative-index check of every access, 25% faster.)"""
+    another. Serial on purpose: it runs on the calling thread while the kernels of the previous
+    chunk run on the pipeline's worker thread."""
     n = len(starts)
     out = np.empty(len(buf), np.uint8)
-    offsets = np.zeros(n + 1, np.int64)
-    chars = np.zeros(n, np.int64)
-    nws = len(ws)
-    o = np.uint64(0)
-    for d in range(n):
-        first = o
-        prev = _U1  # 1 after whitespace (or at the start): a further space is not kept
-        extra = np.uint64(0)  # continuation bytes of multi-byte characters, for code points
-        i = np.uint64(starts[d])
-        e = np.uint64(ends[d])
-        while i < e:
-            c = buf[i]
-            k = np.uint64(cls[c])
-            if k < _U2:
-                out[o] = byte_map[c]
-                o += _U1 - (k & prev)
-                prev = k
-                i += _U1
-                continue
-            # a multi-byte character: decode it only to ask whether it is whitespace
-            if c < 0xE0:
-                m = 2
-                cp = ((np.int64(c) & 0x1F) << 6) | (np.int64(buf[i + _U1]) & 0x3F)
-            elif c < 0xF0:
-                m = 3
-                cp = (((np.int64(c) & 0x0F) << 12) | ((np.int64(buf[i + _U1]) & 0x3F) << 6)
-                      | (np.int64(buf[i + _U2]) & 0x3F))
-            else:
-                m = 4
-                cp = nws  # above the table: never whitespace
-            if cp < nws and ws[cp]:
-                out[o] = 32
-                o += _U1 - prev
-                prev = _U1
-                i += np.uint64(m)
-                continue
-            for j in range(m):
-                out[o + np.uint64(j)] = buf[i + np.uint64(j)]
-            o += np.uint64(m)
-            extra += np.uint64(m - 1)
-            prev = np.uint64(0)
-            i += np.uint64(m)
-        if prev == _U1 and o > first:
-            o -= _U1  # a trailing space
-        offsets[d + 1] = o
-        chars[d] = o - first - extra
+    offsets = np.empty(n + 1, np.int64)
+    chars = np.empty(n, np.int64)
+    o = _text.collapse_whitespace(buf, _WS8, _CLS, byte_map, starts, ends, out, offsets, chars)
     return out[:o], offsets, chars
 
 
-@njit(cache=True, nogil=True)
-def _non_ascii(buf, starts, ends):
-    """Whether each document ``buf[starts[d]:ends[d]]`` holds a byte above 127 (an OR over
-    its bytes, which the compiler vectorises)."""
-    n = len(starts)
-    out = np.zeros(n, np.bool_)
-    for d in range(n):
-        acc = np.uint8(0)
-        for c in buf[starts[d]:ends[d]]:  # iterating (not indexing) lets it vectorise
-            acc |= c
-        out[d] = acc >= 128
-    return out
+def _non_ascii(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether each document ``buf[starts[d]:ends[d]]`` holds a byte above 127."""
+    out = np.empty(len(starts), np.uint8)
+    _text.non_ascii(buf, starts, ends, out)
+    return out.view(np.bool_)
 
 
 @lru_cache(maxsize=1)
@@ -206,11 +154,6 @@ class NormalizedBatch:
         return self.data[a:b].tobytes().decode("utf-8", "surrogatepass")
 
 
-def kernels_cached() -> bool:
-    """Whether the normalisation kernels are compiled and cached already."""
-    return is_cached(_collapse_whitespace) and is_cached(_non_ascii)
-
-
 def is_arrow_strings(texts: object) -> bool:
     """Whether ``texts`` is a pyarrow string array (``string`` or ``large_string``, chunked or
     not), without importing pyarrow."""
@@ -274,9 +217,7 @@ def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
             ends = ends.copy()
             ends[odd] = base + np.cumsum(lens)
             starts[odd] = ends[odd] - lens
-    # one signature for the kernel: the buffer is read-only as bytes from Python are
-    data.flags.writeable = False
-    out, offs, chars = _collapse_whitespace(data, _WS, _CLS, _LOWER if cfg.casefold else _KEEP,
+    out, offs, chars = _collapse_whitespace(data, _LOWER if cfg.casefold else _KEEP,
                                             np.ascontiguousarray(starts),
                                             np.ascontiguousarray(ends))
     return NormalizedBatch(out, offs, chars)
@@ -315,6 +256,6 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
     del encoded
     ends = np.cumsum(lens)
     starts = ends - lens
-    out, offsets, chars = _collapse_whitespace(buf, _WS, _CLS, _LOWER if lower_ascii else _KEEP,
-                                               starts, ends)
+    out, offsets, chars = _collapse_whitespace(buf, _LOWER if lower_ascii else _KEEP, starts,
+                                               ends)
     return NormalizedBatch(out, offsets, chars)

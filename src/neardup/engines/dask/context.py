@@ -38,7 +38,7 @@ class RunContext:
     partition_docs: int
     partitioned_tables: bool
     progress: Progress
-    threads: int | None         # numba threads per worker of a LocalCluster (None: as set)
+    threads: int | None         # kernel threads per worker of a LocalCluster (None: as set)
     tok: str                    # this run's token: task keys and the scratch folder's name
     work: Path                  # the scratch folder
     futures: list = field(default_factory=list)  # submitted, cancelled if the run fails

@@ -54,9 +54,9 @@ def open_stream(spec: Spec, read_opts: ReadOptions, report: SkipReport, first_li
 
 def set_threads(threads: int | None) -> None:
     if threads:
-        import numba
+        from ..._threads import set_num_threads
 
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        set_num_threads(threads)
 
 
 def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: int, rows: int,

@@ -1,0 +1,99 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""LSH kernels: band keys, and candidate pairs from runs of equal keys (see :mod:`neardup.lsh`)."""
+
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+from ._common cimport GOLDEN, fmix64, fnv_step
+
+ctypedef fused sig_t:
+    uint32_t
+    uint64_t
+
+
+def band_keys(const sig_t[:, ::1] sig, int64_t bands, int64_t rows, uint64_t[:, ::1] keys,
+              Py_ssize_t lo, Py_ssize_t hi):
+    """``keys[b, i]``: a 64-bit hash of the ``rows`` values of band ``b`` of signature ``i``,
+    for ``i`` in [lo, hi)."""
+    cdef Py_ssize_t i
+    cdef int64_t b, r, base
+    cdef uint64_t h
+    with nogil:
+        for i in range(lo, hi):
+            for b in range(bands):
+                h = GOLDEN ^ <uint64_t>b
+                base = b * rows
+                for r in range(rows):
+                    h = fnv_step(h, sig[i, base + r])
+                keys[b, i] = fmix64(h)
+
+
+def pack_ids(uint64_t[::1] keys, uint64_t keep):
+    """Replace the bits of ``keys[i]`` outside the mask ``keep`` by ``i``, in place."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(keys.shape[0]):
+            keys[i] = (keys[i] & keep) | <uint64_t>i
+
+
+def count_run_pairs(const uint64_t[::1] packed, int idbits, int64_t cap):
+    """Over the runs of equal keys of the sorted ``packed`` keys (the low ``idbits`` bits hold
+    the row): ``(pairs, capped runs, documents in capped runs, longest run)``, where a run of
+    ``m > cap`` members gives ``m - 1`` pairs (a star) and a shorter one ``m (m-1) / 2``."""
+    cdef Py_ssize_t n = packed.shape[0], i = 0, j
+    cdef int64_t m, total = 0, capped = 0, capped_docs = 0, largest = 0
+    with nogil:
+        while i < n:
+            j = i + 1
+            while j < n and (packed[j] >> idbits) == (packed[i] >> idbits):
+                j += 1
+            m = j - i
+            if m > largest:
+                largest = m
+            if m > cap:
+                total += m - 1
+                capped += 1
+                capped_docs += m
+            else:
+                total += m * (m - 1) // 2
+            i = j
+    return total, capped, capped_docs, largest
+
+
+def emit_run_pairs(const uint64_t[::1] packed, int idbits, const int64_t[::1] ids, int64_t cap,
+                   uint64_t[::1] out):
+    """Write the pairs counted by :func:`count_run_pairs` to ``out``, each as
+    ``min(id) << 32 | max(id)`` of the members' ``ids``; runs longer than ``cap`` become stars
+    around their first member."""
+    cdef Py_ssize_t n = packed.shape[0], i = 0, j, q, r, p = 0
+    cdef uint64_t low = ((<uint64_t>1) << idbits) - 1
+    cdef int64_t a, b, first, t
+    with nogil:
+        while i < n:
+            j = i + 1
+            while j < n and (packed[j] >> idbits) == (packed[i] >> idbits):
+                j += 1
+            if j - i > 1:
+                if j - i > cap:
+                    first = ids[packed[i] & low]
+                    for q in range(i + 1, j):
+                        a = first
+                        b = ids[packed[q] & low]
+                        if a > b:
+                            t = a
+                            a = b
+                            b = t
+                        out[p] = ((<uint64_t>a) << 32) | <uint64_t>b
+                        p += 1
+                else:
+                    for q in range(i, j):
+                        for r in range(q + 1, j):
+                            a = ids[packed[q] & low]
+                            b = ids[packed[r] & low]
+                            if a > b:
+                                t = a
+                                a = b
+                                b = t
+                            out[p] = ((<uint64_t>a) << 32) | <uint64_t>b
+                            p += 1
+            i = j
+    return p

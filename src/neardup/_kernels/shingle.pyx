@@ -1,0 +1,410 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Shingling and MinHash kernels (see :mod:`neardup.text.shingle` and :mod:`neardup.sketch` for
+the definitions of the hashes and of both MinHash schemes).
+
+Every kernel takes a range ``[lo, hi)`` of the documents it is given and writes only their part
+of the outputs, so several threads can share one call's work.
+"""
+
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+
+from ._common cimport CHAR, FNV_OFFSET, GOLDEN, fmix64, fnv_step, reduce_range
+
+cdef uint64_t NOVAL = (<uint64_t>1) << 32  # above every 32-bit value: an empty OPH bin
+cdef uint64_t MASK32 = 0xFFFFFFFF
+cdef uint64_t P61 = ((<uint64_t>1) << 61) - 1
+
+
+cdef inline int64_t count_units(const uint8_t* data, int64_t a, int64_t b, int kind) noexcept nogil:
+    """Tokens (``kind`` WORD) or code points (CHAR) of the normalised text ``data[a:b]``:
+    tokens are separated by exactly one space, with none at either end."""
+    cdef int64_t n = 0, i
+    if kind == CHAR:
+        for i in range(a, b):
+            n += (data[i] & 0xC0) != 0x80
+        return n
+    if b <= a:
+        return 0
+    for i in range(a, b):
+        n += data[i] == 32
+    return n + 1
+
+
+cdef inline int64_t n_shingles(int64_t units, int64_t k, int64_t offset) noexcept nogil:
+    if units == 0:
+        return 0
+    if units < k:
+        return 1
+    return (units - k) // offset + 1
+
+
+cdef inline uint64_t hash_run(const uint32_t* units, int64_t a, int64_t b) noexcept nogil:
+    """FNV-1a over ``units[a:b]`` (code points), its length mixed in, then fmix64."""
+    cdef uint64_t h = FNV_OFFSET
+    cdef int64_t i
+    for i in range(a, b):
+        h = fnv_step(h, units[i])
+    return fmix64(h ^ <uint64_t>(b - a))
+
+
+cdef void decode_utf8(const uint8_t* data, int64_t a, int64_t b, uint32_t* out) noexcept nogil:
+    cdef int64_t i = a, n = 0
+    cdef uint32_t c
+    while i < b:
+        c = data[i]
+        if c < 0x80:
+            out[n] = c
+            i += 1
+        elif c < 0xE0:
+            out[n] = ((c & 0x1F) << 6) | (data[i + 1] & 0x3F)
+            i += 2
+        elif c < 0xF0:
+            out[n] = ((c & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)
+            i += 3
+        else:
+            out[n] = (((c & 0x07) << 18) | ((data[i + 1] & 0x3F) << 12)
+                      | ((data[i + 2] & 0x3F) << 6) | (data[i + 3] & 0x3F))
+            i += 4
+        n += 1
+
+
+cdef struct Scratch:
+    void* buf
+    size_t size
+
+
+cdef inline void* scratch(Scratch* s, size_t size) noexcept nogil:
+    """A buffer of at least ``size`` bytes, grown as needed (NULL if memory ran out)."""
+    cdef void* p
+    if size > s.size:
+        p = realloc(s.buf, size)
+        if p == NULL:
+            return NULL
+        s.buf = p
+        s.size = size
+    return s.buf
+
+
+cdef int doc_shingles(const uint8_t* data, int64_t a, int64_t b, int kind, int64_t k,
+                      int64_t offset, int64_t units, uint64_t* out, Scratch* tmp) noexcept nogil:
+    """Write the (unsorted) shingle hashes of ``data[a:b]``, which has ``units`` tokens or code
+    points, to ``out``. Returns -1 if memory ran out, else 0."""
+    cdef int64_t m = n_shingles(units, k, offset), j, s, q, t, width, nb, length, i
+    cdef uint64_t h, w
+    cdef uint8_t c
+    cdef uint32_t* cps
+    cdef uint64_t* tok
+    if m == 0:
+        return 0
+    if kind == CHAR:
+        cps = <uint32_t*>scratch(tmp, units * sizeof(uint32_t))
+        if cps == NULL:
+            return -1
+        decode_utf8(data, a, b, cps)
+        if units < k:
+            out[0] = hash_run(cps, 0, units)
+            return 0
+        for j in range(m):
+            s = j * offset
+            out[j] = hash_run(cps, s, s + k)
+        return 0
+    tok = <uint64_t*>scratch(tmp, units * sizeof(uint64_t))
+    if tok == NULL:
+        return -1
+    # A token's bytes are packed big-endian into 64-bit words folded FNV-style; the length is
+    # mixed in at the end, then fmix64.
+    t = 0
+    h = FNV_OFFSET
+    w = 0
+    nb = 0
+    length = 0
+    for i in range(a, b):
+        c = data[i]
+        if c == 32:
+            tok[t] = fmix64(fnv_step(h, w) ^ <uint64_t>length)
+            t += 1
+            h = FNV_OFFSET
+            w = 0
+            nb = 0
+            length = 0
+        else:
+            w = (w << 8) | c
+            nb += 1
+            length += 1
+            if nb == 8:
+                h = fnv_step(h, w)
+                w = 0
+                nb = 0
+    if b > a:
+        tok[t] = fmix64(fnv_step(h, w) ^ <uint64_t>length)
+    width = k if units >= k else units
+    for j in range(m):
+        s = j * offset
+        h = GOLDEN
+        for q in range(s, s + width):
+            h = fnv_step(h, tok[q])
+        out[j] = fmix64(h ^ <uint64_t>width)
+    return 0
+
+
+cdef void oph_row(const uint64_t* hashes, int64_t m, uint64_t s_bin, uint64_t s_probe,
+                  uint64_t* bins, uint32_t* out_row, int64_t k) noexcept nogil:
+    """One-permutation MinHash with optimal densification of ``hashes[:m]`` into ``out_row``
+    (``bins``: scratch of ``k`` values)."""
+    cdef int64_t i, j, src, filled = 0
+    cdef uint64_t h, v, t
+    for j in range(k):
+        bins[j] = NOVAL
+    # No data-dependent branch here (a min, not an if): filling bins is unpredictable early in
+    # a document, and mispredictions cost more than the hashing itself.
+    for i in range(m):
+        h = fmix64(hashes[i] ^ s_bin)
+        j = reduce_range(h, k)
+        v = h & MASK32
+        bins[j] = v if v < bins[j] else bins[j]
+    for j in range(k):
+        filled += bins[j] != NOVAL
+    if filled == 0:
+        for j in range(k):
+            out_row[j] = 0xFFFFFFFF
+        return
+    for j in range(k):
+        if bins[j] != NOVAL:
+            out_row[j] = <uint32_t>bins[j]
+            continue
+        # Probe bins with a hash of (bin, attempt) until a non-empty one is found. The sequence
+        # depends only on (j, attempt), never on the document.
+        t = 1
+        while True:
+            src = reduce_range(fmix64(s_probe ^ ((<uint64_t>j) << 32) ^ t), k)
+            if bins[src] != NOVAL:
+                out_row[j] = <uint32_t>bins[src]
+                break
+            t += 1
+
+
+def shingle_counts(const uint8_t[::1] data, const int64_t[::1] offsets,
+                   const int64_t[::1] docs, int kind, int64_t k, int64_t offset,
+                   int64_t[::1] units, int64_t[::1] counts, Py_ssize_t lo, Py_ssize_t hi):
+    """Units (tokens or code points) and shingles of the documents ``docs[lo:hi]``."""
+    cdef Py_ssize_t i
+    cdef int64_t u
+    cdef const uint8_t* p = &data[0] if data.shape[0] else NULL
+    with nogil:
+        for i in range(lo, hi):
+            u = count_units(p, offsets[docs[i]], offsets[docs[i] + 1], kind)
+            units[i] = u
+            counts[i] = n_shingles(u, k, offset)
+
+
+def shingle_oph(const uint8_t[::1] data, const int64_t[::1] offsets, const int64_t[::1] docs,
+                int kind, int64_t k, int64_t offset, uint64_t s_bin, uint64_t s_probe,
+                const int64_t[::1] units, const int64_t[::1] out_off, uint32_t[::1] h32,
+                uint32_t[:, ::1] sig, Py_ssize_t lo, Py_ssize_t hi):
+    """Shingle and sketch the documents ``docs[lo:hi]`` in one pass: OPH signatures into
+    ``sig`` rows, and the high 32 bits of every shingle hash of document ``i`` (text order,
+    repeats kept) into ``h32[out_off[i]:out_off[i+1]]``."""
+    cdef Py_ssize_t i
+    cdef int64_t m, j, o, nperm = sig.shape[1]
+    cdef const uint8_t* p = &data[0] if data.shape[0] else NULL
+    cdef Scratch tmp, hs
+    cdef uint64_t* hashes
+    cdef uint64_t* bins = <uint64_t*>malloc(nperm * sizeof(uint64_t))
+    cdef int failed = bins == NULL
+    tmp.buf = hs.buf = NULL
+    tmp.size = hs.size = 0
+    with nogil:
+        for i in range(lo, hi):
+            if failed:
+                break
+            m = out_off[i + 1] - out_off[i]
+            hashes = <uint64_t*>scratch(&hs, (m if m else 1) * sizeof(uint64_t))
+            if hashes == NULL or doc_shingles(p, offsets[docs[i]], offsets[docs[i] + 1], kind,
+                                              k, offset, units[i], hashes, &tmp) < 0:
+                failed = 1
+                break
+            oph_row(hashes, m, s_bin, s_probe, bins, &sig[i, 0], nperm)
+            o = out_off[i]
+            for j in range(m):
+                h32[o + j] = <uint32_t>(hashes[j] >> 32)
+    free(tmp.buf)
+    free(hs.buf)
+    free(bins)
+    if failed:
+        raise MemoryError()
+
+
+cdef void sort_u64(uint64_t* a, int64_t n, uint64_t* tmp) noexcept nogil:
+    """Sort ``a[:n]`` in place: insertion sort when short, else LSD radix (8 passes of 8 bits,
+    skipping the passes whose digit is the same everywhere); ``tmp`` holds ``n`` values."""
+    cdef int64_t i, j, total, cnt
+    cdef int64_t count[256]
+    cdef uint64_t x, shift
+    cdef uint64_t* src = a
+    cdef uint64_t* dst = tmp
+    cdef uint64_t* swap
+    if n < 48:
+        for i in range(1, n):
+            x = a[i]
+            j = i - 1
+            while j >= 0 and a[j] > x:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = x
+        return
+    for shift in range(0, 64, 8):
+        for j in range(256):
+            count[j] = 0
+        for i in range(n):
+            count[(src[i] >> shift) & 255] += 1
+        if count[(src[0] >> shift) & 255] == n:
+            continue  # one digit everywhere: this pass would not move anything
+        total = 0
+        for j in range(256):
+            cnt = count[j]
+            count[j] = total
+            total += cnt
+        for i in range(n):
+            j = (src[i] >> shift) & 255
+            dst[count[j]] = src[i]
+            count[j] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != a:
+        for i in range(n):
+            a[i] = src[i]
+
+
+def shingle_sorted(const uint8_t[::1] data, const int64_t[::1] offsets,
+                   const int64_t[::1] docs, int kind, int64_t k, int64_t offset,
+                   const int64_t[::1] units, const int64_t[::1] raw_off, uint64_t[::1] raw,
+                   int64_t[::1] uniq, Py_ssize_t lo, Py_ssize_t hi):
+    """The shingle hashes of documents ``docs[lo:hi]`` into ``raw[raw_off[i]:raw_off[i+1]]``,
+    each document's sorted and unique at the front of its segment (``uniq[i]`` of them)."""
+    cdef Py_ssize_t i
+    cdef int64_t a, m, j, u
+    cdef const uint8_t* p = &data[0] if data.shape[0] else NULL
+    cdef uint64_t* seg
+    cdef uint64_t* sbuf
+    cdef Scratch tmp, srt
+    cdef int failed = 0
+    tmp.buf = srt.buf = NULL
+    tmp.size = srt.size = 0
+    with nogil:
+        for i in range(lo, hi):
+            a = raw_off[i]
+            m = raw_off[i + 1] - a
+            if m == 0:
+                uniq[i] = 0
+                continue
+            seg = &raw[a]
+            sbuf = <uint64_t*>scratch(&srt, m * sizeof(uint64_t))
+            if sbuf == NULL or doc_shingles(p, offsets[docs[i]], offsets[docs[i] + 1], kind, k,
+                                            offset, units[i], seg, &tmp) < 0:
+                failed = 1
+                break
+            sort_u64(seg, m, sbuf)
+            u = 1
+            for j in range(1, m):
+                if seg[j] != seg[u - 1]:
+                    seg[u] = seg[j]
+                    u += 1
+            uniq[i] = u
+    free(tmp.buf)
+    free(srt.buf)
+    if failed:
+        raise MemoryError()
+
+
+def compact(const uint64_t[::1] raw, const int64_t[::1] raw_off, const int64_t[::1] out_off,
+            uint64_t[::1] out, Py_ssize_t lo, Py_ssize_t hi):
+    """Copy the first ``out_off[i+1] - out_off[i]`` values of each segment ``i`` of ``raw`` to
+    ``out[out_off[i]:]``, for ``i`` in ``[lo, hi)``."""
+    cdef Py_ssize_t i
+    cdef int64_t j, p, o
+    with nogil:
+        for i in range(lo, hi):
+            p = raw_off[i]
+            o = out_off[i]
+            for j in range(out_off[i + 1] - o):
+                out[o + j] = raw[p + j]
+
+
+def oph_sketch(const uint64_t[::1] hashes, const int64_t[::1] offsets, uint64_t s_bin,
+               uint64_t s_probe, uint32_t[:, ::1] sig, Py_ssize_t lo, Py_ssize_t hi):
+    """OPH signatures of the hash sets ``hashes[offsets[d]:offsets[d+1]]``, ``d`` in [lo, hi)."""
+    cdef Py_ssize_t d
+    cdef int64_t nperm = sig.shape[1]
+    cdef const uint64_t* p = &hashes[0] if hashes.shape[0] else NULL
+    cdef uint64_t* bins = <uint64_t*>malloc(nperm * sizeof(uint64_t))
+    if bins == NULL:
+        raise MemoryError()
+    with nogil:
+        for d in range(lo, hi):
+            oph_row(p + offsets[d], offsets[d + 1] - offsets[d], s_bin, s_probe, bins,
+                    &sig[d, 0], nperm)
+    free(bins)
+
+
+cdef inline uint64_t mod61(uint64_t x) noexcept nogil:
+    """``x mod (2**61-1)`` for any uint64 ``x``."""
+    cdef uint64_t r = (x & P61) + (x >> 61)
+    if r >= P61:
+        r -= P61
+    return r
+
+
+cdef inline uint64_t mulmod61(uint64_t a, uint64_t b) noexcept nogil:
+    """``a*b mod (2**61-1)`` for ``a, b < 2**61``, exact, with 64-bit arithmetic only."""
+    cdef uint64_t a_hi = a >> 32, a_lo = a & MASK32, b_hi = b >> 32, b_lo = b & MASK32
+    cdef uint64_t lo = a_lo * b_lo
+    cdef uint64_t mid = a_hi * b_lo + a_lo * b_hi
+    cdef uint64_t hi = a_hi * b_hi
+    # a*b = hi*2**64 + mid*2**32 + lo, and 2**61 = 1 (mod p), so 2**64 = 8
+    cdef uint64_t r = ((lo & P61) + (lo >> 61) + (hi << 3) + (mid >> 29)
+                       + ((mid & ((<uint64_t>1 << 29) - 1)) << 32))
+    r = (r & P61) + (r >> 61)
+    r = (r & P61) + (r >> 61)
+    if r >= P61:
+        r -= P61
+    return r
+
+
+def classic_sketch(const uint64_t[::1] hashes, const int64_t[::1] offsets,
+                   const uint64_t[::1] a, const uint64_t[::1] b, uint32_t[:, ::1] sig,
+                   Py_ssize_t lo, Py_ssize_t hi):
+    """Classic MinHash: for each of the ``len(a)`` hash functions ``(a*x + b) mod (2**61-1)``,
+    the minimum over the set ``hashes[offsets[d]:offsets[d+1]]``, ``d`` in [lo, hi)."""
+    cdef Py_ssize_t d
+    cdef int64_t i, j, k = a.shape[0]
+    cdef uint64_t x, v
+    cdef uint64_t* mins = <uint64_t*>malloc(k * sizeof(uint64_t))
+    if mins == NULL:
+        raise MemoryError()
+    with nogil:
+        for d in range(lo, hi):
+            for j in range(k):
+                mins[j] = P61
+            for i in range(offsets[d], offsets[d + 1]):
+                x = mod61(hashes[i])
+                for j in range(k):
+                    v = mulmod61(a[j], x) + b[j]
+                    if v >= P61:
+                        v -= P61
+                    if v < mins[j]:
+                        mins[j] = v
+            for j in range(k):
+                sig[d, j] = <uint32_t>(mins[j] & MASK32) if mins[j] < P61 else 0xFFFFFFFF
+    free(mins)
+
+
+def py_fmix64(uint64_t h):
+    """:func:`fmix64` of one value, for the tests' oracle."""
+    return fmix64(h)
+
+
+def py_mulmod61(uint64_t a, uint64_t b):
+    """:func:`mulmod61` of one pair, for the tests' oracle."""
+    return mulmod61(a, b)

@@ -1,0 +1,129 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Verification kernels: exact overlap of sorted sets, MinHash estimates, sorting the 32-bit
+shingle fingerprints of a document set (see :mod:`neardup.verify`)."""
+
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+
+ctypedef fused hash_t:
+    uint32_t
+    uint64_t
+
+
+cdef inline int64_t intersect_sorted(const hash_t* h, int64_t a0, int64_t a1, int64_t b0,
+                                     int64_t b1) noexcept nogil:
+    cdef int64_t i = a0, j = b0, c = 0
+    cdef hash_t x, y
+    while i < a1 and j < b1:
+        x = h[i]
+        y = h[j]
+        if x == y:
+            c += 1
+            i += 1
+            j += 1
+        elif x < y:
+            i += 1
+        else:
+            j += 1
+    return c
+
+
+def pair_overlap(const hash_t[::1] hashes, const int64_t[::1] starts, const int64_t[::1] ends,
+                 const int64_t[::1] left, const int64_t[::1] right, int containment,
+                 float[::1] out, Py_ssize_t lo, Py_ssize_t hi):
+    """Jaccard (or, with ``containment``, ``|A & B| / |A|``) of the sorted sets
+    ``hashes[starts[d]:ends[d]]`` of each pair ``(left[p], right[p])``, ``p`` in [lo, hi)."""
+    cdef Py_ssize_t p
+    cdef int64_t a, b, na, nb, inter, union
+    cdef const hash_t* h = &hashes[0] if hashes.shape[0] else NULL
+    with nogil:
+        for p in range(lo, hi):
+            a = left[p]
+            b = right[p]
+            na = ends[a] - starts[a]
+            nb = ends[b] - starts[b]
+            inter = intersect_sorted(h, starts[a], ends[a], starts[b], ends[b])
+            if containment == 0:
+                union = na + nb - inter
+                out[p] = (<double>inter / union) if union > 0 else 1.0
+            else:
+                out[p] = (<double>inter / na) if na > 0 else 1.0
+
+
+def pair_estimate(const uint32_t[:, ::1] sig, const int64_t[::1] left,
+                  const int64_t[::1] right, float[::1] out, Py_ssize_t lo, Py_ssize_t hi):
+    """Fraction of equal signature values of each pair ``(left[p], right[p])``, ``p`` in
+    [lo, hi)."""
+    cdef Py_ssize_t p
+    cdef int64_t j, c, k = sig.shape[1]
+    with nogil:
+        for p in range(lo, hi):
+            c = 0
+            for j in range(k):
+                c += sig[left[p], j] == sig[right[p], j]
+            out[p] = <double>c / k
+
+
+cdef void radix_sort32(uint32_t* seg, int64_t n, uint32_t* tmp) noexcept nogil:
+    """Sort ``uint32`` values in place: LSD radix, 4 passes of 8 bits (5x a quicksort on the
+    few hundred values of a shingle set)."""
+    cdef int64_t count[256]
+    cdef int64_t i, j, total, c
+    cdef uint32_t* src = seg
+    cdef uint32_t* dst = tmp
+    cdef uint32_t* swap
+    cdef uint32_t shift, digit
+    for shift in range(0, 32, 8):
+        for j in range(256):
+            count[j] = 0
+        for i in range(n):
+            count[(src[i] >> shift) & 255] += 1
+        total = 0
+        for j in range(256):
+            c = count[j]
+            count[j] = total
+            total += c
+        for i in range(n):
+            digit = (src[i] >> shift) & 255
+            dst[count[digit]] = src[i]
+            count[digit] += 1
+        swap = src
+        src = dst
+        dst = swap
+    # an even number of passes: the sorted values are back in seg
+
+
+def sort_unique_segments(uint32_t[::1] hashes, const int64_t[::1] offsets,
+                         const int64_t[::1] docs, int64_t[::1] ends, Py_ssize_t lo,
+                         Py_ssize_t hi):
+    """Sort and deduplicate in place the segments ``hashes[offsets[d]:offsets[d+1]]`` of the
+    documents ``d = docs[i]``, ``i`` in [lo, hi); ``ends[d]``: the end of its unique values."""
+    cdef Py_ssize_t i
+    cdef int64_t d, a, m, j, u, cap = 0
+    cdef uint32_t* seg
+    cdef uint32_t* tmp = NULL
+    cdef uint32_t* grown
+    cdef int failed = 0
+    with nogil:
+        for i in range(lo, hi):
+            d = docs[i]
+            a = offsets[d]
+            m = offsets[d + 1] - a
+            if m > cap:
+                free(tmp)
+                tmp = <uint32_t*>malloc(m * sizeof(uint32_t))
+                cap = m
+                if tmp == NULL:
+                    failed = 1
+                    break
+            seg = &hashes[a] if m else NULL
+            radix_sort32(seg, m, tmp)
+            u = 0
+            for j in range(m):
+                if j == 0 or seg[j] != seg[u - 1]:
+                    seg[u] = seg[j]
+                    u += 1
+            ends[d] = a + u
+    free(tmp)
+    if failed:
+        raise MemoryError()
