@@ -281,7 +281,7 @@ def _neardup_params(name: str) -> dict:
 
 
 def warm_up_neardup(texts: list[str], params: dict) -> None:
-    """Compile (or load from numba's disk cache) every kernel the run will use."""
+    """Run every stage once on a sample (first touches of the code and the allocator)."""
     import neardup
 
     sample = texts[:200] + texts[:20]  # exact copies too: every stage gets work
@@ -505,13 +505,13 @@ def micro_worker(corpus: Path, out: Path) -> int:
             "Rho sketch: samples a budget of tokens per document, approximate",
             timing,
         )
-    import numba
+    from neardup._threads import get_num_threads
 
     info = {
         "documents": n,
         "shingles": total,
         "shingle_s": round(shingle_s, 3),
-        "numba_threads": numba.get_num_threads(),
+        "kernel_threads": get_num_threads(),
         "repeat": MICRO_REPEAT,
         "rows": rows,
         "corpus": corpus.name,
@@ -526,7 +526,7 @@ def micro_worker(corpus: Path, out: Path) -> int:
 
 def versions() -> dict:
     out = {"python": platform.python_version()}
-    for mod in ("neardup", "datasketch", "rensa", "numpy", "numba", "scipy"):
+    for mod in ("neardup", "datasketch", "rensa", "numpy", "scipy"):
         try:
             from importlib.metadata import version
 
@@ -957,7 +957,7 @@ def machine_line(vers: dict) -> str:
     )
     return (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {vers['python']}; {lib}; "
-        f"numpy {vers.get('numpy')}, numba {vers.get('numba')}"
+        f"numpy {vers.get('numpy')}"
     )
 
 
@@ -1118,7 +1118,8 @@ def render(report: dict) -> str:
             f"Signature computation alone, on the same pre-hashed shingles "
             f"({m['documents']:,} documents, {m['shingles']:,} 64-bit shingle hashes from "
             f"`neardup.shingle`; best of {m['repeat']}; neardup with "
-            f"{m.get('numba_threads')} numba threads; CPU s of the best run shows the "
+            f"{m.get('kernel_threads', m.get('numba_threads'))} threads; CPU s of the best run "
+            "shows the "
             "threads each kept busy):",
             "",
             "| method | what | seconds | CPU s | docs/s | shingles/s | all runs s |",

@@ -15,8 +15,10 @@ the wall time is taken around the whole process, output discarded. Commands:
 * ``serve``: from spawn to the first ``200`` of ``GET /health``;
 * ``products dedup`` of the 1,624 TV offers (``../shared/data/TVs-all-merged.json``, skipped
   with a note when missing);
-* the first run: ``dedup`` of the bundled example with an empty numba cache folder
-  (``NUMBA_CACHE_DIR``), against the same command warm.
+* the first run after installing: with ``--fresh-install``, a wheel of this checkout is built
+  (``python -m build --wheel``), installed into a new virtual environment, and the first
+  ``dedup`` of the bundled example there is timed against the next ones (the kernels are
+  compiled when the wheel is built: nothing is compiled or cached at run time).
 
 The corpora are built with ``corpus.py`` into ``benchmarks/data`` if missing (the 20 Newsgroups
 archive is read from ``../shared/data``). Writes ``results/startup-<label>.json`` and
@@ -102,6 +104,38 @@ class Runner:
             proc.wait()
 
 
+def fresh_install(work: Path, example: Path, rows: list[dict]) -> None:
+    """Build a wheel of this checkout, install it into a new virtual environment (its
+    dependencies from the package index, pip's cache allowed) and time the first ``neardup
+    dedup`` there, then the next three."""
+    wheels = work / "wheels"
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels),
+                    str(ROOT)], check=True, capture_output=True)
+    built = time.perf_counter() - t
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    wheel = next(wheels.glob("neardup-*.whl"))
+    t = time.perf_counter()
+    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)], check=True,
+                   capture_output=True)
+    installed = time.perf_counter() - t
+    exe = venv / "bin" / "neardup"
+    walls = []
+    for i in range(4):
+        out = work / f"fresh-out-{i}"
+        t = time.perf_counter()
+        subprocess.run([str(exe), "dedup", str(example), "--id-field", "id", "-o", str(out),
+                        "--quiet"], check=True, cwd=work)
+        walls.append(time.perf_counter() - t)
+    print(f"wheel built in {built:.1f} s, installed in {installed:.1f} s", file=sys.stderr)
+    for name, w in (("first run after installing the wheel: dedup example", [walls[0]]),
+                    ("later runs in that installation: dedup example", walls[1:])):
+        rows.append({"command": name, "median_s": round(statistics.median(w), 3),
+                     "min_s": round(min(w), 3), "runs": [round(x, 3) for x in w]})
+        print(f"{name:<58} {statistics.median(w):7.3f} s", file=sys.stderr)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", type=Path, help="checkout whose src/ to run (default: this one)")
@@ -111,7 +145,8 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=HERE / "data")
     ap.add_argument("--archive", type=Path, default=corpus_mod.DEFAULT_ARCHIVE)
     ap.add_argument("--results", type=Path, default=HERE / "results")
-    ap.add_argument("--skip-first-run", action="store_true")
+    ap.add_argument("--fresh-install", action="store_true",
+                    help="also build a wheel, install it into a new venv and time its first run")
     a = ap.parse_args()
 
     exe = a.venv / "bin" / "neardup"
@@ -161,14 +196,8 @@ def main() -> int:
             timed("neardup products dedup (1,624 TV offers)", products)
         else:
             print(f"{TVS}: missing; products dedup not measured", file=sys.stderr)
-        if not a.skip_first_run:
-            def first() -> float:
-                cache = Path(tempfile.mkdtemp(prefix="neardup-cold-", dir=work))
-                shutil.rmtree(out, ignore_errors=True)
-                return run.once(["dedup", str(example), "--id-field", "id", "-o", str(out),
-                                 "--quiet"], env={**run.env, "NUMBA_CACHE_DIR": str(cache)})
-            timed("first run: dedup example, empty kernel cache", first, repeat=3)
-            timed("warm run: dedup example", lambda: dedup(example, ("--id-field", "id")))
+        if a.fresh_install:
+            fresh_install(work, example, rows)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -179,7 +208,8 @@ def main() -> int:
     (a.results / f"startup-{a.label}.json").write_text(
         json.dumps({**meta, "rows": rows}, indent=1) + "\n")
     lines = [f"# Whole-process times: {a.label} ({meta['when']}, {meta['machine']})", "",
-             f"Median of {a.repeat} runs after one warm-up run (first run: 3 runs).", "",
+             f"Median of {a.repeat} runs after one warm-up run (the first run after installing:"
+             " one run).", "",
              "| command | median s | min s |", "|---|---:|---:|"]
     lines += [f"| {r['command']} | {r['median_s']:.3f} | {r['min_s']:.3f} |" for r in rows]
     (a.results / f"startup-{a.label}.md").write_text("\n".join(lines) + "\n")

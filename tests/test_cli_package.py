@@ -129,7 +129,7 @@ HEAVY = ["pyarrow", "rich", "fastapi", "dask", "distributed", "uvicorn", "redis"
 
 def test_building_the_parser_imports_no_heavy_library():
     """``neardup --help`` must stay fast: the libraries of the commands are imported when a
-    command runs. (The full parser reads the analyses' defaults, which loads numba: see the
+    command runs. (The full parser reads the analyses' defaults, which loads numpy: see the
     next test for the commands users start most.)"""
     got = _run_python(
         "import json, sys\n"
