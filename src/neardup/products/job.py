@@ -20,6 +20,7 @@ import os
 import pickle
 import time
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,7 +42,9 @@ from .matcher import (
 )
 from .modelwords import UnitMap
 from .offers import Offers
-from .study import StudyConfig, run_study
+
+if TYPE_CHECKING:  # the study (and its report) load for evaluate_offers, not for a dedup
+    from .study import StudyConfig
 
 MODEL_FORMAT = "neardup-offer-pair-model"
 MODEL_VERSION = 1
@@ -152,6 +155,7 @@ def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike
     from ..evaluate.bootstrap import tune_threshold
     from .candidates import true_pairs
     from .report import write_report
+    from .study import StudyConfig, run_study
 
     cfg = cfg or StudyConfig()
     out = prepare_outdir(outdir)

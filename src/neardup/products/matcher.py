@@ -49,6 +49,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -73,17 +74,30 @@ def attribute_numbers(attrs: dict[str, str]) -> np.ndarray:
     part or of at least :data:`MIN_INTEGER` (small integers such as port counts tell offers
     apart poorly).
     ``"30-3/8\\""`` reads as 30.38, ``"100,000:1"`` as 100000."""
-    out = set()
+    out: set[float] = set()
     for v in attrs.values():
-        v = _FRACTION.sub(lambda m: f"{int(m.group(1)) + int(m.group(2)) / max(int(m.group(3)), 1):.2f}", v)
-        for x in _NUMBER.findall(v):
-            try:
-                f = float(x.replace(",", ""))
-            except ValueError:
-                continue
-            if f % 1 or f >= MIN_INTEGER:
-                out.add(round(f, 2))
+        out.update(_value_numbers(v))
     return np.array(sorted(out), np.float64)
+
+
+def _fraction(m: re.Match[str]) -> str:
+    return f"{int(m.group(1)) + int(m.group(2)) / max(int(m.group(3)), 1):.2f}"
+
+
+@lru_cache(maxsize=1 << 16)
+def _value_numbers(v: str) -> tuple[float, ...]:
+    # catalogues repeat attribute values ("1920 x 1080", "60 Hz"): each is read once
+    if "/" in v:  # a fraction has a slash
+        v = _FRACTION.sub(_fraction, v)
+    out = []
+    for x in _NUMBER.findall(v):
+        try:
+            f = float(x.replace(",", ""))
+        except ValueError:
+            continue
+        if f % 1 or f >= MIN_INTEGER:
+            out.append(round(f, 2))
+    return tuple(out)
 
 
 def _measures(words: set[str]) -> dict[str, set[str]]:
@@ -155,16 +169,25 @@ def describe(offers: Offers, units: UnitMap | None = None,
         values.append(set(cv.values()) - {""})
         kv.append({clean_text(k, units) + ":" + v for k, v in cv.items()})
     numbers = [attribute_numbers(a) for a in offers.attributes]
-    number_df = Counter(k for v in numbers for k in {_number_key(x) for x in v.tolist()})
+    number_lists = [v.tolist() for v in numbers]
+    number_keys = [[_number_key(x) for x in v] for v in number_lists]
+    number_df = Counter(k for v in number_keys for k in set(v))
     n = max(len(offers), 1)
     rare_cut = max(2, n // 200)
-    number_lists = [v.tolist() for v in numbers]
-    number_idf = [[float(np.log(n / number_df[_number_key(x)])) for x in v] for v in number_lists]
-    number_rare = [[number_df[_number_key(x)] <= rare_cut for x in v] for v in number_lists]
+    logs: dict[int, float] = {}  # document frequency -> IDF (one np.log per distinct count)
+
+    def idf(c: int) -> float:
+        got = logs.get(c)
+        if got is None:
+            got = logs[c] = float(np.log(n / c))
+        return got
+
+    number_idf = [[idf(number_df[k]) for k in v] for v in number_keys]
+    number_rare = [[number_df[k] <= rare_cut for k in v] for v in number_keys]
     descs = offers.descriptions if len(offers.descriptions) == len(offers) else []
     desc = [set(clean_text(t, units).split(" ")) - {""} for t in descs] or [set()] * len(offers)
-    token_idf = {t: float(np.log(n / c)) for t, c in Counter(t for s in tokens for t in s).items()}
-    value_idf = {t: float(np.log(n / c)) for t, c in Counter(t for s in values for t in s).items()}
+    token_idf = {t: idf(c) for t, c in Counter(t for s in tokens for t in s).items()}
+    value_idf = {t: idf(c) for t, c in Counter(t for s in values for t in s).items()}
     return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
                              values, kv, unit, others, dict(number_df), token_idf, value_idf,
                              desc, number_lists, number_idf, number_rare,
@@ -210,7 +233,17 @@ def _number_evidence(d: OfferDescriptions, a: int, b: int) -> tuple[float, float
         return -1.0, 0.0, -1.0
     if len(na) > len(nb):
         a, b, na, nb = b, a, nb, na
-    hit = _matched(na, nb)
+    # _matched(na, nb), inlined: this runs for every candidate pair
+    tol = NUMBER_TOLERANCE + 1e-9
+    m = len(nb)
+    left = bisect.bisect_left
+    hit = []
+    for k, x in enumerate(na):
+        i = left(nb, x - tol)
+        if i < m and nb[i] - x <= tol:
+            hit.append(k)
+    if not hit:
+        return 0.0, 0.0, 0.0
     idf, rare = d.number_idf[a], d.number_rare[a]
     total = d.number_idf_total[a]
     return (len(hit) / len(na), float(sum(rare[k] for k in hit)),
@@ -231,38 +264,64 @@ def id_relation(a: set[str], b: set[str]) -> str:
 
 def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])``."""
-    out = np.zeros((len(left), len(FEATURES)), np.float64)
     units = d.units + ("",) * (3 - len(d.units))
-    for k, (a, b) in enumerate(zip(np.asarray(left).tolist(), np.asarray(right).tolist())):
-        rel = id_relation(d.ids[a], d.ids[b])
-        ma, mb = d.measures[a], d.measures[b]
+    u0, u1, u2 = units[:3]
+    main = d.main_unit
+    ids, measures, brands, shops = d.ids, d.measures, d.brands, d.shops
+    tokens, words, values, seeds, descs = (d.tokens, d.words, d.values, d.seed_sets,
+                                           d.desc_tokens)
+    token_weight, value_weight = d.token_weight, d.value_weight
+    token_idf, value_idf = d.token_idf.__getitem__, d.value_idf.__getitem__
+    rows = []
+    append = rows.append
+    for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
+        ia, ib = ids[a], ids[b]
+        rel = ("share" if ia & ib else id_relation(ia, ib)) if ia and ib else (
+            "one" if ia or ib else "none")
+        ma, mb = measures[a], measures[b]
         agree = conflict = 0
         for u in ma.keys() & mb.keys():
-            if u == d.main_unit:
+            if u == main:
                 continue
             if ma[u] & mb[u]:
                 agree += 1
             else:
                 conflict += 1
-        ba, bb = d.brands[a], d.brands[b]
-        out[k] = (
+        ba, bb = brands[a], brands[b]
+        ta, tb = tokens[a], tokens[b]
+        ct = ta & tb
+        va, vb = values[a], values[b]
+        cv = va & vb
+        append((
             rel == "share", rel == "prefix", rel == "conflict", rel == "one",
             0 if not ba or not bb else (1 if ba == bb else -1),
-            _agree(ma.get(d.main_unit), mb.get(d.main_unit)),
-            _agree(ma.get(units[0]), mb.get(units[0])),
-            _agree(ma.get(units[1]), mb.get(units[1])),
-            _agree(ma.get(units[2]), mb.get(units[2])),
-            agree, conflict, d.shops[a] == d.shops[b] and d.shops[a] != "",
-            _jac(d.tokens[a], d.tokens[b]), _jac(d.words[a], d.words[b]),
-            *_number_evidence(d, a, b), _jac(d.values[a], d.values[b]),
-            _jac(d.seed_sets[a], d.seed_sets[b]),
-            _wjac(d.tokens[a] & d.tokens[b], d.token_weight[a] + d.token_weight[b],
-                  d.token_idf),
-            _wjac(d.values[a] & d.values[b], d.value_weight[a] + d.value_weight[b],
-                  d.value_idf),
-            _jac(d.desc_tokens[a], d.desc_tokens[b]),
-        )
-    return out
+            _agree(ma.get(main), mb.get(main)),
+            _agree(ma.get(u0), mb.get(u0)),
+            _agree(ma.get(u1), mb.get(u1)),
+            _agree(ma.get(u2), mb.get(u2)),
+            agree, conflict, shops[a] == shops[b] and shops[a] != "",
+            _jac_n(len(ct), ta, tb), _jac(words[a], words[b]),
+            *_number_evidence(d, a, b), _jac_n(len(cv), va, vb),
+            _jac(seeds[a], seeds[b]),
+            _wjac_sum(sum(map(token_idf, ct)), token_weight[a] + token_weight[b]),
+            _wjac_sum(sum(map(value_idf, cv)), value_weight[a] + value_weight[b]),
+            _jac(descs[a], descs[b]),
+        ))
+    if not rows:
+        return np.zeros((0, len(FEATURES)), np.float64)
+    return np.array(rows, np.float64)
+
+
+def _jac_n(inter: int, a: set, b: set) -> float:
+    """:func:`_jac` of two sets whose intersection has ``inter`` elements."""
+    u = len(a) + len(b) - inter
+    return inter / u if u else 0.0
+
+
+def _wjac_sum(inter: float, total: float) -> float:
+    """:func:`_wjac` from the summed weight of the shared words."""
+    union = total - inter
+    return inter / union if union > 0 else 0.0
 
 
 def _wjac(common: set, total: float, w: dict) -> float:

@@ -44,7 +44,7 @@ DEFAULT_UNITS: dict[str, tuple[str, ...]] = {
 }
 
 _SYMBOLS = re.compile(r"[()'\"/,\[\]]")
-_SPACES = re.compile(r"\s+")
+_DIGIT = re.compile(r"\d").search
 _VALUE_MW = re.compile(r"^(\d+(?:\.\d+)?)[a-z]*$")
 
 
@@ -110,10 +110,12 @@ def _clean_default(text: str) -> str:
 def _clean(text: str, units: UnitMap) -> str:
     rx, canon = _unit_regex(units)
     s = text.lower()
-    s = rx.sub(lambda m: m.group(1) + canon[m.group(2)], s)
+    if _DIGIT(s):  # a unit follows a number: no digit, nothing to normalise
+        s = rx.sub(lambda m: m.group(1) + canon[m.group(2)], s)
     s = s.replace("-", "")  # hyphens join: "LC-60LE650U" and "LC60LE650U" are one model
     s = _SYMBOLS.sub(" ", s)
-    return _SPACES.sub(" ", s).strip()
+    # runs of whitespace to one space, none at the ends (str.split's whitespace is \s's)
+    return " ".join(s.split())
 
 
 def title_model_words(title: str, units: UnitMap | None = None) -> list[str]:

@@ -28,10 +28,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..engines.local import dedup
 from ..errors import ConfigError, InputError, SkipReason
 from ..index import DuplicateIdError, Index
-from ..io import ReadOptions, SkipReport, detect_format, record_stream, split_compression
 from ..validate import check_int
 from .passages import passages_for_display
 
@@ -301,6 +299,9 @@ UPLOAD_FORMATS = ("csv", "jsonl")
 def _upload_format(filename: str | None, content_type: str | None, head: bytes) -> str:
     """"csv" or "jsonl", from the file name's suffix, else its content type, else its content
     (:func:`neardup.io.detect_format`); compressed uploads are refused."""
+    # the readers and the batch engine load with the first upload, not with the service
+    from ..io import detect_format, split_compression
+
     try:
         fmt: str | None = detect_format(name=filename or "", content_type=content_type,
                                         head=head)
@@ -330,6 +331,8 @@ def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
     (texts over ``max_text_bytes`` and empty texts too); ids are the line numbers without
     ``id_field``. A problem with the whole file (no header, no such column, no record) is a
     422."""
+    from ..io import ReadOptions, SkipReport, record_stream
+
     options = ReadOptions(text_fields=(text_field,), id_field=id_field, format=fmt,
                           on_error="skip", skip_empty=True, max_text_bytes=max_text_bytes,
                           default_id="{line}" if id_field is None else None)
@@ -727,6 +730,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             raise HTTPException(422, f"no usable record in {file.filename or 'the file'!r}"
                                      f" (text field {text_field!r})" + (f": {why}" if why
                                                                         else ": it is empty"))
+        from ..engines.local import dedup
+
         result = dedup(parsed.texts, parsed.ids, threshold=threshold, cluster=cluster,
                        shingle=COLLECTION_SHINGLE)
         clusters = [
