@@ -80,6 +80,12 @@ word_shingles = gt.word_shingles
 # metrics (pure functions, tested in tests/test_bench_compare.py)
 
 
+# Processes are timed as a user runs them: with Python keeping compiled bytecode. With
+# PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every start recompiles every
+# module of the package, 2-3x its import time.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 def union_find_labels(n: int, left, right) -> np.ndarray:
     """Cluster label (the root's row) of each of ``n`` rows after uniting every pair, as a user
     writes it: a parent list, path halving, union by smaller root."""

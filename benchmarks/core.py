@@ -26,6 +26,11 @@ sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
 
+# Processes are timed as a user runs them: with Python keeping compiled bytecode. With
+# PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every start recompiles every
+# module of the package, 2-3x its import time.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 
 def ensure_corpus(size: int, archive: Path) -> Path:
     path = HERE / "data" / f"corpus-{size}.jsonl"

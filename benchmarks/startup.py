@@ -50,6 +50,12 @@ import corpus as corpus_mod  # noqa: E402
 TVS = ROOT.parent / "shared" / "data" / "TVs-all-merged.json"
 
 
+# Processes are timed as a user runs them: with Python keeping compiled bytecode. With
+# PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every start recompiles every
+# module of the package, 2-3x its import time.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 def ensure_corpus(size: int, data: Path, archive: Path) -> Path:
     path = data / f"corpus-{size}.jsonl"
     if not path.exists():
