@@ -33,7 +33,7 @@ from ..exact import FingerprintTable
 from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
 from ..result import FINGERPRINT, JACCARD, METHOD_NAMES, MINHASH, Pairs, Result
 from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
-from ..text.normalize import is_arrow_strings, normalize, utf8_buffers
+from ..text.normalize import is_arrow_strings, normalize
 from ..validate import check_int
 from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments
 
@@ -220,8 +220,9 @@ class Deduplicator:
         self._ids.extend(ids)
         if text_bytes is None:
             if arrow:
-                _, offs = utf8_buffers(texts)
-                text_bytes = int(offs[-1] - offs[0])
+                from ..io.readers import arrow_text_bytes
+
+                text_bytes = arrow_text_bytes(texts)
             else:
                 text_bytes = sum(len(t) for t in texts)
         self._text_bytes += text_bytes

@@ -57,6 +57,9 @@ _LOWER[65:91] += 32
 _WS8 = _WS.view(np.uint8)
 
 
+_NONE = np.zeros(0, np.uint8)
+
+
 def _collapse_whitespace(buf: np.ndarray, byte_map: np.ndarray, starts: np.ndarray,
                          ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
@@ -65,10 +68,11 @@ def _collapse_whitespace(buf: np.ndarray, byte_map: np.ndarray, starts: np.ndarr
     another. Serial on purpose: it runs on the calling thread while the kernels of the previous
     chunk run on the pipeline's worker thread."""
     n = len(starts)
-    out = np.empty(len(buf), np.uint8)
+    out = np.empty(int((ends - starts).sum()) if n else 0, np.uint8)
     offsets = np.empty(n + 1, np.int64)
     chars = np.empty(n, np.int64)
-    o = _text.collapse_whitespace(buf, _WS8, _CLS, byte_map, starts, ends, out, offsets, chars)
+    o = _text.collapse_whitespace(buf, _NONE, _NONE, _WS8, _CLS, byte_map, starts, ends, out,
+                                  offsets, chars)
     return out[:o], offsets, chars
 
 
@@ -187,40 +191,57 @@ def utf8_buffers(arr) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(data_buf, np.uint8, b - a, a), offsets
 
 
-def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
-    """The default steps (NFKC, case folding, whitespace) straight from an Arrow string
-    array's UTF-8 buffer: only documents that are not pure ASCII (found by a compiled pass)
-    become Python strings for NFKC and case folding; the ASCII ones go to
-    the compiled pass as they lie in the buffer. The same bytes as :func:`normalize` of the
-    same texts as Python strings."""
-    if arr.null_count:
-        first = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError(f"text at position {first} is null, not a string", field="texts",
-                         reason=SkipReason.NON_STRING_FIELD)
+def _chunk_sources(arr, cfg: NormalizeConfig):
+    """What the compiled pass reads for one Arrow string array (not chunked): ``(buf, alt,
+    in_alt, starts, ends)``. Documents that are not pure ASCII (found by a compiled pass) are
+    case-folded and NFKC-normalised in Python into ``alt``; the others are read in place."""
     data, offsets = utf8_buffers(arr)
     starts = offsets[:-1]
     ends = offsets[1:]
     if cfg.nfkc or cfg.casefold:
         odd = np.flatnonzero(_non_ascii(data, starts, ends))
         if len(odd):
-            import pyarrow as pa
-
-            # indices as an Arrow array made from the buffer: pa.array(numpy) would import
-            # pandas (0.15-0.2 s) in a process that has not
-            idx = pa.Array.from_buffers(pa.int64(), len(odd), [None, pa.py_buffer(odd)])
-            parts = [_fold_one(t, cfg).encode("utf-8", "surrogatepass")
-                     for t in arr.take(idx).to_pylist()]
+            raw = memoryview(data)
+            parts = [_fold_one(str(raw[a:b], "utf-8"), cfg).encode("utf-8", "surrogatepass")
+                     for a, b in zip(starts[odd].tolist(), ends[odd].tolist())]
             lens = np.fromiter(map(len, parts), np.int64, len(parts))
-            base = len(data)
-            data = np.concatenate([data, np.frombuffer(b"".join(parts), np.uint8)])
+            in_alt = np.zeros(len(starts), np.uint8)
+            in_alt[odd] = 1
             starts = starts.copy()
             ends = ends.copy()
-            ends[odd] = base + np.cumsum(lens)
+            ends[odd] = np.cumsum(lens)
             starts[odd] = ends[odd] - lens
-    out, offs, chars = _collapse_whitespace(data, _LOWER if cfg.casefold else _KEEP,
-                                            np.ascontiguousarray(starts),
-                                            np.ascontiguousarray(ends))
-    return NormalizedBatch(out, offs, chars)
+            return data, np.frombuffer(b"".join(parts), np.uint8), in_alt, starts, ends
+    return data, _NONE, _NONE, np.ascontiguousarray(starts), np.ascontiguousarray(ends)
+
+
+def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
+    """The default steps (NFKC, case folding, whitespace) straight from the UTF-8 buffers of an
+    Arrow string array, chunk by chunk (a chunked array is not combined first): only documents
+    that are not pure ASCII become Python strings, for NFKC and case folding. The same bytes
+    as :func:`normalize` of the same texts as Python strings."""
+    import pyarrow as pa
+
+    if arr.null_count:
+        first = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"text at position {first} is null, not a string", field="texts",
+                         reason=SkipReason.NON_STRING_FIELD)
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    sources = [_chunk_sources(c, cfg) for c in chunks if len(c)]
+    n = len(arr)
+    out = np.empty(sum(int((e - s).sum()) for *_, s, e in sources), np.uint8)
+    offsets = np.zeros(n + 1, np.int64)
+    chars = np.empty(n, np.int64)
+    byte_map = _LOWER if cfg.casefold else _KEEP
+    o = d = 0
+    for buf, alt, in_alt, starts, ends in sources:
+        m = len(starts)
+        w = _text.collapse_whitespace(buf, alt, in_alt, _WS8, _CLS, byte_map, starts, ends,
+                                      out[o:], offsets[d:d + m + 1], chars[d:d + m])
+        offsets[d:d + m + 1] += o
+        o += w
+        d += m
+    return NormalizedBatch(out[:o], offsets, chars)
 
 
 def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> NormalizedBatch:
