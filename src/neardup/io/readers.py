@@ -613,8 +613,9 @@ def _jsonl_records(src: _Source, opts: _Options,
                 break
             pos += len(raw)
             lineno += 1
-            if _is_blank(raw):
-                continue
+            if _is_blank(raw) or (lineno == 1 and utf8 and raw.startswith(codecs.BOM_UTF8)
+                                  and _is_blank(raw[len(codecs.BOM_UTF8):])):
+                continue  # a blank line (a byte order mark alone on the first line too)
             records += 1
             yield _jsonl_line(raw, name, lineno, opts, utf8, single)
         if records == 0 and src.whole:
@@ -1207,6 +1208,14 @@ class RecordStream:
                     block, carry = carry, b""
                 else:
                     break
+                if consumed == 0 and bytes(block[:3]) == b"\xef\xbb\xbf":
+                    # a byte order mark: the line reader ignores it on the first line, and
+                    # left in the block it would make a line holding only the mark count as
+                    # a record (so that two objects on one line could pass the row count)
+                    block = memoryview(block)[3:]
+                    consumed = 3
+                    if not len(block):
+                        continue
                 lines = _BlockLines(block)
                 records += lines.records
                 batch = parser.parse(block, lines, lineno, src.index)
