@@ -56,6 +56,15 @@ def test_mulmod61_extremes():
         assert int(mulmod61(np.uint64(a), np.uint64(b))) == (a * b) % p
 
 
+def test_the_known_seed_words_are_the_drawn_ones():
+    from neardup.sketch import _KNOWN_SEED_WORDS, _draw_seed_words
+
+    for seed, words in _KNOWN_SEED_WORDS.items():
+        assert _draw_seed_words(seed) == words
+        assert _seed_words(seed) == words
+    assert _seed_words(7) == _draw_seed_words(7)
+
+
 # ---- normalisation -----------------------------------------------------------------------------
 
 def test_normalize_hand_checked():
