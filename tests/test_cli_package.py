@@ -183,3 +183,26 @@ def test_help_loads_no_compiled_kernels(argv):
         "print(json.dumps([m for m in ['numba', 'numpy', 'orjson', 'pyarrow', 'rich']\n"
         "                  if m in sys.modules]))\n")
     assert got == []
+
+
+def test_commands_without_linear_algebra_run_openblas_with_one_thread(tmp_path):
+    """numpy's OpenBLAS starts a spinning thread per core at import: commands that do no linear
+    algebra set it to one thread before numpy is imported (a user's setting wins); those that
+    use it (fca, products, analyze) keep the default."""
+    news = Path(__file__).resolve().parents[1] / "examples" / "news.jsonl"
+    code = (
+        "import json, os, sys\n"
+        "os.environ.pop('OPENBLAS_NUM_THREADS', None)\n"
+        "from neardup.cli import build_parser\n"
+        "from neardup.cli.common import run_command\n"
+        f"args = build_parser('dedup').parse_args(['dedup', {str(news)!r}, '--id-field', 'id',"
+        f" '-o', {str(tmp_path / 'out')!r}, '--quiet'])\n"
+        "before = 'numpy' in sys.modules\n"
+        "rc = run_command(args)\n"
+        "from threadpoolctl import threadpool_info\n"
+        "blas = [i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas']\n"
+        "fca = build_parser('fca').parse_args(['fca', 'x.jsonl', '-o', 'y', '--min-common', '5'])\n"
+        "print(json.dumps([before, rc, blas, fca.linear_algebra]))\n")
+    before, rc, blas, fca = _run_python(code)
+    assert before is False and rc == 0 and fca is True
+    assert blas and set(blas) == {1}

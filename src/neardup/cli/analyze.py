@@ -97,7 +97,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--points", nargs="+", type=float, metavar="S", default=list(DEFAULT_POINTS),
                    help="similarities of the table's columns (default: "
                         f"{_spaced(DEFAULT_POINTS, shorten=True)})")
-    p.set_defaults(func=cmd_scurve)
+    p.set_defaults(func=cmd_scurve, linear_algebra=True)
 
     p = asub.add_parser("params", help="neardup's choice of bands x rows against datasketch's",
                         description="For each threshold: neardup's bands x rows (recall floor "
@@ -117,7 +117,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", nargs=2, type=float, default=weights, metavar=("FP", "FN"),
                    help="datasketch's false-positive and false-negative weights (default: "
                         f"{_spaced(weights)})")
-    p.set_defaults(func=cmd_params)
+    p.set_defaults(func=cmd_params, linear_algebra=True)
 
     p = asub.add_parser("recall", help="LSH candidates against brute-force Jaccard, per "
                         "similarity bin", description="Compare all pairs of documents (exact "
@@ -140,7 +140,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    default=list(DEFAULT_BIN_EDGES),
                    help=f"similarity bin edges (default: {_spaced(DEFAULT_BIN_EDGES)})")
     _min_recall_arg(p)
-    p.set_defaults(func=cmd_recall)
+    p.set_defaults(func=cmd_recall, linear_algebra=True)
 
     p = asub.add_parser("bands", help="candidate pairs against the number of bands",
                         description="Sketch once, then band the signature as B bands of "
@@ -155,7 +155,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     threshold = _default(bands, "threshold")
     p.add_argument("--threshold", type=float, default=threshold, metavar="T",
                    help=f"Jaccard threshold of a true candidate (default: {threshold})")
-    p.set_defaults(func=cmd_bands)
+    p.set_defaults(func=cmd_bands, linear_algebra=True)
 
     p = asub.add_parser("grid", help="duplicates per threshold and shingle size",
                         description="Run neardup dedup once per shingle size at the lowest "
@@ -174,7 +174,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", choices=["word", "char"], default=kind,
                    help=f"word or character shingles (default: {kind})")
     _min_recall_arg(p)
-    p.set_defaults(func=cmd_grid)
+    p.set_defaults(func=cmd_grid, linear_algebra=True)
 
     p = asub.add_parser("distribution", help="Jaccard similarity of candidates and verified "
                         "pairs", description="Histogram of the exact Jaccard similarity of all "
@@ -192,7 +192,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bins", type=int, default=n_bins, metavar="N",
                    help=f"histogram bins over [0, 1] (default: {n_bins})")
     _min_recall_arg(p)
-    p.set_defaults(func=cmd_distribution)
+    p.set_defaults(func=cmd_distribution, linear_algebra=True)
 
 
 # -- running ------------------------------------------------------------------------------------

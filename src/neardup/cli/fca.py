@@ -49,7 +49,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--seed", type=int, default=0,
                    help="random seed of the k-means baseline (default: 0)")
     add_running_args(f.add_argument_group("running"))
-    f.set_defaults(func=cmd_fca)
+    f.set_defaults(func=cmd_fca, linear_algebra=True)
 
 
 def cmd_fca(a: argparse.Namespace) -> int:

@@ -36,7 +36,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "score)")
     pd.add_argument("--threshold", type=float, default=None, help="score threshold (default: "
                     "the model's tuned one, or 0.45 for the rule score)")
-    pd.set_defaults(func=cmd_products_dedup)
+    pd.set_defaults(func=cmd_products_dedup, linear_algebra=True)
     pe = psub.add_parser("eval", help="bootstrap study against a ground truth: tables and "
                          "plots", description="Run a bootstrap study: thresholds tuned "
                          "on each training part, figures on the test parts; writes report.md, "
@@ -57,7 +57,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "(default: 0)")
     pe.add_argument("--save-model", default=None, metavar="PATH", help="also fit the matcher "
                     "on all labelled pairs and save it for `products dedup --model`")
-    pe.set_defaults(func=cmd_products_eval)
+    pe.set_defaults(func=cmd_products_eval, linear_algebra=True)
 
 
 def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
