@@ -122,6 +122,22 @@ def test_shingles_match_oracle(ws, kind, k, offset):
         assert sh[i].tolist() == oracles.shingle_hashes(nt, kind, k, offset)
 
 
+# tokens read eight bytes at a time: lengths around multiples of 8, multi-byte characters across
+# a word boundary, and texts that end a few bytes after a word (the byte-by-byte tail)
+long_tokens = st.lists(st.text(alphabet="ab✓é", min_size=1, max_size=20), min_size=1,
+                       max_size=12)
+
+
+@given(long_tokens, st.integers(1, 4))
+def test_word_shingles_of_long_tokens_match_oracle(tokens, k):
+    texts = [" ".join(tokens), "x " + " ".join(tokens), " ".join(tokens[::-1]) + " yz"]
+    texts += ["a" * n for n in (1, 7, 8, 9, 15, 16, 17, 24)]
+    texts += [" ".join("b" * n for n in (8, 16, 3, 8, 1)), "é" * 4 + " " + "c" * 8]
+    sh = shingle(texts, ShingleConfig("word", k))
+    for i, t in enumerate(texts):
+        assert sh[i].tolist() == oracles.shingle_hashes(normalize_text(t), "word", k, 1)
+
+
 def test_shingles_independent_of_batch():
     texts = [f"doc {i} " + "w " * i + "end" for i in range(50)]
     whole = shingle(texts, "word:3")

@@ -28,3 +28,29 @@ cdef extern from *:
     """
     const uint64_t FNV_OFFSET "ND_FNV_OFFSET"
     const uint64_t GOLDEN "ND_GOLDEN"
+
+# Eight bytes at a time (unaligned; the caller keeps p[0:8] inside its buffer).
+cdef extern from *:
+    """
+    #include <string.h>
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline uint64_t nd_bswap64(uint64_t x) { return _byteswap_uint64(x); }
+    static inline int nd_ctz64(uint64_t x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+    #else
+    static inline uint64_t nd_bswap64(uint64_t x) { return __builtin_bswap64(x); }
+    static inline int nd_ctz64(uint64_t x) { return __builtin_ctzll(x); }
+    #endif
+    /* the 8 bytes at p as a little-endian word: p[0] in the low bits */
+    static inline uint64_t nd_load_le64(const uint8_t* p) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = nd_bswap64(x);
+    #endif
+        return x;
+    }
+    """
+    uint64_t load_le64 "nd_load_le64"(const uint8_t* p) noexcept nogil
+    uint64_t bswap64 "nd_bswap64"(uint64_t x) noexcept nogil
+    int ctz64 "nd_ctz64"(uint64_t x) noexcept nogil

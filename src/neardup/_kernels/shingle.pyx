@@ -9,11 +9,24 @@ of the outputs, so several threads can share one call's work.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 
-from ._common cimport CHAR, FNV_OFFSET, GOLDEN, fmix64, fnv_step, reduce_range
+from ._common cimport (
+    CHAR,
+    FNV_OFFSET,
+    GOLDEN,
+    bswap64,
+    ctz64,
+    fmix64,
+    fnv_step,
+    load_le64,
+    reduce_range,
+)
 
 cdef uint64_t NOVAL = (<uint64_t>1) << 32  # above every 32-bit value: an empty OPH bin
 cdef uint64_t MASK32 = 0xFFFFFFFF
 cdef uint64_t P61 = ((<uint64_t>1) << 61) - 1
+cdef uint64_t SPACES = 0x2020202020202020
+cdef uint64_t ONES = 0x0101010101010101
+cdef uint64_t HIGHS = 0x8080808080808080
 
 
 cdef inline int64_t count_units(const uint8_t* data, int64_t a, int64_t b, int kind) noexcept nogil:
@@ -90,9 +103,8 @@ cdef int doc_shingles(const uint8_t* data, int64_t a, int64_t b, int kind, int64
                       int64_t offset, int64_t units, uint64_t* out, Scratch* tmp) noexcept nogil:
     """Write the (unsorted) shingle hashes of ``data[a:b]``, which has ``units`` tokens or code
     points, to ``out``. Returns -1 if memory ran out, else 0."""
-    cdef int64_t m = n_shingles(units, k, offset), j, s, q, t, width, nb, length, i
-    cdef uint64_t h, w
-    cdef uint8_t c
+    cdef int64_t m = n_shingles(units, k, offset), j, s, q, t, width, length, i, p
+    cdef uint64_t h, w, x, y, z
     cdef uint32_t* cps
     cdef uint64_t* tok
     if m == 0:
@@ -113,31 +125,38 @@ cdef int doc_shingles(const uint8_t* data, int64_t a, int64_t b, int kind, int64
     if tok == NULL:
         return -1
     # A token's bytes are packed big-endian into 64-bit words folded FNV-style; the length is
-    # mixed in at the end, then fmix64.
+    # mixed in at the end, then fmix64. Tokens are read eight bytes at a time: a word without a
+    # space is folded whole, and the first space of a word (found without a branch per byte)
+    # ends the token; the last few bytes of the text go one by one.
     t = 0
-    h = FNV_OFFSET
-    w = 0
-    nb = 0
-    length = 0
-    for i in range(a, b):
-        c = data[i]
-        if c == 32:
-            tok[t] = fmix64(fnv_step(h, w) ^ <uint64_t>length)
-            t += 1
-            h = FNV_OFFSET
-            w = 0
-            nb = 0
-            length = 0
+    i = a
+    while i < b:
+        h = FNV_OFFSET
+        length = 0
+        w = 0
+        while i + 8 <= b:
+            x = load_le64(data + i)
+            y = x ^ SPACES
+            z = (y - ONES) & ~y & HIGHS  # the lowest set bit marks the first space byte
+            if z == 0:
+                h = fnv_step(h, bswap64(x))
+                i += 8
+                length += 8
+                continue
+            p = ctz64(z) >> 3
+            if p:
+                w = bswap64(x) >> (64 - 8 * p)
+            i += p
+            length += p
+            break
         else:
-            w = (w << 8) | c
-            nb += 1
-            length += 1
-            if nb == 8:
-                h = fnv_step(h, w)
-                w = 0
-                nb = 0
-    if b > a:
+            while i < b and data[i] != 32:
+                w = (w << 8) | data[i]
+                i += 1
+                length += 1
         tok[t] = fmix64(fnv_step(h, w) ^ <uint64_t>length)
+        t += 1
+        i += 1  # the space
     width = k if units >= k else units
     for j in range(m):
         s = j * offset
