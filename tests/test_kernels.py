@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import oracles
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from neardup._kernels.shingle import py_fmix64 as fmix64
 from neardup._kernels.shingle import py_mulmod61 as mulmod61
@@ -75,10 +75,32 @@ def test_normalize_hand_checked():
     assert normalize_text("<p>The 3 cats &amp; the dog, in 2024!</p>", cfg) == "cats dog"
 
 
+# long runs of printable ASCII (copied eight bytes at a time; capitals and the characters next
+# to A-Z among them) broken by single and double spaces, tabs, control characters and
+# multi-byte characters at every offset
+ascii_runs = st.builds(
+    lambda parts: "".join(parts),
+    st.lists(st.one_of(st.text("aAZz@[`{~\x7f", min_size=1, max_size=12),
+                       st.sampled_from([" ", " ", " ", "  ", "\t", "\x01", "é", " É "])),
+             max_size=24))
 texts_strategy = st.lists(st.one_of(st.text(max_size=40), st.text("aB \t\n\x00.,é", max_size=30),
+                                    ascii_runs,
                                     st.sampled_from(["The END of it", "ﬁ Ⅻ ｶ", "  ", "<b>a &amp; b</b>",
                                                      "Straße  AND the 42 ÉTÉ"])),
                           max_size=12)
+
+
+@settings(max_examples=300)
+@given(st.lists(ascii_runs, min_size=1, max_size=8), st.booleans(), st.booleans())
+def test_ascii_runs_match_oracle(texts, fold, arrow):
+    """The compiled pass copies eight bytes of printable ASCII at once: every letter, symbol
+    and space pattern at every offset gives the byte-by-byte result."""
+    import pyarrow as pa
+
+    cfg = NormalizeConfig(casefold=fold)
+    b = normalize(pa.array(texts) if arrow else texts, cfg)
+    assert [b.text(i) for i in range(len(b))] == [
+        oracles.normalize(t, True, fold, False, False, False, False) for t in texts]
 
 
 @given(texts_strategy, st.booleans(), st.booleans(), st.booleans(), st.booleans(),

@@ -50,7 +50,14 @@ cdef extern from *:
     #endif
         return x;
     }
+    static inline void nd_store_le64(uint8_t* p, uint64_t x) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = nd_bswap64(x);
+    #endif
+        memcpy(p, &x, 8);
+    }
     """
     uint64_t load_le64 "nd_load_le64"(const uint8_t* p) noexcept nogil
+    void store_le64 "nd_store_le64"(uint8_t* p, uint64_t x) noexcept nogil
     uint64_t bswap64 "nd_bswap64"(uint64_t x) noexcept nogil
     int ctz64 "nd_ctz64"(uint64_t x) noexcept nogil

@@ -1,12 +1,21 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Normalisation kernels: the compiled pass over UTF-8 bytes (see :mod:`neardup.text.normalize`)."""
 
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+
+from ._common cimport load_le64, store_le64
+
+cdef uint64_t HIGHS = 0x8080808080808080
+cdef uint64_t SPACES = 0x2020202020202020
+cdef uint64_t LOW7 = 0x7F7F7F7F7F7F7F7F
+cdef uint64_t BELOW_SPACE = 0x6060606060606060  # + byte: high bit clear iff byte < 0x20
+cdef uint64_t FROM_A = 0x3F3F3F3F3F3F3F3F  # + byte: high bit set iff byte >= 'A'
+cdef uint64_t PAST_Z = 0x2525252525252525  # + byte: high bit set iff byte > 'Z'
 
 
 def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
                         const uint8_t[::1] in_alt, const uint8_t[::1] ws,
-                        const uint8_t[::1] cls, const uint8_t[::1] byte_map,
+                        const uint8_t[::1] cls, const uint8_t[::1] byte_map, bint lower,
                         const int64_t[::1] starts, const int64_t[::1] ends, uint8_t[::1] out,
                         int64_t[::1] offsets, int64_t[::1] chars):
     """Per document ``src[starts[d]:ends[d]]`` (UTF-8), where ``src`` is ``alt`` if
@@ -15,12 +24,16 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
     through ``byte_map``; write the documents packed one after another to ``out`` (at least
     as many bytes as the documents hold), the ends to ``offsets[1:]`` and the code points of
     each to ``chars``. ``cls`` classes a byte: 0 ASCII, 1 ASCII whitespace, 2 the first byte of
-    a multi-byte character; ``ws[cp]`` tells whether code point ``cp`` is whitespace. Returns
+    a multi-byte character; ``ws[cp]`` tells whether code point ``cp`` is whitespace. ``lower``
+    must say whether ``byte_map`` lowers A-Z (and maps nothing else from 0x20 to 0x7F): eight
+    bytes of printable ASCII with single spaces are then copied (and lowered) at once. Returns
     the bytes written. Branch-free on ASCII."""
     cdef Py_ssize_t n = starts.shape[0], nws = ws.shape[0], d, i, e, j, m
     cdef int64_t o = 0, first, extra, cp
     cdef uint8_t c, k, prev
+    cdef uint64_t x, y, sp, upper
     cdef bint has_alt = in_alt.shape[0] > 0
+    cdef uint8_t* dst = &out[0] if out.shape[0] else NULL
     cdef const uint8_t* src
     cdef const uint8_t* main = &buf[0] if buf.shape[0] else NULL
     cdef const uint8_t* other = &alt[0] if alt.shape[0] else NULL
@@ -34,6 +47,22 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
             i = starts[d]
             e = ends[d]
             while i < e:
+                if i + 8 <= e:
+                    x = load_le64(src + i)
+                    # printable ASCII (0x20-0x7F) with no two spaces in a row, and no space
+                    # first after whitespace: copied as it is, A-Z lowered if asked
+                    if (x & HIGHS) == 0 and (~(x + BELOW_SPACE) & HIGHS) == 0:
+                        y = x ^ SPACES
+                        sp = ~((y + LOW7) | y) & HIGHS  # exactly the bytes that are spaces
+                        if (sp & (sp << 8)) == 0 and not (prev and (sp & 0x80)):
+                            if lower:
+                                upper = (x + FROM_A) & ~(x + PAST_Z) & HIGHS
+                                x |= upper >> 2
+                            store_le64(dst + o, x)
+                            o += 8
+                            i += 8
+                            prev = <uint8_t>(sp >> 63)
+                            continue
                 c = src[i]
                 k = cls[c]
                 if k < 2:

@@ -71,8 +71,8 @@ def _collapse_whitespace(buf: np.ndarray, byte_map: np.ndarray, starts: np.ndarr
     out = np.empty(int((ends - starts).sum()) if n else 0, np.uint8)
     offsets = np.empty(n + 1, np.int64)
     chars = np.empty(n, np.int64)
-    o = _text.collapse_whitespace(buf, _NONE, _NONE, _WS8, _CLS, byte_map, starts, ends, out,
-                                  offsets, chars)
+    o = _text.collapse_whitespace(buf, _NONE, _NONE, _WS8, _CLS, byte_map, byte_map is _LOWER,
+                                  starts, ends, out, offsets, chars)
     return out[:o], offsets, chars
 
 
@@ -236,8 +236,9 @@ def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
     o = d = 0
     for buf, alt, in_alt, starts, ends in sources:
         m = len(starts)
-        w = _text.collapse_whitespace(buf, alt, in_alt, _WS8, _CLS, byte_map, starts, ends,
-                                      out[o:], offsets[d:d + m + 1], chars[d:d + m])
+        w = _text.collapse_whitespace(buf, alt, in_alt, _WS8, _CLS, byte_map, cfg.casefold,
+                                      starts, ends, out[o:], offsets[d:d + m + 1],
+                                      chars[d:d + m])
         offsets[d:d + m + 1] += o
         o += w
         d += m
