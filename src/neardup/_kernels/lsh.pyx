@@ -59,6 +59,13 @@ def count_run_pairs(const uint64_t[::1] packed, int idbits, int64_t cap):
     return total, capped, capped_docs, largest
 
 
+cdef inline uint64_t encode_pair(int64_t a, int64_t b) noexcept nogil:
+    """A pair as ``min << 32 | max``."""
+    if a > b:
+        return ((<uint64_t>b) << 32) | <uint64_t>a
+    return ((<uint64_t>a) << 32) | <uint64_t>b
+
+
 def emit_run_pairs(const uint64_t[::1] packed, int idbits, const int64_t[::1] ids, int64_t cap,
                    uint64_t[::1] out):
     """Write the pairs counted by :func:`count_run_pairs` to ``out``, each as
@@ -66,7 +73,7 @@ def emit_run_pairs(const uint64_t[::1] packed, int idbits, const int64_t[::1] id
     around their first member."""
     cdef Py_ssize_t n = packed.shape[0], i = 0, j, q, r, p = 0
     cdef uint64_t low = ((<uint64_t>1) << idbits) - 1
-    cdef int64_t a, b, first, t
+    cdef int64_t a, first
     with nogil:
         while i < n:
             j = i + 1
@@ -76,24 +83,13 @@ def emit_run_pairs(const uint64_t[::1] packed, int idbits, const int64_t[::1] id
                 if j - i > cap:
                     first = ids[packed[i] & low]
                     for q in range(i + 1, j):
-                        a = first
-                        b = ids[packed[q] & low]
-                        if a > b:
-                            t = a
-                            a = b
-                            b = t
-                        out[p] = ((<uint64_t>a) << 32) | <uint64_t>b
+                        out[p] = encode_pair(first, ids[packed[q] & low])
                         p += 1
                 else:
                     for q in range(i, j):
+                        a = ids[packed[q] & low]
                         for r in range(q + 1, j):
-                            a = ids[packed[q] & low]
-                            b = ids[packed[r] & low]
-                            if a > b:
-                                t = a
-                                a = b
-                                b = t
-                            out[p] = ((<uint64_t>a) << 32) | <uint64_t>b
+                            out[p] = encode_pair(a, ids[packed[r] & low])
                             p += 1
             i = j
     return p

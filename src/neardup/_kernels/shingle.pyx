@@ -375,20 +375,29 @@ cdef inline uint64_t mod61(uint64_t x) noexcept nogil:
     return r
 
 
-cdef inline uint64_t mulmod61(uint64_t a, uint64_t b) noexcept nogil:
-    """``a*b mod (2**61-1)`` for ``a, b < 2**61``, exact, with 64-bit arithmetic only."""
-    cdef uint64_t a_hi = a >> 32, a_lo = a & MASK32, b_hi = b >> 32, b_lo = b & MASK32
-    cdef uint64_t lo = a_lo * b_lo
-    cdef uint64_t mid = a_hi * b_lo + a_lo * b_hi
-    cdef uint64_t hi = a_hi * b_hi
-    # a*b = hi*2**64 + mid*2**32 + lo, and 2**61 = 1 (mod p), so 2**64 = 8
-    cdef uint64_t r = ((lo & P61) + (lo >> 61) + (hi << 3) + (mid >> 29)
-                       + ((mid & ((<uint64_t>1 << 29) - 1)) << 32))
-    r = (r & P61) + (r >> 61)
-    r = (r & P61) + (r >> 61)
-    if r >= P61:
-        r -= P61
-    return r
+cdef extern from *:
+    """
+    /* a*b mod (2**61-1) for a, b < 2**61, exact: with a 128-bit product where the compiler has
+       one (a*b = H*2**61 + L, and 2**61 = 1 mod p), else from four 32-bit products. */
+    static inline uint64_t nd_mulmod61(uint64_t a, uint64_t b) {
+        const uint64_t p = (((uint64_t)1) << 61) - 1;
+        uint64_t r;
+    #if defined(__SIZEOF_INT128__)
+        unsigned __int128 f = (unsigned __int128)a * b;
+        uint64_t lo = (uint64_t)f, hi = (uint64_t)(f >> 64);
+        r = (lo & p) + ((lo >> 61) | (hi << 3));
+    #else
+        uint64_t a_hi = a >> 32, a_lo = a & 0xFFFFFFFFu, b_hi = b >> 32, b_lo = b & 0xFFFFFFFFu;
+        uint64_t lo = a_lo * b_lo, mid = a_hi * b_lo + a_lo * b_hi, hi = a_hi * b_hi;
+        /* a*b = hi*2**64 + mid*2**32 + lo, and 2**64 = 8 (mod p) */
+        r = (lo & p) + (lo >> 61) + (hi << 3) + (mid >> 29) + ((mid & ((((uint64_t)1) << 29) - 1)) << 32);
+        r = (r & p) + (r >> 61);
+        r = (r & p) + (r >> 61);
+    #endif
+        return r >= p ? r - p : r;
+    }
+    """
+    uint64_t mulmod61 "nd_mulmod61"(uint64_t a, uint64_t b) noexcept nogil
 
 
 def classic_sketch(const uint64_t[::1] hashes, const int64_t[::1] offsets,
