@@ -31,8 +31,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-bench: $(STAMP)
+# the peers (datasketch, rensa) and the benchmarks' own needs, once (reinstalling would rebuild
+# the kernels at every run)
+$(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[test,bench]"
+	touch $(VENV)/.bench
+
+bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/core.py --sizes 10000 --results benchmarks/data/bench-results
 	$(BIN)/python benchmarks/compare.py --sizes 10000 --repeat 1 --whole-process --results benchmarks/data/bench-results
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_sdist_holds_the_kernel_sources(tmp_path):
     pytest.importorskip("build")
-    pytest.importorskip("Cython")
+    pytest.importorskip("Cython")  # the build requirements, installed by the test extra
     proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation",
                            "--outdir", str(tmp_path), str(ROOT)], capture_output=True, text=True,
                           timeout=300)
