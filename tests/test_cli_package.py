@@ -189,6 +189,7 @@ def test_commands_without_linear_algebra_run_openblas_with_one_thread(tmp_path):
     """numpy's OpenBLAS starts a spinning thread per core at import: commands that do no linear
     algebra set it to one thread before numpy is imported (a user's setting wins); those that
     use it (fca, products, analyze) keep the default."""
+    pytest.importorskip("threadpoolctl")  # reads the thread count OpenBLAS runs with
     news = Path(__file__).resolve().parents[1] / "examples" / "news.jsonl"
     code = (
         "import json, os, sys\n"
