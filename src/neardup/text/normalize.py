@@ -60,10 +60,10 @@ _WS8 = _WS.view(np.uint8)
 _NONE = np.zeros(0, np.uint8)
 
 
-def _collapse_whitespace(buf: np.ndarray, byte_map: np.ndarray, starts: np.ndarray,
-                         ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _collapse_whitespace(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, lower: bool
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
-    space, drop leading and trailing whitespace, and map each ASCII byte through ``byte_map``.
+    space, drop leading and trailing whitespace, and lower A-Z if ``lower``.
     Returns (bytes, offsets[n+1], code points per document) with the documents packed one after
     another. Serial on purpose: it runs on the calling thread while the kernels of the previous
     chunk run on the pipeline's worker thread."""
@@ -71,8 +71,8 @@ def _collapse_whitespace(buf: np.ndarray, byte_map: np.ndarray, starts: np.ndarr
     out = np.empty(int((ends - starts).sum()) if n else 0, np.uint8)
     offsets = np.empty(n + 1, np.int64)
     chars = np.empty(n, np.int64)
-    o = _text.collapse_whitespace(buf, _NONE, _NONE, _WS8, _CLS, byte_map, byte_map is _LOWER,
-                                  starts, ends, out, offsets, chars)
+    o = _text.collapse_whitespace(buf, _NONE, _NONE, _WS8, _CLS, _LOWER if lower else _KEEP,
+                                  lower, starts, ends, out, offsets, chars)
     return out[:o], offsets, chars
 
 
@@ -278,6 +278,5 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
     del encoded
     ends = np.cumsum(lens)
     starts = ends - lens
-    out, offsets, chars = _collapse_whitespace(buf, _LOWER if lower_ascii else _KEEP, starts,
-                                               ends)
+    out, offsets, chars = _collapse_whitespace(buf, starts, ends, lower_ascii)
     return NormalizedBatch(out, offsets, chars)
