@@ -177,7 +177,8 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
         with dask.config.set({"distributed.scheduler.allowed-failures": 5}):
             cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0",
-                                   env={"NUMBA_NUM_THREADS": str(threads)})
+                                   # the workers do no linear algebra: no spinning BLAS threads
+                                   env={"OPENBLAS_NUM_THREADS": "1"})
         client = Client(cluster)
     else:
         threads = None
