@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import oracles
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from neardup._kernels.shingle import py_fmix64 as fmix64
 from neardup._kernels.shingle import py_mulmod61 as mulmod61
@@ -308,6 +308,35 @@ def test_estimate_pairs_matches_oracle(rows_):
     est = estimate_pairs(sig, left, right)
     for i, (a, b) in enumerate(zip(left, right)):
         assert est[i] == pytest.approx(np.mean(sig[a] == sig[b]))
+
+
+@settings(max_examples=60)
+@given(st.lists(st.lists(st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 300),
+                                   st.integers(2**24, 2**24 + 300)), max_size=400),
+                min_size=1, max_size=4))
+# one value alone in a high byte among many: that byte's pass must not be skipped
+@example([[2**24 + i for i in range(60)] + [3]])
+@example([[7] * 30 + list(range(100, 130)) + [2**31]])
+def test_long_segments_become_sorted_sets(sets):
+    """Segments long enough for the radix sort (short ones are insertion-sorted), with values
+    that share their high bytes (passes skipped) or not."""
+    hashes = np.array([x for s in sets for x in s], dtype=np.uint32)
+    offsets = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(s) for s in sets], out=offsets[1:])
+    ends = sort_unique_segments(hashes, offsets, np.arange(len(sets)))
+    for d, s in enumerate(sets):
+        assert hashes[offsets[d]:ends[d]].tolist() == sorted(set(s))
+
+
+@settings(max_examples=40)
+@given(st.lists(st.sampled_from(["a", "b", "cc", "dé", "e✓", "ffffffffff"]), min_size=0,
+                max_size=300), st.integers(1, 3))
+def test_long_documents_have_sorted_unique_shingles(ws, k):
+    """Documents with hundreds of shingles, many repeated: the radix-sorted unique sets."""
+    text = " ".join(ws)
+    sh = shingle([text, text[::-1]], ShingleConfig("word", k))
+    for i, t in enumerate([text, text[::-1]]):
+        assert sh[i].tolist() == oracles.shingle_hashes(normalize_text(t), "word", k, 1)
 
 
 @given(st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=1, max_size=8),

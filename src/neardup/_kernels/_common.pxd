@@ -61,3 +61,51 @@ cdef extern from *:
     void store_le64 "nd_store_le64"(uint8_t* p, uint64_t x) noexcept nogil
     uint64_t bswap64 "nd_bswap64"(uint64_t x) noexcept nogil
     int ctz64 "nd_ctz64"(uint64_t x) noexcept nogil
+
+
+ctypedef fused sortable:
+    uint32_t
+    uint64_t
+
+
+cdef inline void radix_sort(sortable* a, int64_t n, sortable* tmp) noexcept nogil:
+    """Sort ``a[:n]`` in place: insertion sort when short, else LSD radix on bytes (skipping the
+    passes whose byte is the same everywhere); ``tmp`` holds ``n`` values."""
+    cdef int64_t i, j, total, cnt
+    cdef int64_t count[256]
+    cdef sortable x
+    cdef sortable* src = a
+    cdef sortable* dst = tmp
+    cdef sortable* swap
+    cdef int shift
+    if n < 48:
+        for i in range(1, n):
+            x = a[i]
+            j = i - 1
+            while j >= 0 and a[j] > x:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = x
+        return
+    for shift in range(0, 8 * sizeof(sortable), 8):
+        for j in range(256):
+            count[j] = 0
+        for i in range(n):
+            count[(src[i] >> shift) & 255] += 1
+        if count[(src[0] >> shift) & 255] == n:
+            continue  # one byte value everywhere: this pass would not move anything
+        total = 0
+        for j in range(256):
+            cnt = count[j]
+            count[j] = total
+            total += cnt
+        for i in range(n):
+            j = (src[i] >> shift) & 255
+            dst[count[j]] = src[i]
+            count[j] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != a:
+        for i in range(n):
+            a[i] = src[i]

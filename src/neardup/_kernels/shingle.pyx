@@ -18,6 +18,7 @@ from ._common cimport (
     fmix64,
     fnv_step,
     load_le64,
+    radix_sort,
     reduce_range,
 )
 
@@ -254,48 +255,6 @@ def shingle_oph(const uint8_t[::1] data, const int64_t[::1] offsets, const int64
         raise MemoryError()
 
 
-cdef void sort_u64(uint64_t* a, int64_t n, uint64_t* tmp) noexcept nogil:
-    """Sort ``a[:n]`` in place: insertion sort when short, else LSD radix (8 passes of 8 bits,
-    skipping the passes whose digit is the same everywhere); ``tmp`` holds ``n`` values."""
-    cdef int64_t i, j, total, cnt
-    cdef int64_t count[256]
-    cdef uint64_t x, shift
-    cdef uint64_t* src = a
-    cdef uint64_t* dst = tmp
-    cdef uint64_t* swap
-    if n < 48:
-        for i in range(1, n):
-            x = a[i]
-            j = i - 1
-            while j >= 0 and a[j] > x:
-                a[j + 1] = a[j]
-                j -= 1
-            a[j + 1] = x
-        return
-    for shift in range(0, 64, 8):
-        for j in range(256):
-            count[j] = 0
-        for i in range(n):
-            count[(src[i] >> shift) & 255] += 1
-        if count[(src[0] >> shift) & 255] == n:
-            continue  # one digit everywhere: this pass would not move anything
-        total = 0
-        for j in range(256):
-            cnt = count[j]
-            count[j] = total
-            total += cnt
-        for i in range(n):
-            j = (src[i] >> shift) & 255
-            dst[count[j]] = src[i]
-            count[j] += 1
-        swap = src
-        src = dst
-        dst = swap
-    if src != a:
-        for i in range(n):
-            a[i] = src[i]
-
-
 def shingle_sorted(const uint8_t[::1] data, const int64_t[::1] offsets,
                    const int64_t[::1] docs, int kind, int64_t k, int64_t offset,
                    const int64_t[::1] units, const int64_t[::1] raw_off, uint64_t[::1] raw,
@@ -324,7 +283,7 @@ def shingle_sorted(const uint8_t[::1] data, const int64_t[::1] offsets,
                                             offset, units[i], seg, &tmp) < 0:
                 failed = 1
                 break
-            sort_u64(seg, m, sbuf)
+            radix_sort(seg, m, sbuf)
             u = 1
             for j in range(1, m):
                 if seg[j] != seg[u - 1]:

@@ -5,6 +5,8 @@ shingle fingerprints of a document set (see :mod:`neardup.verify`)."""
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
+from ._common cimport radix_sort
+
 ctypedef fused hash_t:
     uint32_t
     uint64_t
@@ -64,35 +66,6 @@ def pair_estimate(const uint32_t[:, ::1] sig, const int64_t[::1] left,
             out[p] = <double>c / k
 
 
-cdef void radix_sort32(uint32_t* seg, int64_t n, uint32_t* tmp) noexcept nogil:
-    """Sort ``uint32`` values in place: LSD radix, 4 passes of 8 bits (5x a quicksort on the
-    few hundred values of a shingle set)."""
-    cdef int64_t count[256]
-    cdef int64_t i, j, total, c
-    cdef uint32_t* src = seg
-    cdef uint32_t* dst = tmp
-    cdef uint32_t* swap
-    cdef uint32_t shift, digit
-    for shift in range(0, 32, 8):
-        for j in range(256):
-            count[j] = 0
-        for i in range(n):
-            count[(src[i] >> shift) & 255] += 1
-        total = 0
-        for j in range(256):
-            c = count[j]
-            count[j] = total
-            total += c
-        for i in range(n):
-            digit = (src[i] >> shift) & 255
-            dst[count[digit]] = src[i]
-            count[digit] += 1
-        swap = src
-        src = dst
-        dst = swap
-    # an even number of passes: the sorted values are back in seg
-
-
 def sort_unique_segments(uint32_t[::1] hashes, const int64_t[::1] offsets,
                          const int64_t[::1] docs, int64_t[::1] ends, Py_ssize_t lo,
                          Py_ssize_t hi):
@@ -117,7 +90,7 @@ def sort_unique_segments(uint32_t[::1] hashes, const int64_t[::1] offsets,
                     failed = 1
                     break
             seg = &hashes[a] if m else NULL
-            radix_sort32(seg, m, tmp)
+            radix_sort(seg, m, tmp)
             u = 0
             for j in range(m):
                 if j == 0 or seg[j] != seg[u - 1]:
