@@ -479,3 +479,26 @@ def test_fingerprint_table_matches_dict_oracle(batches, capacity):
             want_g.append(oracle.setdefault(fp, len(oracle)))
         assert groups.tolist() == want_g and first.tolist() == want_first
         assert len(table) == len(oracle)
+
+
+def test_out_of_range_inputs_are_errors_not_memory_reads():
+    """The compiled kernels index without checking: what they index by is checked first."""
+    sh = csr([[1, 2, 3], [2, 3]])
+    with pytest.raises(ValueError, match="rows 0..1"):
+        jaccard_pairs(sh, np.array([0]), np.array([2]))
+    with pytest.raises(ValueError, match="differ in length"):
+        jaccard_pairs(sh, np.array([0, 1]), np.array([1]))
+    with pytest.raises(ValueError, match="rows 0..1"):
+        estimate_pairs(np.zeros((2, 4), np.uint32), np.array([-1]), np.array([1]))
+    with pytest.raises(ValueError, match="within the 5 values"):
+        overlap_pairs(sh.hashes, np.array([0, 3]), np.array([3, 9]), np.array([0]),
+                      np.array([1]))
+    with pytest.raises(ValueError, match="within the 5 values"):
+        sketch(Shingles(sh.hashes, np.array([0, 3, 7])))
+    h32 = np.array([3, 1, 2], np.uint32)
+    with pytest.raises(ValueError, match="segment numbers"):
+        sort_unique_segments(h32, np.array([0, 2, 3]), np.array([2]))
+    with pytest.raises(ValueError, match="rows 0..2"):
+        connected_components(3, np.array([0]), np.array([3]))
+    with pytest.raises(ValueError, match="rank has 2 values"):
+        strict_clusters(3, np.array([0]), np.array([1]), rank=np.array([0, 1]))

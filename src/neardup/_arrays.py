@@ -31,6 +31,17 @@ def check_pairs(n: int, left: np.ndarray, right: np.ndarray) -> None:
             raise ValueError(f"pair members must be rows 0..{n - 1}")
 
 
+def check_segments(size: int, starts: np.ndarray, ends: np.ndarray, what: str = "segments"
+                   ) -> None:
+    """Raise ``ValueError`` unless every segment ``[starts[i], ends[i])`` lies inside an array of
+    ``size`` values (``starts`` and ``ends`` of one length): the compiled kernels read them
+    without checking."""
+    if len(starts) != len(ends):
+        raise ValueError(f"{what}: {len(starts)} starts but {len(ends)} ends")
+    if len(starts) and (starts.min() < 0 or ends.max() > size or (ends < starts).any()):
+        raise ValueError(f"{what} must lie within the {size} values they index")
+
+
 class Growable:
     """An append-only 1-D array in a private anonymous memory map that grows in place.
 

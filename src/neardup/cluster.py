@@ -42,7 +42,7 @@ def connected_components(n: int, left: np.ndarray, right: np.ndarray,
                          rank: np.ndarray | None = None) -> np.ndarray:
     """Representative row of each of ``n`` documents: the lowest-``rank`` member of its
     connected component (``rank`` defaults to input order)."""
-    rank = np.arange(n, dtype=np.int64) if rank is None else _int64(rank)
+    rank = _rank(n, rank)
     left, right = _int64(left), _int64(right)
     check_pairs(n, left, right)
     rep = np.empty(n, np.int64)
@@ -56,7 +56,7 @@ def strict_clusters(n: int, left: np.ndarray, right: np.ndarray,
 
     Only pairs that are given link documents, so pass only pairs at or above the threshold.
     """
-    rank = np.arange(n, dtype=np.int64) if rank is None else _int64(rank)
+    rank = _rank(n, rank)
     left, right = _int64(left), _int64(right)
     check_pairs(n, left, right)
     rep = np.empty(n, np.int64)
@@ -66,6 +66,15 @@ def strict_clusters(n: int, left: np.ndarray, right: np.ndarray,
 
 def _int64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64).reshape(-1)
+
+
+def _rank(n: int, rank: np.ndarray | None) -> np.ndarray:
+    if rank is None:
+        return np.arange(n, dtype=np.int64)
+    rank = _int64(rank)
+    if len(rank) != n:
+        raise ValueError(f"rank has {len(rank)} values for {n} documents")
+    return rank
 
 
 def labels_from_reps(rep: np.ndarray) -> np.ndarray:

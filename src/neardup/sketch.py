@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._arrays import check_segments
 from ._kernels import shingle as _k
 from ._threads import parallel
 from .config import ShingleConfig, SketchConfig
@@ -65,6 +66,7 @@ def sketch(shingles: Shingles, cfg: SketchConfig | None = None) -> np.ndarray:
     cfg = cfg or SketchConfig()
     hashes = np.ascontiguousarray(shingles.hashes, dtype=np.uint64)
     offsets = np.ascontiguousarray(shingles.offsets, dtype=np.int64)
+    check_segments(len(hashes), offsets[:-1], offsets[1:], "shingle sets")
     n = len(offsets) - 1
     out = np.empty((n, cfg.num_perm), np.uint32)
     sizes = np.diff(offsets)

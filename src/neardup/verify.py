@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import check_pairs, sorted_unique
+from ._arrays import check_pairs, check_segments, sorted_unique
 from ._kernels import verify as _k
 from ._threads import parallel
 from .text.shingle import Shingles
@@ -23,6 +23,7 @@ def _overlap(hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, left: np.
         hashes = hashes.astype(np.uint64)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
+    check_segments(len(hashes), starts, ends, "sets")
     check_pairs(len(starts), left, right)
     out = np.empty(len(left), np.float32)
     mode = 1 if containment else 0
@@ -41,6 +42,9 @@ def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarr
         raise TypeError(f"hashes must be uint32, got {hashes.dtype}")
     docs = sorted_unique(np.asarray(docs, dtype=np.int64))
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    check_segments(len(hashes), offsets[:-1], offsets[1:])
+    if len(docs) and (docs[0] < 0 or docs[-1] >= len(offsets) - 1):
+        raise ValueError(f"docs must be segment numbers 0..{len(offsets) - 2}")
     ends = offsets[1:].copy()
     parallel(lambda lo, hi: _k.sort_unique_segments(hashes, offsets, docs, ends, lo, hi),
              len(docs), offsets[docs + 1] - offsets[docs], min_weight=1 << 16)
