@@ -60,7 +60,7 @@ def _get_pool(size: int) -> ThreadPoolExecutor:
 
 
 def parallel(fn: Callable[[int, int], object], n: int, weights: np.ndarray | None = None,
-             min_weight: float = 1 << 16, threads: int | None = None) -> None:
+             min_weight: float = 1 << 16) -> None:
     """Call ``fn(lo, hi)`` over ranges that together cover ``[0, n)`` exactly once.
 
     ``weights`` (``n`` values, e.g. bytes per document) balance the parts; without them each
@@ -69,7 +69,7 @@ def parallel(fn: Callable[[int, int], object], n: int, weights: np.ndarray | Non
     parts per thread, which the threads take in turn (a part of long documents does not hold
     the others up); ``fn`` must release the GIL to run in parallel.
     """
-    t = get_num_threads() if threads is None else threads
+    t = get_num_threads()
     if n <= 0:
         return
     if weights is None:

@@ -1208,12 +1208,12 @@ class RecordStream:
                     block, carry = carry, b""
                 else:
                     break
-                if consumed == 0 and bytes(block[:3]) == b"\xef\xbb\xbf":
+                if consumed == 0 and bytes(block[:3]) == codecs.BOM_UTF8:
                     # a byte order mark: the line reader ignores it on the first line, and
                     # left in the block it would make a line holding only the mark count as
                     # a record (so that two objects on one line could pass the row count)
-                    block = memoryview(block)[3:]
-                    consumed = 3
+                    block = memoryview(block)[len(codecs.BOM_UTF8):]
+                    consumed = len(codecs.BOM_UTF8)
                     if not len(block):
                         continue
                 lines = _BlockLines(block)
