@@ -28,6 +28,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import neardup.io.readers as readers
 import neardup.io.writers as writers
 from neardup.cli import main
 from neardup.errors import ConfigError
@@ -71,7 +72,7 @@ def arrow_array_oracle(col):
     return pa.array(col, type=pa.string() if len(col) == 0 else None)
 
 
-def old_copy_jsonl(stream, src, staged, keep, lines):
+def old_copy_jsonl(stream, src, staged, keep, lines, spans=None):
     """``neardup.io.writers._copy_jsonl`` as it was (the line-by-line loop)."""
     f = staged.file
     base = stream.count
@@ -233,6 +234,71 @@ def test_writeback_writes_through_and_starts_writing_to_disk(tmp_path, monkeypat
 def _read_with_locations(paths):
     chunks = list(read_documents(paths, on_error="skip", report=SkipReport(), chunk_size=3))
     return np.array([x for ch in chunks for x in ch.locations], dtype=np.int64)
+
+
+def _read_with_spans(paths):
+    """Locations and byte spans as the pipeline reads them (Arrow batches, line by line where a
+    block does not parse)."""
+    chunks = list(read_documents(paths, on_error="skip", report=SkipReport(), chunk_size=3,
+                                 arrow=True))
+    return (np.concatenate([ch.locations for ch in chunks]),
+            np.concatenate([ch.spans for ch in chunks]))
+
+
+@given(body=jsonl_data(), block=st.sampled_from([1, 48, 1 << 20]),
+       keep_how=st.sampled_from(["all", "none", "random"]), seed=st.integers(0, 2**16),
+       system_copy=st.booleans())
+def test_write_deduplicated_by_spans_equals_old_copy(tmp_path_factory, body, block, keep_how,
+                                                     seed, system_copy):
+    """The kept lines copied by byte ranges (the system's copy, or pread and write) against the
+    old loop: blocks parsed by Arrow and blocks read line by line (bad JSON), blank lines,
+    CR LF, a BOM, no final newline."""
+    tmp = tmp_path_factory.mktemp("spans")
+    path = tmp / "in.jsonl"
+    path.write_bytes(body + b'\n{"text":"last"}\n')
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(readers, "JSONL_BLOCK_BYTES", block)
+        locations, spans = _read_with_spans([path])
+        if not system_copy:
+            mp.delattr(os, "copy_file_range", raising=False)
+        assert (spans[:, 0] >= 0).all()  # an uncompressed file: every span is known
+        n = len(locations)
+        keep = {"all": np.ones(n, bool), "none": np.zeros(n, bool),
+                "random": np.random.default_rng(seed).random(n) < 0.5}[keep_how]
+        calls = []
+        copy_ranges = writers._copy_ranges
+        mp.setattr(writers, "_copy_ranges", lambda *a: calls.append(1) or copy_ranges(*a))
+        new = write_deduplicated([path], keep, tmp / "new", on_error="skip",
+                                 locations=locations, spans=spans)
+        assert calls == ([1] if keep.any() else [])
+        mp.setattr(writers, "_copy_jsonl", old_copy_jsonl)
+        old = write_deduplicated([path], keep, tmp / "old", on_error="skip", locations=locations)
+    finally:
+        mp.undo()
+    assert new[0].read_bytes() == old[0].read_bytes()
+
+
+def test_copy_by_spans_notices_a_shorter_file(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"text":"a"}\n{"text":"b"}\n{"text":"c"}\n')
+    locations, spans = _read_with_spans([path])
+    assert spans.tolist() == [[0, 13], [13, 26], [26, 39]]
+    path.write_bytes(b'{"text":"a"}\n')
+    with pytest.raises(ConfigError, match="shorter than when it was read"):
+        write_deduplicated([path], np.array([True, False, True]), tmp_path / "out",
+                           locations=locations, spans=spans)
+    assert not (tmp_path / "out" / "in.jsonl").exists()
+    with pytest.raises(ConfigError, match="spans has shape"):
+        write_deduplicated([path], np.ones(3, bool), tmp_path / "out", locations=locations,
+                           spans=spans[:2])
+
+
+def test_compressed_and_in_memory_sources_have_no_spans(tmp_path):
+    path = tmp_path / "in.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"text":"a"}\n{"text":"b"}\n'))
+    _, spans = _read_with_spans([path])
+    assert spans.tolist() == [[-1, -1], [-1, -1]]
 
 
 @given(body=jsonl_data(), block=st.sampled_from([1, 7, 64, 1 << 20]),

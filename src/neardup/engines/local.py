@@ -535,6 +535,7 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     done_bytes = 0
     read_time = 0.0
     locations = []  # where each record came from, to copy kept JSONL lines unparsed
+    spans = []  # and the bytes of its line, to copy them without reading the file again
     index_time = 0.0
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
@@ -551,6 +552,7 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
                     index.add_many(zip(chunk.ids, texts), batch_size=max(len(chunk), 1))
                     index_time += time.perf_counter() - t_ix
                 locations.append(chunk.locations)
+                spans.append(chunk.spans)
                 done_bytes += chunk.progress_bytes
                 progress.update("read", done_bytes, total_bytes)
                 t_read = time.perf_counter()
@@ -567,13 +569,26 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     progress.start("write", None)
     t0 = time.perf_counter()
     prepare_outdir(outdir)
-    outputs = write_result(result, outdir, out_opts.format)
     if out_opts.write_corpus:
-        written = write_deduplicated(paths, result.keep, outdir / "deduplicated",
-                                     locations=(np.concatenate(locations) if locations
-                                                else np.zeros(0, np.int64)),
-                                     options=read_opts)
+        # the tables are written on a thread of their own while the corpus is copied (both
+        # mostly outside the GIL: Arrow's writer, the system's copy)
+        with ThreadPoolExecutor(1, thread_name_prefix="neardup-write") as pool:
+            tables = pool.submit(write_result, result, outdir, out_opts.format)
+            try:
+                written = write_deduplicated(
+                    paths, result.keep, outdir / "deduplicated",
+                    locations=(np.concatenate(locations) if locations
+                               else np.zeros(0, np.int64)),
+                    spans=(np.concatenate(spans) if spans and all(x is not None for x in spans)
+                           else None),
+                    options=read_opts)
+            except BaseException:
+                tables.exception()  # wait for the tables; the corpus's error is the one raised
+                raise
+            outputs = tables.result()
         outputs["deduplicated"] = [str(p) for p in written]
+    else:
+        outputs = write_result(result, outdir, out_opts.format)
     if index is not None:
         index.close()
         os.replace(index_tmp, save_index)

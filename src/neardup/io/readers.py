@@ -100,7 +100,9 @@ class DocChunk:
     array. ``locations``: ``int64``, where each record came from, ``(source index << 40) |
     line`` (the line in the decompressed file, or the row or file number);
     :func:`write_deduplicated` uses them to copy the kept JSONL lines without parsing them
-    again.
+    again. ``spans``: ``int64[n, 2]``, the bytes ``[start, end)`` of each record's line in its
+    uncompressed JSONL file (``-1`` where not known: other formats, compressed files, records
+    of the line reader), so that the kept lines can be copied without reading the file again.
     """
 
     ids: list[str]
@@ -108,6 +110,7 @@ class DocChunk:
     progress_bytes: int
     text_bytes: int
     locations: Any = None
+    spans: Any = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -922,6 +925,18 @@ class _BlockLines:
             k = np.delete(k, sorted(self.blank))
         return k + (first_line + 1)
 
+    def record_spans(self, base: int):
+        """``int64[records, 2]``: the bytes ``[start, end)`` of each non-blank line, for a
+        block that starts at byte ``base`` of its file."""
+        import numpy as np
+
+        spans = np.empty((self.n, 2), np.int64)
+        np.add(self.starts, base, out=spans[:, 0])
+        np.add(self.ends, base, out=spans[:, 1])
+        if self.blank:
+            spans = np.delete(spans, sorted(self.blank), axis=0)
+        return spans
+
 
 @dataclass
 class ArrowBatch:
@@ -929,13 +944,15 @@ class ArrowBatch:
     pyarrow string array (the text fields joined by ``\\n``); ``ids``, their ids (``None``:
     the running record numbers from ``first``); ``locations``, ``int64`` ``(source index <<
     40) | line``; ``text_bytes``, the UTF-8 bytes of the texts; ``first``, the global number
-    of the first record (set when the batch is taken)."""
+    of the first record (set when the batch is taken); ``spans``, the bytes of each record's
+    line in an uncompressed file (see :class:`DocChunk`), else ``None``."""
 
     texts: Any
     ids: list[str] | None
     locations: Any
     text_bytes: int
     first: int = 0
+    spans: Any = None
 
     def __len__(self) -> int:
         return len(self.locations)
@@ -1032,6 +1049,7 @@ class Record:
     raw: Any        # JSONL: the line's bytes; CSV: the row; Parquet: (batch, row); folder: path
     line: int       # the line where the record starts (Parquet: row; folder: file number)
     location: int   # (source index << 40) | line
+    span: tuple[int, int] | None = None  # bytes [start, end) of the line in an uncompressed file
 
 
 class RecordStream:
@@ -1181,6 +1199,8 @@ class RecordStream:
         lineno = 0     # lines before the current block
         records = 0
         parser = _BlockParser(self.opts)
+        plain = src.compression is None  # byte offsets in the file are those of the lines
+        bom = 0  # the length of a byte order mark the file starts with
         with ExitStack() as stack:
             try:
                 raw_f, stream = stack.enter_context(_open_source(src))
@@ -1213,7 +1233,7 @@ class RecordStream:
                     # left in the block it would make a line holding only the mark count as
                     # a record (so that two objects on one line could pass the row count)
                     block = memoryview(block)[len(codecs.BOM_UTF8):]
-                    consumed = len(codecs.BOM_UTF8)
+                    consumed = bom = len(codecs.BOM_UTF8)
                     if not len(block):
                         continue
                 lines = _BlockLines(block)
@@ -1222,9 +1242,14 @@ class RecordStream:
                 if batch is not None and self._claim_ids(batch):
                     batch.first = self.count
                     self.count += len(batch)
+                    if plain:
+                        batch.spans = lines.record_spans(consumed)
+                        if bom and len(batch.spans) and batch.spans[0, 0] == bom:
+                            batch.spans[0, 0] = 0  # the line is copied with its mark
                     yield batch
                 else:
-                    yield from self._block_records(src, block, lines, lineno)
+                    yield from self._block_records(src, block, lines, lineno,
+                                                   consumed if plain else None, bom)
                 consumed += len(block)
                 lineno += lines.n
         if records == 0:
@@ -1245,18 +1270,24 @@ class RecordStream:
         return True
 
     def _block_records(self, src: _Source, block: bytes | memoryview, lines: _BlockLines,
-                       lineno: int) -> Iterator[Record]:
+                       lineno: int, base: int | None, bom: int = 0) -> Iterator[Record]:
+        """The records of a block read line by line; ``base``: the byte where the block starts
+        in an uncompressed file (each record then gets the span of its line, the first line
+        with the byte order mark of ``bom`` bytes before it)."""
         single = self.opts.text_fields[0] if len(self.opts.text_fields) == 1 else None
         for k in range(lines.n):
             if k in lines.blank:
                 continue
-            raw = bytes(block[lines.starts[k]:lines.ends[k]])
+            a, b = int(lines.starts[k]), int(lines.ends[k])
+            raw = bytes(block[a:b])
             item = _jsonl_line(raw, src.name, lineno + 1 + k, self.opts, True, single)
             if isinstance(item, InputError):
                 self._handle(item)
                 continue
             out = self._accept(src, item)
             if type(out) is Record:
+                if base is not None:
+                    out.span = (0 if bom and base + a == bom else base + a, base + b)
                 yield out
 
     def _jsonl_rest(self, src: _Source, consumed: int, lineno: int,
@@ -1415,6 +1446,9 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
     return _chunks(stream, options.chunk_size, arrow)
 
 
+_NO_SPAN = (-1, -1)
+
+
 class _ChunkBuilder:
     """Gathers records and Arrow batches into :class:`DocChunk` objects of ``size`` documents
     (the last one smaller). A chunk's texts are a pyarrow array when all of it came from
@@ -1429,6 +1463,7 @@ class _ChunkBuilder:
         self.ids: list[str] = []
         self.parts: list[Any] = []    # pyarrow arrays and lists of Python strings, in order
         self.locs: list[Any] = []     # lists of ints and int64 arrays
+        self.spans: list[Any] = []    # lists of (start, end) and int64[m, 2] arrays
         self.n = 0
         self.text_bytes = 0
 
@@ -1438,8 +1473,10 @@ class _ChunkBuilder:
         if not self.parts or type(self.parts[-1]) is not list:
             self.parts.append([])
             self.locs.append([])
+            self.spans.append([])
         self.parts[-1].append(rec.text)
         self.locs[-1].append(rec.location)
+        self.spans[-1].append(rec.span or _NO_SPAN)
         self.ids.append(rec.id)
         self.n += 1
         self.text_bytes += utf8_len(rec.text)
@@ -1450,6 +1487,7 @@ class _ChunkBuilder:
         ids = batch.id_list()
         texts = batch.texts
         locs = batch.locations
+        spans = batch.spans
         pos = 0
         if self.n:
             yield self.flush()
@@ -1460,6 +1498,8 @@ class _ChunkBuilder:
             part = texts.slice(pos, take)
             self.parts.append(part)
             self.locs.append(locs[pos:pos + take])
+            self.spans.append(spans[pos:pos + take] if spans is not None
+                              else [_NO_SPAN] * take)
             self.ids.extend(ids[pos:pos + take])
             self.n += take
             self.text_bytes += (batch.text_bytes if take == len(ids)
@@ -1480,7 +1520,9 @@ class _ChunkBuilder:
             for p in parts:
                 texts.extend(p if type(p) is list else p.to_pylist())
         locs = np.concatenate([np.asarray(x, np.int64) for x in self.locs])
-        chunk = DocChunk(self.ids, texts, self.stream.progress.delta(), self.text_bytes, locs)
+        spans = np.concatenate([np.asarray(x, np.int64).reshape(-1, 2) for x in self.spans])
+        chunk = DocChunk(self.ids, texts, self.stream.progress.delta(), self.text_bytes, locs,
+                         spans)
         self._reset()
         return chunk
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import errno
 import io
 import os
 import secrets
@@ -44,6 +45,9 @@ _BUFFER = 1 << 20
 _COPY_BLOCK = 1 << 18  # bytes read at a time when copying the kept lines of a JSONL input
 _LONG_LINE = 1024  # from this average line length on, newlines are looked for one by one
 _WRITEBACK_EVERY = 8 << 20  # bytes of copied corpus after which its writing to disk is started
+# errors of os.copy_file_range that mean "not between these files": copy through this process
+_NO_COPY_RANGE = {getattr(errno, n) for n in ("EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP",
+                                               "ENOTSUP", "EBADF", "EPERM") if hasattr(errno, n)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,31 +578,95 @@ class _Writeback:
 
     def write(self, data: Any) -> int:
         n = self.f.write(data)
+        self.written(n)
+        return n
+
+    def written(self, n: int) -> None:
+        """Count ``n`` bytes written to the file (by :meth:`write` or past it)."""
         self.pending += n
         if self.pending >= self.every and self.start is not None:
             self.pending = 0
             if self.start(self.fd, 0, 0, 2) != 0:  # 2: SYNC_FILE_RANGE_WRITE
                 self.start = None
-        return n
+
+
+def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Append the bytes ``[starts[i], ends[i])`` of the file ``path`` to ``out``, in order,
+    without reading them into this process where the system can copy between files
+    (``os.copy_file_range``: Linux; else ``os.pread`` and ``write``). Adjacent ranges are
+    copied in one call. Returns ``False`` when the file is shorter than the last range (it
+    changed since it was read)."""
+    n = len(starts)
+    if n == 0:
+        return True
+    cut = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+    run_starts = starts[np.concatenate(([0], cut))].tolist()
+    run_ends = ends[np.concatenate((cut - 1, [n - 1]))].tolist()
+    out.flush()
+    dst = out.fileno()
+    src = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        if os.fstat(src).st_size < run_ends[-1]:
+            return False
+        fast = getattr(os, "copy_file_range", None)
+        flush = _Writeback(out)
+        for a, b in zip(run_starts, run_ends):
+            while a < b:
+                done = 0
+                if fast is not None:
+                    try:
+                        done = fast(src, dst, b - a, a)
+                    except OSError as e:  # another file system, not supported: plain copy
+                        if e.errno not in _NO_COPY_RANGE:
+                            raise
+                        fast = None
+                        continue
+                else:
+                    data = os.pread(src, min(b - a, _COPY_BLOCK << 4), a)
+                    done = len(data)
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(dst, view):]
+                if done == 0:
+                    return False  # the file ended early
+                a += done
+                flush.written(done)
+    finally:
+        os.close(src)
+        out.seek(0, os.SEEK_END)  # the buffered file object's position, after the copies
+    return True
 
 
 def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
-                lines: np.ndarray) -> None:
+                lines: np.ndarray, spans: np.ndarray | None = None) -> None:
     """Copy the kept lines of a JSONL source without parsing it again: ``lines`` holds the line
-    number of each of its records, in record order, as the first reading found them."""
+    number of each of its records, in record order, as the first reading found them, and
+    ``spans`` (optional) the bytes ``[start, end)`` of each record's line in the file (``-1``
+    where unknown). With every kept record's span known, an uncompressed file is copied range
+    by range (:func:`_copy_ranges`) instead of being read again."""
     f = staged.file
     assert f is not None
     base = stream.count
     if base + len(lines) > keep.n:
         raise ConfigError(f"keep has {keep.n} flags but the inputs hold more records: keep "
                           "must come from reading the same inputs with the same options")
-    wanted = lines[keep.array[base:base + len(lines)]]
+    flags = keep.array[base:base + len(lines)]
+    wanted = lines[flags]
     stream.count += len(lines)
     if len(wanted) == 0:
         return
     if wanted[0] < 1 or (np.diff(wanted) <= 0).any():
         raise ConfigError(f"{src.name}: the locations of its records are not line numbers in "
                           "reading order: they must come from reading the same inputs")
+    if (spans is not None and src.compression is None and hasattr(os, "pread")
+            and src.path is not None):
+        kept = spans[flags]
+        starts, ends = kept[:, 0], kept[:, 1]
+        if (starts >= 0).all() and (ends > starts).all() and (starts[1:] >= ends[:-1]).all():
+            if _copy_ranges(src.path, f, starts, ends):
+                return
+            raise ConfigError(f"{src.name}: is shorter than when it was read: it changed "
+                              "meanwhile")
     with _open_binary(src.path, src.compression) as (_, data):
         if _copy_lines(data, _Writeback(f), wanted, _COPY_BLOCK, _LONG_LINE):
             return
@@ -684,7 +752,7 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
                        id_field: str | None = None, on_error: str = "fail",
                        encoding: str = "utf-8", fmt: str | None = None,
                        chunk_size: int = 10_000, locations: Any = None,
-                       options: ReadOptions | None = None) -> list[Path]:
+                       spans: Any = None, options: ReadOptions | None = None) -> list[Path]:
     """Write the records of ``paths`` whose ``keep`` flag is true into ``outdir``, each input in
     its own format; return the output paths (in input order).
 
@@ -701,6 +769,8 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
 
     ``locations`` (optional): the ``DocChunk.locations`` of every record of that reading, in
     order; with them JSONL inputs are copied line by line without being parsed again.
+    ``spans`` (optional, with ``locations``): their ``DocChunk.spans``; with them the kept lines
+    of an uncompressed JSONL file are copied by byte ranges, without reading the file again.
     ``options``: the reading's :class:`ReadOptions` (instead of the options one by one).
 
     When two inputs would get the same output name, each of those is prefixed with its 1-based
@@ -716,6 +786,11 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
         if locations.shape != (flags.n,):
             raise ConfigError(f"locations has shape {locations.shape} but keep has {flags.n} "
                               "flags: both must come from the same reading")
+        if spans is not None:
+            spans = np.asarray(spans, dtype=np.int64)
+            if spans.shape != (flags.n, 2):
+                raise ConfigError(f"spans has shape {spans.shape} but keep has {flags.n} "
+                                  "flags: it must be (records, 2), from the same reading")
     if options is None:
         options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
                               encoding=encoding, on_error=on_error, chunk_size=chunk_size)
@@ -730,8 +805,9 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
             staged = Staged(outdir / name, directory=src.fmt == "textdir")
             staged_all.append(staged)
             if src.fmt == "jsonl" and locations is not None:
-                mine = locations[(locations >> 40) == src.index] & ((1 << 40) - 1)
-                _copy_jsonl(stream, src, staged, flags, mine)
+                here = (locations >> 40) == src.index
+                _copy_jsonl(stream, src, staged, flags, locations[here] & ((1 << 40) - 1),
+                            None if spans is None else spans[here])
             elif src.fmt == "jsonl":
                 _write_jsonl(stream, src, staged, flags)
             elif src.fmt in ("csv", "tsv"):
