@@ -181,6 +181,20 @@ def test_oph_matches_oracle(sets, k, seed):
         assert sig[i].tolist() == oracles.oph_signature(sorted(set(s)), k, s_bin, s_probe)
 
 
+@settings(max_examples=20)
+@given(st.lists(st.sampled_from([1, 255, 256, 257, 513, 700]), min_size=1, max_size=3),
+       st.integers(2, 200), st.integers(0, 2**32), st.integers(0, 2**32))
+def test_oph_of_long_sets_matches_oracle(sizes, k, seed, data_seed):
+    """Sets longer than the block the kernel hashes at once (256), ending on either side of
+    it."""
+    rng = np.random.default_rng(data_seed)
+    sets = [rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False).tolist() for n in sizes]
+    sig = sketch(csr(sets), SketchConfig(num_perm=k, seed=seed, scheme="oph"))
+    s_bin, s_probe = _seed_words(seed)
+    for i, s in enumerate(sets):
+        assert sig[i].tolist() == oracles.oph_signature(sorted(set(s)), k, s_bin, s_probe)
+
+
 @given(sets_strategy, st.integers(2, 24), st.integers(0, 2**32))
 def test_classic_matches_oracle(sets, k, seed):
     sig = sketch(csr(sets), SketchConfig(num_perm=k, seed=seed, scheme="classic"))
