@@ -612,20 +612,30 @@ def parse_caps(items: list[str]) -> dict[str, int]:
     return caps
 
 
-def ensure_corpus(size: int, archive: Path, data_dir: Path) -> Path:
+def corpus_path(size: int, data_dir: Path, doc_chars: tuple[int, int] | None = None) -> Path:
+    """``corpus-<size>.jsonl``, or with originals of another length ``corpus-<size>-chars<min>-
+    <max>.jsonl``, in ``data_dir``."""
+    if doc_chars is None or tuple(doc_chars) == corpus_mod.TARGET_CHARS:
+        return data_dir / f"corpus-{size}.jsonl"
+    return data_dir / f"corpus-{size}-chars{doc_chars[0]}-{doc_chars[1]}.jsonl"
+
+
+def ensure_corpus(size: int, archive: Path, data_dir: Path,
+                  doc_chars: tuple[int, int] | None = None) -> Path:
     """``core.ensure_corpus`` (``benchmarks/data/corpus-<size>.jsonl``), or the same file name
-    under another ``data_dir``."""
-    if data_dir.resolve() == (HERE / "data").resolve():
+    under another ``data_dir``, or a corpus of originals of ``doc_chars`` characters."""
+    path = corpus_path(size, data_dir, doc_chars)
+    if path.name == f"corpus-{size}.jsonl" and data_dir.resolve() == (HERE / "data").resolve():
         return core.ensure_corpus(size, archive)
-    path = data_dir / f"corpus-{size}.jsonl"
     if not path.exists() or not corpus_mod.truth_path(path).exists():
         data_dir.mkdir(parents=True, exist_ok=True)
-        corpus_mod.write_corpus(size, path, archive=archive)
+        corpus_mod.write_corpus(size, path, archive=archive,
+                                doc_chars=tuple(doc_chars or corpus_mod.TARGET_CHARS))
     return path
 
 
 def ensure_truth(path: Path, size: int, workdir: Path, timeout: float):
-    cache = path.parent / f"truth-{size}.npz"
+    cache = path.parent / ("truth-" + path.stem.removeprefix("corpus-") + ".npz")
     st = path.stat()
     key = np.array([st.st_size, st.st_mtime_ns], np.int64)
     if cache.exists():
@@ -702,6 +712,15 @@ def main(argv: list[str] | None = None) -> int:
         help="corpus sizes in documents, at least 1,000",
     )
     ap.add_argument("--archive", type=Path, default=corpus_mod.DEFAULT_ARCHIVE)
+    ap.add_argument(
+        "--doc-chars",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        default=None,
+        help="build the corpora with originals of MIN-MAX characters (default 1700 2300, "
+        "about 2 KB a document; e.g. 600 1100 for shorter news items)",
+    )
     ap.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
     ap.add_argument(
         "--skip",
@@ -775,7 +794,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted(set(a.sizes))
     if sizes[0] < 1_000:
         ap.error(f"--sizes {sizes[0]}: at least 1,000 documents")
-    paths = {s: a.data_dir / f"corpus-{s}.jsonl" for s in sizes}
+    paths = {s: corpus_path(s, a.data_dir, a.doc_chars) for s in sizes}
     need_build = [
         s for s in sizes if not (paths[s].exists() and corpus_mod.truth_path(paths[s]).exists())
     ]
@@ -805,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
     whole: list[dict] = []
     truth_info: dict[int, dict] = {}
     for size in sizes:
-        path = ensure_corpus(size, a.archive, a.data_dir)
+        path = ensure_corpus(size, a.archive, a.data_dir, a.doc_chars)
         truth = None
         if size <= a.truth_max:
             t = time.perf_counter()
@@ -950,6 +969,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": vers,
         "threshold": THRESHOLD,
         "num_perm": NUM_PERM,
+        "doc_chars": list(a.doc_chars or corpus_mod.TARGET_CHARS),
         "truth": truth_info,
         "repeat": a.repeat,
         "repeat_under": a.repeat_under,
@@ -995,13 +1015,20 @@ def scaling_rows(results: list[dict], small: int = 100_000, large: int = 1_000_0
     return rows
 
 
+def _chars(report: dict) -> str:
+    lo, hi = report.get("doc_chars", corpus_mod.TARGET_CHARS)
+    return f"{lo:,}-{hi:,}"
+
+
 def render(report: dict) -> str:
     res = report["results"]
     lines = [
         f"# neardup vs datasketch vs rensa ({report['machine']})",
         "",
         f"Threshold {report['threshold']}, {report['num_perm']} permutations, lowercased "
-        "word 5-grams for every contender; wall = the pipeline from the in-memory list of "
+        "word 5-grams for every contender. Corpus: real news text with planted near-duplicates "
+        f"(`benchmarks/corpus.py`), originals of {_chars(report)} characters. Wall = the "
+        "pipeline from the in-memory list of "
         "texts to clusters (loading the JSONL is timed apart). Recall: true pairs (exact "
         "Jaccard) whose documents end up in one cluster; precision: reported pairs with "
         "true J >= 0.8. `x neardup` = contender wall / neardup wall, same run. Each "

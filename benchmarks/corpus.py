@@ -259,11 +259,18 @@ def _shuffle(r: random.Random, items: list) -> None:
 class Generator:
     """Deterministic document synthesis from a :class:`Source` and a seed."""
 
-    def __init__(self, source: Source, seed: int = 0) -> None:
+    def __init__(self, source: Source, seed: int = 0,
+                 doc_chars: tuple[int, int] = TARGET_CHARS) -> None:
         if seed < 0:
             raise ValueError("seed must be >= 0")
+        if not 200 <= doc_chars[0] <= doc_chars[1]:
+            raise ValueError("doc_chars must be (min, max) with 200 <= min <= max")
         self.src = source
         self.seed = seed
+        self.target = doc_chars
+        # originals are cut at a word boundary before this many characters
+        self.max_chars = doc_chars[1] + (MAX_DOC_CHARS - TARGET_CHARS[1]) * doc_chars[1] // (
+            TARGET_CHARS[1])
 
     # -- originals ---------------------------------------------------------
 
@@ -317,7 +324,8 @@ class Generator:
     def original(self, index: int) -> str:
         """Text of original number ``index``: a pure function of (source, seed, index)."""
         r = _rng(self.seed, _STREAM_ORIGINAL, index)
-        target = TARGET_CHARS[0] + int(r.random() * (TARGET_CHARS[1] - TARGET_CHARS[0] + 1))
+        lo_c, hi_c = self.target
+        target = lo_c + int(r.random() * (hi_c - lo_c + 1))
         lo, hi = PARAGRAPHS_PER_DOC
         k = lo + int(r.random() * (hi - lo + 1))
         # Uneven paragraph lengths: split the target at random cut points.
@@ -331,8 +339,9 @@ class Generator:
             self._perturb(r, words, PERTURB_RATE)
             out.append(" ".join(words))
         text = "\n\n".join(out)
-        if len(text) > MAX_DOC_CHARS:
-            cut = max(text.rfind(" ", 0, MAX_DOC_CHARS + 1), text.rfind("\n", 0, MAX_DOC_CHARS + 1))
+        cap = self.max_chars
+        if len(text) > cap:
+            cut = max(text.rfind(" ", 0, cap + 1), text.rfind("\n", 0, cap + 1))
             text = text[:cut].rstrip()
         return text
 
@@ -545,10 +554,11 @@ def iter_records(
     seed: int = 0,
     dup_fraction: float = 0.3,
     source: Source | None = None,
+    doc_chars: tuple[int, int] = TARGET_CHARS,
 ) -> Iterator[tuple[str, str, dict | None]]:
     """Yield (id, text, truth) in output order; truth is None for originals."""
     plan = make_plan(size, seed, dup_fraction)
-    gen = Generator(source if source is not None else load_source(archive), seed)
+    gen = Generator(source if source is not None else load_source(archive), seed, doc_chars)
     n_orig = plan.n_originals
     for pos in range(size):
         slot = int(plan.order[pos])
@@ -585,8 +595,10 @@ def write_corpus(
     archive: str | os.PathLike[str] = DEFAULT_ARCHIVE,
     seed: int = 0,
     dup_fraction: float = 0.3,
+    doc_chars: tuple[int, int] = TARGET_CHARS,
 ) -> dict:
-    """Write ``out`` (JSONL) and ``<out>.truth.jsonl``; return a summary."""
+    """Write ``out`` (JSONL) and ``<out>.truth.jsonl``; return a summary. ``doc_chars``: the
+    range the length of each original is drawn from (default 1,700-2,300 characters)."""
     t0 = time.perf_counter()
     source = load_source(archive)
     t_load = time.perf_counter() - t0
@@ -598,7 +610,8 @@ def write_corpus(
     kinds: Counter[str] = Counter()
     n_docs = 0
     with open(tmp_out, "wb", buffering=1 << 20) as f, open(tmp_truth, "wb") as g:
-        for did, text, truth in iter_records(size, archive, seed, dup_fraction, source):
+        for did, text, truth in iter_records(size, archive, seed, dup_fraction, source,
+                                             doc_chars):
             f.write(_dumps({"id": did, "text": text}) + b"\n")
             n_docs += 1
             if truth is not None:
@@ -613,6 +626,7 @@ def write_corpus(
         "archive": str(archive),
         "seed": seed,
         "dup_fraction": dup_fraction,
+        "doc_chars": list(doc_chars),
         "documents": n_docs,
         "originals": n_docs - n_var,
         "variants": n_var,
@@ -636,6 +650,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dup-fraction", type=float, default=0.3)
+    parser.add_argument(
+        "--doc-chars",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        default=list(TARGET_CHARS),
+        help="length of the originals in characters, drawn from [MIN, MAX] "
+        "(default 1700 2300; at least 200)",
+    )
     args = parser.parse_args(argv)
     if args.size < 1:
         parser.error("--size must be >= 1")
@@ -643,8 +666,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seed must be >= 0")
     if not 0.0 <= args.dup_fraction < 1.0:
         parser.error("--dup-fraction must be in [0, 1)")
+    if not 200 <= args.doc_chars[0] <= args.doc_chars[1]:
+        parser.error("--doc-chars MIN MAX: 200 <= MIN <= MAX")
     try:
-        summary = write_corpus(args.size, args.out, args.archive, args.seed, args.dup_fraction)
+        summary = write_corpus(args.size, args.out, args.archive, args.seed, args.dup_fraction,
+                               tuple(args.doc_chars))
     except ArchiveMissingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -132,6 +132,20 @@ def test_size_ids_and_summary(built) -> None:
     assert sum(summary["kinds"].values()) == 90
 
 
+def test_shorter_originals(archive: Path, tmp_path: Path) -> None:
+    out = tmp_path / "short.jsonl"
+    summary = corpus.write_corpus(200, out, archive=archive, seed=3, doc_chars=(400, 700))
+    assert summary["doc_chars"] == [400, 700]
+    variant_ids = {t["id"] for t in _read_jsonl(corpus.truth_path(out))}
+    lengths = [len(d["text"]) for d in _read_jsonl(out) if d["id"] not in variant_ids]
+    cap = corpus.Generator(corpus.load_source(archive), 0, (400, 700)).max_chars
+    assert 700 < cap < 800
+    assert all(n <= cap for n in lengths)
+    assert 400 <= sum(lengths) / len(lengths) <= 700
+    with pytest.raises(ValueError, match="doc_chars"):
+        corpus.Generator(corpus.load_source(archive), 0, (100, 50))
+
+
 def test_originals_are_about_2kb(built) -> None:
     _, _, docs, truth = built
     variant_ids = {t["id"] for t in truth}
