@@ -5,29 +5,35 @@ cdef enum:
     WORD = 0
     CHAR = 1
 
-cdef inline uint64_t fmix64(uint64_t h) noexcept nogil:
-    """MurmurHash3's 64-bit finaliser: a bijection with full avalanche."""
-    h ^= h >> 33
-    h *= <uint64_t>0xFF51AFD7ED558CCD
-    h ^= h >> 33
-    h *= <uint64_t>0xC4CEB9FE1A85EC53
-    h ^= h >> 33
-    return h
-
-cdef inline int64_t reduce_range(uint64_t h, uint64_t n) noexcept nogil:
-    """Map a 64-bit hash to ``[0, n)`` by multiply-shift on its high 32 bits (n < 2**32)."""
-    return <int64_t>(((h >> 32) * n) >> 32)
-
-cdef inline uint64_t fnv_step(uint64_t h, uint64_t w) noexcept nogil:
-    return (h ^ w) * <uint64_t>0x100000001B3
-
+# The hash primitives, in C so that the kernels' Cython code and their vectorised C loops
+# (shingle.pyx) share one definition.
 cdef extern from *:
     """
     #define ND_FNV_OFFSET 0xCBF29CE484222325ULL
+    #define ND_FNV_PRIME 0x100000001B3ULL
     #define ND_GOLDEN 0x9E3779B97F4A7C15ULL
+    /* MurmurHash3's 64-bit finaliser: a bijection with full avalanche. */
+    static inline uint64_t nd_fmix64(uint64_t h) {
+        h ^= h >> 33;
+        h *= 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 33;
+        h *= 0xC4CEB9FE1A85EC53ULL;
+        h ^= h >> 33;
+        return h;
+    }
+    /* Map a 64-bit hash to [0, n) by multiply-shift on its high 32 bits (n < 2**32). */
+    static inline int64_t nd_reduce_range(uint64_t h, uint64_t n) {
+        return (int64_t)(((h >> 32) * n) >> 32);
+    }
+    static inline uint64_t nd_fnv_step(uint64_t h, uint64_t w) {
+        return (h ^ w) * ND_FNV_PRIME;
+    }
     """
     const uint64_t FNV_OFFSET "ND_FNV_OFFSET"
     const uint64_t GOLDEN "ND_GOLDEN"
+    uint64_t fmix64 "nd_fmix64"(uint64_t h) noexcept nogil
+    int64_t reduce_range "nd_reduce_range"(uint64_t h, uint64_t n) noexcept nogil
+    uint64_t fnv_step "nd_fnv_step"(uint64_t h, uint64_t w) noexcept nogil
 
 # Eight bytes at a time (unaligned; the caller keeps p[0:8] inside its buffer).
 cdef extern from *:

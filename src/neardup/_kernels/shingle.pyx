@@ -35,17 +35,7 @@ cdef extern from *:
     #else
     #define ND_CLONES
     #endif
-    #define ND_FNV_PRIME 0x100000001B3ULL
     #define ND_BLOCK 256
-
-    static inline uint64_t nd_fmix64(uint64_t h) {
-        h ^= h >> 33;
-        h *= 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 33;
-        h *= 0xC4CEB9FE1A85EC53ULL;
-        h ^= h >> 33;
-        return h;
-    }
 
     /* x[i] = fmix64(x[i]) for i in [0, n) */
     ND_CLONES static void nd_fmix_all(uint64_t* x, int64_t n) {
@@ -61,14 +51,14 @@ cdef extern from *:
                 uint64_t h[8];
                 for (int l = 0; l < 8; l++) h[l] = ND_GOLDEN;
                 for (int64_t q = 0; q < width; q++)
-                    for (int l = 0; l < 8; l++) h[l] = (h[l] ^ tok[j + l + q]) * ND_FNV_PRIME;
+                    for (int l = 0; l < 8; l++) h[l] = nd_fnv_step(h[l], tok[j + l + q]);
                 for (int l = 0; l < 8; l++) out[j + l] = nd_fmix64(h[l] ^ (uint64_t)width);
             }
         }
         for (; j < m; j++) {
             const uint64_t* t = tok + j * offset;
             uint64_t h = ND_GOLDEN;
-            for (int64_t q = 0; q < width; q++) h = (h ^ t[q]) * ND_FNV_PRIME;
+            for (int64_t q = 0; q < width; q++) h = nd_fnv_step(h, t[q]);
             out[j] = nd_fmix64(h ^ (uint64_t)width);
         }
     }
@@ -79,7 +69,7 @@ cdef extern from *:
                                       uint64_t k, uint32_t* bin, uint32_t* val) {
         for (int64_t i = 0; i < n; i++) {
             uint64_t h = nd_fmix64(hashes[i] ^ s_bin);
-            bin[i] = (uint32_t)(((h >> 32) * k) >> 32);
+            bin[i] = (uint32_t)nd_reduce_range(h, k);
             val[i] = (uint32_t)h;
         }
     }
