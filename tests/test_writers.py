@@ -294,7 +294,7 @@ def test_copy_by_spans_notices_a_shorter_file(tmp_path):
                            spans=spans[:2])
 
 
-def test_compressed_and_in_memory_sources_have_no_spans(tmp_path):
+def test_compressed_sources_have_no_spans(tmp_path):
     path = tmp_path / "in.jsonl.gz"
     path.write_bytes(gzip.compress(b'{"text":"a"}\n{"text":"b"}\n'))
     _, spans = _read_with_spans([path])
