@@ -1,4 +1,4 @@
-"""The batch JSONL path (blocks parsed by Arrow) against the line-by-line reader as its oracle:
+"""The batch JSONL path (blocks read by the compiled scanner) against the line-by-line reader:
 the same records, ids, texts, locations, skipped counts and errors, whatever the lines hold and
 wherever the blocks are cut; and Arrow text arrays normalise to the same bytes as Python
 strings."""

@@ -884,15 +884,16 @@ _GENERATORS = {
 # The record stream shared by the reader and the writer
 
 
-# Bytes of JSONL parsed at a time by the batch path (Arrow's reader splits a block over its
-# threads in 1 MB pieces); a line longer than this makes its block larger.
+# Bytes of JSONL scanned at a time by the batch path; a line longer than this makes its block
+# larger.
 JSONL_BLOCK_BYTES = 8 << 20
 
 
 class _BlockLines:
     """The lines of a block of JSONL (whole lines; the last may lack its ``\\n``): where each
     starts and ends (``\\n`` included), the blank ones (skipped, as the line reader skips
-    them) and the number of the others."""
+    them) and the others, the records: ``rec``, their line numbers in the block (0-based),
+    ``rec_starts``/``rec_ends``, their bytes."""
 
     def __init__(self, block: bytes | memoryview):
         import numpy as np
@@ -914,33 +915,34 @@ class _BlockLines:
         self.starts = starts
         self.ends = ends
         self.records = n - len(self.blank)
+        if self.blank:
+            self.rec = np.delete(np.arange(n, dtype=np.int64), sorted(self.blank))
+            self.rec_starts = starts[self.rec]
+            self.rec_ends = ends[self.rec]
+        else:
+            self.rec = np.arange(n, dtype=np.int64)
+            self.rec_starts = starts
+            self.rec_ends = ends
 
     def record_lines(self, first_line: int):
         """The 1-based line numbers of the non-blank lines, for a block after ``first_line``
         lines."""
-        import numpy as np
-
-        k = np.arange(self.n, dtype=np.int64)
-        if self.blank:
-            k = np.delete(k, sorted(self.blank))
-        return k + (first_line + 1)
+        return self.rec + (first_line + 1)
 
     def record_spans(self, base: int):
         """``int64[records, 2]``: the bytes ``[start, end)`` of each non-blank line, for a
         block that starts at byte ``base`` of its file."""
         import numpy as np
 
-        spans = np.empty((self.n, 2), np.int64)
-        np.add(self.starts, base, out=spans[:, 0])
-        np.add(self.ends, base, out=spans[:, 1])
-        if self.blank:
-            spans = np.delete(spans, sorted(self.blank), axis=0)
+        spans = np.empty((self.records, 2), np.int64)
+        np.add(self.rec_starts, base, out=spans[:, 0])
+        np.add(self.rec_ends, base, out=spans[:, 1])
         return spans
 
 
 @dataclass
 class ArrowBatch:
-    """Consecutive valid records of one JSONL source, as Arrow parsed them: ``texts``, a
+    """Consecutive valid records of one JSONL source, as the scanner read them: ``texts``, a
     pyarrow string array (the text fields joined by ``\\n``); ``ids``, their ids (``None``:
     the running record numbers from ``first``); ``locations``, ``int64`` ``(source index <<
     40) | line``; ``text_bytes``, the UTF-8 bytes of the texts; ``first``, the global number
@@ -964,79 +966,60 @@ class ArrowBatch:
 
 
 class _BlockParser:
-    """Parses a block of JSONL with Arrow's JSON reader into an :class:`ArrowBatch`, or says
-    (``None``) that the block needs the line reader: a parse error, a row count other than the
-    non-blank lines (two objects on a line), a missing or null text field or id, a text field
-    that is not a string or not valid UTF-8, an id that is neither a string nor an integer."""
+    """Reads the records of a block of JSONL with the compiled scanner
+    (:mod:`neardup._kernels.jsonl`), which checks each line against the JSON grammar and takes
+    its text fields and id from its bytes: no Python object per record. :meth:`parse` yields,
+    in order, each run of lines the scanner read as an :class:`ArrowBatch` of their records
+    (positions ``a:b`` among the block's records) and the position of each line it left to the
+    line reader (a syntax error, a missing or non-string text field, an id that is neither a
+    string nor an integer, anything it does not read exactly as ``orjson`` does)."""
 
     def __init__(self, opts: _Options):
-        import pyarrow as pa
-
-        self.fields = opts.text_fields
-        self.id_field = opts.id_field
-        self.id_type = pa.string()  # the ids' type of the last block: strings or integers
-
-    def _read(self, block: bytes | memoryview, id_type: Any) -> Any:
-        import pyarrow as pa
-        import pyarrow.json as pj
-
-        cols = [(f, pa.string()) for f in self.fields]
-        if self.id_field is not None:
-            cols.append((self.id_field, id_type))
-        return pj.read_json(
-            pa.BufferReader(block),
-            read_options=pj.ReadOptions(use_threads=True, block_size=1 << 20),
-            parse_options=pj.ParseOptions(explicit_schema=pa.schema(cols),
-                                          unexpected_field_behavior="ignore"))
+        self.keys = tuple(f.encode("utf-8", "surrogatepass") for f in opts.text_fields)
+        self.id_key = (None if opts.id_field is None
+                       else opts.id_field.encode("utf-8", "surrogatepass"))
 
     def parse(self, block: bytes | memoryview, lines: _BlockLines, first_line: int,
-              source_index: int) -> ArrowBatch | None:
+              source_index: int) -> Iterator[tuple[int, int, ArrowBatch] | int]:
+        import numpy as np
         import pyarrow as pa
 
-        if lines.records == 0:
-            return None
-        table = None
-        types = [self.id_type]
-        if self.id_field is not None:
-            types.append(pa.int64() if pa.types.is_string(self.id_type) else pa.string())
-        for t in types:
-            try:
-                table = self._read(block, t)
-            except (pa.ArrowInvalid, ValueError):  # ValueError: UnicodeDecodeError too
-                continue
-            self.id_type = t
-            break
-        if table is None or table.num_rows != lines.records:
-            return None
-        cols = [table.column(f) for f in self.fields]
-        if any(c.null_count for c in cols):
-            return None
-        if len(cols) == 1:
-            texts = cols[0]
-        else:
-            import pyarrow.compute as pc
+        from .._kernels.jsonl import decode_ids, scan_lines
 
-            texts = pc.binary_join_element_wise(*cols, "\n")
-        # texts stay in the pieces Arrow parsed (normalisation reads them piece by piece)
-        ids = None
-        try:
-            # Arrow's JSON reader does not check that strings are valid UTF-8: the line
-            # reader names the line that is not
-            texts.validate(full=True)
-            if self.id_field is not None:
-                col = table.column(self.id_field)
-                if col.null_count:
-                    return None
-                if pa.types.is_string(col.type):
-                    col.validate(full=True)
-                else:
-                    col = col.cast(pa.string())
-                ids = col.to_pylist()
-        except pa.ArrowInvalid:
-            return None
+        n = lines.records
+        if n == 0:
+            return
+        starts, ends = lines.rec_starts, lines.rec_ends
+        size = len(block)
+        out = np.empty(size, np.uint8)
+        offsets = np.empty(n + 1, np.int64)
+        id_out = np.empty(size if self.id_key is not None else 0, np.uint8)
+        id_offsets = np.empty(n + 1, np.int64)
+        scratch = np.empty(int((ends - starts).max()) if len(self.keys) > 1 else 0, np.uint8)
+        data = np.frombuffer(block, np.uint8)
         locations = lines.record_lines(first_line) | (source_index << 40)
-        text_bytes = arrow_text_bytes(texts)
-        return ArrowBatch(texts, ids, locations, text_bytes)
+        text_buf = None
+        pos = 0
+        offsets[0] = id_offsets[0] = 0
+        while pos < n:
+            stop = scan_lines(data, starts, ends, pos, self.keys, self.id_key, out, offsets,
+                              id_out, id_offsets, scratch)
+            if stop > pos:
+                if text_buf is None:
+                    text_buf = pa.py_buffer(out)
+                k = stop - pos
+                texts = pa.Array.from_buffers(
+                    pa.large_string(), k, [None, pa.py_buffer(offsets[pos:stop + 1]), text_buf])
+                ids = None
+                if self.id_key is not None:
+                    ids = decode_ids(id_out, id_offsets[pos:stop + 1], k)
+                text_bytes = int(offsets[stop] - offsets[pos])
+                yield pos, stop, ArrowBatch(texts, ids, locations[pos:stop], text_bytes)
+            if stop < n:
+                yield stop  # for the line reader
+                offsets[stop + 1] = offsets[stop]
+                id_offsets[stop + 1] = id_offsets[stop]
+            pos = stop + 1
 
 
 @dataclass
@@ -1187,10 +1170,10 @@ class RecordStream:
     def jsonl_batches(self, src: _Source, block_size: int | None = None
                       ) -> Iterator[ArrowBatch | Record]:
         """The valid records of a JSONL source (see :meth:`batchable`), block by block: each
-        block of lines that Arrow's JSON reader parses into exactly its records, with every
+        run of lines that the compiled scanner reads (see :class:`_BlockParser`), with every
         text field a string and every id present, distinct and a string or an integer, as one
-        :class:`ArrowBatch`; any other block line by line as :class:`Record` objects, with the
-        same results, errors and numbering as :meth:`records`. A read error (a damaged
+        :class:`ArrowBatch`; any other line through the line reader as a :class:`Record`, with
+        the same results, errors and numbering as :meth:`records`. A read error (a damaged
         compressed stream) sends the rest of the file through the line-by-line reader, so that
         every line before the damage is read, as there."""
         block_size = block_size or JSONL_BLOCK_BYTES
@@ -1238,18 +1221,27 @@ class RecordStream:
                         continue
                 lines = _BlockLines(block)
                 records += lines.records
-                batch = parser.parse(block, lines, lineno, src.index)
-                if batch is not None and self._claim_ids(batch):
+                base = consumed if plain else None
+                spans = None
+                for part in parser.parse(block, lines, lineno, src.index):
+                    if type(part) is int:  # a line for the line reader
+                        yield from self._block_records(src, block, lines, lineno, base, bom,
+                                                       part, part + 1)
+                        continue
+                    a, b, batch = part
+                    if not self._claim_ids(batch):  # a repeated id: named line by line
+                        yield from self._block_records(src, block, lines, lineno, base, bom,
+                                                       a, b)
+                        continue
                     batch.first = self.count
                     self.count += len(batch)
                     if plain:
-                        batch.spans = lines.record_spans(consumed)
-                        if bom and len(batch.spans) and batch.spans[0, 0] == bom:
-                            batch.spans[0, 0] = 0  # the line is copied with its mark
+                        if spans is None:
+                            spans = lines.record_spans(consumed)
+                            if bom and len(spans) and spans[0, 0] == bom:
+                                spans[0, 0] = 0  # the line is copied with its mark
+                        batch.spans = spans[a:b]
                     yield batch
-                else:
-                    yield from self._block_records(src, block, lines, lineno,
-                                                   consumed if plain else None, bom)
                 consumed += len(block)
                 lineno += lines.n
         if records == 0:
@@ -1270,14 +1262,14 @@ class RecordStream:
         return True
 
     def _block_records(self, src: _Source, block: bytes | memoryview, lines: _BlockLines,
-                       lineno: int, base: int | None, bom: int = 0) -> Iterator[Record]:
-        """The records of a block read line by line; ``base``: the byte where the block starts
-        in an uncompressed file (each record then gets the span of its line, the first line
-        with the byte order mark of ``bom`` bytes before it)."""
+                       lineno: int, base: int | None, bom: int, first: int,
+                       stop: int) -> Iterator[Record]:
+        """The records ``first:stop`` of a block (positions among its non-blank lines), read
+        line by line; ``base``: the byte where the block starts in an uncompressed file (each
+        record then gets the span of its line, the first line with the byte order mark of
+        ``bom`` bytes before it)."""
         single = self.opts.text_fields[0] if len(self.opts.text_fields) == 1 else None
-        for k in range(lines.n):
-            if k in lines.blank:
-                continue
+        for k in lines.rec[first:stop].tolist():
             a, b = int(lines.starts[k]), int(lines.ends[k])
             raw = bytes(block[a:b])
             item = _jsonl_line(raw, src.name, lineno + 1 + k, self.opts, True, single)
