@@ -120,12 +120,15 @@ def tiny_blocks(monkeypatch):
 
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(corpus(), st.sampled_from(["skip", "fail"]), st.sampled_from([97, 300, 1 << 20]))
+@given(corpus(), st.sampled_from(["skip", "fail"]), st.sampled_from([97, 300, 1 << 20]),
+       st.sampled_from([5, 40, 1 << 20]))
 # a byte order mark alone on the first line, then two objects on one line: the mark's line once
 # counted as a record, so Arrow's two rows passed for the two "records"
-@example((b'\xef\xbb\xbf\n{"text":""} {"text":""}\n', "none"), "skip", 97)
-def test_batch_reader_matches_line_reader(monkeypatch, case, on_error, block):
+@example((b'\xef\xbb\xbf\n{"text":""} {"text":""}\n', "none"), "skip", 97, 1 << 20)
+def test_batch_reader_matches_line_reader(monkeypatch, case, on_error, block, first):
+    """Whatever the block size, and the first block's (it doubles up to the block size)."""
     monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", block)
+    monkeypatch.setattr(readers, "JSONL_FIRST_BLOCK_BYTES", first)
     data, id_kind = case
     id_field = None if id_kind == "none" else "id"
     expected = _outcome(data, False, on_error, id_field)
@@ -133,6 +136,7 @@ def test_batch_reader_matches_line_reader(monkeypatch, case, on_error, block):
 
 
 def test_batch_reader_uses_arrow_for_clean_input(tiny_blocks):
+    """The scanner reads clean lines into Arrow arrays (not one Python string per record)."""
     lines = [orjson.dumps({"text": f"Text number {i} é", "id": f"d{i}"}) for i in range(50)]
     data = b"\n".join(lines) + b"\n"
     chunks = list(read_documents(data, options=ReadOptions(id_field="id", chunk_size=1000),
