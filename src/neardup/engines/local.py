@@ -52,7 +52,7 @@ def _worker_init(threads: int) -> None:
 class _Prefetch:
     """Iterates ``items`` on a thread of its own, ``depth`` items ahead of the caller.
 
-    The reader (Arrow's JSON parser, the newline scan) then works while the calling thread
+    The reader (the JSONL scanner, the newline scan) then works while the calling thread
     normalises the previous chunk and the pipeline's worker sketches the one before: the three
     mostly run outside the GIL, so a 2-core machine is kept busy. An error of the reader is
     raised in the caller, in order; :meth:`close` (or leaving a ``with`` block) stops the

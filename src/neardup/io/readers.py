@@ -1158,7 +1158,7 @@ class RecordStream:
                     yield out
         self.progress.finish(src)
 
-    # -- the batch path of JSONL files: blocks parsed by Arrow, no Python object per record ---
+    # -- the batch path of JSONL files: blocks read by the scanner, no Python object per record
 
     def batchable(self, src: _Source) -> bool:
         """Whether :meth:`jsonl_batches` can read ``src``: a whole UTF-8 JSONL file (or bytes)
@@ -1430,7 +1430,7 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
     lazily as the returned iterator is consumed. With ``on_error="fail"`` the first bad record
     raises :class:`InputError`; with ``"skip"`` it is counted in ``report`` and reading goes on.
 
-    ``arrow``: read JSONL files (and bytes) by blocks with Arrow's JSON reader where the
+    ``arrow``: read JSONL files (and bytes) by blocks with the compiled scanner where the
     options allow it, the chunks' texts then pyarrow string arrays (the same records, ids,
     errors and order; several times faster, and the texts' UTF-8 is never copied into Python
     strings).
