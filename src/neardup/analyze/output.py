@@ -65,10 +65,13 @@ def write_csv(a: Analysis, path: str | os.PathLike) -> None:
 
 def write_analysis(a: Analysis, outdir: str | os.PathLike, plot: bool = True
                    ) -> dict[str, str]:
-    """Write ``<name>.csv``, ``<name>.md`` and (with ``plot``) ``<name>.png`` into ``outdir``
-    (created); return their paths by kind."""
+    """Write ``<name>.csv``, ``<name>.md`` and (with ``plot``, when matplotlib is installed)
+    ``<name>.png`` into ``outdir`` (created); return their paths by kind (no ``png`` when the
+    figure was not drawn)."""
+    from .._extras import can_plot
     from ..io import prepare_outdir
-    from .plots import PLOTS
+
+    plot = plot and can_plot()
 
     out = prepare_outdir(outdir)
     paths = {"csv": out / f"{a.name}.csv", "md": out / f"{a.name}.md",
@@ -77,6 +80,8 @@ def write_analysis(a: Analysis, outdir: str | os.PathLike, plot: bool = True
         write_csv(a, paths["csv"])
         paths["md"].write_text(to_markdown(a), encoding="utf-8")
         if plot:
+            from .plots import PLOTS
+
             PLOTS[a.name](a, paths["png"])
         else:
             del paths["png"]

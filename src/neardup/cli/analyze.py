@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import sys
 import time
 from typing import Any
 
@@ -215,9 +216,12 @@ def _corpus_summary(analysis, corpus) -> None:
 
 
 def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, str]]) -> int:
+    from .._extras import NO_FIGURES
     from ..analyze.output import write_analysis
 
     paths = write_analysis(analysis, a.output)
+    if "png" not in paths:
+        print(f"neardup analyze {analysis.name}: {NO_FIGURES}", file=sys.stderr)
     seconds = time.perf_counter() - t0
     if a.json:
         data = analysis.to_dict()

@@ -118,6 +118,9 @@ def bisecting_kmeans(texts: Sequence[str], n_clusters: int, seed: int = 0
                      ) -> tuple[np.ndarray, float]:
     """Repeated-bisecting k-means (CLUTO's ClusterRB stand-in) on L2-normalised TF-IDF vectors,
     where Euclidean distance ranks like cosine similarity. Returns labels and seconds."""
+    from .._extras import require
+
+    require("sklearn", "fca", "the k-means comparison")
     from sklearn.cluster import BisectingKMeans
     from sklearn.feature_extraction.text import TfidfVectorizer
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .._extras import NO_FIGURES, can_plot
 from ..analyze.output import markdown_table
 from ..errors import ConfigError, InputError, SkipReason
 from ..evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
@@ -31,6 +32,10 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     t_start = time.perf_counter()
     if baseline_clusters and truth is None:
         raise ConfigError("--baseline-clusters compares with the reference: give --truth too")
+    if baseline_clusters:  # before any work: the comparison needs the fca extra
+        from .._extras import require
+
+        require("sklearn", "fca", "the k-means comparison (--baseline-clusters)")
     report = SkipReport()
     ids: list[str] = []
     texts: list[str] = []
@@ -96,9 +101,12 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
             w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
             w.writeheader()
             w.writerows(rows)
-        _plot(rows, outdir / "evaluation.png", len(texts), image_size)
-        outputs.update({k: str(outdir / k) for k in ("evaluation.md", "evaluation.csv",
-                                                     "evaluation.png")})
+        outputs.update({k: str(outdir / k) for k in ("evaluation.md", "evaluation.csv")})
+        if can_plot():
+            _plot(rows, outdir / "evaluation.png", len(texts), image_size)
+            outputs["evaluation.png"] = str(outdir / "evaluation.png")
+        else:
+            summary["figures"] = NO_FIGURES
     summary["outputs"] = {**outputs, "summary": str(outdir / "summary.json")}
     summary["seconds"] = round(time.perf_counter() - t_start, 3)
     write_json_atomic(outdir / "summary.json", summary)

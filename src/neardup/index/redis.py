@@ -84,10 +84,9 @@ class RedisStorage(Storage):
     kind = "redis"
 
     def __init__(self, url: str, *, prefix: str | None = None, lock_timeout: float = 30.0):
-        try:
-            import redis
-        except ImportError as e:  # pragma: no cover - redis is a dependency
-            raise ConfigError("the Redis backend needs the 'redis' package") from e
+        from .._extras import require
+
+        redis = require("redis", "redis", "an index in Redis")
         self._redis_mod = redis
         plain, url_prefix = _split_url(url)
         self.prefix = prefix or url_prefix

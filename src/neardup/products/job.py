@@ -63,6 +63,9 @@ def save_model(model: PairModel, threshold: float, path: str | os.PathLike) -> N
 
 def load_model(path: str | os.PathLike) -> tuple[PairModel, float]:
     """``(model, threshold)`` saved by :func:`save_model`; a clear error for anything else."""
+    from .._extras import require
+
+    require("sklearn", "products", "a trained product matcher (--model)")
     name = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -152,6 +155,9 @@ def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike
     """Run the bootstrap study, write its report into ``outdir``, and return a summary.
     ``save_model_to``: also fit the matcher on all labelled candidates at the default banding
     (threshold tuned out of fold) and save it there."""
+    from .._extras import require
+
+    require("sklearn", "products", "neardup products eval (its trained matcher)")
     from ..evaluate.bootstrap import tune_threshold
     from .candidates import true_pairs
     from .report import write_report

@@ -384,6 +384,9 @@ class PairModel:
 
     def __init__(self, n_estimators: int = 300, min_samples_leaf: int = 1,
                  random_state: int = 0, n_jobs: int = -1):
+        from .._extras import require
+
+        require("sklearn", "products", "the trained product matcher")
         from sklearn.ensemble import RandomForestClassifier
 
         self.params = {"n_estimators": n_estimators, "min_samples_leaf": min_samples_leaf,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._extras import NO_FIGURES, can_plot
 from .study import METHODS, StudyResult
 
 #: Published results on seed 000's TV data (all pairs compared for MSM; MSMP and MSMP+ at about
@@ -160,8 +161,10 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
     sweep_md = markdown_table(sweep, scols, ["bands", "rows", "fraction", "PC", "PQ", "F1*"]
                               + [f"F1 {m}" for m in METHODS])
     (out / "sweep.md").write_text(sweep_md)
-    plot_sweep(sweep, out / "sweep.png", default)
-    plot_similarity(res, out / "similarity.png")
+    figures = can_plot()
+    if figures:
+        plot_sweep(sweep, out / "sweep.png", default)
+        plot_similarity(res, out / "similarity.png")
     text = [f"# {title}", "",
             f"{res.n_offers:,} offers, {res.n_true_pairs:,} true duplicate pairs; "
             f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); MinHash LSH over title model "
@@ -169,9 +172,11 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
             f"{cfg.bands}x{cfg.rows}; thresholds tuned on each training part; "
             f"{res.seconds:.1f} s.", "",
             "## Test sets at the default banding (mean ± sd)", "", summary_md,
-            "## Sweep over the bandings (means)", "", sweep_md,
-            "![PC, PQ, F1* and F1 against the fraction of comparisons](sweep.png)", "",
-            "![Similarity of candidates and true duplicates](similarity.png)", ""]
+            "## Sweep over the bandings (means)", "", sweep_md]
+    text += (["![PC, PQ, F1* and F1 against the fraction of comparisons](sweep.png)", "",
+              "![Similarity of candidates and true duplicates](similarity.png)", ""]
+             if figures else [f"({NO_FIGURES}.)", ""])
     (out / "report.md").write_text("\n".join(text))
-    return {k: str(out / k) for k in ("report.md", "summary.csv", "summary.md", "sweep.csv",
-                                       "sweep.md", "runs.csv", "sweep.png", "similarity.png")}
+    names = ["report.md", "summary.csv", "summary.md", "sweep.csv", "sweep.md", "runs.csv"]
+    names += ["sweep.png", "similarity.png"] if figures else []
+    return {k: str(out / k) for k in names}

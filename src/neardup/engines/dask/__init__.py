@@ -83,6 +83,11 @@ exact-group stage). Textdir ids and row-number ids of other inputs are not cross
 collisions across partitions (the local engine does; it needs a file named like a row number).
 """
 
-from .run import STEPS, dedup_dask
+from ..._extras import require
+
+require("distributed", "dask", "the Dask engine")
+require("dask", "dask", "the Dask engine")
+
+from .run import STEPS, dedup_dask  # noqa: E402
 
 __all__ = ["dedup_dask", "STEPS"]
