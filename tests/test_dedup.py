@@ -189,7 +189,7 @@ def test_bad_library_input():
         neardup.dedup(["x", "y"], ids=["a", "a"])
     with pytest.raises(neardup.ConfigError, match="threshold"):
         neardup.dedup(["x"], threshold=1.5)
-    with pytest.raises(neardup.ConfigError, match="unknown parameter 'treshold'"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'treshold'"):
         neardup.dedup(["x"], treshold=0.5)
     with pytest.raises(neardup.ConfigError, match="bands\\*rows"):
         neardup.dedup(["x"], bands=20, rows=10)

@@ -7,6 +7,9 @@ choice of bands, exact verification of every candidate, and clusters that resist
 >>> result = neardup.dedup(texts, threshold=0.8)
 >>> result.clusters()
 
+The library logs what a run did and what it skipped to the ``"neardup"`` logger (INFO and
+WARNING), shown only where the application configures :mod:`logging`.
+
 The public names load on first use (``import neardup`` itself loads neither numpy nor the kernels),
 so that a command such as ``neardup --help`` starts at once; ``from neardup import dedup`` and
 ``neardup.dedup`` work as usual.

@@ -218,3 +218,29 @@ class DedupConfig:
         d = dataclasses.asdict(self)
         d["shingle"] = str(self.shingle)
         return d
+
+
+def flat_defaults() -> dict[str, Any]:
+    """The default of every flat keyword of :meth:`DedupConfig.from_kwargs`."""
+    d = DedupConfig()
+    out: dict[str, Any] = {"shingle": str(d.shingle)}
+    for key, (sec, name) in DedupConfig._FLAT.items():
+        out[key] = getattr(getattr(d, sec), name)
+    return out
+
+
+def config_from(config: DedupConfig | None, params: dict[str, Any]) -> DedupConfig:
+    """The configuration of a run: ``config`` as given, or one built from the flat keyword
+    ``params`` (:meth:`DedupConfig.from_kwargs`). Giving ``config`` and changing a keyword
+    from its default is an error: one of the two would be ignored."""
+    if config is None:
+        return DedupConfig.from_kwargs(**params)
+    if not isinstance(config, DedupConfig):
+        raise ConfigError(f"config={config!r} is invalid: a neardup.DedupConfig")
+    defaults = flat_defaults()
+    changed = sorted(k for k, v in params.items()
+                     if not (type(v) is type(defaults[k]) and v == defaults[k]))
+    if changed:
+        raise ConfigError(f"pass either config= or the keyword parameters, not both (given: "
+                          f"config and {', '.join(changed)})")
+    return config

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import pandas
+    import polars
+    import pyarrow
 
 import numpy as np
 
@@ -103,3 +108,55 @@ class Result:
              "method": METHOD_NAMES[int(m)]}
             for a, b, s, m in zip(p.left, p.right, p.similarity, p.method)
         ]
+
+    # -- tables -------------------------------------------------------------------------------
+    def columns(self, table: Literal["clusters", "pairs"] = "clusters") -> dict[str, np.ndarray]:
+        """The columns of a table as NumPy arrays, as ``neardup dedup`` writes them:
+
+        - ``"clusters"``: one row per document: ``id``, ``cluster``, ``representative`` (its
+          id), ``similarity`` (to the representative), ``keep`` (kept in the deduplicated
+          corpus);
+        - ``"pairs"``: one row per duplicate pair: ``id_a``, ``id_b``, ``similarity``,
+          ``method`` ("fingerprint", "jaccard" or "minhash").
+        """
+        ids = np.asarray(self.ids, dtype=object)
+        if table == "clusters":
+            return {"id": ids, "cluster": self.labels, "representative": ids[self.representative],
+                    "similarity": self.similarity, "keep": self.keep}
+        if table == "pairs":
+            p = self.pairs
+            return {"id_a": ids[p.left], "id_b": ids[p.right], "similarity": p.similarity,
+                    "method": np.asarray(METHOD_NAMES, dtype=object)[p.method]}
+        from .errors import ConfigError
+
+        raise ConfigError(f"table={table!r} is invalid: 'clusters' or 'pairs'")
+
+    def to_arrow(self, table: Literal["clusters", "pairs"] = "clusters") -> pyarrow.Table:
+        """The ``clusters`` or ``pairs`` table (see :meth:`columns`) as a ``pyarrow.Table``."""
+        import pyarrow as pa
+
+        cols = self.columns(table)
+        return pa.table({k: pa.array(v, type=pa.string() if v.dtype == object else None)
+                         for k, v in cols.items()})
+
+    def to_pandas(self, table: Literal["clusters", "pairs"] = "clusters") -> pandas.DataFrame:
+        """The ``clusters`` or ``pairs`` table as a ``pandas.DataFrame`` (needs pandas)."""
+        _need("pandas")
+        return self.to_arrow(table).to_pandas()
+
+    def to_polars(self, table: Literal["clusters", "pairs"] = "clusters") -> polars.DataFrame:
+        """The ``clusters`` or ``pairs`` table as a ``polars.DataFrame`` (needs polars)."""
+        pl = _need("polars")
+        return pl.from_arrow(self.to_arrow(table))
+
+
+def _need(module: str) -> Any:
+    import importlib
+
+    from .errors import ConfigError
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise ConfigError(f"this needs {module}, which is not installed: pip install "
+                          f"{module}") from None

@@ -214,4 +214,6 @@ class RunSummary:
                 "mb_per_s": round(self.text_bytes / 1e6 / wall, 2) if wall > 0 else None,
                 "ingest_seconds": round(self.ingest_seconds or 0.0, 4),
             })
+        elif self.skipped is not None:  # the library's documents left out (on_error="skip")
+            d["skipped"] = self.skipped
         return d

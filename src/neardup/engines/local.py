@@ -14,27 +14,30 @@ instead. Never the texts themselves.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._arrays import Growable
+from .._columns import IdColumn, TextColumn, id_column, select, text_column, to_arrow
+from .._log import get_logger
 from .._malloc import tune_malloc
 from .._threads import get_num_threads, set_num_threads
 from ..cluster import cluster_representatives, labels_from_reps, preference_rank
-from ..config import DedupConfig
-from ..errors import InputError, OutputError, SkipReason
+from ..config import DedupConfig, ShingleConfig, config_from, flat_defaults
+from ..errors import ConfigError, InputError, OutputError, SkipReason
 from ..exact import FingerprintTable
 from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
-from ..result import FINGERPRINT, JACCARD, METHOD_NAMES, MINHASH, Pairs, Result
+from ..result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
 from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
 from ..text.normalize import is_arrow_strings, normalize
-from ..validate import check_int
+from ..validate import check_choice, check_int
 from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments
 
 if TYPE_CHECKING:
@@ -43,6 +46,11 @@ if TYPE_CHECKING:
 __all__ = ["Deduplicator", "dedup", "dedup_files", "write_result"]
 
 StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
+
+log = get_logger(__name__)
+
+#: the flat keyword parameters of :func:`dedup` and :class:`Deduplicator`
+_FLAT = frozenset(flat_defaults())
 
 
 def _worker_init(threads: int) -> None:
@@ -122,8 +130,9 @@ class Deduplicator:
     >>> result = d.finish()
 
     ``add`` may be called with chunks of any size; results do not depend on the chunking.
-    Parameters: a :class:`DedupConfig` or the flat keywords of :meth:`DedupConfig.from_kwargs`.
-    ``check_ids``: reject repeated ids (the file readers do this already, so the pipeline turns
+    Parameters: the keywords of :func:`dedup`, or a whole :class:`DedupConfig` as ``config``.
+    ``on_error``: "fail" (default) on a missing text (``None``, a null), or "skip" to leave
+    such documents out (counted in the summary's ``skipped``). ``check_ids``: reject repeated ids (the file readers do this already, so the pipeline turns
     it off to save memory). ``workers``: threads for the compiled stages (default: the calling
     thread's setting, :func:`neardup._threads.set_num_threads`; all available processors unless
     changed).
@@ -133,12 +142,21 @@ class Deduplicator:
     Stage timings are therefore seconds of work per stage, and stages overlap.
     """
 
-    def __init__(self, config: DedupConfig | None = None, *, check_ids: bool = True,
-                 on_stage: StageCallback | None = None, workers: int | None = None,
-                 **params: Any):
-        if config is not None and params:
-            raise TypeError("pass either a DedupConfig or keyword parameters, not both")
-        self.config = config or DedupConfig.from_kwargs(**params)
+    def __init__(self, config: DedupConfig | None = None, *, threshold: float = 0.8, shingle: str | ShingleConfig = "word:5",
+                 num_perm: int = 128, scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
+                 bands: int | None = None, rows: int | None = None, min_recall: float = 0.9,
+                 bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
+                 cluster: Literal["components", "strict"] = "components",
+                 keep: Literal["first", "longest"] = "first", nfkc: bool = True,
+                 casefold: bool = True, strip_html: bool = False,
+                 strip_punctuation: bool = False, strip_digits: bool = False,
+                 strip_stopwords: bool = False,
+                 workers: int | None = None, on_error: Literal["fail", "skip"] = "fail",
+                 check_ids: bool = True, on_stage: StageCallback | None = None):
+        self.config = config_from(config, {k: v for k, v in locals().items() if k in _FLAT})
+        check_choice("on_error", on_error, ("fail", "skip"))
+        self.on_error = on_error
+        self._skipped = 0
         tune_malloc()
         check_int("workers", workers, 1, none=True)
         self.workers = get_num_threads() if workers is None else workers
@@ -179,27 +197,28 @@ class Deduplicator:
         self.timings[stage] = self.timings.get(stage, 0.0) + (t1 - t0)
         return t1
 
-    def add(self, texts: Sequence[str], ids: Sequence[str] | None = None,
+    def add(self, texts: TextColumn, ids: IdColumn | None = None,
             text_bytes: int | None = None) -> None:
-        """Add a chunk of documents (``ids`` default to their running row numbers)."""
+        """Add a chunk of documents: ``texts`` in any form :mod:`neardup._columns` takes (a
+        list of ``str``, a pyarrow, pandas or polars column, ...), ``ids`` strings or integers
+        (default: the documents' running row numbers, counting skipped ones)."""
         if self._finished:
             raise RuntimeError("finish() was already called on this Deduplicator")
         if self._t_first is None:
             self._t_first = time.perf_counter()
-        n = len(texts)
-        base = len(self._ids)
+        base = len(self._ids) + self._skipped  # the row number of this chunk's first text
+        texts, kept, n_in = text_column(texts, self.on_error, base)
+        if ids is not None:
+            ids = select(id_column(ids, n_in, base), kept)
+        elif kept is not None or self._skipped:
+            # row numbers that skip the missing texts: checked like ids of the caller's
+            ids = [str(base + i) for i in (range(n_in) if kept is None else kept.tolist())]
         auto = ids is None
+        self._skipped += n_in - len(texts)
+        n = len(texts)
         if auto:
             ids = [str(base + i) for i in range(n)]
-        elif len(ids) != n:
-            raise InputError(f"got {n} texts but {len(ids)} ids", field="ids")
         arrow = is_arrow_strings(texts)
-        if not arrow:
-            for i, t in enumerate(texts):
-                if not isinstance(t, str):
-                    raise InputError(f"text at position {base + i} is {type(t).__name__}, "
-                                     "not str", field="texts",
-                                     reason=SkipReason.NON_STRING_FIELD)
         if self._seen_ids is not None and auto and self._auto_until == base:
             # Row numbers are distinct by construction: while every id so far is one, nothing
             # needs checking (and the check's dictionary is not built).
@@ -210,9 +229,6 @@ class Deduplicator:
                 seen.update((str(i), i) for i in range(self._auto_until))
                 self._auto_until = -1
             for i, x in enumerate(ids):
-                if not isinstance(x, str):
-                    raise InputError(f"id at position {base + i} is {type(x).__name__}, not str",
-                                     field="ids", reason=SkipReason.BAD_ID)
                 if x in seen:
                     raise InputError(f"duplicate id {x!r} at positions {seen[x]} and {base + i}",
                                      field="ids", reason=SkipReason.DUPLICATE_ID)
@@ -308,9 +324,17 @@ class Deduplicator:
         before = get_num_threads()
         set_num_threads(self.workers)
         try:
-            return self._finish()
+            result = self._finish()
         finally:
             set_num_threads(before)
+        s = result.summary
+        log.info("%d documents: %d distinct texts, %d clusters of near-duplicates, %d removed "
+                 "(%.3f s)", s["documents"], s["distinct_texts"], s["clusters"], s["removed"],
+                 s["seconds"])
+        if self._skipped:
+            log.warning("%d documents with a missing text were left out (on_error='skip')",
+                        self._skipped)
+        return result
 
     def _finish(self) -> Result:
         if self._finished:
@@ -418,19 +442,65 @@ class Deduplicator:
             verified_pairs=int(np.count_nonzero(pairs.method != FINGERPRINT)),
             shingles=self._shingles_total, timings=dict(self.timings), workers=self.workers,
             seconds=wall)
+        if self._skipped:
+            self.run_summary.skipped = {"total": self._skipped, "by_reason": {
+                str(SkipReason.NON_STRING_FIELD): self._skipped}}
         return self.run_summary.to_dict()
 
 
-def dedup(texts: Sequence[str], ids: Sequence[str] | None = None, *,
-          chunk_size: int = 10_000, **params: Any) -> Result:
+def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
+          threshold: float = 0.8, shingle: str | ShingleConfig = "word:5",
+          num_perm: int = 128, scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
+          bands: int | None = None, rows: int | None = None, min_recall: float = 0.9,
+          bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
+          cluster: Literal["components", "strict"] = "components",
+          keep: Literal["first", "longest"] = "first", nfkc: bool = True, casefold: bool = True,
+          strip_html: bool = False, strip_punctuation: bool = False, strip_digits: bool = False,
+          strip_stopwords: bool = False,
+          config: DedupConfig | None = None, chunk_size: int = 10_000,
+          workers: int | None = None, on_error: Literal["fail", "skip"] = "fail") -> Result:
     """Find near-duplicate clusters among ``texts`` and return a :class:`Result`.
 
-    Parameters are the flat keywords of :meth:`DedupConfig.from_kwargs` (``threshold``,
-    ``shingle``, ``num_perm``, ``verify``, ``cluster``, ``keep``, ...) or ``config=DedupConfig``.
+    ``texts``: a list of ``str``, or a column of a pyarrow table, a pandas or polars data
+    frame, a Hugging Face dataset (read in place where it is Arrow); ``ids``: strings or
+    integers (default: row numbers).
+
+    Parameters (their defaults are those of :class:`DedupConfig`):
+
+    - ``threshold``: the similarity (Jaccard of the shingle sets) from which two documents are
+      near-duplicates, in (0, 1];
+    - ``shingle``: ``"word:K"`` or ``"char:K"`` (``":OFFSET"`` to take every OFFSET-th);
+    - ``num_perm``, ``scheme`` ("oph" one-permutation MinHash or "classic"), ``seed``: the
+      MinHash signatures;
+    - ``bands``, ``rows``: the LSH banding (default: chosen from ``threshold`` so that a pair
+      at the threshold is found with probability ``min_recall``); ``bucket_cap``: the largest
+      LSH bucket paired in full;
+    - ``verify``: "exact" Jaccard of every candidate pair, or the signature "estimate";
+    - ``cluster``: "components" or "strict" (no chains); ``keep``: the representative, "first"
+      or "longest";
+    - ``nfkc``, ``casefold``, ``strip_html``, ``strip_punctuation``, ``strip_digits``,
+      ``strip_stopwords``: normalisation;
+    - ``config``: a whole :class:`DedupConfig` instead of the keywords above;
+    - ``chunk_size``: documents per chunk through the pipeline (results do not depend on it);
+      ``workers``: threads for the compiled stages (default: all processors);
+    - ``on_error``: "fail" on a missing text (``None``, a null), or "skip" to leave such
+      documents out (``result.summary["skipped"]`` counts them; the ids of the others stay
+      their own, or their row numbers in ``texts``).
     """
     check_int("chunk_size", chunk_size, 1)
-    config = params.pop("config", None)
-    d = Deduplicator(config, **params)
+    params = {k: v for k, v in locals().items() if k in _FLAT}
+    d = Deduplicator(config_from(config, params), workers=workers, on_error=on_error)
+    arrow = to_arrow(texts)
+    if arrow is not None:
+        texts = arrow
+    elif isinstance(texts, (str, bytes)):
+        raise ConfigError(f"texts must be a sequence of strings, not one {type(texts).__name__}")
+    elif isinstance(texts, np.ndarray):
+        texts = texts.tolist()
+    elif not isinstance(texts, (list, tuple)):
+        texts = list(texts)
+    if ids is not None:
+        ids = id_column(ids, len(texts))
     for s in range(0, len(texts), chunk_size):
         d.add(texts[s:s + chunk_size], None if ids is None else ids[s:s + chunk_size])
     if len(texts) == 0:
@@ -457,20 +527,10 @@ def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str
     """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
     from ..io import write_table
 
-    ids = np.asarray(result.ids, dtype=object)
-    clusters = write_table(outdir / "clusters", {
-        "id": ids,
-        "cluster": result.labels,
-        "representative": ids[result.representative],
-        "similarity": result.similarity,
-    }, fmt)
-    p = result.pairs
-    pairs = write_table(outdir / "pairs", {
-        "id_a": ids[p.left],
-        "id_b": ids[p.right],
-        "similarity": p.similarity,
-        "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
-    }, fmt)
+    cols = result.columns("clusters")
+    del cols["keep"]  # the file's columns, as they have always been
+    clusters = write_table(outdir / "clusters", cols, fmt)
+    pairs = write_table(outdir / "pairs", result.columns("pairs"), fmt)
     return {"clusters": str(clusters), "pairs": str(pairs)}
 
 
@@ -502,28 +562,33 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     paths = [Path(p) for p in paths]
     report = SkipReport()
 
+    from ..io.streams import Spool
+
     index = index_tmp = None
-    if save_index is not None:
-        index, index_tmp = _new_index(Path(save_index), config)
+    spool = Spool(outdir, input_format)  # standard input and pipes, kept for the second read
     try:
-        return _run(paths, outdir, config, report, read_opts, out_opts, progress, t_start,
-                    index, index_tmp, save_index)
+        paths = spool.paths(paths)
+        if save_index is not None:
+            index, index_tmp = _new_index(Path(save_index), config)
+        summary = _run(paths, outdir, config, report, read_opts, out_opts, progress, t_start,
+                       index, index_tmp, save_index, spool.display)
     except BaseException:
         if index is not None:
             index.close()
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{index_tmp}{suffix}").unlink(missing_ok=True)
+        spool.close(failed=True)
         raise
+    spool.close()
+    return summary
 
 
 def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: OutputOptions,
-         progress, t_start, index, index_tmp, save_index) -> dict[str, Any]:
+         progress, t_start, index, index_tmp, save_index, display=str) -> dict[str, Any]:
     from ..io import (
         prepare_outdir,
         read_documents,
         total_input_bytes,
-        write_deduplicated,
-        write_json_atomic,
     )
 
     def on_stage(stage: str, done: int, total: int) -> None:
@@ -565,48 +630,105 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
         for stage in ("candidates", "verify", "cluster"):
             progress.finish(stage)
 
-    # Everything was read and checked: only now is anything written.
+    # Everything was read and checked: only now is anything written. The outputs of a run are
+    # all there, with summary.json written last, or none of them: a failure or an interrupt
+    # removes what this run had written (each file is itself written under a temporary name).
     progress.start("write", None)
     t0 = time.perf_counter()
     prepare_outdir(outdir)
-    if out_opts.write_corpus:
-        # the tables are written on a thread of their own while the corpus is copied (both
-        # mostly outside the GIL: Arrow's writer, the system's copy)
-        with ThreadPoolExecutor(1, thread_name_prefix="neardup-write") as pool:
-            tables = pool.submit(write_result, result, outdir, out_opts.format)
-            try:
-                written = write_deduplicated(
-                    paths, result.keep, outdir / "deduplicated",
-                    locations=(np.concatenate(locations) if locations
-                               else np.zeros(0, np.int64)),
-                    spans=(np.concatenate(spans) if spans and all(x is not None for x in spans)
-                           else None),
-                    options=read_opts)
-            except BaseException:
-                tables.exception()  # wait for the tables; the corpus's error is the one raised
-                raise
-            outputs = tables.result()
-        outputs["deduplicated"] = [str(p) for p in written]
-    else:
+    (outdir / "summary.json").unlink(missing_ok=True)  # an earlier run's: no longer true
+    committed: list[Path] = []
+    try:
+        outputs = _write_outputs(result, paths, outdir, out_opts, read_opts, locations, spans,
+                                 committed)
+        if index is not None:
+            index.close()
+            os.replace(index_tmp, save_index)
+            committed.append(Path(save_index))
+            outputs["index"] = str(save_index)
+        t_write = time.perf_counter() - t0
+        progress.finish("write")
+        summary = _final_summary(dd, report, [display(p) for p in paths], outdir, outputs,
+                                 total_bytes, t_start, t_ingest, read_time, t_write, index_time,
+                                 index is not None)
+    except BaseException as e:
+        _remove(committed)
+        if committed:
+            log.warning("the run failed while writing; removed what it had written: %s",
+                        ", ".join(str(p) for p in committed))
+        if isinstance(e, OutputError):
+            raise OutputError(f"{e} (no output of this run was left in {outdir})") from e
+        raise
+    return summary
+
+
+def _write_outputs(result, paths, outdir, out_opts, read_opts, locations, spans,
+                   committed: list[Path]) -> dict[str, Any]:
+    """Write the tables and the deduplicated corpus; add each path to ``committed`` as soon as
+    it is in place."""
+    from ..io import write_deduplicated
+
+    if not out_opts.write_corpus:
         outputs = write_result(result, outdir, out_opts.format)
-    if index is not None:
-        index.close()
-        os.replace(index_tmp, save_index)
-        outputs["index"] = str(save_index)
-    t_write = time.perf_counter() - t0
-    progress.finish("write")
+        committed.extend(Path(p) for p in outputs.values())
+        return outputs
+    # the tables are written on a thread of their own while the corpus is copied (both mostly
+    # outside the GIL: Arrow's writer, the system's copy)
+    with ThreadPoolExecutor(1, thread_name_prefix="neardup-write") as pool:
+        tables = pool.submit(write_result, result, outdir, out_opts.format)
+        try:
+            written = write_deduplicated(
+                paths, result.keep, outdir / "deduplicated",
+                locations=(np.concatenate(locations) if locations
+                           else np.zeros(0, np.int64)),
+                spans=(np.concatenate(spans) if spans and all(x is not None for x in spans)
+                       else None),
+                options=read_opts)
+            committed.extend(Path(p) for p in written)
+        finally:
+            # wait for the tables; if the corpus failed, its error is the one raised
+            if tables.exception() is None:
+                committed.extend(Path(p) for p in tables.result().values())
+        outputs = tables.result()
+    outputs["deduplicated"] = [str(p) for p in written]
+    return outputs
+
+
+def _remove(paths: list[Path]) -> None:
+    import shutil
+
+    for p in paths:
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink(missing_ok=True)
+        except OSError:
+            pass
+    for p in {p.parent for p in paths}:  # an output folder this run made and left empty
+        if p.name == "deduplicated":
+            with contextlib.suppress(OSError):
+                p.rmdir()
+
+
+def _final_summary(dd, report, inputs, outdir, outputs, total_bytes, t_start, t_ingest,
+                   read_time, t_write, index_time, with_index) -> dict[str, Any]:
+    from ..io import write_json_atomic
 
     rs = dd.run_summary
     rs.timings = {"read": read_time, **rs.timings, "write": t_write}
-    if index is not None:
+    if with_index:
         rs.timings["index"] = index_time
     outputs["summary"] = str(outdir / "summary.json")
     rs.seconds = time.perf_counter() - t_start
-    rs.inputs = [str(p) for p in paths]
+    rs.inputs = list(inputs)
     rs.input_bytes = total_bytes
     rs.skipped = report.to_dict()
     rs.outputs = outputs
     rs.ingest_seconds = t_ingest
     summary = rs.to_dict()
+    if report.total:
+        log.warning("%d records were skipped: %s", report.total, report.to_dict()["by_reason"])
     write_json_atomic(outdir / "summary.json", summary)
+    log.info("outputs written to %s", outdir)
     return summary

@@ -19,18 +19,21 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from .._version import __version__
-from ..config import DedupConfig, check_threshold
+from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
 from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
 from ..stages import ingest_chunk
 from ..validate import check_int, check_str
 from ..verify import overlap_pairs, sort_unique_segments
 from .storage import FORMAT_VERSION, DuplicateIdError, MemoryStorage, Storage, StoredDoc
+
+#: the keyword parameters of :class:`Index` that are those of :class:`~neardup.DedupConfig`
+_FLAT = frozenset(flat_defaults())
 
 # Parameters that change what is stored; the rest (threshold of a query, bucket cap) may vary.
 _STORED_SECTIONS = ("normalize", "shingle", "sketch")
@@ -75,10 +78,22 @@ class Index:
     """
 
     def __init__(self, target: str | os.PathLike | Storage | None = None, *,
-                 config: DedupConfig | None = None, store_text: bool = True,
-                 storage_options: dict[str, Any] | None = None, **params: Any):
+                 threshold: float | None = None, shingle: str | ShingleConfig | None = None,
+                 num_perm: int | None = None, scheme: Literal["oph", "classic"] | None = None,
+                 seed: int | None = None, bands: int | None = None, rows: int | None = None,
+                 min_recall: float | None = None, bucket_cap: int | None = None,
+                 verify: Literal["exact", "estimate"] | None = None,
+                 cluster: Literal["components", "strict"] | None = None,
+                 keep: Literal["first", "longest"] | None = None, nfkc: bool | None = None,
+                 casefold: bool | None = None, strip_html: bool | None = None,
+                 strip_punctuation: bool | None = None, strip_digits: bool | None = None,
+                 strip_stopwords: bool | None = None, config: DedupConfig | None = None,
+                 store_text: bool = True, storage_options: dict[str, Any] | None = None):
+        # None: not given (a new index takes DedupConfig's default, an existing one its own)
+        params = {k: v for k, v in locals().items() if k in _FLAT and v is not None}
         if config is not None and params:
-            raise TypeError("pass either a DedupConfig or keyword parameters, not both")
+            raise ConfigError("pass either config= or the keyword parameters, not both "
+                              f"(given: config and {', '.join(sorted(params))})")
         self.storage = _open_storage(target, **(storage_options or {}))
         given = config or (DedupConfig.from_kwargs(**params) if params else None)
         meta = self.storage.read_meta()

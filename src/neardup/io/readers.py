@@ -270,12 +270,37 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
     return _Source(0, None, fmt, comp, 0, fileobj=source, label=label)
 
 
+def _stdin_source(index: int, fmt: str | None) -> _Source:
+    """Standard input (``-`` among the inputs), read once as it arrives: its format is the one
+    given, else JSON lines when its first byte is ``{``; gzip and Zstandard are told by their
+    magic bytes."""
+    stdin: Any = sys.stdin.buffer
+    head = stdin.peek(64)[:64] if hasattr(stdin, "peek") else b""
+    comp = "gz" if head.startswith(b"\x1f\x8b") else (
+        "zst" if head.startswith(b"\x28\xb5\x2f\xfd") else None)
+    if fmt is None:
+        if comp is None and head.lstrip(_SNIFF_SKIP)[:1] != b"{":
+            raise InputError("cannot tell the format of standard input from its first bytes "
+                             "(not JSON lines); give the input format", path="<stdin>",
+                             reason=SkipReason.UNKNOWN_FORMAT, whole_file=True)
+        fmt = "jsonl"
+    if fmt in ("parquet", "textdir"):
+        raise InputError(f"standard input cannot be read as {fmt}; give a file", path="<stdin>",
+                         reason=SkipReason.UNKNOWN_FORMAT, whole_file=True)
+    return _Source(index, None, fmt, comp, 0, fileobj=stdin, label="<stdin>")
+
+
 def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
     if not paths:
         raise ConfigError("paths is empty: give at least one input file or directory")
-    _check_missing(paths)
+    if sum(str(p) == "-" for p in paths) > 1:
+        raise ConfigError("standard input (-) is given more than once")
+    _check_missing([p for p in paths if str(p) != "-"])
     sources = []
     for i, p in enumerate(paths):
+        if str(p) == "-":
+            sources.append(_stdin_source(i, fmt))
+            continue
         if p.is_dir():
             files = [(rel, f, f.stat().st_size) for rel, f in _list_text_dir(p)]
             sources.append(_Source(i, p, "textdir", None, sum(s for _, _, s in files), files))
@@ -290,7 +315,7 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
 
 def total_input_bytes(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> int:
     """Sum of the on-disk sizes of the inputs (for a directory: of the files that are read)."""
-    plist = _as_paths(paths)
+    plist = [p for p in _as_paths(paths) if str(p) != "-"]  # standard input: size unknown
     _check_missing(plist)
     total = 0
     for p in plist:
