@@ -1,7 +1,7 @@
-"""FCA clusters (seed 001) at scale: 100k documents with images of 256 hashes.
+"""FCA clusters at scale: 100k documents with images of 256 hashes.
 
     python benchmarks/fca.py --size 100000 --min-common 200 150 100 50 25
-    python benchmarks/fca.py --rus          # seed 001's Table 1 on a generated collection
+    python benchmarks/fca.py --rus          # the FCA paper's Table 1 on a generated collection
 
 Takes the first ``size`` documents of the benchmark corpus (20 Newsgroups text with planted
 near-duplicates, ``benchmarks/data/corpus-<N>.jsonl``, built by ``benchmarks/corpus.py`` when
@@ -39,8 +39,9 @@ from neardup.synth import edit_words, near_duplicate_collection, vocabulary  # n
 
 
 def rus_table(results_dir: Path) -> None:
-    """Seed 001's RUS experiment: 9 original texts and 10 near-duplicates made from them
-    (edit rates 1% to 10%), images of n = 1000, thresholds 900 to 400 (its Table 1)."""
+    """The RUS experiment of the FCA paper (Ignatov, Konstantinov and Chubis): 9 original texts
+    and 10 near-duplicates made from them (edit rates 1% to 10%), images of n = 1000, thresholds
+    900 to 400 (its Table 1)."""
     texts, groups = near_duplicate_collection(9, 0, seed=1, words=(1400, 1800))
     # ten variants, spread over the originals, with growing edits
     rng = np.random.default_rng(1)
@@ -59,7 +60,7 @@ def rus_table(results_dir: Path) -> None:
               for x in rows]
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "fca-rus.md").write_text(
-        f"# Seed 001's Table 1 on a generated RUS-like collection ({len(texts)} texts, "
+        f"# The FCA paper's Table 1 on a generated RUS-like collection ({len(texts)} texts, "
         f"{len(reference)} reference pairs, images of 1000)\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -72,7 +73,8 @@ def main() -> None:
     ap.add_argument("--shingle-length", type=int, default=5)
     ap.add_argument("--offset", type=int, default=1)
     ap.add_argument("--results", default=str(HERE / "results"))
-    ap.add_argument("--rus", action="store_true", help="seed 001's Table 1 on generated texts")
+    ap.add_argument("--rus", action="store_true",
+                    help="the FCA paper's Table 1 (RUS collection) on generated texts")
     a = ap.parse_args()
     if a.rus:
         return rus_table(Path(a.results))
