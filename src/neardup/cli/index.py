@@ -159,6 +159,23 @@ def cmd_index_stats(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_and_add(idx, doc_id: str, text: str, threshold: float | None) -> list:
+    """``idx.check_and_add``, except for a record whose id the index holds already (a record
+    streamed again, or one that `neardup index add` put there): it is a duplicate when the text
+    under that id is among its near-duplicates, and an error otherwise (another text under an id
+    in use). Either way nothing is added."""
+    from ..index import DuplicateIdError
+
+    try:
+        return idx.check_and_add(doc_id, text, threshold)
+    except DuplicateIdError:
+        matches = idx.query(text, threshold)
+        if any(m.id == doc_id for m in matches):
+            return matches
+        raise InputError(f"id {doc_id!r} is already in the index, with a text that this one "
+                         "does not repeat", field="id", reason=SkipReason.DUPLICATE_ID) from None
+
+
 def cmd_stream(a: argparse.Namespace) -> int:
     """JSONL on stdin -> one decision per line on stdout; counts on stderr at the end."""
     from ..io import ReadOptions, record_stream
@@ -179,8 +196,8 @@ def cmd_stream(a: argparse.Namespace) -> int:
             if error is None:
                 try:
                     matches = (idx.query(item.text, a.threshold) if a.no_add
-                               else idx.check_and_add(item.id, item.text, a.threshold))
-                except InputError as e:  # the index's own, e.g. an id it already holds
+                               else _check_and_add(idx, item.id, item.text, a.threshold))
+                except InputError as e:  # the index's own, e.g. another text under a held id
                     error = e
             if error is not None:
                 counts["errors"] += 1
@@ -282,7 +299,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     st = sub.add_parser("stream", help=COMMANDS["stream"],
                         description="Read JSONL records on stdin; for each, write a decision "
                         "line: unique (added to the index) or duplicate (of which ids, with what "
-                        "similarity). Bad lines give an error line and are counted.")
+                        "similarity). A record whose id the index holds already is a duplicate "
+                        "if it is the text indexed under that id, else an error. Bad lines give "
+                        "an error line and are counted.")
     st.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     st.add_argument("--text-field", default="text", metavar="FIELD",
                     help="field holding the text (default: text)")
