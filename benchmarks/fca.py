@@ -7,8 +7,9 @@ Takes the first ``size`` documents of the benchmark corpus (20 Newsgroups text w
 near-duplicates, ``benchmarks/data/corpus-<N>.jsonl``, built by ``benchmarks/corpus.py`` when
 missing) and its planted variants as the reference (all pairs of one source's copies). Reports
 the time to build the images and the inverted table, FPmax's time per threshold, precision,
-recall and F1 of the cluster pairs, and the peak memory. Writes
-``benchmarks/results/fca-<size>.json`` and ``.md``.
+recall and F1 of the cluster pairs, and the peak memory. Writes ``fca-<size>.json`` (``--rus``:
+``fca-rus.md``) into ``--results`` (default ``benchmarks/data/results``, not tracked;
+``--results benchmarks/results`` refreshes the tracked tables).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import numpy as np
 import orjson
 
 HERE = Path(__file__).resolve().parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
@@ -72,7 +75,10 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=256)
     ap.add_argument("--shingle-length", type=int, default=5)
     ap.add_argument("--offset", type=int, default=1)
-    ap.add_argument("--results", default=str(HERE / "results"))
+    ap.add_argument("--results", default=str(RESULTS),
+                    help="folder for fca-<size>.json and fca-rus.md (default: "
+                         "benchmarks/data/results, which git ignores; --results "
+                         "benchmarks/results refreshes the tracked tables)")
     ap.add_argument("--rus", action="store_true",
                     help="the FCA paper's Table 1 (RUS collection) on generated texts")
     a = ap.parse_args()
