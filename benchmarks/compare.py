@@ -34,7 +34,9 @@ A signature microbenchmark follows: 64-bit shingle hashes computed once
 classic) against rensa's exact batch path on pre-hashed tokens
 (``RMinHash.digest_matrix_from_flat_token_hashes``) and, for reference, its sampled Rho sketch.
 
-Writes ``benchmarks/results/compare.md``, ``compare.json`` and ``compare.png``.
+Writes ``compare.md``, ``compare.json`` and ``compare.png`` into ``--results`` (default
+``benchmarks/data/results``, not tracked; the tables in ``benchmarks/results`` are refreshed
+with ``--results benchmarks/results/...``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 sys.path.insert(0, str(HERE))
 
 import core  # noqa: E402
@@ -764,7 +768,14 @@ def main(argv: list[str] | None = None) -> int:
         help="corpus of the signature microbenchmark (default: 100000 if run, "
         "else the largest size run; 0 to skip it)",
     )
-    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="folder for compare.md, compare.json and compare.png (default: "
+        "benchmarks/data/results, which git ignores; --results benchmarks/results refreshes the "
+        "tracked tables)",
+    )
     ap.add_argument(
         "--data-dir",
         type=Path,

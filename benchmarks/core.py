@@ -6,7 +6,9 @@ For each size: builds (or reuses) ``benchmarks/data/corpus-<size>.jsonl`` with
 ``benchmarks/corpus.py`` from ``../shared/data/20news-bydate.tar.gz``, runs
 ``neardup dedup --json --quiet`` on it in a fresh process, and records wall time, time per stage,
 documents/s, MB/s of text, peak resident memory (the child's ru_maxrss) and the recall of the
-planted near-duplicates. Writes ``benchmarks/results/core.md`` and ``core.json``.
+planted near-duplicates. Writes ``core.md`` and ``core.json`` into ``--results`` (default
+``benchmarks/data/results``, not tracked; ``--results benchmarks/results`` refreshes the tracked
+table).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
@@ -83,8 +87,10 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--archive", type=Path, default=corpus_mod.DEFAULT_ARCHIVE)
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--results", type=Path, default=HERE / "results",
-                    help="where core.md and core.json go (default benchmarks/results)")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="folder for core.md and core.json (default: benchmarks/data/results, "
+                         "which git ignores; --results benchmarks/results refreshes the "
+                         "tracked table)")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                     help="further neardup dedup options")
     a = ap.parse_args()

@@ -7,7 +7,9 @@ For each size, takes the first ``size`` documents of the benchmark corpus
 when missing) as one JSONL file, runs ``neardup dedup`` with the local engine in a fresh process
 (its peak RSS), then the Dask engine on a ``LocalCluster`` of ``--workers`` processes started
 here (not counted in the wall time), and reads each worker's peak RSS. Checks that both engines
-wrote the same clusters and pairs. Writes ``benchmarks/results/dask-scale.json`` and ``.md``.
+wrote the same clusters and pairs. Writes ``dask-scale.json`` and ``.md`` into ``--results``
+(default ``benchmarks/data/results``, not tracked; ``--results benchmarks/results`` refreshes
+the tracked table).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(HERE))
 
@@ -87,7 +91,10 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--partition-docs", type=int, default=50_000)
-    ap.add_argument("--results", default=str(HERE / "results"))
+    ap.add_argument("--results", default=str(RESULTS),
+                    help="folder for dask-scale.json and .md (default: benchmarks/data/results, "
+                         "which git ignores; --results benchmarks/results refreshes the "
+                         "tracked table)")
     a = ap.parse_args()
     rows = []
     for n in a.sizes:

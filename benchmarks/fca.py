@@ -1,14 +1,15 @@
-"""FCA clusters (seed 001) at scale: 100k documents with images of 256 hashes.
+"""FCA clusters at scale: 100k documents with images of 256 hashes.
 
     python benchmarks/fca.py --size 100000 --min-common 200 150 100 50 25
-    python benchmarks/fca.py --rus          # seed 001's Table 1 on a generated collection
+    python benchmarks/fca.py --rus          # the FCA paper's Table 1 on a generated collection
 
 Takes the first ``size`` documents of the benchmark corpus (20 Newsgroups text with planted
 near-duplicates, ``benchmarks/data/corpus-<N>.jsonl``, built by ``benchmarks/corpus.py`` when
 missing) and its planted variants as the reference (all pairs of one source's copies). Reports
 the time to build the images and the inverted table, FPmax's time per threshold, precision,
-recall and F1 of the cluster pairs, and the peak memory. Writes
-``benchmarks/results/fca-<size>.json`` and ``.md``.
+recall and F1 of the cluster pairs, and the peak memory. Writes ``fca-<size>.json`` (``--rus``:
+``fca-rus.md``) into ``--results`` (default ``benchmarks/data/results``, not tracked;
+``--results benchmarks/results`` refreshes the tracked tables).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import numpy as np
 import orjson
 
 HERE = Path(__file__).resolve().parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
@@ -39,8 +42,9 @@ from neardup.synth import edit_words, near_duplicate_collection, vocabulary  # n
 
 
 def rus_table(results_dir: Path) -> None:
-    """Seed 001's RUS experiment: 9 original texts and 10 near-duplicates made from them
-    (edit rates 1% to 10%), images of n = 1000, thresholds 900 to 400 (its Table 1)."""
+    """The RUS experiment of the FCA paper (Ignatov, Konstantinov and Chubis): 9 original texts
+    and 10 near-duplicates made from them (edit rates 1% to 10%), images of n = 1000, thresholds
+    900 to 400 (its Table 1)."""
     texts, groups = near_duplicate_collection(9, 0, seed=1, words=(1400, 1800))
     # ten variants, spread over the originals, with growing edits
     rng = np.random.default_rng(1)
@@ -59,7 +63,7 @@ def rus_table(results_dir: Path) -> None:
               for x in rows]
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "fca-rus.md").write_text(
-        f"# Seed 001's Table 1 on a generated RUS-like collection ({len(texts)} texts, "
+        f"# The FCA paper's Table 1 on a generated RUS-like collection ({len(texts)} texts, "
         f"{len(reference)} reference pairs, images of 1000)\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -71,8 +75,12 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=256)
     ap.add_argument("--shingle-length", type=int, default=5)
     ap.add_argument("--offset", type=int, default=1)
-    ap.add_argument("--results", default=str(HERE / "results"))
-    ap.add_argument("--rus", action="store_true", help="seed 001's Table 1 on generated texts")
+    ap.add_argument("--results", default=str(RESULTS),
+                    help="folder for fca-<size>.json and fca-rus.md (default: "
+                         "benchmarks/data/results, which git ignores; --results "
+                         "benchmarks/results refreshes the tracked tables)")
+    ap.add_argument("--rus", action="store_true",
+                    help="the FCA paper's Table 1 (RUS collection) on generated texts")
     a = ap.parse_args()
     if a.rus:
         return rus_table(Path(a.results))

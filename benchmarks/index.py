@@ -11,7 +11,9 @@ permutations, threshold 0.8, texts stored). Reports documents/s overall and per 
 run (to show whether inserts slow down as the index grows), the file size, then the latency of
 ``--queries`` queries in a freshly opened index: half are indexed documents with 30% of their
 words edited (new texts, mostly without a near-duplicate), half with 1% edited (found as
-near-duplicates). Writes ``benchmarks/results/index-<backend>-<size>.json`` and a markdown line.
+near-duplicates). Writes ``index-<backend>-<size>.json`` into ``--results`` (default
+``benchmarks/data/results``, not tracked; ``--results benchmarks/results`` refreshes the tracked
+figures) and prints a markdown line.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(HERE))
 
@@ -78,7 +82,10 @@ def main() -> None:
     ap.add_argument("--backend", choices=["sqlite", "redis", "memory"], default="sqlite")
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0?prefix=bench")
     ap.add_argument("--index", default=None, help="index path (default benchmarks/data/...)")
-    ap.add_argument("--results", default=str(HERE / "results"))
+    ap.add_argument("--results", default=str(RESULTS),
+                    help="folder for index-<backend>-<size>.json (default: "
+                         "benchmarks/data/results, which git ignores; --results "
+                         "benchmarks/results refreshes the tracked figures)")
     ap.add_argument("--query-only", action="store_true",
                     help="reuse the index of an earlier run (SQLite) and only time queries")
     a = ap.parse_args()

@@ -8,7 +8,9 @@ runs writer threads (each adds its own documents with ``POST /documents``, some 
 ``GET /stats``) at the same time. Afterwards it checks that every acknowledged document is in the
 index exactly once (``GET /stats`` count and ``GET /documents/{id}`` for each), that nothing
 else is, and that no request failed. Reports requests/s and p50/p99 latency per kind of request.
-The test suite runs a small bounded version of this (``tests/test_server_load.py``).
+The test suite runs a small bounded version of this (``tests/test_server_load.py``). Writes
+``load.json`` into ``--results`` (default ``benchmarks/data/results``, not tracked;
+``--results benchmarks/results`` refreshes the tracked figures).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 
 
 def free_port() -> int:
@@ -145,7 +149,9 @@ def main() -> None:
     ap.add_argument("--writers", type=int, default=16)
     ap.add_argument("--readers", type=int, default=16)
     ap.add_argument("--docs", type=int, default=200, help="documents per writer")
-    ap.add_argument("--results", default=str(HERE / "results"))
+    ap.add_argument("--results", default=str(RESULTS),
+                    help="folder for load.json (default: benchmarks/data/results, which git "
+                         "ignores; --results benchmarks/results refreshes the tracked figures)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         proc = start_server(Path(d) / "load.db", free_port())

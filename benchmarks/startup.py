@@ -21,8 +21,9 @@ the wall time is taken around the whole process, output discarded. Commands:
   compiled when the wheel is built: nothing is compiled or cached at run time).
 
 The corpora are built with ``corpus.py`` into ``benchmarks/data`` if missing (the 20 Newsgroups
-archive is read from ``../shared/data``). Writes ``results/startup-<label>.json`` and
-``.md``.
+archive is read from ``../shared/data``). Writes ``startup-<label>.json`` and ``.md`` into
+``--results`` (default ``benchmarks/data/results``, not tracked; the tracked tables are in
+``benchmarks/results/whole-process``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: Where the report goes unless --results says otherwise: a folder git ignores.
+RESULTS = HERE / "data" / "results"
 sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
@@ -150,7 +153,10 @@ def main() -> int:
     ap.add_argument("--venv", type=Path, default=ROOT / ".venv")
     ap.add_argument("--data", type=Path, default=HERE / "data")
     ap.add_argument("--archive", type=Path, default=corpus_mod.DEFAULT_ARCHIVE)
-    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="folder for startup-<label>.json and .md (default: "
+                         "benchmarks/data/results, which git ignores; --results "
+                         "benchmarks/results/whole-process refreshes the tracked tables)")
     ap.add_argument("--fresh-install", action="store_true",
                     help="also build a wheel, install it into a new venv and time its first run")
     a = ap.parse_args()

@@ -115,6 +115,37 @@ def test_stream_reads_through_the_record_path(tmp_path, capsys, monkeypatch):
     assert code == 3 and "<stdin>:1" in err
 
 
+def test_stream_of_records_the_index_holds(tmp_path, capsys, monkeypatch):
+    """Records streamed after `index add` put them there (or streamed twice) are duplicates,
+    with their own id among the matches, and nothing is added; a held id with another text is
+    an error line."""
+    db = tmp_path / "s.db"
+    assert run(capsys, "index", "create", db, "--threshold", "0.7")[0] == 0
+    assert run(capsys, "index", "add", db, NEWS, "--id-field", "id", "--quiet")[0] == 0
+    records = [json.loads(line) for line in NEWS.read_text().splitlines()[:3]]
+    lines = [json.dumps(r) for r in records]
+    lines.append(json.dumps({"id": records[1]["id"], "text": "a text of its own, like none"}))
+    for no_add in ([], ["--no-add"]):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
+            ("\n".join(lines) + "\n").encode())))
+        code, out, err = run(capsys, "stream", db, *no_add)
+        got = [json.loads(x) for x in out.splitlines()]
+        assert code == 0
+        for r, g in zip(records, got[:3]):
+            assert g["id"] == r["id"] and g["decision"] == "duplicate" and not g["added"]
+            assert {"id": r["id"], "similarity": 1.0} in g["matches"]
+        if no_add:  # only checked: the other text under a held id is just unique
+            assert got[3]["decision"] == "unique" and not got[3]["added"]
+            assert "4 lines, 1 unique, 3 duplicates, 0 errors" in err
+        else:
+            assert got[3]["decision"] == "error" and got[3]["line"] == 4
+            assert "already in the index, with a text that this one does not repeat" in \
+                got[3]["error"]
+            assert "4 lines, 0 unique, 3 duplicates, 1 errors" in err
+    with Index(db) as idx:
+        assert len(idx) == 330
+
+
 def test_dedup_save_index_opens_as_index(tmp_path, capsys):
     db = tmp_path / "saved.db"
     out = tmp_path / "out"

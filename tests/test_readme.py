@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -51,20 +52,52 @@ def test_readme_index_example_runs(tmp_path, monkeypatch):
         assert sorted(idx.ids()) == ["sku-1"]
 
 
-@pytest.mark.parametrize("words,count", [((" index ", " stream ", "--save-index"), 7),
+def console_commands() -> list[tuple[str, list[str]]]:
+    """Each `$ ` line of the README's console blocks, without the `$ ` and any trailing comment,
+    with the lines shown under it (up to the next `$ ` line or the end of the block): the output
+    the README says it prints."""
+    found: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)```", README.read_text(), flags=re.S):
+        shown: list[str] | None = None  # lines before a block's first `$ ` are no output
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                shown = []
+                found.append((line.removeprefix("$ ").split(" #")[0].strip(), shown))
+            elif shown is not None and line.strip():
+                shown.append(line)
+    return found
+
+
+@pytest.mark.parametrize("words,count", [((" index ", " stream ", "--save-index"), 8),
                                          ((" analyze ", " fca "), 7)])
 def test_readme_commands_run(tmp_path, words, count):
     """Every `neardup index`/`stream`/`dedup --save-index`, `analyze` and `fca` line of the
-    README runs as written."""
+    README runs as written, one after the other, and prints what the README shows under it
+    (compared word for word; a line shown with no output under it is only run)."""
     import shutil
     import subprocess
 
     root = README.parent
-    lines = [ln.split("#")[0].strip().removeprefix("$ ") for ln in README.read_text().splitlines()
-             if ln.startswith("$ ") and any(w in ln for w in words)]
-    assert len(lines) == count
+    commands = [(cmd, shown) for cmd, shown in console_commands()
+                if any(w in f" {cmd} " for w in words)]
+    assert len(commands) == count
     shutil.copytree(root / "examples", tmp_path / "examples")
     (tmp_path / ".venv").symlink_to(root / ".venv")
-    for cmd in lines:
+    for cmd, shown in commands:
         r = subprocess.run(cmd, shell=True, cwd=tmp_path, capture_output=True, text=True)
         assert r.returncode == 0, (cmd, r.stderr[-2000:])
+        if shown:
+            printed = (r.stdout + r.stderr).splitlines()
+            assert [ln.split() for ln in printed] == [ln.split() for ln in shown], (cmd, printed)
+
+
+def test_readme_index_examples_show_what_they_claim():
+    """The index and stream examples show a near-duplicate found and a stream without errors,
+    not only texts the index does not hold."""
+    shown = dict(console_commands())
+    query = next(out for cmd, out in shown.items() if " index query " in cmd and "--file" in cmd)
+    assert len(query) == 1 and query[0].split()[1:2] == ["news-0129"]
+    stream = next(out for cmd, out in shown.items() if " stream " in cmd)
+    decisions = [json.loads(line)["decision"] for line in stream[:-1]]
+    assert "duplicate" in decisions and "unique" in decisions and "error" not in decisions
+    assert stream[-1].endswith(" 0 errors")

@@ -21,7 +21,7 @@ class NormalizeConfig:
     """Text normalisation, applied before fingerprinting and shingling.
 
     NFKC, case folding and whitespace collapsing are on by default; the ``strip_*`` options
-    (seed 004's preprocessing) are off by default.
+    (HTML tags, punctuation, digits, English stop words) are off by default.
     """
 
     nfkc: bool = True
@@ -40,7 +40,7 @@ class NormalizeConfig:
 class ShingleConfig:
     """Shingles: ``kind`` "word" (k consecutive tokens) or "char" (k consecutive characters).
 
-    ``offset`` is the distance between the starts of two consecutive shingles (seed 001); 1 takes
+    ``offset`` is the distance between the starts of two consecutive shingles; 1 takes
     every shingle. A non-empty document shorter than one shingle gets exactly one shingle: its
     whole normalised text. An empty document gets no shingles.
     """

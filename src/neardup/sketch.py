@@ -6,8 +6,8 @@ Two schemes, both with collision probability equal to the Jaccard similarity:
   2017). Each shingle is hashed once; the hash picks one of ``num_perm`` bins and the bin keeps
   its minimum. Empty bins borrow the value of a non-empty bin found by a bin-specific probe
   sequence shared by all documents. O(n + k log k) per document instead of O(n k).
-- ``"classic"``: k independent universal hashes ``(a*x + b) mod (2**61 - 1)`` (seed 004's
-  scheme, datasketch's too), the minimum of each over the document's shingles. O(n k).
+- ``"classic"``: k independent universal hashes ``(a*x + b) mod (2**61 - 1)`` (the
+  textbook scheme, datasketch's too), the minimum of each over the document's shingles. O(n k).
 
 The stored value is the low 32 bits of the winning hash: two different minima collide with
 probability 2**-32. An empty document's signature is all ``EMPTY`` (0xFFFFFFFF); neardup keeps

@@ -132,7 +132,8 @@ def near_duplicate_collection(originals: int, variants: int,
                               edit_rates: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2),
                               seed: int = 0, words: tuple[int, int] = (150, 400),
                               vocab_size: int = 5000) -> tuple[list[str], list[int]]:
-    """Seed 001's RUS-style test collection: ``originals`` texts, each followed by ``variants``
+    """A test collection like the RUS collection of the FCA study (a few original texts and
+    near-duplicates generated from them): ``originals`` texts, each followed by ``variants``
     word-edited copies (edit rates taken in turn from ``edit_rates``). Returns the texts and,
     for each, the number of its original (documents with the same number are near-duplicates
     by construction; with small edit rates their word-shingle Jaccard stays high)."""

@@ -1,4 +1,5 @@
-"""Parameter analyses that reproduce the experiments of seeds 002, 003 and 004.
+"""Parameter analyses: how the shingle, MinHash and LSH parameters trade recall, candidates and
+duplicates found.
 
 Each function returns an :class:`Analysis` of plain data (a table, headline numbers, arrays for
 the figure); :func:`write_analysis` writes it as CSV, markdown and PNG.
@@ -8,7 +9,7 @@ the figure); :func:`write_analysis` writes it as CSV, markdown and PNG.
 - :func:`recall`: LSH candidates against brute-force Jaccard, per similarity bin.
 - :func:`bands`: candidate pairs against the number of bands of one signature.
 - :func:`grid`: verified pairs and documents with a near-duplicate, per threshold and shingle
-  size (seed 004's Figures 3 and 4).
+  size.
 - :func:`distribution`: histogram of the Jaccard similarity of candidates and verified pairs.
 """
 

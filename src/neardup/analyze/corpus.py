@@ -1,4 +1,4 @@
-"""Corpus analyses (seeds 002 and 004): LSH recall against brute force, candidates per number of
+"""Corpus analyses: LSH recall against brute force, candidates per number of
 bands, duplicates per threshold and shingle size, and the similarity of candidates.
 
 Every analysis shingles the documents as the pipeline does (normalisation, then
@@ -198,7 +198,7 @@ def recall(texts: Sequence[str], ids: Sequence[str] | None = None, *,
            bands_rows: Sequence[tuple[int, int]] = (), bins: Sequence[float] = DEFAULT_BIN_EDGES,
            shingle: str = "word:5", num_perm: int = 128, seed: int = 1, min_recall: float = 0.9,
            max_docs: int = MAX_BRUTE_FORCE_DOCS) -> Analysis:
-    """LSH candidates against the brute force (seed 002): for each LSH setting (neardup's choice
+    """LSH candidates against the brute force: for each LSH setting (neardup's choice
     for each threshold, and each fixed BANDSxROWS) and similarity bin, how many pairs of that
     exact Jaccard exist, how many LSH proposed, and how many the S-curve expects (the mean
     candidate probability of the true pairs in the bin).
@@ -270,7 +270,7 @@ def recall(texts: Sequence[str], ids: Sequence[str] | None = None, *,
 def bands(texts: Sequence[str], *, num_perm: int = 128,
           bands_list: Sequence[int] = (2, 4, 5, 8, 9, 10, 16, 20, 32, 64),
           threshold: float = 0.8, shingle: str = "word:5", seed: int = 1) -> Analysis:
-    """Candidate pairs against the number of bands for one set of signatures (seed 002): sketch
+    """Candidate pairs against the number of bands for one set of signatures: sketch
     once with ``num_perm`` values, then band them as ``b`` bands of ``num_perm // b`` rows for
     each ``b`` of ``bands_list``; count the candidates and those whose exact Jaccard reaches
     ``threshold`` (true candidates)."""
@@ -342,7 +342,7 @@ def grid(texts: Sequence[str], ids: Sequence[str] | None = None, *,
          thresholds: Sequence[float] = tuple(round(0.3 + 0.1 * i, 1) for i in range(7)),
          sizes: Sequence[int] = (3, 5, 7), kind: str = "word", num_perm: int = 128,
          seed: int = 1, min_recall: float = 0.9) -> Analysis:
-    """Seed 004's Figure 3 and 4: for each shingle size and threshold, the number of duplicate
+    """For each shingle size and threshold, the number of duplicate
     pairs neardup verifies and of documents with at least one near-duplicate.
 
     One :func:`neardup.dedup` run per shingle size at the lowest threshold (its LSH setting is

@@ -1,4 +1,4 @@
-"""Closed-form LSH analyses (seeds 002 and 003): S-curves, and how (bands, rows) are chosen.
+"""Closed-form LSH analyses: S-curves, and how (bands, rows) are chosen.
 
 For two documents of Jaccard similarity ``s``, banding with ``b`` bands of ``r`` rows makes them
 a candidate pair with probability ``1 - (1 - s**r)**b``; the curve is steepest near
@@ -21,8 +21,8 @@ from ..lsh import lsh_params, s_curve
 from ..validate import check_int, check_real
 from .result import Analysis
 
-#: (bands, rows) shown by default: seed 002/003's 20x5 and 5x20, 10x10, neardup's choice at
-#: 0.8/128 (16x8), datasketch's (9x13) and a low-threshold 32x4.
+#: (bands, rows) shown by default: the textbook 20x5 (Mining of Massive Datasets, ch. 3) and
+#: 5x20, 10x10, neardup's choice at 0.8/128 (16x8), datasketch's (9x13) and a low-threshold 32x4.
 DEFAULT_BANDS_ROWS: tuple[tuple[int, int], ...] = ((20, 5), (5, 20), (10, 10), (16, 8), (9, 13),
                                                    (32, 4))
 #: Similarities at which the S-curve table gives the probability.
@@ -113,7 +113,8 @@ def scurve(bands_rows: Sequence[tuple[int, int]] = DEFAULT_BANDS_ROWS,
             row[f"p@{s:g}"] = round(float(s_curve(s, b, r)), 6)
         rows.append(row)
     summary = {"bands_rows": [f"{b}x{r}" for b, r in bands_rows], "points": list(points),
-               # seeds 002/003: 20 bands of 5 rows find a pair of similarity 0.8 almost surely
+               # the textbook example: 20 bands of 5 rows find a pair of
+               # similarity 0.8 almost surely
                "p_20x5_at_0.8": round(float(s_curve(0.8, 20, 5)), 6)}
     return Analysis("scurve", "Probability of becoming an LSH candidate", cols, rows, summary,
                     {"s": xs, "p": curves, "bands_rows": list(bands_rows)})

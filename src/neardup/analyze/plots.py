@@ -181,7 +181,7 @@ def plot_bands(a: Analysis, path: str | os.PathLike) -> None:
 
 
 def plot_grid(a: Analysis, path: str | os.PathLike) -> None:
-    """Seed 004's Figures 3 and 4: documents with a near-duplicate and pairs, per threshold,
+    """Documents with a near-duplicate and pairs, per threshold,
     one line per shingle size."""
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))

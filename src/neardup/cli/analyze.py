@@ -85,7 +85,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         description="Experiments for choosing the shingle, MinHash and LSH "
                         "parameters. Each command writes <name>.png, <name>.csv and <name>.md "
                         "into OUTDIR.")
-    asub = an.add_subparsers(dest="analyze_command", required=True, metavar="ANALYSIS")
+    asub = an.add_subparsers(dest="analyze_command", required=True, metavar="ANALYSIS",
+                            help="the experiment to run")
 
     p = asub.add_parser("scurve", help="P(candidate) against Jaccard for several bands x rows",
                         description="The S-curve 1-(1-s^r)^b of each BANDSxROWS, with a table "
@@ -136,7 +137,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="thresholds; each gives neardup's bands x rows (default: "
                         f"{_spaced(thresholds)})")
     p.add_argument("--bands-rows", nargs="+", default=[], metavar="BxR",
-                   help="also these fixed settings, e.g. 20x5")
+                   help="also these fixed settings, e.g. 20x5 (default: none)")
     p.add_argument("--bins", nargs="+", type=float, metavar="EDGE",
                    default=list(DEFAULT_BIN_EDGES),
                    help=f"similarity bin edges (default: {_spaced(DEFAULT_BIN_EDGES)})")

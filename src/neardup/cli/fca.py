@@ -39,13 +39,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--image-size", type=int, default=256, metavar="N",
                    help="hashes per document image (default: 256)")
     f.add_argument("--min-common", type=int, nargs="+", required=True, metavar="K",
-                   help="one or more thresholds: common image hashes of a cluster")
+                   help="required: one or more thresholds, each giving its own clusters: the "
+                        "documents of a cluster share at least K of their image hashes "
+                        "(K <= --image-size; higher K, closer duplicates)")
     f.add_argument("--max-doc-freq", type=int, default=None, metavar="M",
-                   help="leave out hashes held by more than M images (boilerplate); counted")
+                   help="leave out hashes held by more than M images (boilerplate; counted in "
+                        "summary.json) (default: keep them all)")
     f.add_argument("--truth", default=None, metavar="FILE", help="reference duplicates: "
                    "JSONL or CSV of id pairs (id_a,id_b / id,source_id) or id,cluster")
     f.add_argument("--baseline-clusters", type=int, nargs="+", default=None, metavar="C",
-                   help="also evaluate bisecting k-means on TF-IDF with C clusters")
+                   help="with --truth: also evaluate bisecting k-means on TF-IDF vectors with C "
+                        "clusters, once per C (default: no baseline)")
     f.add_argument("--seed", type=int, default=0,
                    help="random seed of the k-means baseline (default: 0)")
     add_running_args(f.add_argument_group("running"))

@@ -159,6 +159,23 @@ def cmd_index_stats(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_and_add(idx, doc_id: str, text: str, threshold: float | None) -> list:
+    """``idx.check_and_add``, except for a record whose id the index holds already (a record
+    streamed again, or one that `neardup index add` put there): it is a duplicate when the text
+    under that id is among its near-duplicates, and an error otherwise (another text under an id
+    in use). Either way nothing is added."""
+    from ..index import DuplicateIdError
+
+    try:
+        return idx.check_and_add(doc_id, text, threshold)
+    except DuplicateIdError:
+        matches = idx.query(text, threshold)
+        if any(m.id == doc_id for m in matches):
+            return matches
+        raise InputError(f"id {doc_id!r} is already in the index, with a text that this one "
+                         "does not repeat", field="id", reason=SkipReason.DUPLICATE_ID) from None
+
+
 def cmd_stream(a: argparse.Namespace) -> int:
     """JSONL on stdin -> one decision per line on stdout; counts on stderr at the end."""
     from ..io import ReadOptions, record_stream
@@ -179,8 +196,8 @@ def cmd_stream(a: argparse.Namespace) -> int:
             if error is None:
                 try:
                     matches = (idx.query(item.text, a.threshold) if a.no_add
-                               else idx.check_and_add(item.id, item.text, a.threshold))
-                except InputError as e:  # the index's own, e.g. an id it already holds
+                               else _check_and_add(idx, item.id, item.text, a.threshold))
+                except InputError as e:  # the index's own, e.g. another text under a held id
                     error = e
             if error is not None:
                 counts["errors"] += 1
@@ -228,7 +245,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ix = sub.add_parser("index", help=COMMANDS["index"],
                         description="An online near-duplicate index in an SQLite file or Redis "
                         "(INDEX: a path, or redis://host:port/db?prefix=NAME).")
-    isub = ix.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
+    isub = ix.add_subparsers(dest="index_command", required=True, metavar="COMMAND",
+                            help="what to do with the index")
 
     c = isub.add_parser("create", help="create an index with its parameters",
                         description="Create a new index; its parameters are stored in it.")
@@ -257,9 +275,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("text", nargs="*", metavar="TEXT", help="texts to query with")
     q.add_argument("--file", action="append", metavar="PATH",
                    help="a UTF-8 text file to query with (- for stdin); repeatable")
-    q.add_argument("--threshold", type=float, default=None,
+    q.add_argument("--threshold", type=float, default=None, metavar="T",
                    help="Jaccard similarity a match needs (default: the index's threshold)")
-    q.add_argument("--top-k", type=int, default=None,
+    q.add_argument("--top-k", type=int, default=None, metavar="N",
                    help="at most this many matches per text, the most similar (default: all)")
     q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
     q.set_defaults(func=cmd_index_query)
@@ -281,17 +299,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     st = sub.add_parser("stream", help=COMMANDS["stream"],
                         description="Read JSONL records on stdin; for each, write a decision "
                         "line: unique (added to the index) or duplicate (of which ids, with what "
-                        "similarity). Bad lines give an error line and are counted.")
+                        "similarity). A record whose id the index holds already is a duplicate "
+                        "if it is the text indexed under that id, else an error. Bad lines give "
+                        "an error line and are counted.")
     st.add_argument("index", metavar="INDEX", help=INDEX_HELP)
-    st.add_argument("--text-field", default="text",
+    st.add_argument("--text-field", default="text", metavar="FIELD",
                     help="field holding the text (default: text)")
-    st.add_argument("--id-field", default="id", help="default: id (missing: stdin:LINE)")
-    st.add_argument("--threshold", type=float, default=None,
+    st.add_argument("--id-field", default="id", metavar="FIELD",
+                    help="field holding the document id (default: id; a record without it "
+                         "gets the id stdin:LINE, its line number)")
+    st.add_argument("--threshold", type=float, default=None, metavar="T",
                     help="Jaccard similarity of a duplicate (default: the index's threshold)")
-    st.add_argument("--no-add", action="store_true", help="only check; add nothing")
+    st.add_argument("--no-add", action="store_true",
+                    help="only report the decisions; add no record to the index")
     st.add_argument("--on-error", choices=["fail", "skip"], default="skip",
                     help="bad lines: write an error line and go on (skip, default) or stop")
-    st.add_argument("--flush", action="store_true", help="flush after every line")
+    st.add_argument("--flush", action="store_true",
+                    help="flush stdout after every decision line (for a reader that waits for "
+                         "each answer)")
     add_running_args(st, quiet_help="do not print the counts on stderr at the end",
                      json_help=None)
     st.set_defaults(func=cmd_stream)

@@ -25,7 +25,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``products`` and its sub-commands to the CLI's sub-parsers."""
     pr = sub.add_parser("products", help=COMMANDS["products"],
                         description="Duplicate product offers across web shops.")
-    psub = pr.add_subparsers(dest="products_command", required=True, metavar="COMMAND")
+    psub = pr.add_subparsers(dest="products_command", required=True, metavar="COMMAND",
+                            help="dedup to find duplicates, eval to measure the matcher")
     pd = psub.add_parser("dedup", help="find duplicate offers; write pairs with evidence and "
                          "clusters", description="Find duplicate offers and write pairs.jsonl "
                          "(with the evidence for each pair), clusters.csv and summary.json.")
@@ -34,7 +35,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pd.add_argument("--model", default=None, metavar="PATH", help="a matcher saved by "
                     "`neardup products eval --save-model` (default: the training-free rule "
                     "score)")
-    pd.add_argument("--threshold", type=float, default=None, help="score threshold (default: "
+    pd.add_argument("--threshold", type=float, default=None, metavar="S",
+                    help="pair score from which two offers are duplicates (default: "
                     "the model's tuned one, or 0.45 for the rule score)")
     pd.set_defaults(func=cmd_products_dedup, linear_algebra=True)
     pe = psub.add_parser("eval", help="bootstrap study against a ground truth: tables and "
@@ -49,7 +51,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "by default); never used as a feature")
     pe.add_argument("--truth-pairs", default=None, metavar="FILE", help="a CSV or JSONL file "
                     "of matching id pairs")
-    pe.add_argument("--bootstraps", type=int, default=5,
+    pe.add_argument("--bootstraps", type=int, default=5, metavar="N",
                     help="bootstrap rounds, each with its own training and test part "
                          "(default: 5)")
     pe.add_argument("--seed", type=int, default=0,
@@ -67,28 +69,37 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="input_format", default="auto",
                    choices=["auto", "json", "jsonl", "csv", "tv"], help="input format (default: "
                    "from the file name and content)")
-    p.add_argument("--id-field", default="id", help="id field or column (default: id; missing: "
+    p.add_argument("--id-field", default="id", metavar="FIELD",
+                   help="id field or column (default: id; missing: "
                    "file:line)")
-    p.add_argument("--title-field", default="title",
+    p.add_argument("--title-field", default="title", metavar="FIELD",
                    help="title field or column (default: title)")
-    p.add_argument("--description-field", default="description",
+    p.add_argument("--description-field", default="description", metavar="FIELD",
                    help="description field or column (default: description; missing: empty)")
-    p.add_argument("--shop-field", default="shop", help="shop field or column (default: shop; "
+    p.add_argument("--shop-field", default="shop", metavar="FIELD",
+                   help="shop field or column (default: shop; "
                    "missing: the file's name)")
-    p.add_argument("--attributes-field", default="attributes", help="JSON: the attribute map "
-                   "(featuresMap is also read)")
+    p.add_argument("--attributes-field", default="attributes", metavar="FIELD",
+                   help="JSON and JSONL: the field holding the attribute map (default: "
+                        "attributes; featuresMap is also read)")
     p.add_argument("--attribute-columns", nargs="+", default=None, metavar="COLUMN",
                    help="CSV: the attribute columns (default: every other column)")
-    p.add_argument("--encoding", default="auto", help="auto (UTF-8, latin-1 for lines that are "
-                   "not UTF-8) or a codec name, used strictly")
+    p.add_argument("--encoding", default="auto",
+                   help="text encoding: auto (default: UTF-8, and latin-1 for lines that are "
+                        "not UTF-8) or a codec name such as cp1252, used strictly")
     p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help=ON_ERROR_HELP)
     p.add_argument("--qualify-ids", action="store_true", help="prefix ids with the file name, "
                    "for shops whose ids collide")
-    p.add_argument("--num-perm", type=int, default=240, help="MinHash permutations (240)")
-    p.add_argument("--bands", type=int, default=60, help="LSH bands (60)")
-    p.add_argument("--rows", type=int, default=4, help="LSH rows per band (4)")
-    p.add_argument("--max-df", type=float, default=0.2, help="title model words in more than "
-                   "this fraction of offers are not used for LSH (0.2)")
+    p.add_argument("--num-perm", type=int, default=240, metavar="K",
+                   help="MinHash values per offer's model-word set (default: 240)")
+    p.add_argument("--bands", type=int, default=60, metavar="B",
+                   help="LSH bands; offers that agree on a whole band become a candidate pair "
+                        "(default: 60; bands x rows <= --num-perm)")
+    p.add_argument("--rows", type=int, default=4, metavar="R",
+                   help="MinHash values per LSH band (default: 4)")
+    p.add_argument("--max-df", type=float, default=0.2, metavar="F",
+                   help="title model words carried by more than this fraction of the offers "
+                        "(e.g. 1080p) are left out of the LSH sets (default: 0.2)")
     add_running_args(p, quiet_short=False)
 
 

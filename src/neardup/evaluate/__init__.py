@@ -1,4 +1,5 @@
-"""Evaluation: pair metrics, bootstrap splits and threshold tuning (seed 000's study design)."""
+"""Evaluation: pair metrics, bootstrap splits and threshold tuning (a bootstrap study design:
+train on the drawn items, test on the others)."""
 
 from .bootstrap import bootstrap_split, pair_metrics, subset_pairs, tune_threshold
 

@@ -1,7 +1,8 @@
 """Bootstrap splits, precision/recall/F1 of duplicate pairs, and threshold tuning.
 
-Seed 000's design: draw ``n`` items with replacement; the distinct drawn items (about 63%) are
-the training part, the items never drawn the test part. Every threshold is tuned on the training
+The design of the product-duplicate studies on the TV data (MSM, MSMP): draw ``n`` items with
+replacement; the distinct drawn items (about 63%) are the training part, the items never drawn
+the test part. Every threshold is tuned on the training
 part only and then applied to the test part.
 """
 

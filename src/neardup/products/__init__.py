@@ -1,10 +1,12 @@
-"""Duplicate product offers across web shops (seed 000 and the MSM/MSMP family of methods).
+"""Duplicate product offers across web shops (the MSM/MSMP family of methods, LSH over
+title model words, with a learned matcher).
 
-Work in progress (issue 4): offers and their loaders (:mod:`.offers`), title cleaning, unit
+Offers and their loaders (:mod:`.offers`), title cleaning, unit
 normalisation and model words (:mod:`.modelwords`), LSH candidates over model-word sets, blocking
-on rare model words, model-number prefixes and a learned brand with the main unit, seed 000's
-PC / PQ / F1* measures and a banding sweep (:mod:`.candidates`). The matcher, the
-bootstrap study, the generic loader and the ``neardup products`` commands follow.
+on rare model words, model-number prefixes and a learned brand with the main unit, the
+PC / PQ / F1* measures of candidate sets and a banding sweep (:mod:`.candidates`); the pair
+matcher (:mod:`.matcher`), the bootstrap study (:mod:`.study`), the generic loader
+(:mod:`.loaders`) and the jobs behind ``neardup products`` (:mod:`.job`).
 """
 
 from .candidates import (

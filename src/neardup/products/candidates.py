@@ -2,7 +2,7 @@
 
 Each offer becomes the set of its model words (title model words, and optionally the numeric
 model words of its attribute values, kept apart by a prefix); the sets are hashed to 64 bits,
-sketched with neardup's MinHash and banded with its LSH, exactly as documents are. Seed 000's
+sketched with neardup's MinHash and banded with its LSH, exactly as documents are. The usual
 measures of a candidate set against the truth (:func:`candidate_quality`):
 
 - pair completeness PC = true duplicates among the candidates / all true duplicates;
@@ -10,7 +10,7 @@ measures of a candidate set against the truth (:func:`candidate_quality`):
 - F1* = harmonic mean of PC and PQ;
 - fraction of comparisons = candidates / (n (n - 1) / 2).
 
-:func:`sweep` traces them over every banding ``bands x rows = num_perm`` (seed 000's Fig. 2).
+:func:`sweep` traces them over every banding ``bands x rows = num_perm``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :func:`load_offers` reads every file into one :class:`.offers.Offers`:
 
-- JSON: a list of offer objects, or seed 000's TV format (an object ``modelID -> [offers]``,
+- JSON: a list of offer objects, or the TV data's format (an object ``modelID -> [offers]``,
   detected from its shape; its modelIDs are returned as the truth);
 - JSONL: one offer object per line;
 - CSV: a header row; the attribute columns are ``attribute_columns`` or every column that is

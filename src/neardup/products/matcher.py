@@ -27,7 +27,7 @@ can check:
 ``num_rare``    how many of the matched numbers at most ``max(2, n/200)`` offers state
 ``num_idf``     ``num_match`` weighted by each number's inverse document frequency
 ``value_jac``   Jaccard of the cleaned attribute values (whatever their keys)
-``seed_jac``    seed 000's similarity: Jaccard of title words and attribute key:value pairs
+``seed_jac``    the baseline's similarity: Jaccard of title words and attribute key:value pairs
 ``title_idf``   IDF-weighted Jaccard of the title words
 ``value_idf``   IDF-weighted Jaccard of the attribute values
 ``desc_jac``    Jaccard of the description words (0 when either offer has none)
@@ -378,7 +378,7 @@ def rule_score(x: np.ndarray) -> np.ndarray:
 
 class PairModel:
     """A classifier of feature rows into duplicate / not: a random forest (scikit-learn's
-    ``RandomForestClassifier``) fitted on labelled candidate pairs. On seed 000's TV data it
+    ``RandomForestClassifier``) fitted on labelled candidate pairs. On the TV data it
     scored 0.777 mean bootstrap test F1 over 15 draws, against 0.766 for gradient-boosted trees
     and 0.705 for logistic regression (``docs/products.md``)."""
 

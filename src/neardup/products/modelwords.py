@@ -13,9 +13,9 @@ even when shops word their titles differently. Definitions follow the MSM/MSMP p
 
 Cleaning (:func:`clean_text`): lower case; unit spellings mapped to one canonical unit and
 attached to the number before them (``32 Inch``, ``32-inch``, ``32"``, ``32 inches`` ->
-``32inch``; ``120 Hertz``, ``120-Hz`` -> ``120hz``); then seed 000's uninformative symbols
-go: hyphens are removed (``LC-60LE650U`` -> ``lc60le650u``, as another shop writes it),
-``( ) ' " / , [ ]`` become spaces, and whitespace is collapsed. Units are configuration
+``32inch``; ``120 Hertz``, ``120-Hz`` -> ``120hz``); then the symbols that carry no
+information go: hyphens are removed (``LC-60LE650U`` -> ``lc60le650u``, as another shop writes
+it), ``( ) ' " / , [ ]`` become spaces, and whitespace is collapsed. Units are configuration
 (:class:`UnitMap`), not TV-specific code: :data:`DEFAULT_UNITS` covers common ones.
 """
 
@@ -92,7 +92,7 @@ def _unit_regex(units: UnitMap) -> tuple[re.Pattern[str], dict[str, str]]:
 
 
 def clean_text(text: str, units: UnitMap | None = None) -> str:
-    """Lower-case ``text``, normalise units after numbers, drop seed 000's symbols
+    """Lower-case ``text``, normalise units after numbers, drop the uninformative symbols
     (hyphens removed, ``( ) ' " / , [ ]`` to spaces) and collapse whitespace."""
     if not isinstance(text, str):
         raise TypeError(f"expected a string, got {type(text).__name__}")

@@ -1,4 +1,5 @@
-"""Product offers as columns, and the loader of seed 000's TV data format.
+"""Product offers as columns, and the loader of the TV data format
+(``TVs-all-merged.json``: an object ``modelID -> [offers]``).
 
 :class:`Offers` holds what a matcher may use: id, shop, title, attributes (and the source of
 each offer, for messages). Ground truth never lives in it: loaders return the truth labels as a
@@ -76,7 +77,7 @@ def _check_offer(raw: object, where: str, path: str) -> tuple[str, str, dict[str
 
 def load_tv_json(path: str | os.PathLike, on_error: str = "fail",
                  encoding: str = "utf-8") -> tuple[Offers, list[str]]:
-    """Load seed 000's TV offers: one JSON object ``modelID -> [offer, ...]``, each offer with
+    """Load the TV offers: one JSON object ``modelID -> [offer, ...]``, each offer with
     ``shop``, ``url``, ``modelID``, ``featuresMap`` and ``title``.
 
     Returns the offers (ids ``"<n>"``, the offer's position in the file, 0-based) and, apart,

@@ -1,11 +1,12 @@
 """Tables (CSV and markdown) and plots (PNG) of a :class:`.study.StudyResult`.
 
 - ``summary.csv`` / ``summary.md``: each method at the default banding, mean and standard
-  deviation over the bootstraps, next to the published figures on seed 000's data;
-- ``sweep.csv`` / ``sweep.md``: means per banding (seed 000's Fig. 2 as numbers);
+  deviation over the bootstraps, next to the published figures on the TV data;
+- ``sweep.csv`` / ``sweep.md``: means per banding (the numbers behind ``sweep.png``);
 - ``runs.csv``: every bootstrap, banding and method;
-- ``sweep.png``: PC, PQ, F1* and F1 against the fraction of comparisons (seed 000's Fig. 2);
-- ``similarity.png``: seed 000's similarity of the true pairs and of all candidates (its Fig. 3);
+- ``sweep.png``: PC, PQ, F1* and F1 against the fraction of comparisons;
+- ``similarity.png``: the baseline's similarity (Jaccard of title words and attribute key:value
+  pairs) of the true pairs and of all candidates;
 - ``report.md``: all of it on one page.
 """
 
@@ -20,7 +21,7 @@ import numpy as np
 from .._extras import NO_FIGURES, can_plot
 from .study import METHODS, StudyResult
 
-#: Published results on seed 000's TV data (all pairs compared for MSM; MSMP and MSMP+ at about
+#: Published results on the TV data (all pairs compared for MSM; MSMP and MSMP+ at about
 #: 5% of the comparisons), as reported with the data set.
 PUBLISHED = [
     {"method": "MSM (published)", "fraction": 1.0, "f1": 0.475},
@@ -135,7 +136,7 @@ def plot_similarity(res: StudyResult, path: str | os.PathLike) -> None:
         v = res.distributions.get(k, np.zeros(0))
         if len(v):
             ax.hist(v, bins=bins, density=True, alpha=0.55, label=f"{label} ({len(v):,})")
-    ax.set_xlabel("Jaccard of title words and attribute key:value pairs (seed 000)")
+    ax.set_xlabel("Jaccard of title words and attribute key:value pairs")
     ax.set_ylabel("density")
     ax.set_title("Similarity of candidates and of true duplicates (whole data)")
     ax.legend()

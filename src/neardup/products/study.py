@@ -1,11 +1,12 @@
-"""Seed 000's bootstrap study, done with neardup's candidates and matchers.
+"""The bootstrap study of product-duplicate detection on the TV data, done with neardup's
+candidates and matchers.
 
 For each of ``bootstraps`` draws (:func:`..evaluate.bootstrap.bootstrap_split`), the training
 part and the test part are each treated as a catalogue of their own: described, sketched and
 banded for every ``(bands, rows)`` of the sweep. At each banding, three classifiers of the
 candidate pairs are compared, each with its threshold tuned on the training part only:
 
-- ``seed000``: seed 000's Jaccard of title words and attribute key:value pairs (the baseline);
+- ``seed000``: the baseline, Jaccard of title words and attribute key:value pairs;
 - ``rule``: neardup's training-free :func:`.matcher.rule_score`, one listing per shop;
 - ``neardup``: a random forest over the pair features (:class:`.matcher.PairModel`),
   fitted on the training part's candidates at the default banding, with out-of-fold scores
@@ -60,7 +61,7 @@ class StudyConfig:
 class StudyResult:
     """Rows of the study: ``runs`` (one per bootstrap, banding and method, test figures),
     ``summary`` (mean and standard deviation per method at the default banding),
-    ``distributions`` (seed 000's similarity of true pairs and of all candidates, whole data,
+    ``distributions`` (the baseline's similarity of true pairs and of all candidates, whole data,
     default banding) and ``seconds``."""
 
     config: StudyConfig
@@ -198,7 +199,7 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
             progress(f"bootstrap {b + 1}/{cfg.bootstraps}: test F1 {last[0]['f1']:.3f} at "
                      f"fraction {last[0]['fraction']:.4f} ({time.perf_counter() - t0:.1f} s)")
     res.summary = summarise(res.runs, default)
-    # seed 000's Fig. 3: similarity of the true pairs and of all candidates, whole data
+    # the baseline's similarity of the true pairs and of all candidates, whole data
     whole = _prepare(offers, labels, np.arange(len(offers)), cfg, [default])
     wl, wr = whole.pairs[default]
     sim = whole.x[default][:, sj] if default in whole.x else np.zeros(0)

@@ -1,4 +1,4 @@
-"""The HTTP service of a :class:`neardup.Index` and its web page (issue 5).
+"""The HTTP service of a :class:`neardup.Index` and its web page.
 
 ``create_app(index)`` returns a FastAPI application: JSON endpoints to add, query, check and
 remove documents, an upload endpoint that deduplicates a CSV or JSONL collection in memory, and
