@@ -94,8 +94,9 @@ def add_input_args(p: argparse.ArgumentParser, *, id_help: str | None = None,
 
     g = p.add_argument_group("input")
     g.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="JSONL, CSV, TSV or Parquet files (optionally .gz or .zst), or folders of "
-                        "text files (one document per file)")
+                   help="JSONL, JSON (an array of objects), CSV, TSV or Parquet files "
+                        "(optionally .gz or .zst), folders of text files (one document per "
+                        "file), or - for JSON lines on standard input")
     g.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
                    help="field(s) holding the text; several are joined with a newline "
                         "(default: text)")

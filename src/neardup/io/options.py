@@ -13,7 +13,7 @@ from typing import Any
 
 from ..validate import check_bool, check_choice, check_int, check_str, fail
 
-INPUT_FORMATS = ("jsonl", "csv", "tsv", "parquet", "textdir")
+INPUT_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "textdir")
 OUTPUT_FORMATS = ("parquet", "jsonl", "csv")
 ON_ERROR = ("fail", "skip")
 

@@ -42,14 +42,14 @@ __all__ = [
 
 # The one place that knows which names and content types stand for which format.
 _SUFFIX_FORMATS = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json",
     ".csv": "csv", ".tsv": "tsv",
     ".parquet": "parquet", ".pq": "parquet",
 }
 _CONTENT_TYPES = {
     "application/jsonl": "jsonl", "application/x-jsonlines": "jsonl",
     "application/jsonlines": "jsonl", "application/x-ndjson": "jsonl",
-    "application/ndjson": "jsonl", "application/json": "jsonl",
+    "application/ndjson": "jsonl", "application/json": "json",
     "text/csv": "csv", "application/csv": "csv", "text/comma-separated-values": "csv",
     "text/tab-separated-values": "tsv",
     "application/vnd.apache.parquet": "parquet", "application/x-parquet": "parquet",
@@ -260,6 +260,8 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
     if fmt is None:
         head = bytes(source[:64]) if is_data else None
         fmt = detect_format(name=label, head=head)
+        if fmt == "json":  # an array, or JSON lines under a .json name
+            fmt = _json_or_jsonl_head(source, is_data, _compression(label, fmt))
     if fmt == "textdir":
         raise InputError("is not a directory (fmt='textdir'): a folder of text files is read "
                          "from its path", path=label, reason=SkipReason.NOT_A_DIRECTORY,
@@ -309,7 +311,10 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
             raise InputError("is not a directory (fmt='textdir')", path=str(p),
                              reason=SkipReason.NOT_A_DIRECTORY, whole_file=True)
         f = fmt or detect_format(p)
-        sources.append(_Source(i, p, f, _compression(str(p), f), p.stat().st_size))
+        comp = _compression(str(p), f)
+        if f == "json" and fmt is None:
+            f = _json_or_jsonl(p, comp)
+        sources.append(_Source(i, p, f, comp, p.stat().st_size))
     return sources
 
 
@@ -581,6 +586,13 @@ def _jsonl_line(data: bytes, name: str, lineno: int, opts: _Options, utf8: bool,
     if type(obj) is not dict:
         return InputError(f"a JSON line must be an object, not {_type_name(obj)}",
                           path=name, line=lineno, reason=SkipReason.NOT_OBJECT)
+    return _json_object(obj, name, lineno, opts, single, raw)
+
+
+def _json_object(obj: dict, name: str, lineno: int, opts: _Options, single: str | None,
+                 raw: Any) -> _Item | InputError:
+    """A JSON object (a line of JSONL, an item of a JSON array) as a record item or its
+    error; ``raw``: what the writer copies for it."""
     if single is not None:
         text = obj.get(single, _MISSING)
         if type(text) is not str:
@@ -896,7 +908,81 @@ def _textdir_records(src: _Source, opts: _Options,
         yield k, text, rel, path
 
 
+def _json_records(src: _Source, opts: _Options,
+                  progress: _Progress) -> Iterator[_Item | InputError]:
+    """The items of a JSON file holding one array of objects (a ``.json`` file that starts
+    with ``[``). The whole file is parsed at once (a JSON array has no record boundaries to
+    stream by); an item's "line" in messages and record numbers is its 1-based position in
+    the array, and its raw value is the parsed object, which the writer serialises again."""
+    name = src.name
+    utf8 = _is_utf8(opts.encoding)
+    single = opts.text_fields[0] if len(opts.text_fields) == 1 else None
+    with ExitStack() as stack:
+        try:
+            raw_f, stream = stack.enter_context(_open_source(src))
+            progress.start(src, raw_f.tell)
+            data = stream.read()
+        except _READ_ERRORS as e:
+            yield _open_error(src, e)
+            return
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        arr = orjson.loads(data if utf8 else data.decode(opts.encoding))
+    except UnicodeDecodeError as e:
+        yield _undecodable(name, 0, e, opts.encoding)
+        return
+    except orjson.JSONDecodeError as e:
+        line = data.count(b"\n", 0, e.pos) + 1 if isinstance(e.pos, int) else None
+        yield InputError(f"malformed JSON: {e.msg} (line {line})", path=name,
+                         reason=SkipReason.MALFORMED_JSON, whole_file=True)
+        return
+    if type(arr) is not list:
+        yield InputError(f"a .json input holds one array of objects, not {_type_name(arr)} "
+                         "(JSON lines go in a .jsonl file)", path=name,
+                         reason=SkipReason.NOT_OBJECT, whole_file=True)
+        return
+    if not arr and src.whole:
+        yield _empty(src, "an empty JSON array")
+        return
+    for i, obj in enumerate(arr, 1):
+        if type(obj) is not dict:
+            yield InputError(f"item {i} of the array must be an object, not "
+                             f"{_type_name(obj)}", path=name, line=i,
+                             reason=SkipReason.NOT_OBJECT)
+            continue
+        yield _json_object(obj, name, i, opts, single, obj)
+
+
+def _json_or_jsonl_head(source: Any, is_data: bool, compression: str | None) -> str:
+    """:func:`_json_or_jsonl` of the bytes of a file, or of a file object that can peek."""
+    if is_data:
+        try:
+            with _decompressed(io.BytesIO(source), compression, "") as stream:
+                head = stream.read(256)
+        except _READ_ERRORS:
+            return "jsonl"
+    elif compression is None and hasattr(source, "peek"):
+        head = source.peek(256)[:256]
+    else:
+        return "jsonl"
+    return "json" if head.lstrip(_SNIFF_SKIP)[:1] == b"[" else "jsonl"
+
+
+def _json_or_jsonl(path: Path, compression: str | None) -> str:
+    """``"json"`` for a ``.json`` file that holds a JSON array (its first character after
+    white space and a byte order mark is ``[``), else ``"jsonl"`` (JSON lines named
+    ``.json``)."""
+    try:
+        with _open_binary(path, compression) as (_, stream):
+            head = stream.read(256)
+    except _READ_ERRORS:
+        return "jsonl"  # the reader says what is wrong with it
+    return "json" if head.lstrip(_SNIFF_SKIP)[:1] == b"[" else "jsonl"
+
+
 _GENERATORS = {
+    "json": _json_records,
     "jsonl": _jsonl_records,
     "csv": _csv_records,
     "tsv": _csv_records,

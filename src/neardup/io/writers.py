@@ -469,6 +469,21 @@ def _write_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Kee
             f.write(rec.raw)
 
 
+def _write_json_array(stream: _RecordStream, src: _Source, staged: Staged,
+                      keep: _Keep) -> None:
+    """The kept items of a JSON array, as a JSON array (one item per line, each written
+    again from its parsed value: same data, not the same bytes)."""
+    f = staged.file
+    assert f is not None
+    sep = b"[\n"
+    for rec in stream.records(src):
+        if keep(rec.index):
+            f.write(sep)
+            f.write(orjson.dumps(rec.raw))
+            sep = b",\n"
+    f.write(b"[]\n" if sep == b"[\n" else b"\n]\n")
+
+
 def _copy_lines(data: BinaryIO, out: BinaryIO, wanted: np.ndarray,
                 block_size: int = _COPY_BLOCK, long_line: int = _LONG_LINE) -> bool:
     """Write the lines of ``data`` numbered ``wanted`` (1-based, strictly increasing) to
@@ -810,6 +825,8 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
                             None if spans is None else spans[here])
             elif src.fmt == "jsonl":
                 _write_jsonl(stream, src, staged, flags)
+            elif src.fmt == "json":
+                _write_json_array(stream, src, staged, flags)
             elif src.fmt in ("csv", "tsv"):
                 _write_csv(stream, src, staged, flags, options.encoding)
             elif src.fmt == "parquet":
