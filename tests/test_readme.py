@@ -101,3 +101,22 @@ def test_readme_index_examples_show_what_they_claim():
     decisions = [json.loads(line)["decision"] for line in stream[:-1]]
     assert "duplicate" in decisions and "unique" in decisions and "error" not in decisions
     assert stream[-1].endswith(" 0 errors")
+
+
+def test_readme_data_frame_example_runs(tmp_path, monkeypatch):
+    """The library's data-frame example, on a posts.parquet of near-duplicate posts."""
+    pl = pytest.importorskip("polars")
+    pytest.importorskip("pandas")
+    monkeypatch.chdir(tmp_path)
+    body = ["the council approved the new cycle path on monday after a long debate",
+            "the council approved the new cycle path on monday after a long debate!",
+            "an entirely different story about the harbour and its ferries",
+            "the harbour ferries run late again this winter, say commuters"]
+    pl.DataFrame({"post_id": list(range(100, 100 + len(body))), "body": body}).write_parquet(
+        "posts.parquet")
+    block = next(b for b in python_blocks() if "to_polars" in b)
+    ns: dict = {}
+    exec("import neardup\n" + block, ns)
+    kept = ns["kept"]
+    assert kept["post_id"].to_list() == [100, 102, 103]
+    assert ns["result"].to_pandas("pairs")[["id_a", "id_b"]].values.tolist() == [["100", "101"]]
