@@ -101,3 +101,26 @@ def test_a_run_that_fails_while_writing_leaves_no_output(tmp_path, capsys):
     assert "no output of this run was left" in err
     assert sorted(p.name for p in out.iterdir()) == ["deduplicated"]
     assert (out / "deduplicated").read_text() == "in the way"
+
+
+def test_an_interrupt_says_what_it_left(tmp_path):
+    """SIGINT (here: KeyboardInterrupt raised in the run) gives exit 130 and a message that
+    is true for the command: a dedup run leaves nothing of its own."""
+    code = f"""
+import sys
+import time
+from neardup.cli import main
+
+def interrupted(*a, **k):
+    time.sleep(0.5)  # the tables, written meanwhile on another thread, are in place
+    raise KeyboardInterrupt
+
+import neardup.io
+neardup.io.write_deduplicated = interrupted
+sys.exit(main(["dedup", {str(NEWS)!r}, "--id-field", "id", "-o", "out", "--quiet"]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip() == "neardup: interrupted; no output of this run was left behind"
+    assert list((tmp_path / "out").iterdir()) == []

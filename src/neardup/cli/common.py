@@ -256,7 +256,9 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"neardup: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        print("neardup: interrupted; no partial output was left behind", file=sys.stderr)
+        note = getattr(args, "on_interrupt", None) or (
+            "files it had written so far were left as they are")
+        print(f"neardup: interrupted; {note}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

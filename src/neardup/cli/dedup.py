@@ -31,7 +31,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        description="Find near-duplicate clusters in a corpus and write clusters, "
                        "pairs, a deduplicated corpus and summary.json.")
     _add_dedup_args(d)
-    d.set_defaults(func=cmd_dedup)
+    d.set_defaults(func=cmd_dedup, on_interrupt="no output of this run was left behind")
 
 
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:

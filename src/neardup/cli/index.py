@@ -266,7 +266,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--batch-size", type=int, default=1000, metavar="N",
                    help="documents per transaction (default: 1000)")
     add_running_args(ad)
-    ad.set_defaults(func=cmd_index_add)
+    ad.set_defaults(func=cmd_index_add, on_interrupt="the documents added before it stay in "
+                    "the index (whole batches of --batch-size)")
 
     q = isub.add_parser("query", help="near-duplicates of texts",
                         description="Print the near-duplicates of each text: id and verified "
@@ -319,7 +320,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "each answer)")
     add_running_args(st, quiet_help="do not print the counts on stderr at the end",
                      json_help=None)
-    st.set_defaults(func=cmd_stream)
+    st.set_defaults(func=cmd_stream, on_interrupt="the records decided before it stay in the "
+                    "index")
 
     sv = sub.add_parser("serve", help=COMMANDS["serve"],
                         description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
