@@ -214,3 +214,21 @@ def test_the_library_logs_what_a_run_did_and_skipped(caplog):
         (records[0][0], records[0][1], records[0][2].rsplit(" (", 1)[0])
     assert records[1][1:] == ("WARNING", "1 documents with a missing text were left out "
                                          "(on_error='skip')")
+
+
+@pytest.mark.parametrize("target", [None, "sqlite"])
+def test_the_index_takes_integer_ids(tmp_path, target):
+    ix = neardup.Index(None if target is None else tmp_path / "ix.db", **PARAMS)
+    ix.add(5, TEXTS[0])
+    ix.add_many([(6, TEXTS[2]), (np.int64(7), TEXTS[4])])
+    assert 5 in ix and "5" in ix and np.int64(7) in ix and 8 not in ix
+    assert ix.get(5) == TEXTS[0] == ix.get("5")
+    assert [m.id for m in ix.query_id(5)] == []  # itself left out
+    assert [m.id for m in ix.check_and_add(9, TEXTS[1])] == ["5"]
+    assert [m.id for m in ix.query(TEXTS[3])] == ["5"]
+    assert ix.remove(6) and 6 not in ix and len(ix) == 2
+    with pytest.raises(InputError, match="a non-empty string or an integer"):
+        ix.add(True, "x y z")
+    with pytest.raises(neardup.DuplicateIdError):
+        ix.add("5", TEXTS[4])
+    ix.close()

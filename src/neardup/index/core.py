@@ -190,7 +190,7 @@ class Index:
         return out
 
     # -- writing ----------------------------------------------------------------------------
-    def add(self, id: str, text: str) -> None:  # noqa: A002 - the natural name
+    def add(self, id: str | int, text: str) -> None:  # noqa: A002 - the natural name
         """Add one document; :class:`DuplicateIdError` if ``id`` is present."""
         self.add_many([(id, text)])
 
@@ -216,7 +216,7 @@ class Index:
         self.storage.insert(encoded)
         return len(encoded)
 
-    def remove(self, id: str) -> bool:  # noqa: A002
+    def remove(self, id: str | int) -> bool:  # noqa: A002
         """Remove a document; whether it was present."""
         return self.storage.delete([_check_id(id)])[0]
 
@@ -257,10 +257,11 @@ class Index:
         matches = self._verify(self.encode([text])[0], threshold)
         return matches[:top_k] if top_k is not None else matches
 
-    def query_id(self, id: str, threshold: float | None = None, top_k: int | None = None  # noqa: A002
+    def query_id(self, id: str | int, threshold: float | None = None, top_k: int | None = None  # noqa: A002
                  ) -> list[Match]:
         """Near-duplicates of a document already in the index (itself left out)."""
-        got = self.storage.get(_check_id(id))
+        id = _check_id(id)  # noqa: A001
+        got = self.storage.get(id)
         if got is None:
             raise KeyError(id)
         if got["text"] is not None:
@@ -271,7 +272,7 @@ class Index:
         matches = self._verify(doc, self._check_threshold(threshold), exclude=id)
         return matches[:top_k] if top_k is not None else matches
 
-    def check_and_add(self, id: str, text: str, threshold: float | None = None  # noqa: A002
+    def check_and_add(self, id: str | int, text: str, threshold: float | None = None  # noqa: A002
                       ) -> list[Match]:
         """For streams: the near-duplicates of ``text``; if there are none, ``text`` is added
         under ``id``. Atomic across every client of the index (no two near-duplicates arriving
@@ -292,7 +293,7 @@ class Index:
             return self.threshold
         return check_threshold(threshold)
 
-    def get(self, id: str) -> str | None:  # noqa: A002
+    def get(self, id: str | int) -> str | None:  # noqa: A002
         """The stored text of ``id`` (``KeyError`` if absent; ``None`` if texts are not kept)."""
         got = self.storage.get(_check_id(id))
         if got is None:
@@ -326,7 +327,9 @@ class Index:
         return self.storage.list_ids(after, limit)
 
     def __contains__(self, id: object) -> bool:  # noqa: A002
-        return isinstance(id, str) and self.storage.contains(id)
+        if isinstance(id, (int, np.integer)) and not isinstance(id, (bool, np.bool_)):
+            id = str(int(id))  # noqa: A001
+        return isinstance(id, str) and bool(id) and self.storage.contains(id)
 
     def __len__(self) -> int:
         return self.storage.count()
@@ -373,8 +376,12 @@ def _decompressor():
 
 
 def _check_id(x: object) -> str:
+    """An id: a non-empty string, or an integer (stored as its decimal string, as the file
+    readers and the batch engine make it)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return str(int(x))
     if not isinstance(x, str) or not x:
-        raise InputError(f"id {x!r} is invalid: a non-empty string", field="id",
+        raise InputError(f"id {x!r} is invalid: a non-empty string or an integer", field="id",
                          reason=SkipReason.BAD_ID)
     return x
 
