@@ -96,7 +96,7 @@ def test_duplicate_ids_and_atomic_batches(make_index):
     with pytest.raises(InputError, match="not valid Unicode"):
         idx.add("s", "lone \ud800 surrogate")
     assert len(idx) == 1 and "x" not in idx and "y" not in idx
-    for bad in ("", None, 3):
+    for bad in ("", None, 3.0, True):
         with pytest.raises(InputError):
             idx.add(bad, "text")
     with pytest.raises(InputError, match="not str"):
