@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -15,7 +19,7 @@ pytest.importorskip("distributed")
 from neardup.config import DedupConfig  # noqa: E402
 from neardup.engines.dask import dedup_dask  # noqa: E402
 from neardup.engines.local import dedup_files  # noqa: E402
-from neardup.errors import ConfigError, InputError  # noqa: E402
+from neardup.errors import ConfigError, InputError, OutputError  # noqa: E402
 from neardup.synth import make_corpus  # noqa: E402
 
 VOLATILE = {"timings_s", "seconds", "outputs", "documents_per_s", "mb_per_s", "ingest_seconds",
@@ -249,7 +253,7 @@ def test_scratch_folder_removed(scheduler, corpus, tmp_path):
     client = scheduler[1]
     client.register_plugin(BreakShuffle())
     try:
-        with pytest.raises(FileNotFoundError):
+        with pytest.raises(OutputError, match="bandmap.*No such file.*must stay in place"):
             dedup_dask(corpus, tmp_path / "out3", config=cfg, scheduler=addr,
                        partition_docs=150, work_dir=work)
     finally:
@@ -364,3 +368,218 @@ def test_parquet_split_bad_rows_same_errors(scheduler, tmp_path):
         assert s2["partitions"] == 10
         assert s1["skipped"]["total"] == [7, 2, 2][k]
         _check_same(tmp_path / f"ls{k}", tmp_path / f"ds{k}", s1, s2)
+
+
+# -- a scheduler and workers of their own, in other folders than the client's -----------------
+
+
+def _start(args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    with open(log, "ab") as f:
+        return subprocess.Popen(args, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _worker_args(scheduler_file: Path, name: str, local_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+            str(scheduler_file), "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name",
+            name, "--local-directory", str(local_dir), "--death-timeout", "60"]
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory):
+    """A scheduler and two workers started as processes of their own (``dask scheduler``,
+    ``dask worker``), each in a folder of its own: the client's working folder is none of
+    theirs. The scheduler takes a free port (port 0) and says its address in a file."""
+    from distributed import Client
+
+    base = tmp_path_factory.mktemp("remote")
+    sdir, wdir = base / "scheduler", base / "workers"
+    sdir.mkdir()
+    wdir.mkdir()
+    sfile = base / "scheduler.json"
+    procs: list[subprocess.Popen] = []
+    client = None
+    try:
+        procs.append(_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                             "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                             str(sfile)], sdir, base / "scheduler.log"))
+        deadline = time.monotonic() + 60
+        address = None
+        while address is None:
+            assert procs[0].poll() is None, (base / "scheduler.log").read_text()
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            try:
+                address = orjson.loads(sfile.read_bytes())["address"]
+            except (OSError, orjson.JSONDecodeError, KeyError):
+                time.sleep(0.1)
+        for i in range(2):
+            procs.append(_start(_worker_args(sfile, f"w{i}", wdir), wdir,
+                                base / f"worker-{i}.log"))
+        client = Client(address)
+        client.wait_for_workers(2, timeout=60)
+        yield address, client, sfile, wdir
+    finally:
+        if client is not None:
+            client.close()
+        _stop(procs[1:])
+        _stop(procs[:1])
+
+
+def _mixed_inputs(d: Path, n: int = 300, seed: int = 21) -> list[Path]:
+    """A JSONL file and a Parquet file with more columns than the id and text, near-duplicates
+    within and across them."""
+    d.mkdir(parents=True, exist_ok=True)
+    texts, _ = make_corpus(n, dup_fraction=0.4, seed=seed, max_edit_rate=0.3)
+    a = _write_lines(d / "a.jsonl", [
+        orjson.dumps({"id": f"a{i}", "text": t, "lang": "en", "n": i})
+        for i, t in enumerate(texts[: n // 2])])
+    b = d / "b.parquet"
+    half = texts[n // 2:]
+    pq.write_table(pa.table({"id": [f"b{i}" for i in range(len(half))], "text": half,
+                             "score": [i / 7 for i in range(len(half))]}), b,
+                   row_group_size=40)
+    return [a, b]
+
+
+def test_relative_paths_on_workers_in_other_folders(remote, tmp_path, monkeypatch, capsys):
+    """Relative inputs, -o and --work-dir from the client's folder, on workers whose working
+    folder is another: the run succeeds and writes what the local engine writes."""
+    from neardup.cli import main
+
+    address, client, _, wdir = remote
+    home = tmp_path / "client"
+    _mixed_inputs(home / "data")
+    monkeypatch.chdir(home)
+    assert set(client.run(os.getcwd).values()) == {str(wdir)}
+    args = ["data/a.jsonl", "data/b.parquet", "--id-field", "id", "--threshold", "0.7", "-q"]
+    assert main(["dedup", *args, "-o", "local"]) == 0
+    assert main(["dedup", *args, "-o", "out", "--work-dir", "scratch", "--engine", "dask",
+                 "--scheduler", address, "--json"]) == 0
+    summary = orjson.loads(capsys.readouterr().out)
+    assert summary["inputs"] == [str(home / "data" / "a.jsonl"), str(home / "data" / "b.parquet")]
+    s1 = orjson.loads((home / "local" / "summary.json").read_bytes())
+    s2 = orjson.loads((home / "out" / "summary.json").read_bytes())
+    assert s2 == summary
+    s1["inputs"] = [str(home / p) for p in s1["inputs"]]  # the Dask engine's are absolute
+    assert s2["near_duplicates"] > 20
+    _check_same(home / "local", home / "out", s1, s2)
+    assert list((home / "scratch").iterdir()) == []
+    assert [p.name for p in wdir.iterdir() if not p.name.startswith("dask-")] == []
+    # an input that is nowhere: one clear message naming the absolute path
+    assert main(["dedup", "data/nope.jsonl", "-o", "out2", "--engine", "dask", "--scheduler",
+                 address, "-q"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"neardup: error: {home / 'data' / 'nope.jsonl'}: no such file")
+    assert "Traceback" not in err and not (home / "out2").exists()
+
+
+def test_check_workers_names_the_path_and_the_worker(remote, tmp_path):
+    """What a worker does not see as the client does: a missing input, another file of the
+    same name, a folder it does not see; each named with the workers that miss it."""
+    from neardup.engines.dask.paths import check_workers, probe
+
+    address, client, _, _ = remote
+    workers = sorted(client.scheduler_info()["workers"])
+    a = _write_lines(tmp_path / "a.jsonl", [b'{"text": "x"}'])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert check_workers(client, [a, tmp_path], [(out, "the output folder")]) == 2
+    assert list(out.iterdir()) == []  # the marker file is removed
+    with pytest.raises(InputError) as e:
+        check_workers(client, [a, tmp_path / "gone.jsonl"], [(out, "the output folder")])
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'gone.jsonl'}: not seen by the Dask workers "
+                          f"{', '.join(workers)} as on this client (no such file or folder "
+                          "there): every Dask worker must see the inputs")
+    assert e.value.reason == "missing_path"
+
+    # the worker's side, on its own
+    assert probe([(str(a), a.stat().st_size), (str(tmp_path), None)],
+                 [(str(out), "m", "t")]) == [
+        ("folder", str(out), "another folder of the same name: a file the client has just "
+                             "written in it is missing there")]
+    (out / "m").write_text("other")
+    assert probe([(str(a), 99), (str(a), None), (str(tmp_path / "x"), 1)],
+                 [(str(out), "m", "t"), (str(tmp_path / "y"), "m", "t")]) == [
+        ("input", str(a), f"another file: {a.stat().st_size:,} bytes there, 99 bytes on the "
+                          "client"),
+        ("input", str(a), "it is not a folder there"),
+        ("input", str(tmp_path / "x"), "no such file or folder there"),
+        ("folder", str(out), "another folder of the same name: a file the client has just "
+                             "written in it has other contents there"),
+        ("folder", str(tmp_path / "y"), "no such folder there")]
+    (out / "m").write_text("t")
+    assert probe([], [(str(out), "m", "t")]) == []
+
+
+def _unshare_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        r = subprocess.run(["unshare", "-Urm", "sh", "-c", "mount -t tmpfs none /mnt"],
+                           capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def test_a_worker_that_sees_other_files(remote, tmp_path):
+    """A worker with other mounts than the client (a mount namespace of its own, where an
+    empty file system hides a folder of the client's and holds other files of the same
+    names): the run stops before any work with an error that names the path and that
+    worker."""
+    if not _unshare_works():
+        pytest.skip("needs user and mount namespaces (unshare -Urm)")
+    _, client, sfile, wdir = remote
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    inp = _write_lines(hidden / "in.jsonl", [orjson.dumps({"text": f"a text {i} " * 5})
+                                             for i in range(50)])
+    seen = _write_lines(tmp_path / "seen.jsonl", inp.read_bytes().splitlines())
+    (hidden / "out").mkdir()
+    script = (f"mount -t tmpfs none {hidden} && mkdir {hidden}/out && "
+              f"echo '{{}}' > {hidden}/in.jsonl && exec \"$@\"")
+    blind = _start(["unshare", "-Urm", "sh", "-c", script, "sh",
+                    *_worker_args(sfile, "blind", wdir)], wdir, tmp_path / "blind.log")
+    try:
+        client.wait_for_workers(3, timeout=60)
+        addr = next(a for a, w in client.scheduler_info()["workers"].items()
+                    if w["name"] == "blind")
+        with pytest.raises(InputError) as e:
+            dedup_dask([inp], tmp_path / "o1", scheduler=client.scheduler.address)
+        assert str(e.value).startswith(
+            f"{inp}: not seen by the Dask worker {addr} as on this client (another file: 3 "
+            f"bytes there, {inp.stat().st_size:,} bytes on the client): every Dask worker")
+        assert not (tmp_path / "o1").exists()
+        for out, why in ((hidden / "out", "another folder of the same name"),
+                         (hidden / "new", "no such folder there")):
+            with pytest.raises(OutputError) as e:
+                dedup_dask([seen], out, scheduler=client.scheduler.address)
+            assert str(e.value).startswith(f"{out}: the output folder is not seen by the Dask "
+                                           f"worker {addr} as on this client ({why}")
+            assert list((hidden / "out").iterdir()) == []
+            assert not (hidden / "new").exists()
+        with pytest.raises(OutputError) as e:
+            dedup_dask([seen], tmp_path / "o2", scheduler=client.scheduler.address,
+                       work_dir=hidden / "work")
+        assert str(e.value).startswith(f"{hidden / 'work'}: the work folder is not seen by "
+                                       f"the Dask worker {addr}")
+        assert not (tmp_path / "o2").exists() and not (hidden / "work").exists()
+    finally:
+        _stop([blind])
+        deadline = time.monotonic() + 30
+        while len(client.scheduler_info()["workers"]) > 2 and time.monotonic() < deadline:
+            time.sleep(0.1)

@@ -76,8 +76,13 @@ small slices read from P files per reducer). The client holds the verified pairs
 length, fingerprint and id of each text in them), the rows that start a group or cluster
 (labels), the per-partition counts, and one output part at a time.
 
-Assumptions: inputs, ``outdir`` and ``work_dir`` are on a file system every worker sees (a shared disk, or a
-``LocalCluster``). ``verify="estimate"`` is not supported yet (exact verification only).
+Assumptions: inputs, ``outdir`` and ``work_dir`` are on a file system every worker sees at the
+same path as the client (a shared disk, or a ``LocalCluster``). Relative paths are made absolute
+on the client (a worker's working folder is its own), and before the first step every worker
+checks that it sees each input as the client does (there, with the same size) and that it can
+write into the output and work folders (the same folders: a file the client has just written
+there is there); a worker that does not stops the run with an error naming the path and the
+worker (:mod:`~neardup.engines.dask.paths`). ``verify="estimate"`` is not supported yet (exact verification only).
 A text repeated in two partitions is sketched in both (the second sketch is dropped after the
 exact-group stage). Textdir ids and row-number ids of other inputs are not cross-checked for
 collisions across partitions (the local engine does; it needs a file named like a row number).
