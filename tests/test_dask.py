@@ -59,21 +59,66 @@ def corpus(tmp_path_factory):
     return paths
 
 
+def _table(out: Path, stem: str) -> pa.Table:
+    """A table of ``out``: one Parquet file, or a folder of parts (partitioned output)."""
+    if (out / stem).is_dir():
+        return pa.concat_tables([pq.read_table(p) for p in sorted((out / stem).iterdir())])
+    return pq.read_table(out / f"{stem}.parquet")
+
+
 def _tables(out: Path) -> tuple[pa.Table, pa.Table]:
-    return pq.read_table(out / "clusters.parquet"), pq.read_table(out / "pairs.parquet")
+    return _table(out, "clusters"), _table(out, "pairs")
 
 
-def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict) -> None:
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def _check_same_file(local: Path, dask: Path) -> None:
+    """A file of the local engine's corpus against the Dask engine's: the same bytes (Parquet:
+    the same table, schema included), or a folder of parts that concatenate to it."""
+    if dask.is_dir():
+        parts = sorted(dask.iterdir())
+        assert [p.name for p in parts] == [f"part-{j:05d}{local.suffix}"
+                                           for j in range(len(parts))]
+    else:
+        parts = [dask]
+    if local.suffix == ".parquet":
+        tables = [pq.read_table(p) for p in parts]
+        assert all(t.schema.equals(tables[0].schema, check_metadata=True) for t in tables)
+        assert pa.concat_tables(tables).equals(pq.read_table(local), check_metadata=True)
+    else:
+        assert b"".join(p.read_bytes() for p in parts) == local.read_bytes()
+
+
+def _check_corpus(local_out: Path, dask_out: Path, partitioned: bool = False) -> None:
+    """The deduplicated corpus of the Dask engine is the local engine's: the same outputs (the
+    same names, formats, columns and kept rows), byte for byte or in parts."""
+    local, dask = local_out / "deduplicated", dask_out / "deduplicated"
+    names = sorted(p.name for p in local.iterdir())
+    assert sorted(p.name for p in dask.iterdir()) == names
+    for name in names:
+        if (local / name).is_dir():  # a folder of text files: the kept files, copied
+            assert _files(local / name) == _files(dask / name)
+            for f in _files(local / name):
+                assert (local / name / f).read_bytes() == (dask / name / f).read_bytes()
+            continue
+        assert (dask / name).is_dir() == partitioned
+        _check_same_file(local / name, dask / name)
+
+
+def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict,
+                partitioned: bool = False) -> None:
     c1, p1 = _tables(local_out)
     c2, p2 = _tables(dask_out)
     assert c1.equals(c2)
     assert p1.equals(p2)
     assert {k: v for k, v in s_local.items() if k not in VOLATILE} == \
         {k: v for k, v in s_dask.items() if k not in VOLATILE}
-    kept = sorted(r["id"] for r in c1.to_pylist() if r["id"] == r["representative"])
-    parts = sorted((dask_out / "deduplicated").glob("part-*.parquet"))
-    assert len(parts) == s_dask["partitions"]
-    assert sorted(x for p in parts for x in pq.read_table(p).column("id").to_pylist()) == kept
+    if "deduplicated" in s_local["outputs"]:
+        assert [Path(p).name for p in s_dask["outputs"]["deduplicated"]] == \
+            [Path(p).name for p in s_local["outputs"]["deduplicated"]]
+        _check_corpus(local_out, dask_out, partitioned)
 
 
 @pytest.mark.parametrize("id_field,method,keep", [
@@ -583,3 +628,106 @@ def test_a_worker_that_sees_other_files(remote, tmp_path):
         deadline = time.monotonic() + 30
         while len(client.scheduler_info()["workers"]) > 2 and time.monotonic() < deadline:
             time.sleep(0.1)
+
+
+def _corpus_of_every_kind(d: Path) -> list[Path]:
+    """Inputs of every kind with more columns than the id and the text, near-duplicates within
+    and across them: a JSONL file (a byte order mark, CRLF and blank lines, no newline at the
+    end) large enough to be split, a gzipped one, CSV and TSV files (quoted fields), a Parquet
+    file of several row groups, a folder of text files, and two JSONL files of the same name
+    in other folders."""
+    import csv
+    import gzip
+
+    texts, _ = make_corpus(700, dup_fraction=0.4, seed=17, max_edit_rate=0.3)
+    texts[50] = texts[10]
+    chunks = [texts[i:i + 100] for i in range(0, 700, 100)]
+    d.mkdir()
+    big = d / "big.jsonl"
+    lines = [orjson.dumps({"id": f"j{i}", "text": t, "tags": ["x", i], "n": i})
+             for i, t in enumerate(chunks[0] + chunks[1])]
+    body = b"\r\n".join(x + (b"\n" if i % 37 == 0 else b"") for i, x in enumerate(lines))
+    big.write_bytes(b"\xef\xbb\xbf" + body)
+    gz = d / "small.jsonl.gz"
+    gz.write_bytes(gzip.compress(b"".join(
+        orjson.dumps({"text": t, "id": f"g{i}", "src": "gz"}) + b"\n"
+        for i, t in enumerate(chunks[2]))))
+    for name, delim, chunk in (("c.csv", ",", chunks[3]), ("t.tsv", "\t", chunks[4])):
+        with open(d / name, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, delimiter=delim, lineterminator="\r\n" if delim == "," else "\n")
+            w.writerow(["id", "title", "text", "year"])
+            for i, t in enumerate(chunk):
+                w.writerow([f"{name[0]}{i}", f'a "title", {i}', t.replace("\t", " "), 1990 + i])
+    pq.write_table(pa.table({"year": list(range(100)), "id": [f"p{i}" for i in range(100)],
+                             "text": chunks[5], "score": [i / 3 for i in range(100)]}),
+                   d / "p.parquet", row_group_size=20)
+    docs = d / "docs"
+    (docs / "sub").mkdir(parents=True)
+    for i, t in enumerate(chunks[6][:30]):
+        (docs / ("sub" if i % 2 else "") / f"d{i:02d}.txt").write_text(t + chunks[0][i])
+    same = []
+    for k in range(2):
+        (d / f"f{k}").mkdir()
+        same.append(_write_lines(d / f"f{k}" / "same.jsonl", [
+            orjson.dumps({"id": f"s{k}-{i}", "text": t})
+            for i, t in enumerate(chunks[6][30 + 35 * k:65 + 35 * k])]))
+    return [big, gz, d / "c.csv", d / "t.tsv", d / "p.parquet", docs, *same]
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_corpus_as_the_local_engine_writes_it(scheduler, tmp_path, partitioned):
+    """The deduplicated corpus is the local engine's: per input, its format, its columns and
+    its lines as they were (JSONL and CSV byte for byte, Parquet the same table); with the
+    partitioned output a folder per input file of parts that concatenate to it."""
+    inputs = _corpus_of_every_kind(tmp_path / "in")
+    kw = {"config": DedupConfig.from_kwargs(threshold=0.7), "id_field": "id"}
+    s1 = dedup_files(inputs, tmp_path / "local", **kw)
+    s2 = dedup_dask(inputs, tmp_path / "dask", scheduler=scheduler[0], partition_docs=60,
+                    partitioned_tables=partitioned, **kw)
+    assert s2["partitions"] == 4 + 2 + 6  # ranges of big.jsonl, runs of row groups, others
+    assert s1["near_duplicates"] > 20 and s1["exact_duplicates"] >= 1
+    assert sorted(p.name for p in (tmp_path / "local" / "deduplicated").iterdir()) == [
+        "7-same.jsonl", "8-same.jsonl", "big.jsonl", "c.csv", "docs", "p.parquet",
+        "small.jsonl", "t.tsv"]
+    _check_same(tmp_path / "local", tmp_path / "dask", s1, s2, partitioned)
+    dd = tmp_path / "dask" / "deduplicated"
+    if partitioned:
+        assert len(list((dd / "big.jsonl").iterdir())) == 4
+        assert len(list((dd / "p.parquet").iterdir())) == 2
+    assert not list(dd.glob(".*"))  # no parts or temporary files left
+    kept = pq.read_table(tmp_path / "local" / "clusters.parquet").to_pylist()
+    kept_ids = {r["id"] for r in kept if r["id"] == r["representative"]}
+    assert {r["id"] for r in pq.read_table(dd / "p.parquet").to_pylist()} == \
+        {i for i in kept_ids if i.startswith("p")}
+
+
+def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
+    """An input vanishes while the workers write the corpus: the error names it, the pending
+    writes are stopped and nothing of the run is left (its output folder is removed)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    a, b = _mixed_inputs(tmp_path / "in")
+    marker = tmp_path / "removed"
+
+    class RemoveInput(WorkerPlugin):
+        name = "neardup-remove-input"
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and "neardup-part-" in (key if isinstance(key, str)
+                                                              else str(key)):
+                try:
+                    os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                except FileExistsError:
+                    return
+                b.unlink()
+
+    client = scheduler[1]
+    client.register_plugin(RemoveInput())
+    try:
+        with pytest.raises(InputError, match=f"^{b}: no such file"):
+            dedup_dask([a, b], tmp_path / "out" / "d", id_field="id", scheduler=scheduler[0],
+                       partition_docs=60)
+    finally:
+        client.unregister_worker_plugin("neardup-remove-input")
+    assert marker.exists()
+    assert not (tmp_path / "out").exists(), [str(p) for p in (tmp_path / "out").rglob("*")]

@@ -67,7 +67,8 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                          "worker sees (default: the output directory); removed at the end")
     rn.add_argument("--partitioned-output", action="store_true",
                     help="with --engine dask: write clusters/ and pairs/ as folders of Parquet "
-                         "parts, one per partition, instead of one file each")
+                         "parts, one per partition, and each input file's deduplicated output "
+                         "as a folder of parts in its format, instead of one file each")
     add_running_args(rn, workers=True, quiet_help="no progress bars or summary text")
 
 

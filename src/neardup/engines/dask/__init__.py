@@ -60,9 +60,13 @@ partitions), with P partitions (and P shuffle buckets):
    "new" rows per partition and one more small broadcast) and writes its rows of ``clusters``
    and of ``pairs`` as Parquet parts in the scratch folder; the client appends them to one
    ``clusters`` / ``pairs`` file (parquet, jsonl or csv) in row order, one part at a time (the
-   output layout is that of the local engine); each partition re-reads its input (its byte
-   range or row groups only) and writes the kept documents to
-   ``deduplicated/part-NNNNN.parquet`` (columns ``id``, ``text``), one part per partition.
+   output layout is that of the local engine). Meanwhile each partition writes its kept records
+   as the local engine writes them (:func:`neardup.io.write_deduplicated_part`: the input's
+   format and all its columns; the kept JSONL lines copied by line number from its byte range,
+   CSV rows and Parquet row groups read again) into ``deduplicated/``, under the local engine's
+   names; the parts of an input of several partitions are joined on a worker
+   (:func:`neardup.io.concat_files`), or kept as a folder of parts (``partitioned_tables``).
+   Every output takes its place only once all are written.
 
 Growth. With N documents, P partitions and B bands: reading, sketching and verification are
 O(N/P) per partition and parallel. Memory per worker is that of one task (about one

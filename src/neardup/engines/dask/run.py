@@ -146,7 +146,8 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
                partitioned_tables: bool = False, progress: Any = None) -> dict[str, Any]:
     """:func:`neardup.engines.local.dedup_files` on a Dask cluster; returns the summary (with ``engine``,
     ``workers`` and ``partitions``) and writes ``clusters``, ``pairs``, ``summary.json`` and,
-    with ``write_corpus``, ``deduplicated/part-NNNNN.parquet`` (``id``, ``text``) in ``outdir``.
+    with ``write_corpus``, the deduplicated corpus in ``outdir`` as the local engine writes
+    them (``deduplicated/NAME`` per input, in its format with all its columns).
 
     ``scheduler``: the address of a running scheduler (``tcp://host:port``); without it a
     ``LocalCluster`` of ``n_workers`` single-threaded processes is started and closed. Inputs,
@@ -168,7 +169,11 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
 
     ``partitioned_tables``: write ``clusters/`` and ``pairs/`` as folders of Parquet parts, one
     per partition in row order (read them as one table with ``pyarrow.parquet.read_table``),
-    instead of one file each; then no output row passes through the client.
+    instead of one file each; then no output row passes through the client. The deduplicated
+    output of each input file is then a folder ``deduplicated/NAME/`` of parts
+    ``part-NNNNN.EXT`` in the input's format, one per partition of it, in order: concatenated
+    (Parquet: read as one table), the local engine's ``deduplicated/NAME`` (a folder of text
+    files is written as the local engine writes it).
     """
     read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
                             encoding=encoding, on_error=on_error)
