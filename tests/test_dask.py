@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -15,7 +19,7 @@ pytest.importorskip("distributed")
 from neardup.config import DedupConfig  # noqa: E402
 from neardup.engines.dask import dedup_dask  # noqa: E402
 from neardup.engines.local import dedup_files  # noqa: E402
-from neardup.errors import ConfigError, InputError  # noqa: E402
+from neardup.errors import ConfigError, InputError, OutputError  # noqa: E402
 from neardup.synth import make_corpus  # noqa: E402
 
 VOLATILE = {"timings_s", "seconds", "outputs", "documents_per_s", "mb_per_s", "ingest_seconds",
@@ -55,21 +59,66 @@ def corpus(tmp_path_factory):
     return paths
 
 
+def _table(out: Path, stem: str) -> pa.Table:
+    """A table of ``out``: one Parquet file, or a folder of parts (partitioned output)."""
+    if (out / stem).is_dir():
+        return pa.concat_tables([pq.read_table(p) for p in sorted((out / stem).iterdir())])
+    return pq.read_table(out / f"{stem}.parquet")
+
+
 def _tables(out: Path) -> tuple[pa.Table, pa.Table]:
-    return pq.read_table(out / "clusters.parquet"), pq.read_table(out / "pairs.parquet")
+    return _table(out, "clusters"), _table(out, "pairs")
 
 
-def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict) -> None:
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def _check_same_file(local: Path, dask: Path) -> None:
+    """A file of the local engine's corpus against the Dask engine's: the same bytes (Parquet:
+    the same table, schema included), or a folder of parts that concatenate to it."""
+    if dask.is_dir():
+        parts = sorted(dask.iterdir())
+        assert [p.name for p in parts] == [f"part-{j:05d}{local.suffix}"
+                                           for j in range(len(parts))]
+    else:
+        parts = [dask]
+    if local.suffix == ".parquet":
+        tables = [pq.read_table(p) for p in parts]
+        assert all(t.schema.equals(tables[0].schema, check_metadata=True) for t in tables)
+        assert pa.concat_tables(tables).equals(pq.read_table(local), check_metadata=True)
+    else:
+        assert b"".join(p.read_bytes() for p in parts) == local.read_bytes()
+
+
+def _check_corpus(local_out: Path, dask_out: Path, partitioned: bool = False) -> None:
+    """The deduplicated corpus of the Dask engine is the local engine's: the same outputs (the
+    same names, formats, columns and kept rows), byte for byte or in parts."""
+    local, dask = local_out / "deduplicated", dask_out / "deduplicated"
+    names = sorted(p.name for p in local.iterdir())
+    assert sorted(p.name for p in dask.iterdir()) == names
+    for name in names:
+        if (local / name).is_dir():  # a folder of text files: the kept files, copied
+            assert _files(local / name) == _files(dask / name)
+            for f in _files(local / name):
+                assert (local / name / f).read_bytes() == (dask / name / f).read_bytes()
+            continue
+        assert (dask / name).is_dir() == partitioned
+        _check_same_file(local / name, dask / name)
+
+
+def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict,
+                partitioned: bool = False) -> None:
     c1, p1 = _tables(local_out)
     c2, p2 = _tables(dask_out)
     assert c1.equals(c2)
     assert p1.equals(p2)
     assert {k: v for k, v in s_local.items() if k not in VOLATILE} == \
         {k: v for k, v in s_dask.items() if k not in VOLATILE}
-    kept = sorted(r["id"] for r in c1.to_pylist() if r["id"] == r["representative"])
-    parts = sorted((dask_out / "deduplicated").glob("part-*.parquet"))
-    assert len(parts) == s_dask["partitions"]
-    assert sorted(x for p in parts for x in pq.read_table(p).column("id").to_pylist()) == kept
+    if "deduplicated" in s_local["outputs"]:
+        assert [Path(p).name for p in s_dask["outputs"]["deduplicated"]] == \
+            [Path(p).name for p in s_local["outputs"]["deduplicated"]]
+        _check_corpus(local_out, dask_out, partitioned)
 
 
 @pytest.mark.parametrize("id_field,method,keep", [
@@ -249,7 +298,7 @@ def test_scratch_folder_removed(scheduler, corpus, tmp_path):
     client = scheduler[1]
     client.register_plugin(BreakShuffle())
     try:
-        with pytest.raises(FileNotFoundError):
+        with pytest.raises(OutputError, match="bandmap.*No such file.*must stay in place"):
             dedup_dask(corpus, tmp_path / "out3", config=cfg, scheduler=addr,
                        partition_docs=150, work_dir=work)
     finally:
@@ -364,3 +413,321 @@ def test_parquet_split_bad_rows_same_errors(scheduler, tmp_path):
         assert s2["partitions"] == 10
         assert s1["skipped"]["total"] == [7, 2, 2][k]
         _check_same(tmp_path / f"ls{k}", tmp_path / f"ds{k}", s1, s2)
+
+
+# -- a scheduler and workers of their own, in other folders than the client's -----------------
+
+
+def _start(args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    with open(log, "ab") as f:
+        return subprocess.Popen(args, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _worker_args(scheduler_file: Path, name: str, local_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+            str(scheduler_file), "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name",
+            name, "--local-directory", str(local_dir), "--death-timeout", "60"]
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory):
+    """A scheduler and two workers started as processes of their own (``dask scheduler``,
+    ``dask worker``), each in a folder of its own: the client's working folder is none of
+    theirs. The scheduler takes a free port (port 0) and says its address in a file."""
+    from distributed import Client
+
+    base = tmp_path_factory.mktemp("remote")
+    sdir, wdir = base / "scheduler", base / "workers"
+    sdir.mkdir()
+    wdir.mkdir()
+    sfile = base / "scheduler.json"
+    procs: list[subprocess.Popen] = []
+    client = None
+    try:
+        procs.append(_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                             "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                             str(sfile)], sdir, base / "scheduler.log"))
+        deadline = time.monotonic() + 60
+        address = None
+        while address is None:
+            assert procs[0].poll() is None, (base / "scheduler.log").read_text()
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            try:
+                address = orjson.loads(sfile.read_bytes())["address"]
+            except (OSError, orjson.JSONDecodeError, KeyError):
+                time.sleep(0.1)
+        for i in range(2):
+            procs.append(_start(_worker_args(sfile, f"w{i}", wdir), wdir,
+                                base / f"worker-{i}.log"))
+        client = Client(address)
+        client.wait_for_workers(2, timeout=60)
+        yield address, client, sfile, wdir
+    finally:
+        if client is not None:
+            client.close()
+        _stop(procs[1:])
+        _stop(procs[:1])
+
+
+def _mixed_inputs(d: Path, n: int = 300, seed: int = 21) -> list[Path]:
+    """A JSONL file and a Parquet file with more columns than the id and text, near-duplicates
+    within and across them."""
+    d.mkdir(parents=True, exist_ok=True)
+    texts, _ = make_corpus(n, dup_fraction=0.4, seed=seed, max_edit_rate=0.3)
+    a = _write_lines(d / "a.jsonl", [
+        orjson.dumps({"id": f"a{i}", "text": t, "lang": "en", "n": i})
+        for i, t in enumerate(texts[: n // 2])])
+    b = d / "b.parquet"
+    half = texts[n // 2:]
+    pq.write_table(pa.table({"id": [f"b{i}" for i in range(len(half))], "text": half,
+                             "score": [i / 7 for i in range(len(half))]}), b,
+                   row_group_size=40)
+    return [a, b]
+
+
+def test_relative_paths_on_workers_in_other_folders(remote, tmp_path, monkeypatch, capsys):
+    """Relative inputs, -o and --work-dir from the client's folder, on workers whose working
+    folder is another: the run succeeds and writes what the local engine writes."""
+    from neardup.cli import main
+
+    address, client, _, wdir = remote
+    home = tmp_path / "client"
+    _mixed_inputs(home / "data")
+    monkeypatch.chdir(home)
+    assert set(client.run(os.getcwd).values()) == {str(wdir)}
+    args = ["data/a.jsonl", "data/b.parquet", "--id-field", "id", "--threshold", "0.7", "-q"]
+    assert main(["dedup", *args, "-o", "local"]) == 0
+    assert main(["dedup", *args, "-o", "out", "--work-dir", "scratch", "--engine", "dask",
+                 "--scheduler", address, "--json"]) == 0
+    summary = orjson.loads(capsys.readouterr().out)
+    assert summary["inputs"] == [str(home / "data" / "a.jsonl"), str(home / "data" / "b.parquet")]
+    s1 = orjson.loads((home / "local" / "summary.json").read_bytes())
+    s2 = orjson.loads((home / "out" / "summary.json").read_bytes())
+    assert s2 == summary
+    s1["inputs"] = [str(home / p) for p in s1["inputs"]]  # the Dask engine's are absolute
+    assert s2["near_duplicates"] > 20
+    _check_same(home / "local", home / "out", s1, s2)
+    assert list((home / "scratch").iterdir()) == []
+    assert [p.name for p in wdir.iterdir() if not p.name.startswith("dask-")] == []
+    # an input that is nowhere: one clear message naming the absolute path
+    assert main(["dedup", "data/nope.jsonl", "-o", "out2", "--engine", "dask", "--scheduler",
+                 address, "-q"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"neardup: error: {home / 'data' / 'nope.jsonl'}: no such file")
+    assert "Traceback" not in err and not (home / "out2").exists()
+
+
+def test_check_workers_names_the_path_and_the_worker(remote, tmp_path):
+    """What a worker does not see as the client does: a missing input, another file of the
+    same name, a folder it does not see; each named with the workers that miss it."""
+    from neardup.engines.dask.paths import check_workers, probe
+
+    address, client, _, _ = remote
+    workers = sorted(client.scheduler_info()["workers"])
+    a = _write_lines(tmp_path / "a.jsonl", [b'{"text": "x"}'])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert check_workers(client, [a, tmp_path], [(out, "the output folder")]) == 2
+    assert list(out.iterdir()) == []  # the marker file is removed
+    with pytest.raises(InputError) as e:
+        check_workers(client, [a, tmp_path / "gone.jsonl"], [(out, "the output folder")])
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'gone.jsonl'}: not seen by the Dask workers "
+                          f"{', '.join(workers)} as on this client (no such file or folder "
+                          "there): every Dask worker must see the inputs")
+    assert e.value.reason == "missing_path"
+
+    # the worker's side, on its own
+    assert probe([(str(a), a.stat().st_size), (str(tmp_path), None)],
+                 [(str(out), "m", "t")]) == [
+        ("folder", str(out), "another folder of the same name: a file the client has just "
+                             "written in it is missing there")]
+    (out / "m").write_text("other")
+    assert probe([(str(a), 99), (str(a), None), (str(tmp_path / "x"), 1)],
+                 [(str(out), "m", "t"), (str(tmp_path / "y"), "m", "t")]) == [
+        ("input", str(a), f"another file: {a.stat().st_size:,} bytes there, 99 bytes on the "
+                          "client"),
+        ("input", str(a), "it is not a folder there"),
+        ("input", str(tmp_path / "x"), "no such file or folder there"),
+        ("folder", str(out), "another folder of the same name: a file the client has just "
+                             "written in it has other contents there"),
+        ("folder", str(tmp_path / "y"), "no such folder there")]
+    (out / "m").write_text("t")
+    assert probe([], [(str(out), "m", "t")]) == []
+
+
+def _unshare_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        r = subprocess.run(["unshare", "-Urm", "sh", "-c", "mount -t tmpfs none /mnt"],
+                           capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def test_a_worker_that_sees_other_files(remote, tmp_path):
+    """A worker with other mounts than the client (a mount namespace of its own, where an
+    empty file system hides a folder of the client's and holds other files of the same
+    names): the run stops before any work with an error that names the path and that
+    worker."""
+    if not _unshare_works():
+        pytest.skip("needs user and mount namespaces (unshare -Urm)")
+    _, client, sfile, wdir = remote
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    inp = _write_lines(hidden / "in.jsonl", [orjson.dumps({"text": f"a text {i} " * 5})
+                                             for i in range(50)])
+    seen = _write_lines(tmp_path / "seen.jsonl", inp.read_bytes().splitlines())
+    (hidden / "out").mkdir()
+    script = (f"mount -t tmpfs none {hidden} && mkdir {hidden}/out && "
+              f"echo '{{}}' > {hidden}/in.jsonl && exec \"$@\"")
+    blind = _start(["unshare", "-Urm", "sh", "-c", script, "sh",
+                    *_worker_args(sfile, "blind", wdir)], wdir, tmp_path / "blind.log")
+    try:
+        client.wait_for_workers(3, timeout=60)
+        addr = next(a for a, w in client.scheduler_info()["workers"].items()
+                    if w["name"] == "blind")
+        with pytest.raises(InputError) as e:
+            dedup_dask([inp], tmp_path / "o1", scheduler=client.scheduler.address)
+        assert str(e.value).startswith(
+            f"{inp}: not seen by the Dask worker {addr} as on this client (another file: 3 "
+            f"bytes there, {inp.stat().st_size:,} bytes on the client): every Dask worker")
+        assert not (tmp_path / "o1").exists()
+        for out, why in ((hidden / "out", "another folder of the same name"),
+                         (hidden / "new", "no such folder there")):
+            with pytest.raises(OutputError) as e:
+                dedup_dask([seen], out, scheduler=client.scheduler.address)
+            assert str(e.value).startswith(f"{out}: the output folder is not seen by the Dask "
+                                           f"worker {addr} as on this client ({why}")
+            assert list((hidden / "out").iterdir()) == []
+            assert not (hidden / "new").exists()
+        with pytest.raises(OutputError) as e:
+            dedup_dask([seen], tmp_path / "o2", scheduler=client.scheduler.address,
+                       work_dir=hidden / "work")
+        assert str(e.value).startswith(f"{hidden / 'work'}: the work folder is not seen by "
+                                       f"the Dask worker {addr}")
+        assert not (tmp_path / "o2").exists() and not (hidden / "work").exists()
+    finally:
+        _stop([blind])
+        deadline = time.monotonic() + 30
+        while len(client.scheduler_info()["workers"]) > 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def _corpus_of_every_kind(d: Path) -> list[Path]:
+    """Inputs of every kind with more columns than the id and the text, near-duplicates within
+    and across them: a JSONL file (a byte order mark, CRLF and blank lines, no newline at the
+    end) large enough to be split, a gzipped one, CSV and TSV files (quoted fields), a Parquet
+    file of several row groups, a folder of text files, and two JSONL files of the same name
+    in other folders."""
+    import csv
+    import gzip
+
+    texts, _ = make_corpus(700, dup_fraction=0.4, seed=17, max_edit_rate=0.3)
+    texts[50] = texts[10]
+    chunks = [texts[i:i + 100] for i in range(0, 700, 100)]
+    d.mkdir()
+    big = d / "big.jsonl"
+    lines = [orjson.dumps({"id": f"j{i}", "text": t, "tags": ["x", i], "n": i})
+             for i, t in enumerate(chunks[0] + chunks[1])]
+    body = b"\r\n".join(x + (b"\n" if i % 37 == 0 else b"") for i, x in enumerate(lines))
+    big.write_bytes(b"\xef\xbb\xbf" + body)
+    gz = d / "small.jsonl.gz"
+    gz.write_bytes(gzip.compress(b"".join(
+        orjson.dumps({"text": t, "id": f"g{i}", "src": "gz"}) + b"\n"
+        for i, t in enumerate(chunks[2]))))
+    for name, delim, chunk in (("c.csv", ",", chunks[3]), ("t.tsv", "\t", chunks[4])):
+        with open(d / name, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, delimiter=delim, lineterminator="\r\n" if delim == "," else "\n")
+            w.writerow(["id", "title", "text", "year"])
+            for i, t in enumerate(chunk):
+                w.writerow([f"{name[0]}{i}", f'a "title", {i}', t.replace("\t", " "), 1990 + i])
+    pq.write_table(pa.table({"year": list(range(100)), "id": [f"p{i}" for i in range(100)],
+                             "text": chunks[5], "score": [i / 3 for i in range(100)]}),
+                   d / "p.parquet", row_group_size=20)
+    docs = d / "docs"
+    (docs / "sub").mkdir(parents=True)
+    for i, t in enumerate(chunks[6][:30]):
+        (docs / ("sub" if i % 2 else "") / f"d{i:02d}.txt").write_text(t + chunks[0][i])
+    same = []
+    for k in range(2):
+        (d / f"f{k}").mkdir()
+        same.append(_write_lines(d / f"f{k}" / "same.jsonl", [
+            orjson.dumps({"id": f"s{k}-{i}", "text": t})
+            for i, t in enumerate(chunks[6][30 + 35 * k:65 + 35 * k])]))
+    return [big, gz, d / "c.csv", d / "t.tsv", d / "p.parquet", docs, *same]
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_corpus_as_the_local_engine_writes_it(scheduler, tmp_path, partitioned):
+    """The deduplicated corpus is the local engine's: per input, its format, its columns and
+    its lines as they were (JSONL and CSV byte for byte, Parquet the same table); with the
+    partitioned output a folder per input file of parts that concatenate to it."""
+    inputs = _corpus_of_every_kind(tmp_path / "in")
+    kw = {"config": DedupConfig.from_kwargs(threshold=0.7), "id_field": "id"}
+    s1 = dedup_files(inputs, tmp_path / "local", **kw)
+    s2 = dedup_dask(inputs, tmp_path / "dask", scheduler=scheduler[0], partition_docs=60,
+                    partitioned_tables=partitioned, **kw)
+    assert s2["partitions"] == 4 + 2 + 6  # ranges of big.jsonl, runs of row groups, others
+    assert s1["near_duplicates"] > 20 and s1["exact_duplicates"] >= 1
+    assert sorted(p.name for p in (tmp_path / "local" / "deduplicated").iterdir()) == [
+        "7-same.jsonl", "8-same.jsonl", "big.jsonl", "c.csv", "docs", "p.parquet",
+        "small.jsonl", "t.tsv"]
+    _check_same(tmp_path / "local", tmp_path / "dask", s1, s2, partitioned)
+    dd = tmp_path / "dask" / "deduplicated"
+    if partitioned:
+        assert len(list((dd / "big.jsonl").iterdir())) == 4
+        assert len(list((dd / "p.parquet").iterdir())) == 2
+    assert not list(dd.glob(".*"))  # no parts or temporary files left
+    kept = pq.read_table(tmp_path / "local" / "clusters.parquet").to_pylist()
+    kept_ids = {r["id"] for r in kept if r["id"] == r["representative"]}
+    assert {r["id"] for r in pq.read_table(dd / "p.parquet").to_pylist()} == \
+        {i for i in kept_ids if i.startswith("p")}
+
+
+def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
+    """An input vanishes while the workers write the corpus: the error names it, the pending
+    writes are stopped and nothing of the run is left (its output folder is removed)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    a, b = _mixed_inputs(tmp_path / "in")
+    marker = tmp_path / "removed"
+
+    class RemoveInput(WorkerPlugin):
+        name = "neardup-remove-input"
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and "neardup-part-" in (key if isinstance(key, str)
+                                                              else str(key)):
+                try:
+                    os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                except FileExistsError:
+                    return
+                b.unlink()
+
+    client = scheduler[1]
+    client.register_plugin(RemoveInput())
+    try:
+        with pytest.raises(InputError, match=f"^{b}: no such file"):
+            dedup_dask([a, b], tmp_path / "out" / "d", id_field="id", scheduler=scheduler[0],
+                       partition_docs=60)
+    finally:
+        client.unregister_worker_plugin("neardup-remove-input")
+    assert marker.exists()
+    assert not (tmp_path / "out").exists(), [str(p) for p in (tmp_path / "out").rglob("*")]

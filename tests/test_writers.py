@@ -33,10 +33,15 @@ import neardup.io.writers as writers
 from neardup.cli import main
 from neardup.errors import ConfigError
 from neardup.io import (
+    FilePart,
+    ReadOptions,
     SkipReport,
     TableStream,
+    concat_files,
     read_documents,
+    record_stream,
     write_deduplicated,
+    write_deduplicated_part,
     write_table,
 )
 from neardup.io.readers import _open_binary
@@ -243,6 +248,85 @@ def _read_with_spans(paths):
                                  arrow=True))
     return (np.concatenate([ch.locations for ch in chunks]),
             np.concatenate([ch.spans for ch in chunks]))
+
+
+@given(body=jsonl_data(), cuts=st.lists(st.integers(0, 1000), max_size=4),
+       seed=st.integers(0, 2**16), with_lines=st.booleans())
+def test_parts_of_a_jsonl_file_concatenate_to_its_output(tmp_path_factory, body, cuts, seed,
+                                                         with_lines):
+    """The kept lines of line-aligned byte ranges of a file (as the Dask engine writes them,
+    copied by line number or read again), joined by concat_files: the bytes that
+    write_deduplicated writes for the whole file (bad lines skipped, blank lines, CR LF, a BOM,
+    no final newline)."""
+    tmp = tmp_path_factory.mktemp("parts")
+    path = tmp / "in.jsonl"
+    path.write_bytes(body + b'\n{"text":"last"}')
+    data = path.read_bytes()
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == 10]
+    bounds = sorted({starts[c % len(starts)] for c in cuts} | {0, len(data)})
+    opts = ReadOptions(on_error="skip")
+    n = sum(1 for _ in record_stream([path], opts))
+    keep = np.random.default_rng(seed).random(n) < 0.5
+    whole = write_deduplicated([path], keep, tmp / "whole", on_error="skip")[0]
+    parts, done = [], 0
+    for j, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        part = FilePart(a, b, data[:a].count(b"\n"))
+        lines = [r.line for r in record_stream([path], opts, part=part)]
+        flags = keep[done:done + len(lines)]
+        done += len(lines)
+        parts.append(write_deduplicated_part(path, flags, tmp / f"part-{j}.jsonl", options=opts,
+                                             part=part, lines=lines if with_lines else None))
+    assert done == n
+    joined = concat_files(parts, tmp / "joined.jsonl", "jsonl")
+    assert joined.read_bytes() == whole.read_bytes()
+
+
+def test_parts_of_a_parquet_file_and_one_csv_part(tmp_path):
+    """Runs of row groups of a Parquet file written as parts (all columns, the schema and its
+    metadata) and joined: the table write_deduplicated writes; a CSV file as one part: the same
+    bytes; an input with nothing readable: no part."""
+    path = tmp_path / "in.parquet"
+    table = pa.table({"id": [f"r{i}" for i in range(50)], "text": [f"t {i}" for i in range(50)],
+                      "x": [i * 0.5 for i in range(50)]}).replace_schema_metadata({"k": "v"})
+    pq.write_table(table, path, row_group_size=7)
+    keep = np.arange(50) % 3 != 1
+    whole = write_deduplicated([path], keep, tmp_path / "whole")[0]
+    opts = ReadOptions()
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 8
+    parts, done = [], 0
+    for j, (a, b) in enumerate([(0, 2), (2, 3), (3, None)]):
+        rows = sum(meta.row_group(g).num_rows for g in range(a, 8 if b is None else b))
+        part = FilePart(a, b, row_groups=True)
+        flags = keep[done:done + rows]
+        done += rows
+        parts.append(write_deduplicated_part(path, flags, tmp_path / f"p{j}.parquet",
+                                             options=opts, part=part))
+    joined = concat_files(parts, tmp_path / "joined.parquet", "parquet")
+    assert pq.read_table(joined).equals(pq.read_table(whole), check_metadata=True)
+    assert pq.read_table(joined).column("x").to_pylist() == \
+        [i * 0.5 for i in range(50) if keep[i]]
+
+    csv_path = tmp_path / "in.csv"
+    csv_path.write_bytes(b'id,text,n\r\n1,"a, b",3\r\n2,c,4\r\n3,"d ""e""",5\r\n')
+    keep = np.array([True, False, True])
+    whole = write_deduplicated([csv_path], keep, tmp_path / "whole", id_field="id")[0]
+    part = write_deduplicated_part(csv_path, keep, tmp_path / "p.csv",
+                                   options=ReadOptions(id_field="id"))
+    assert part.read_bytes() == whole.read_bytes() == \
+        b'id,text,n\r\n1,"a, b",3\r\n3,"d ""e""",5\r\n'
+    with pytest.raises(ConfigError, match="keep has 2 flags but"):
+        write_deduplicated_part(csv_path, keep[:2], tmp_path / "p2.csv",
+                                options=ReadOptions(id_field="id"))
+    assert not (tmp_path / "p2.csv").exists()
+    with pytest.raises(ConfigError, match="header each"):
+        concat_files([part, part], tmp_path / "two.csv", "csv")
+
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"not parquet")
+    assert write_deduplicated_part(broken, np.zeros(0, bool), tmp_path / "b.parquet",
+                                   options=ReadOptions(on_error="skip")) is None
+    assert not (tmp_path / "b.parquet").exists()
 
 
 @given(body=jsonl_data(), block=st.sampled_from([1, 48, 1 << 20]),

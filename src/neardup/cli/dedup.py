@@ -56,8 +56,10 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                          "results are identical")
     rn.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="with --engine dask: tcp://HOST:PORT of a running Dask scheduler "
-                         "(default: a LocalCluster of --dask-workers processes); inputs and -o "
-                         "must be visible to its workers")
+                         "(default: a LocalCluster of --dask-workers processes); inputs, -o "
+                         "and --work-dir must be visible to its workers at the same path "
+                         "(relative paths are taken from this folder; every worker checks it "
+                         "sees them before the run starts)")
     rn.add_argument("--dask-workers", type=int, default=2, metavar="N",
                     help="worker processes of the LocalCluster (default: 2)")
     rn.add_argument("--work-dir", default=None, metavar="DIR",
@@ -65,7 +67,8 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                          "worker sees (default: the output directory); removed at the end")
     rn.add_argument("--partitioned-output", action="store_true",
                     help="with --engine dask: write clusters/ and pairs/ as folders of Parquet "
-                         "parts, one per partition, instead of one file each")
+                         "parts, one per partition, and each input file's deduplicated output "
+                         "as a folder of parts in its format, instead of one file each")
     add_running_args(rn, workers=True, quiet_help="no progress bars or summary text")
 
 

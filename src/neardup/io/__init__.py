@@ -28,8 +28,11 @@ _LAZY = {
     "utf8_len": ".readers",
     "Staged": ".writers",
     "TableStream": ".writers",
+    "concat_files": ".writers",
+    "deduplicated_names": ".writers",
     "prepare_outdir": ".writers",
     "write_deduplicated": ".writers",
+    "write_deduplicated_part": ".writers",
     "write_json_atomic": ".writers",
     "write_table": ".writers",
 }
@@ -63,8 +66,11 @@ if TYPE_CHECKING:
     from .writers import (
         Staged,
         TableStream,
+        concat_files,
+        deduplicated_names,
         prepare_outdir,
         write_deduplicated,
+        write_deduplicated_part,
         write_json_atomic,
         write_table,
     )
@@ -75,5 +81,5 @@ __all__ = [
     "format_of_name", "split_compression", "total_input_bytes", "read_documents",
     "record_stream", "utf8_len",
     "Staged", "TableStream", "prepare_outdir", "write_table", "write_json_atomic",
-    "write_deduplicated",
+    "write_deduplicated", "write_deduplicated_part", "deduplicated_names", "concat_files",
 ]

@@ -29,6 +29,7 @@ from ..errors import ConfigError, OutputError
 from ..validate import check_choice
 from .options import OUTPUT_FORMATS, ReadOptions
 from .readers import (
+    FilePart,
     SkipReport,
     _open_binary,
     _RecordStream,
@@ -37,8 +38,9 @@ from .readers import (
     split_compression,
 )
 
-__all__ = ["OUTPUT_FORMATS", "Staged", "TableStream", "arrow_table", "prepare_outdir",
-           "write_deduplicated", "write_json_atomic", "write_jsonl_table", "write_table"]
+__all__ = ["OUTPUT_FORMATS", "Staged", "TableStream", "arrow_table", "concat_files",
+           "deduplicated_names", "prepare_outdir", "write_deduplicated",
+           "write_deduplicated_part", "write_json_atomic", "write_jsonl_table", "write_table"]
 
 _JSONL_BATCH = 65_536
 _BUFFER = 1 << 20
@@ -380,6 +382,10 @@ class TableStream:
         return str(self.staged.commit())
 
     def discard(self) -> None:
+        if self.writer is not None:  # closed before its file, which it would write to
+            with suppress(Exception):
+                self.writer.close()
+            self.writer = None
         self.staged.discard()
 
 
@@ -682,8 +688,10 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep
                 return
             raise ConfigError(f"{src.name}: is shorter than when it was read: it changed "
                               "meanwhile")
-    with _open_binary(src.path, src.compression) as (_, data):
-        if _copy_lines(data, _Writeback(f), wanted, _COPY_BLOCK, _LONG_LINE):
+    with _open_binary(src.path, src.compression) as (raw, data):
+        if src.start:  # a part of an uncompressed file (a Dask partition): read from its start
+            raw.seek(src.start)
+        if _copy_lines(data, _Writeback(f), wanted - src.first_line, _COPY_BLOCK, _LONG_LINE):
             return
     raise ConfigError(f"{src.name}: has fewer lines than when it was read: it changed meanwhile")
 
@@ -762,6 +770,28 @@ def _write_textdir(stream: _RecordStream, src: _Source, staged: Staged, keep: _K
         shutil.copyfile(rec.raw, dest)
 
 
+def _write_source(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
+                  encoding: str, lines: np.ndarray | None = None,
+                  spans: np.ndarray | None = None) -> bool:
+    """Write the kept records of one source of ``stream`` to ``staged``, in its format; with
+    ``lines`` (JSONL: the line of each of its records, and optionally their ``spans``) the kept
+    lines are copied without parsing them. ``False``: the source held nothing readable (a
+    Parquet file), and nothing was written."""
+    if src.fmt == "jsonl" and lines is not None:
+        _copy_jsonl(stream, src, staged, keep, lines, spans)
+    elif src.fmt == "jsonl":
+        _write_jsonl(stream, src, staged, keep)
+    elif src.fmt == "json":
+        _write_json_array(stream, src, staged, keep)
+    elif src.fmt in ("csv", "tsv"):
+        _write_csv(stream, src, staged, keep, encoding)
+    elif src.fmt == "parquet":
+        return _write_parquet(stream, src, staged, keep)
+    else:
+        _write_textdir(stream, src, staged, keep)
+    return True
+
+
 def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], keep: Any,
                        outdir: str | os.PathLike, *, text_fields: Sequence[str] | str = ("text",),
                        id_field: str | None = None, on_error: str = "fail",
@@ -819,22 +849,15 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
         for src, name in zip(stream.sources, names, strict=True):
             staged = Staged(outdir / name, directory=src.fmt == "textdir")
             staged_all.append(staged)
+            lines = src_spans = None
             if src.fmt == "jsonl" and locations is not None:
                 here = (locations >> 40) == src.index
-                _copy_jsonl(stream, src, staged, flags, locations[here] & ((1 << 40) - 1),
-                            None if spans is None else spans[here])
-            elif src.fmt == "jsonl":
-                _write_jsonl(stream, src, staged, flags)
-            elif src.fmt == "json":
-                _write_json_array(stream, src, staged, flags)
-            elif src.fmt in ("csv", "tsv"):
-                _write_csv(stream, src, staged, flags, options.encoding)
-            elif src.fmt == "parquet":
-                if not _write_parquet(stream, src, staged, flags):
-                    staged_all.pop().discard()
-                    continue
-            else:
-                _write_textdir(stream, src, staged, flags)
+                lines = locations[here] & ((1 << 40) - 1)
+                src_spans = None if spans is None else spans[here]
+            if not _write_source(stream, src, staged, flags, options.encoding, lines,
+                                 src_spans):
+                staged_all.pop().discard()
+                continue
             staged.close()
         if stream.count != flags.n:
             raise ConfigError(f"keep has {flags.n} flags but the inputs hold {stream.count} "
@@ -852,3 +875,91 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
             raise OutputError(f"{outdir}: cannot write the deduplicated corpus: "
                               f"{e.strerror or e}") from e
         raise
+
+
+def deduplicated_names(paths: str | os.PathLike | Iterable[str | os.PathLike],
+                       options: ReadOptions | None = None) -> list[tuple[str, str]]:
+    """The name that :func:`write_deduplicated` gives the output of each input of ``paths``
+    (read with ``options``) in its folder, and the input's format ("jsonl", "csv", "tsv",
+    "parquet" or "textdir"), in input order."""
+    sources = record_stream(paths, options or ReadOptions()).sources
+    return list(zip(_output_names(sources), [src.fmt for src in sources], strict=True))
+
+
+def write_deduplicated_part(path: str | os.PathLike, keep: Any, dest: str | os.PathLike, *,
+                            options: ReadOptions, part: FilePart | None = None,
+                            lines: Any = None) -> Path | None:
+    """Write the records of one input (or of one ``part`` of it, as :func:`record_stream` reads
+    it) whose ``keep`` flag is true to ``dest``, as :func:`write_deduplicated` writes an input:
+    in its format and with all its columns (a folder of text files: a folder); atomically.
+    Returns ``dest``, or ``None`` when the input holds nothing readable (nothing is written).
+
+    ``keep``: one flag per valid record of the input or part, in reading order (with
+    ``options``). ``lines`` (optional, JSONL): each of those records' line number in the file
+    (:attr:`Record.line`); with them the kept lines are copied without being parsed again,
+    reading only the part's bytes. The parts of a file written with :class:`FilePart` ranges
+    that cover it, concatenated in order, are what :func:`write_deduplicated` writes for the
+    whole file (Parquet: the same table)."""
+    flags = _Keep(keep)
+    if lines is not None:
+        lines = np.asarray(lines, dtype=np.int64)
+        if lines.shape != (flags.n,):
+            raise ConfigError(f"lines has shape {lines.shape} but keep has {flags.n} flags: "
+                              "both must come from the same reading")
+    stream = record_stream([path], options, SkipReport(), part=part, all_columns=True)
+    src = stream.sources[0]
+    dest = Path(dest)
+    staged = Staged(dest, directory=src.fmt == "textdir")
+    try:
+        if not _write_source(stream, src, staged, flags, options.encoding,
+                             lines if src.fmt == "jsonl" else None):
+            staged.discard()
+            return None
+        if stream.count != flags.n:
+            raise ConfigError(f"keep has {flags.n} flags but {src.name} holds {stream.count} "
+                              "records: keep must come from reading it with the same options")
+        return staged.commit()
+    except BaseException as e:
+        staged.discard()
+        if isinstance(e, OSError):
+            raise OutputError(f"{dest}: cannot write the deduplicated records: "
+                              f"{e.strerror or e}") from e
+        raise
+
+
+def concat_files(parts: Sequence[str | os.PathLike], dest: str | os.PathLike,
+                 fmt: str) -> Path:
+    """Write the concatenation of ``parts`` (files of one format, as
+    :func:`write_deduplicated_part` writes the parts of a file) to ``dest``, atomically: JSONL
+    byte for byte (copied by the system where it can, not through this process); Parquet as
+    one table with the first part's schema, row group by row group. A CSV/TSV file, which has
+    a header, is only copied (one part)."""
+    if fmt in ("csv", "tsv") and len(parts) != 1:
+        raise ConfigError(f"{fmt} parts hold a header each: give exactly one, got {len(parts)}")
+    if fmt not in ("jsonl", "csv", "tsv", "parquet"):
+        raise ConfigError(f"fmt={fmt!r} is invalid: jsonl, csv, tsv or parquet")
+    if not parts:
+        raise ConfigError("parts is empty: give at least one file")
+
+    def write(f: BinaryIO) -> None:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            writer = None
+            try:
+                for part in parts:
+                    pf = pq.ParquetFile(part)
+                    if writer is None:
+                        writer = pq.ParquetWriter(f, pf.schema_arrow)
+                    for g in range(pf.num_row_groups):
+                        writer.write_table(pf.read_row_group(g))
+            finally:
+                if writer is not None:
+                    writer.close()
+            return
+        for part in parts:
+            size = os.path.getsize(part)
+            if not _copy_ranges(Path(part), f, np.array([0]), np.array([size])):
+                raise OutputError(f"{part}: is shorter than when it was written")
+
+    return _write_atomic(Path(dest), write)

@@ -60,9 +60,13 @@ partitions), with P partitions (and P shuffle buckets):
    "new" rows per partition and one more small broadcast) and writes its rows of ``clusters``
    and of ``pairs`` as Parquet parts in the scratch folder; the client appends them to one
    ``clusters`` / ``pairs`` file (parquet, jsonl or csv) in row order, one part at a time (the
-   output layout is that of the local engine); each partition re-reads its input (its byte
-   range or row groups only) and writes the kept documents to
-   ``deduplicated/part-NNNNN.parquet`` (columns ``id``, ``text``), one part per partition.
+   output layout is that of the local engine). Meanwhile each partition writes its kept records
+   as the local engine writes them (:func:`neardup.io.write_deduplicated_part`: the input's
+   format and all its columns; the kept JSONL lines copied by line number from its byte range,
+   CSV rows and Parquet row groups read again) into ``deduplicated/``, under the local engine's
+   names; the parts of an input of several partitions are joined on a worker
+   (:func:`neardup.io.concat_files`), or kept as a folder of parts (``partitioned_tables``).
+   Every output takes its place only once all are written.
 
 Growth. With N documents, P partitions and B bands: reading, sketching and verification are
 O(N/P) per partition and parallel. Memory per worker is that of one task (about one
@@ -76,8 +80,13 @@ small slices read from P files per reducer). The client holds the verified pairs
 length, fingerprint and id of each text in them), the rows that start a group or cluster
 (labels), the per-partition counts, and one output part at a time.
 
-Assumptions: inputs, ``outdir`` and ``work_dir`` are on a file system every worker sees (a shared disk, or a
-``LocalCluster``). ``verify="estimate"`` is not supported yet (exact verification only).
+Assumptions: inputs, ``outdir`` and ``work_dir`` are on a file system every worker sees at the
+same path as the client (a shared disk, or a ``LocalCluster``). Relative paths are made absolute
+on the client (a worker's working folder is its own), and before the first step every worker
+checks that it sees each input as the client does (there, with the same size) and that it can
+write into the output and work folders (the same folders: a file the client has just written
+there is there); a worker that does not stops the run with an error naming the path and the
+worker (:mod:`~neardup.engines.dask.paths`). ``verify="estimate"`` is not supported yet (exact verification only).
 A text repeated in two partitions is sketched in both (the second sketch is dropped after the
 exact-group stage). Textdir ids and row-number ids of other inputs are not cross-checked for
 collisions across partitions (the local engine does; it needs a file named like a row number).

@@ -22,6 +22,7 @@ class Spec:
     end: int | None = None
     split: bool = False  # a range of a split JSONL file (the file's first range included)
     row_groups: bool = False  # a run of row groups of a split Parquet file (the first too)
+    source: int = 0  # the input it is (a part) of: its position in the inputs
 
 
 def count_lines(path: str, start: int, end: int) -> int:
@@ -90,18 +91,19 @@ def plan(paths: list[Path], input_format: str | None, partition_docs: int) -> li
     from ...io import detect_format
 
     specs: list[Spec] = []
-    for p in paths:
+    for k, p in enumerate(paths):
         fmt = "textdir" if p.is_dir() else (input_format or detect_format(p))
         _, comp = split_compression(p.name)
         if fmt == "parquet" and comp is None:
             runs = row_group_runs(p, partition_docs)
             if len(runs) == 1:
-                specs.append(Spec(str(p), input_format))
+                specs.append(Spec(str(p), input_format, source=k))
             else:
-                specs.extend(Spec(str(p), input_format, a, b, row_groups=True) for a, b in runs)
+                specs.extend(Spec(str(p), input_format, a, b, row_groups=True, source=k)
+                             for a, b in runs)
             continue
         if fmt != "jsonl" or comp is not None:
-            specs.append(Spec(str(p), input_format))
+            specs.append(Spec(str(p), input_format, source=k))
             continue
         size = p.stat().st_size
         with open(p, "rb") as f:
@@ -109,7 +111,7 @@ def plan(paths: list[Path], input_format: str | None, partition_docs: int) -> li
             per_line = len(head) / max(head.count(b"\n"), 1)
             step = max(int(per_line * partition_docs), 1 << 16)
             if size <= step * 1.5:
-                specs.append(Spec(str(p), input_format))
+                specs.append(Spec(str(p), input_format, source=k))
                 continue
             bounds = [0]
             while bounds[-1] + step < size:
@@ -121,5 +123,5 @@ def plan(paths: list[Path], input_format: str | None, partition_docs: int) -> li
                 bounds.append(b)
             bounds.append(size)
         for a, b in zip(bounds, bounds[1:]):
-            specs.append(Spec(str(p), input_format, a, b, split=True))
+            specs.append(Spec(str(p), input_format, a, b, split=True, source=k))
     return specs

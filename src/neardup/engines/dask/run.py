@@ -29,6 +29,7 @@ from .cluster import cluster_step
 from .context import RunContext
 from .exact import exact_step
 from .ids import ids_step
+from .paths import absolute, check_workers, worker_os_error
 from .plan import expand, plan
 from .read import read_step
 from .scratch import missing_dirs, remove_tree
@@ -82,45 +83,58 @@ def run_steps(ctx: RunContext) -> dict[str, Any]:
 
 def _run(client, paths: list[Path], outdir: Path, config: DedupConfig, read_opts: ReadOptions,
          out_opts: OutputOptions, partition_docs: int, progress: Progress,
-         threads: int | None, work_dir, partitioned_tables: bool) -> dict[str, Any]:
+         threads: int | None, work_dir: Path | None, partitioned_tables: bool) -> dict[str, Any]:
     """Make the scratch folder, run the steps, and remove the folder (and, after a failure,
     the output folders this run created), cancelling pending tasks on failure."""
     tok = uuid.uuid4().hex[:8]
-    base = outdir if work_dir is None else Path(work_dir)
-    created = missing_dirs(base)
-    if work_dir is None:
-        prepare_outdir(outdir)
-    else:
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise OutputError(f"{base}: cannot create the work directory: {e.strerror}") from e
+    base = outdir if work_dir is None else work_dir
+    # the folders this run creates (the output folder's and the work folder's), removed again
+    # if it fails, unless something else is in them
+    created = [missing_dirs(outdir)] + ([] if work_dir is None else [missing_dirs(base)])
     work = base / f".neardup-work-{tok}"
-    try:
-        work.mkdir()
-    except OSError as e:
-        raise OutputError(f"{work}: cannot create the scratch folder: {e.strerror}") from e
-    ctx = RunContext(client=client, paths=paths, outdir=outdir, config=config, read=read_opts,
-                     output=out_opts, partition_docs=partition_docs,
-                     partitioned_tables=partitioned_tables, progress=progress, threads=threads,
-                     tok=tok, work=work)
     ok = False
     try:
-        summary = run_steps(ctx)
+        prepare_outdir(outdir)
+        if work_dir is not None:
+            try:
+                base.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise OutputError(f"{base}: cannot create the work directory: "
+                                  f"{e.strerror}") from e
+        try:
+            work.mkdir()
+        except OSError as e:
+            raise OutputError(f"{work}: cannot create the scratch folder: {e.strerror}") from e
+        ctx = RunContext(client=client, paths=paths, outdir=outdir, config=config,
+                         read=read_opts, output=out_opts, partition_docs=partition_docs,
+                         partitioned_tables=partitioned_tables, progress=progress,
+                         threads=threads, tok=tok, work=work)
+        try:
+            # before any work: every worker sees the inputs and can write where it must
+            check_workers(client, paths, [(outdir, "the output folder")] + (
+                [] if work_dir is None else [(work_dir, "the work folder")]))
+            summary = run_steps(ctx)
+        except BaseException as e:
+            with contextlib.suppress(Exception):
+                client.cancel(ctx.futures)
+            if isinstance(e, OSError):  # a task's, on a worker (the client's are OutputError)
+                raise worker_os_error(e, paths) from e
+            raise
+        finally:
+            ctx.futures.clear()
         ok = True
         return summary
     finally:
-        if not ok:
-            with contextlib.suppress(Exception):
-                client.cancel(ctx.futures)
-        ctx.futures.clear()
         remove_tree(work)
         if not ok:
-            for d in reversed(created):  # what this run created, unless something else is in it
-                try:
-                    d.rmdir()
-                except OSError:
-                    break
+            for chain in created:
+                for d in reversed(chain):
+                    try:
+                        d.rmdir()
+                    except FileNotFoundError:
+                        continue
+                    except OSError:
+                        break
 
 
 def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
@@ -132,11 +146,17 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
                partitioned_tables: bool = False, progress: Any = None) -> dict[str, Any]:
     """:func:`neardup.engines.local.dedup_files` on a Dask cluster; returns the summary (with ``engine``,
     ``workers`` and ``partitions``) and writes ``clusters``, ``pairs``, ``summary.json`` and,
-    with ``write_corpus``, ``deduplicated/part-NNNNN.parquet`` (``id``, ``text``) in ``outdir``.
+    with ``write_corpus``, the deduplicated corpus in ``outdir`` as the local engine writes
+    them (``deduplicated/NAME`` per input, in its format with all its columns).
 
     ``scheduler``: the address of a running scheduler (``tcp://host:port``); without it a
-    ``LocalCluster`` of ``n_workers`` single-threaded processes is started and closed. Inputs and
-    ``outdir`` must be visible to every worker. ``partition_docs``: about how many records of a
+    ``LocalCluster`` of ``n_workers`` single-threaded processes is started and closed. Inputs,
+    ``outdir`` and ``work_dir`` must be visible to every worker at the same path: relative
+    paths are made absolute here (and named so in messages and the summary), and every worker
+    checks that it sees them before any work is sent (:class:`~neardup.errors.InputError` or
+    :class:`~neardup.errors.OutputError` naming the path and the worker otherwise). An
+    :class:`OSError` of a task (a file of the run gone from under a worker) is raised as one of
+    those too. ``partition_docs``: about how many records of a
     large uncompressed JSONL file (byte ranges) or of a Parquet file of more than 1.5 x that
     many rows (runs of whole row groups) go into one partition (other inputs are one partition
     each; a directory given with ``input_format`` "jsonl" or "parquet" stands for its files of
@@ -149,7 +169,11 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
 
     ``partitioned_tables``: write ``clusters/`` and ``pairs/`` as folders of Parquet parts, one
     per partition in row order (read them as one table with ``pyarrow.parquet.read_table``),
-    instead of one file each; then no output row passes through the client.
+    instead of one file each; then no output row passes through the client. The deduplicated
+    output of each input file is then a folder ``deduplicated/NAME/`` of parts
+    ``part-NNNNN.EXT`` in the input's format, one per partition of it, in order: concatenated
+    (Parquet: read as one table), the local engine's ``deduplicated/NAME`` (a folder of text
+    files is written as the local engine writes it).
     """
     read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
                             encoding=encoding, on_error=on_error)
@@ -163,7 +187,10 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     if config.verify.mode != "exact":
         raise ConfigError("verify='estimate' is not supported by the dask engine yet: use "
                           "verify='exact' or the local engine")
-    plist = expand([Path(p) for p in paths], input_format)
+    # workers resolve relative paths in their own working folders: absolute ones from here on
+    plist = expand([absolute(p) for p in paths], input_format)
+    outdir = absolute(outdir)
+    work_dir = None if work_dir is None else absolute(work_dir)
     # the same checks of the options and paths as the local engine, raised here at once
     record_stream(plist, read_opts)
 
@@ -184,7 +211,7 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
         threads = None
         client = Client(scheduler)
     try:
-        return _run(client, plist, Path(outdir), config, read_opts, out_opts, partition_docs,
+        return _run(client, plist, outdir, config, read_opts, out_opts, partition_docs,
                     progress or NoProgress(), threads, work_dir, partitioned_tables)
     finally:
         client.close()

@@ -4,24 +4,31 @@ Each partition labels its rows (labels by first appearance need a prefix sum of 
 partition and one more small broadcast) and writes its rows of ``clusters`` and ``pairs`` as
 Parquet parts in the scratch folder; the client appends them to one file each (parquet, jsonl
 or csv) in row order, one part at a time, or moves them as they are into folders
-(``partitioned_tables``). Each partition re-reads its input (its byte range or row groups only)
-and writes the kept records to ``deduplicated/part-NNNNN.parquet``.
+(``partitioned_tables``). Meanwhile each partition writes its kept records as the local engine
+writes them (:func:`neardup.io.write_deduplicated_part`: the input's format and columns, JSONL
+lines copied as they are from the partition's byte range, Parquet rows re-read from its row
+groups) into ``deduplicated/``: one output per input, named as the local engine names it (the
+parts of an input of several partitions joined on a worker), or with ``partitioned_tables`` a
+folder of that name per input file holding one part per partition (see :class:`Corpus`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...io import ReadOptions, SkipReport, Staged, TableStream, prepare_outdir
+from ...errors import ConfigError, InputError, SkipReason
+from ...io import ReadOptions, Staged, TableStream, prepare_outdir
 from ...result import METHOD_NAMES
 from .cluster import ClusterMap
 from .context import RunContext
 from .plan import Spec
-from .read import open_stream
 from .scratch import Part, concat, owner, read_bucket, write_buckets, write_parquet
 
 _FINGERPRINT, _JACCARD = METHOD_NAMES.index("fingerprint"), METHOD_NAMES.index("jaccard")
@@ -124,32 +131,46 @@ def pairs_table(verified: tuple, fp_prefixes: list[str], p: int, table: str, *_d
 
 
 def write_part(spec: Spec, read_opts: ReadOptions, line_counts: list[int], drops: np.ndarray,
-                d: Part, path: str, *_deps) -> int:
-    """Re-read the partition and write its kept documents (``id``, ``text``) to ``path``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+               d: Part, dest: str, *_deps) -> str | None:
+    """Write the partition's kept records to ``dest`` as the local engine writes them (its
+    input's format and columns; JSONL lines copied as they are, read from the partition's
+    first byte); ``None`` when it holds nothing readable (nothing written)."""
+    from ...io import FilePart, write_deduplicated_part
 
+    # one flag per record the reader yields: the rows dropped after the read (ids repeated
+    # from earlier partitions) are records too
+    n = d.n + len(drops)
+    alive = np.ones(n, bool)
+    alive[drops] = False
+    keep = np.zeros(n, bool)
+    keep[alive] = d.load("keep")
+    part = (FilePart(spec.start, spec.end, sum(line_counts), row_groups=spec.row_groups)
+            if spec.split or spec.row_groups else None)
+    lines = replace(d, rowv="").load("lines") if d.fmt == "jsonl" else None
     opts = replace(read_opts, on_error="skip")  # errors were reported by the first read
-    stream = open_stream(spec, opts, SkipReport(), sum(line_counts))
-    keep = d.load("keep")
-    dropped = set(drops.tolist())
-    rows, texts = [], []
-    i = j = 0
-    for rec in stream:
-        if i in dropped:
-            i += 1
-            continue
-        if j < len(keep) and keep[j]:
-            rows.append(j)
-            texts.append(rec.text)
-        i += 1
-        j += 1
-    if j != len(keep):
-        raise RuntimeError(f"{spec.path}: the input changed while it was deduplicated")
-    table = pa.table({"id": pa.array(d.row_ids(rows), pa.string()),
-                      "text": pa.array(texts, pa.string())})
-    pq.write_table(table, path)
-    return len(rows)
+    try:
+        out = write_deduplicated_part(spec.path, keep, dest, options=opts, part=part,
+                                      lines=lines)
+    except ConfigError as e:  # a count that differs from the first read's
+        raise InputError(f"changed while it was deduplicated ({e})", path=spec.path,
+                         reason=SkipReason.UNREADABLE, whole_file=True) from e
+    return None if out is None else str(out)
+
+
+def join_parts(parts: list[str | None], dest: str, fmt: str, *_deps) -> str | None:
+    """The parts of one input (those written) concatenated into ``dest``, then removed."""
+    from ...io import concat_files
+
+    done = [p for p in parts if p is not None]
+    if not done:
+        return None
+    if len(done) == 1:
+        os.replace(done[0], dest)
+        return dest
+    concat_files(done, dest, fmt)
+    for p in done:
+        os.unlink(p)
+    return dest
 
 
 def fp_cluster_stats(red: str, s: int, cm: ClusterMap
@@ -212,10 +233,13 @@ def write_step(ctx: RunContext) -> None:
 
     outdir = ctx.outdir
     prepare_outdir(outdir)
-    staged_dir = None
     streams: list[Any] = []  # TableStream or Staged folders, discarded on failure
     outputs = ctx.outputs
+    corpus = None
     try:
+        if ctx.output.write_corpus:  # written by the workers while the client writes the tables
+            corpus = Corpus(ctx, fc)
+        staged: dict[str, Any] = {}
         for stem, tabs in (("clusters", ctab), ("pairs", ptab)):
             if ctx.partitioned_tables:
                 # the workers' parts become the output as they are: moved, not read
@@ -223,27 +247,97 @@ def write_step(ctx: RunContext) -> None:
                 streams.append(sd)
                 for i, path in enumerate(tabs):
                     shutil.move(path, sd.tmp / f"part-{i:05d}.parquet")
-                outputs[stem] = str(sd.commit())
-                continue
-            ts = TableStream(outdir / stem, ctx.output.format)
-            streams.append(ts)
-            for path in tabs:
-                ts.write_parquet_part(path)
-            outputs[stem] = ts.commit()
-        streams.clear()
-        if ctx.output.write_corpus:
-            staged_dir = Staged(outdir / "deduplicated", directory=True)
-            writes = [ctx.submit(write_part, sp, ctx.read, ctx.line_prior[p], ctx.drops[p],
-                                 parts[p], str(staged_dir.tmp / f"part-{p:05d}.parquet"), fc[p],
-                                 name="part", i=p)
-                      for p, sp in enumerate(ctx.specs)]
-            client.gather(writes)
-            final = staged_dir.commit()
-            staged_dir = None
-            outputs["deduplicated"] = [str(final / f"part-{p:05d}.parquet") for p in range(P)]
+            else:
+                sd = TableStream(outdir / stem, ctx.output.format)
+                streams.append(sd)
+                for path in tabs:
+                    sd.write_parquet_part(path)
+            staged[stem] = sd
+        if corpus is not None:
+            corpus.finish()
+        # all written: only now does any output take its place (none if anything failed)
+        for stem, sd in staged.items():
+            outputs[stem] = str(sd.commit())
+            streams.remove(sd)
+        if corpus is not None:
+            outputs["deduplicated"] = corpus.commit()
+            corpus = None
     except BaseException:
         for s in streams:
             s.discard()
-        if staged_dir is not None:
-            staged_dir.discard()
+        if corpus is not None:
+            corpus.discard()
         raise
+
+
+_EXT = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "tsv": ".tsv", "parquet": ".parquet"}
+
+
+class Corpus:
+    """The deduplicated corpus being written by the workers: ``deduplicated/`` with one output
+    per input named and written as the local engine's (a file in the input's format; a folder
+    for a folder of text files), or, with ``partitioned``, a folder of that name per input file
+    holding its partitions' parts (``part-NNNNN.EXT``, in order; concatenated, the local
+    engine's file). The outputs of inputs of several partitions are written as parts and joined
+    on a worker. Everything goes into a temporary folder renamed at the end."""
+
+    def __init__(self, ctx: RunContext, deps: list):
+        from ...io import deduplicated_names
+
+        self.ctx = ctx
+        self.staged = Staged(ctx.outdir / "deduplicated", directory=True)
+        self.names = deduplicated_names(ctx.paths, ctx.read)
+        tmp = self.staged.tmp
+        by_input: dict[int, list[int]] = {}
+        for p, sp in enumerate(ctx.specs):
+            by_input.setdefault(sp.source, []).append(p)
+        self.futures: list = []
+        self.finals: list[tuple[Path, Any]] = []  # per input: its output and its future
+        for k, (name, fmt) in enumerate(self.names):
+            ps = by_input.get(k, [])
+            if fmt == "textdir" or (len(ps) == 1 and not ctx.partitioned_tables):
+                dests = [tmp / name]
+            elif ctx.partitioned_tables:
+                (tmp / name).mkdir()
+                dests = [tmp / name / f"part-{j:05d}{_EXT[fmt]}" for j in range(len(ps))]
+            else:
+                (tmp / ".parts").mkdir(exist_ok=True)
+                dests = [tmp / ".parts" / f"{k}-{j:05d}{_EXT[fmt]}" for j in range(len(ps))]
+            futs = [ctx.submit(write_part, ctx.specs[p], ctx.read, ctx.line_prior[p],
+                               ctx.drops[p], ctx.parts[p], str(dest), deps[p], name="part",
+                               i=p) for p, dest in zip(ps, dests, strict=True)]
+            self.futures += futs
+            last = futs[0] if len(futs) == 1 else None
+            if len(futs) > 1 and not ctx.partitioned_tables:
+                last = ctx.submit(join_parts, futs, str(tmp / name), fmt, name="join", i=k)
+                self.futures.append(last)
+            self.finals.append((tmp / name, last if last is not None else futs))
+
+    def finish(self) -> None:
+        """Wait for the workers to write everything."""
+        ctx = self.ctx
+        ctx.client.gather(self.futures)
+        shutil.rmtree(self.staged.tmp / ".parts", ignore_errors=True)
+        self.written = []
+        for path, fut in self.finals:
+            if isinstance(fut, list):  # a folder of parts
+                if any(f.result() is not None for f in fut):
+                    self.written.append(path.name)
+                else:  # nothing readable in any part: no output, as the local engine
+                    shutil.rmtree(path, ignore_errors=True)
+            elif fut.result() is not None:
+                self.written.append(path.name)
+
+    def commit(self) -> list[str]:
+        """Rename the folder into place; the outputs, in input order."""
+        final = self.staged.commit()
+        return [str(final / name) for name in self.written]
+
+    def discard(self) -> None:
+        """Stop the writes (waiting for those under way) and remove the folder."""
+        from distributed import wait
+
+        with contextlib.suppress(Exception):
+            self.ctx.client.cancel(self.futures)
+            wait(self.futures, timeout=60)
+        self.staged.discard()
