@@ -701,7 +701,13 @@ def test_bytes_and_file_object_names_and_formats(tmp_path):
 def test_detect_format_one_place(tmp_path):
     assert detect_format(tmp_path) == "textdir"
     assert detect_format(tmp_path / "a.CSV.gz") == "csv"
-    assert detect_format(name="a.json") == "jsonl"
+    assert detect_format(name="a.json") == "json"
+    assert detect_format(name="a.json", head=b' \n{"a": 1}') == "jsonl"
+    assert detect_format(name="a.json", head=b'\xef\xbb\xbf [{"a": 1}]') == "json"
+    (tmp_path / "l.json").write_text('{"a": 1}\n')
+    (tmp_path / "a.json.gz").write_bytes(__import__("gzip").compress(b'[{"a": 1}]'))
+    assert detect_format(tmp_path / "l.json") == "jsonl"
+    assert detect_format(tmp_path / "a.json.gz") == "json"
     assert detect_format(name="../x/up.ndjson", content_type="text/csv") == "jsonl"
     assert detect_format(name="up", content_type="text/csv; charset=utf-8") == "csv"
     assert detect_format(name="up", content_type="application/x-ndjson") == "jsonl"

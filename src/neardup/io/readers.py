@@ -143,6 +143,9 @@ def detect_format(path: str | os.PathLike | None = None, *, name: str | None = N
     name (``name``, else ``path``'s name) after removing ``.gz``/``.zst``; the media type of
     ``content_type`` (an HTTP ``Content-Type``, parameters ignored); the first bytes ``head``
     when the name has no suffix at all (``{`` after white space and a byte order mark: JSONL).
+    A ``.json`` name (or a JSON media type) is ``"json"`` (one array of objects) when the
+    content starts with ``[``, ``"jsonl"`` otherwise (the file at ``path`` is read for this, or
+    ``head``); with neither, ``"json"``.
     An input none of these tell is an :class:`InputError` with reason ``unknown_format``.
     """
     where = None
@@ -154,10 +157,14 @@ def detect_format(path: str | os.PathLike | None = None, *, name: str | None = N
         if name is None:
             name = p.name
     fmt = format_of_name(name) if name else None
-    if fmt is not None:
-        return fmt
-    media = (content_type or "").split(";")[0].strip().lower()
-    fmt = _CONTENT_TYPES.get(media)
+    if fmt is None:
+        media = (content_type or "").split(";")[0].strip().lower()
+        fmt = _CONTENT_TYPES.get(media)
+    if fmt == "json":  # a JSON array, or JSON lines under a .json name: the content tells
+        if path is not None:
+            return _json_or_jsonl(Path(path), split_compression(str(path))[1])
+        if head is not None:
+            return "json" if head.lstrip(_SNIFF_SKIP)[:1] == b"[" else "jsonl"
     if fmt is not None:
         return fmt
     base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
@@ -258,10 +265,10 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
         name = own if isinstance(own, str) and own else ("<bytes>" if is_data else "<stream>")
     label = name
     if fmt is None:
-        head = bytes(source[:64]) if is_data else None
-        fmt = detect_format(name=label, head=head)
-        if fmt == "json":  # an array, or JSON lines under a .json name
-            fmt = _json_or_jsonl_head(source, is_data, _compression(label, fmt))
+        if format_of_name(label) == "json":  # an array, or JSON lines under a .json name
+            fmt = _json_or_jsonl_head(source, is_data, split_compression(label)[1])
+        else:
+            fmt = detect_format(name=label, head=bytes(source[:64]) if is_data else None)
     if fmt == "textdir":
         raise InputError("is not a directory (fmt='textdir'): a folder of text files is read "
                          "from its path", path=label, reason=SkipReason.NOT_A_DIRECTORY,
@@ -312,8 +319,6 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
                              reason=SkipReason.NOT_A_DIRECTORY, whole_file=True)
         f = fmt or detect_format(p)
         comp = _compression(str(p), f)
-        if f == "json" and fmt is None:
-            f = _json_or_jsonl(p, comp)
         sources.append(_Source(i, p, f, comp, p.stat().st_size))
     return sources
 
