@@ -141,3 +141,13 @@ def test_same_sets_as_pyfim_on_an_inverted_table():
         assert got == pyfim_maximal(fim, tracts, k), k
         assert got  # something to compare at every threshold
 
+
+def test_fca_needs_no_pyfim(monkeypatch):
+    import sys
+
+    from neardup.fca import fca
+
+    monkeypatch.setitem(sys.modules, "fim", None)  # import fim now fails
+    texts, groups = near_duplicate_collection(3, 2, edit_rates=(0.01,), seed=5, words=(100, 150))
+    [r] = fca(texts, 50, length=5, image_size=64)
+    assert sorted(c.members for c in r.clusters) == [(0, 1, 2), (3, 4, 5), (6, 7, 8)]

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 from ..text.normalize import normalize
 from ..text.shingle import Shingles, shingle_batch
 from ..validate import check_int
+from .itemsets import maximal_itemsets
 
 
 @dataclass
@@ -117,22 +118,15 @@ def inverted_table(images: Shingles, max_doc_freq: int | None = None
 def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = None,
                  tracts: dict[tuple[int, ...], int] | None = None) -> FCAResult:
     """Maximal sets of two documents or more whose images share at least ``min_common`` hashes,
-    each with its number of common hashes (FPmax via pyfim)."""
-    import fim
-
+    each with its number of common hashes (the maximal frequent itemsets of the inverted table,
+    by :func:`~neardup.fca.itemsets.maximal_itemsets`)."""
     check_int("min_common", min_common, 1)
     t0 = time.perf_counter()
     stats: dict[str, Any] = {}
     if tracts is None:
         tracts, stats = inverted_table(images, max_doc_freq)
-    found = []
-    if tracts:
-        # pyfim reports nothing when every item is in every transaction (e.g. one distinct
-        # transaction); a transaction of one sentinel item, which no cluster can hold, avoids it
-        found = fim.fpgrowth({**tracts, (-1,): 1}, target="m", supp=-min_common, zmin=2,
-                             report="a")
-    clusters = [FCACluster(tuple(sorted(int(x) for x in items)), int(support))
-                for items, support in found]
+    clusters = [FCACluster(members, support)
+                for members, support in maximal_itemsets(tracts, min_common)]
     clusters.sort(key=lambda c: (-c.common, c.members))
     return FCAResult(min_common, clusters, time.perf_counter() - t0,
                      {**stats, "clusters": len(clusters)})
