@@ -90,6 +90,7 @@ cdef struct Miner:
     int32_t* slot
     char* in_p
     int32_t* touched
+    int32_t* scratch
     int32_t* path
     int64_t path_len
     # the maximal sets found (ranks, offsets, supports) and, by rank, the sets holding it
@@ -167,7 +168,8 @@ cdef int expand(Miner* s, int32_t j, const int32_t* occ, int64_t n_occ, int64_t 
                 n_touch += 1
             s.cnt_n[r] += 1
             s.cnt_w[r] += w
-    # parent equivalence: an item of every transaction joins the itemset
+    # parent equivalence: an item of every transaction joins the itemset; the other frequent
+    # items are the candidates
     for i in range(n_touch):
         r = s.touched[i]
         if s.cnt_w[r] == supp:
@@ -175,6 +177,7 @@ cdef int expand(Miner* s, int32_t j, const int32_t* occ, int64_t n_occ, int64_t 
             s.path_len += 1
             s.in_p[r] = 1
         elif s.cnt_w[r] >= s.minsup:
+            s.scratch[nc] = r
             nc += 1
     if nc:
         cand = <int32_t*>malloc(nc * sizeof(int32_t))
@@ -184,12 +187,8 @@ cdef int expand(Miner* s, int32_t j, const int32_t* occ, int64_t n_occ, int64_t 
         if cand == NULL or cand_tmp == NULL or cand_n == NULL or cand_w == NULL:
             rc = -1
         else:
-            q = 0
-            for i in range(n_touch):
-                r = s.touched[i]
-                if not s.in_p[r] and s.cnt_w[r] >= s.minsup:
-                    cand[q] = r
-                    q += 1
+            for q in range(nc):
+                cand[q] = s.scratch[q]
             sort_ranks(cand, nc, cand_tmp)
             for q in range(nc):
                 cand_n[q] = s.cnt_n[cand[q]]
@@ -488,10 +487,11 @@ def maximal_itemsets(const int64_t[::1] items, const int64_t[::1] offsets,
     slot_a = np.zeros(m, np.int32)
     in_p_a = np.zeros(m, np.int8)
     touched_a = np.empty(m, np.int32)
+    scratch_a = np.empty(m, np.int32)
     path_a = np.empty(m, np.int32)
     head_a = np.full(m, -1, np.int64)
     cdef int64_t[::1] cnt_n = cnt_n_a, cnt_w = cnt_w_a, stamp = stamp_a, head = head_a
-    cdef int32_t[::1] slot_v = slot_a, touched = touched_a, path = path_a
+    cdef int32_t[::1] slot_v = slot_a, touched = touched_a, scratch = scratch_a, path = path_a
     cdef signed char[::1] in_p = in_p_a
     s.t_off = &r_off[0]
     s.t_items = &r_items[0]
@@ -504,6 +504,7 @@ def maximal_itemsets(const int64_t[::1] items, const int64_t[::1] offsets,
     s.slot = &slot_v[0]
     s.in_p = <char*>&in_p[0]
     s.touched = &touched[0]
+    s.scratch = &scratch[0]
     s.path = &path[0]
     s.path_len = 0
     s.link_head = &head[0]
