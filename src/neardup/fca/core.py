@@ -6,7 +6,13 @@ share of common values estimates their Jaccard similarity). The inverted table m
 the documents whose image holds it. In FCA terms the hashes are the objects and the documents the
 attributes; a cluster of *k-similar* documents is a set of documents whose images share at least
 ``min_common`` hashes, and the maximal such sets are the maximal frequent itemsets of the
-inverted table, found with FPmax (Borgelt's FP-growth with target ``m``, via pyfim).
+inverted table. They are mined by neardup's own compiled kernel
+(:func:`~neardup.fca.itemsets.maximal_itemsets`): a depth-first maximal itemset miner in the
+manner of GenMax and MAFIA (items ranked by support, LCM's occurrence delivery over the
+transactions, parent equivalence pruning, MAFIA's lookahead on the whole candidate tail, and
+maximality checked against the maximal sets found so far). It returns the same sets as FPmax
+(pyfim's FP-growth with target ``m``, which neardup used before and its tests still compare
+with) and needs no compiler at install time.
 
 Only hashes held by two documents or more can support a cluster of two, so the rest of the
 inverted table is dropped before mining, and identical transactions are passed once with their
@@ -76,7 +82,7 @@ def document_images(texts: Sequence[str], length: int = 10, offset: int = 1,
 
 def inverted_table(images: Shingles, max_doc_freq: int | None = None
                    ) -> tuple[dict[tuple[int, ...], int], dict[str, int]]:
-    """Transactions for FPmax: for each hash held by two documents or more (and at most
+    """Transactions for the itemset miner: for each hash held by two documents or more (and at most
     ``max_doc_freq``, if given), the sorted tuple of those documents; identical transactions are
     merged into one with their count. Returns the transactions and counts of what was dropped."""
     n = len(images.offsets) - 1
@@ -135,7 +141,8 @@ def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = N
 def fca(texts: Sequence[str], min_common: int | Sequence[int], *, length: int = 10,
         offset: int = 1, image_size: int = 256, kind: str = "word",
         max_doc_freq: int | None = None) -> list[FCAResult]:
-    """Seed 001's method end to end: images, inverted table, FPmax for each ``min_common``.
+    """Seed 001's method end to end: images, inverted table, maximal itemsets for each
+    ``min_common``.
     The images and the table are built once; each result's ``seconds`` is its mining time and
     ``stats["prepare_seconds"]`` the time to build them."""
     ks = [min_common] if isinstance(min_common, int) else list(min_common)
