@@ -9,7 +9,11 @@ missing) and its planted variants as the reference (all pairs of one source's co
 the time to build the images and the inverted table, FPmax's time per threshold, precision,
 recall and F1 of the cluster pairs, and the peak memory. Writes ``fca-<size>.json`` (``--rus``:
 ``fca-rus.md``) into ``--results`` (default ``benchmarks/data/results``, not tracked;
-``--results benchmarks/results`` refreshes the tracked tables).
+``--results benchmarks/results`` refreshes the tracked tables), with ``fca-<size>.md``.
+
+The maximal sets are mined by neardup's compiled kernel; where pyfim is installed (the test
+extra), its FPmax mines the same table too, for comparison: its time per threshold and whether
+it found the same clusters (``--no-pyfim`` skips it).
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ def main() -> None:
                          "benchmarks/results refreshes the tracked tables)")
     ap.add_argument("--rus", action="store_true",
                     help="the FCA paper's Table 1 (RUS collection) on generated texts")
+    ap.add_argument("--no-pyfim", action="store_true",
+                    help="do not time pyfim's FPmax on the same table")
     a = ap.parse_args()
     if a.rus:
         return rus_table(Path(a.results))
@@ -102,11 +108,24 @@ def main() -> None:
     t_table = time.perf_counter() - t0 - t_images
     print(f"{len(texts):,} documents: images {t_images:.1f} s, inverted table {t_table:.1f} s "
           f"({stats['transactions']:,} transactions)", file=sys.stderr)
+    fim = None
+    if not a.no_pyfim:
+        try:
+            import fim
+        except ImportError:
+            print("pyfim is not installed: no comparison", file=sys.stderr)
     rows = []
     for k in a.min_common:
         r = fca_clusters(images, k, tracts=tracts)
-        row = {"threshold": k, "clusters": len(r.clusters), "fpmax_seconds": round(r.seconds, 2),
+        row = {"threshold": k, "clusters": len(r.clusters), "mining_seconds": round(r.seconds, 2),
                **pair_scores(r.pairs(), reference)}
+        if fim is not None:
+            t0 = time.perf_counter()
+            found = fim.fpgrowth({**tracts, (-1,): 1}, target="m", supp=-k, zmin=2, report="a")
+            row["pyfim_seconds"] = round(time.perf_counter() - t0, 2)
+            row["pyfim_same_clusters"] = sorted(
+                (tuple(sorted(s)), n) for s, n in found) == sorted(
+                (c.members, c.common) for c in r.clusters)
         rows.append(row)
         print(f"  K={k}: {row}", file=sys.stderr)
     res = {"documents": len(texts), "image_size": a.image_size,
@@ -118,6 +137,19 @@ def main() -> None:
     out = Path(a.results)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"fca-{a.size}.json").write_text(json.dumps(res, indent=2) + "\n")
+    lines = ["| K | clusters | kernel | pyfim | same clusters | precision | recall | F1 |",
+             "|---:|---:|---:|---:|:---:|---:|---:|---:|"]
+    for x in rows:
+        py = f"{x['pyfim_seconds']:.2f} s" if "pyfim_seconds" in x else "-"
+        same = {True: "yes", False: "**no**"}.get(x.get("pyfim_same_clusters"), "-")
+        lines.append(f"| {x['threshold']} | {x['clusters']:,} | {x['mining_seconds']:.2f} s | "
+                     f"{py} | {same} | {x['precision']:.3f} | {x['recall']:.3f} | "
+                     f"{x['f1']:.3f} |")
+    (out / f"fca-{a.size}.md").write_text(
+        f"# FCA clusters: {len(texts):,} documents, images of {a.image_size}, "
+        f"word {a.shingle_length}-shingles\n\nImages {t_images:.1f} s, inverted table "
+        f"{t_table:.1f} s ({stats['transactions']:,} transactions); maximal sets by the compiled "
+        "kernel, and by pyfim's FPmax for comparison.\n\n" + "\n".join(lines) + "\n")
     print(json.dumps(res, indent=2))
 
 

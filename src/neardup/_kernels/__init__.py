@@ -6,5 +6,6 @@ Every function here is a plain loop over buffers (numpy arrays, Arrow buffers) t
 modules allocate and check; the loops run without the GIL, so :mod:`neardup._threads` can run
 ranges of documents on several threads. The Python modules (:mod:`neardup.text`,
 :mod:`neardup.sketch`, :mod:`neardup.lsh`, :mod:`neardup.verify`, :mod:`neardup.cluster`,
-:mod:`neardup.exact`) are the API; their tests hold a plain-Python oracle for each kernel.
+:mod:`neardup.exact`, :mod:`neardup.fca.itemsets`) are the API; their tests hold a plain-Python
+oracle for each kernel.
 """

@@ -1,4 +1,5 @@
-"""Near-duplicate clusters by Formal Concept Analysis (seed 001).
+"""Near-duplicate clusters by Formal Concept Analysis: maximal sets of documents whose min-hash
+images share at least K hashes.
 
 Each document is shingled (``length`` units taken every ``offset`` units) and hashed; its
 *image* is the ``image_size`` smallest hashes (a bottom-N MinHash sketch: for two documents the
@@ -6,7 +7,13 @@ share of common values estimates their Jaccard similarity). The inverted table m
 the documents whose image holds it. In FCA terms the hashes are the objects and the documents the
 attributes; a cluster of *k-similar* documents is a set of documents whose images share at least
 ``min_common`` hashes, and the maximal such sets are the maximal frequent itemsets of the
-inverted table, found with FPmax (Borgelt's FP-growth with target ``m``, via pyfim).
+inverted table. They are mined by neardup's own compiled kernel
+(:func:`~neardup.fca.itemsets.maximal_itemsets`): a depth-first maximal itemset miner in the
+manner of GenMax and MAFIA (items ranked by support, LCM's occurrence delivery over the
+transactions, parent equivalence pruning, MAFIA's lookahead on the whole candidate tail, and
+maximality checked against the maximal sets found so far). It returns the same sets as FPmax
+(pyfim's FP-growth with target ``m``, which neardup used before and its tests still compare
+with) and needs no compiler at install time.
 
 Only hashes held by two documents or more can support a cluster of two, so the rest of the
 inverted table is dropped before mining, and identical transactions are passed once with their
@@ -27,6 +34,7 @@ from ..errors import ConfigError
 from ..text.normalize import normalize
 from ..text.shingle import Shingles, shingle_batch
 from ..validate import check_int
+from .itemsets import maximal_itemsets
 
 
 @dataclass
@@ -75,7 +83,7 @@ def document_images(texts: Sequence[str], length: int = 10, offset: int = 1,
 
 def inverted_table(images: Shingles, max_doc_freq: int | None = None
                    ) -> tuple[dict[tuple[int, ...], int], dict[str, int]]:
-    """Transactions for FPmax: for each hash held by two documents or more (and at most
+    """Transactions for the itemset miner: for each hash held by two documents or more (and at most
     ``max_doc_freq``, if given), the sorted tuple of those documents; identical transactions are
     merged into one with their count. Returns the transactions and counts of what was dropped."""
     n = len(images.offsets) - 1
@@ -117,22 +125,15 @@ def inverted_table(images: Shingles, max_doc_freq: int | None = None
 def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = None,
                  tracts: dict[tuple[int, ...], int] | None = None) -> FCAResult:
     """Maximal sets of two documents or more whose images share at least ``min_common`` hashes,
-    each with its number of common hashes (FPmax via pyfim)."""
-    import fim
-
+    each with its number of common hashes (the maximal frequent itemsets of the inverted table,
+    by :func:`~neardup.fca.itemsets.maximal_itemsets`)."""
     check_int("min_common", min_common, 1)
     t0 = time.perf_counter()
     stats: dict[str, Any] = {}
     if tracts is None:
         tracts, stats = inverted_table(images, max_doc_freq)
-    found = []
-    if tracts:
-        # pyfim reports nothing when every item is in every transaction (e.g. one distinct
-        # transaction); a transaction of one sentinel item, which no cluster can hold, avoids it
-        found = fim.fpgrowth({**tracts, (-1,): 1}, target="m", supp=-min_common, zmin=2,
-                             report="a")
-    clusters = [FCACluster(tuple(sorted(int(x) for x in items)), int(support))
-                for items, support in found]
+    clusters = [FCACluster(members, support)
+                for members, support in maximal_itemsets(tracts, min_common)]
     clusters.sort(key=lambda c: (-c.common, c.members))
     return FCAResult(min_common, clusters, time.perf_counter() - t0,
                      {**stats, "clusters": len(clusters)})
@@ -141,7 +142,8 @@ def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = N
 def fca(texts: Sequence[str], min_common: int | Sequence[int], *, length: int = 10,
         offset: int = 1, image_size: int = 256, kind: str = "word",
         max_doc_freq: int | None = None) -> list[FCAResult]:
-    """Seed 001's method end to end: images, inverted table, FPmax for each ``min_common``.
+    """The FCA method end to end: images, inverted table, maximal itemsets for each
+    ``min_common``.
     The images and the table are built once; each result's ``seconds`` is its mining time and
     ``stats["prepare_seconds"]`` the time to build them."""
     ks = [min_common] if isinstance(min_common, int) else list(min_common)
