@@ -120,3 +120,17 @@ def test_readme_data_frame_example_runs(tmp_path, monkeypatch):
     kept = ns["kept"]
     assert kept["post_id"].to_list() == [100, 102, 103]
     assert ns["result"].to_pandas("pairs")[["id_a", "id_b"]].values.tolist() == [["100", "101"]]
+
+
+def test_readme_reused_passages_example_prints_what_it_shows(capsys):
+    import neardup
+
+    block = next(b for b in python_blocks() if "reused_passages" in b)
+    exec(block, {"neardup": neardup})
+    printed = capsys.readouterr().out.splitlines()
+    shown = re.search(r"^# (\d+) (\d+) (.*)$", block, flags=re.M)
+    assert len(printed) == 1
+    words, matched, text = printed[0].split(" ", 2)
+    assert (words, matched) == (shown.group(1), shown.group(2))
+    head, tail = shown.group(3).split(" ... ")
+    assert text.startswith(head) and text.endswith(tail)

@@ -11,24 +11,14 @@ offsets into the *original* strings, so the page can wrap them in ``<mark>`` as 
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
+from ..text.words import word_key, words
 from ..validate import check_int
 
+__all__ = ["passages_for_display", "shared_passages", "word_key", "words"]
+
 _WORD = re.compile(r"\S+")
-
-
-def word_key(word: str) -> str:
-    """The comparison key of one word: NFKC, then case folded (as the index normalises)."""
-    if not word.isascii():
-        word = unicodedata.normalize("NFKC", word)
-    return word.casefold()
-
-
-def words(text: str) -> list[tuple[int, int, str]]:
-    """``(start, end, key)`` of every word of ``text``: character offsets and comparison key."""
-    return [(m.start(), m.end(), word_key(m.group())) for m in _WORD.finditer(text)]
 
 
 def shared_passages(a: str, b: str, k: int = 5, *,

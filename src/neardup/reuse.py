@@ -1,0 +1,271 @@
+"""Reused passages: the runs of words that one text copies from another, inside texts that are
+otherwise different (a copied paragraph in new writing), where the whole-text similarity is low.
+
+**Fingerprints.** Each text's words (:mod:`neardup.text.words`: NFKC, case folded) are hashed
+as overlapping word ``k``-grams, and *winnowing* keeps, of every window of ``window``
+consecutive k-gram hashes, the smallest (the rightmost of equal ones), with its position.
+
+**The guarantee.** Two texts that share a run of at least ``window + k - 1`` words (that is,
+``window`` consecutive shared k-grams) hold an identical window of k-gram hashes, from which
+both keep the same hash at the same offset: that pair of positions is a *seed*. So every shared
+run of at least ``guaranteed_words = window + k - 1`` words is found, whatever else the texts
+hold. ``min_words`` (the shortest passage reported) must be at least that.
+
+**Passages.** From each seed (the k-grams compared word by word, so that a hash collision
+proposes nothing), the exact run is extended in both directions while the words agree. Runs
+that follow one another in both texts with at most ``max_gap`` words between them in each (a
+changed, inserted or dropped word; a short re-ordering) are merged into one passage, and a
+passage's ends are extended across such gaps wherever at least ``min_match`` words agree again
+(so that a passage with a changed word every 20 words is found whole from one seed). Passages
+of at least ``min_words`` words (counted in the first text) are reported, in reading order of
+the first text, with character ranges in both original texts.
+
+**Bounds.** A k-gram hash kept more than ``max_occurrences`` times in one text (boilerplate
+repeated within it) seeds from its first occurrences only; the other repeats are still found
+when a run reaches them by extension. Work per pair is O(words + seeds x passage length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import xxhash
+
+from .errors import ConfigError
+from .text.words import words
+from .validate import check_int
+
+__all__ = ["PassageConfig", "Passage", "TextWords", "text_words", "fingerprints",
+           "reused_passages", "reuse_share"]
+
+_SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class PassageConfig:
+    """What counts as a reused passage.
+
+    ``k``: words per fingerprinted k-gram; ``window``: k-grams per winnowing window;
+    ``min_words``: the shortest passage reported, in words (default: the guarantee,
+    ``window + k - 1``; it may not be lower); ``max_gap``: words of difference bridged
+    inside a passage (in each text); ``min_match``: words that must agree again after a gap;
+    ``max_occurrences``: seeds per repeated k-gram hash in one text."""
+
+    k: int = 5
+    window: int = 12
+    min_words: int | None = None
+    max_gap: int = 3
+    min_match: int = 2
+    max_occurrences: int = 16
+
+    def __post_init__(self) -> None:
+        check_int("k", self.k, 1, 64)
+        check_int("window", self.window, 1, 1024)
+        check_int("min_words", self.min_words, 1, none=True)
+        check_int("max_gap", self.max_gap, 0, 64)
+        check_int("min_match", self.min_match, 1, 64)
+        check_int("max_occurrences", self.max_occurrences, 1)
+        if self.min_words is not None and self.min_words < self.guaranteed_words:
+            raise ConfigError(
+                f"min_words={self.min_words} is invalid: at least window + k - 1 = "
+                f"{self.guaranteed_words}, the length from which every shared run is found "
+                "(lower window or k for shorter passages)")
+
+    @property
+    def guaranteed_words(self) -> int:
+        """Every shared run of at least this many words is found."""
+        return self.window + self.k - 1
+
+    @property
+    def shortest(self) -> int:
+        """The shortest passage reported, in words."""
+        return self.min_words if self.min_words is not None else self.guaranteed_words
+
+
+@dataclass
+class TextWords:
+    """A text's words: character ``spans`` ``(start, end)`` and comparison ``keys``."""
+
+    text: str
+    spans: list[tuple[int, int]]
+    keys: list[str]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def text_words(text: str) -> TextWords:
+    """The words of ``text`` (see :mod:`neardup.text.words`)."""
+    if not isinstance(text, str):
+        raise ConfigError(f"text is {type(text).__name__}, not str")
+    ws = words(text)
+    return TextWords(text, [(a, b) for a, b, _ in ws], [w for _, _, w in ws])
+
+
+def _kgram_hashes(keys: Sequence[str], k: int) -> list[int]:
+    h = xxhash.xxh3_64_intdigest
+    return [h(_SEP.join(keys[i:i + k]).encode("utf-8", "surrogatepass"))
+            for i in range(len(keys) - k + 1)]
+
+
+def fingerprints(keys: Sequence[str], k: int, window: int) -> list[tuple[int, int]]:
+    """``(hash, position)`` of the k-grams that winnowing keeps, in position order: of every
+    ``window`` consecutive k-gram hashes the smallest (the rightmost of equal ones), each kept
+    position once. A text of fewer than ``window`` k-grams keeps its smallest one (if any)."""
+    hs = _kgram_hashes(keys, k)
+    n = len(hs)
+    if n == 0:
+        return []
+    w = min(window, n)
+    out: list[tuple[int, int]] = []
+    last = -1
+    for s in range(n - w + 1):
+        best = s
+        for i in range(s + 1, s + w):
+            if hs[i] <= hs[best]:
+                best = i
+        if best != last:
+            out.append((hs[best], best))
+            last = best
+    return out
+
+
+@dataclass
+class Passage:
+    """One reused passage: words ``a_words`` = ``[start, end)`` of the first text and
+    ``b_words`` of the second; ``a_chars``/``b_chars`` the character ranges in the original
+    texts; ``words`` its length in the first text; ``matched`` the words of it that agree
+    exactly in both (the rest are the bridged gaps)."""
+
+    a_words: tuple[int, int]
+    b_words: tuple[int, int]
+    a_chars: tuple[int, int]
+    b_chars: tuple[int, int]
+    words: int
+    matched: int
+    runs: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict:
+        return {"a": list(self.a_chars), "b": list(self.b_chars), "words": self.words,
+                "matched_words": self.matched}
+
+
+def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig) -> list[tuple[int, int]]:
+    """Pairs of positions whose kept k-grams are equal (compared word by word)."""
+    fb: dict[int, list[int]] = {}
+    for h, j in fingerprints(b.keys, cfg.k, cfg.window):
+        pos = fb.setdefault(h, [])
+        if len(pos) < cfg.max_occurrences:
+            pos.append(j)
+    seen: dict[int, int] = {}
+    out = []
+    k = cfg.k
+    for h, i in fingerprints(a.keys, cfg.k, cfg.window):
+        js = fb.get(h)
+        if js is None:
+            continue
+        n = seen.get(h, 0)
+        if n >= cfg.max_occurrences:
+            continue
+        seen[h] = n + 1
+        gram = a.keys[i:i + k]
+        out.extend((i, j) for j in js if b.keys[j:j + k] == gram)
+    return out
+
+
+def _run(a: list[str], b: list[str], i: int, j: int) -> tuple[int, int, int]:
+    """The maximal run of equal words through ``(i, j)``: ``(i0, j0, length)``."""
+    while i > 0 and j > 0 and a[i - 1] == b[j - 1]:
+        i -= 1
+        j -= 1
+    n = 0
+    while i + n < len(a) and j + n < len(b) and a[i + n] == b[j + n]:
+        n += 1
+    return i, j, n
+
+
+def _agree(a: list[str], b: list[str], i: int, j: int, m: int) -> bool:
+    return (0 <= i and 0 <= j and i + m <= len(a) and j + m <= len(b)
+            and a[i:i + m] == b[j:j + m])
+
+
+def _extend(a: list[str], b: list[str], runs: list[tuple[int, int, int]],
+            cfg: PassageConfig) -> list[tuple[int, int, int]]:
+    """``runs`` (of one passage, in order) extended across gaps at both ends."""
+    g, m = cfg.max_gap, cfg.min_match
+    while True:  # forwards from the last run
+        i0, j0, n = runs[-1]
+        i, j = i0 + n, j0 + n
+        step = min(((da + db, da, db) for da in range(g + 1) for db in range(g + 1)
+                    if (da or db) and _agree(a, b, i + da, j + db, m)), default=None)
+        if step is None:
+            break
+        runs.append(_run(a, b, i + step[1], j + step[2]))
+    while True:  # backwards from the first run
+        i, j, _ = runs[0]
+        step = min(((da + db, da, db) for da in range(g + 1) for db in range(g + 1)
+                    if (da or db) and _agree(a, b, i - da - m, j - db - m, m)), default=None)
+        if step is None:
+            break
+        runs.insert(0, _run(a, b, i - step[1] - m, j - step[2] - m))
+    return runs
+
+
+def _merge(runs: set[tuple[int, int, int]], gap: int) -> list[list[tuple[int, int, int]]]:
+    """Runs in order of the first text, those that follow one another within ``gap`` words in
+    both texts grouped."""
+    groups: list[list[tuple[int, int, int]]] = []
+    for r in sorted(runs):
+        if groups:
+            i0, j0, n = groups[-1][-1]
+            da, db = r[0] - (i0 + n), r[1] - (j0 + n)
+            if 0 <= da <= gap and 0 <= db <= gap:
+                groups[-1].append(r)
+                continue
+        groups.append([r])
+    return groups
+
+
+def reused_passages(a: str | TextWords, b: str | TextWords,
+                    config: PassageConfig | None = None) -> list[Passage]:
+    """The passages of ``b`` reused in ``a`` (and so of ``a`` in ``b``), in reading order of
+    ``a``; see the module docstring for what is found and the guarantee."""
+    cfg = config or PassageConfig()
+    ta = a if isinstance(a, TextWords) else text_words(a)
+    tb = b if isinstance(b, TextWords) else text_words(b)
+    ka, kb = ta.keys, tb.keys
+    runs = {_run(ka, kb, i, j) for i, j in _seeds(ta, tb, cfg)}
+    if cfg.max_gap:
+        for grp in _merge(runs, cfg.max_gap):
+            runs.update(_extend(ka, kb, grp, cfg))
+    passages: list[Passage] = []
+    groups = _merge(runs, cfg.max_gap)
+    for grp in groups:
+        i0, j0 = grp[0][0], grp[0][1]
+        i1 = grp[-1][0] + grp[-1][2]
+        j1 = grp[-1][1] + grp[-1][2]
+        if i1 - i0 < cfg.shortest:
+            continue
+        passages.append(Passage(
+            (i0, i1), (j0, j1), (ta.spans[i0][0], ta.spans[i1 - 1][1]),
+            (tb.spans[j0][0], tb.spans[j1 - 1][1]), i1 - i0, sum(r[2] for r in grp),
+            list(grp)))
+    passages.sort(key=lambda p: (p.a_words, p.b_words))
+    return passages
+
+
+def reuse_share(passages: Sequence[Passage], n_words: int, side: str = "a") -> float:
+    """The share of a text's ``n_words`` words that lie in ``passages`` (``side`` "a": the
+    first text's ranges, "b": the second's), overlaps counted once."""
+    if n_words <= 0:
+        return 0.0
+    spans = sorted(p.a_words if side == "a" else p.b_words for p in passages)
+    covered = 0
+    end = 0
+    for s, e in spans:
+        s = max(s, end)
+        if e > s:
+            covered += e - s
+            end = e
+    return covered / n_words

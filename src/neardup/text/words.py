@@ -1,0 +1,45 @@
+"""Words of a text with their character offsets, compared as the index compares them.
+
+A word is a maximal run of non-white-space characters; its comparison key is the word after
+NFKC normalisation and case folding (what :func:`neardup.normalize` does to whole texts by
+default), without the punctuation at its ends. Offsets are into the *original*
+string, so that a caller can cut or highlight the words in the text as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"\S+")
+
+
+def _strip_punctuation(word: str) -> str:
+    """``word`` without the punctuation at its ends ("weekends," -> "weekends"); a word of
+    punctuation only is kept as it is."""
+    a, b = 0, len(word)
+    while a < b and unicodedata.category(word[a])[0] == "P":
+        a += 1
+    while b > a and unicodedata.category(word[b - 1])[0] == "P":
+        b -= 1
+    return word[a:b] if a < b else word
+
+
+def word_key(word: str) -> str:
+    """The comparison key of one word: NFKC, case folded, without punctuation at its ends
+    (so that "Weekends," and "weekends." are the same word)."""
+    if not word.isascii():
+        word = unicodedata.normalize("NFKC", word)
+    if not (word[:1].isalnum() and word[-1:].isalnum()):
+        word = _strip_punctuation(word)
+    return word.casefold()
+
+
+def words(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, key)`` of every word of ``text``: character offsets and comparison key."""
+    return [(m.start(), m.end(), word_key(m.group())) for m in _WORD.finditer(text)]
+
+
+def count_words(text: str) -> int:
+    """How many words ``text`` has."""
+    return sum(1 for _ in _WORD.finditer(text))

@@ -1,0 +1,178 @@
+"""Reused passages against a brute-force oracle: every shared run of at least window + k - 1
+words is found (the winnowing guarantee), nothing is reported that is not shared, passages are
+merged across small edits, and character ranges cut from the original texts show the words."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup import ConfigError
+from neardup.reuse import (
+    PassageConfig,
+    fingerprints,
+    reuse_share,
+    reused_passages,
+    text_words,
+)
+
+
+def maximal_runs(a: list[str], b: list[str], min_len: int) -> set[tuple[int, int, int]]:
+    """Brute force: every maximal diagonal run of equal words, ``(i0, j0, length)``."""
+    out = set()
+    for i in range(len(a)):
+        for j in range(len(b)):
+            if a[i] != b[j] or (i and j and a[i - 1] == b[j - 1]):
+                continue
+            n = 0
+            while i + n < len(a) and j + n < len(b) and a[i + n] == b[j + n]:
+                n += 1
+            if n >= min_len:
+                out.add((i, j, n))
+    return out
+
+
+texts = st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "g", "h"]), max_size=60)
+
+
+def _join(ws: list[str]) -> str:
+    return " ".join(ws)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, texts, st.lists(st.sampled_from(list("abcdefgh")), min_size=0, max_size=30),
+       st.integers(1, 4), st.integers(1, 6), st.integers(0, 60), st.integers(0, 60))
+def test_every_shared_run_of_the_guaranteed_length_is_found_and_nothing_else(
+        a, b, common, k, window, at_a, at_b):
+    """With no gap bridging, the passages are exactly the maximal shared runs of at least
+    window + k - 1 words (a common run is planted so that there often is one)."""
+    a = a[:at_a] + common + a[at_a:]
+    b = b[:at_b] + common + b[at_b:]
+    cfg = PassageConfig(k=k, window=window, max_gap=0, max_occurrences=10**6)
+    got = reused_passages(_join(a), _join(b), cfg)
+    want = maximal_runs(a, b, cfg.guaranteed_words)
+    assert {(p.a_words[0], p.b_words[0], p.words) for p in got} == want
+    assert all(p.matched == p.words for p in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts, texts, st.integers(1, 4), st.integers(1, 6), st.integers(1, 3))
+def test_bridged_passages_cover_every_run_and_hold_only_shared_words(a, b, k, window, gap):
+    cfg = PassageConfig(k=k, window=window, max_gap=gap, min_match=1, max_occurrences=10**6)
+    got = reused_passages(_join(a), _join(b), cfg)
+    for i0, j0, n in maximal_runs(a, b, cfg.guaranteed_words):
+        assert any(p.a_words[0] <= i0 and i0 + n <= p.a_words[1]
+                   and p.b_words[0] <= j0 and j0 + n <= p.b_words[1] for p in got), (i0, j0, n)
+    for p in got:
+        assert p.words == p.a_words[1] - p.a_words[0] >= cfg.shortest
+        prev = None
+        for i, j, n in p.runs:
+            assert n > 0 and a[i:i + n] == b[j:j + n]  # every run is shared word for word
+            if prev is not None:
+                assert 0 <= i - prev[0] <= gap and 0 <= j - prev[1] <= gap
+            prev = (i + n, j + n)
+        assert p.runs[0][:2] == (p.a_words[0], p.b_words[0])
+        assert prev == (p.a_words[1], p.b_words[1])
+        assert p.matched == sum(n for _, _, n in p.runs) <= p.words
+
+
+def test_winnowing_keeps_the_minimum_of_every_window():
+    keys = [f"w{i % 7}" for i in range(40)]
+    kept = fingerprints(keys, 3, 5)
+    from neardup.reuse import _kgram_hashes
+
+    hs = _kgram_hashes(keys, 3)
+    positions = {p for _, p in kept}
+    for s in range(len(hs) - 5 + 1):
+        window = hs[s:s + 5]
+        m = min(window)
+        rightmost = s + max(i for i, h in enumerate(window) if h == m)
+        assert rightmost in positions
+    assert [p for _, p in kept] == sorted(positions)
+    assert fingerprints(["x"], 3, 5) == []
+    assert len(fingerprints(["x", "y", "z"], 3, 5)) == 1
+
+
+def _corpus(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    vocab = [f"t{i}" for i in range(5000)]
+    return [rng.choice(vocab) for _ in range(n)]
+
+
+@pytest.mark.parametrize("length", [20, 50, 120, 400])
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_a_planted_verbatim_passage_is_found_with_its_character_ranges(length, where):
+    source = _corpus(1, 600)
+    passage = source[100:100 + length]
+    other = _corpus(2, 300)
+    at = {"start": 0, "middle": 150, "end": 300}[where]
+    new = other[:at] + passage + other[at:]
+    a, b = " ".join(new), "  ".join(source)  # other spacing in the source
+    (p,) = reused_passages(a, b)
+    assert p.a_words == (at, at + length) and p.b_words == (100, 100 + length)
+    assert a[p.a_chars[0]:p.a_chars[1]].split() == passage
+    assert b[p.b_chars[0]:p.b_chars[1]].split() == passage
+    assert reuse_share([p], len(new)) == pytest.approx(length / len(new))
+    assert reuse_share([p], len(source), "b") == pytest.approx(length / len(source))
+
+
+@pytest.mark.parametrize("rate", [0.01, 0.03, 0.05])
+def test_a_planted_passage_with_changed_words_is_found_whole(rate):
+    rng = random.Random(int(rate * 100))
+    source = _corpus(3, 500)
+    passage = source[200:300]
+    edited = list(passage)
+    for i in rng.sample(range(1, 99), max(1, int(rate * 100))):
+        edited[i] = "changed"
+    new = _corpus(4, 80) + edited + _corpus(5, 80)
+    got = reused_passages(" ".join(new), " ".join(source))
+    assert len(got) == 1
+    p = got[0]
+    assert p.a_words == (80, 180) and p.b_words == (200, 300)
+    assert p.matched == 100 - sum(1 for x, y in zip(edited, passage) if x != y)
+
+
+def test_texts_sharing_only_short_phrases_report_nothing():
+    source = _corpus(6, 400)
+    new = _corpus(7, 400)
+    for at in (20, 100, 200, 300):  # common phrases of 8 words, far apart
+        new[at:at + 8] = source[at:at + 8]
+    assert reused_passages(" ".join(new), " ".join(source)) == []
+
+
+def test_offsets_are_into_the_original_texts():
+    """NFKC and case folding, CRLF, emoji and right-to-left words: the ranges cut from each
+    original text hold the same words."""
+    words_a = "ﬁnance ＡＢＣ שלום 😀 caf\u00e9 Straße one two three four five six seven eight nine ten".split()
+    words_b = "finance abc שלום 😀 cafe\u0301 STRASSE one two three four five six seven eight nine ten".split()
+    a = "intro text here\r\n" + "\r\n".join(words_a) + "\r\noutro"
+    b = "other start " + " ".join(words_b) + " end"
+    (p,) = reused_passages(a, b, PassageConfig(k=3, window=4, max_gap=0))
+    cut_a = text_words(a[p.a_chars[0]:p.a_chars[1]]).keys
+    cut_b = text_words(b[p.b_chars[0]:p.b_chars[1]]).keys
+    assert cut_a == cut_b and len(cut_a) == p.words
+    assert "😀" in cut_a and "שלום" in cut_a
+
+
+def test_config_is_checked():
+    with pytest.raises(ConfigError, match="at least window \\+ k - 1 = 16"):
+        PassageConfig(min_words=10)
+    assert PassageConfig().shortest == 16 and PassageConfig(min_words=30).shortest == 30
+    for bad in ({"k": 0}, {"window": 0}, {"max_gap": -1}, {"min_match": 0}):
+        with pytest.raises(ConfigError):
+            PassageConfig(**bad)
+    assert reused_passages("", "") == []
+    assert reused_passages("   ", "a b c") == []
+    with pytest.raises(ConfigError):
+        reused_passages(None, "a")
+
+
+def test_punctuation_at_word_ends_does_not_split_a_passage():
+    a = "Alpha beta, gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi."
+    b = "alpha beta gamma; delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi"
+    (p,) = reused_passages(a, b, PassageConfig(k=3, window=4, max_gap=0))
+    assert p.words == p.matched == 16
+    assert text_words("—").keys == ["—"]  # punctuation alone stays a word
