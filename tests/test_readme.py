@@ -69,7 +69,7 @@ def console_commands() -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize("words,count", [((" index ", " stream ", "--save-index"), 8),
-                                         ((" analyze ", " fca "), 7)])
+                                         ((" analyze ", " fca "), 7), ((" reuse ",), 1)])
 def test_readme_commands_run(tmp_path, words, count):
     """Every `neardup index`/`stream`/`dedup --save-index`, `analyze` and `fca` line of the
     README runs as written, one after the other, and prints what the README shows under it

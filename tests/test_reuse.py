@@ -176,3 +176,94 @@ def test_punctuation_at_word_ends_does_not_split_a_passage():
     (p,) = reused_passages(a, b, PassageConfig(k=3, window=4, max_gap=0))
     assert p.words == p.matched == 16
     assert text_words("—").keys == ["—"]  # punctuation alone stays a word
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(texts, max_size=8), st.integers(1, 4), st.integers(1, 6),
+       st.integers(1, 50))
+def test_winnowing_many_texts_at_once_equals_one_by_one(docs, k, window, block):
+    import numpy as np
+
+    from neardup.reuse import combine_kgrams, winnow_many, word_hashes
+
+    parts = [combine_kgrams(word_hashes(d), k) for d in docs]
+    off = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum([len(p) for p in parts], out=off[1:])
+    kh = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    h, doc, pos = winnow_many(kh, off, window, block=block)
+    want = [(hh, d, p) for d, words in enumerate(docs)
+            for hh, p in fingerprints(words, k, window)]
+    assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(list("abcdefghij")), max_size=40), max_size=7),
+       st.integers(1, 3), st.integers(1, 4))
+def test_the_corpus_search_finds_what_every_pair_compared_finds(docs, k, window):
+    """find_reuse against reused_passages on every pair (no fingerprint too common here)."""
+    from neardup.reuse import find_reuse
+
+    cfg = PassageConfig(k=k, window=window, max_occurrences=10**6)
+    texts = [" ".join(d) for d in docs]
+    res = find_reuse(texts, cfg, max_doc_freq=10**6)
+    got = {(p["a"], p["b"], p["a_words"], p["b_words"]) for p in res.passages}
+    want = {(a, b, p.a_words, p.b_words)
+            for a in range(len(texts)) for b in range(a + 1, len(texts))
+            for p in reused_passages(texts[a], texts[b], cfg)}
+    assert got == want
+    assert res.stats["passages"] == len(want)
+    assert {(p["a"], p["b"]) for p in res.pairs} == {(a, b) for a, b, _, _ in want}
+
+
+def test_the_corpus_search_on_planted_passages():
+    from neardup.reuse import find_reuse
+
+    rng = random.Random(9)
+    docs = [_corpus(100 + i, 300) for i in range(40)]
+    planted = {}
+    for target in range(0, 40, 4):  # ten texts copy 60 words of another text
+        source = (target + 17) % 40
+        at = rng.randrange(0, 200)
+        docs[target][at:at] = docs[source][50:110]
+        planted[(min(source, target), max(source, target))] = 60
+    boiler = _corpus(999, 20)  # the same 20-word footer in every text: too common
+    texts = [" ".join(d + boiler) for d in docs]
+    res = find_reuse(texts, max_doc_freq=10)
+    found = {(p["a"], p["b"]): p for p in res.pairs}
+    assert set(found) == set(planted)
+    for a, b in found:
+        lengths = sorted(p["words"] for p in res.passages if (p["a"], p["b"]) == (a, b))
+        assert lengths == [20, 60]  # the copied words, and the footer both texts end with
+    assert res.stats["common_fingerprints"] > 0  # the footer proposed no pair of its own
+
+
+def test_neardup_reuse_writes_passages_and_pairs(tmp_path, capsys):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from neardup.cli import main
+
+    source = _corpus(50, 300)
+    other = _corpus(51, 300)
+    copied = other[:100] + source[40:90] + other[100:]
+    lines = [{"id": "src", "text": " ".join(source)}, {"id": "new", "text": " ".join(copied)},
+             {"id": "unrelated", "text": " ".join(_corpus(52, 300))}]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rc = main(["reuse", str(path), "--id-field", "id", "-o", str(tmp_path / "out"), "--json"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["pairs"] == summary["passages"] == 1 and summary["documents"] == 3
+    (p,) = pq.read_table(tmp_path / "out" / "passages.parquet").to_pylist()
+    texts = {r["id"]: r["text"] for r in lines}
+    assert {p["id_a"], p["id_b"]} == {"src", "new"} and p["words"] == p["matched_words"] == 50
+    assert texts[p["id_a"]][p["a_start"]:p["a_end"]].split() == source[40:90]
+    assert texts[p["id_b"]][p["b_start"]:p["b_end"]].split() == source[40:90]
+    (pair,) = pq.read_table(tmp_path / "out" / "pairs.parquet").to_pylist()
+    assert pair["reused_words_a"] == pair["reused_words_b"] == 50
+    share_new = pair["share_a"] if pair["id_a"] == "new" else pair["share_b"]
+    assert share_new == pytest.approx(50 / 350)
+    rc = main(["reuse", str(path), "--id-field", "id", "-o", str(tmp_path / "bad"),
+               "--min-words", "10"])
+    assert rc == 2 and "at least window + k - 1" in capsys.readouterr().err

@@ -30,17 +30,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import xxhash
 
 from .errors import ConfigError
 from .text.words import words
 from .validate import check_int
 
-__all__ = ["PassageConfig", "Passage", "TextWords", "text_words", "fingerprints",
-           "reused_passages", "reuse_share"]
-
-_SEP = "\x1f"
-
+__all__ = ["PassageConfig", "Passage", "ReuseResult", "TextWords", "text_words",
+           "fingerprints", "winnow_many", "reused_passages", "reuse_share", "find_reuse"]
 
 @dataclass(frozen=True)
 class PassageConfig:
@@ -103,10 +101,41 @@ def text_words(text: str) -> TextWords:
     return TextWords(text, [(a, b) for a, b, _ in ws], [w for _, _, w in ws])
 
 
-def _kgram_hashes(keys: Sequence[str], k: int) -> list[int]:
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+
+
+def word_hashes(keys: Sequence[str]) -> np.ndarray:
+    """``uint64`` hash of each word key (xxh3 of its UTF-8 bytes)."""
     h = xxhash.xxh3_64_intdigest
-    return [h(_SEP.join(keys[i:i + k]).encode("utf-8", "surrogatepass"))
-            for i in range(len(keys) - k + 1)]
+    return np.fromiter((h(w.encode("utf-8", "surrogatepass")) for w in keys), np.uint64,
+                       len(keys))
+
+
+def combine_kgrams(h: np.ndarray, k: int) -> np.ndarray:
+    """The hash of every run of ``k`` consecutive values of ``h`` (``len(h) - k + 1`` of them,
+    or none): each value multiplied by an odd constant per position, summed, and mixed
+    (splitmix64's finaliser). Batch and pairwise code hash k-grams with this one function."""
+    n = len(h) - k + 1
+    if n <= 0:
+        return np.zeros(0, np.uint64)
+    acc = np.zeros(n, np.uint64)
+    mult = np.uint64(1)
+    with np.errstate(over="ignore"):
+        for t in range(k):
+            acc += h[t:t + n] * (mult | np.uint64(1))
+            mult = mult * _M1 + np.uint64(t + 1)
+        acc ^= acc >> np.uint64(30)
+        acc *= _M2
+        acc ^= acc >> np.uint64(27)
+        acc *= _M3
+        acc ^= acc >> np.uint64(31)
+    return acc
+
+
+def _kgram_hashes(keys: Sequence[str], k: int) -> list[int]:
+    return combine_kgrams(word_hashes(keys), k).tolist()
 
 
 def fingerprints(keys: Sequence[str], k: int, window: int) -> list[tuple[int, int]]:
@@ -151,17 +180,24 @@ class Passage:
                 "matched_words": self.matched}
 
 
-def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig) -> list[tuple[int, int]]:
-    """Pairs of positions whose kept k-grams are equal (compared word by word)."""
+def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig,
+           fp_a: Sequence[tuple[int, int]] | None = None,
+           fp_b: Sequence[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+    """Pairs of positions whose kept k-grams are equal (compared word by word); ``fp_a`` and
+    ``fp_b``: the texts' :func:`fingerprints`, if already known."""
+    if fp_a is None:
+        fp_a = fingerprints(a.keys, cfg.k, cfg.window)
+    if fp_b is None:
+        fp_b = fingerprints(b.keys, cfg.k, cfg.window)
     fb: dict[int, list[int]] = {}
-    for h, j in fingerprints(b.keys, cfg.k, cfg.window):
+    for h, j in fp_b:
         pos = fb.setdefault(h, [])
         if len(pos) < cfg.max_occurrences:
             pos.append(j)
     seen: dict[int, int] = {}
     out = []
     k = cfg.k
-    for h, i in fingerprints(a.keys, cfg.k, cfg.window):
+    for h, i in fp_a:
         js = fb.get(h)
         if js is None:
             continue
@@ -228,14 +264,18 @@ def _merge(runs: set[tuple[int, int, int]], gap: int) -> list[list[tuple[int, in
 
 
 def reused_passages(a: str | TextWords, b: str | TextWords,
-                    config: PassageConfig | None = None) -> list[Passage]:
+                    config: PassageConfig | None = None, *,
+                    fingerprints_a: Sequence[tuple[int, int]] | None = None,
+                    fingerprints_b: Sequence[tuple[int, int]] | None = None) -> list[Passage]:
     """The passages of ``b`` reused in ``a`` (and so of ``a`` in ``b``), in reading order of
-    ``a``; see the module docstring for what is found and the guarantee."""
+    ``a``; see the module docstring for what is found and the guarantee. ``fingerprints_a``/
+    ``_b``: the texts' :func:`fingerprints` with the same ``k`` and ``window``, if known."""
     cfg = config or PassageConfig()
     ta = a if isinstance(a, TextWords) else text_words(a)
     tb = b if isinstance(b, TextWords) else text_words(b)
     ka, kb = ta.keys, tb.keys
-    runs = {_run(ka, kb, i, j) for i, j in _seeds(ta, tb, cfg)}
+    runs = {_run(ka, kb, i, j) for i, j in _seeds(ta, tb, cfg, fingerprints_a,
+                                                  fingerprints_b)}
     if cfg.max_gap:
         for grp in _merge(runs, cfg.max_gap):
             runs.update(_extend(ka, kb, grp, cfg))
@@ -269,3 +309,128 @@ def reuse_share(passages: Sequence[Passage], n_words: int, side: str = "a") -> f
             covered += e - s
             end = e
     return covered / n_words
+
+
+def winnow_many(kgram_hashes: np.ndarray, offsets: np.ndarray, window: int,
+                block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fingerprints` of many texts at once: ``kgram_hashes`` (``uint64``) of all texts
+    one after the other, text ``d``'s being ``[offsets[d], offsets[d + 1])``. Returns
+    ``(hash, text, position)`` arrays, in text then position order: for each text what
+    :func:`fingerprints` keeps. Windows are scanned ``block`` at a time (bounded memory)."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    kh = np.asarray(kgram_hashes, dtype=np.uint64)
+    off = np.asarray(offsets, dtype=np.int64)
+    counts = np.diff(off)
+    w = int(window)
+    best_parts: list[np.ndarray] = []
+    # texts of at least ``w`` k-grams: every window inside the text
+    full = np.flatnonzero(counts >= w)
+    nwin = counts[full] - w + 1
+    if len(full) and len(kh) >= w:
+        starts = np.repeat(off[full], nwin) + (
+            np.arange(int(nwin.sum()), dtype=np.int64)
+            - np.repeat(np.cumsum(nwin) - nwin, nwin))
+        view = sliding_window_view(kh, w)
+        for s0 in range(0, len(starts), block):
+            st = starts[s0:s0 + block]
+            win = view[st][:, ::-1]
+            best_parts.append(st + (w - 1) - np.argmin(win, axis=1))
+    best = np.concatenate(best_parts) if best_parts else np.zeros(0, np.int64)
+    # texts of fewer k-grams: one window, the whole text
+    short = np.flatnonzero((counts > 0) & (counts < w))
+    if len(short):
+        extra = np.empty(len(short), np.int64)
+        for t, d in enumerate(short.tolist()):
+            seg = kh[off[d]:off[d + 1]]
+            extra[t] = off[d] + len(seg) - 1 - int(np.argmin(seg[::-1]))
+        best = np.concatenate([best, extra])
+    if len(best) == 0:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    best.sort(kind="stable")
+    keep = np.ones(len(best), bool)
+    keep[1:] = best[1:] != best[:-1]  # a position kept by consecutive windows: once
+    best = best[keep]
+    doc = np.searchsorted(off, best, side="right") - 1
+    return kh[best], doc, best - off[doc]
+
+
+@dataclass
+class ReuseResult:
+    """Reused passages across a corpus (:func:`find_reuse`).
+
+    ``passages``: one record per passage: ``a``, ``b`` (the two documents' rows, ``a < b``),
+    word and character ranges in each, ``words`` (in ``a``) and ``matched``; ``pairs``: one
+    record per pair of documents with at least one passage: ``a``, ``b``, ``passages``,
+    ``reused_a``/``reused_b`` (words of each in passages) and ``share_a``/``share_b`` (those
+    over the document's words); ``stats``: counts (documents, fingerprints, candidate pairs,
+    fingerprints left out as too common, ...)."""
+
+    passages: list[dict]
+    pairs: list[dict]
+    stats: dict
+
+
+def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
+               max_doc_freq: int = 100) -> ReuseResult:
+    """Every pair of ``texts`` that shares a passage, with the passages (see the module
+    docstring; the guarantee holds for every pair whose shared fingerprints are each kept by
+    at most ``max_doc_freq`` texts).
+
+    Each text's winnowed fingerprints are computed once; texts that keep a common fingerprint
+    are candidate pairs, compared with :func:`reused_passages`. A fingerprint kept by more than
+    ``max_doc_freq`` texts (a phrase everybody uses) proposes no pair and is counted in
+    ``stats["common_fingerprints"]``."""
+    cfg = config or PassageConfig()
+    check_int("max_doc_freq", max_doc_freq, 2)
+    tw = [text_words(t) for t in texts]
+    parts = [combine_kgrams(word_hashes(t.keys), cfg.k) for t in tw]
+    off = np.zeros(len(tw) + 1, np.int64)
+    np.cumsum([len(p) for p in parts], out=off[1:])
+    kh = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    fh, fdoc, fpos = winnow_many(kh, off, cfg.window)
+    # the fingerprints of each text, for the pairwise step
+    bounds = np.searchsorted(fdoc, np.arange(len(tw) + 1))
+    # candidate pairs: texts that keep the same fingerprint
+    order = np.lexsort((fdoc, fh))
+    h_sorted, d_sorted = fh[order], fdoc[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
+    h_u, d_u = h_sorted[new], d_sorted[new]  # (hash, text) once each
+    starts = np.flatnonzero(np.r_[True, h_u[1:] != h_u[:-1]])
+    sizes = np.diff(np.r_[starts, len(h_u)])
+    common = int((sizes > max_doc_freq).sum())
+    cand: set[tuple[int, int]] = set()
+    for s, m in zip(starts[(sizes >= 2) & (sizes <= max_doc_freq)].tolist(),
+                    sizes[(sizes >= 2) & (sizes <= max_doc_freq)].tolist()):
+        docs = d_u[s:s + m].tolist()
+        cand.update((docs[x], docs[y]) for x in range(m) for y in range(x + 1, m))
+    fps: dict[int, list[tuple[int, int]]] = {}
+
+    def fp(d: int) -> list[tuple[int, int]]:
+        got = fps.get(d)
+        if got is None:
+            a, b = bounds[d], bounds[d + 1]
+            got = fps[d] = list(zip(fh[a:b].tolist(), fpos[a:b].tolist()))
+        return got
+
+    passages: list[dict] = []
+    pairs: list[dict] = []
+    for a, b in sorted(cand):
+        found = reused_passages(tw[a], tw[b], cfg, fingerprints_a=fp(a), fingerprints_b=fp(b))
+        if not found:
+            continue
+        for p in found:
+            passages.append({"a": a, "b": b, "a_words": p.a_words, "b_words": p.b_words,
+                             "a_chars": p.a_chars, "b_chars": p.b_chars, "words": p.words,
+                             "matched": p.matched})
+        na, nb = len(tw[a]), len(tw[b])
+        sa, sb = reuse_share(found, na), reuse_share(found, nb, "b")
+        pairs.append({"a": a, "b": b, "passages": len(found),
+                      "reused_a": round(sa * na), "reused_b": round(sb * nb),
+                      "share_a": sa, "share_b": sb})
+    stats = {"documents": len(tw), "words": int(sum(len(t) for t in tw)),
+             "fingerprints": int(len(fh)), "common_fingerprints": common,
+             "candidate_pairs": len(cand), "pairs": len(pairs), "passages": len(passages),
+             "guaranteed_words": cfg.guaranteed_words, "min_words": cfg.shortest}
+    return ReuseResult(passages, pairs, stats)

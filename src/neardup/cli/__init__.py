@@ -17,13 +17,13 @@ import argparse
 import sys
 
 from .._version import __version__
-from . import analyze, dedup, fca, index, products
+from . import analyze, dedup, fca, index, products, reuse
 from .common import run_command
 
 __all__ = ["build_parser", "main"]
 
 #: The command families in the order ``neardup --help`` lists their commands.
-FAMILIES = (dedup, products, fca, index, analyze)
+FAMILIES = (dedup, reuse, products, fca, index, analyze)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -1,0 +1,79 @@
+"""``neardup reuse``: every pair of documents of a corpus that shares a passage, written as
+tables (see :func:`neardup.reuse.find_reuse`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError, SkipReason
+from .reuse import PassageConfig, find_reuse
+
+
+def reuse_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
+                config: PassageConfig | None = None, max_doc_freq: int = 100,
+                text_fields: Sequence[str] = ("text",), id_field: str | None = None,
+                input_format: str | None = None, encoding: str = "utf-8",
+                on_error: str = "fail", output_format: str = "parquet") -> dict[str, Any]:
+    """Read the documents of ``paths``, find the pairs that share passages, and write
+    ``passages`` (one row per passage: ``id_a``, ``id_b``, the character ranges ``a_start``,
+    ``a_end``, ``b_start``, ``b_end``, ``words``, ``matched_words``), ``pairs`` (one row per
+    pair: ``id_a``, ``id_b``, ``passages``, ``reused_words_a``/``_b``, ``share_a``/``_b``) and
+    ``summary.json`` into ``outdir``. Returns the summary."""
+    from .io import SkipReport, prepare_outdir, read_documents, write_json_atomic, write_table
+
+    cfg = config or PassageConfig()
+    t0 = time.perf_counter()
+    report = SkipReport()
+    ids: list[str] = []
+    texts: list[str] = []
+    for chunk in read_documents([Path(p) if str(p) != "-" else p for p in paths],
+                                text_fields=tuple(text_fields), id_field=id_field,
+                                on_error=on_error, encoding=encoding, report=report,
+                                fmt=input_format):
+        ids.extend(chunk.ids)
+        texts.extend(chunk.texts)
+    if not texts:
+        raise InputError("no documents: the inputs hold no record", reason=SkipReason.EMPTY_FILE)
+    t_read = time.perf_counter() - t0
+    res = find_reuse(texts, cfg, max_doc_freq=max_doc_freq)
+    t_find = time.perf_counter() - t0 - t_read
+    out = prepare_outdir(outdir)
+    idarr = np.asarray(ids, dtype=object)
+    ps, pr = res.passages, res.pairs
+
+    def col(rows: list[dict], key: str, i: int | None = None) -> np.ndarray:
+        return np.asarray([r[key] if i is None else r[key][i] for r in rows], dtype=np.int64)
+
+    passages = write_table(out / "passages", {
+        "id_a": idarr[col(ps, "a")] if ps else np.zeros(0, object),
+        "id_b": idarr[col(ps, "b")] if ps else np.zeros(0, object),
+        "a_start": col(ps, "a_chars", 0), "a_end": col(ps, "a_chars", 1),
+        "b_start": col(ps, "b_chars", 0), "b_end": col(ps, "b_chars", 1),
+        "words": col(ps, "words"), "matched_words": col(ps, "matched"),
+    }, output_format)
+    pairs = write_table(out / "pairs", {
+        "id_a": idarr[col(pr, "a")] if pr else np.zeros(0, object),
+        "id_b": idarr[col(pr, "b")] if pr else np.zeros(0, object),
+        "passages": col(pr, "passages"), "reused_words_a": col(pr, "reused_a"),
+        "reused_words_b": col(pr, "reused_b"),
+        "share_a": np.asarray([r["share_a"] for r in pr], dtype=np.float64),
+        "share_b": np.asarray([r["share_b"] for r in pr], dtype=np.float64),
+    }, output_format)
+    summary = {**res.stats, "config": {"k": cfg.k, "window": cfg.window,
+                                       "min_words": cfg.shortest, "max_gap": cfg.max_gap,
+                                       "min_match": cfg.min_match,
+                                       "max_occurrences": cfg.max_occurrences,
+                                       "max_doc_freq": max_doc_freq},
+               "inputs": [str(p) for p in paths], "skipped": report.to_dict(),
+               "timings_s": {"read": round(t_read, 3), "find": round(t_find, 3)},
+               "seconds": round(time.perf_counter() - t0, 3),
+               "outputs": {"passages": str(passages), "pairs": str(pairs),
+                           "summary": str(out / "summary.json")}}
+    write_json_atomic(out / "summary.json", summary)
+    return summary
