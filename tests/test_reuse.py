@@ -267,3 +267,20 @@ def test_neardup_reuse_writes_passages_and_pairs(tmp_path, capsys):
     rc = main(["reuse", str(path), "--id-field", "id", "-o", str(tmp_path / "bad"),
                "--min-words", "10"])
     assert rc == 2 and "at least window + k - 1" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 300), st.lists(st.integers(0, 299), max_size=6), st.integers(0, 40))
+def test_long_runs_are_extended_exactly(length, changes, shift):
+    """Runs longer than the block the extension compares at once (32 words), with changes
+    anywhere: the runs found are the brute-force maximal runs."""
+    base = _corpus(60, length)
+    a = list(base)
+    for c in changes:
+        if c < len(a):
+            a[c] = "changed"
+    b = _corpus(61, shift) + base
+    cfg = PassageConfig(k=2, window=3, max_gap=0)
+    got = reused_passages(" ".join(a), " ".join(b), cfg)
+    assert {(p.a_words[0], p.b_words[0], p.words) for p in got} == \
+        maximal_runs(a, b, cfg.guaranteed_words)

@@ -83,14 +83,21 @@ class PassageConfig:
 
 @dataclass
 class TextWords:
-    """A text's words: character ``spans`` ``(start, end)`` and comparison ``keys``."""
+    """A text's words: where each starts and ends (character offsets, ``int64`` arrays
+    ``starts`` and ``ends``) and its comparison ``keys``."""
 
     text: str
-    spans: list[tuple[int, int]]
+    starts: np.ndarray
+    ends: np.ndarray
     keys: list[str]
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """``(start, end)`` of every word."""
+        return list(zip(self.starts.tolist(), self.ends.tolist()))
 
 
 def text_words(text: str) -> TextWords:
@@ -98,7 +105,9 @@ def text_words(text: str) -> TextWords:
     if not isinstance(text, str):
         raise ConfigError(f"text is {type(text).__name__}, not str")
     ws = words(text)
-    return TextWords(text, [(a, b) for a, b, _ in ws], [w for _, _, w in ws])
+    n = len(ws)
+    return TextWords(text, np.fromiter((w[0] for w in ws), np.int64, n),
+                     np.fromiter((w[1] for w in ws), np.int64, n), [w[2] for w in ws])
 
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
@@ -210,15 +219,41 @@ def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig,
     return out
 
 
+_STEP = 32  # words compared at once (a slice comparison) while extending a run
+
+
 def _run(a: list[str], b: list[str], i: int, j: int) -> tuple[int, int, int]:
     """The maximal run of equal words through ``(i, j)``: ``(i0, j0, length)``."""
+    s = _STEP
+    while i >= s and j >= s and a[i - s:i] == b[j - s:j]:
+        i -= s
+        j -= s
     while i > 0 and j > 0 and a[i - 1] == b[j - 1]:
         i -= 1
         j -= 1
     n = 0
-    while i + n < len(a) and j + n < len(b) and a[i + n] == b[j + n]:
+    na, nb = len(a), len(b)
+    while i + n + s <= na and j + n + s <= nb and a[i + n:i + n + s] == b[j + n:j + n + s]:
+        n += s
+    while i + n < na and j + n < nb and a[i + n] == b[j + n]:
         n += 1
     return i, j, n
+
+
+def _runs(a: list[str], b: list[str], seeds: Sequence[tuple[int, int]]
+          ) -> set[tuple[int, int, int]]:
+    """The maximal runs through ``seeds``; a seed inside a run already found is not extended
+    again (seeds taken by diagonal, then position)."""
+    runs: set[tuple[int, int, int]] = set()
+    covered: dict[int, tuple[int, int]] = {}
+    for i, j in sorted(seeds, key=lambda s: (s[0] - s[1], s[0])):
+        last = covered.get(i - j)
+        if last is not None and last[0] <= i < last[1]:
+            continue
+        r = _run(a, b, i, j)
+        runs.add(r)
+        covered[i - j] = (r[0], r[0] + r[2])
+    return runs
 
 
 def _agree(a: list[str], b: list[str], i: int, j: int, m: int) -> bool:
@@ -274,8 +309,7 @@ def reused_passages(a: str | TextWords, b: str | TextWords,
     ta = a if isinstance(a, TextWords) else text_words(a)
     tb = b if isinstance(b, TextWords) else text_words(b)
     ka, kb = ta.keys, tb.keys
-    runs = {_run(ka, kb, i, j) for i, j in _seeds(ta, tb, cfg, fingerprints_a,
-                                                  fingerprints_b)}
+    runs = _runs(ka, kb, _seeds(ta, tb, cfg, fingerprints_a, fingerprints_b))
     if cfg.max_gap:
         for grp in _merge(runs, cfg.max_gap):
             runs.update(_extend(ka, kb, grp, cfg))
@@ -288,8 +322,8 @@ def reused_passages(a: str | TextWords, b: str | TextWords,
         if i1 - i0 < cfg.shortest:
             continue
         passages.append(Passage(
-            (i0, i1), (j0, j1), (ta.spans[i0][0], ta.spans[i1 - 1][1]),
-            (tb.spans[j0][0], tb.spans[j1 - 1][1]), i1 - i0, sum(r[2] for r in grp),
+            (i0, i1), (j0, j1), (int(ta.starts[i0]), int(ta.ends[i1 - 1])),
+            (int(tb.starts[j0]), int(tb.ends[j1 - 1])), i1 - i0, sum(r[2] for r in grp),
             list(grp)))
     passages.sort(key=lambda p: (p.a_words, p.b_words))
     return passages
