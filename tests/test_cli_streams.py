@@ -124,3 +124,11 @@ sys.exit(main(["dedup", {str(NEWS)!r}, "--id-field", "id", "-o", "out", "--quiet
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip() == "neardup: interrupted; no output of this run was left behind"
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_the_dask_engine_refuses_standard_input_clearly(tmp_path):
+    proc = _neardup("dedup", "-", "-o", "out", "--engine", "dask", stdin=NEWS.read_bytes(),
+                    cwd=tmp_path)
+    assert proc.returncode == 2
+    assert b"read by the local engine only" in proc.stderr and b"Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -105,6 +105,14 @@ def cmd_dedup(a: argparse.Namespace) -> int:
                        ("--partitioned-output", a.partitioned_output)):
         if given and a.engine != "dask":
             raise ConfigError(f"{opt} needs --engine dask")
+    if a.engine == "dask":
+        from ..io.streams import is_stream
+
+        streams = [p for p in a.inputs if is_stream(p)]
+        if streams:
+            raise ConfigError(f"{streams[0]}: standard input and pipes are read by the local "
+                              "engine only (Dask workers read files); write the stream to a file "
+                              "that every worker sees, or leave out --engine dask")
     if a.engine == "dask" and a.save_index:
         raise ConfigError("--save-index is not supported with --engine dask yet; build the "
                           "index with `neardup index add`")
