@@ -284,3 +284,16 @@ def test_long_runs_are_extended_exactly(length, changes, shift):
     got = reused_passages(" ".join(a), " ".join(b), cfg)
     assert {(p.a_words[0], p.b_words[0], p.words) for p in got} == \
         maximal_runs(a, b, cfg.guaranteed_words)
+
+
+def test_a_seed_whose_words_differ_is_dropped():
+    """A seed from a collision of k-gram hashes (its words differ) gives no run."""
+    import numpy as np
+
+    from neardup.reuse import _runs
+
+    a = np.array([1, 2, 3, 4, 5, 6], np.uint64)
+    b = np.array([9, 2, 3, 7, 5, 6], np.uint64)
+    assert _runs(a, b, [(3, 3)], 2) == set()  # words 4 vs 7: not a shared 2-gram
+    assert _runs(a, b, [(1, 1)], 2) == {(1, 1, 2)}
+    assert _runs(a, b, [(4, 4)], 2) == {(4, 4, 2)}

@@ -11,8 +11,9 @@ both keep the same hash at the same offset: that pair of positions is a *seed*. 
 run of at least ``guaranteed_words = window + k - 1`` words is found, whatever else the texts
 hold. ``min_words`` (the shortest passage reported) must be at least that.
 
-**Passages.** From each seed (the k-grams compared word by word, so that a hash collision
-proposes nothing), the exact run is extended in both directions while the words agree. Runs
+**Passages.** Words are compared by 64-bit hashes of their keys. From each seed (one whose k
+words differ, a collision of k-gram hashes, is dropped), the exact run is extended in both
+directions while the words agree. Runs
 that follow one another in both texts with at most ``max_gap`` words between them in each (a
 changed, inserted or dropped word; a short re-ordering) are merged into one passage, and a
 passage's ends are extended across such gaps wherever at least ``min_match`` words agree again
@@ -84,15 +85,17 @@ class PassageConfig:
 @dataclass
 class TextWords:
     """A text's words: where each starts and ends (character offsets, ``int64`` arrays
-    ``starts`` and ``ends``) and its comparison ``keys``."""
+    ``starts`` and ``ends``), the ``uint64`` hash of each comparison key (``hashes``: words are
+    compared by these), and the keys themselves (``keys``, unless not kept)."""
 
     text: str
     starts: np.ndarray
     ends: np.ndarray
-    keys: list[str]
+    hashes: np.ndarray
+    keys: list[str] | None = None
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.hashes)
 
     @property
     def spans(self) -> list[tuple[int, int]]:
@@ -100,14 +103,17 @@ class TextWords:
         return list(zip(self.starts.tolist(), self.ends.tolist()))
 
 
-def text_words(text: str) -> TextWords:
-    """The words of ``text`` (see :mod:`neardup.text.words`)."""
+def text_words(text: str, keep_keys: bool = True) -> TextWords:
+    """The words of ``text`` (see :mod:`neardup.text.words`); ``keep_keys=False`` keeps only
+    their hashes (8 bytes a word instead of a string each: what a corpus needs)."""
     if not isinstance(text, str):
         raise ConfigError(f"text is {type(text).__name__}, not str")
     ws = words(text)
     n = len(ws)
+    keys = [w[2] for w in ws]
     return TextWords(text, np.fromiter((w[0] for w in ws), np.int64, n),
-                     np.fromiter((w[1] for w in ws), np.int64, n), [w[2] for w in ws])
+                     np.fromiter((w[1] for w in ws), np.int64, n), word_hashes(keys),
+                     keys if keep_keys else None)
 
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
@@ -143,14 +149,17 @@ def combine_kgrams(h: np.ndarray, k: int) -> np.ndarray:
     return acc
 
 
-def _kgram_hashes(keys: Sequence[str], k: int) -> list[int]:
-    return combine_kgrams(word_hashes(keys), k).tolist()
+def _kgram_hashes(keys: Sequence[str] | np.ndarray, k: int) -> list[int]:
+    h = keys if isinstance(keys, np.ndarray) else word_hashes(keys)
+    return combine_kgrams(h, k).tolist()
 
 
-def fingerprints(keys: Sequence[str], k: int, window: int) -> list[tuple[int, int]]:
+def fingerprints(keys: Sequence[str] | np.ndarray, k: int, window: int
+                 ) -> list[tuple[int, int]]:
     """``(hash, position)`` of the k-grams that winnowing keeps, in position order: of every
     ``window`` consecutive k-gram hashes the smallest (the rightmost of equal ones), each kept
-    position once. A text of fewer than ``window`` k-grams keeps its smallest one (if any)."""
+    position once. A text of fewer than ``window`` k-grams keeps its smallest one (if any).
+    ``keys``: the words' keys, or their :func:`word_hashes`."""
     hs = _kgram_hashes(keys, k)
     n = len(hs)
     if n == 0:
@@ -192,12 +201,13 @@ class Passage:
 def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig,
            fp_a: Sequence[tuple[int, int]] | None = None,
            fp_b: Sequence[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
-    """Pairs of positions whose kept k-grams are equal (compared word by word); ``fp_a`` and
+    """Pairs of positions whose kept k-grams have equal hashes (:func:`_runs` drops a pair whose
+    words differ); ``fp_a`` and
     ``fp_b``: the texts' :func:`fingerprints`, if already known."""
     if fp_a is None:
-        fp_a = fingerprints(a.keys, cfg.k, cfg.window)
+        fp_a = fingerprints(a.hashes, cfg.k, cfg.window)
     if fp_b is None:
-        fp_b = fingerprints(b.keys, cfg.k, cfg.window)
+        fp_b = fingerprints(b.hashes, cfg.k, cfg.window)
     fb: dict[int, list[int]] = {}
     for h, j in fp_b:
         pos = fb.setdefault(h, [])
@@ -205,7 +215,6 @@ def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig,
             pos.append(j)
     seen: dict[int, int] = {}
     out = []
-    k = cfg.k
     for h, i in fp_a:
         js = fb.get(h)
         if js is None:
@@ -214,33 +223,29 @@ def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig,
         if n >= cfg.max_occurrences:
             continue
         seen[h] = n + 1
-        gram = a.keys[i:i + k]
-        out.extend((i, j) for j in js if b.keys[j:j + k] == gram)
+        out.extend((i, j) for j in js)
     return out
 
 
-_STEP = 32  # words compared at once (a slice comparison) while extending a run
+def _first_difference(x: np.ndarray, y: np.ndarray) -> int:
+    """The first position where ``x`` and ``y`` (equal lengths) differ, or their length."""
+    d = x != y
+    i = int(d.argmax())
+    return i if d[i] else len(x)
 
 
-def _run(a: list[str], b: list[str], i: int, j: int) -> tuple[int, int, int]:
+def _run(a: np.ndarray, b: np.ndarray, i: int, j: int) -> tuple[int, int, int]:
     """The maximal run of equal words through ``(i, j)``: ``(i0, j0, length)``."""
-    s = _STEP
-    while i >= s and j >= s and a[i - s:i] == b[j - s:j]:
-        i -= s
-        j -= s
-    while i > 0 and j > 0 and a[i - 1] == b[j - 1]:
-        i -= 1
-        j -= 1
-    n = 0
-    na, nb = len(a), len(b)
-    while i + n + s <= na and j + n + s <= nb and a[i + n:i + n + s] == b[j + n:j + n + s]:
-        n += s
-    while i + n < na and j + n < nb and a[i + n] == b[j + n]:
-        n += 1
-    return i, j, n
+    m = min(i, j)
+    if m:
+        back = _first_difference(a[i - m:i][::-1], b[j - m:j][::-1])
+        i -= back
+        j -= back
+    m = min(len(a) - i, len(b) - j)
+    return i, j, _first_difference(a[i:i + m], b[j:j + m]) if m else 0
 
 
-def _runs(a: list[str], b: list[str], seeds: Sequence[tuple[int, int]]
+def _runs(a: np.ndarray, b: np.ndarray, seeds: Sequence[tuple[int, int]], k: int
           ) -> set[tuple[int, int, int]]:
     """The maximal runs through ``seeds``; a seed inside a run already found is not extended
     again (seeds taken by diagonal, then position)."""
@@ -251,35 +256,49 @@ def _runs(a: list[str], b: list[str], seeds: Sequence[tuple[int, int]]
         if last is not None and last[0] <= i < last[1]:
             continue
         r = _run(a, b, i, j)
-        runs.add(r)
         covered[i - j] = (r[0], r[0] + r[2])
+        if r[0] + r[2] >= i + k:  # the seed's k words agree (not a collision of k-gram hashes)
+            runs.add(r)
     return runs
 
 
-def _agree(a: list[str], b: list[str], i: int, j: int, m: int) -> bool:
-    return (0 <= i and 0 <= j and i + m <= len(a) and j + m <= len(b)
-            and a[i:i + m] == b[j:j + m])
+def _gap_step(a: np.ndarray, b: np.ndarray, i: int, j: int, g: int, m: int,
+              forwards: bool) -> tuple[int, int] | None:
+    """The smallest ``(da, db)`` (by ``da + db``; not both 0; each at most ``g``) such that
+    ``m`` words agree again: after ``(i, j)`` going forwards (at ``i + da``, ``j + db``), or
+    before it going backwards (ending at ``i - da``, ``j - db``); ``None`` if none does."""
+    if forwards:
+        xa = a[i:i + g + m].tolist()
+        xb = b[j:j + g + m].tolist()
+    else:
+        xa = a[max(0, i - g - m):i].tolist()[::-1]
+        xb = b[max(0, j - g - m):j].tolist()[::-1]
+    best = None
+    for da in range(min(g, len(xa) - m) + 1):
+        wa = xa[da:da + m]
+        for db in range(min(g, len(xb) - m) + 1):
+            if (da or db) and (best is None or da + db < best[0] + best[1]) \
+                    and wa == xb[db:db + m]:
+                best = (da, db)
+    return best
 
 
-def _extend(a: list[str], b: list[str], runs: list[tuple[int, int, int]],
+def _extend(a: np.ndarray, b: np.ndarray, runs: list[tuple[int, int, int]],
             cfg: PassageConfig) -> list[tuple[int, int, int]]:
     """``runs`` (of one passage, in order) extended across gaps at both ends."""
     g, m = cfg.max_gap, cfg.min_match
     while True:  # forwards from the last run
         i0, j0, n = runs[-1]
-        i, j = i0 + n, j0 + n
-        step = min(((da + db, da, db) for da in range(g + 1) for db in range(g + 1)
-                    if (da or db) and _agree(a, b, i + da, j + db, m)), default=None)
+        step = _gap_step(a, b, i0 + n, j0 + n, g, m, True)
         if step is None:
             break
-        runs.append(_run(a, b, i + step[1], j + step[2]))
+        runs.append(_run(a, b, i0 + n + step[0], j0 + n + step[1]))
     while True:  # backwards from the first run
         i, j, _ = runs[0]
-        step = min(((da + db, da, db) for da in range(g + 1) for db in range(g + 1)
-                    if (da or db) and _agree(a, b, i - da - m, j - db - m, m)), default=None)
+        step = _gap_step(a, b, i, j, g, m, False)
         if step is None:
             break
-        runs.insert(0, _run(a, b, i - step[1] - m, j - step[2] - m))
+        runs.insert(0, _run(a, b, i - step[0] - m, j - step[1] - m))
     return runs
 
 
@@ -308,8 +327,8 @@ def reused_passages(a: str | TextWords, b: str | TextWords,
     cfg = config or PassageConfig()
     ta = a if isinstance(a, TextWords) else text_words(a)
     tb = b if isinstance(b, TextWords) else text_words(b)
-    ka, kb = ta.keys, tb.keys
-    runs = _runs(ka, kb, _seeds(ta, tb, cfg, fingerprints_a, fingerprints_b))
+    ka, kb = ta.hashes, tb.hashes
+    runs = _runs(ka, kb, _seeds(ta, tb, cfg, fingerprints_a, fingerprints_b), cfg.k)
     if cfg.max_gap:
         for grp in _merge(runs, cfg.max_gap):
             runs.update(_extend(ka, kb, grp, cfg))
@@ -417,8 +436,8 @@ def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
     ``stats["common_fingerprints"]``."""
     cfg = config or PassageConfig()
     check_int("max_doc_freq", max_doc_freq, 2)
-    tw = [text_words(t) for t in texts]
-    parts = [combine_kgrams(word_hashes(t.keys), cfg.k) for t in tw]
+    tw = [text_words(t, keep_keys=False) for t in texts]
+    parts = [combine_kgrams(t.hashes, cfg.k) for t in tw]
     off = np.zeros(len(tw) + 1, np.int64)
     np.cumsum([len(p) for p in parts], out=off[1:])
     kh = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
