@@ -297,3 +297,19 @@ def test_a_seed_whose_words_differ_is_dropped():
     assert _runs(a, b, [(3, 3)], 2) == set()  # words 4 vs 7: not a shared 2-gram
     assert _runs(a, b, [(1, 1)], 2) == {(1, 1, 2)}
     assert _runs(a, b, [(4, 4)], 2) == {(4, 4, 2)}
+
+
+def test_a_run_joins_its_passage_across_a_repeated_phrase_elsewhere():
+    """A phrase that both texts also hold elsewhere (another diagonal) sorts between two runs
+    of one passage: the passage is still one."""
+    src = _corpus(70, 120)
+    filler = _corpus(71, 40)
+    phrase = src[10:28]  # 18 words of the passage, repeated in the new text's intro
+    edited = list(src[:100])
+    edited[60] = "changed"
+    new = filler[:5] + phrase + filler[5:] + edited
+    got = reused_passages(" ".join(new), " ".join(src))
+    start = 5 + len(phrase) + 35
+    main = [p for p in got if p.a_words[0] >= start]
+    assert [(p.a_words, p.b_words, p.matched) for p in main] == [
+        ((start, start + 100), (0, 100), 99)]

@@ -303,17 +303,29 @@ def _extend(a: np.ndarray, b: np.ndarray, runs: list[tuple[int, int, int]],
 
 
 def _merge(runs: set[tuple[int, int, int]], gap: int) -> list[list[tuple[int, int, int]]]:
-    """Runs in order of the first text, those that follow one another within ``gap`` words in
-    both texts grouped."""
+    """Runs grouped into passages: a run joins the passage whose last run ends at most ``gap``
+    words before it in both texts (the nearest such), whatever other runs (a phrase repeated
+    elsewhere) lie between them in reading order. Passages in order of their first run."""
     groups: list[list[tuple[int, int, int]]] = []
+    ends: dict[int, list[int]] = {}  # where in the first text a passage ends -> passages
     for r in sorted(runs):
-        if groups:
-            i0, j0, n = groups[-1][-1]
-            da, db = r[0] - (i0 + n), r[1] - (j0 + n)
-            if 0 <= da <= gap and 0 <= db <= gap:
-                groups[-1].append(r)
-                continue
-        groups.append([r])
+        i0, j0, n = r
+        target = None
+        for ie in range(i0, i0 - gap - 1, -1):
+            for gi in ends.get(ie, ()):
+                last = groups[gi][-1]
+                if 0 <= j0 - (last[1] + last[2]) <= gap:
+                    target = gi
+                    break
+            if target is not None:
+                ends[ie].remove(target)
+                break
+        if target is None:
+            groups.append([r])
+            target = len(groups) - 1
+        else:
+            groups[target].append(r)
+        ends.setdefault(i0 + n, []).append(target)
     return groups
 
 
