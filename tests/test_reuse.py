@@ -20,6 +20,29 @@ from neardup.reuse import (
 )
 
 
+def reference_fingerprints(keys: list[str], k: int, window: int) -> list[tuple[int, int]]:
+    """Winnowing one window at a time, in plain Python: the smallest k-gram hash of every
+    window (the rightmost of equal ones), each kept position once."""
+    from neardup.reuse import _kgram_hashes
+
+    hs = _kgram_hashes(keys, k)
+    n = len(hs)
+    if n == 0:
+        return []
+    w = min(window, n)
+    out: list[tuple[int, int]] = []
+    last = -1
+    for s in range(n - w + 1):
+        best = s
+        for i in range(s + 1, s + w):
+            if hs[i] <= hs[best]:
+                best = i
+        if best != last:
+            out.append((hs[best], best))
+            last = best
+    return out
+
+
 def maximal_runs(a: list[str], b: list[str], min_len: int) -> set[tuple[int, int, int]]:
     """Brute force: every maximal diagonal run of equal words, ``(i0, j0, length)``."""
     out = set()
@@ -92,6 +115,7 @@ def test_winnowing_keeps_the_minimum_of_every_window():
         rightmost = s + max(i for i, h in enumerate(window) if h == m)
         assert rightmost in positions
     assert [p for _, p in kept] == sorted(positions)
+    assert kept == reference_fingerprints(keys, 3, 5)
     assert fingerprints(["x"], 3, 5) == []
     assert len(fingerprints(["x", "y", "z"], 3, 5)) == 1
 
@@ -192,7 +216,7 @@ def test_winnowing_many_texts_at_once_equals_one_by_one(docs, k, window, block):
     kh = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
     h, doc, pos = winnow_many(kh, off, window, block=block)
     want = [(hh, d, p) for d, words in enumerate(docs)
-            for hh, p in fingerprints(words, k, window)]
+            for hh, p in reference_fingerprints(words, k, window)]
     assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
 
 

@@ -160,22 +160,10 @@ def fingerprints(keys: Sequence[str] | np.ndarray, k: int, window: int
     ``window`` consecutive k-gram hashes the smallest (the rightmost of equal ones), each kept
     position once. A text of fewer than ``window`` k-grams keeps its smallest one (if any).
     ``keys``: the words' keys, or their :func:`word_hashes`."""
-    hs = _kgram_hashes(keys, k)
-    n = len(hs)
-    if n == 0:
-        return []
-    w = min(window, n)
-    out: list[tuple[int, int]] = []
-    last = -1
-    for s in range(n - w + 1):
-        best = s
-        for i in range(s + 1, s + w):
-            if hs[i] <= hs[best]:
-                best = i
-        if best != last:
-            out.append((hs[best], best))
-            last = best
-    return out
+    h = keys if isinstance(keys, np.ndarray) else word_hashes(keys)
+    kh = combine_kgrams(h, k)
+    got, _, pos = winnow_many(kh, np.array([0, len(kh)], np.int64), window)
+    return list(zip(got.tolist(), pos.tolist()))
 
 
 @dataclass
