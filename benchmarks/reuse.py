@@ -8,6 +8,11 @@ closer than --max-gap allows is reported as two passages). Separately, pairs of 
 whose longest shared run of words is at most 8 words (checked by brute force) must give no
 passage at all (false positives). Times are those of ``neardup.reused_passages`` per pair.
 
+With ``--index-size N`` it also times :class:`neardup.reuse.PassageIndex`: the first N documents
+of ``benchmarks/data/corpus-N.jsonl`` (``benchmarks/corpus.py`` builds it) indexed, then 300
+checks of texts that copy 60 words of an indexed document into another one (p50, p99, peak
+memory of the process).
+
 Writes ``reuse.md`` and ``reuse.json`` into --results (default ``benchmarks/data/results``,
 which git ignores; ``--results benchmarks/results`` refreshes the tracked table).
 """
@@ -64,6 +69,39 @@ def longest_shared_run(a: list[str], b: list[str]) -> int:
     return best
 
 
+def index_latency(n: int, rng: random.Random) -> dict:
+    import resource
+
+    from neardup.reuse import PassageIndex
+
+    path = HERE / "data" / f"corpus-{n}.jsonl"
+    if not path.is_file():
+        sys.exit(f"reuse.py: {path} is missing; build it with benchmarks/corpus.py --size {n} "
+                 f"--out {path}")
+    texts = []
+    with open(path) as f:
+        for line, _ in zip(f, range(n)):
+            texts.append(json.loads(line)["text"])
+    ix = PassageIndex(max_doc_freq=100)
+    t0 = time.perf_counter()
+    for i, text in enumerate(texts):
+        ix.add(str(i), text)
+    build = time.perf_counter() - t0
+    lat = []
+    for _ in range(300):
+        src, host = texts[rng.randrange(n)].split(), texts[rng.randrange(n)].split()
+        s0 = rng.randrange(0, max(1, len(src) - 60))
+        query = " ".join(host[:100] + src[s0:s0 + 60] + host[100:])
+        t0 = time.perf_counter()
+        ix.check(query)
+        lat.append(time.perf_counter() - t0)
+    lat.sort()
+    return {"documents": n, "build_s": round(build, 1),
+            "check_ms_p50": round(1000 * lat[len(lat) // 2], 2),
+            "check_ms_p99": round(1000 * lat[int(len(lat) * 0.99)], 2),
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--archive", type=Path, default=ARCHIVE,
@@ -77,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--negatives", type=int, default=300,
                     help="pairs of posts sharing no run over 8 words (default: 300)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    ap.add_argument("--index-size", type=int, default=None, metavar="N",
+                    help="also time PassageIndex.check against N indexed documents of "
+                         "benchmarks/data/corpus-N.jsonl (default: no)")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="folder for reuse.md and reuse.json (default: benchmarks/data/results, "
                          "which git ignores)")
@@ -140,6 +181,14 @@ def main(argv: list[str] | None = None) -> int:
            f"reported passage: {reported}.", "",
            f"Time per pair (`reused_passages`, texts of 120-2,000+ words): p50 "
            f"{out['pair_ms_p50']} ms, p99 {out['pair_ms_p99']} ms.", ""]
+    if a.index_size:
+        out["index"] = index_latency(a.index_size, rng)
+        ix = out["index"]
+        md += [f"PassageIndex of {ix['documents']:,} documents of the benchmark corpus: built in "
+               f"{ix['build_s']} s; a check of a text that copies 60 words of one of them: "
+               f"p50 {ix['check_ms_p50']} ms, p99 {ix['check_ms_p99']} ms; peak memory of the "
+               f"process {ix['peak_rss_gb']} GB.", ""]
+        (a.results / "reuse.json").write_text(json.dumps(out, indent=2) + "\n")
     (a.results / "reuse.md").write_text("\n".join(md))
     print("\n".join(md))
     return 0

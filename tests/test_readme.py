@@ -134,3 +134,19 @@ def test_readme_reused_passages_example_prints_what_it_shows(capsys):
     assert (words, matched) == (shown.group(1), shown.group(2))
     head, tail = shown.group(3).split(" ... ")
     assert text.startswith(head) and text.endswith(tail)
+
+
+def test_readme_passage_index_example_prints_what_it_shows(tmp_path):
+    """In a fresh process, after the passages example that defines the texts."""
+    import subprocess
+    import sys
+
+    blocks = python_blocks()
+    first = next(b for b in blocks if "reused_passages" in b)
+    index = next(b for b in blocks if "PassageIndex" in b)
+    code = "import neardup\n" + first + index
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    shown = re.search(r"^# (harbour-news .*)$", index, flags=re.M).group(1)
+    assert out.stdout.splitlines()[-1] == shown

@@ -337,3 +337,49 @@ def test_a_run_joins_its_passage_across_a_repeated_phrase_elsewhere():
     main = [p for p in got if p.a_words[0] >= start]
     assert [(p.a_words, p.b_words, p.matched) for p in main] == [
         ((start, start + 100), (0, 100), 99)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(list("abcdefghij")), max_size=40), max_size=6),
+       st.lists(st.sampled_from(list("abcdefghij")), max_size=50), st.integers(1, 3),
+       st.integers(1, 4))
+def test_the_passage_index_finds_what_comparing_with_every_text_finds(docs, query, k, window):
+    from neardup.reuse import PassageIndex
+
+    cfg = PassageConfig(k=k, window=window, max_occurrences=10**6)
+    ix = PassageIndex(cfg)
+    for i, d in enumerate(docs):
+        ix.add(f"d{i}", " ".join(d))
+    q = " ".join(query)
+    got = {m.id: [(p.a_words, p.b_words) for p in m.passages] for m in ix.check(q)}
+    want = {}
+    for i, d in enumerate(docs):
+        found = reused_passages(q, " ".join(d), cfg)
+        if found:
+            want[f"d{i}"] = [(p.a_words, p.b_words) for p in found]
+    assert got == want
+
+
+def test_the_passage_index_check_add_remove_and_common_phrases():
+    from neardup.reuse import PassageIndex
+
+    source = _corpus(80, 300)
+    footer = _corpus(81, 30)
+    ix = PassageIndex(max_doc_freq=3)
+    ix.add("source", " ".join(source + footer))
+    for i in range(5):
+        ix.add(f"other{i}", " ".join(_corpus(82 + i, 200) + footer))
+    new = _corpus(90, 100) + source[100:160] + _corpus(91, 40)
+    (m,) = ix.check(" ".join(new))  # the shared footer is too common to propose the others
+    assert m.id == "source" and [p.words for p in m.passages] == [60]
+    assert m.share_query == pytest.approx(60 / 200)
+    assert m.share_source == pytest.approx(60 / 330)
+    assert ix.check(" ".join(new), min_share=0.5) == []
+    with pytest.raises(ConfigError, match="already in the index"):
+        ix.add("source", "x")
+    assert ix.remove("source") and not ix.remove("source") and "source" not in ix
+    assert ix.check(" ".join(new)) == [] and len(ix) == 5
+    ix2 = PassageIndex()  # no limit: the footer links every text
+    for i in range(3):
+        ix2.add(f"o{i}", " ".join(_corpus(95 + i, 100) + footer))
+    assert [m.id for m in ix2.check(" ".join(_corpus(99, 50) + footer))] == ["o0", "o1", "o2"]

@@ -35,7 +35,7 @@ _LAZY = {
     "DuplicateIdError": ".index", "Index": ".index", "Match": ".index",
     "candidate_pairs": ".lsh", "choose_bands": ".lsh", "s_curve": ".lsh",
     "Pairs": ".result", "Result": ".result",
-    "PassageConfig": ".reuse", "reused_passages": ".reuse",
+    "PassageConfig": ".reuse", "PassageIndex": ".reuse", "reused_passages": ".reuse",
     "sketch": ".sketch",
     "normalize": ".text", "shingle": ".text",
     "estimate_pairs": ".verify", "jaccard_pairs": ".verify",
@@ -43,7 +43,7 @@ _LAZY = {
 
 __all__ = [
     "__version__", "dedup", "dedup_files", "Deduplicator", "Index", "Match", "DuplicateIdError",
-    "Result", "Pairs", "PassageConfig", "reused_passages",
+    "Result", "Pairs", "PassageConfig", "PassageIndex", "reused_passages",
     "DedupConfig", "NormalizeConfig", "ShingleConfig", "SketchConfig", "LSHConfig",
     "VerifyConfig", "ClusterConfig",
     "NeardupError", "ConfigError", "InputError", "OutputError", "SkipReason",
@@ -93,7 +93,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
     from .index import DuplicateIdError, Index, Match
     from .lsh import candidate_pairs, choose_bands, s_curve
     from .result import Pairs, Result
-    from .reuse import PassageConfig, reused_passages
+    from .reuse import PassageConfig, PassageIndex, reused_passages
     from .sketch import sketch
     from .text import normalize, shingle
     from .verify import estimate_pairs, jaccard_pairs
