@@ -132,8 +132,8 @@ class Deduplicator:
     ``add`` may be called with chunks of any size; results do not depend on the chunking.
     Parameters: the keywords of :func:`dedup`, or a whole :class:`DedupConfig` as ``config``.
     ``on_error``: "fail" (default) on a missing text (``None``, a null), or "skip" to leave
-    such documents out (counted in the summary's ``skipped``). ``check_ids``: reject repeated ids (the file readers do this already, so the pipeline turns
-    it off to save memory). ``workers``: threads for the compiled stages (default: the calling
+    such documents out (counted in the summary's ``skipped``). ``check_ids``: reject repeated
+    ids (the file readers do this already, so the pipeline turns it off to save memory). ``workers``: threads for the compiled stages (default: the calling
     thread's setting, :func:`neardup._threads.set_num_threads`; all available processors unless
     changed).
 
@@ -142,8 +142,9 @@ class Deduplicator:
     Stage timings are therefore seconds of work per stage, and stages overlap.
     """
 
-    def __init__(self, config: DedupConfig | None = None, *, threshold: float = 0.8, shingle: str | ShingleConfig = "word:5",
-                 num_perm: int = 128, scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
+    def __init__(self, config: DedupConfig | None = None, *, threshold: float = 0.8,
+                 shingle: str | ShingleConfig = "word:5", num_perm: int = 128,
+                 scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
                  bands: int | None = None, rows: int | None = None, min_recall: float = 0.9,
                  bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
                  cluster: Literal["components", "strict"] = "components",
