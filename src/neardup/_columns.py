@@ -65,8 +65,8 @@ def to_arrow(obj: Any) -> Any | None:
 def text_column(texts: Any, on_error: str = "fail", base: int = 0
                 ) -> tuple[Any, np.ndarray | None, int]:
     """``(texts, kept, n)``: the texts as a list of ``str`` or a pyarrow string array, the
-    positions kept (``None``: all) and the number of texts given. ``base``: the row number of the first text, for messages.
-    Raises :class:`InputError` for a missing or non-string text unless ``on_error="skip"``."""
+    positions kept (``None``: all) and the number of texts given. ``base``: the row number of
+    the first text, for messages. Raises :class:`InputError` for a missing or non-string text unless ``on_error="skip"``."""
     arr = to_arrow(texts)
     if arr is not None:
         import pyarrow as pa

@@ -133,9 +133,9 @@ class Deduplicator:
     Parameters: the keywords of :func:`dedup`, or a whole :class:`DedupConfig` as ``config``.
     ``on_error``: "fail" (default) on a missing text (``None``, a null), or "skip" to leave
     such documents out (counted in the summary's ``skipped``). ``check_ids``: reject repeated
-    ids (the file readers do this already, so the pipeline turns it off to save memory). ``workers``: threads for the compiled stages (default: the calling
-    thread's setting, :func:`neardup._threads.set_num_threads`; all available processors unless
-    changed).
+    ids (the file readers do this already, so the pipeline turns it off to save memory).
+    ``workers``: threads for the compiled stages (default: the calling thread's setting,
+    :func:`neardup._threads.set_num_threads`; all available processors unless changed).
 
     Pipelining: the compiled stages of a chunk (shingle, sketch) run on a worker thread without
     the GIL while the caller reads and normalises the next chunk; at most one chunk is in flight.

@@ -257,8 +257,8 @@ class Index:
         matches = self._verify(self.encode([text])[0], threshold)
         return matches[:top_k] if top_k is not None else matches
 
-    def query_id(self, id: str | int, threshold: float | None = None, top_k: int | None = None  # noqa: A002
-                 ) -> list[Match]:
+    def query_id(self, id: str | int, threshold: float | None = None,  # noqa: A002
+                 top_k: int | None = None) -> list[Match]:
         """Near-duplicates of a document already in the index (itself left out)."""
         id = _check_id(id)  # noqa: A001
         got = self.storage.get(id)
