@@ -1,7 +1,7 @@
 """Online near-duplicate index: :class:`Index` over a storage backend (memory, SQLite, Redis)."""
 
-from .core import Index, Match
+from .core import CheckResult, Index, Match
 from .storage import FORMAT_VERSION, DuplicateIdError, MemoryStorage, Storage, StoredDoc
 
-__all__ = ["Index", "Match", "Storage", "StoredDoc", "MemoryStorage", "DuplicateIdError",
-           "FORMAT_VERSION"]
+__all__ = ["CheckResult", "Index", "Match", "Storage", "StoredDoc", "MemoryStorage",
+           "DuplicateIdError", "FORMAT_VERSION"]

@@ -15,6 +15,7 @@ engine verifies: an index built from a corpus finds, for each document, the near
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,6 +28,15 @@ from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
 from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
+from ..reuse import (
+    PassageConfig,
+    ReuseMatch,
+    TextWords,
+    fingerprints,
+    reuse_share,
+    reused_passages,
+    text_words,
+)
 from ..stages import ingest_chunk
 from ..validate import check_int, check_str
 from ..verify import overlap_pairs, sort_unique_segments
@@ -37,6 +47,22 @@ _FLAT = frozenset(flat_defaults())
 
 # Parameters that change what is stored; the rest (threshold of a query, bucket cap) may vary.
 _STORED_SECTIONS = ("normalize", "shingle", "sketch")
+
+
+@dataclass
+class CheckResult:
+    """What :meth:`Index.check` found: whole-text ``matches`` (:class:`Match`), the indexed
+    texts ``reused`` in passages (:class:`~neardup.reuse.ReuseMatch`), and whether the
+    passages were ``capped`` (some left out by ``max_passages``)."""
+
+    matches: list[Match]
+    reused: list[ReuseMatch]
+    capped: bool = False
+
+    @property
+    def unique(self) -> bool:
+        """Neither a whole-text near-duplicate nor a reused passage was found."""
+        return not self.matches and not self.reused
 
 
 @dataclass(frozen=True)
@@ -88,7 +114,8 @@ class Index:
                  casefold: bool | None = None, strip_html: bool | None = None,
                  strip_punctuation: bool | None = None, strip_digits: bool | None = None,
                  strip_stopwords: bool | None = None, config: DedupConfig | None = None,
-                 store_text: bool = True, storage_options: dict[str, Any] | None = None):
+                 store_text: bool = True, storage_options: dict[str, Any] | None = None,
+                 passages: PassageConfig | bool | None = None):
         # None: not given (a new index takes DedupConfig's default, an existing one its own)
         params = {k: v for k, v in locals().items() if k in _FLAT and v is not None}
         if config is not None and params:
@@ -97,11 +124,20 @@ class Index:
         self.storage = _open_storage(target, **(storage_options or {}))
         given = config or (DedupConfig.from_kwargs(**params) if params else None)
         meta = self.storage.read_meta()
+        if passages is not None and not isinstance(passages, (bool, PassageConfig)):
+            raise ConfigError(f"passages={passages!r} is invalid: True, False or a "
+                              "neardup.PassageConfig")
         if meta is None:
             self.config = given or DedupConfig()
             self.store_text = store_text
             self.text_codec = _CODEC
             self._bands_rows = self._choose(self.config)
+            if passages not in (None, False) and not store_text:
+                raise ConfigError("passages need the texts: store_text=False cannot find "
+                                  "reused passages")
+            self.passages = (passages if isinstance(passages, PassageConfig)
+                             else PassageConfig() if passages is not False and store_text
+                             else None)
             self.storage.write_meta({"format_version": FORMAT_VERSION,
                                      "params": self._params()})
         else:
@@ -115,6 +151,17 @@ class Index:
             self._bands_rows = (int(stored["bands"]), int(stored["rows"]))
             if given is not None:
                 self._check_same(given, stored, target)
+            got = stored.get("passages")
+            self.passages = PassageConfig(**got) if got else None
+            if passages not in (None, False) and self.passages is None:
+                raise ConfigError(f"{target}: this index was built without passage "
+                                  "fingerprints (by neardup before 0.3 or with passages=False): "
+                                  "it finds whole-text near-duplicates only; build a new index "
+                                  "to find reused passages")
+            if isinstance(passages, PassageConfig) and passages != self.passages:
+                raise ConfigError(f"{target}: the index finds passages with {self.passages}, "
+                                  f"asked for {passages}; open it without passages= to use "
+                                  "its own")
         self.bucket_cap = self.config.lsh.bucket_cap
 
     # -- parameters -------------------------------------------------------------------------
@@ -127,6 +174,7 @@ class Index:
         b, r = self._bands_rows
         return {**d, "bands": b, "rows": r, "store_text": self.store_text,
                 "text_codec": self.text_codec,
+                "passages": dataclasses.asdict(self.passages) if self.passages else None,
                 "created_by": f"neardup {__version__}"}
 
     def _check_same(self, given: DedupConfig, stored: dict[str, Any], target: Any) -> None:
@@ -160,9 +208,12 @@ class Index:
         return self.config.lsh.threshold
 
     # -- encoding ---------------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> list[StoredDoc]:
+    def encode(self, texts: Sequence[str], ids: Sequence[str] | None = None, *,
+               passages: bool = True) -> list[StoredDoc]:
         """Shingle and sketch ``texts`` once, as the batch engine does: one
-        :class:`StoredDoc` each (ids default to ``""``; texts kept if ``store_text``)."""
+        :class:`StoredDoc` each (ids default to ``""``; texts kept if ``store_text``). Its
+        ``keys`` are the LSH band keys, then (with ``passages``, where the index finds
+        passages) the keys of its passage fingerprints."""
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(f"text at position {i} is {type(t).__name__}, not str",
@@ -183,11 +234,29 @@ class Index:
         none32, none64 = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         out = []
         for i, g in enumerate(fp.group.tolist()):
+            k = keys[:, g].copy() if g >= 0 else none64
+            if passages and self.passages is not None and g >= 0:
+                k = np.concatenate([k, self._passage_keys(text_words(texts[i],
+                                                                     keep_keys=False))])
             out.append(StoredDoc(id="" if ids is None else ids[i],
                                  text=self._pack(texts[i]) if self.store_text else None,
                                  shingles=h32[off[g]:ends[g]].copy() if g >= 0 else none32,
-                                 keys=keys[:, g].copy() if g >= 0 else none64))
+                                 keys=k))
         return out
+
+    def _passage_keys(self, words: TextWords,
+                      fps: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
+        """The keys under which a text's passage fingerprints are stored beside its LSH band
+        keys (the fingerprints mixed with a constant of their own, so that they meet no band
+        key), unique."""
+        cfg = self.passages
+        assert cfg is not None
+        if fps is None:
+            fps = fingerprints(words.hashes, cfg.k, cfg.window)
+        h = np.fromiter((f for f, _ in fps), np.uint64, len(fps))
+        with np.errstate(over="ignore"):
+            h = (h ^ _PASSAGE_SALT) * np.uint64(0x9E3779B97F4A7C15)
+        return np.unique(h)
 
     # -- writing ----------------------------------------------------------------------------
     def add(self, id: str | int, text: str) -> None:  # noqa: A002 - the natural name
@@ -228,7 +297,7 @@ class Index:
                 ) -> list[Match]:
         if len(doc.keys) == 0:
             return []
-        handles = self.storage.candidates(doc.keys, self.bucket_cap)
+        handles = self.storage.candidates(doc.keys[:self.bands], self.bucket_cap)
         if not handles:
             return []
         found = [(i, s) for i, s in self.storage.shingles(handles) if i != exclude]
@@ -254,8 +323,58 @@ class Index:
         index's; below it, LSH finds pairs with the probability of its S-curve."""
         threshold = self._check_threshold(threshold)
         check_int("top_k", top_k, 1, none=True)
-        matches = self._verify(self.encode([text])[0], threshold)
+        matches = self._verify(self.encode([text], passages=False)[0], threshold)
         return matches[:top_k] if top_k is not None else matches
+
+    def check(self, text: str, *, threshold: float | None = None, min_share: float = 0.0,
+              top_k: int | None = None, max_passages: int = 100) -> CheckResult:
+        """Everything the index holds of ``text``: ``matches``, its whole-text near-duplicates
+        (as :meth:`query` with ``threshold``), and ``reused``, the indexed texts it shares
+        passages with (see :mod:`neardup.reuse`): :class:`~neardup.reuse.ReuseMatch` with the
+        passages (``a``: ranges in ``text``, ``b``: in the indexed text) and the share of each
+        text they cover, most reused first. ``min_share``: leave out those that cover less of
+        ``text``; ``top_k``: at most that many of each; ``max_passages``: at most that many
+        passages in all (the most reused texts first; ``capped`` says whether some were left
+        out). An index built without passage fingerprints raises :class:`ConfigError`."""
+        if self.passages is None:
+            raise ConfigError("this index was built without passage fingerprints (by neardup "
+                              "before 0.3, with passages=False or store_text=False): it finds "
+                              "whole-text near-duplicates only; build a new index to find "
+                              "reused passages")
+        check_int("top_k", top_k, 1, none=True)
+        check_int("max_passages", max_passages, 1)
+        matches = self.query(text, threshold, top_k)
+        cfg = self.passages
+        q = text_words(text, keep_keys=False)
+        fq = fingerprints(q.hashes, cfg.k, cfg.window)
+        keys = self._passage_keys(q, fq)
+        handles = self.storage.candidates(keys, self.bucket_cap) if len(keys) else []
+        ids = [i for i, _ in self.storage.shingles(handles)] if handles else []
+        out = []
+        for doc_id, stored in self.get_texts(ids).items():
+            if stored is None:
+                continue
+            tw = text_words(stored, keep_keys=False)
+            found = reused_passages(q, tw, cfg, fingerprints_a=fq)
+            if not found:
+                continue
+            share = reuse_share(found, len(q))
+            if share >= min_share:
+                out.append(ReuseMatch(doc_id, found, share, reuse_share(found, len(tw), "b")))
+        out.sort(key=lambda m: (-m.share_query, m.id))
+        if top_k is not None:
+            out = out[:top_k]
+        kept, total, capped = [], 0, False
+        for m in out:
+            if total + len(m.passages) > max_passages:
+                capped = True
+                m = ReuseMatch(m.id, m.passages[:max_passages - total], m.share_query,
+                               m.share_source)
+                if not m.passages:
+                    break
+            kept.append(m)
+            total += len(m.passages)
+        return CheckResult(matches, kept, capped)
 
     def query_id(self, id: str | int, threshold: float | None = None,  # noqa: A002
                  top_k: int | None = None) -> list[Match]:
@@ -340,7 +459,9 @@ class Index:
         return {**self.storage.stats(), "threshold": t, "bands": b, "rows": r,
                 "num_perm": self.config.sketch.num_perm, "shingle": str(self.config.shingle),
                 "expected_recall_at_threshold": round(float(s_curve(t, b, r)), 6),
-                "store_text": self.store_text}
+                "store_text": self.store_text,
+                "passages": (dataclasses.asdict(self.passages) if self.passages else
+                             "not indexed: this index finds whole-text near-duplicates only")}
 
     def close(self) -> None:
         self.storage.close()
@@ -353,6 +474,8 @@ class Index:
 
 
 _CODEC = "zstd"
+#: mixed into passage fingerprints before they are stored beside the band keys
+_PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
 _zstd_local = threading.local()
 
 

@@ -1,0 +1,107 @@
+"""The persistent index finds reused passages too (memory, SQLite and Redis backends): a check
+gives the same passages as comparing the text with every indexed one, the whole-text answers
+are those of an index without passages, and an index built without them says so."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+import neardup
+from neardup import ConfigError, Index, PassageConfig, reused_passages
+
+
+def _words(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"w{rng.randrange(4000)}" for _ in range(n)]
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def target(request, tmp_path):
+    if request.param == "memory":
+        yield neardup.index.MemoryStorage()
+    elif request.param == "sqlite":
+        yield tmp_path / "ix.db"
+    else:
+        url = request.getfixturevalue("redis_server")
+        yield f"{url}?prefix=p{uuid.uuid4().hex[:12]}"
+
+
+def _corpus() -> dict[str, str]:
+    docs = {f"doc{i}": " ".join(_words(i, 250)) for i in range(30)}
+    docs["repost"] = docs["doc3"]  # a whole-text duplicate
+    return docs
+
+
+def test_check_finds_the_passages_of_every_indexed_text(target):
+    docs = _corpus()
+    ix = Index(target, threshold=0.8)
+    ix.add_many(docs.items())
+    base = _words(100, 120)
+    new = base[:40] + docs["doc7"].split()[50:110] + base[40:80] + \
+        docs["doc12"].split()[0:30] + base[80:]
+    text = " ".join(new)
+    got = ix.check(text)
+    want = {}
+    for doc_id, doc in docs.items():
+        found = reused_passages(text, doc)
+        if found:
+            want[doc_id] = [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in found]
+    assert {m.id: [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in m.passages]
+            for m in got.reused} == want
+    assert [m.id for m in got.reused] == ["doc7", "doc12"]  # most reused first
+    assert got.reused[0].share_query == pytest.approx(60 / len(new))
+    assert got.matches == [] and not got.unique and not got.capped
+    # a whole-text duplicate is both a match and a reuse of the whole text
+    dup = ix.check(docs["doc3"])
+    assert [m.id for m in dup.matches] == ["doc3", "repost"]
+    assert {m.id for m in dup.reused} == {"doc3", "repost"}
+    assert dup.reused[0].share_query == 1.0
+    assert ix.check(" ".join(_words(999, 200))).unique
+    capped = ix.check(text, max_passages=1)
+    assert capped.capped and [m.id for m in capped.reused] == ["doc7"]
+    ix.close()
+
+
+def test_whole_text_answers_do_not_change(target, tmp_path):
+    docs = _corpus()
+    with_p = Index(target, threshold=0.5)
+    without = Index(passages=False, threshold=0.5)
+    for ix in (with_p, without):
+        ix.add_many(docs.items())
+    for q in (docs["doc5"], " ".join(docs["doc5"].split()[:200] + _words(7, 50))):
+        assert with_p.query(q) == without.query(q)
+    assert with_p.query_id("doc3") == without.query_id("doc3")
+    assert with_p.remove("doc7") and with_p.check(docs["doc7"]).reused == []
+    with_p.close()
+
+
+def test_an_index_without_passages_says_what_it_lacks(tmp_path):
+    path = tmp_path / "old.db"
+    ix = Index(path, passages=False)
+    ix.add("a", " ".join(_words(1, 100)))
+    assert ix.stats()["passages"].startswith("not indexed")
+    ix.close()
+    ix = Index(path)  # opens, as an index made before passages were indexed would
+    assert ix.query(" ".join(_words(1, 100)))[0].id == "a"
+    with pytest.raises(ConfigError, match="built without passage fingerprints"):
+        ix.check("anything at all")
+    ix.close()
+    with pytest.raises(ConfigError, match="built without passage fingerprints"):
+        Index(path, passages=True)
+    with pytest.raises(ConfigError, match="passages need the texts"):
+        Index(passages=True, store_text=False)
+    assert Index(store_text=False).passages is None
+
+
+def test_passage_parameters_are_stored_with_the_index(tmp_path):
+    path = tmp_path / "p.db"
+    cfg = PassageConfig(k=4, window=10, max_gap=2)
+    Index(path, passages=cfg).close()
+    ix = Index(path)
+    assert ix.passages == cfg and ix.stats()["passages"]["window"] == 10
+    ix.close()
+    with pytest.raises(ConfigError, match="open it without passages="):
+        Index(path, passages=PassageConfig())
