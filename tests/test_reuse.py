@@ -383,3 +383,29 @@ def test_the_passage_index_check_add_remove_and_common_phrases():
     for i in range(3):
         ix2.add(f"o{i}", " ".join(_corpus(95 + i, 100) + footer))
     assert [m.id for m in ix2.check(" ".join(_corpus(99, 50) + footer))] == ["o0", "o1", "o2"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.one_of(st.sampled_from(list(" \t\r\n\x1c\x1f\x85\xa0\u2028\u3000"
+                                                        "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+                                                        "aZ09ßﬁ\u0301")),
+                                  st.characters()), max_size=80))
+def test_word_keys_fast_path_equals_the_word_by_word_keys(text):
+    """The keys of ``word_keys`` (an ASCII fast path) are those of ``word_key`` on each word
+    the regular expression finds, and the word offsets line up with them."""
+    from neardup.text.words import word_key, word_keys, words
+
+    assert word_keys(text) == [k for _, _, k in words(text)]
+    tw = text_words(text)
+    assert tw.keys == [word_key(text[a:b]) for a, b in tw.spans]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(texts, max_size=8), st.integers(1, 4), st.integers(1, 6))
+def test_fingerprints_of_many_texts_equal_one_by_one(docs, k, window):
+    from neardup.reuse import fingerprints_many, word_hashes
+
+    h, doc, pos = fingerprints_many([word_hashes(d) for d in docs], k, window)
+    want = [(hh, d, p) for d, words in enumerate(docs)
+            for hh, p in reference_fingerprints(words, k, window)]
+    assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want

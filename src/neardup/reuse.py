@@ -28,6 +28,7 @@ when a run reaches them by extension. Work per pair is O(words + seeds x passage
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ import numpy as np
 import xxhash
 
 from .errors import ConfigError
-from .text.words import words
+from .text.words import word_keys
 from .validate import check_int
 
 __all__ = ["PassageConfig", "Passage", "PassageIndex", "ReuseMatch", "ReuseResult",
@@ -83,20 +84,41 @@ class PassageConfig:
         return self.min_words if self.min_words is not None else self.guaranteed_words
 
 
-@dataclass
 class TextWords:
-    """A text's words: where each starts and ends (character offsets, ``int64`` arrays
-    ``starts`` and ``ends``), the ``uint64`` hash of each comparison key (``hashes``: words are
-    compared by these), and the keys themselves (``keys``, unless not kept)."""
+    """A text's words: the ``uint64`` hash of each comparison key (``hashes``: words are
+    compared by these), where each word starts and ends in the text (character offsets,
+    ``int64`` arrays ``starts`` and ``ends``, found when first asked for) and the keys
+    themselves (``keys``, unless not kept)."""
 
-    text: str
-    starts: np.ndarray
-    ends: np.ndarray
-    hashes: np.ndarray
-    keys: list[str] | None = None
+    __slots__ = ("text", "hashes", "keys", "_starts", "_ends")
+
+    def __init__(self, text: str, hashes: np.ndarray, keys: list[str] | None = None):
+        self.text = text
+        self.hashes = hashes
+        self.keys = keys
+        self._starts: np.ndarray | None = None
+        self._ends: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.hashes)
+
+    def _find(self) -> None:
+        ws = [(m.start(), m.end()) for m in _WORD.finditer(self.text)]
+        n = len(ws)
+        self._starts = np.fromiter((a for a, _ in ws), np.int64, n)
+        self._ends = np.fromiter((b for _, b in ws), np.int64, n)
+
+    @property
+    def starts(self) -> np.ndarray:
+        if self._starts is None:
+            self._find()
+        return self._starts
+
+    @property
+    def ends(self) -> np.ndarray:
+        if self._ends is None:
+            self._find()
+        return self._ends
 
     @property
     def spans(self) -> list[tuple[int, int]]:
@@ -109,14 +131,11 @@ def text_words(text: str, keep_keys: bool = True) -> TextWords:
     their hashes (8 bytes a word instead of a string each: what a corpus needs)."""
     if not isinstance(text, str):
         raise ConfigError(f"text is {type(text).__name__}, not str")
-    ws = words(text)
-    n = len(ws)
-    keys = [w[2] for w in ws]
-    return TextWords(text, np.fromiter((w[0] for w in ws), np.int64, n),
-                     np.fromiter((w[1] for w in ws), np.int64, n), word_hashes(keys),
-                     keys if keep_keys else None)
+    keys = word_keys(text)
+    return TextWords(text, word_hashes(keys), keys if keep_keys else None)
 
 
+_WORD = re.compile(r"\S+")
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
@@ -438,11 +457,7 @@ def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
     cfg = config or PassageConfig()
     check_int("max_doc_freq", max_doc_freq, 2)
     tw = [text_words(t, keep_keys=False) for t in texts]
-    parts = [combine_kgrams(t.hashes, cfg.k) for t in tw]
-    off = np.zeros(len(tw) + 1, np.int64)
-    np.cumsum([len(p) for p in parts], out=off[1:])
-    kh = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-    fh, fdoc, fpos = winnow_many(kh, off, cfg.window)
+    fh, fdoc, fpos = fingerprints_many([t.hashes for t in tw], cfg.k, cfg.window)
     # the fingerprints of each text, for the pairwise step
     bounds = np.searchsorted(fdoc, np.arange(len(tw) + 1))
     # candidate pairs: texts that keep the same fingerprint
@@ -582,3 +597,30 @@ class PassageIndex:
             out.append(ReuseMatch(doc_id, found, share, reuse_share(found, len(tw), "b")))
         out.sort(key=lambda m: (-m.share_query, m.id))
         return out[:top_k] if top_k is not None else out
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])``, vectorised."""
+    counts = np.maximum(counts, 0)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    first = np.cumsum(counts) - counts
+    return np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64)
+
+
+def fingerprints_many(hashes: Sequence[np.ndarray], k: int, window: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fingerprints` of many texts given as their :func:`word_hashes`, at once:
+    ``(hash, text, position)`` arrays, as :func:`winnow_many` returns them."""
+    n = len(hashes)
+    sizes = np.fromiter((len(h) for h in hashes), np.int64, n)
+    woff = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=woff[1:])
+    words = np.concatenate(hashes) if n else np.zeros(0, np.uint64)
+    counts = np.maximum(sizes - k + 1, 0)
+    koff = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=koff[1:])
+    kh = combine_kgrams(words.astype(np.uint64, copy=False), k)[_ranges(woff[:-1], counts)] \
+        if len(words) >= k else np.zeros(0, np.uint64)
+    return winnow_many(kh, koff, window)

@@ -33,6 +33,7 @@ from ..reuse import (
     ReuseMatch,
     TextWords,
     fingerprints,
+    fingerprints_many,
     reuse_share,
     reused_passages,
     text_words,
@@ -233,11 +234,18 @@ class Index:
         ends = sort_unique_segments(h32, off, np.arange(len(fp.docs), dtype=np.int64))
         none32, none64 = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         out = []
+        extra: list[np.ndarray] | None = None
+        if passages and self.passages is not None:
+            cfg = self.passages
+            fh, fdoc, _ = fingerprints_many([text_words(t, keep_keys=False).hashes
+                                             for t in texts], cfg.k, cfg.window)
+            salted = _salt(fh)
+            cuts = np.searchsorted(fdoc, np.arange(n + 1))
+            extra = [np.unique(salted[cuts[i]:cuts[i + 1]]) for i in range(n)]
         for i, g in enumerate(fp.group.tolist()):
             k = keys[:, g].copy() if g >= 0 else none64
-            if passages and self.passages is not None and g >= 0:
-                k = np.concatenate([k, self._passage_keys(text_words(texts[i],
-                                                                     keep_keys=False))])
+            if extra is not None and g >= 0:
+                k = np.concatenate([k, extra[i]])
             out.append(StoredDoc(id="" if ids is None else ids[i],
                                  text=self._pack(texts[i]) if self.store_text else None,
                                  shingles=h32[off[g]:ends[g]].copy() if g >= 0 else none32,
@@ -253,10 +261,7 @@ class Index:
         assert cfg is not None
         if fps is None:
             fps = fingerprints(words.hashes, cfg.k, cfg.window)
-        h = np.fromiter((f for f, _ in fps), np.uint64, len(fps))
-        with np.errstate(over="ignore"):
-            h = (h ^ _PASSAGE_SALT) * np.uint64(0x9E3779B97F4A7C15)
-        return np.unique(h)
+        return np.unique(_salt(np.fromiter((f for f, _ in fps), np.uint64, len(fps))))
 
     # -- writing ----------------------------------------------------------------------------
     def add(self, id: str | int, text: str) -> None:  # noqa: A002 - the natural name
@@ -476,6 +481,13 @@ class Index:
 _CODEC = "zstd"
 #: mixed into passage fingerprints before they are stored beside the band keys
 _PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
+
+
+def _salt(fingerprints: np.ndarray) -> np.ndarray:
+    """Passage fingerprints as the keys stored beside the band keys (mixed with a constant of
+    their own, so that they meet no band key)."""
+    with np.errstate(over="ignore"):
+        return (fingerprints.astype(np.uint64) ^ _PASSAGE_SALT) * np.uint64(0x9E3779B97F4A7C15)
 _zstd_local = threading.local()
 
 

@@ -43,3 +43,19 @@ def words(text: str) -> list[tuple[int, int, str]]:
 def count_words(text: str) -> int:
     """How many words ``text`` has."""
     return sum(1 for _ in _WORD.finditer(text))
+
+
+#: the ASCII characters of Unicode's punctuation categories (P*): what :func:`word_key` strips
+#: from the ends of an ASCII word (the symbols ``$+<=>^`|~`` are not punctuation and stay)
+ASCII_PUNCTUATION = "".join(chr(c) for c in range(128)
+                            if unicodedata.category(chr(c)).startswith("P"))
+
+
+def word_keys(text: str) -> list[str]:
+    """The comparison keys of the words of ``text``, in order: ``[word_key(w) for w in
+    text.split()]``, with a fast path for ASCII text (one lowercasing of the whole text, then
+    C-level string methods per word)."""
+    if text.isascii():
+        p = ASCII_PUNCTUATION
+        return [w.strip(p) or w for w in text.lower().split()]
+    return [word_key(w) for w in text.split()]
