@@ -47,7 +47,8 @@ def cmd_index_create(a: argparse.Namespace) -> int:
     if not _is_url(a.index) and Path(a.index).exists():
         raise OutputError(f"{a.index}: exists already; open it with `neardup index stats`")
     config = config_from_args(a)
-    idx = Index(a.index, config=config, store_text=not a.no_texts)
+    idx = Index(a.index, config=config, store_text=not a.no_texts,
+                passages=False if a.no_passages or a.no_texts else None)
     if _is_url(a.index) and len(idx):
         raise OutputError(f"{a.index}: an index with documents exists under this prefix")
     st = idx.stats()
@@ -56,8 +57,16 @@ def cmd_index_create(a: argparse.Namespace) -> int:
         ("index", a.index),
         ("LSH", f"{st['bands']} bands x {st['rows']} rows, expected recall "
                 f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}"),
-        ("shingles", st["shingle"])])
+        ("shingles", st["shingle"]),
+        ("passages", _passages_text(st["passages"]))])
     return EXIT_OK
+
+
+def _passages_text(p: dict | str) -> str:
+    if not isinstance(p, dict):
+        return "not indexed"
+    shortest = p["min_words"] or p["window"] + p["k"] - 1
+    return f"{shortest}+ words (word {p['k']}-grams winnowed over {p['window']})"
 
 
 def cmd_index_add(a: argparse.Namespace) -> int:
@@ -252,7 +261,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         description="Create a new index; its parameters are stored in it.")
     c.add_argument("index", metavar="INDEX", help="the new index: " + INDEX_HELP)
     c.add_argument("--no-texts", action="store_true", help="do not store the texts (smaller; "
-                   "side-by-side passages and query by id need them)")
+                   "side-by-side passages, reused passages and query by id need them)")
+    c.add_argument("--no-passages", action="store_true",
+                   help="do not index passage fingerprints (adding is about 3x faster and the "
+                        "index ~25%% smaller, but checks find whole-text near-duplicates only, "
+                        "not passages copied into other texts)")
     add_param_args(c, clustering=False)
     add_running_args(c, json_help="print the index's parameters as JSON on stdout")
     c.set_defaults(func=cmd_index_create)
