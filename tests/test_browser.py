@@ -171,6 +171,32 @@ def test_check_new_text_is_unique_and_can_be_added(page: object, server: str) ->
     assert page.js_errors == []
 
 
+# New writing that copies the lamp's description word for word in its middle.
+LAMP_REUSE = ("Our winter guide to a better home office starts with light and comfort. "
+              + LAMP + " Pair it with a soft rug and a warm throw for long evenings.")
+
+
+def test_check_text_with_a_copied_passage_is_not_unique(page: object) -> None:
+    expect = sync_api.expect
+    page.get_by_test_id("check-id").fill("")
+    page.get_by_test_id("check-text").fill(LAMP_REUSE)
+    page.get_by_test_id("check-button").click()
+    verdict = page.get_by_test_id("check-verdict")
+    expect(verdict).to_contain_text("Reuses passages of 1 text")
+    expect(verdict).not_to_contain_text("Unique")
+    items = page.get_by_test_id("match-item")
+    expect(items).to_have_count(1)
+    expect(items.first).to_contain_text("lamp-shop-a")
+    expect(items.first).to_contain_text("reused")
+    expect(page.get_by_test_id("add-row")).to_be_hidden()
+    expect(page.get_by_test_id("check-right-title")).to_contain_text("of your text")
+    # the copied description is marked in both texts, the new writing around it is not
+    assert " ".join(_marks(page, "check-left")) == LAMP
+    assert " ".join(_marks(page, "check-right")) == LAMP
+    _shot(page, "06-check-reused-passage")
+    assert page.js_errors == []
+
+
 def test_api_error_is_shown(page: object) -> None:
     expect = sync_api.expect
     page.get_by_test_id("check-threshold").fill("1.5")

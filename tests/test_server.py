@@ -295,7 +295,28 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
     assert "doc-5" not in [m["id"] for m in r["matches"]]
     # A new text is unique.
     r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
-    assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False}
+    assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False,
+                 "reused": [], "reused_capped": False, "passages_indexed": True,
+                 "min_passage_words": 16}
+
+
+def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
+        client: TestClient, index: Index, corpus: dict[str, str]) -> None:
+    """A new text that copies 40 words of an indexed one inside otherwise new writing: no
+    whole-text match, but the passage is reported with its offsets in both texts, the text is
+    not unique and add=true does not add it."""
+    index.add_many(corpus.items())
+    source = corpus["doc-3"]
+    copied = " ".join(source.split()[10:50])
+    text = make_text(random.Random(7)) + " " + copied + " " + make_text(random.Random(8))
+    r = client.post("/check", json={"text": text, "id": "new-9", "add": True}).json()
+    assert r["matches"] == [] and r["unique"] is False and r["added"] is False
+    assert "new-9" not in index
+    (m,) = [x for x in r["reused"] if x["id"] == "doc-3"]
+    (p,) = m["passages"]
+    assert text[p["a"][0]:p["a"][1]] == copied
+    assert source[p["b"][0]:p["b"][1]] == copied and p["words"] == 40
+    assert m["text"] == source and 0 < m["share"] < 0.5 and m["share_source"] > 0
 
 
 def test_check_and_add(client: TestClient, index: Index) -> None:

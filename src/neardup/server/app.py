@@ -34,6 +34,10 @@ from ..validate import check_int
 from .passages import passages_for_display
 
 STATIC = Path(__file__).parent / "static"
+#: Passages that one ``/check`` answer carries at most (``reused_capped`` says when more were
+#: found).
+MAX_PASSAGES = 200
+
 #: Matches of ``/check`` that come with their text and shared passages.
 CHECK_DETAILS = 10
 #: Collections kept in memory (least recently used dropped first).
@@ -148,11 +152,35 @@ class CheckMatch(MatchOut):
         "`a`, and into the match's text, `b`)."))
 
 
+class ReusedOut(BaseModel):
+    id: str = Field(description="Id of an indexed text that shares passages with the checked "
+                                "one.")
+    share: float = Field(description="Share of the checked text's words in those passages, "
+                                     "0 to 1.")
+    share_source: float = Field(description="Share of the indexed text's words in them.")
+    text: str | None = Field(default=None, description=(
+        f"The indexed text (for the {CHECK_DETAILS} most reused only)."))
+    passages: list[Passage] = Field(description=(
+        "The passages: offsets into the checked text, `a`, and into the indexed text, `b`."))
+
+
 class CheckOut(BaseModel):
-    unique: bool = Field(description="True if nothing in the index reaches the threshold.")
+    unique: bool = Field(description="True if nothing in the index reaches the threshold and "
+                                     "no indexed text shares a passage with the text.")
     threshold: float = Field(description="The threshold used.")
     matches: list[CheckMatch] = Field(description="Near-duplicates, highest similarity first.")
     added: bool = Field(description="True if the text was added to the index.")
+    reused: list[ReusedOut] = Field(default_factory=list, description=(
+        "Indexed texts the checked text shares passages with (copied text inside otherwise "
+        "different texts), most reused first; empty where the index does not find passages "
+        "(see `passages_indexed`)."))
+    reused_capped: bool = Field(default=False, description=(
+        "True if more passages were found than the response carries."))
+    passages_indexed: bool = Field(default=False, description=(
+        "Whether this index finds reused passages (an index built without them finds "
+        "whole-text near-duplicates only)."))
+    min_passage_words: int | None = Field(default=None, description=(
+        "The shortest passage the index reports, in words."))
 
 
 class HealthOut(BaseModel):
@@ -663,14 +691,23 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         _check_size(c.text, max_text_bytes, "the text")
         threshold = c.threshold if c.threshold is not None else index.threshold
         added = False
+        reused: list = []
+        capped = False
+        if index.passages is not None:
+            found = index.check(c.text, threshold=threshold, max_passages=MAX_PASSAGES)
+            reused = [m for m in found.reused if m.id != c.id]
+            capped = found.capped
         if c.add:
             if c.id is None:
                 raise HTTPException(422, "id: required with add=true (the id to add the text "
                                          "under)")
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
-            matches = index.check_and_add(c.id, c.text, threshold=threshold)
-            added = not matches
+            if reused:  # a text that copies passages is not unique: it is not added
+                matches = index.query(c.text, threshold=threshold)
+            else:
+                matches = index.check_and_add(c.id, c.text, threshold=threshold)
+                added = not matches
         else:
             matches = index.query(c.text, threshold=threshold)
             if c.id is not None:
@@ -683,7 +720,18 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             passages = passages_for_display(c.text, text, k_index) if text else []
             out.append(CheckMatch(id=m.id, similarity=m.similarity, text=text,
                                   passages=passages))
-        return CheckOut(unique=not matches, threshold=threshold, matches=out, added=added)
+        rtexts = index.get_texts([m.id for m in reused[:CHECK_DETAILS]]) if reused else {}
+        rout = [ReusedOut(id=m.id, share=round(m.share_query, 4),
+                          share_source=round(m.share_source, 4),
+                          text=rtexts.get(m.id) if i < CHECK_DETAILS else None,
+                          passages=[Passage(a=p.a_chars, b=p.b_chars, words=p.words)
+                                    for p in m.passages])
+                for i, m in enumerate(reused)]
+        return CheckOut(unique=not matches and not reused, threshold=threshold, matches=out,
+                        added=added, reused=rout, reused_capped=capped,
+                        passages_indexed=index.passages is not None,
+                        min_passage_words=(index.passages.shortest if index.passages
+                                           else None))
 
     @app.get("/stats", tags=["service"], summary="Index and service statistics")
     def stats() -> dict[str, Any]:

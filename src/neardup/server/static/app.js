@@ -143,7 +143,7 @@
 
   function showCheckMatch(i) {
     const text = lastCheck.text;
-    const m = lastCheck.result.matches[i];
+    const m = lastCheck.entries[i];
     for (const li of $("check-matches").children) {
       li.classList.toggle("selected", Number(li.dataset.index) === i);
     }
@@ -155,7 +155,9 @@
       renderMarked($("check-left"), text, m.passages.map((p) => p.a));
       renderMarked($("check-right"), m.text, m.passages.map((p) => p.b));
     }
-    $("check-right-title").textContent = m.id + " · " + pct(m.similarity) + " similar";
+    $("check-right-title").textContent = m.id + " · " + (m.share === undefined
+      ? pct(m.similarity) + " similar"
+      : "its passages are " + pct(m.share) + " of your text");
   }
 
   async function runCheck(add) {
@@ -174,7 +176,9 @@
     $("check-button").disabled = true;
     try {
       const result = await api("POST", "/check", body);
-      lastCheck = { text, result };
+      lastCheck = { text, result,
+        entries: result.matches.concat((result.reused || []).filter(
+          (r) => !result.matches.some((m) => m.id === r.id))) };
       renderCheck(result, add);
       if (add) refreshStatus();
     } catch (e) {
@@ -189,23 +193,38 @@
     $("check-result").hidden = false;
     const verdict = $("check-verdict");
     const n = result.matches.length;
+    const reused = lastCheck.entries.slice(n);
+    const passagesNote = result.passages_indexed
+      ? " and no passage of " + result.min_passage_words + " words or more is shared" : "";
     verdict.className = "verdict " + (result.unique ? "ok" : "warn");
-    verdict.replaceChildren(
-      el("strong", {}, result.unique ? "Unique" : "Repeats " + plural(n, "text", "texts")),
-      el("span", { class: "muted" }, result.unique
-        ? " · nothing in the index reaches " + pct(result.threshold) + " similarity"
-        : " from the index (" + pct(result.threshold) + " similarity or more)"),
-    );
+    let head, note;
+    if (result.unique) {
+      head = "Unique";
+      note = " · nothing in the index reaches " + pct(result.threshold) + " similarity" +
+        passagesNote;
+    } else if (n > 0) {
+      head = "Repeats " + plural(n, "text", "texts");
+      note = " from the index (" + pct(result.threshold) + " similarity or more)" +
+        (reused.length ? "; passages of " + plural(reused.length, "more text", "more texts") +
+          " reused" : "");
+    } else {
+      const most = Math.max(...reused.map((r) => r.share));
+      head = "Reuses passages of " + plural(reused.length, "text", "texts");
+      note = " from the index: up to " + pct(most) + " of this text" +
+        (result.reused_capped ? " (more passages were found than are shown)" : "");
+    }
+    verdict.replaceChildren(el("strong", {}, head), el("span", { class: "muted" }, note));
     $("add-row").hidden = !result.unique;
     $("add-message").textContent = result.added ? "Added to the index as “" +
       $("check-id").value.trim() + "”." : "";
     $("add-button").disabled = result.added;
     const list = $("check-matches");
     list.replaceChildren();
-    result.matches.forEach((m, i) => {
+    lastCheck.entries.forEach((m, i) => {
       const li = el("li", { dataset: { index: String(i), testid: "match-item", id: m.id } });
       const btn = el("button", { type: "button", class: "match" },
-        el("span", { class: "pct" }, pct(m.similarity)),
+        el("span", { class: "pct" }, m.share === undefined ? pct(m.similarity)
+          : pct(m.share) + " reused"),
         el("span", { class: "id" }, m.id),
         el("span", { class: "muted small" }, m.text === null || m.text === undefined ? ""
           : sharedNote(m.passages)));
@@ -214,7 +233,7 @@
       list.append(li);
     });
     $("check-compare").hidden = true;
-    if (n > 0) showCheckMatch(0);
+    if (lastCheck.entries.length > 0) showCheckMatch(0);
   }
 
   $("check-form").addEventListener("submit", (ev) => {
