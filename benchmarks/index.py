@@ -86,6 +86,8 @@ def main() -> None:
                     help="folder for index-<backend>-<size>.json (default: "
                          "benchmarks/data/results, which git ignores; --results "
                          "benchmarks/results refreshes the tracked figures)")
+    ap.add_argument("--passages", action="store_true",
+                    help="also index passage fingerprints (Index(passages=True))")
     ap.add_argument("--query-only", action="store_true",
                     help="reuse the index of an earlier run (SQLite) and only time queries")
     a = ap.parse_args()
@@ -101,10 +103,11 @@ def main() -> None:
         target = a.redis_url
     else:
         target = None
-    idx = Index(target)
+    passages = True if a.passages else None
+    idx = Index(target, passages=passages)
     if a.backend == "redis":
         idx.storage.drop()
-        idx = Index(target)
+        idx = Index(target, passages=passages)
 
     print(f"inserting {a.size:,} documents from {corpus.name} into {a.backend} "
           f"({idx.bands}x{idx.rows} bands), batches of {a.batch}", file=sys.stderr)

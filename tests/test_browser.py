@@ -66,7 +66,7 @@ def _free_port() -> int:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app on a free loopback port in a background thread; yields its base URL."""
     db = tmp_path_factory.mktemp("browser") / "shop.db"
-    idx = Index(str(db))
+    idx = Index(str(db), passages=True)
     idx.add_many([("kettle-shop-a", KETTLE), ("lamp-shop-a", LAMP)])
     port = _free_port()
     config = uvicorn.Config(create_app(idx), host="127.0.0.1", port=port, log_level="warning")

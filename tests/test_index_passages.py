@@ -37,7 +37,7 @@ def _corpus() -> dict[str, str]:
 
 def test_check_finds_the_passages_of_every_indexed_text(target):
     docs = _corpus()
-    ix = Index(target, threshold=0.8)
+    ix = Index(target, threshold=0.8, passages=True)
     ix.add_many(docs.items())
     base = _words(100, 120)
     new = base[:40] + docs["doc7"].split()[50:110] + base[40:80] + \
@@ -67,8 +67,8 @@ def test_check_finds_the_passages_of_every_indexed_text(target):
 
 def test_whole_text_answers_do_not_change(target, tmp_path):
     docs = _corpus()
-    with_p = Index(target, threshold=0.5)
-    without = Index(passages=False, threshold=0.5)
+    with_p = Index(target, threshold=0.5, passages=True)
+    without = Index(threshold=0.5)
     for ix in (with_p, without):
         ix.add_many(docs.items())
     for q in (docs["doc5"], " ".join(docs["doc5"].split()[:200] + _words(7, 50))):
@@ -80,11 +80,11 @@ def test_whole_text_answers_do_not_change(target, tmp_path):
 
 def test_an_index_without_passages_says_what_it_lacks(tmp_path):
     path = tmp_path / "old.db"
-    ix = Index(path, passages=False)
+    ix = Index(path)  # passages are indexed on request only
     ix.add("a", " ".join(_words(1, 100)))
     assert ix.stats()["passages"].startswith("not indexed")
     ix.close()
-    ix = Index(path)  # opens, as an index made before passages were indexed would
+    ix = Index(path)  # opens, as an index made before passages could be indexed would
     assert ix.query(" ".join(_words(1, 100)))[0].id == "a"
     with pytest.raises(ConfigError, match="built without passage fingerprints"):
         ix.check("anything at all")
@@ -93,7 +93,7 @@ def test_an_index_without_passages_says_what_it_lacks(tmp_path):
         Index(path, passages=True)
     with pytest.raises(ConfigError, match="passages need the texts"):
         Index(passages=True, store_text=False)
-    assert Index(store_text=False).passages is None
+    assert Index(store_text=False).passages is None and Index().passages is None
 
 
 def test_passage_parameters_are_stored_with_the_index(tmp_path):

@@ -150,3 +150,17 @@ def test_readme_passage_index_example_prints_what_it_shows(tmp_path):
     assert out.returncode == 0, out.stderr
     shown = re.search(r"^# (harbour-news .*)$", index, flags=re.M).group(1)
     assert out.stdout.splitlines()[-1] == shown
+
+
+def test_readme_index_check_example_runs(tmp_path, monkeypatch):
+    import neardup
+
+    monkeypatch.chdir(tmp_path)
+    block = next(b for b in python_blocks() if "passages=True" in b)
+    copied = " ".join(f"word{i}" for i in range(20))
+    ns = {"neardup": neardup, "my_articles": [("a1", "intro " + copied + " outro")],
+          "new_text": "new writing around " + copied + " and more of it"}
+    exec(block, ns)
+    r = ns["result"]
+    assert r.matches == [] and [m.id for m in r.reused] == ["a1"] and not r.unique
+    ns["idx"].close()

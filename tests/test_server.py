@@ -49,9 +49,10 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Index:
         url = request.getfixturevalue("redis_server")
         idx = Index(f"{url}?prefix=srv{tmp_path.name[-20:].replace('_', '')}")
         idx.storage.drop()
-        idx = Index(f"{url}?prefix=srv{tmp_path.name[-20:].replace('_', '')}")
+        idx = Index(f"{url}?prefix=srv{tmp_path.name[-20:].replace('_', '')}", passages=True)
     else:
-        idx = Index() if request.param == "memory" else Index(str(tmp_path / "shop.db"))
+        idx = (Index(passages=True) if request.param == "memory"
+               else Index(str(tmp_path / "shop.db"), passages=True))
     yield idx
     if request.param == "redis":
         idx.storage.drop()
@@ -317,6 +318,16 @@ def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
     assert text[p["a"][0]:p["a"][1]] == copied
     assert source[p["b"][0]:p["b"][1]] == copied and p["words"] == 40
     assert m["text"] == source and 0 < m["share"] < 0.5 and m["share_source"] > 0
+
+
+def test_an_index_without_passages_says_so_in_its_answers(corpus: dict[str, str]) -> None:
+    idx = Index()
+    idx.add_many(corpus.items())
+    with TestClient(create_app(idx)) as c:
+        copied = " ".join(corpus["doc-3"].split()[10:50])
+        r = c.post("/check", json={"text": make_text(random.Random(7)) + " " + copied}).json()
+    assert r["unique"] is True and r["passages_indexed"] is False and r["reused"] == []
+    assert r["min_passage_words"] is None
 
 
 def test_check_and_add(client: TestClient, index: Index) -> None:

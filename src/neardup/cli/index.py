@@ -47,8 +47,10 @@ def cmd_index_create(a: argparse.Namespace) -> int:
     if not _is_url(a.index) and Path(a.index).exists():
         raise OutputError(f"{a.index}: exists already; open it with `neardup index stats`")
     config = config_from_args(a)
+    if a.passages and a.no_texts:
+        raise ConfigError("--passages needs the texts: leave out --no-texts")
     idx = Index(a.index, config=config, store_text=not a.no_texts,
-                passages=False if a.no_passages or a.no_texts else None)
+                passages=True if a.passages else None)
     if _is_url(a.index) and len(idx):
         raise OutputError(f"{a.index}: an index with documents exists under this prefix")
     st = idx.stats()
@@ -262,10 +264,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("index", metavar="INDEX", help="the new index: " + INDEX_HELP)
     c.add_argument("--no-texts", action="store_true", help="do not store the texts (smaller; "
                    "side-by-side passages, reused passages and query by id need them)")
-    c.add_argument("--no-passages", action="store_true",
-                   help="do not index passage fingerprints (adding is about 3x faster and the "
-                        "index ~25%% smaller, but checks find whole-text near-duplicates only, "
-                        "not passages copied into other texts)")
+    c.add_argument("--passages", action="store_true",
+                   help="also index passage fingerprints, so that checks (the web page, "
+                        "Index.check) find passages copied into otherwise different texts; "
+                        "adding documents is about 5x slower and the index ~35%% larger "
+                        "(default: whole-text near-duplicates only)")
     add_param_args(c, clustering=False)
     add_running_args(c, json_help="print the index's parameters as JSON on stdout")
     c.set_defaults(func=cmd_index_create)

@@ -137,8 +137,7 @@ class Index:
                 raise ConfigError("passages need the texts: store_text=False cannot find "
                                   "reused passages")
             self.passages = (passages if isinstance(passages, PassageConfig)
-                             else PassageConfig() if passages is not False and store_text
-                             else None)
+                             else PassageConfig() if passages is True else None)
             self.storage.write_meta({"format_version": FORMAT_VERSION,
                                      "params": self._params()})
         else:
