@@ -217,3 +217,38 @@ def test_sigkill_mid_batch_loses_nothing_acknowledged(tmp_path, kill_after):
         assert f"d{n}" not in idx
         idx.add_many([(f"d{i}", texts[i % 1000]) for i in range(n, n + size)])  # writable
         assert len(idx) == n + size
+
+
+def test_serve_create_makes_an_index_that_finds_passages(tmp_path):
+    """`neardup serve --create` on a new path: the page's index finds copied passages."""
+    import json as _json
+    import socket
+    import subprocess as sp
+    import sys as _sys
+    import time as _time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    db = tmp_path / "new.db"
+    proc = sp.Popen([_sys.executable, "-m", "neardup.cli", "serve", "--index", str(db),
+                     "--create", "--port", str(port)], stdout=sp.PIPE, stderr=sp.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = _time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(base + "/health", timeout=1)
+                break
+            except OSError:
+                if _time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError(proc.stderr.read().decode()[-2000:]) from None
+                _time.sleep(0.1)
+        req = urllib.request.Request(base + "/check", data=_json.dumps(
+            {"text": "a text to check"}).encode(), headers={"Content-Type": "application/json"})
+        got = _json.load(urllib.request.urlopen(req, timeout=10))
+        assert got["passages_indexed"] is True and got["unique"] is True
+    finally:
+        proc.terminate()
+        proc.wait(20)

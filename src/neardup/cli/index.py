@@ -240,6 +240,12 @@ def cmd_serve(a: argparse.Namespace) -> int:
     if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
         raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
                           f"{a.index}` or pass --create")
+    if a.create and not _is_url(a.index) and not Path(a.index).exists():
+        from ..index import Index
+
+        # a new index for the uniqueness check: it finds copied passages too (adding is
+        # slower, which a page that adds one text at a time does not feel)
+        Index(a.index, passages=True).close()
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
         max_text_bytes=a.max_text_bytes, max_batch=a.max_batch)
     return EXIT_OK
@@ -345,7 +351,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "collection uploads.")
     sv.add_argument("--index", required=True, metavar="INDEX", help=INDEX_HELP)
     sv.add_argument("--create", action="store_true", help="create the index if missing, with "
-                    "default parameters")
+                    "default parameters and passage fingerprints (so that the page finds "
+                    "copied passages too)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     sv.add_argument("--port", type=int, default=8000,
                     help="port to listen on (default: 8000)")
