@@ -263,7 +263,7 @@ def test_query_equals_index(client: TestClient, index: Index, corpus: dict[str, 
     rng = random.Random(1)
     probes = [edit(rng, t, 1) for t in list(corpus.values())[:6]] + [make_text(rng)]
     for text in probes:
-        for params in ({}, {"threshold": 0.5}, {"threshold": 0.9, "top_k": 1}, {"top_k": 2}):
+        for params in ({}, {"threshold": 0.85}, {"threshold": 0.9, "top_k": 1}, {"top_k": 2}):
             r = client.post("/query", json={"text": text, **params})
             assert r.status_code == 200
             want = index.query(text, **params)
@@ -271,6 +271,12 @@ def test_query_equals_index(client: TestClient, index: Index, corpus: dict[str, 
             assert got["matches"] == [{"id": m.id, "similarity": m.similarity} for m in want]
             assert got["unique"] is (not want)
             assert got["threshold"] == params.get("threshold", index.threshold)
+    # A threshold below the index's own is refused, for /check too: the index cannot find
+    # every near-duplicate under it, and "nothing reaches 50%" would not be true.
+    for path in ("/query", "/check"):
+        r = client.post(path, json={"text": probes[0], "threshold": 0.5})
+        assert r.status_code == 422
+        assert "below this index's threshold (0.8)" in r.json()["detail"]
     # An exact copy is found with similarity 1.
     r = client.post("/query", json={"text": corpus["doc-1"]}).json()
     assert r["matches"][0] == {"id": "doc-1", "similarity": 1.0} and not r["unique"]

@@ -70,8 +70,9 @@ Text = Annotated[str, AfterValidator(_valid_unicode)]
 DocId = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_valid_unicode)]
 ThresholdParam = Annotated[float | None, Field(
     default=None, gt=0, le=1,
-    description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1]; default: "
-                "the index's threshold.")]
+    description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1], at least the "
+                "index's own threshold (below it the index cannot find every near-duplicate, "
+                "so a lower one is refused with 422); default: the index's threshold.")]
 
 
 class _Strict(BaseModel):
@@ -672,12 +673,25 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             raise HTTPException(404, f"no document with id {doc_id!r}")
         return Response(status_code=204)
 
+    def _threshold(asked: float | None) -> float:
+        """The request's threshold, or the index's; one below the index's is refused: its LSH
+        finds pairs under its own threshold only by chance, and an answer would be false."""
+        if asked is None:
+            return index.threshold
+        if asked < index.threshold:
+            raise HTTPException(422, f"threshold: {asked:g} is below this index's threshold "
+                                     f"({index.threshold:g}), under which it does not find "
+                                     "every near-duplicate; use a threshold of at least "
+                                     f"{index.threshold:g}, or an index created with "
+                                     f"--threshold {asked:g}")
+        return asked
+
     @app.post("/query", response_model=QueryOut, responses=_ERRORS, tags=["search"],
               summary="Near-duplicates of a text")
     def query(q: QueryIn) -> QueryOut:
         """Indexed documents whose similarity to `text` reaches the threshold, best first."""
         _check_size(q.text, max_text_bytes, "the text")
-        threshold = q.threshold if q.threshold is not None else index.threshold
+        threshold = _threshold(q.threshold)
         matches = index.query(q.text, threshold=threshold, top_k=q.top_k)
         return QueryOut(matches=[MatchOut(id=m.id, similarity=m.similarity) for m in matches],
                         unique=not matches, threshold=threshold)
@@ -689,7 +703,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         10 their text and the passages shared with `text`. With `add=true` and an
         `id`, a unique text is added (409 if the id is taken)."""
         _check_size(c.text, max_text_bytes, "the text")
-        threshold = c.threshold if c.threshold is not None else index.threshold
+        threshold = _threshold(c.threshold)
         added = False
         reused: list = []
         capped = False
