@@ -252,3 +252,34 @@ def test_serve_create_makes_an_index_that_finds_passages(tmp_path):
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_index_query_lists_reused_passages(tmp_path, capsys):
+    from neardup.cli import main
+
+    src = " ".join(f"s{i}" for i in range(80))
+    other = " ".join(f"o{i}" for i in range(80))
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "src", "text": src}) + "\n"
+                    + json.dumps({"id": "other", "text": other}) + "\n")
+    db = str(tmp_path / "p.db")
+    assert main(["index", "create", db, "--passages", "--quiet"]) == 0
+    assert main(["index", "add", db, str(docs), "--id-field", "id", "--quiet"]) == 0
+    capsys.readouterr()
+    text = "new words here " + " ".join(f"s{i}" for i in range(10, 40)) + " and the end"
+    assert main(["index", "query", db, text, "--passages"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "text1\tsrc\treuses 1 passage, 30 words, 83.3% of the text"]
+    assert main(["index", "query", db, "unrelated words only", "--passages"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "text1: unique (no text at Jaccard >= 0.8, no shared passage of 16+ words)")
+    assert main(["index", "query", db, text, "--passages", "--json"]) == 0
+    (r,) = json.loads(capsys.readouterr().out)
+    (m,) = r["reused"]
+    (p,) = m["passages"]
+    assert m["id"] == "src" and text[p["a"][0]:p["a"][1]] == " ".join(
+        f"s{i}" for i in range(10, 40)) and src[p["b"][0]:p["b"][1]] == text[p["a"][0]:p["a"][1]]
+    plain = str(tmp_path / "plain.db")
+    assert main(["index", "create", plain, "--quiet"]) == 0
+    assert main(["index", "query", plain, text, "--passages"]) == 2
+    assert "index create --passages" in capsys.readouterr().err

@@ -127,20 +127,38 @@ def _query_texts(a: argparse.Namespace) -> list[tuple[str, str]]:
 def cmd_index_query(a: argparse.Namespace) -> int:
     idx = _open(a.index)
     try:
-        results = [{"query": name, "matches": [{"id": m.id, "similarity": m.similarity}
-                                               for m in idx.query(text, a.threshold, a.top_k)]}
-                   for name, text in _query_texts(a)]
+        results = []
+        for name, text in _query_texts(a):
+            r: dict = {"query": name}
+            if a.passages:
+                found = idx.check(text, threshold=a.threshold, top_k=a.top_k)
+                matches = found.matches
+                r["reused"] = [{"id": m.id, "share": round(m.share_query, 4),
+                                "passages": [p.to_dict() for p in m.passages]}
+                               for m in found.reused]
+            else:
+                matches = idx.query(text, a.threshold, a.top_k)
+            r["matches"] = [{"id": m.id, "similarity": m.similarity} for m in matches]
+            results.append(r)
         threshold = a.threshold or idx.threshold
+        shortest = idx.passages.shortest if idx.passages else None
     finally:
         idx.close()
     if a.json:
         print(json.dumps(results, indent=2))
         return EXIT_OK
     for r in results:
-        if not r["matches"]:
-            print(f"{r['query']}: unique (no text at Jaccard >= {threshold:g})")
+        reused = r.get("reused", [])
+        if not r["matches"] and not reused:
+            print(f"{r['query']}: unique (no text at Jaccard >= {threshold:g}"
+                  + (f", no shared passage of {shortest}+ words)" if a.passages else ")"))
         for m in r["matches"]:
             print(f"{r['query']}\t{m['id']}\t{m['similarity']:.4f}")
+        for m in reused:
+            words = sum(p["words"] for p in m["passages"])
+            print(f"{r['query']}\t{m['id']}\treuses {len(m['passages'])} passage"
+                  f"{'s' if len(m['passages']) > 1 else ''}, {words} words, "
+                  f"{m['share']:.1%} of the text")
     return EXIT_OK
 
 
@@ -302,6 +320,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="Jaccard similarity a match needs (default: the index's threshold)")
     q.add_argument("--top-k", type=int, default=None, metavar="N",
                    help="at most this many matches per text, the most similar (default: all)")
+    q.add_argument("--passages", action="store_true",
+                   help="also list the indexed texts each text copies passages from, with "
+                        "how many words and which share of the text (an index created with "
+                        "--passages)")
     q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
     q.set_defaults(func=cmd_index_query)
 

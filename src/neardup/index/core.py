@@ -154,10 +154,7 @@ class Index:
             got = stored.get("passages")
             self.passages = PassageConfig(**got) if got else None
             if passages not in (None, False) and self.passages is None:
-                raise ConfigError(f"{target}: this index was built without passage "
-                                  "fingerprints (by neardup before 0.3 or with passages=False): "
-                                  "it finds whole-text near-duplicates only; build a new index "
-                                  "to find reused passages")
+                raise ConfigError(f"{target}: {_NO_PASSAGES}")
             if isinstance(passages, PassageConfig) and passages != self.passages:
                 raise ConfigError(f"{target}: the index finds passages with {self.passages}, "
                                   f"asked for {passages}; open it without passages= to use "
@@ -341,10 +338,7 @@ class Index:
         passages in all (the most reused texts first; ``capped`` says whether some were left
         out). An index built without passage fingerprints raises :class:`ConfigError`."""
         if self.passages is None:
-            raise ConfigError("this index was built without passage fingerprints (by neardup "
-                              "before 0.3, with passages=False or store_text=False): it finds "
-                              "whole-text near-duplicates only; build a new index to find "
-                              "reused passages")
+            raise ConfigError(_NO_PASSAGES)
         check_int("top_k", top_k, 1, none=True)
         check_int("max_passages", max_passages, 1)
         matches = self.query(text, threshold, top_k)
@@ -478,6 +472,11 @@ class Index:
 
 
 _CODEC = "zstd"
+#: what an index built without passage fingerprints says when asked for passages
+_NO_PASSAGES = ("this index was built without passage fingerprints (the default): it finds "
+                "whole-text near-duplicates only; an index created with `neardup index create "
+                "--passages` or Index(..., passages=True) also finds reused passages")
+
 #: mixed into passage fingerprints before they are stored beside the band keys
 _PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
 
