@@ -23,9 +23,9 @@ from neardup.reuse import (
 def reference_fingerprints(keys: list[str], k: int, window: int) -> list[tuple[int, int]]:
     """Winnowing one window at a time, in plain Python: the smallest k-gram hash of every
     window (the rightmost of equal ones), each kept position once."""
-    from neardup.reuse import _kgram_hashes
+    from neardup.reuse import combine_kgrams, word_hashes
 
-    hs = _kgram_hashes(keys, k)
+    hs = combine_kgrams(word_hashes(keys), k).tolist()
     n = len(hs)
     if n == 0:
         return []
@@ -105,9 +105,9 @@ def test_bridged_passages_cover_every_run_and_hold_only_shared_words(a, b, k, wi
 def test_winnowing_keeps_the_minimum_of_every_window():
     keys = [f"w{i % 7}" for i in range(40)]
     kept = fingerprints(keys, 3, 5)
-    from neardup.reuse import _kgram_hashes
+    from neardup.reuse import combine_kgrams, word_hashes
 
-    hs = _kgram_hashes(keys, 3)
+    hs = combine_kgrams(word_hashes(keys), 3).tolist()
     positions = {p for _, p in kept}
     for s in range(len(hs) - 5 + 1):
         window = hs[s:s + 5]

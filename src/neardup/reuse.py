@@ -169,11 +169,6 @@ def combine_kgrams(h: np.ndarray, k: int) -> np.ndarray:
     return acc
 
 
-def _kgram_hashes(keys: Sequence[str] | np.ndarray, k: int) -> list[int]:
-    h = keys if isinstance(keys, np.ndarray) else word_hashes(keys)
-    return combine_kgrams(h, k).tolist()
-
-
 def fingerprints(keys: Sequence[str] | np.ndarray, k: int, window: int
                  ) -> list[tuple[int, int]]:
     """``(hash, position)`` of the k-grams that winnowing keeps, in position order: of every

@@ -31,7 +31,6 @@ from ..lsh import lsh_params, s_curve
 from ..reuse import (
     PassageConfig,
     ReuseMatch,
-    TextWords,
     fingerprints,
     fingerprints_many,
     reuse_share,
@@ -248,15 +247,10 @@ class Index:
                                  keys=k))
         return out
 
-    def _passage_keys(self, words: TextWords,
-                      fps: Sequence[tuple[int, int]] | None = None) -> np.ndarray:
-        """The keys under which a text's passage fingerprints are stored beside its LSH band
-        keys (the fingerprints mixed with a constant of their own, so that they meet no band
-        key), unique."""
-        cfg = self.passages
-        assert cfg is not None
-        if fps is None:
-            fps = fingerprints(words.hashes, cfg.k, cfg.window)
+    @staticmethod
+    def _passage_keys(fps: Sequence[tuple[int, int]]) -> np.ndarray:
+        """The keys under which a text's passage fingerprints (:func:`fingerprints`) are stored
+        beside its LSH band keys, unique."""
         return np.unique(_salt(np.fromiter((f for f, _ in fps), np.uint64, len(fps))))
 
     # -- writing ----------------------------------------------------------------------------
@@ -345,7 +339,7 @@ class Index:
         cfg = self.passages
         q = text_words(text, keep_keys=False)
         fq = fingerprints(q.hashes, cfg.k, cfg.window)
-        keys = self._passage_keys(q, fq)
+        keys = self._passage_keys(fq)
         handles = self.storage.candidates(keys, self.bucket_cap) if len(keys) else []
         ids = [i for i, _ in self.storage.shingles(handles)] if handles else []
         out = []

@@ -164,7 +164,7 @@ def detect_format(path: str | os.PathLike | None = None, *, name: str | None = N
         if path is not None:
             return _json_or_jsonl(Path(path), split_compression(str(path))[1])
         if head is not None:
-            return "json" if head.lstrip(_SNIFF_SKIP)[:1] == b"[" else "jsonl"
+            return _json_kind(head)
     if fmt is not None:
         return fmt
     base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
@@ -959,6 +959,12 @@ def _json_records(src: _Source, opts: _Options,
         yield _json_object(obj, name, i, opts, single, obj)
 
 
+def _json_kind(head: bytes) -> str:
+    """``"json"`` for content that starts with ``[`` (after white space and a byte order mark):
+    one array of objects; ``"jsonl"`` otherwise (JSON lines under a ``.json`` name)."""
+    return "json" if head.lstrip(_SNIFF_SKIP)[:1] == b"[" else "jsonl"
+
+
 def _json_or_jsonl_head(source: Any, is_data: bool, compression: str | None) -> str:
     """:func:`_json_or_jsonl` of the bytes of a file, or of a file object that can peek."""
     if is_data:
@@ -971,7 +977,7 @@ def _json_or_jsonl_head(source: Any, is_data: bool, compression: str | None) -> 
         head = source.peek(256)[:256]
     else:
         return "jsonl"
-    return "json" if head.lstrip(_SNIFF_SKIP)[:1] == b"[" else "jsonl"
+    return _json_kind(head)
 
 
 def _json_or_jsonl(path: Path, compression: str | None) -> str:
@@ -983,7 +989,7 @@ def _json_or_jsonl(path: Path, compression: str | None) -> str:
             head = stream.read(256)
     except _READ_ERRORS:
         return "jsonl"  # the reader says what is wrong with it
-    return "json" if head.lstrip(_SNIFF_SKIP)[:1] == b"[" else "jsonl"
+    return _json_kind(head)
 
 
 _GENERATORS = {
