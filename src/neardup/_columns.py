@@ -139,6 +139,8 @@ def id_column(ids: Any, n: int, base: int = 0) -> list[str]:
         values = list(ids) if not isinstance(ids, list) else ids
     if len(values) != n:
         raise InputError(f"got {n} texts but {len(values)} ids", field="ids")
+    if set(map(type, values)) <= {str}:  # the common case, without a Python loop per id
+        return values if isinstance(values, list) else list(values)
     out: list[str] | None = None
     for i, x in enumerate(values):
         if type(x) is str:
