@@ -42,19 +42,21 @@ DISTRIBUTIONS = {
 
 class MissingExtraError(ConfigError):
     """A feature needs a package that is not installed; the message names the extra that
-    installs it (``pip install 'neardup[EXTRA]'``). Its exit code in the command line is 2."""
+    installs it (``pip install 'neardup[EXTRA]'``), or the package itself where no extra
+    brings it (``extra=None``: pandas, polars). Its exit code in the command line is 2."""
 
-    def __init__(self, feature: str, extra: str, module: str):
+    def __init__(self, feature: str, extra: str | None, module: str):
         top = module.split(".")[0]
         dist = DISTRIBUTIONS.get(top, top)
+        install = f"'neardup[{extra}]'" if extra else dist
         super().__init__(f"{feature} needs {dist}, which is not installed: "
-                         f"pip install 'neardup[{extra}]'")
+                         f"pip install {install}")
         self.feature = feature
         self.extra = extra
         self.module = module
 
 
-def require(module: str, extra: str, feature: str) -> ModuleType:
+def require(module: str, extra: str | None, feature: str) -> ModuleType:
     """Import ``module`` (e.g. ``"fastapi"``) for ``feature`` (words a user knows: "neardup
     serve"); if it, or a package it needs, is not installed, raise :class:`MissingExtraError`
     naming ``extra``. Other import failures (a broken installation) propagate as they are."""

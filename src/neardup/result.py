@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._extras import require
+
 if TYPE_CHECKING:
     import pandas
     import polars
@@ -141,22 +143,11 @@ class Result:
 
     def to_pandas(self, table: Literal["clusters", "pairs"] = "clusters") -> pandas.DataFrame:
         """The ``clusters`` or ``pairs`` table as a ``pandas.DataFrame`` (needs pandas)."""
-        _need("pandas")
+        require("pandas", None, "Result.to_pandas")
         return self.to_arrow(table).to_pandas()
 
     def to_polars(self, table: Literal["clusters", "pairs"] = "clusters") -> polars.DataFrame:
         """The ``clusters`` or ``pairs`` table as a ``polars.DataFrame`` (needs polars)."""
-        pl = _need("polars")
+        pl = require("polars", None, "Result.to_polars")
         return pl.from_arrow(self.to_arrow(table))
 
-
-def _need(module: str) -> Any:
-    import importlib
-
-    from .errors import ConfigError
-
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError:
-        raise ConfigError(f"this needs {module}, which is not installed: pip install "
-                          f"{module}") from None
