@@ -707,6 +707,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         added = False
         reused: list = []
         capped = False
+        found = None  # whole-text matches and reused passages, where the index finds both
         if index.passages is not None:
             found = index.check(c.text, threshold=threshold, max_passages=MAX_PASSAGES)
             reused = [m for m in found.reused if m.id != c.id]
@@ -717,13 +718,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                                          "under)")
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
-            if reused:  # a text that copies passages is not unique: it is not added
-                matches = index.query(c.text, threshold=threshold)
-            else:
-                matches = index.check_and_add(c.id, c.text, threshold=threshold)
-                added = not matches
+        if c.add and not reused:  # a text that copies passages is not unique: not added
+            matches = index.check_and_add(c.id, c.text, threshold=threshold)
+            added = not matches
         else:
-            matches = index.query(c.text, threshold=threshold)
+            matches = found.matches if found is not None else index.query(c.text,
+                                                                           threshold=threshold)
             if c.id is not None:
                 matches = [m for m in matches if m.id != c.id]
         top = matches[:CHECK_DETAILS]
