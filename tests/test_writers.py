@@ -363,6 +363,35 @@ def test_write_deduplicated_by_spans_equals_old_copy(tmp_path_factory, body, blo
     assert new[0].read_bytes() == old[0].read_bytes()
 
 
+@given(data=st.binary(min_size=1, max_size=400), cuts=st.lists(st.integers(0, 400), max_size=30),
+       threads=st.integers(1, 4), prefix=st.binary(max_size=20), system_copy=st.booleans())
+def test_copy_ranges_in_parallel_equals_slices(tmp_path_factory, data, cuts, threads, prefix,
+                                               system_copy):
+    """Ranges copied by several threads at their precomputed places land exactly where one
+    sequential copy puts them, after what the output already held."""
+    tmp = tmp_path_factory.mktemp("ranges")
+    src = tmp / "src"
+    src.write_bytes(data)
+    bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    pairs = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=False)]
+    chosen = [p for i, p in enumerate(pairs) if (i * 7 + len(data)) % 3 != 0] or pairs
+    starts = np.array([a for a, _ in chosen], np.int64)
+    ends = np.array([b for _, b in chosen], np.int64)
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(writers, "_PARALLEL_COPY", 1)  # split even a few bytes into shares
+        if not system_copy:
+            mp.delattr(os, "copy_file_range", raising=False)
+        with open(tmp / "out", "wb") as f:
+            f.write(prefix)
+            assert writers._copy_ranges(src, f, starts, ends, threads=threads)
+            f.write(b"!")  # the file object writes on after the copied bytes
+    finally:
+        mp.undo()
+    expected = prefix + b"".join(data[a:b] for a, b in chosen) + b"!"
+    assert (tmp / "out").read_bytes() == expected
+
+
 def test_copy_by_spans_notices_a_shorter_file(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_bytes(b'{"text":"a"}\n{"text":"b"}\n{"text":"c"}\n')

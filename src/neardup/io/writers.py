@@ -47,6 +47,7 @@ _BUFFER = 1 << 20
 _COPY_BLOCK = 1 << 18  # bytes read at a time when copying the kept lines of a JSONL input
 _LONG_LINE = 1024  # from this average line length on, newlines are looked for one by one
 _WRITEBACK_EVERY = 8 << 20  # bytes of copied corpus after which its writing to disk is started
+_PARALLEL_COPY = 32 << 20  # bytes of kept ranges per copying thread, at least
 # errors of os.copy_file_range that mean "not between these files": copy through this process
 _NO_COPY_RANGE = {getattr(errno, n) for n in ("EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP",
                                                "ENOTSUP", "EBADF", "EPERM") if hasattr(errno, n)}
@@ -611,50 +612,91 @@ class _Writeback:
                 self.start = None
 
 
-def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray) -> bool:
+def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray,
+                 threads: int | None = None) -> bool:
     """Append the bytes ``[starts[i], ends[i])`` of the file ``path`` to ``out``, in order,
     without reading them into this process where the system can copy between files
-    (``os.copy_file_range``: Linux; else ``os.pread`` and ``write``). Adjacent ranges are
-    copied in one call. Returns ``False`` when the file is shorter than the last range (it
-    changed since it was read)."""
+    (``os.copy_file_range``: Linux; else ``os.pread`` and ``os.pwrite``). Adjacent ranges are
+    copied in one call. Each range's place in ``out`` is known beforehand, so from
+    ``_PARALLEL_COPY`` bytes on the ranges are split into ``threads`` shares of about equal
+    bytes (default: :func:`neardup._threads.get_num_threads`), copied at once by as many
+    threads (the copying is the kernel's work, outside the GIL): 1.7 GB in 1.1-1.2 s with two
+    threads, 1.5-1.6 s with one. Returns ``False`` when the file is shorter than the last range
+    (it changed since it was read)."""
     n = len(starts)
     if n == 0:
         return True
     cut = np.flatnonzero(starts[1:] != ends[:-1]) + 1
-    run_starts = starts[np.concatenate(([0], cut))].tolist()
-    run_ends = ends[np.concatenate((cut - 1, [n - 1]))].tolist()
+    run_starts = starts[np.concatenate(([0], cut))]
+    run_ends = ends[np.concatenate((cut - 1, [n - 1]))]
     out.flush()
     dst = out.fileno()
+    base = out.tell()
+    dest = base + np.concatenate(([0], np.cumsum(run_ends - run_starts)))
+    total = int(dest[-1] - base)
     src = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        if os.fstat(src).st_size < run_ends[-1]:
+        if os.fstat(src).st_size < int(run_ends[-1]):
             return False
-        fast = getattr(os, "copy_file_range", None)
-        flush = _Writeback(out)
-        for a, b in zip(run_starts, run_ends):
-            while a < b:
-                done = 0
-                if fast is not None:
-                    try:
-                        done = fast(src, dst, b - a, a)
-                    except OSError as e:  # another file system, not supported: plain copy
-                        if e.errno not in _NO_COPY_RANGE:
-                            raise
-                        fast = None
-                        continue
-                else:
-                    data = os.pread(src, min(b - a, _COPY_BLOCK << 4), a)
-                    done = len(data)
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(dst, view):]
-                if done == 0:
-                    return False  # the file ended early
-                a += done
-                flush.written(done)
+        if threads is None:
+            from .._threads import get_num_threads
+
+            threads = get_num_threads()
+        shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
+        # share k copies the runs whose first byte lands in [k/shares, (k+1)/shares) of total
+        bounds = np.searchsorted(dest[:-1] - base, np.arange(shares + 1) * total // shares)
+        bounds[-1] = len(run_starts)
+        jobs = [(run_starts[a:b].tolist(), run_ends[a:b].tolist(), dest[a:b].tolist())
+                for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        if len(jobs) == 1:
+            ok = _copy_runs(src, dst, *jobs[0])
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(len(jobs), thread_name_prefix="neardup-copy") as pool:
+                ok = all(list(pool.map(lambda job: _copy_runs(src, dst, *job), jobs)))
+        if not ok:
+            return False
     finally:
         os.close(src)
         out.seek(0, os.SEEK_END)  # the buffered file object's position, after the copies
+    return True
+
+
+def _copy_runs(src: int, dst: int, starts: list[int], ends: list[int], dest: list[int]) -> bool:
+    """Copy the bytes ``[starts[i], ends[i])`` of ``src`` to ``dest[i]`` onward in ``dst``
+    (file descriptors); ``False`` when ``src`` ended early. Every ``_WRITEBACK_EVERY`` bytes the
+    kernel is asked to start writing ``dst`` to disk (:class:`_Writeback`)."""
+    fast = getattr(os, "copy_file_range", None)
+    sync = _sync_file_range()
+    pending = 0
+    for a, b, o in zip(starts, ends, dest):
+        while a < b:
+            done = 0
+            if fast is not None:
+                try:
+                    done = fast(src, dst, b - a, a, o)
+                except OSError as e:  # another file system, not supported: plain copy
+                    if e.errno not in _NO_COPY_RANGE:
+                        raise
+                    fast = None
+                    continue
+            else:
+                data = os.pread(src, min(b - a, _COPY_BLOCK << 4), a)
+                done = len(data)
+                view = memoryview(data)
+                at = o
+                while view:
+                    w = os.pwrite(dst, view, at)
+                    view, at = view[w:], at + w
+            if done == 0:
+                return False  # the file ended early
+            a, o = a + done, o + done
+            pending += done
+            if pending >= _WRITEBACK_EVERY and sync is not None:
+                pending = 0
+                if sync(dst, 0, 0, 2) != 0:  # 2: SYNC_FILE_RANGE_WRITE
+                    sync = None
     return True
 
 
@@ -679,7 +721,7 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep
     if wanted[0] < 1 or (np.diff(wanted) <= 0).any():
         raise ConfigError(f"{src.name}: the locations of its records are not line numbers in "
                           "reading order: they must come from reading the same inputs")
-    if (spans is not None and src.compression is None and hasattr(os, "pread")
+    if (spans is not None and src.compression is None and hasattr(os, "pwrite")
             and src.path is not None):
         kept = spans[flags]
         starts, ends = kept[:, 0], kept[:, 1]
