@@ -166,3 +166,133 @@ def normalize(text: str, nfkc=True, casefold=True, strip_html=False, strip_punct
         t = re.sub(r"\b\w+\b", lambda m: "" if (m.group(0) if casefold else m.group(0).casefold())
                    in words else m.group(0), t)
     return " ".join(t.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Reused passages (neardup._kernels.passages)
+
+PASSAGE_SEED = 0x243F6A8885A308D3
+
+
+def word_hash(key: bytes) -> int:
+    """A word key's hash: its bytes 8 at a time as little-endian words (the last padded with
+    zero bytes), each folded with fmix64 and the golden ratio, the length mixed in."""
+    n = len(key)
+    h = PASSAGE_SEED ^ ((n * GOLDEN) & M64)
+    for s in range(0, n, 8):
+        w = int.from_bytes(key[s:s + 8], "little")
+        h = (fmix64(h ^ w) + GOLDEN) & M64
+    return fmix64(h ^ n)
+
+
+def passage_seeds(fa: list[tuple[int, int]], fb: list[tuple[int, int]], max_occ: int
+                  ) -> list[tuple[int, int]]:
+    """Pairs of positions whose fingerprints (``(hash, position)``, in position order) have
+    equal hashes: the first ``max_occ`` occurrences of a hash in each text."""
+    where_b: dict[int, list[int]] = {}
+    for h, j in fb:
+        pos = where_b.setdefault(h, [])
+        if len(pos) < max_occ:
+            pos.append(j)
+    seen: dict[int, int] = {}
+    out = []
+    for h, i in fa:
+        js = where_b.get(h)
+        if js is None or seen.get(h, 0) >= max_occ:
+            continue
+        seen[h] = seen.get(h, 0) + 1
+        out.extend((i, j) for j in js)
+    return out
+
+
+def _run(a: list, b: list, i: int, j: int) -> tuple[int, int, int]:
+    """The maximal run of equal words through (i, j)."""
+    while i and j and a[i - 1] == b[j - 1]:
+        i, j = i - 1, j - 1
+    n = 0
+    while i + n < len(a) and j + n < len(b) and a[i + n] == b[j + n]:
+        n += 1
+    return i, j, n
+
+
+def _gap_step(a: list, b: list, i: int, j: int, g: int, m: int, forwards: bool):
+    """The smallest (da, db) by da + db (the first in da, then db order), not both 0, each at
+    most g, where m words agree again after (i, j) or before it; None if none."""
+    if forwards:
+        xa, xb = a[i:i + g + m], b[j:j + g + m]
+    else:
+        xa, xb = a[max(0, i - g - m):i][::-1], b[max(0, j - g - m):j][::-1]
+    best = None
+    for da in range(min(g, len(xa) - m) + 1):
+        for db in range(min(g, len(xb) - m) + 1):
+            if (da or db) and (best is None or da + db < sum(best)) \
+                    and xa[da:da + m] == xb[db:db + m]:
+                best = (da, db)
+    return best
+
+
+def _merge(runs, gap: int) -> list[list[tuple[int, int, int]]]:
+    """Runs grouped into passages: a run joins the passage whose last run ends at most ``gap``
+    words before it in both texts (nearest end in the first text first, then the passage
+    listed there first)."""
+    groups: list[list[tuple[int, int, int]]] = []
+    ends: dict[int, list[int]] = {}
+    for r in sorted(runs):
+        i0, j0, n = r
+        target = None
+        for ie in range(i0, i0 - gap - 1, -1):
+            for gi in ends.get(ie, ()):
+                last = groups[gi][-1]
+                if 0 <= j0 - (last[1] + last[2]) <= gap:
+                    target = gi
+                    break
+            if target is not None:
+                ends[ie].remove(target)
+                break
+        if target is None:
+            groups.append([r])
+            target = len(groups) - 1
+        else:
+            groups[target].append(r)
+        ends.setdefault(i0 + n, []).append(target)
+    return groups
+
+
+def passages(a: list, b: list, fa: list[tuple[int, int]], fb: list[tuple[int, int]], *,
+             k: int, max_gap: int, min_match: int, max_occ: int, shortest: int
+             ) -> list[tuple[tuple[int, int], tuple[int, int], int, list[tuple[int, int, int]]]]:
+    """The passages of words ``a`` and ``b`` (any comparable values) from their fingerprints:
+    ``((a_start, a_end), (b_start, b_end), matched, runs)``, sorted by word ranges."""
+    runs: set[tuple[int, int, int]] = set()
+    covered: dict[int, tuple[int, int]] = {}
+    for i, j in sorted(passage_seeds(fa, fb, max_occ), key=lambda s: (s[0] - s[1], s[0])):
+        last = covered.get(i - j)
+        if last is not None and last[0] <= i < last[1]:
+            continue
+        r = _run(a, b, i, j)
+        covered[i - j] = (r[0], r[0] + r[2])
+        if r[0] + r[2] >= i + k:  # the seed's k words agree
+            runs.add(r)
+    if max_gap:
+        for grp in _merge(runs, max_gap):
+            while True:
+                i0, j0, n = grp[-1]
+                step = _gap_step(a, b, i0 + n, j0 + n, max_gap, min_match, True)
+                if step is None:
+                    break
+                grp.append(_run(a, b, i0 + n + step[0], j0 + n + step[1]))
+            while True:
+                i, j, _ = grp[0]
+                step = _gap_step(a, b, i, j, max_gap, min_match, False)
+                if step is None:
+                    break
+                grp.insert(0, _run(a, b, i - step[0] - min_match, j - step[1] - min_match))
+            runs.update(grp)
+    out = []
+    for grp in _merge(runs, max_gap):
+        i0, j0 = grp[0][:2]
+        i1, j1 = grp[-1][0] + grp[-1][2], grp[-1][1] + grp[-1][2]
+        if i1 - i0 >= shortest:
+            out.append(((i0, i1), (j0, j1), sum(r[2] for r in grp), grp))
+    out.sort(key=lambda p: (p[0], p[1]))
+    return out

@@ -4,6 +4,7 @@ merged across small edits, and character ranges cut from the original texts show
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -313,14 +314,21 @@ def test_long_runs_are_extended_exactly(length, changes, shift):
 def test_a_seed_whose_words_differ_is_dropped():
     """A seed from a collision of k-gram hashes (its words differ) gives no run."""
     import numpy as np
+    from neardup._kernels.passages import pair_passages_many
 
-    from neardup.reuse import _runs
+    words = np.array([1, 2, 3, 4, 5, 6] + [9, 2, 3, 7, 5, 6], np.uint64)
 
-    a = np.array([1, 2, 3, 4, 5, 6], np.uint64)
-    b = np.array([9, 2, 3, 7, 5, 6], np.uint64)
-    assert _runs(a, b, [(3, 3)], 2) == set()  # words 4 vs 7: not a shared 2-gram
-    assert _runs(a, b, [(1, 1)], 2) == {(1, 1, 2)}
-    assert _runs(a, b, [(4, 4)], 2) == {(4, 4, 2)}
+    def runs(i: int, j: int) -> list[list[int]]:
+        """The runs found from one seed at (i, j) (both texts keep hash 42 there)."""
+        _, got = pair_passages_many(words, np.array([0, 6, 12], np.int64),
+                                    np.array([42, 42], np.uint64), np.array([i, j], np.int64),
+                                    np.array([0, 1, 2], np.int64), np.array([0], np.int64),
+                                    np.array([1], np.int64), 0, 1, 2, 0, 1, 16, 1)
+        return got.tolist()
+
+    assert runs(3, 3) == []  # words 4 vs 7: not a shared 2-gram
+    assert runs(1, 1) == [[1, 1, 2]]
+    assert runs(4, 4) == [[4, 4, 2]]
 
 
 def test_a_run_joins_its_passage_across_a_repeated_phrase_elsewhere():
@@ -409,3 +417,66 @@ def test_fingerprints_of_many_texts_equal_one_by_one(docs, k, window):
     want = [(hh, d, p) for d, words in enumerate(docs)
             for hh, p in reference_fingerprints(words, k, window)]
     assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts, texts, st.lists(st.sampled_from(list("abcdefgh")), min_size=0, max_size=40),
+       st.integers(1, 4), st.integers(1, 6), st.integers(0, 3), st.integers(1, 3),
+       st.integers(1, 4), st.integers(0, 6), st.integers(0, 60), st.integers(0, 60),
+       st.lists(st.integers(0, 39), max_size=4), st.booleans())
+def test_the_passage_kernel_equals_the_plain_python_search(a, b, common, k, window, gap,
+                                                           min_match, max_occ, extra, at_a,
+                                                           at_b, edits, twice):
+    """The compiled comparison of two texts finds exactly the passages, matched words and
+    runs of the plain-Python search, step for step (seeds, runs, merging, gap extension)."""
+    import oracles
+
+    changed = list(common)
+    for e in edits:  # the copy in b has a few words changed
+        if e < len(changed):
+            changed[e] = "z"
+    a = a[:at_a] + common + a[at_a:]
+    b = b[:at_b] + changed + b[at_b:] + (common if twice else [])  # twice: runs overlap in a
+    cfg = PassageConfig(k=k, window=window, max_gap=gap, min_match=min_match,
+                        max_occurrences=max_occ, min_words=window + k - 1 + extra)
+    got = reused_passages(_join(a), _join(b), cfg)
+    want = oracles.passages(a, b, reference_fingerprints(a, k, window),
+                            reference_fingerprints(b, k, window), k=k, max_gap=gap,
+                            min_match=min_match, max_occ=max_occ, shortest=cfg.shortest)
+    assert [(p.a_words, p.b_words, p.matched, p.runs) for p in got] == \
+        [(wa, wb, m, runs) for wa, wb, m, runs in want]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=20), max_size=20))
+def test_word_hashes_equal_the_plain_python_hash(keys):
+    import oracles
+
+    from neardup.reuse import word_hashes
+
+    assert word_hashes(keys).tolist() == [oracles.word_hash(k.encode("utf-8", "surrogatepass"))
+                                          for k in keys]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list(" \t\r\n\x0b\x0c\x1c\x1d\x1e\x1f"
+                                                       "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+                                                       "aZq09\x00\x7f")), max_size=60),
+                max_size=6),
+       st.sampled_from([None, 1, 3]))
+def test_ascii_words_in_the_kernel_equal_the_python_keys(docs, nonascii):
+    """Splitting, keying and hashing ASCII text in the kernel gives the hashes of the Python
+    keys (``word_keys``) and the offsets the regular expression finds, one text or many (with
+    a non-ASCII text among them, which takes the Python path)."""
+    from neardup.reuse import text_words, word_hashes, words_many
+    from neardup.text.words import word_keys, words
+
+    if nonascii is not None and nonascii <= len(docs):
+        docs = docs[:nonascii] + ["Ärger über ﬁsh  ÉTÉ"] + docs[nonascii:]
+    for d in docs:
+        tw = text_words(d)
+        assert tw.hashes.tolist() == word_hashes(word_keys(d)).tolist()
+        assert tw.spans == [(s, e) for s, e, _ in words(d)]
+    h, off = words_many(docs)
+    assert off.tolist()[1:] == list(itertools.accumulate(len(word_keys(d)) for d in docs))
+    assert h.tolist() == [x for d in docs for x in word_hashes(word_keys(d)).tolist()]

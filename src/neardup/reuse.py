@@ -24,6 +24,10 @@ the first text, with character ranges in both original texts.
 **Bounds.** A k-gram hash kept more than ``max_occurrences`` times in one text (boilerplate
 repeated within it) seeds from its first occurrences only; the other repeats are still found
 when a run reaches them by extension. Work per pair is O(words + seeds x passage length).
+
+**Where it runs.** Splitting, keying and hashing the words of ASCII texts, and the comparison
+of a pair of texts, are compiled (:mod:`neardup._kernels.passages`, whose plain-Python oracle
+is in the tests); a corpus is compared on several threads.
 """
 
 from __future__ import annotations
@@ -33,15 +37,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import xxhash
 
+from ._kernels.passages import (
+    ascii_words,
+    count_ascii_words,
+    hash_keys,
+    pair_passages_many,
+)
+from ._threads import parallel
 from .errors import ConfigError
-from .text.words import word_keys
+from .text.words import ASCII_PUNCTUATION, word_keys
 from .validate import check_int
 
 __all__ = ["PassageConfig", "Passage", "PassageIndex", "ReuseMatch", "ReuseResult",
-           "TextWords", "text_words", "fingerprints", "winnow_many", "reused_passages",
-           "reuse_share", "find_reuse"]
+           "TextWords", "text_words", "words_many", "fingerprints", "fingerprints_many",
+           "winnow_many", "reused_passages", "reuse_share", "find_reuse"]
 
 @dataclass(frozen=True)
 class PassageConfig:
@@ -128,9 +138,16 @@ class TextWords:
 
 def text_words(text: str, keep_keys: bool = True) -> TextWords:
     """The words of ``text`` (see :mod:`neardup.text.words`); ``keep_keys=False`` keeps only
-    their hashes (8 bytes a word instead of a string each: what a corpus needs)."""
+    their hashes (8 bytes a word instead of a string each: what a corpus needs). An ASCII text
+    is split, keyed and hashed by the compiled kernel, which also gives the words' offsets."""
     if not isinstance(text, str):
         raise ConfigError(f"text is {type(text).__name__}, not str")
+    if text.isascii():
+        data = np.frombuffer(text.encode("ascii"), np.uint8)
+        hashes, _, starts, ends = ascii_text_words(data, np.array([0, len(data)], np.int64))
+        tw = TextWords(text, hashes, word_keys(text) if keep_keys else None)
+        tw._starts, tw._ends = starts, ends
+        return tw
     keys = word_keys(text)
     return TextWords(text, word_hashes(keys), keys if keep_keys else None)
 
@@ -139,13 +156,73 @@ _WORD = re.compile(r"\S+")
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
+#: 1 for the ASCII punctuation that word keys leave out at a word's ends
+_PUNCT = np.zeros(256, np.uint8)
+_PUNCT[np.frombuffer(ASCII_PUNCTUATION.encode("ascii"), np.uint8)] = 1
 
 
 def word_hashes(keys: Sequence[str]) -> np.ndarray:
-    """``uint64`` hash of each word key (xxh3 of its UTF-8 bytes)."""
-    h = xxhash.xxh3_64_intdigest
-    return np.fromiter((h(w.encode("utf-8", "surrogatepass")) for w in keys), np.uint64,
-                       len(keys))
+    """``uint64`` hash of each word key (of its UTF-8 bytes; see
+    :mod:`neardup._kernels.passages`)."""
+    n = len(keys)
+    enc = [w.encode("utf-8", "surrogatepass") for w in keys]
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, enc), np.int64, n), out=off[1:])
+    out = np.empty(n, np.uint64)
+    if n:
+        hash_keys(np.frombuffer(b"".join(enc), np.uint8), off, out)
+    return out
+
+
+def ascii_text_words(data: np.ndarray, offsets: np.ndarray, *, where: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of the ASCII texts ``data[offsets[t]:offsets[t + 1]]``: ``(hashes,
+    word_offsets, starts, ends)``, text ``t``'s words being ``[word_offsets[t],
+    word_offsets[t + 1])``: the hash of each word's key (as :func:`word_hashes` of
+    :func:`~neardup.text.words.word_keys`) and, with ``where``, its offsets in its text
+    (else ``starts``/``ends`` are empty)."""
+    n = len(offsets) - 1
+    weights = np.diff(offsets)
+    counts = np.empty(n, np.int64)
+    parallel(lambda lo, hi: count_ascii_words(data, offsets, counts, lo, hi), n, weights)
+    woff = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=woff[1:])
+    total = int(woff[-1])
+    hashes = np.empty(total, np.uint64)
+    starts = np.empty(total if where else 0, np.int64)
+    ends = np.empty(total if where else 0, np.int64)
+    parallel(lambda lo, hi: ascii_words(data, offsets, woff, _PUNCT, hashes, starts, ends,
+                                        lo, hi), n, weights)
+    return hashes, woff, starts, ends
+
+
+def words_many(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The word hashes of many texts at once: ``(hashes, word_offsets)``, text ``t``'s being
+    ``hashes[word_offsets[t]:word_offsets[t + 1]]`` (as :func:`text_words` gives them). The
+    ASCII texts go through the kernel together, the others one by one."""
+    n = len(texts)
+    ascii_ = np.fromiter((t.isascii() for t in texts), bool, n)
+    idx = np.flatnonzero(ascii_)
+    enc = [texts[i].encode("ascii") for i in idx.tolist()]
+    off = np.zeros(len(enc) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
+    h_ascii, w_ascii, _, _ = ascii_text_words(np.frombuffer(b"".join(enc), np.uint8), off,
+                                              where=False)
+    del enc
+    if len(idx) == n:
+        return h_ascii, w_ascii
+    others = {i: word_hashes(word_keys(texts[i])) for i in np.flatnonzero(~ascii_).tolist()}
+    counts = np.zeros(n, np.int64)
+    counts[idx] = np.diff(w_ascii)
+    for i, h in others.items():
+        counts[i] = len(h)
+    woff = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=woff[1:])
+    hashes = np.empty(int(woff[-1]), np.uint64)
+    hashes[_ranges(woff[idx], counts[idx])] = h_ascii
+    for i, h in others.items():
+        hashes[woff[i]:woff[i + 1]] = h
+    return hashes, woff
 
 
 def combine_kgrams(h: np.ndarray, k: int) -> np.ndarray:
@@ -201,135 +278,46 @@ class Passage:
                 "matched_words": self.matched}
 
 
-def _seeds(a: TextWords, b: TextWords, cfg: PassageConfig,
-           fp_a: Sequence[tuple[int, int]] | None = None,
-           fp_b: Sequence[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
-    """Pairs of positions whose kept k-grams have equal hashes (:func:`_runs` drops a pair whose
-    words differ); ``fp_a`` and
-    ``fp_b``: the texts' :func:`fingerprints`, if already known."""
-    if fp_a is None:
-        fp_a = fingerprints(a.hashes, cfg.k, cfg.window)
-    if fp_b is None:
-        fp_b = fingerprints(b.hashes, cfg.k, cfg.window)
-    fb: dict[int, list[int]] = {}
-    for h, j in fp_b:
-        pos = fb.setdefault(h, [])
-        if len(pos) < cfg.max_occurrences:
-            pos.append(j)
-    seen: dict[int, int] = {}
+def _sorted_fingerprints(fp: Sequence[tuple[int, int]] | None, words: TextWords,
+                         cfg: PassageConfig) -> tuple[np.ndarray, np.ndarray]:
+    """A text's fingerprints as arrays sorted by hash, then position (what the kernel takes)."""
+    if fp is None:
+        h, _, pos = fingerprints_many_flat(words.hashes, np.array([0, len(words)], np.int64),
+                                           cfg.k, cfg.window)
+    elif len(fp):
+        arr = np.asarray(fp, dtype=np.uint64)
+        h, pos = arr[:, 0], arr[:, 1].astype(np.int64)
+    else:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    order = np.lexsort((pos, h))
+    return h[order], pos[order]
+
+
+def _passages_of_pair(ta: TextWords, tb: TextWords, fa: tuple[np.ndarray, np.ndarray],
+                      fb: tuple[np.ndarray, np.ndarray], cfg: PassageConfig) -> list[Passage]:
+    """The passages of two texts from their sorted fingerprints (:func:`_sorted_fingerprints`)."""
+    la, lb = len(ta), len(tb)
+    words = np.concatenate([ta.hashes, tb.hashes])
+    fh = np.concatenate([fa[0], fb[0]])
+    fpos = np.concatenate([fa[1], fb[1]])
+    rows, runs = pair_passages_many(
+        words, np.array([0, la, la + lb], np.int64), fh, fpos,
+        np.array([0, len(fa[0]), len(fh)], np.int64), _ZERO, _ONE, 0, 1, cfg.k, cfg.max_gap,
+        cfg.min_match, cfg.max_occurrences, cfg.shortest)
+    if len(rows) == 0:
+        return []
+    a_st, a_en, b_st, b_en = ta.starts, ta.ends, tb.starts, tb.ends
     out = []
-    for h, i in fp_a:
-        js = fb.get(h)
-        if js is None:
-            continue
-        n = seen.get(h, 0)
-        if n >= cfg.max_occurrences:
-            continue
-        seen[h] = n + 1
-        out.extend((i, j) for j in js)
+    for _, i0, i1, j0, j1, matched, r0, nr in rows.tolist():
+        out.append(Passage((i0, i1), (j0, j1), (int(a_st[i0]), int(a_en[i1 - 1])),
+                           (int(b_st[j0]), int(b_en[j1 - 1])), i1 - i0, matched,
+                           [tuple(r) for r in runs[r0:r0 + nr].tolist()]))
+    out.sort(key=lambda p: (p.a_words, p.b_words))
     return out
 
 
-def _first_difference(x: np.ndarray, y: np.ndarray) -> int:
-    """The first position where ``x`` and ``y`` (equal lengths) differ, or their length."""
-    d = x != y
-    i = int(d.argmax())
-    return i if d[i] else len(x)
-
-
-def _run(a: np.ndarray, b: np.ndarray, i: int, j: int) -> tuple[int, int, int]:
-    """The maximal run of equal words through ``(i, j)``: ``(i0, j0, length)``."""
-    m = min(i, j)
-    if m:
-        back = _first_difference(a[i - m:i][::-1], b[j - m:j][::-1])
-        i -= back
-        j -= back
-    m = min(len(a) - i, len(b) - j)
-    return i, j, _first_difference(a[i:i + m], b[j:j + m]) if m else 0
-
-
-def _runs(a: np.ndarray, b: np.ndarray, seeds: Sequence[tuple[int, int]], k: int
-          ) -> set[tuple[int, int, int]]:
-    """The maximal runs through ``seeds``; a seed inside a run already found is not extended
-    again (seeds taken by diagonal, then position)."""
-    runs: set[tuple[int, int, int]] = set()
-    covered: dict[int, tuple[int, int]] = {}
-    for i, j in sorted(seeds, key=lambda s: (s[0] - s[1], s[0])):
-        last = covered.get(i - j)
-        if last is not None and last[0] <= i < last[1]:
-            continue
-        r = _run(a, b, i, j)
-        covered[i - j] = (r[0], r[0] + r[2])
-        if r[0] + r[2] >= i + k:  # the seed's k words agree (not a collision of k-gram hashes)
-            runs.add(r)
-    return runs
-
-
-def _gap_step(a: np.ndarray, b: np.ndarray, i: int, j: int, g: int, m: int,
-              forwards: bool) -> tuple[int, int] | None:
-    """The smallest ``(da, db)`` (by ``da + db``; not both 0; each at most ``g``) such that
-    ``m`` words agree again: after ``(i, j)`` going forwards (at ``i + da``, ``j + db``), or
-    before it going backwards (ending at ``i - da``, ``j - db``); ``None`` if none does."""
-    if forwards:
-        xa = a[i:i + g + m].tolist()
-        xb = b[j:j + g + m].tolist()
-    else:
-        xa = a[max(0, i - g - m):i].tolist()[::-1]
-        xb = b[max(0, j - g - m):j].tolist()[::-1]
-    best = None
-    for da in range(min(g, len(xa) - m) + 1):
-        wa = xa[da:da + m]
-        for db in range(min(g, len(xb) - m) + 1):
-            if (da or db) and (best is None or da + db < best[0] + best[1]) \
-                    and wa == xb[db:db + m]:
-                best = (da, db)
-    return best
-
-
-def _extend(a: np.ndarray, b: np.ndarray, runs: list[tuple[int, int, int]],
-            cfg: PassageConfig) -> list[tuple[int, int, int]]:
-    """``runs`` (of one passage, in order) extended across gaps at both ends."""
-    g, m = cfg.max_gap, cfg.min_match
-    while True:  # forwards from the last run
-        i0, j0, n = runs[-1]
-        step = _gap_step(a, b, i0 + n, j0 + n, g, m, True)
-        if step is None:
-            break
-        runs.append(_run(a, b, i0 + n + step[0], j0 + n + step[1]))
-    while True:  # backwards from the first run
-        i, j, _ = runs[0]
-        step = _gap_step(a, b, i, j, g, m, False)
-        if step is None:
-            break
-        runs.insert(0, _run(a, b, i - step[0] - m, j - step[1] - m))
-    return runs
-
-
-def _merge(runs: set[tuple[int, int, int]], gap: int) -> list[list[tuple[int, int, int]]]:
-    """Runs grouped into passages: a run joins the passage whose last run ends at most ``gap``
-    words before it in both texts (the nearest such), whatever other runs (a phrase repeated
-    elsewhere) lie between them in reading order. Passages in order of their first run."""
-    groups: list[list[tuple[int, int, int]]] = []
-    ends: dict[int, list[int]] = {}  # where in the first text a passage ends -> passages
-    for r in sorted(runs):
-        i0, j0, n = r
-        target = None
-        for ie in range(i0, i0 - gap - 1, -1):
-            for gi in ends.get(ie, ()):
-                last = groups[gi][-1]
-                if 0 <= j0 - (last[1] + last[2]) <= gap:
-                    target = gi
-                    break
-            if target is not None:
-                ends[ie].remove(target)
-                break
-        if target is None:
-            groups.append([r])
-            target = len(groups) - 1
-        else:
-            groups[target].append(r)
-        ends.setdefault(i0 + n, []).append(target)
-    return groups
+_ZERO = np.zeros(1, np.int64)
+_ONE = np.ones(1, np.int64)
 
 
 def reused_passages(a: str | TextWords, b: str | TextWords,
@@ -340,27 +328,10 @@ def reused_passages(a: str | TextWords, b: str | TextWords,
     ``a``; see the module docstring for what is found and the guarantee. ``fingerprints_a``/
     ``_b``: the texts' :func:`fingerprints` with the same ``k`` and ``window``, if known."""
     cfg = config or PassageConfig()
-    ta = a if isinstance(a, TextWords) else text_words(a)
-    tb = b if isinstance(b, TextWords) else text_words(b)
-    ka, kb = ta.hashes, tb.hashes
-    runs = _runs(ka, kb, _seeds(ta, tb, cfg, fingerprints_a, fingerprints_b), cfg.k)
-    if cfg.max_gap:
-        for grp in _merge(runs, cfg.max_gap):
-            runs.update(_extend(ka, kb, grp, cfg))
-    passages: list[Passage] = []
-    groups = _merge(runs, cfg.max_gap)
-    for grp in groups:
-        i0, j0 = grp[0][0], grp[0][1]
-        i1 = grp[-1][0] + grp[-1][2]
-        j1 = grp[-1][1] + grp[-1][2]
-        if i1 - i0 < cfg.shortest:
-            continue
-        passages.append(Passage(
-            (i0, i1), (j0, j1), (int(ta.starts[i0]), int(ta.ends[i1 - 1])),
-            (int(tb.starts[j0]), int(tb.ends[j1 - 1])), i1 - i0, sum(r[2] for r in grp),
-            list(grp)))
-    passages.sort(key=lambda p: (p.a_words, p.b_words))
-    return passages
+    ta = a if isinstance(a, TextWords) else text_words(a, keep_keys=False)
+    tb = b if isinstance(b, TextWords) else text_words(b, keep_keys=False)
+    return _passages_of_pair(ta, tb, _sorted_fingerprints(fingerprints_a, ta, cfg),
+                             _sorted_fingerprints(fingerprints_b, tb, cfg), cfg)
 
 
 def reuse_share(passages: Sequence[Passage], n_words: int, side: str = "a") -> float:
@@ -425,18 +396,83 @@ def winnow_many(kgram_hashes: np.ndarray, offsets: np.ndarray, window: int,
 
 @dataclass
 class ReuseResult:
-    """Reused passages across a corpus (:func:`find_reuse`).
+    """Reused passages across a corpus (:func:`find_reuse`), as columns (numpy arrays).
 
-    ``passages``: one record per passage: ``a``, ``b`` (the two documents' rows, ``a < b``),
-    word and character ranges in each, ``words`` (in ``a``) and ``matched``; ``pairs``: one
-    record per pair of documents with at least one passage: ``a``, ``b``, ``passages``,
-    ``reused_a``/``reused_b`` (words of each in passages) and ``share_a``/``share_b`` (those
-    over the document's words); ``stats``: counts (documents, fingerprints, candidate pairs,
-    fingerprints left out as too common, ...)."""
+    ``passage_table``: one row per passage: ``a``, ``b`` (the two documents' rows, ``a < b``),
+    ``a_word_start``/``a_word_end``/``b_word_start``/``b_word_end`` (word ranges),
+    ``a_start``/``a_end``/``b_start``/``b_end`` (character ranges in the original texts),
+    ``words`` (in ``a``) and ``matched`` (words that agree exactly); sorted by pair, then
+    position in ``a``. ``pair_table``: one row per pair of documents with at least one
+    passage: ``a``, ``b``, ``passages``, ``reused_a``/``reused_b`` (words of each in
+    passages, overlaps counted once) and ``share_a``/``share_b`` (those over the document's
+    words). ``stats``: counts (documents, fingerprints, candidate pairs, fingerprints left out
+    as too common, ...). :attr:`passages` and :attr:`pairs` give the rows as dictionaries."""
 
-    passages: list[dict]
-    pairs: list[dict]
+    passage_table: dict[str, np.ndarray]
+    pair_table: dict[str, np.ndarray]
     stats: dict
+
+    @property
+    def passages(self) -> list[dict]:
+        """One dictionary per passage: ``a``, ``b``, ``a_words``/``b_words`` and
+        ``a_chars``/``b_chars`` (``(start, end)``), ``words``, ``matched``."""
+        t = {k: v.tolist() for k, v in self.passage_table.items()}
+        return [{"a": t["a"][i], "b": t["b"][i],
+                 "a_words": (t["a_word_start"][i], t["a_word_end"][i]),
+                 "b_words": (t["b_word_start"][i], t["b_word_end"][i]),
+                 "a_chars": (t["a_start"][i], t["a_end"][i]),
+                 "b_chars": (t["b_start"][i], t["b_end"][i]),
+                 "words": t["words"][i], "matched": t["matched"][i]}
+                for i in range(len(t["a"]))]
+
+    @property
+    def pairs(self) -> list[dict]:
+        """One dictionary per pair of documents: the columns of :attr:`pair_table`."""
+        t = {k: v.tolist() for k, v in self.pair_table.items()}
+        return [{k: t[k][i] for k in t} for i in range(len(t["a"]))]
+
+
+def _union_lengths(group: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                   n_groups: int) -> np.ndarray:
+    """Per group, the length of the union of its ranges ``[starts, ends)`` (``group`` sorted,
+    and ``starts`` ascending within a group)."""
+    out = np.zeros(n_groups, np.int64)
+    if len(group) == 0:
+        return out
+    span = int(ends.max()) + 1
+    s = group * span + starts  # groups apart on one line: a running maximum never crosses
+    e = group * span + ends
+    prev = np.empty_like(e)
+    prev[0] = s[0]
+    np.maximum.accumulate(e[:-1], out=prev[1:])
+    prev[1:] = np.maximum(prev[1:], group[1:] * span)  # a group's first range starts fresh
+    np.add.at(out, group, np.maximum(e - np.maximum(s, prev), 0))
+    return out
+
+
+def _candidate_pairs(fh: np.ndarray, fdoc: np.ndarray, n: int, max_doc_freq: int
+                     ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The pairs of texts (``left < right``) that keep a common fingerprint held by at most
+    ``max_doc_freq`` texts, and how many fingerprints were held by more."""
+    order = np.lexsort((fdoc, fh))
+    h_sorted, d_sorted = fh[order], fdoc[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
+    h_u, d_u = h_sorted[new], d_sorted[new]  # (hash, text) once each, texts ascending
+    del order, h_sorted, d_sorted, new
+    starts = np.flatnonzero(np.r_[True, h_u[1:] != h_u[:-1]]) if len(h_u) else \
+        np.zeros(0, np.int64)
+    sizes = np.diff(np.r_[starts, len(h_u)])
+    common = int((sizes > max_doc_freq).sum())
+    ok = (sizes >= 2) & (sizes <= max_doc_freq)
+    g_start, g_size = starts[ok], sizes[ok]
+    # every member pairs with the members after it in its group
+    member = _ranges(g_start, g_size)
+    after = np.repeat(g_start + g_size, g_size) - member - 1
+    left = np.repeat(d_u[member], after)
+    right = d_u[_ranges(member + 1, after)]
+    keys = np.unique(left * np.int64(n) + right)
+    return keys // n, keys % n, common
 
 
 def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
@@ -445,59 +481,97 @@ def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
     docstring; the guarantee holds for every pair whose shared fingerprints are each kept by
     at most ``max_doc_freq`` texts).
 
-    Each text's winnowed fingerprints are computed once; texts that keep a common fingerprint
-    are candidate pairs, compared with :func:`reused_passages`. A fingerprint kept by more than
+    Each text's words are hashed and winnowed once, for all texts at once; texts that keep a
+    common fingerprint are candidate pairs, and the compiled kernel compares each candidate
+    pair as :func:`reused_passages` does, on several threads. A fingerprint kept by more than
     ``max_doc_freq`` texts (a phrase everybody uses) proposes no pair and is counted in
     ``stats["common_fingerprints"]``."""
     cfg = config or PassageConfig()
     check_int("max_doc_freq", max_doc_freq, 2)
-    tw = [text_words(t, keep_keys=False) for t in texts]
-    fh, fdoc, fpos = fingerprints_many([t.hashes for t in tw], cfg.k, cfg.window)
-    # the fingerprints of each text, for the pairwise step
-    bounds = np.searchsorted(fdoc, np.arange(len(tw) + 1))
-    # candidate pairs: texts that keep the same fingerprint
-    order = np.lexsort((fdoc, fh))
-    h_sorted, d_sorted = fh[order], fdoc[order]
-    new = np.ones(len(order), bool)
-    new[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
-    h_u, d_u = h_sorted[new], d_sorted[new]  # (hash, text) once each
-    starts = np.flatnonzero(np.r_[True, h_u[1:] != h_u[:-1]])
-    sizes = np.diff(np.r_[starts, len(h_u)])
-    common = int((sizes > max_doc_freq).sum())
-    cand: set[tuple[int, int]] = set()
-    for s, m in zip(starts[(sizes >= 2) & (sizes <= max_doc_freq)].tolist(),
-                    sizes[(sizes >= 2) & (sizes <= max_doc_freq)].tolist()):
-        docs = d_u[s:s + m].tolist()
-        cand.update((docs[x], docs[y]) for x in range(m) for y in range(x + 1, m))
-    fps: dict[int, list[tuple[int, int]]] = {}
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise ConfigError(f"texts[{i}] is {type(t).__name__}, not str")
+    n = len(texts)
+    words, woff = words_many(texts)
+    fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
+    left, right, common = _candidate_pairs(fh, fdoc, n, max_doc_freq)
+    # each text's fingerprints sorted by hash, then position (the kernel merges them)
+    order = np.lexsort((fpos, fh, fdoc))
+    sfh, sfpos = fh[order], fpos[order]
+    foff = np.searchsorted(fdoc[order], np.arange(n + 1))
+    del order
+    n_fp = len(fh)
+    del fh, fdoc, fpos
+    chunks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def fp(d: int) -> list[tuple[int, int]]:
-        got = fps.get(d)
-        if got is None:
-            a, b = bounds[d], bounds[d + 1]
-            got = fps[d] = list(zip(fh[a:b].tolist(), fpos[a:b].tolist()))
-        return got
+    def compare(lo: int, hi: int) -> None:
+        chunks[lo] = pair_passages_many(words, woff, sfh, sfpos, foff, left, right, lo, hi,
+                                        cfg.k, cfg.max_gap, cfg.min_match,
+                                        cfg.max_occurrences, cfg.shortest)
 
-    passages: list[dict] = []
-    pairs: list[dict] = []
-    for a, b in sorted(cand):
-        found = reused_passages(tw[a], tw[b], cfg, fingerprints_a=fp(a), fingerprints_b=fp(b))
-        if not found:
-            continue
-        for p in found:
-            passages.append({"a": a, "b": b, "a_words": p.a_words, "b_words": p.b_words,
-                             "a_chars": p.a_chars, "b_chars": p.b_chars, "words": p.words,
-                             "matched": p.matched})
-        na, nb = len(tw[a]), len(tw[b])
-        sa, sb = reuse_share(found, na), reuse_share(found, nb, "b")
-        pairs.append({"a": a, "b": b, "passages": len(found),
-                      "reused_a": round(sa * na), "reused_b": round(sb * nb),
-                      "share_a": sa, "share_b": sb})
-    stats = {"documents": len(tw), "words": int(sum(len(t) for t in tw)),
-             "fingerprints": int(len(fh)), "common_fingerprints": common,
-             "candidate_pairs": len(cand), "pairs": len(pairs), "passages": len(passages),
+    wlen = np.diff(woff)
+    parallel(compare, len(left), weights=(wlen[left] + wlen[right]).astype(np.float64)
+             if len(left) else None, min_weight=1 << 14)
+    rows = [chunks[k][0] for k in sorted(chunks)]
+    rows = np.concatenate(rows) if rows else np.zeros((0, 8), np.int64)
+    pair, a0, a1, b0, b1, matched = (rows[:, c] for c in range(6))
+    order = np.lexsort((b1, b0, a1, a0, pair))
+    pair, a0, a1, b0, b1, matched = (x[order] for x in (pair, a0, a1, b0, b1, matched))
+    pa, pb = left[pair], right[pair]
+    # character ranges, from the words of the texts that hold passages
+    a_start, a_end = _char_ranges(texts, pa, a0, a1)
+    b_start, b_end = _char_ranges(texts, pb, b0, b1)
+    passage_table = {"a": pa, "b": pb, "a_word_start": a0, "a_word_end": a1,
+                     "b_word_start": b0, "b_word_end": b1, "a_start": a_start,
+                     "a_end": a_end, "b_start": b_start, "b_end": b_end,
+                     "words": a1 - a0, "matched": matched}
+    # per pair of documents: passages, words covered in each (overlaps once), shares
+    uniq, first, counts = np.unique(pair, return_index=True, return_counts=True)
+    gid = np.repeat(np.arange(len(uniq)), counts)
+    reused_a = _union_lengths(gid, a0, a1, len(uniq))
+    ob = np.lexsort((b0, gid))
+    reused_b = _union_lengths(gid[ob], b0[ob], b1[ob], len(uniq))
+    na, nb = wlen[left[uniq]], wlen[right[uniq]]
+    pair_table = {"a": left[uniq], "b": right[uniq], "passages": counts,
+                  "reused_a": reused_a, "reused_b": reused_b,
+                  "share_a": reused_a / np.maximum(na, 1), "share_b": reused_b / np.maximum(nb, 1)}
+    stats = {"documents": n, "words": int(len(words)), "fingerprints": int(n_fp),
+             "common_fingerprints": common, "candidate_pairs": int(len(left)),
+             "pairs": int(len(uniq)), "passages": int(len(pair)),
              "guaranteed_words": cfg.guaranteed_words, "min_words": cfg.shortest}
-    return ReuseResult(passages, pairs, stats)
+    return ReuseResult(passage_table, pair_table, stats)
+
+
+def _char_ranges(texts: Sequence[str], doc: np.ndarray, w0: np.ndarray, w1: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The character range ``[start of word w0, end of word w1 - 1)`` in ``texts[doc]``, per
+    row; the words' offsets are found for the texts named only."""
+    if len(doc) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    docs, inv = np.unique(doc, return_inverse=True)
+    starts_l, ends_l = [], []
+    ascii_ = [texts[d].isascii() for d in docs.tolist()]
+    sel = [d for d, a in zip(docs.tolist(), ascii_) if a]
+    enc = [texts[d].encode("ascii") for d in sel]
+    off = np.zeros(len(enc) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
+    _, woff_a, st_a, en_a = ascii_text_words(np.frombuffer(b"".join(enc), np.uint8), off)
+    base = np.zeros(len(docs) + 1, np.int64)
+    k = 0
+    for t, (d, a) in enumerate(zip(docs.tolist(), ascii_)):
+        if a:
+            st, en = st_a[woff_a[k]:woff_a[k + 1]], en_a[woff_a[k]:woff_a[k + 1]]
+            k += 1
+        else:
+            tw = TextWords(texts[d], np.zeros(0, np.uint64))
+            st, en = tw.starts, tw.ends
+        starts_l.append(st)
+        ends_l.append(en)
+        base[t + 1] = base[t] + len(st)
+    starts = np.concatenate(starts_l)
+    ends = np.concatenate(ends_l)
+    at = base[inv]
+    return starts[at + w0], ends[at + w1 - 1]
 
 
 @dataclass
@@ -532,7 +606,7 @@ class PassageIndex:
         self.config = config or PassageConfig()
         check_int("max_doc_freq", max_doc_freq, 1, none=True)
         self.max_doc_freq = max_doc_freq
-        self._docs: dict[str, tuple[TextWords, list[tuple[int, int]]]] = {}
+        self._docs: dict[str, tuple[TextWords, tuple[np.ndarray, np.ndarray]]] = {}
         self._where: dict[int, set[str]] = {}
 
     def __len__(self) -> int:
@@ -548,9 +622,9 @@ class PassageIndex:
         if id in self._docs:
             raise ConfigError(f"id {id!r} is already in the index")
         tw = text_words(text, keep_keys=False)
-        fp = fingerprints(tw.hashes, self.config.k, self.config.window)
+        fp = _sorted_fingerprints(None, tw, self.config)
         self._docs[id] = (tw, fp)
-        for h, _ in fp:
+        for h in np.unique(fp[0]).tolist():
             self._where.setdefault(h, set()).add(id)
 
     def remove(self, id: str) -> bool:  # noqa: A002
@@ -558,7 +632,7 @@ class PassageIndex:
         got = self._docs.pop(id, None)
         if got is None:
             return False
-        for h, _ in got[1]:
+        for h in np.unique(got[1][0]).tolist():
             ids = self._where.get(h)
             if ids is not None:
                 ids.discard(id)
@@ -574,16 +648,16 @@ class PassageIndex:
         check_int("top_k", top_k, 1, none=True)
         cfg = self.config
         q = text_words(text, keep_keys=False)
-        fq = fingerprints(q.hashes, cfg.k, cfg.window)
+        fq = _sorted_fingerprints(None, q, cfg)
         cand: set[str] = set()
-        for h, _ in fq:
+        for h in np.unique(fq[0]).tolist():
             ids = self._where.get(h)
             if ids and (self.max_doc_freq is None or len(ids) <= self.max_doc_freq):
                 cand.update(ids)
         out = []
         for doc_id in cand:
             tw, fp = self._docs[doc_id]
-            found = reused_passages(q, tw, cfg, fingerprints_a=fq, fingerprints_b=fp)
+            found = _passages_of_pair(q, tw, fq, fp, cfg)
             if not found:
                 continue
             share = reuse_share(found, len(q))
@@ -613,9 +687,19 @@ def fingerprints_many(hashes: Sequence[np.ndarray], k: int, window: int
     woff = np.zeros(n + 1, np.int64)
     np.cumsum(sizes, out=woff[1:])
     words = np.concatenate(hashes) if n else np.zeros(0, np.uint64)
+    return fingerprints_many_flat(words, woff, k, window)
+
+
+def fingerprints_many_flat(words: np.ndarray, word_offsets: np.ndarray, k: int, window: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fingerprints_many` of texts given as one array of word hashes, text ``t``'s
+    being ``words[word_offsets[t]:word_offsets[t + 1]]`` (as :func:`words_many` gives them)."""
+    woff = np.asarray(word_offsets, dtype=np.int64)
+    n = len(woff) - 1
+    sizes = np.diff(woff)
     counts = np.maximum(sizes - k + 1, 0)
     koff = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=koff[1:])
-    kh = combine_kgrams(words.astype(np.uint64, copy=False), k)[_ranges(woff[:-1], counts)] \
+    kh = combine_kgrams(np.asarray(words, dtype=np.uint64), k)[_ranges(woff[:-1], counts)] \
         if len(words) >= k else np.zeros(0, np.uint64)
     return winnow_many(kh, koff, window)

@@ -45,25 +45,17 @@ def reuse_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     t_find = time.perf_counter() - t0 - t_read
     out = prepare_outdir(outdir)
     idarr = np.asarray(ids, dtype=object)
-    ps, pr = res.passages, res.pairs
-
-    def col(rows: list[dict], key: str, i: int | None = None) -> np.ndarray:
-        return np.asarray([r[key] if i is None else r[key][i] for r in rows], dtype=np.int64)
-
+    ps, pr = res.passage_table, res.pair_table
     passages = write_table(out / "passages", {
-        "id_a": idarr[col(ps, "a")] if ps else np.zeros(0, object),
-        "id_b": idarr[col(ps, "b")] if ps else np.zeros(0, object),
-        "a_start": col(ps, "a_chars", 0), "a_end": col(ps, "a_chars", 1),
-        "b_start": col(ps, "b_chars", 0), "b_end": col(ps, "b_chars", 1),
-        "words": col(ps, "words"), "matched_words": col(ps, "matched"),
+        "id_a": idarr[ps["a"]], "id_b": idarr[ps["b"]],
+        "a_start": ps["a_start"], "a_end": ps["a_end"],
+        "b_start": ps["b_start"], "b_end": ps["b_end"],
+        "words": ps["words"], "matched_words": ps["matched"],
     }, output_format)
     pairs = write_table(out / "pairs", {
-        "id_a": idarr[col(pr, "a")] if pr else np.zeros(0, object),
-        "id_b": idarr[col(pr, "b")] if pr else np.zeros(0, object),
-        "passages": col(pr, "passages"), "reused_words_a": col(pr, "reused_a"),
-        "reused_words_b": col(pr, "reused_b"),
-        "share_a": np.asarray([r["share_a"] for r in pr], dtype=np.float64),
-        "share_b": np.asarray([r["share_b"] for r in pr], dtype=np.float64),
+        "id_a": idarr[pr["a"]], "id_b": idarr[pr["b"]],
+        "passages": pr["passages"], "reused_words_a": pr["reused_a"],
+        "reused_words_b": pr["reused_b"], "share_a": pr["share_a"], "share_b": pr["share_b"],
     }, output_format)
     summary = {**res.stats, "config": {"k": cfg.k, "window": cfg.window,
                                        "min_words": cfg.shortest, "max_gap": cfg.max_gap,
@@ -71,9 +63,11 @@ def reuse_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
                                        "max_occurrences": cfg.max_occurrences,
                                        "max_doc_freq": max_doc_freq},
                "inputs": [str(p) for p in paths], "skipped": report.to_dict(),
-               "timings_s": {"read": round(t_read, 3), "find": round(t_find, 3)},
+               "timings_s": {"read": round(t_read, 3), "find": round(t_find, 3),
+                             "write": round(time.perf_counter() - t0 - t_read - t_find, 3)},
                "seconds": round(time.perf_counter() - t0, 3),
                "outputs": {"passages": str(passages), "pairs": str(pairs),
                            "summary": str(out / "summary.json")}}
     write_json_atomic(out / "summary.json", summary)
     return summary
+

@@ -1,0 +1,627 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Reused-passage kernels (see :mod:`neardup.reuse`): word keys and their hashes for ASCII
+texts, the hash of given word keys, and the passages of many pairs of texts at once.
+
+The word hash: the key's UTF-8 bytes taken 8 at a time as little-endian words ``w`` (the last
+one padded with zero bytes), ``h = SEED ^ (n * GOLDEN)``, ``h = fmix64(h ^ w) + GOLDEN`` per
+word, and ``fmix64(h ^ n)`` at the end (``n``: the key's length in bytes). For keys of up to 8
+bytes and one length it is a bijection: no two such keys collide.
+
+The passage search is the one of :func:`neardup.reuse.reused_passages` (its plain-Python
+version is the tests' oracle), step for step: seeds from equal fingerprints (the first
+``max_occ`` occurrences of a hash in each text), maximal runs through the seeds taken by
+diagonal, runs merged into passages across gaps of at most ``max_gap`` words, each passage
+extended across gaps at both ends, merged again.
+"""
+
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.string cimport memcpy
+
+import numpy as np
+
+from ._common cimport GOLDEN, fmix64
+
+cdef uint64_t SEED = 0x243F6A8885A308D3ULL
+
+
+cdef inline uint64_t word_hash(const uint8_t* p, int64_t n, const uint8_t* fold) noexcept nogil:
+    """The hash of the ``n`` bytes at ``p``, each mapped through ``fold`` first."""
+    cdef uint64_t h = SEED ^ (<uint64_t>n * GOLDEN), w = 0
+    cdef int64_t t
+    cdef int shift = 0
+    for t in range(n):
+        w |= (<uint64_t>fold[p[t]]) << shift
+        shift += 8
+        if shift == 64:
+            h = fmix64(h ^ w) + GOLDEN
+            w = 0
+            shift = 0
+    if shift:
+        h = fmix64(h ^ w) + GOLDEN
+    return fmix64(h ^ <uint64_t>n)
+
+
+def hash_keys(const uint8_t[::1] data, const int64_t[::1] offsets, uint64_t[::1] out):
+    """``out[i]``: the hash of the bytes ``data[offsets[i]:offsets[i + 1]]`` (word keys)."""
+    cdef uint8_t same[256]
+    cdef Py_ssize_t i, n = out.shape[0]
+    cdef const uint8_t* d = &data[0] if data.shape[0] else NULL
+    for i in range(256):
+        same[i] = <uint8_t>i
+    with nogil:
+        for i in range(n):
+            out[i] = word_hash(d + offsets[i], offsets[i + 1] - offsets[i], same)
+
+
+cdef inline bint is_space(uint8_t c) noexcept nogil:
+    # what str.split() splits ASCII text on: \t \n \v \f \r, the separators 0x1c-0x1f, space
+    return c == 32 or (9 <= c <= 13) or (28 <= c <= 31)
+
+
+def count_ascii_words(const uint8_t[::1] data, const int64_t[::1] offsets,
+                      int64_t[::1] counts, Py_ssize_t lo, Py_ssize_t hi):
+    """``counts[t]``: how many words ``str.split()`` finds in the ASCII text
+    ``data[offsets[t]:offsets[t + 1]]``, for ``t`` in [lo, hi)."""
+    cdef Py_ssize_t t
+    cdef int64_t i, e, c
+    cdef bint inword
+    with nogil:
+        for t in range(lo, hi):
+            c = 0
+            inword = False
+            e = offsets[t + 1]
+            for i in range(offsets[t], e):
+                if is_space(data[i]):
+                    inword = False
+                elif not inword:
+                    inword = True
+                    c += 1
+            counts[t] = c
+
+
+def ascii_words(const uint8_t[::1] data, const int64_t[::1] offsets,
+                const int64_t[::1] word_offsets, const uint8_t[::1] punct,
+                uint64_t[::1] hashes, int64_t[::1] starts, int64_t[::1] ends,
+                Py_ssize_t lo, Py_ssize_t hi):
+    """The words of the ASCII texts ``t`` in [lo, hi): text ``t``'s words go to
+    ``[word_offsets[t], word_offsets[t + 1])`` of ``hashes`` (the hash of each word's key:
+    lower case, without the bytes marked in ``punct`` at its ends unless it is made of them
+    only) and ``starts``/``ends`` (the word's offsets in its text; not written when they are
+    empty)."""
+    cdef uint8_t lower[256]
+    cdef bint where = starts.shape[0] > 0
+    cdef Py_ssize_t t
+    cdef int64_t i, e, base, s, a, b, w
+    for i in range(256):
+        lower[i] = <uint8_t>(i + 32 if 65 <= i <= 90 else i)
+    with nogil:
+        for t in range(lo, hi):
+            base = offsets[t]
+            e = offsets[t + 1]
+            w = word_offsets[t]
+            i = base
+            while i < e:
+                while i < e and is_space(data[i]):
+                    i += 1
+                if i >= e:
+                    break
+                s = i
+                while i < e and not is_space(data[i]):
+                    i += 1
+                a = s
+                b = i
+                while a < b and punct[data[a]]:
+                    a += 1
+                while b > a and punct[data[b - 1]]:
+                    b -= 1
+                if a == b:  # punctuation only: the word as it is
+                    a = s
+                    b = i
+                hashes[w] = word_hash(&data[0] + a, b - a, lower)
+                if where:
+                    starts[w] = s - base
+                    ends[w] = i - base
+                w += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Passages of pairs of texts
+
+cdef struct Seed:
+    int64_t d   # i - j: the diagonal
+    int64_t i
+    int64_t j
+
+cdef struct Run:
+    int64_t i
+    int64_t j
+    int64_t n
+
+cdef int cmp_seed(const void* x, const void* y) noexcept nogil:
+    cdef const Seed* a = <const Seed*>x
+    cdef const Seed* b = <const Seed*>y
+    if a.d != b.d:
+        return -1 if a.d < b.d else 1
+    if a.i != b.i:
+        return -1 if a.i < b.i else 1
+    return 0
+
+cdef int cmp_run(const void* x, const void* y) noexcept nogil:
+    cdef const Run* a = <const Run*>x
+    cdef const Run* b = <const Run*>y
+    if a.i != b.i:
+        return -1 if a.i < b.i else 1
+    if a.j != b.j:
+        return -1 if a.j < b.j else 1
+    if a.n != b.n:
+        return -1 if a.n < b.n else 1
+    return 0
+
+
+cdef struct Buf:
+    # a growable array of ``size``-byte items
+    char* p
+    int64_t n
+    int64_t cap
+    int64_t size
+
+
+cdef inline bint buf_reserve(Buf* b, int64_t want) noexcept nogil:
+    cdef int64_t cap = b.cap
+    cdef char* q
+    if want <= cap:
+        return True
+    if cap < 16:
+        cap = 16
+    while cap < want:
+        cap *= 2
+    q = <char*>realloc(b.p, cap * b.size)
+    if q == NULL:
+        return False
+    b.p = q
+    b.cap = cap
+    return True
+
+
+cdef inline void buf_init(Buf* b, int64_t size) noexcept nogil:
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+    b.size = size
+
+
+cdef struct Work:
+    # scratch of one thread
+    Buf seeds      # Seed
+    Buf runs       # Run: maximal runs (then with the extensions)
+    Buf grp_first  # int64: per group, its first run in ``order`` (a linked list)
+    Buf grp_last
+    Buf nxt        # int64: per run slot, the next run slot of its group (-1: none)
+    Buf slot_run   # Run: the run of each slot (groups hold slots)
+    Buf gnext      # int64: per group, next group in its ``ends`` list
+    Buf gprev
+    Buf gend       # int64: per group, the end position (in a) it is listed under
+    Buf ext        # Run: one group's runs while it is extended
+    int64_t* head  # per end position in a: first group listed there (-1: none)
+    int64_t* tail
+    int64_t cap_pos
+    int64_t ngroups
+
+
+cdef inline int64_t run_len(const uint64_t* a, int64_t la, const uint64_t* b, int64_t lb,
+                            int64_t i, int64_t j) noexcept nogil:
+    cdef int64_t t = 0, m = la - i
+    if lb - j < m:
+        m = lb - j
+    while t < m and a[i + t] == b[j + t]:
+        t += 1
+    return t
+
+
+cdef inline Run max_run(const uint64_t* a, int64_t la, const uint64_t* b, int64_t lb,
+                        int64_t i, int64_t j) noexcept nogil:
+    """The maximal run of equal words through (i, j) (reused._run)."""
+    cdef int64_t m = i if i < j else j, back = 0
+    cdef Run r
+    while back < m and a[i - 1 - back] == b[j - 1 - back]:
+        back += 1
+    r.i = i - back
+    r.j = j - back
+    r.n = run_len(a, la, b, lb, r.i, r.j)
+    return r
+
+
+cdef inline bint gap_step(const uint64_t* a, int64_t la, const uint64_t* b, int64_t lb,
+                          int64_t i, int64_t j, int64_t g, int64_t m, bint forwards,
+                          int64_t* oda, int64_t* odb) noexcept nogil:
+    """reused._gap_step: the smallest (da, db) by da + db (first in da, then db order), not
+    both 0, each at most g, where m words agree again."""
+    cdef int64_t La, Lb, da, db, u, best = -1, bda = 0, bdb = 0, lim_a, lim_b
+    cdef bint ok
+    if forwards:
+        La = la - i
+        Lb = lb - j
+    else:
+        La = i
+        Lb = j
+    if La > g + m:
+        La = g + m
+    if Lb > g + m:
+        Lb = g + m
+    lim_a = La - m
+    if lim_a > g:
+        lim_a = g
+    lim_b = Lb - m
+    if lim_b > g:
+        lim_b = g
+    for da in range(lim_a + 1):
+        for db in range(lim_b + 1):
+            if da == 0 and db == 0:
+                continue
+            if best >= 0 and da + db >= best:
+                continue
+            ok = True
+            for u in range(m):
+                if forwards:
+                    if a[i + da + u] != b[j + db + u]:
+                        ok = False
+                        break
+                else:
+                    if a[i - 1 - da - u] != b[j - 1 - db - u]:
+                        ok = False
+                        break
+            if ok:
+                best = da + db
+                bda = da
+                bdb = db
+    if best < 0:
+        return False
+    oda[0] = bda
+    odb[0] = bdb
+    return True
+
+
+cdef bint merge_runs(Work* w, const Run* runs, int64_t nruns, int64_t gap) noexcept nogil:
+    """reused._merge over ``runs`` (sorted, unique): the groups as linked lists of slots
+    (``w.grp_first``/``w.grp_last``, ``w.nxt``, ``w.slot_run``), in order of their first
+    run. ``False``: out of memory."""
+    cdef int64_t r, ie, g, target, last_end_j, lo
+    cdef int64_t* grp_first
+    cdef int64_t* grp_last
+    cdef int64_t* nxt
+    cdef int64_t* gnext
+    cdef int64_t* gprev
+    cdef int64_t* gend
+    cdef Run* slot
+    cdef Run x, last
+    if not (buf_reserve(&w.grp_first, nruns) and buf_reserve(&w.grp_last, nruns)
+            and buf_reserve(&w.nxt, nruns) and buf_reserve(&w.slot_run, nruns)
+            and buf_reserve(&w.gnext, nruns) and buf_reserve(&w.gprev, nruns)
+            and buf_reserve(&w.gend, nruns)):
+        return False
+    grp_first = <int64_t*>w.grp_first.p
+    grp_last = <int64_t*>w.grp_last.p
+    nxt = <int64_t*>w.nxt.p
+    slot = <Run*>w.slot_run.p
+    gnext = <int64_t*>w.gnext.p
+    gprev = <int64_t*>w.gprev.p
+    gend = <int64_t*>w.gend.p
+    w.ngroups = 0
+    for r in range(nruns):
+        x = runs[r]
+        slot[r] = x
+        nxt[r] = -1
+        target = -1
+        lo = x.i - gap
+        if lo < 0:
+            lo = 0
+        ie = x.i
+        while ie >= lo and target < 0:
+            g = w.head[ie]
+            while g >= 0:
+                last = slot[grp_last[g]]
+                last_end_j = last.j + last.n
+                if 0 <= x.j - last_end_j <= gap:
+                    target = g
+                    break
+                g = gnext[g]
+            ie -= 1
+        if target >= 0:
+            # off its list
+            if gprev[target] >= 0:
+                gnext[gprev[target]] = gnext[target]
+            else:
+                w.head[gend[target]] = gnext[target]
+            if gnext[target] >= 0:
+                gprev[gnext[target]] = gprev[target]
+            else:
+                w.tail[gend[target]] = gprev[target]
+            nxt[grp_last[target]] = r
+            grp_last[target] = r
+        else:
+            target = w.ngroups
+            w.ngroups += 1
+            grp_first[target] = r
+            grp_last[target] = r
+        # onto the list of its new end, last
+        ie = x.i + x.n
+        gend[target] = ie
+        gnext[target] = -1
+        gprev[target] = w.tail[ie]
+        if w.tail[ie] >= 0:
+            gnext[w.tail[ie]] = target
+        else:
+            w.head[ie] = target
+        w.tail[ie] = target
+    # clear the lists for the next call
+    for g in range(w.ngroups):
+        w.head[gend[g]] = -1
+        w.tail[gend[g]] = -1
+    return True
+
+
+cdef bint sort_unique_runs(Buf* runs) noexcept nogil:
+    cdef Run* r = <Run*>runs.p
+    cdef int64_t n = runs.n, i, k = 0
+    if n == 0:
+        return True
+    qsort(r, n, sizeof(Run), cmp_run)
+    for i in range(1, n):
+        if r[i].i != r[k].i or r[i].j != r[k].j or r[i].n != r[k].n:
+            k += 1
+            r[k] = r[i]
+    runs.n = k + 1
+    return True
+
+
+cdef int pair_passages(Work* w, const uint64_t* a, int64_t la, const uint64_t* b, int64_t lb,
+                       const uint64_t* fha, const int64_t* fpa, int64_t nfa,
+                       const uint64_t* fhb, const int64_t* fpb, int64_t nfb,
+                       int64_t k, int64_t gap, int64_t min_match, int64_t max_occ,
+                       int64_t shortest, int64_t pair, Buf* out_p, Buf* out_r) noexcept nogil:
+    """The passages of one pair; appends to ``out_p`` (int64 x 8 per passage: pair, a0, a1,
+    b0, b1, matched, first run in ``out_r``, runs) and ``out_r`` (Run per run of a passage).
+    Returns 0, or -1 when out of memory. ``fha``/``fpa``: a's fingerprints sorted by hash
+    then position."""
+    cdef int64_t x = 0, y = 0, x1, y1, ca, cb, u, v, r, g, nruns, s, e
+    cdef int64_t lo_d = 0, hi_i = 0, cur_d = 0
+    cdef bint have = False
+    cdef uint64_t h
+    cdef Seed* seeds
+    cdef Seed sd
+    cdef Run run, first, last
+    cdef Run* runs
+    cdef Run* ext
+    cdef int64_t da, db, matched, next_slot, n_ext, n0, extra_front
+    cdef int64_t* grp_first
+    cdef int64_t* nxt
+    cdef Run* slot
+    cdef int64_t* row
+    # positions of ends in a: 0..la
+    if la + 1 > w.cap_pos:
+        free(w.head)
+        free(w.tail)
+        w.head = <int64_t*>malloc((la + 1) * sizeof(int64_t))
+        w.tail = <int64_t*>malloc((la + 1) * sizeof(int64_t))
+        if w.head == NULL or w.tail == NULL:
+            w.cap_pos = 0
+            return -1
+        w.cap_pos = la + 1
+        for u in range(la + 1):
+            w.head[u] = -1
+            w.tail[u] = -1
+    # seeds: equal hashes, the first max_occ positions of each hash on each side
+    w.seeds.n = 0
+    while x < nfa and y < nfb:
+        if fha[x] < fhb[y]:
+            x += 1
+        elif fha[x] > fhb[y]:
+            y += 1
+        else:
+            h = fha[x]
+            x1 = x
+            while x1 < nfa and fha[x1] == h:
+                x1 += 1
+            y1 = y
+            while y1 < nfb and fhb[y1] == h:
+                y1 += 1
+            ca = x1 - x if x1 - x < max_occ else max_occ
+            cb = y1 - y if y1 - y < max_occ else max_occ
+            if not buf_reserve(&w.seeds, w.seeds.n + ca * cb):
+                return -1
+            seeds = <Seed*>w.seeds.p
+            for u in range(ca):
+                for v in range(cb):
+                    sd.i = fpa[x + u]
+                    sd.j = fpb[y + v]
+                    sd.d = sd.i - sd.j
+                    seeds[w.seeds.n] = sd
+                    w.seeds.n += 1
+            x = x1
+            y = y1
+    if w.seeds.n == 0:
+        return 0
+    seeds = <Seed*>w.seeds.p
+    qsort(seeds, w.seeds.n, sizeof(Seed), cmp_seed)
+    # maximal runs through the seeds, by diagonal
+    w.runs.n = 0
+    for u in range(w.seeds.n):
+        sd = seeds[u]
+        if have and sd.d == cur_d and lo_d <= sd.i < hi_i:
+            continue
+        run = max_run(a, la, b, lb, sd.i, sd.j)
+        have = True
+        cur_d = sd.d
+        lo_d = run.i
+        hi_i = run.i + run.n
+        if run.i + run.n >= sd.i + k:
+            if not buf_reserve(&w.runs, w.runs.n + 1):
+                return -1
+            (<Run*>w.runs.p)[w.runs.n] = run
+            w.runs.n += 1
+    if w.runs.n == 0:
+        return 0
+    sort_unique_runs(&w.runs)
+    if gap:
+        # extend each group of the first merge across gaps at both ends
+        if not merge_runs(w, <Run*>w.runs.p, w.runs.n, gap):
+            return -1
+        nruns = w.runs.n
+        grp_first = <int64_t*>w.grp_first.p
+        nxt = <int64_t*>w.nxt.p
+        slot = <Run*>w.slot_run.p
+        for g in range(w.ngroups):
+            # the group's runs into ext, then extensions appended (forwards) and collected in
+            # front (backwards; their order does not matter: they all go to the run set)
+            w.ext.n = 0
+            s = grp_first[g]
+            while s >= 0:
+                if not buf_reserve(&w.ext, w.ext.n + 1):
+                    return -1
+                (<Run*>w.ext.p)[w.ext.n] = slot[s]
+                w.ext.n += 1
+                s = nxt[s]
+            while True:
+                last = (<Run*>w.ext.p)[w.ext.n - 1]
+                if not gap_step(a, la, b, lb, last.i + last.n, last.j + last.n, gap,
+                                min_match, True, &da, &db):
+                    break
+                run = max_run(a, la, b, lb, last.i + last.n + da, last.j + last.n + db)
+                if not buf_reserve(&w.ext, w.ext.n + 1):
+                    return -1
+                (<Run*>w.ext.p)[w.ext.n] = run
+                w.ext.n += 1
+            first = (<Run*>w.ext.p)[0]
+            while True:
+                if not gap_step(a, la, b, lb, first.i, first.j, gap, min_match, False,
+                                &da, &db):
+                    break
+                first = max_run(a, la, b, lb, first.i - da - min_match,
+                                first.j - db - min_match)
+                if not buf_reserve(&w.ext, w.ext.n + 1):
+                    return -1
+                (<Run*>w.ext.p)[w.ext.n] = first
+                w.ext.n += 1
+            # every run found goes to the set (group order and seeds are not needed again)
+            if not buf_reserve(&w.runs, w.runs.n + w.ext.n):
+                return -1
+            ext = <Run*>w.ext.p
+            for u in range(w.ext.n):
+                (<Run*>w.runs.p)[w.runs.n] = ext[u]
+                w.runs.n += 1
+        sort_unique_runs(&w.runs)
+    if not merge_runs(w, <Run*>w.runs.p, w.runs.n, gap):
+        return -1
+    grp_first = <int64_t*>w.grp_first.p
+    nxt = <int64_t*>w.nxt.p
+    slot = <Run*>w.slot_run.p
+    for g in range(w.ngroups):
+        s = grp_first[g]
+        first = slot[s]
+        matched = 0
+        n0 = out_r.n
+        while s >= 0:
+            last = slot[s]
+            matched += last.n
+            if not buf_reserve(out_r, out_r.n + 1):
+                return -1
+            (<Run*>out_r.p)[out_r.n] = last
+            out_r.n += 1
+            s = nxt[s]
+        if last.i + last.n - first.i < shortest:
+            out_r.n = n0
+            continue
+        if not buf_reserve(out_p, out_p.n + 1):
+            return -1
+        row = (<int64_t*>out_p.p) + 8 * out_p.n
+        row[0] = pair
+        row[1] = first.i
+        row[2] = last.i + last.n
+        row[3] = first.j
+        row[4] = last.j + last.n
+        row[5] = matched
+        row[6] = n0
+        row[7] = out_r.n - n0
+        out_p.n += 1
+    return 0
+
+
+def pair_passages_many(const uint64_t[::1] words, const int64_t[::1] word_offsets,
+                       const uint64_t[::1] fp_hash, const int64_t[::1] fp_pos,
+                       const int64_t[::1] fp_offsets, const int64_t[::1] left,
+                       const int64_t[::1] right, Py_ssize_t lo, Py_ssize_t hi, int64_t k,
+                       int64_t max_gap, int64_t min_match, int64_t max_occ,
+                       int64_t shortest):
+    """The passages of the pairs ``(left[p], right[p])``, ``p`` in [lo, hi): text ``d``'s word
+    hashes are ``words[word_offsets[d]:word_offsets[d + 1]]`` and its winnowed fingerprints
+    ``fp_hash``/``fp_pos`` over ``[fp_offsets[d], fp_offsets[d + 1])``, sorted by hash then
+    position. Returns ``(passages, runs)``: ``int64[P, 8]`` rows ``(pair, a_start, a_end,
+    b_start, b_end, matched, first_run, runs)`` (word ranges; the passages of a pair in the
+    order of their first run) and ``int64[R, 3]`` rows ``(i, j, n)``: the runs of each
+    passage in order."""
+    cdef Work w
+    cdef Buf out_p, out_r
+    cdef Py_ssize_t p
+    cdef int64_t da, db, rc = 0
+    cdef const uint64_t* wd = &words[0] if words.shape[0] else NULL
+    cdef const uint64_t* fh = &fp_hash[0] if fp_hash.shape[0] else NULL
+    cdef const int64_t* fp = &fp_pos[0] if fp_pos.shape[0] else NULL
+    cdef int64_t[:, ::1] pv
+    cdef int64_t[:, ::1] rv
+    buf_init(&w.seeds, sizeof(Seed))
+    buf_init(&w.runs, sizeof(Run))
+    buf_init(&w.grp_first, sizeof(int64_t))
+    buf_init(&w.grp_last, sizeof(int64_t))
+    buf_init(&w.nxt, sizeof(int64_t))
+    buf_init(&w.slot_run, sizeof(Run))
+    buf_init(&w.gnext, sizeof(int64_t))
+    buf_init(&w.gprev, sizeof(int64_t))
+    buf_init(&w.gend, sizeof(int64_t))
+    buf_init(&w.ext, sizeof(Run))
+    w.head = NULL
+    w.tail = NULL
+    w.cap_pos = 0
+    buf_init(&out_p, 8 * sizeof(int64_t))
+    buf_init(&out_r, sizeof(Run))
+    try:
+        with nogil:
+            for p in range(lo, hi):
+                da = left[p]
+                db = right[p]
+                rc = pair_passages(&w, wd + word_offsets[da], word_offsets[da + 1] - word_offsets[da],
+                                   wd + word_offsets[db], word_offsets[db + 1] - word_offsets[db],
+                                   fh + fp_offsets[da], fp + fp_offsets[da],
+                                   fp_offsets[da + 1] - fp_offsets[da],
+                                   fh + fp_offsets[db], fp + fp_offsets[db],
+                                   fp_offsets[db + 1] - fp_offsets[db],
+                                   k, max_gap, min_match, max_occ, shortest, p, &out_p, &out_r)
+                if rc != 0:
+                    break
+        if rc != 0:
+            raise MemoryError("out of memory while comparing passages")
+        passages = np.empty((out_p.n, 8), np.int64)
+        runs = np.empty((out_r.n, 3), np.int64)
+        if out_p.n:
+            pv = passages
+            memcpy(&pv[0, 0], out_p.p, out_p.n * 8 * sizeof(int64_t))
+        if out_r.n:
+            rv = runs
+            memcpy(&rv[0, 0], out_r.p, out_r.n * sizeof(Run))
+        return passages, runs
+    finally:
+        free(w.seeds.p)
+        free(w.runs.p)
+        free(w.grp_first.p)
+        free(w.grp_last.p)
+        free(w.nxt.p)
+        free(w.slot_run.p)
+        free(w.gnext.p)
+        free(w.gprev.p)
+        free(w.gend.p)
+        free(w.ext.p)
+        free(w.head)
+        free(w.tail)
+        free(out_p.p)
+        free(out_r.p)
+
