@@ -39,14 +39,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._kernels.passages import (
-    ascii_words,
-    count_ascii_words,
+    count_words,
     hash_keys,
     pair_passages_many,
+    winnow,
 )
+from ._kernels.passages import text_words as _text_words
 from ._threads import parallel
 from .errors import ConfigError
-from .text.words import ASCII_PUNCTUATION, word_keys
+from .text.words import ASCII_PUNCTUATION, word_key, word_keys
 from .validate import check_int
 
 __all__ = ["PassageConfig", "Passage", "PassageIndex", "ReuseMatch", "ReuseResult",
@@ -138,18 +139,23 @@ class TextWords:
 
 def text_words(text: str, keep_keys: bool = True) -> TextWords:
     """The words of ``text`` (see :mod:`neardup.text.words`); ``keep_keys=False`` keeps only
-    their hashes (8 bytes a word instead of a string each: what a corpus needs). An ASCII text
-    is split, keyed and hashed by the compiled kernel, which also gives the words' offsets."""
+    their hashes (8 bytes a word instead of a string each: what a corpus needs). The text is
+    split, and its ASCII words keyed and hashed, by the compiled kernel, which also gives the
+    words' offsets; only words with other characters are keyed in Python (NFKC, case
+    folding)."""
     if not isinstance(text, str):
         raise ConfigError(f"text is {type(text).__name__}, not str")
-    if text.isascii():
-        data = np.frombuffer(text.encode("ascii"), np.uint8)
-        hashes, _, starts, ends = ascii_text_words(data, np.array([0, len(data)], np.int64))
-        tw = TextWords(text, hashes, word_keys(text) if keep_keys else None)
-        tw._starts, tw._ends = starts, ends
-        return tw
-    keys = word_keys(text)
-    return TextWords(text, word_hashes(keys), keys if keep_keys else None)
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    hashes, _, starts, ends, foreign = _split(data, np.array([0, len(data)], np.int64), True)
+    if foreign.any():
+        _key_foreign(data, hashes, starts, ends, foreign)
+    if not text.isascii():  # byte offsets -> character offsets
+        chars = np.zeros(len(data) + 1, np.int64)
+        np.cumsum((data & 0xC0) != 0x80, out=chars[1:])
+        starts, ends = chars[starts], chars[ends]
+    tw = TextWords(text, hashes, word_keys(text) if keep_keys else None)
+    tw._starts, tw._ends = starts, ends
+    return tw
 
 
 _WORD = re.compile(r"\S+")
@@ -159,6 +165,8 @@ _M3 = np.uint64(0x94D049BB133111EB)
 #: 1 for the ASCII punctuation that word keys leave out at a word's ends
 _PUNCT = np.zeros(256, np.uint8)
 _PUNCT[np.frombuffer(ASCII_PUNCTUATION.encode("ascii"), np.uint8)] = 1
+_NO_U64 = np.zeros(0, np.uint64)
+_NO_I64 = np.zeros(0, np.int64)
 
 
 def word_hashes(keys: Sequence[str]) -> np.ndarray:
@@ -174,54 +182,61 @@ def word_hashes(keys: Sequence[str]) -> np.ndarray:
     return out
 
 
-def ascii_text_words(data: np.ndarray, offsets: np.ndarray, *, where: bool = True
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The words of the ASCII texts ``data[offsets[t]:offsets[t + 1]]``: ``(hashes,
-    word_offsets, starts, ends)``, text ``t``'s words being ``[word_offsets[t],
-    word_offsets[t + 1])``: the hash of each word's key (as :func:`word_hashes` of
-    :func:`~neardup.text.words.word_keys`) and, with ``where``, its offsets in its text
-    (else ``starts``/``ends`` are empty)."""
+def _split(data: np.ndarray, offsets: np.ndarray, where: bool
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of the UTF-8 texts ``data[offsets[t]:offsets[t + 1]]`` by the kernel:
+    ``(hashes, word_offsets, starts, ends, foreign)``; ``foreign`` marks the words whose hash
+    is still to be computed (non-ASCII); ``starts``/``ends`` (byte offsets) only with
+    ``where``."""
     n = len(offsets) - 1
     weights = np.diff(offsets)
     counts = np.empty(n, np.int64)
-    parallel(lambda lo, hi: count_ascii_words(data, offsets, counts, lo, hi), n, weights)
+    parallel(lambda lo, hi: count_words(data, offsets, counts, lo, hi), n, weights)
     woff = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=woff[1:])
     total = int(woff[-1])
     hashes = np.empty(total, np.uint64)
     starts = np.empty(total if where else 0, np.int64)
     ends = np.empty(total if where else 0, np.int64)
-    parallel(lambda lo, hi: ascii_words(data, offsets, woff, _PUNCT, hashes, starts, ends,
-                                        lo, hi), n, weights)
-    return hashes, woff, starts, ends
+    foreign = np.empty(total, np.uint8)
+    parallel(lambda lo, hi: _text_words(data, offsets, woff, _PUNCT, hashes, starts, ends,
+                                        foreign, lo, hi), n, weights)
+    return hashes, woff, starts, ends, foreign
+
+
+def _key_foreign(data: np.ndarray, hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 foreign: np.ndarray) -> None:
+    """Hash the words marked ``foreign`` of one text (``data``: its UTF-8 bytes; ``starts``/
+    ``ends``: its words' byte offsets) from their keys (:func:`word_key`)."""
+    at = np.flatnonzero(foreign)
+    raw = data.tobytes()
+    keys = [word_key(raw[s:e].decode("utf-8", "surrogatepass"))
+            for s, e in zip(starts[at].tolist(), ends[at].tolist())]
+    hashes[at] = word_hashes(keys)
+
+
+def _encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``texts`` as one UTF-8 buffer and the offsets of each text in it."""
+    enc = [t.encode("utf-8", "surrogatepass") for t in texts]
+    off = np.zeros(len(enc) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
+    return np.frombuffer(b"".join(enc), np.uint8), off
 
 
 def words_many(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The word hashes of many texts at once: ``(hashes, word_offsets)``, text ``t``'s being
-    ``hashes[word_offsets[t]:word_offsets[t + 1]]`` (as :func:`text_words` gives them). The
-    ASCII texts go through the kernel together, the others one by one."""
-    n = len(texts)
-    ascii_ = np.fromiter((t.isascii() for t in texts), bool, n)
-    idx = np.flatnonzero(ascii_)
-    enc = [texts[i].encode("ascii") for i in idx.tolist()]
-    off = np.zeros(len(enc) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
-    h_ascii, w_ascii, _, _ = ascii_text_words(np.frombuffer(b"".join(enc), np.uint8), off,
-                                              where=False)
-    del enc
-    if len(idx) == n:
-        return h_ascii, w_ascii
-    others = {i: word_hashes(word_keys(texts[i])) for i in np.flatnonzero(~ascii_).tolist()}
-    counts = np.zeros(n, np.int64)
-    counts[idx] = np.diff(w_ascii)
-    for i, h in others.items():
-        counts[i] = len(h)
-    woff = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=woff[1:])
-    hashes = np.empty(int(woff[-1]), np.uint64)
-    hashes[_ranges(woff[idx], counts[idx])] = h_ascii
-    for i, h in others.items():
-        hashes[woff[i]:woff[i + 1]] = h
+    ``hashes[word_offsets[t]:word_offsets[t + 1]]`` (as :func:`text_words` gives them). All
+    texts go through the kernel together; the few words with non-ASCII characters are then
+    keyed in Python, text by text."""
+    data, off = _encode(texts)
+    hashes, woff, _, _, foreign = _split(data, off, False)
+    marked = np.flatnonzero(foreign)
+    if len(marked):
+        for t in np.unique(np.searchsorted(woff, marked, side="right") - 1).tolist():
+            one = data[off[t]:off[t + 1]]
+            h, _, st, en, fo = _split(one, np.array([0, len(one)], np.int64), True)
+            _key_foreign(one, h, st, en, fo)
+            hashes[woff[t]:woff[t + 1]] = h
     return hashes, woff
 
 
@@ -253,8 +268,7 @@ def fingerprints(keys: Sequence[str] | np.ndarray, k: int, window: int
     position once. A text of fewer than ``window`` k-grams keeps its smallest one (if any).
     ``keys``: the words' keys, or their :func:`word_hashes`."""
     h = keys if isinstance(keys, np.ndarray) else word_hashes(keys)
-    kh = combine_kgrams(h, k)
-    got, _, pos = winnow_many(kh, np.array([0, len(kh)], np.int64), window)
+    got, _, pos = fingerprints_many_flat(h, np.array([0, len(h)], np.int64), k, window)
     return list(zip(got.tolist(), pos.tolist()))
 
 
@@ -471,7 +485,10 @@ def _candidate_pairs(fh: np.ndarray, fdoc: np.ndarray, n: int, max_doc_freq: int
     after = np.repeat(g_start + g_size, g_size) - member - 1
     left = np.repeat(d_u[member], after)
     right = d_u[_ranges(member + 1, after)]
-    keys = np.unique(left * np.int64(n) + right)
+    keys = left * np.int64(n) + right
+    del left, right
+    keys.sort()
+    keys = keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys
     return keys // n, keys % n, common
 
 
@@ -549,28 +566,15 @@ def _char_ranges(texts: Sequence[str], doc: np.ndarray, w0: np.ndarray, w1: np.n
     if len(doc) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     docs, inv = np.unique(doc, return_inverse=True)
-    starts_l, ends_l = [], []
-    ascii_ = [texts[d].isascii() for d in docs.tolist()]
-    sel = [d for d, a in zip(docs.tolist(), ascii_) if a]
-    enc = [texts[d].encode("ascii") for d in sel]
-    off = np.zeros(len(enc) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
-    _, woff_a, st_a, en_a = ascii_text_words(np.frombuffer(b"".join(enc), np.uint8), off)
-    base = np.zeros(len(docs) + 1, np.int64)
-    k = 0
-    for t, (d, a) in enumerate(zip(docs.tolist(), ascii_)):
-        if a:
-            st, en = st_a[woff_a[k]:woff_a[k + 1]], en_a[woff_a[k]:woff_a[k + 1]]
-            k += 1
-        else:
-            tw = TextWords(texts[d], np.zeros(0, np.uint64))
-            st, en = tw.starts, tw.ends
-        starts_l.append(st)
-        ends_l.append(en)
-        base[t + 1] = base[t] + len(st)
-    starts = np.concatenate(starts_l)
-    ends = np.concatenate(ends_l)
-    at = base[inv]
+    sub = [texts[d] for d in docs.tolist()]
+    data, off = _encode(sub)
+    _, woff, starts, ends, _ = _split(data, off, True)
+    for t in [i for i, x in enumerate(sub) if not x.isascii()]:  # bytes -> characters
+        chars = np.zeros(off[t + 1] - off[t] + 1, np.int64)
+        np.cumsum((data[off[t]:off[t + 1]] & 0xC0) != 0x80, out=chars[1:])
+        w = slice(woff[t], woff[t + 1])
+        starts[w], ends[w] = chars[starts[w]], chars[ends[w]]
+    at = woff[inv]
     return starts[at + w0], ends[at + w1 - 1]
 
 
@@ -693,13 +697,27 @@ def fingerprints_many(hashes: Sequence[np.ndarray], k: int, window: int
 def fingerprints_many_flat(words: np.ndarray, word_offsets: np.ndarray, k: int, window: int
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`fingerprints_many` of texts given as one array of word hashes, text ``t``'s
-    being ``words[word_offsets[t]:word_offsets[t + 1]]`` (as :func:`words_many` gives them)."""
-    woff = np.asarray(word_offsets, dtype=np.int64)
+    being ``words[word_offsets[t]:word_offsets[t + 1]]`` (as :func:`words_many` gives them):
+    the k-grams hashed as :func:`combine_kgrams` does and winnowed as :func:`winnow_many`
+    does, by the compiled kernel, on several threads."""
+    words = np.ascontiguousarray(words, dtype=np.uint64)
+    woff = np.ascontiguousarray(word_offsets, dtype=np.int64)
     n = len(woff) - 1
-    sizes = np.diff(woff)
-    counts = np.maximum(sizes - k + 1, 0)
-    koff = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=koff[1:])
-    kh = combine_kgrams(np.asarray(words, dtype=np.uint64), k)[_ranges(woff[:-1], counts)] \
-        if len(words) >= k else np.zeros(0, np.uint64)
-    return winnow_many(kh, koff, window)
+    coef = np.empty(k, np.uint64)
+    mult = 1
+    for t in range(k):
+        coef[t] = mult | 1
+        mult = (mult * 0x9E3779B97F4A7C15 + t + 1) & 0xFFFFFFFFFFFFFFFF
+    weights = np.diff(woff)
+    counts = np.zeros(n, np.int64)
+    parallel(lambda lo, hi: winnow(words, woff, coef, window, counts, _NO_U64, _NO_I64,
+                                   _NO_I64, lo, hi), n, weights)
+    foff = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=foff[1:])
+    total = int(foff[-1])
+    out_h = np.empty(total, np.uint64)
+    out_pos = np.empty(total, np.int64)
+    if total:
+        parallel(lambda lo, hi: winnow(words, woff, coef, window, counts, out_h, out_pos,
+                                       foff, lo, hi), n, weights)
+    return out_h, np.repeat(np.arange(n, dtype=np.int64), counts), out_pos

@@ -54,45 +54,69 @@ def hash_keys(const uint8_t[::1] data, const int64_t[::1] offsets, uint64_t[::1]
             out[i] = word_hash(d + offsets[i], offsets[i + 1] - offsets[i], same)
 
 
-cdef inline bint is_space(uint8_t c) noexcept nogil:
-    # what str.split() splits ASCII text on: \t \n \v \f \r, the separators 0x1c-0x1f, space
-    return c == 32 or (9 <= c <= 13) or (28 <= c <= 31)
+cdef inline int64_t space_at(const uint8_t* d, int64_t i, int64_t e) noexcept nogil:
+    """The length in bytes of the white space at ``d[i]`` (UTF-8), 0 if none: what
+    ``str.split()`` splits on (``str.isspace``): U+0009-000D, U+001C-0020, U+0085, U+00A0,
+    U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000."""
+    cdef uint8_t c = d[i], x
+    if c < 0x80:
+        return 1 if (c == 32 or (9 <= c <= 13) or (28 <= c <= 31)) else 0
+    if c == 0xC2:
+        if i + 1 < e and (d[i + 1] == 0x85 or d[i + 1] == 0xA0):
+            return 2
+        return 0
+    if i + 2 >= e:
+        return 0
+    if c == 0xE1:
+        return 3 if d[i + 1] == 0x9A and d[i + 2] == 0x80 else 0
+    if c == 0xE2:
+        x = d[i + 2]
+        if d[i + 1] == 0x80:
+            return 3 if (0x80 <= x <= 0x8A) or x == 0xA8 or x == 0xA9 or x == 0xAF else 0
+        return 3 if d[i + 1] == 0x81 and x == 0x9F else 0
+    if c == 0xE3:
+        return 3 if d[i + 1] == 0x80 and d[i + 2] == 0x80 else 0
+    return 0
 
 
-def count_ascii_words(const uint8_t[::1] data, const int64_t[::1] offsets,
-                      int64_t[::1] counts, Py_ssize_t lo, Py_ssize_t hi):
-    """``counts[t]``: how many words ``str.split()`` finds in the ASCII text
+def count_words(const uint8_t[::1] data, const int64_t[::1] offsets, int64_t[::1] counts,
+                Py_ssize_t lo, Py_ssize_t hi):
+    """``counts[t]``: how many words ``str.split()`` finds in the UTF-8 text
     ``data[offsets[t]:offsets[t + 1]]``, for ``t`` in [lo, hi)."""
     cdef Py_ssize_t t
-    cdef int64_t i, e, c
-    cdef bint inword
+    cdef int64_t i, e, c, sp
+    cdef const uint8_t* d = &data[0] if data.shape[0] else NULL
     with nogil:
         for t in range(lo, hi):
             c = 0
-            inword = False
+            i = offsets[t]
             e = offsets[t + 1]
-            for i in range(offsets[t], e):
-                if is_space(data[i]):
-                    inword = False
-                elif not inword:
-                    inword = True
-                    c += 1
+            while i < e:
+                sp = space_at(d, i, e)
+                if sp:
+                    i += sp
+                    continue
+                c += 1
+                while i < e and space_at(d, i, e) == 0:
+                    i += 1
             counts[t] = c
 
 
-def ascii_words(const uint8_t[::1] data, const int64_t[::1] offsets,
-                const int64_t[::1] word_offsets, const uint8_t[::1] punct,
-                uint64_t[::1] hashes, int64_t[::1] starts, int64_t[::1] ends,
-                Py_ssize_t lo, Py_ssize_t hi):
-    """The words of the ASCII texts ``t`` in [lo, hi): text ``t``'s words go to
-    ``[word_offsets[t], word_offsets[t + 1])`` of ``hashes`` (the hash of each word's key:
-    lower case, without the bytes marked in ``punct`` at its ends unless it is made of them
-    only) and ``starts``/``ends`` (the word's offsets in its text; not written when they are
-    empty)."""
+def text_words(const uint8_t[::1] data, const int64_t[::1] offsets,
+               const int64_t[::1] word_offsets, const uint8_t[::1] punct,
+               uint64_t[::1] hashes, int64_t[::1] starts, int64_t[::1] ends,
+               uint8_t[::1] foreign, Py_ssize_t lo, Py_ssize_t hi):
+    """The words of the UTF-8 texts ``t`` in [lo, hi): text ``t``'s words go to
+    ``[word_offsets[t], word_offsets[t + 1])`` of ``hashes``, ``starts``/``ends`` (the word's
+    byte offsets in its text; not written when they are empty) and ``foreign``. A word of
+    ASCII bytes gets the hash of its key (lower case, without the bytes marked in ``punct``
+    at its ends unless it is made of them only) and ``foreign`` 0; any other word gets
+    ``foreign`` 1 and its hash is left for the caller (NFKC and case folding)."""
     cdef uint8_t lower[256]
-    cdef bint where = starts.shape[0] > 0
+    cdef bint where = starts.shape[0] > 0, other
     cdef Py_ssize_t t
-    cdef int64_t i, e, base, s, a, b, w
+    cdef int64_t i, e, base, s, a, b, w, sp
+    cdef const uint8_t* d = &data[0] if data.shape[0] else NULL
     for i in range(256):
         lower[i] = <uint8_t>(i + 32 if 65 <= i <= 90 else i)
     with nogil:
@@ -102,27 +126,117 @@ def ascii_words(const uint8_t[::1] data, const int64_t[::1] offsets,
             w = word_offsets[t]
             i = base
             while i < e:
-                while i < e and is_space(data[i]):
-                    i += 1
-                if i >= e:
-                    break
+                sp = space_at(d, i, e)
+                if sp:
+                    i += sp
+                    continue
                 s = i
-                while i < e and not is_space(data[i]):
+                other = False
+                while i < e and space_at(d, i, e) == 0:
+                    if d[i] >= 0x80:
+                        other = True
                     i += 1
-                a = s
-                b = i
-                while a < b and punct[data[a]]:
-                    a += 1
-                while b > a and punct[data[b - 1]]:
-                    b -= 1
-                if a == b:  # punctuation only: the word as it is
-                    a = s
-                    b = i
-                hashes[w] = word_hash(&data[0] + a, b - a, lower)
                 if where:
                     starts[w] = s - base
                     ends[w] = i - base
+                if other:
+                    foreign[w] = 1
+                    hashes[w] = 0
+                else:
+                    foreign[w] = 0
+                    a = s
+                    b = i
+                    while a < b and punct[d[a]]:
+                        a += 1
+                    while b > a and punct[d[b - 1]]:
+                        b -= 1
+                    if a == b:  # punctuation only: the word as it is
+                        a = s
+                        b = i
+                    hashes[w] = word_hash(d + a, b - a, lower)
                 w += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Winnowing
+
+
+cdef inline uint64_t kgram(const uint64_t* h, int64_t at, const uint64_t* coef,
+                           int64_t k) noexcept nogil:
+    """The hash of the k words from ``h[at]`` (reuse.combine_kgrams): sum of word x odd
+    coefficient per position, then splitmix64's finaliser."""
+    cdef uint64_t acc = 0
+    cdef int64_t t
+    for t in range(k):
+        acc += h[at + t] * coef[t]
+    acc ^= acc >> 30
+    acc *= 0xBF58476D1CE4E5B9ULL
+    acc ^= acc >> 27
+    acc *= 0x94D049BB133111EBULL
+    acc ^= acc >> 31
+    return acc
+
+
+cdef int64_t winnow_text(const uint64_t* h, int64_t nw, const uint64_t* coef, int64_t k,
+                         int64_t window, uint64_t* kh, uint64_t* out_h, int64_t* out_pos
+                         ) noexcept nogil:
+    """Winnow one text of ``nw`` word hashes: its k-gram hashes into ``kh`` (room for
+    ``nw``), then of every window of ``window`` of them the rightmost smallest, each position
+    once (a text of fewer k-grams: one window, all of them). Writes the kept hashes and
+    positions when ``out_h`` is not NULL; returns how many."""
+    cdef int64_t n = nw - k + 1, s, i, best, last = -1, m = 0, w = window
+    if n <= 0:
+        return 0
+    for i in range(n):
+        kh[i] = kgram(h, i, coef, k)
+    if w > n:
+        w = n
+    for s in range(n - w + 1):
+        best = s
+        for i in range(s + 1, s + w):
+            if kh[i] <= kh[best]:
+                best = i
+        if best != last:
+            if out_h != NULL:
+                out_h[m] = kh[best]
+                out_pos[m] = best
+            m += 1
+            last = best
+    return m
+
+
+def winnow(const uint64_t[::1] words, const int64_t[::1] word_offsets,
+           const uint64_t[::1] coef, int64_t window, int64_t[::1] counts,
+           uint64_t[::1] out_hash, int64_t[::1] out_pos, const int64_t[::1] out_offsets,
+           Py_ssize_t lo, Py_ssize_t hi):
+    """The winnowed k-gram fingerprints (``k = len(coef)``) of texts ``t`` in [lo, hi) (text
+    ``t``'s words: ``words[word_offsets[t]:word_offsets[t + 1]]``). Without output arrays
+    (``out_hash`` empty) their number goes to ``counts[t]``; with them text ``t``'s kept
+    hashes and positions go to ``[out_offsets[t], out_offsets[t + 1])``."""
+    cdef Py_ssize_t t
+    cdef int64_t k = coef.shape[0], longest = 0, nw, m
+    cdef bint fill = out_hash.shape[0] > 0
+    cdef uint64_t* kh
+    cdef const uint64_t* wd = &words[0] if words.shape[0] else NULL
+    for t in range(lo, hi):
+        nw = word_offsets[t + 1] - word_offsets[t]
+        if nw > longest:
+            longest = nw
+    kh = <uint64_t*>malloc((longest + 1) * sizeof(uint64_t))
+    if kh == NULL:
+        raise MemoryError("out of memory while winnowing")
+    try:
+        with nogil:
+            for t in range(lo, hi):
+                nw = word_offsets[t + 1] - word_offsets[t]
+                if fill:
+                    winnow_text(wd + word_offsets[t], nw, &coef[0], k, window, kh,
+                                &out_hash[0] + out_offsets[t], &out_pos[0] + out_offsets[t])
+                else:
+                    counts[t] = winnow_text(wd + word_offsets[t], nw, &coef[0], k, window, kh,
+                                            NULL, NULL)
+    finally:
+        free(kh)
 
 
 # ---------------------------------------------------------------------------------------------
