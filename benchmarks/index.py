@@ -174,6 +174,9 @@ def query_phase(a, corpus, target, inserted) -> None:
         lat[j] = time.perf_counter() - t
         found[j] = bool(got)
     is_edit = np.asarray(light)[order]
+    check = None
+    if idx.passages is not None:
+        check = _time_checks(idx, corpus, a, queries, rng)
     size_bytes = None
     if a.backend == "sqlite":
         size_bytes = sum(Path(f"{target}{s}").stat().st_size for s in ("", "-wal")
@@ -192,6 +195,7 @@ def query_phase(a, corpus, target, inserted) -> None:
                      "max": round(float(lat.max()) * 1e3, 3),
                      "mean": round(float(lat.mean()) * 1e3, 3)},
         "light_edits_found": round(float(found[is_edit].mean()), 4),
+        **({"check": check} if check is not None else {}),
         "heavy_edits_with_a_match": round(float(found[~is_edit].mean()), 4),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
@@ -205,6 +209,45 @@ def query_phase(a, corpus, target, inserted) -> None:
     q = res["query_ms"]
     print(f"| {a.backend} | {n:,} | {res['insert_docs_per_s'] or 0:,.0f} | {q['p50']:.2f} | "
           f"{q['p99']:.2f} | {size_bytes / 1e9 if size_bytes else float('nan'):.2f} GB |")
+    if check is not None:
+        c = check["ms"]
+        print(f"check: p50 {c['p50']:.2f} ms, p99 {c['p99']:.2f} ms, planted passages found "
+              f"{check['planted_passages_found']:.1%}")
+
+
+def _time_checks(idx, corpus: Path, a, queries: list[str], rng) -> dict:
+    """Latency of ``Index.check`` (whole-text matches and reused passages): the query texts
+    above, and as many texts that copy a passage of 60 words from an indexed document into
+    another indexed document's text with 30% of its words edited (found as reuse)."""
+    picks = rng.choice(a.size, 2 * len(queries), replace=False).tolist()
+    want = set(picks)
+    texts = {}
+    for i, (_, t) in enumerate(read_docs(corpus, a.size)):
+        if i in want:
+            texts[i] = t
+    vocab = ["lorem", "ipsum", "dolor", "amet", "consectetur", "adipiscing", "elit", "sed"]
+    planted = []
+    for host, src in zip(picks[0::2], picks[1::2]):
+        words = texts[src].split()
+        at = int(rng.integers(0, max(1, len(words) - 60)))
+        body = edit_words(texts[host], 0.3, rng, vocab).split()
+        cut = int(rng.integers(0, len(body) + 1))
+        planted.append(" ".join(body[:cut] + words[at:at + 60] + body[cut:]))
+    all_q = queries + planted
+    lat = np.empty(len(all_q))
+    reused = np.zeros(len(all_q), bool)
+    idx.check(all_q[0])
+    for j, q in enumerate(all_q):
+        t = time.perf_counter()
+        got = idx.check(q)
+        lat[j] = time.perf_counter() - t
+        reused[j] = bool(got.reused)
+    return {"checks": len(all_q),
+            "ms": {"p50": round(float(np.percentile(lat, 50)) * 1e3, 3),
+                   "p90": round(float(np.percentile(lat, 90)) * 1e3, 3),
+                   "p99": round(float(np.percentile(lat, 99)) * 1e3, 3),
+                   "max": round(float(lat.max()) * 1e3, 3)},
+            "planted_passages_found": round(float(reused[len(queries):].mean()), 4)}
 
 
 if __name__ == "__main__":

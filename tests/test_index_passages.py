@@ -105,3 +105,47 @@ def test_passage_parameters_are_stored_with_the_index(tmp_path):
     ix.close()
     with pytest.raises(ConfigError, match="open it without passages="):
         Index(path, passages=PassageConfig())
+
+
+def test_a_check_compares_at_most_its_candidates_and_says_it_is_incomplete():
+    """Bounded work: with fewer candidates allowed than there are texts sharing a
+    fingerprint, or a spent time budget, the check says it is incomplete and never unique."""
+    source = _words(7, 80)
+    ix = Index(passages=True)
+    for i in range(6):  # six texts hold the same 40 words of the source
+        ix.add(f"t{i}", " ".join(_words(100 + i, 60) + source[20:60] + _words(200 + i, 60)))
+    query = " ".join(_words(999, 50) + source[20:60])
+    full = ix.check(query)
+    assert sorted(m.id for m in full.reused) == [f"t{i}" for i in range(6)]
+    assert not full.incomplete and not full.unique
+    few = ix.check(query, max_candidates=2)
+    assert few.incomplete and len(few.reused) == 2 and not few.unique
+    # a new text that shares nothing: unique, unless the search could not finish
+    lone = " ".join(_words(5000, 80))
+    assert ix.check(lone).unique
+    with pytest.raises(ConfigError, match="time_budget"):
+        ix.check(lone, time_budget=0)
+
+
+def test_passages_with_many_texts_equal_one_pair_at_a_time():
+    from neardup.reuse import passages_with
+
+    rng = random.Random(3)
+    source = _words(1, 300)
+    texts = []
+    for i in range(150):  # more than one batch of the kernel
+        own = _words(50 + i, 120)
+        at = rng.randrange(0, 250)
+        texts.append(" ".join(own[:60] + source[at:at + rng.randrange(10, 50)] + own[60:]))
+    query = " ".join(source)
+    found, sizes = passages_with(query, texts, batch=64)
+    assert sizes == [len(t.split()) for t in texts]
+    want = [reused_passages(query, t) for t in texts]
+    assert [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in f]
+            for f in found] == [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched)
+                                 for p in w] for w in want]
+    assert sum(bool(w) for w in want) > 50
+    import time
+
+    some, _ = passages_with(query, texts, batch=64, deadline=time.monotonic() - 1)
+    assert len(some) == 64  # the first batch is always compared, no other one after it

@@ -20,7 +20,7 @@ ALLOWED = {
     "kernel": KERNELS | BASE,
     "base": BASE,
     "stages": {"stages"} | KERNELS | BASE,
-    "io": {"io", "result", "_kernels"} | BASE,  # the JSONL scanner is a kernel
+    "io": {"io", "result", "_kernels", "_threads"} | BASE,  # the JSONL scanner; copy threads
     "result": {"result"} | KERNELS | BASE,
 }
 FRONT = {"cli", "server"}

@@ -303,8 +303,8 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
     # A new text is unique.
     r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
     assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False,
-                 "reused": [], "reused_capped": False, "passages_indexed": True,
-                 "min_passage_words": 16}
+                 "reused": [], "reused_capped": False, "reuse_incomplete": False,
+                 "passages_indexed": True, "min_passage_words": 16}
 
 
 def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
@@ -324,6 +324,25 @@ def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
     assert text[p["a"][0]:p["a"][1]] == copied
     assert source[p["b"][0]:p["b"][1]] == copied and p["words"] == 40
     assert m["text"] == source and 0 < m["share"] < 0.5 and m["share_source"] > 0
+
+
+def test_a_check_that_could_not_compare_every_candidate_is_not_unique(
+        index: Index, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded work: when more indexed texts share the checked text's phrases than one check
+    compares, the answer says so, is not "unique" and does not add the text."""
+    import neardup.server.app as app_module
+
+    source = corpus["doc-3"].split()
+    for i in range(4):  # four more texts hold the same 40 words
+        index.add(f"copy-{i}", make_text(random.Random(40 + i)) + " " + " ".join(source[10:50]))
+    monkeypatch.setattr(app_module, "CHECK_CANDIDATES", 2)
+    with TestClient(create_app(index)) as c:
+        text = make_text(random.Random(7)) + " " + " ".join(source[10:50])
+        r = c.post("/check", json={"text": text, "id": "new-5", "add": True}).json()
+        assert r["reuse_incomplete"] is True and r["unique"] is False and r["added"] is False
+        assert len(r["reused"]) <= 2 and "new-5" not in index
+        r = c.post("/check", json={"text": make_text(random.Random(9))}).json()
+        assert r["reuse_incomplete"] is False and r["unique"] is True
 
 
 def test_an_index_without_passages_says_so_in_its_answers(corpus: dict[str, str]) -> None:

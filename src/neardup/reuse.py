@@ -52,7 +52,7 @@ from .validate import check_int
 
 __all__ = ["PassageConfig", "Passage", "PassageIndex", "ReuseMatch", "ReuseResult",
            "TextWords", "text_words", "words_many", "fingerprints", "fingerprints_many",
-           "winnow_many", "reused_passages", "reuse_share", "find_reuse"]
+           "winnow_many", "reused_passages", "passages_with", "reuse_share", "find_reuse"]
 
 @dataclass(frozen=True)
 class PassageConfig:
@@ -346,6 +346,55 @@ def reused_passages(a: str | TextWords, b: str | TextWords,
     tb = b if isinstance(b, TextWords) else text_words(b, keep_keys=False)
     return _passages_of_pair(ta, tb, _sorted_fingerprints(fingerprints_a, ta, cfg),
                              _sorted_fingerprints(fingerprints_b, tb, cfg), cfg)
+
+
+def passages_with(query: str | TextWords, texts: Sequence[str],
+                  config: PassageConfig | None = None, *, deadline: float | None = None,
+                  batch: int = 64) -> tuple[list[list[Passage]], list[int]]:
+    """The passages ``query`` shares with each of ``texts`` (what :func:`reused_passages` of
+    ``query`` and each text finds), compared ``batch`` texts at a time by the kernel.
+    ``deadline`` (a :func:`time.monotonic` time): no new batch is started after it. Returns
+    the passages of each text compared (the first ones: fewer than ``texts`` when the
+    deadline stopped it) and each one's number of words."""
+    import time
+
+    cfg = config or PassageConfig()
+    q = query if isinstance(query, TextWords) else text_words(query, keep_keys=False)
+    fq = _sorted_fingerprints(None, q, cfg)
+    out: list[list[Passage]] = []
+    sizes: list[int] = []
+    for s0 in range(0, len(texts), batch):
+        if deadline is not None and s0 and time.monotonic() > deadline:
+            break
+        part = texts[s0:s0 + batch]
+        n = len(part)
+        words, woff = words_many(part)
+        sizes.extend(np.diff(woff).tolist())
+        fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
+        order = np.lexsort((fpos, fh, fdoc))
+        all_words = np.concatenate([q.hashes, words])
+        all_woff = np.concatenate([[0], len(q) + woff]).astype(np.int64)
+        all_fh = np.concatenate([fq[0], fh[order]])
+        all_fpos = np.concatenate([fq[1], fpos[order]])
+        all_foff = np.concatenate([[0], len(fq[0]) + np.searchsorted(fdoc[order],
+                                                                    np.arange(n + 1))])
+        rows, runs = pair_passages_many(
+            all_words, all_woff, all_fh, all_fpos, all_foff.astype(np.int64),
+            np.zeros(n, np.int64), np.arange(1, n + 1, dtype=np.int64), 0, n, cfg.k,
+            cfg.max_gap, cfg.min_match, cfg.max_occurrences, cfg.shortest)
+        found: list[list[Passage]] = [[] for _ in range(n)]
+        if len(rows):
+            b_start, b_end = _char_ranges(part, rows[:, 0], rows[:, 3], rows[:, 4])
+            a_st, a_en = q.starts, q.ends
+            for (p, i0, i1, j0, j1, matched, r0, nr), bs, be in zip(
+                    rows.tolist(), b_start.tolist(), b_end.tolist()):
+                found[p].append(Passage(
+                    (i0, i1), (j0, j1), (int(a_st[i0]), int(a_en[i1 - 1])), (bs, be),
+                    i1 - i0, matched, [tuple(r) for r in runs[r0:r0 + nr].tolist()]))
+            for f in found:
+                f.sort(key=lambda x: (x.a_words, x.b_words))
+        out.extend(found)
+    return out, sizes
 
 
 def reuse_share(passages: Sequence[Passage], n_words: int, side: str = "a") -> float:

@@ -32,10 +32,11 @@ from ..reuse import (
     PassageConfig,
     ReuseMatch,
     fingerprints,
-    fingerprints_many,
+    fingerprints_many_flat,
+    passages_with,
     reuse_share,
-    reused_passages,
     text_words,
+    words_many,
 )
 from ..stages import ingest_chunk
 from ..validate import check_int, check_str
@@ -52,17 +53,20 @@ _STORED_SECTIONS = ("normalize", "shingle", "sketch")
 @dataclass
 class CheckResult:
     """What :meth:`Index.check` found: whole-text ``matches`` (:class:`Match`), the indexed
-    texts ``reused`` in passages (:class:`~neardup.reuse.ReuseMatch`), and whether the
-    passages were ``capped`` (some left out by ``max_passages``)."""
+    texts ``reused`` in passages (:class:`~neardup.reuse.ReuseMatch`), whether the
+    passages were ``capped`` (some left out by ``max_passages``) and whether the search was
+    ``incomplete`` (some candidate texts not compared: ``max_candidates``, ``time_budget``)."""
 
     matches: list[Match]
     reused: list[ReuseMatch]
     capped: bool = False
+    incomplete: bool = False
 
     @property
     def unique(self) -> bool:
-        """Neither a whole-text near-duplicate nor a reused passage was found."""
-        return not self.matches and not self.reused
+        """Neither a whole-text near-duplicate nor a reused passage was found, and every
+        candidate was compared."""
+        return not self.matches and not self.reused and not self.incomplete
 
 
 @dataclass(frozen=True)
@@ -232,8 +236,7 @@ class Index:
         extra: list[np.ndarray] | None = None
         if passages and self.passages is not None:
             cfg = self.passages
-            fh, fdoc, _ = fingerprints_many([text_words(t, keep_keys=False).hashes
-                                             for t in texts], cfg.k, cfg.window)
+            fh, fdoc, _ = fingerprints_many_flat(*words_many(texts), cfg.k, cfg.window)
             salted = _salt(fh)
             cuts = np.searchsorted(fdoc, np.arange(n + 1))
             extra = [np.unique(salted[cuts[i]:cuts[i + 1]]) for i in range(n)]
@@ -322,7 +325,8 @@ class Index:
         return matches[:top_k] if top_k is not None else matches
 
     def check(self, text: str, *, threshold: float | None = None, min_share: float = 0.0,
-              top_k: int | None = None, max_passages: int = 100) -> CheckResult:
+              top_k: int | None = None, max_passages: int = 100,
+              max_candidates: int = 1000, time_budget: float | None = None) -> CheckResult:
         """Everything the index holds of ``text``: ``matches``, its whole-text near-duplicates
         (as :meth:`query` with ``threshold``), and ``reused``, the indexed texts it shares
         passages with (see :mod:`neardup.reuse`): :class:`~neardup.reuse.ReuseMatch` with the
@@ -330,29 +334,42 @@ class Index:
         text they cover, most reused first. ``min_share``: leave out those that cover less of
         ``text``; ``top_k``: at most that many of each; ``max_passages``: at most that many
         passages in all (the most reused texts first; ``capped`` says whether some were left
-        out). An index built without passage fingerprints raises :class:`ConfigError`."""
+        out).
+
+        Bounded work: at most ``max_candidates`` indexed texts (those sharing a passage
+        fingerprint with ``text``) are compared, and with ``time_budget`` (seconds) no new
+        batch of them is started once it is spent; ``incomplete`` then says that some were
+        not compared (the answer may miss sources, and :attr:`CheckResult.unique` is false).
+        An index built without passage fingerprints raises :class:`ConfigError`."""
+        import time
+
         if self.passages is None:
             raise ConfigError(_NO_PASSAGES)
         check_int("top_k", top_k, 1, none=True)
         check_int("max_passages", max_passages, 1)
+        check_int("max_candidates", max_candidates, 1)
+        if time_budget is not None and not (isinstance(time_budget, (int, float))
+                                            and time_budget > 0):
+            raise ConfigError(f"time_budget={time_budget!r} is invalid: seconds, above 0")
+        deadline = None if time_budget is None else time.monotonic() + float(time_budget)
         matches = self.query(text, threshold, top_k)
         cfg = self.passages
         q = text_words(text, keep_keys=False)
-        fq = fingerprints(q.hashes, cfg.k, cfg.window)
-        keys = self._passage_keys(fq)
+        keys = self._passage_keys(fingerprints(q.hashes, cfg.k, cfg.window))
         handles = self.storage.candidates(keys, self.bucket_cap) if len(keys) else []
+        incomplete = len(handles) > max_candidates
+        handles = handles[:max_candidates]
         ids = [i for i, _ in self.storage.shingles(handles)] if handles else []
+        stored = [(i, t) for i, t in self.get_texts(ids).items() if t is not None]
+        found, sizes = passages_with(q, [t for _, t in stored], cfg, deadline=deadline)
+        incomplete = incomplete or len(found) < len(stored)
         out = []
-        for doc_id, stored in self.get_texts(ids).items():
-            if stored is None:
+        for (doc_id, _), got, n_source in zip(stored, found, sizes):
+            if not got:
                 continue
-            tw = text_words(stored, keep_keys=False)
-            found = reused_passages(q, tw, cfg, fingerprints_a=fq)
-            if not found:
-                continue
-            share = reuse_share(found, len(q))
+            share = reuse_share(got, len(q))
             if share >= min_share:
-                out.append(ReuseMatch(doc_id, found, share, reuse_share(found, len(tw), "b")))
+                out.append(ReuseMatch(doc_id, got, share, reuse_share(got, n_source, "b")))
         out.sort(key=lambda m: (-m.share_query, m.id))
         if top_k is not None:
             out = out[:top_k]
@@ -366,7 +383,7 @@ class Index:
                     break
             kept.append(m)
             total += len(m.passages)
-        return CheckResult(matches, kept, capped)
+        return CheckResult(matches, kept, capped, incomplete)
 
     def query_id(self, id: str | int, threshold: float | None = None,  # noqa: A002
                  top_k: int | None = None) -> list[Match]:

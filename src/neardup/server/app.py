@@ -37,6 +37,10 @@ STATIC = Path(__file__).parent / "static"
 #: Passages that one ``/check`` answer carries at most (``reused_capped`` says when more were
 #: found).
 MAX_PASSAGES = 200
+#: Indexed texts one ``/check`` compares its text with at most, and the seconds it may spend
+#: comparing them (``reuse_incomplete`` says when either stopped it).
+CHECK_CANDIDATES = 1000
+CHECK_SECONDS = 2.0
 
 #: Matches of ``/check`` that come with their text and shared passages.
 CHECK_DETAILS = 10
@@ -166,8 +170,9 @@ class ReusedOut(BaseModel):
 
 
 class CheckOut(BaseModel):
-    unique: bool = Field(description="True if nothing in the index reaches the threshold and "
-                                     "no indexed text shares a passage with the text.")
+    unique: bool = Field(description="True if nothing in the index reaches the threshold, "
+                                     "no indexed text shares a passage with the text, and "
+                                     "every candidate was compared.")
     threshold: float = Field(description="The threshold used.")
     matches: list[CheckMatch] = Field(description="Near-duplicates, highest similarity first.")
     added: bool = Field(description="True if the text was added to the index.")
@@ -177,6 +182,10 @@ class CheckOut(BaseModel):
         "(see `passages_indexed`)."))
     reused_capped: bool = Field(default=False, description=(
         "True if more passages were found than the response carries."))
+    reuse_incomplete: bool = Field(default=False, description=(
+        f"True if not every indexed text that may share a passage was compared (more than "
+        f"{CHECK_CANDIDATES}, or {CHECK_SECONDS:g} s spent): the answer may miss some, and "
+        "`unique` is false."))
     passages_indexed: bool = Field(default=False, description=(
         "Whether this index finds reused passages (an index built without them finds "
         "whole-text near-duplicates only)."))
@@ -706,19 +715,21 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         threshold = _threshold(c.threshold)
         added = False
         reused: list = []
-        capped = False
+        capped = incomplete = False
         found = None  # whole-text matches and reused passages, where the index finds both
         if index.passages is not None:
-            found = index.check(c.text, threshold=threshold, max_passages=MAX_PASSAGES)
+            found = index.check(c.text, threshold=threshold, max_passages=MAX_PASSAGES,
+                                max_candidates=CHECK_CANDIDATES, time_budget=CHECK_SECONDS)
             reused = [m for m in found.reused if m.id != c.id]
             capped = found.capped
+            incomplete = found.incomplete
         if c.add:
             if c.id is None:
                 raise HTTPException(422, "id: required with add=true (the id to add the text "
                                          "under)")
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
-        if c.add and not reused:  # a text that copies passages is not unique: not added
+        if c.add and not reused and not incomplete:  # copies passages, or not known: kept out
             matches = index.check_and_add(c.id, c.text, threshold=threshold)
             added = not matches
         else:
@@ -741,8 +752,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                           passages=[Passage(a=p.a_chars, b=p.b_chars, words=p.words)
                                     for p in m.passages])
                 for i, m in enumerate(reused)]
-        return CheckOut(unique=not matches and not reused, threshold=threshold, matches=out,
-                        added=added, reused=rout, reused_capped=capped,
+        return CheckOut(unique=not matches and not reused and not incomplete,
+                        threshold=threshold, matches=out, added=added, reused=rout,
+                        reused_capped=capped, reuse_incomplete=incomplete,
                         passages_indexed=index.passages is not None,
                         min_passage_words=(index.passages.shortest if index.passages
                                            else None))

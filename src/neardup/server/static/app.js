@@ -202,6 +202,10 @@
       head = "Unique";
       note = " · nothing in the index reaches " + pct(result.threshold) + " similarity" +
         passagesNote;
+    } else if (n === 0 && reused.length === 0) {
+      head = "Not checked completely";
+      note = " · nothing found in the texts compared, but the text shares phrases with more " +
+        "indexed texts than one check compares: try a shorter text";
     } else if (n > 0) {
       head = "Repeats " + plural(n, "text", "texts");
       note = " from the index (" + pct(result.threshold) + " similarity or more)" +
