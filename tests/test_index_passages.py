@@ -107,6 +107,30 @@ def test_passage_parameters_are_stored_with_the_index(tmp_path):
         Index(path, passages=PassageConfig())
 
 
+def test_passages_hashed_by_another_word_hash_are_not_used(tmp_path):
+    """An index whose stored passage fingerprints come from another word hash (a development
+    version) opens for whole-text answers and says why it finds no passages."""
+    import json
+    import sqlite3
+
+    path = tmp_path / "dev.db"
+    ix = Index(path, passages=True)
+    ix.add("a", " ".join(_words(1, 100)))
+    assert ix.check(" ".join(_words(1, 100))).matches[0].id == "a"
+    ix.close()
+    con = sqlite3.connect(path)
+    params = json.loads(con.execute("SELECT value FROM meta WHERE key = 'params'").fetchone()[0])
+    assert params["passages"].pop("word_hash") == 1
+    con.execute("UPDATE meta SET value = ? WHERE key = 'params'", (json.dumps(params),))
+    con.commit()
+    con.close()
+    ix = Index(path)
+    assert ix.passages is None and ix.query(" ".join(_words(1, 100)))[0].id == "a"
+    with pytest.raises(ConfigError, match="hashed words differently"):
+        ix.check("anything at all")
+    ix.close()
+
+
 def test_a_check_compares_at_most_its_candidates_and_says_it_is_incomplete():
     """Bounded work: with fewer candidates allowed than there are texts sharing a
     fingerprint, or a spent time budget, the check says it is incomplete and never unique."""

@@ -126,6 +126,7 @@ class Index:
             raise ConfigError("pass either config= or the keyword parameters, not both "
                               f"(given: config and {', '.join(sorted(params))})")
         self.storage = _open_storage(target, **(storage_options or {}))
+        self._no_passages = _NO_PASSAGES
         given = config or (DedupConfig.from_kwargs(**params) if params else None)
         meta = self.storage.read_meta()
         if passages is not None and not isinstance(passages, (bool, PassageConfig)):
@@ -154,10 +155,15 @@ class Index:
             self._bands_rows = (int(stored["bands"]), int(stored["rows"]))
             if given is not None:
                 self._check_same(given, stored, target)
-            got = stored.get("passages")
+            got = dict(stored.get("passages") or {})
+            hashed_by = got.pop("word_hash", None)
             self.passages = PassageConfig(**got) if got else None
+            if self.passages is not None and hashed_by != WORD_HASH:
+                # fingerprints of another word hash would never match this one's
+                self.passages = None
+                self._no_passages = _OLD_PASSAGES
             if passages not in (None, False) and self.passages is None:
-                raise ConfigError(f"{target}: {_NO_PASSAGES}")
+                raise ConfigError(f"{target}: {self._no_passages}")
             if isinstance(passages, PassageConfig) and passages != self.passages:
                 raise ConfigError(f"{target}: the index finds passages with {self.passages}, "
                                   f"asked for {passages}; open it without passages= to use "
@@ -174,7 +180,8 @@ class Index:
         b, r = self._bands_rows
         return {**d, "bands": b, "rows": r, "store_text": self.store_text,
                 "text_codec": self.text_codec,
-                "passages": dataclasses.asdict(self.passages) if self.passages else None,
+                "passages": ({**dataclasses.asdict(self.passages), "word_hash": WORD_HASH}
+                             if self.passages else None),
                 "created_by": f"neardup {__version__}"}
 
     def _check_same(self, given: DedupConfig, stored: dict[str, Any], target: Any) -> None:
@@ -344,7 +351,7 @@ class Index:
         import time
 
         if self.passages is None:
-            raise ConfigError(_NO_PASSAGES)
+            raise ConfigError(self._no_passages)
         check_int("top_k", top_k, 1, none=True)
         check_int("max_passages", max_passages, 1)
         check_int("max_candidates", max_candidates, 1)
@@ -487,6 +494,14 @@ _CODEC = "zstd"
 _NO_PASSAGES = ("this index was built without passage fingerprints (the default): it finds "
                 "whole-text near-duplicates only; an index created with `neardup index create "
                 "--passages` or Index(..., passages=True) also finds reused passages")
+
+#: what an index whose passage fingerprints were made with another word hash says
+_OLD_PASSAGES = ("this index's passage fingerprints were made by a development version of "
+                 "neardup that hashed words differently: it finds whole-text near-duplicates "
+                 "only; build it again (`neardup index create --passages`, then add the texts) "
+                 "to find reused passages")
+#: the word hash that passage fingerprints are made with (stored with an index's passages)
+WORD_HASH = 1
 
 #: mixed into passage fingerprints before they are stored beside the band keys
 _PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
