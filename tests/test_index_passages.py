@@ -173,3 +173,30 @@ def test_passages_with_many_texts_equal_one_pair_at_a_time():
 
     some, _ = passages_with(query, texts, batch=64, deadline=time.monotonic() - 1)
     assert len(some) == 64  # the first batch is always compared, no other one after it
+
+
+def test_check_answers_bad_and_extreme_input():
+    """Empty and white-space texts, texts shorter than a passage and binary junk get defined
+    answers; a 10 MB text that copies many indexed texts is answered with its passages capped
+    and within its time budget."""
+    import time
+
+    ix = Index(passages=True)
+    docs = {f"d{i}": " ".join(_words(300 + i, 200)) for i in range(20)}
+    ix.add_many(docs.items())
+    for text in ["", "   \n\t\u3000 ", " ".join(_words(300, 10)),
+                 bytes(range(256)).decode("latin-1") * 40]:
+        got = ix.check(text)
+        assert got.matches == [] and got.reused == [] and got.unique, repr(text[:20])
+    filler = _words(77, 1000)
+    parts = []
+    while sum(len(p) + 1 for p in parts) < 10_000_000:
+        parts.append(" ".join(filler))
+        parts.append(docs[f"d{len(parts) % 20}"])
+    big = " ".join(parts)
+    assert len(big) >= 10_000_000
+    t = time.perf_counter()
+    got = ix.check(big, max_passages=30, time_budget=5.0)
+    assert time.perf_counter() - t < 60
+    assert got.capped and sum(len(m.passages) for m in got.reused) == 30
+    assert {m.id for m in got.reused} <= set(docs)
