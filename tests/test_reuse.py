@@ -182,6 +182,43 @@ def test_offsets_are_into_the_original_texts():
     assert "😀" in cut_a and "שלום" in cut_a
 
 
+def test_html_markup_neither_joins_nor_splits_a_passage():
+    """With strip_html, tags separate words like spaces: a passage marked up in one text and
+    plain in the other is found whole, at offsets of the original texts; in the batch search,
+    the passage index and the persistent index too."""
+    from neardup import Index
+    from neardup.reuse import PassageIndex, blank_tags, find_reuse
+
+    plain = ("the harbour authority said the ferry timetable would change in spring with an "
+             "extra morning crossing on weekdays and fewer late boats at weekends")
+    words = plain.split()
+    marked = ("<div class='news'><p>Intro.</p><p>" + " ".join(words[:5]) + " <b>" + words[5]
+              + "</b><br/>" + " ".join(words[6:]) + "</p></div>")
+    other = "Some other opening words here. " + plain + " And a different ending."
+    cfg = PassageConfig(strip_html=True)
+    (p,) = reused_passages(marked, other, cfg)
+    assert p.words == p.matched == len(words)
+    cut = marked[p.a_chars[0]:p.a_chars[1]]
+    assert text_words(blank_tags(cut)).keys == words
+    assert other[p.b_chars[0]:p.b_chars[1]] == plain
+    assert reused_passages(marked, other) == [] or \
+        reused_passages(marked, other)[0].words < len(words)  # without: markup in the words
+    res = find_reuse([marked, "unrelated text " * 5, other], cfg)
+    assert [(x["a"], x["b"], x["a_chars"], x["words"]) for x in res.passages] == \
+        [(0, 2, p.a_chars, len(words))]
+    ix = PassageIndex(cfg)
+    ix.add("m", marked)
+    assert [(q.a_chars, q.b_chars) for m in ix.check(other) for q in m.passages] == \
+        [(p.b_chars, p.a_chars)]
+    idx = Index(strip_html=True, passages=True)
+    assert idx.passages.strip_html
+    idx.add("m", marked)
+    got = idx.check(other).reused
+    assert [(q.a_chars, q.b_chars) for q in got[0].passages] == [(p.b_chars, p.a_chars)]
+    with pytest.raises(ConfigError, match="strip_html"):
+        PassageConfig(strip_html="yes")
+
+
 def test_config_is_checked():
     with pytest.raises(ConfigError, match="at least window \\+ k - 1 = 16"):
         PassageConfig(min_words=10)

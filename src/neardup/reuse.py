@@ -52,7 +52,8 @@ from .validate import check_int
 
 __all__ = ["PassageConfig", "Passage", "PassageIndex", "ReuseMatch", "ReuseResult",
            "TextWords", "text_words", "words_many", "fingerprints", "fingerprints_many",
-           "winnow_many", "reused_passages", "passages_with", "reuse_share", "find_reuse"]
+           "winnow_many", "reused_passages", "passages_with", "reuse_share", "find_reuse",
+           "blank_tags"]
 
 @dataclass(frozen=True)
 class PassageConfig:
@@ -62,7 +63,9 @@ class PassageConfig:
     ``min_words``: the shortest passage reported, in words (default: the guarantee,
     ``window + k - 1``; it may not be lower); ``max_gap``: words of difference bridged
     inside a passage (in each text); ``min_match``: words that must agree again after a gap;
-    ``max_occurrences``: seeds per repeated k-gram hash in one text."""
+    ``max_occurrences``: seeds per repeated k-gram hash in one text; ``strip_html``: HTML
+    tags (``<...>``) separate words like spaces, so that markup neither joins nor splits
+    the words of a passage (offsets stay those of the original text)."""
 
     k: int = 5
     window: int = 12
@@ -70,6 +73,7 @@ class PassageConfig:
     max_gap: int = 3
     min_match: int = 2
     max_occurrences: int = 16
+    strip_html: bool = False
 
     def __post_init__(self) -> None:
         check_int("k", self.k, 1, 64)
@@ -78,6 +82,8 @@ class PassageConfig:
         check_int("max_gap", self.max_gap, 0, 64)
         check_int("min_match", self.min_match, 1, 64)
         check_int("max_occurrences", self.max_occurrences, 1)
+        if not isinstance(self.strip_html, bool):
+            raise ConfigError(f"strip_html={self.strip_html!r} is invalid: True or False")
         if self.min_words is not None and self.min_words < self.guaranteed_words:
             raise ConfigError(
                 f"min_words={self.min_words} is invalid: at least window + k - 1 = "
@@ -162,6 +168,21 @@ _WORD = re.compile(r"\S+")
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
+_TAG = re.compile(r"<[^>\x00]*>")
+
+
+def blank_tags(text: str) -> str:
+    """``text`` with every HTML tag (``<...>``, as normalisation's ``strip_html`` finds them)
+    replaced by as many spaces: the words between tags stand apart, at the same offsets."""
+    if "<" not in text:
+        return text
+    return _TAG.sub(lambda m: " " * len(m.group()), text)
+
+
+def _prepared(text: str, cfg: PassageConfig) -> str:
+    return blank_tags(text) if cfg.strip_html else text
+
+
 #: 1 for the ASCII punctuation that word keys leave out at a word's ends
 _PUNCT = np.zeros(256, np.uint8)
 _PUNCT[np.frombuffer(ASCII_PUNCTUATION.encode("ascii"), np.uint8)] = 1
@@ -292,6 +313,16 @@ class Passage:
                 "matched_words": self.matched}
 
 
+def _words_of(text: str, cfg: PassageConfig) -> TextWords:
+    """:func:`text_words` of ``text`` as ``cfg`` reads it (HTML tags blanked), keeping the
+    original text."""
+    if not cfg.strip_html or not isinstance(text, str):
+        return text_words(text, keep_keys=False)
+    tw = text_words(blank_tags(text), keep_keys=False)
+    tw.text = text
+    return tw
+
+
 def _sorted_fingerprints(fp: Sequence[tuple[int, int]] | None, words: TextWords,
                          cfg: PassageConfig) -> tuple[np.ndarray, np.ndarray]:
     """A text's fingerprints as arrays sorted by hash, then position (what the kernel takes)."""
@@ -342,8 +373,8 @@ def reused_passages(a: str | TextWords, b: str | TextWords,
     ``a``; see the module docstring for what is found and the guarantee. ``fingerprints_a``/
     ``_b``: the texts' :func:`fingerprints` with the same ``k`` and ``window``, if known."""
     cfg = config or PassageConfig()
-    ta = a if isinstance(a, TextWords) else text_words(a, keep_keys=False)
-    tb = b if isinstance(b, TextWords) else text_words(b, keep_keys=False)
+    ta = a if isinstance(a, TextWords) else _words_of(a, cfg)
+    tb = b if isinstance(b, TextWords) else _words_of(b, cfg)
     return _passages_of_pair(ta, tb, _sorted_fingerprints(fingerprints_a, ta, cfg),
                              _sorted_fingerprints(fingerprints_b, tb, cfg), cfg)
 
@@ -359,8 +390,10 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
     import time
 
     cfg = config or PassageConfig()
-    q = query if isinstance(query, TextWords) else text_words(query, keep_keys=False)
+    q = query if isinstance(query, TextWords) else _words_of(query, cfg)
     fq = _sorted_fingerprints(None, q, cfg)
+    if cfg.strip_html:
+        texts = [blank_tags(t) for t in texts]
     out: list[list[Passage]] = []
     sizes: list[int] = []
     for s0 in range(0, len(texts), batch):
@@ -558,6 +591,8 @@ def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
         if not isinstance(t, str):
             raise ConfigError(f"texts[{i}] is {type(t).__name__}, not str")
     n = len(texts)
+    if cfg.strip_html:  # same lengths: the offsets found are those of the original texts
+        texts = [blank_tags(t) for t in texts]
     words, woff = words_many(texts)
     fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
     left, right, common = _candidate_pairs(fh, fdoc, n, max_doc_freq)
@@ -674,7 +709,7 @@ class PassageIndex:
             raise ConfigError(f"id {id!r} is invalid: a non-empty string")
         if id in self._docs:
             raise ConfigError(f"id {id!r} is already in the index")
-        tw = text_words(text, keep_keys=False)
+        tw = _words_of(text, self.config)
         fp = _sorted_fingerprints(None, tw, self.config)
         self._docs[id] = (tw, fp)
         for h in np.unique(fp[0]).tolist():
@@ -700,7 +735,7 @@ class PassageIndex:
         ``text``; ``top_k``: at most that many."""
         check_int("top_k", top_k, 1, none=True)
         cfg = self.config
-        q = text_words(text, keep_keys=False)
+        q = _words_of(text, cfg)
         fq = _sorted_fingerprints(None, q, cfg)
         cand: set[str] = set()
         for h in np.unique(fq[0]).tolist():

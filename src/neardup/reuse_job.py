@@ -61,6 +61,7 @@ def reuse_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
                                        "min_words": cfg.shortest, "max_gap": cfg.max_gap,
                                        "min_match": cfg.min_match,
                                        "max_occurrences": cfg.max_occurrences,
+                                       "strip_html": cfg.strip_html,
                                        "max_doc_freq": max_doc_freq},
                "inputs": [str(p) for p in paths], "skipped": report.to_dict(),
                "timings_s": {"read": round(t_read, 3), "find": round(t_find, 3),

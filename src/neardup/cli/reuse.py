@@ -45,6 +45,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-gap", type=int, default=3, metavar="G",
                    help="changed, inserted or dropped words bridged inside a passage "
                         "(default: 3)")
+    p.add_argument("--strip-html", action="store_true",
+                   help="HTML tags separate words like spaces (the character ranges stay "
+                        "those of the original texts)")
     p.add_argument("--max-doc-freq", type=int, default=100, metavar="M",
                    help="a fingerprint kept by more than M documents (a common phrase) "
                         "proposes no pair; counted in summary.json (default: 100)")
@@ -68,7 +71,8 @@ def cmd_reuse(a: argparse.Namespace) -> int:
     from ..reuse import PassageConfig
     from ..reuse_job import reuse_files
 
-    cfg = PassageConfig(k=a.k, window=a.window, min_words=a.min_words, max_gap=a.max_gap)
+    cfg = PassageConfig(k=a.k, window=a.window, min_words=a.min_words, max_gap=a.max_gap,
+                        strip_html=a.strip_html)
     s = reuse_files(a.inputs, a.output, config=cfg, max_doc_freq=a.max_doc_freq,
                     text_fields=a.text_field, id_field=a.id_field,
                     input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,

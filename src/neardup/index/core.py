@@ -31,6 +31,7 @@ from ..lsh import lsh_params, s_curve
 from ..reuse import (
     PassageConfig,
     ReuseMatch,
+    blank_tags,
     fingerprints,
     fingerprints_many_flat,
     passages_with,
@@ -140,8 +141,10 @@ class Index:
             if passages not in (None, False) and not store_text:
                 raise ConfigError("passages need the texts: store_text=False cannot find "
                                   "reused passages")
+            # texts whose markup the index strips: their passages skip it too
             self.passages = (passages if isinstance(passages, PassageConfig)
-                             else PassageConfig() if passages is True else None)
+                             else PassageConfig(strip_html=self.config.normalize.strip_html)
+                             if passages is True else None)
             self.storage.write_meta({"format_version": FORMAT_VERSION,
                                      "params": self._params()})
         else:
@@ -243,7 +246,8 @@ class Index:
         extra: list[np.ndarray] | None = None
         if passages and self.passages is not None:
             cfg = self.passages
-            fh, fdoc, _ = fingerprints_many_flat(*words_many(texts), cfg.k, cfg.window)
+            ptexts = [blank_tags(t) for t in texts] if cfg.strip_html else texts
+            fh, fdoc, _ = fingerprints_many_flat(*words_many(ptexts), cfg.k, cfg.window)
             salted = _salt(fh)
             cuts = np.searchsorted(fdoc, np.arange(n + 1))
             extra = [np.unique(salted[cuts[i]:cuts[i + 1]]) for i in range(n)]
@@ -361,7 +365,8 @@ class Index:
         deadline = None if time_budget is None else time.monotonic() + float(time_budget)
         matches = self.query(text, threshold, top_k)
         cfg = self.passages
-        q = text_words(text, keep_keys=False)
+        q = text_words(blank_tags(text) if cfg.strip_html else text, keep_keys=False)
+        q.text = text
         keys = self._passage_keys(fingerprints(q.hashes, cfg.k, cfg.window))
         handles = self.storage.candidates(keys, self.bucket_cap) if len(keys) else []
         incomplete = len(handles) > max_candidates
