@@ -60,7 +60,8 @@ def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path):
         assert (tmp_path / "rep" / name).stat().st_size > 0
     assert (tmp_path / "rep" / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "| neardup |" in md and "MSM (published)" in md
+    assert "| neardup |" in md and " ± " in md
+    assert "published" not in md  # the TV data's published results belong to that data only
     with open(tmp_path / "rep" / "summary.csv") as f:
         rows = {r["method"]: r for r in csv.DictReader(f)}
     assert float(rows["neardup"]["f1"]) == pytest.approx(
@@ -93,3 +94,21 @@ def test_dedup_offers_bad_parameters(catalogue, tmp_path):
     with pytest.raises(ConfigError, match="threshold"):
         dedup_offers(offers, tmp_path, threshold=1.5)
     assert np.isfinite(dedup_offers(offers, tmp_path, threshold=0.9)["threshold"])
+
+
+def test_the_tv_data_report_shows_its_published_results_and_one_bootstrap_no_spread(tmp_path):
+    from neardup.products.loaders import load_offers
+    from neardup.products.synth import make_catalogue as mk
+
+    offers, labels = mk(40, seed=2)
+    tv: dict[str, list] = {}
+    for i, lab in enumerate(labels):  # the same offers in the TV data's shape
+        tv.setdefault(lab, []).append({"shop": offers.shops[i], "title": offers.titles[i],
+                                       "featuresMap": offers.attributes[i]})
+    (tmp_path / "tv.json").write_text(json.dumps(tv))
+    tv_offers, tv_labels = load_offers(tmp_path / "tv.json")
+    assert tv_offers.formats == {"tv"}
+    cfg = StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3)
+    evaluate_offers(tv_offers, tv_labels, tmp_path / "rep", cfg)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "MSM (published)" in md and "(one bootstrap: no spread)" in md and " ± " not in md

@@ -138,3 +138,48 @@ def test_truth_pairs_and_labels(tmp_path):
         load_truth_pairs(js, offers)
     left, right, counts = load_truth_pairs(js, offers, on_error="skip")
     assert left.tolist() == [0] and right.tolist() == [4] and counts["unknown_id"] == 1
+
+
+def test_any_separator_flat_records_and_a_stated_brand(tmp_path):
+    """CSV with '|' or '#' (found from the header) and TSV; flat JSONL records whose other
+    fields are attributes; a brand column is the offer's brand rather than a title guess."""
+    from neardup.products.candidates import offer_brands
+
+    rows = [("id", "title", "brand", "price"), ("1", "Acme X100 camera", "Zeta", "99.5"),
+            ("2", "Zeta X100 camera body", "Zeta", "")]
+    for sep, name in (("|", "a.csv"), ("#", "b.csv"), ("\t", "c.tsv"), (";", "d.csv")):
+        (tmp_path / name).write_text("\n".join(sep.join(r) for r in rows) + "\n")
+        offers, _ = load_offers(tmp_path / name)
+        assert offers.titles == ["Acme X100 camera", "Zeta X100 camera body"], name
+        assert offers.attributes == [{"brand": "Zeta", "price": "99.5"}, {"brand": "Zeta"}]
+        assert offer_brands(offers, frozenset()) == ["zeta", "zeta"]  # not "acme"
+    bad = tmp_path / "e.csv"
+    bad.write_text("id;title\n1;x\n")
+    with pytest.raises(InputError, match="separator ','"):
+        load_offers(bad, sep=",")
+    with pytest.raises(ConfigError, match="sep="):
+        load_offers(bad, sep='"')
+    flat = tmp_path / "f.jsonl"
+    flat.write_text(json.dumps({"id": "a", "title": "T 1", "brand": "Zeta", "modelno": "X1",
+                                "price": 12.5, "tags": ["hd", "wifi"], "note": None,
+                                "nested": {"x": 1}}) + "\n"
+                    + json.dumps({"id": "b", "title": "T 2", "attributes": {"k": "v"},
+                                  "brand": "ignored: the nested map is the attributes"}) + "\n")
+    offers, _ = load_offers(flat)
+    assert offers.attributes == [{"brand": "Zeta", "modelno": "X1", "price": "12.5",
+                                  "tags": "hd, wifi"}, {"k": "v"}]
+
+
+def test_truth_pairs_any_separator_and_qualified_ids(tmp_path):
+    (tmp_path / "shop-a.jsonl").write_text(json.dumps({"id": "650", "title": "T 1"}) + "\n")
+    (tmp_path / "shop-b.jsonl").write_text(json.dumps({"id": "651", "title": "T 2"}) + "\n")
+    offers, _ = load_offers([tmp_path / "shop-a.jsonl", tmp_path / "shop-b.jsonl"],
+                            qualify_ids=True)
+    good = tmp_path / "truth.csv"
+    good.write_text("left#right\nshop-a/650#shop-b/651\n")
+    left, right, _ = load_truth_pairs(good, offers)
+    assert left.tolist() == [0] and right.tolist() == [1]
+    bare = tmp_path / "bare.csv"
+    bare.write_text("650,651\n650,651\n")
+    with pytest.raises(InputError, match="write it as FILE/ID, such as 'shop-a/650'"):
+        load_truth_pairs(bare, offers)

@@ -84,6 +84,9 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
                         "attributes; featuresMap is also read)")
     p.add_argument("--attribute-columns", nargs="+", default=None, metavar="COLUMN",
                    help="CSV: the attribute columns (default: every other column)")
+    p.add_argument("--sep", default=None, metavar="CHAR",
+                   help="CSV separator (default: found from the header line: , ; | # or TAB; "
+                        "TAB for .tsv files); write a TAB as $'\\t'")
     p.add_argument("--encoding", default="auto",
                    help="text encoding: auto (default: UTF-8, and latin-1 for lines that are "
                         "not UTF-8) or a codec name such as cp1252, used strictly")
@@ -110,7 +113,8 @@ def _load_offers_from_args(a: argparse.Namespace, truth_field: str | None = None
                        title_field=a.title_field, description_field=a.description_field,
                        shop_field=a.shop_field, attributes_field=a.attributes_field,
                        attribute_columns=a.attribute_columns, truth_field=truth_field,
-                       encoding=a.encoding, on_error=a.on_error, qualify_ids=a.qualify_ids)
+                       encoding=a.encoding, on_error=a.on_error, qualify_ids=a.qualify_ids,
+                       sep=a.sep)
 
 
 def cmd_products_dedup(a: argparse.Namespace) -> int:
@@ -167,7 +171,8 @@ def _eval_rows(s: dict) -> Rows:
     rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} true duplicate pairs"),
             ("skipped", skipped_text(s["skipped"]))]
     for r in s["summary"]:
-        rows.append((r["method"], f"F1 {r['f1']:.3f} ± {r['f1_sd']:.3f}  (P "
+        f1 = f"{r['f1']:.3f}" + (f" ± {r['f1_sd']:.3f}" if s.get("bootstraps", 2) > 1 else "")
+        rows.append((r["method"], f"F1 {f1}  (P "
                      f"{r['precision']:.3f}, R {r['recall']:.3f}; PC {r['pc']:.3f} at "
                      f"fraction {r['fraction']:.4f})"))
     return rows + [("time", f"{s['seconds']:.1f} s"), ("report", s["outputs"]["report.md"])]

@@ -166,11 +166,22 @@ def learn_brands(offers: Offers, attribute_names: Sequence[str] = BRAND_ATTRIBUT
 
 
 def offer_brands(offers: Offers, vocab: frozenset[str], units: UnitMap | None = None,
-                 look: int = 4) -> list[str]:
-    """Each offer's brand: the first of its first ``look`` title tokens in ``vocab``, else its
-    first title token (shops put the brand first; the vocabulary catches "TV Samsung ...")."""
+                 look: int = 4, attribute_names: Sequence[str] = BRAND_ATTRIBUTES
+                 ) -> list[str]:
+    """Each offer's brand: the one it states (the first token of an attribute named like
+    ``attribute_names``, case-insensitive: a brand column), else the first of its first
+    ``look`` title tokens in ``vocab``, else its first title token (shops put the brand first;
+    the vocabulary catches "TV Samsung ...")."""
+    wanted = {a.lower() for a in attribute_names}
     out = []
-    for title in offers.titles:
+    for title, attrs in zip(offers.titles, offers.attributes):
+        stated = next((v for k, v in attrs.items() if k.strip().lower() in wanted
+                       and v.strip()), None)
+        if stated is not None:
+            toks = clean_text(stated, units).split(" ")
+            if toks[0]:
+                out.append(toks[0])
+                continue
         toks = clean_text(title, units).split(" ")
         out.append(next((t for t in toks[:look] if t in vocab), toks[0]))
     return out

@@ -166,7 +166,8 @@ def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike
     cfg = cfg or StudyConfig()
     out = prepare_outdir(outdir)
     res = run_study(offers, labels, cfg, progress=progress)
-    paths = write_report(res, out, title="neardup products eval")
+    paths = write_report(res, out, title="neardup products eval",
+                         published=offers.formats == {"tv"})
     summary = {"offers": len(offers), "skipped": offers.skipped.to_dict(),
                "true_pairs": res.n_true_pairs, "config": {k: v for k, v in asdict(cfg).items()
                                                           if k != "units"},

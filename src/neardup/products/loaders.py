@@ -5,8 +5,16 @@
 - JSON: a list of offer objects, or the TV data's format (an object ``modelID -> [offers]``,
   detected from its shape; its modelIDs are returned as the truth);
 - JSONL: one offer object per line;
-- CSV: a header row; the attribute columns are ``attribute_columns`` or every column that is
-  not the id, title, description, shop or truth column; empty cells are left out.
+- CSV/TSV: a header row; the separator is ``sep``, else found from the header line (one of
+  ``, ; TAB | #``; ``.tsv``: TAB); the attribute columns are ``attribute_columns`` or every
+  column that is not the id, title, description, shop or truth column; empty cells are left
+  out.
+
+The attributes of a JSON record are its nested ``attributes_field`` map (``"attributes"``, or
+the TV data's ``"featuresMap"``) where it has one; a flat record's attributes are its other
+top-level fields (every field that is not the id, title, description, shop or truth), strings
+and numbers as they are and lists of them joined with ``", "``; nulls and empty values are left
+out.
 
 Each offer needs a non-empty string title. The id is the ``id_field`` (default ``"id"``), else
 ``"<file stem>:<line>"``; the shop is the ``shop_field``, else the file's stem (one file per
@@ -43,7 +51,7 @@ FORMATS = ("auto", "json", "jsonl", "csv", "tv")
 
 def _stem(path: str) -> str:
     name = Path(path).name
-    for ext in (".gz", ".jsonl", ".ndjson", ".json", ".csv"):
+    for ext in (".gz", ".jsonl", ".ndjson", ".json", ".csv", ".tsv"):
         if name.lower().endswith(ext):
             name = name[: -len(ext)]
     return name
@@ -65,12 +73,12 @@ def _detect(path: str, raw: bytes) -> str:
     low = path.lower().removesuffix(".gz")
     if low.endswith((".jsonl", ".ndjson")):
         return "jsonl"
-    if low.endswith(".csv"):
+    if low.endswith((".csv", ".tsv")):
         return "csv"
     if low.endswith(".json"):
         head = raw.lstrip()[:1]
         return "tv" if head == b"{" else "json"
-    raise InputError("cannot tell the format from the file name: use .json, .jsonl or .csv "
+    raise InputError("cannot tell the format from the file name: use .json, .jsonl, .csv or .tsv "
                      "(optionally .gz) or pass format=", path=path, reason="unknown_format")
 
 
@@ -188,7 +196,7 @@ class _Builder:
         if m is None and field == "attributes":
             field, m = "featuresMap", rec.get("featuresMap")
         if m is None:
-            return {}
+            return self._flat_attrs(rec)
         if not isinstance(m, Mapping):
             raise InputError(f"{pre}expected an object, got {type(m).__name__}", path=path,
                              line=line, field=field, reason="bad_attributes")
@@ -196,19 +204,50 @@ class _Builder:
         return {str(k): _value(v, pre, path, line, f"{field}.{k}") for k, v in m.items()
                 if k != truth}
 
+    def _flat_attrs(self, rec: Mapping) -> dict:
+        """The other top-level fields of a flat record (module docstring)."""
+        a = self.a
+        used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
+                a["truth_field"], a["attributes_field"]}
+        out = {}
+        for k, v in rec.items():
+            if k in used:
+                continue
+            got = _flat_value(v)
+            if got is not None:
+                out[str(k)] = got
+        return out
+
+
+def _flat_value(v: object) -> str | None:
+    """A flat record's field as an attribute value: strings and numbers as they are, a list of
+    them joined with ", "; ``None`` for what is not a value (null, empty, an object)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return v if v.strip() else None
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        parts = [_flat_value(x) for x in v if not isinstance(x, (list, dict))]
+        got = ", ".join(p for p in parts if p)
+        return got or None
+    return None
+
 
 def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, format: str = "auto",
                 id_field: str = "id", title_field: str = "title",
                 description_field: str = "description", shop_field: str = "shop",
                 attributes_field: str = "attributes",
                 attribute_columns: Sequence[str] | None = None, truth_field: str | None = None,
-                encoding: str = "auto", on_error: str = "fail", qualify_ids: bool = False
-                ) -> tuple[Offers, list[str] | None]:
+                encoding: str = "auto", on_error: str = "fail", qualify_ids: bool = False,
+                sep: str | None = None) -> tuple[Offers, list[str] | None]:
     """Load offers from one file or several (module docstring). Returns the offers and the
     truth labels (one per offer; ``None`` without ``truth_field``, except for the TV format,
     whose modelIDs are always returned)."""
     check_choice("on_error", on_error, ON_ERROR)
     check_choice("format", format, FORMATS)
+    _check_sep(sep)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if not paths:
@@ -216,7 +255,7 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
     a = {"id_field": id_field, "title_field": title_field,
          "description_field": description_field, "shop_field": shop_field,
          "attributes_field": attributes_field, "truth_field": truth_field,
-         "on_error": on_error, "qualify_ids": qualify_ids}
+         "on_error": on_error, "qualify_ids": qualify_ids, "sep": sep}
     offers = Offers()
     labels: list[str | None] = []
     b = _Builder(a, offers, labels)
@@ -225,6 +264,7 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
         path = os.fspath(p)
         raw = _read_bytes(path)
         fmt = _detect(path, raw) if format == "auto" else format
+        offers.formats.add(fmt)
         dec = _Decoder(encoding, path)
         if fmt == "tv":
             _add_tv(path, encoding, b)
@@ -309,7 +349,9 @@ def _add_tv(path: str, encoding: str, b: _Builder) -> None:
 def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
              attribute_columns: Sequence[str] | None) -> None:
     a = b.a
-    rows = csv.reader(io.StringIO("\n".join(t for _, t in _lines(raw, dec)), newline=""))
+    text = "\n".join(t for _, t in _lines(raw, dec))
+    sep = a["sep"] or _sniff_sep(text, path)
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     try:
         header = next(rows)
     except StopIteration:
@@ -317,7 +359,8 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
     except csv.Error as e:
         raise InputError(f"malformed CSV: {e}", path=path, line=1, reason="malformed_csv") from e
     if a["title_field"] not in header:
-        raise InputError(f"no column {a['title_field']!r} (columns: {', '.join(header)})",
+        raise InputError(f"no column {a['title_field']!r} (columns: {', '.join(header)}; "
+                         f"read with the separator {sep!r}: give another with sep= / --sep)",
                          path=path, line=1, reason="no_title_column")
     used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
             a["truth_field"]}
@@ -350,7 +393,34 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
               attrs_from=lambda r: {c: r[c] for c in acols if r.get(c, "") != ""})
 
 
-def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail"
+SEPARATORS = (",", ";", "\t", "|", "#")
+
+
+def _check_sep(sep: str | None) -> None:
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in "\"\r\n"):
+        raise ConfigError(f"sep={sep!r} is invalid: one character (such as ',', ';', '|', "
+                          "'#' or a TAB), not a quote or a line break")
+
+
+def _sniff_sep(text: str, path: str) -> str:
+    """The separator of a CSV text: TAB for a ``.tsv`` file, else the one of
+    :data:`SEPARATORS` that the header line holds most often outside quotes (``,`` if none)."""
+    if path.lower().removesuffix(".gz").endswith(".tsv"):
+        return "\t"
+    head = text.split("\n", 1)[0]
+    outside, quoted = [], False
+    for ch in head:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted:
+            outside.append(ch)
+    counts = {c: outside.count(c) for c in SEPARATORS}
+    best = max(SEPARATORS, key=lambda c: counts[c])
+    return best if counts[best] else ","
+
+
+def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail",
+                     sep: str | None = None
                      ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Matching id pairs from a CSV file (two columns; a first row in which neither value is a
     known id is a header) or JSONL (``{"a": id, "b": id}`` objects or two-element lists).
@@ -360,6 +430,7 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
     and, with ``on_error="skip"``, ``unknown_id``. An unknown id is otherwise an
     :class:`InputError` naming the file, line and id."""
     check_choice("on_error", on_error, ON_ERROR)
+    _check_sep(sep)
     name = os.fspath(path)
     raw = _read_bytes(name)
     dec = _Decoder("auto", name)
@@ -384,12 +455,14 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
                                  reason="bad_pair")
     else:
         text = "\n".join(t for _, t in _lines(raw, dec))
-        for k, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1):
+        delim = sep or _sniff_sep(text, name)
+        for k, row in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delim), 1):
             if not row or row == [""]:
                 continue
             if len(row) != 2:
-                raise InputError(f"expected two ids, got {len(row)} fields", path=name, line=k,
-                                 reason="bad_pair")
+                raise InputError(f"expected two ids, got {len(row)} fields (read with the "
+                                 f"separator {delim!r}: give another with sep= / --sep)",
+                                 path=name, line=k, reason="bad_pair")
             if k == 1 and row[0] not in row_of and row[1] not in row_of:
                 continue  # a header row: neither value is a known id
             pairs.append((k, row[0], row[1]))
@@ -402,8 +475,8 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
             if r is None:
                 if on_error == "fail":
                     raise InputError(f"unknown id {str(v)!r} (not among the {len(offers):,} "
-                                     "offers loaded)", path=name, line=line,
-                                     reason="unknown_id")
+                                     f"offers loaded){_qualified_hint(str(v), offers)}",
+                                     path=name, line=line, reason="unknown_id")
                 break
             got.append(r)
         if len(got) < 2:
@@ -420,6 +493,18 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
     left = np.array([p[0] for p in ordered], np.int64)
     right = np.array([p[1] for p in ordered], np.int64)
     return left, right, counts
+
+
+def _qualified_hint(v: str, offers: Offers) -> str:
+    """Where offers' ids carry their file's name (``--qualify-ids``) and the truth names a bare
+    id: how to write it."""
+    if "/" in v:
+        return ""
+    like = next((i for i in offers.ids if i.endswith("/" + v)), None)
+    if like is None:
+        return ""
+    return (f"; the offers' ids carry their file's name (--qualify-ids): write it as FILE/ID, "
+            f"such as {like!r}")
 
 
 def labels_from_pairs(n: int, left: np.ndarray, right: np.ndarray) -> list[str]:

@@ -27,7 +27,8 @@ class Offers:
     ``attributes[i]`` (attribute name -> string value, possibly empty) and ``sources[i]``
     (``"file:where"`` for messages), ``descriptions[i]`` (``""`` when none).
     ``skipped`` counts what the loader left out, by reason; ``decoded_latin1`` the lines (or
-    whole JSON files) that were not UTF-8 and were read as latin-1."""
+    whole JSON files) that were not UTF-8 and were read as latin-1; ``formats`` the formats
+    read."""
 
     ids: list[str] = field(default_factory=list)
     shops: list[str] = field(default_factory=list)
@@ -37,6 +38,8 @@ class Offers:
     skipped: SkipReport = field(default_factory=SkipReport)
     descriptions: list[str] = field(default_factory=list)
     decoded_latin1: int = 0
+    #: the formats the offers were read from ("tv", "json", "jsonl", "csv")
+    formats: set[str] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.ids)

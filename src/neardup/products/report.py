@@ -53,16 +53,20 @@ def markdown_table(rows: list[dict], cols: list[str], headers: list[str] | None 
     return "\n".join(lines) + "\n"
 
 
-def _pm(r: dict, k: str) -> str:
-    return f"{r[k]:.3f} ± {r[k + '_sd']:.3f}"
+def _pm(r: dict, k: str, spread: bool = True) -> str:
+    return f"{r[k]:.3f} ± {r[k + '_sd']:.3f}" if spread else f"{r[k]:.3f}"
 
 
-def summary_markdown(res: StudyResult) -> str:
-    rows = [{"method": r["method"], "fraction": f"{r['fraction']:.4f}", "PC": _pm(r, "pc"),
-             "PQ": _pm(r, "pq"), "F1*": _pm(r, "f1_star"), "precision": _pm(r, "precision"),
-             "recall": _pm(r, "recall"), "F1": _pm(r, "f1")} for r in res.summary]
+def summary_markdown(res: StudyResult, published: bool = False) -> str:
+    """The test figures per method (mean ± sd over the bootstraps; the mean alone with one),
+    and with ``published`` (the TV data) the published results on that data."""
+    sp = res.config.bootstraps > 1
+    rows = [{"method": r["method"], "fraction": f"{r['fraction']:.4f}",
+             "PC": _pm(r, "pc", sp), "PQ": _pm(r, "pq", sp), "F1*": _pm(r, "f1_star", sp),
+             "precision": _pm(r, "precision", sp), "recall": _pm(r, "recall", sp),
+             "F1": _pm(r, "f1", sp)} for r in res.summary]
     rows += [{"method": p["method"], "fraction": f"{p['fraction']:.2f}", "F1": f"{p['f1']:.3f}"}
-             for p in PUBLISHED]
+             for p in (PUBLISHED if published else [])]
     cols = ["method", "fraction", "PC", "PQ", "F1*", "precision", "recall", "F1"]
     return markdown_table(rows, cols)
 
@@ -83,7 +87,8 @@ def sweep_rows(res: StudyResult) -> list[dict]:
     return sorted(out, key=lambda r: r["fraction"])
 
 
-def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, int]) -> None:
+def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, int],
+               published: bool = False) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,7 +107,7 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, in
         pts = [(r["fraction"], r[f"f1_{m}"]) for r in rows if r[f"f1_{m}"] == r[f"f1_{m}"]]
         if pts:
             ax.plot(*zip(*pts), style, ms=3, label=m)
-    for p, dy in zip(PUBLISHED, (-10, -12, 4)):
+    for p, dy in zip(PUBLISHED if published else [], (-10, -12, 4)):
         ax.plot([p["fraction"]], [p["f1"]], "kx", ms=7)
         ax.annotate(p["method"].split(" ")[0], (p["fraction"], p["f1"]), fontsize=7,
                     xytext=(5, dy), textcoords="offset points")
@@ -145,9 +150,10 @@ def plot_similarity(res: StudyResult, path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
-def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Bootstrap study"
-                 ) -> dict[str, str]:
-    """Write the tables, plots and ``report.md`` into ``outdir`` (created); returns the paths."""
+def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Bootstrap study",
+                 published: bool = False) -> dict[str, str]:
+    """Write the tables, plots and ``report.md`` into ``outdir`` (created); returns the paths.
+    ``published``: the data is the TV data, whose published results are shown beside."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     cfg = res.config
@@ -156,7 +162,7 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
     write_csv(res.summary, out / "summary.csv")
     write_csv(sweep, out / "sweep.csv")
     write_csv(res.runs, out / "runs.csv")
-    summary_md = summary_markdown(res)
+    summary_md = summary_markdown(res, published)
     (out / "summary.md").write_text(summary_md)
     scols = ["bands", "rows", "fraction", "pc", "pq", "f1_star"] + [f"f1_{m}" for m in METHODS]
     sweep_md = markdown_table(sweep, scols, ["bands", "rows", "fraction", "PC", "PQ", "F1*"]
@@ -164,7 +170,7 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
     (out / "sweep.md").write_text(sweep_md)
     figures = can_plot()
     if figures:
-        plot_sweep(sweep, out / "sweep.png", default)
+        plot_sweep(sweep, out / "sweep.png", default, published)
         plot_similarity(res, out / "similarity.png")
     text = [f"# {title}", "",
             f"{res.n_offers:,} offers, {res.n_true_pairs:,} true duplicate pairs; "
@@ -172,7 +178,9 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
             f"words and the learned brand, {cfg.num_perm} permutations, default banding "
             f"{cfg.bands}x{cfg.rows}; thresholds tuned on each training part; "
             f"{res.seconds:.1f} s.", "",
-            "## Test sets at the default banding (mean ± sd)", "", summary_md,
+            "## Test sets at the default banding"
+            + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"), "",
+            summary_md,
             "## Sweep over the bandings (means)", "", sweep_md]
     text += (["![PC, PQ, F1* and F1 against the fraction of comparisons](sweep.png)", "",
               "![Similarity of candidates and true duplicates](similarity.png)", ""]
