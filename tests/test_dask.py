@@ -121,12 +121,14 @@ def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict,
         _check_corpus(local_out, dask_out, partitioned)
 
 
-@pytest.mark.parametrize("id_field,method,keep", [
-    (None, "components", "first"), ("doc", "components", "longest"),
-    (None, "strict", "longest"), ("doc", "strict", "first"),
+@pytest.mark.parametrize("id_field,method,keep,pairs,max_group", [
+    (None, "components", "first", "all", 1000), ("doc", "components", "longest", "all", 1000),
+    (None, "strict", "longest", "all", 1000), ("doc", "strict", "first", "edges", 1000),
+    ("doc", "components", "first", "all", 2),
 ])
-def test_same_as_local(scheduler, corpus, tmp_path, id_field, method, keep):
-    cfg = DedupConfig.from_kwargs(threshold=0.7, cluster=method, keep=keep)
+def test_same_as_local(scheduler, corpus, tmp_path, id_field, method, keep, pairs, max_group):
+    cfg = DedupConfig.from_kwargs(threshold=0.7, cluster=method, keep=keep, pairs=pairs,
+                                  pairs_max_group=max_group)
     s1 = dedup_files(corpus, tmp_path / "local", config=cfg, id_field=id_field)
     s2 = dedup_dask(corpus, tmp_path / "dask", config=cfg, id_field=id_field,
                     scheduler=scheduler[0], partition_docs=150)

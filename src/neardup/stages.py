@@ -21,6 +21,7 @@ import numpy as np
 from ._version import __version__
 from .config import DedupConfig, ShingleConfig, SketchConfig
 from .exact import FingerprintTable, fingerprints
+from .expand import PairCounts
 from .lsh import CandidateStats, band_keys, s_curve
 from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
@@ -153,6 +154,7 @@ class RunSummary:
     largest_cluster: int = 0
     duplicate_pairs: int = 0
     verified_pairs: int = 0
+    pairs: PairCounts | None = None
     shingles: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     workers: int | None = None
@@ -196,6 +198,8 @@ class RunSummary:
                                                                                    "rows")},
             },
             "verified_pairs": self.verified_pairs,
+            "pairs": (self.pairs or PairCounts(self.config.pairs.mode,
+                                               self.config.pairs.max_group)).to_dict(),
             "config": self.config.to_dict(),
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "workers": self.workers,

@@ -190,6 +190,8 @@ def config_from_args(a: argparse.Namespace) -> DedupConfig:
     """The :class:`~neardup.config.DedupConfig` of the options :func:`add_param_args` added."""
     extra = ({"verify": a.verify, "cluster": a.cluster, "keep": a.keep}
              if hasattr(a, "verify") else {})
+    if hasattr(a, "pairs"):
+        extra.update(pairs=a.pairs, pairs_max_group=a.pairs_max_group)
     return DedupConfig.from_kwargs(
         nfkc=not a.no_nfkc, casefold=not a.no_casefold, strip_html=a.strip_html,
         strip_punctuation=a.strip_punctuation, strip_digits=a.strip_digits,

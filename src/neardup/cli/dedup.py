@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..config import DedupConfig
 from ..errors import ConfigError
 from .common import (
     EXIT_OK,
@@ -46,6 +47,15 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                    help="format of the clusters and pairs tables (default: parquet)")
     g.add_argument("--no-corpus", action="store_true",
                    help="do not write the deduplicated corpus")
+    d = DedupConfig().pairs
+    g.add_argument("--pairs", choices=["all", "edges"], default=d.mode,
+                   help="rows of the pairs table: every pair known to be a duplicate, the "
+                        "verified ones and those implied by exact duplicates (column implied; "
+                        "all, default), or only the pairs compared (edges)")
+    g.add_argument("--pairs-max-group", type=int, default=d.max_group, metavar="N",
+                   help="exact-duplicate groups of more documents are written as edges only "
+                        "(each copy with the group's first document); the summary counts the "
+                        f"pairs left out (default: {d.max_group})")
     g.add_argument("--save-index", default=None, metavar="PATH",
                    help="also build an online index of the documents (a new SQLite file) that "
                         "opens as neardup.Index and in `neardup index`/`serve`")
@@ -87,6 +97,7 @@ def _summary_rows(s: dict[str, Any]) -> Rows:
                 f"{lsh['expected_recall_at_threshold_plus_0.1']:.4f} at "
                 f"J={min(lsh['threshold'] + 0.1, 1):g}"),
         ("candidates", f"{lsh['candidates']:,} -> {s['verified_pairs']:,} verified pairs"),
+        ("pairs", pairs_text(s["pairs"])),
         ("capped buckets", f"{lsh['capped_buckets']:,}" + (
             f" ({lsh['capped_bucket_docs']:,} documents, largest {lsh['largest_bucket']:,})"
             if lsh["capped_buckets"] else "")),
@@ -94,6 +105,18 @@ def _summary_rows(s: dict[str, Any]) -> Rows:
                  f"{s['mb_per_s']:.1f} MB/s)"),
         ("outputs", s["outputs"]["summary"].rsplit("/", 1)[0] + "/"),
     ]
+
+
+def pairs_text(p: dict[str, Any]) -> str:
+    """The pairs table's line of the summary: its rows, and the pairs it leaves out and why."""
+    text = (f"{p['rows']:,} written ({p['verified']:,} verified, {p['identical']:,} identical "
+            f"texts; {p['implied']:,} implied by exact duplicates)")
+    if p["left_out"]:
+        why = ("--pairs edges" if p["mode"] == "edges" else
+               f"{p['groups_over_max']:,} exact groups of more than {p['max_group']:,} documents, "
+               f"largest {p['largest_exact_group']:,}")
+        text += f"; {p['left_out']:,} implied pairs left out ({why})"
+    return text
 
 
 def cmd_dedup(a: argparse.Namespace) -> int:

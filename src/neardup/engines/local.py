@@ -33,8 +33,9 @@ from ..cluster import cluster_representatives, labels_from_reps, preference_rank
 from ..config import DedupConfig, ShingleConfig, config_from, flat_defaults
 from ..errors import ConfigError, InputError, OutputError, SkipReason
 from ..exact import FingerprintTable
+from ..expand import expand_pairs
 from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
-from ..result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
+from ..result import JACCARD, MINHASH, Result
 from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
 from ..text.normalize import is_arrow_strings, normalize
 from ..validate import check_choice, check_int
@@ -148,8 +149,9 @@ class Deduplicator:
                  bands: int | None = None, rows: int | None = None, min_recall: float = 0.9,
                  bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
                  cluster: Literal["components", "strict"] = "components",
-                 keep: Literal["first", "longest"] = "first", nfkc: bool = True,
-                 casefold: bool = True, strip_html: bool = False,
+                 keep: Literal["first", "longest"] = "first",
+                 pairs: Literal["all", "edges"] = "all", pairs_max_group: int = 1000,
+                 nfkc: bool = True, casefold: bool = True, strip_html: bool = False,
                  strip_punctuation: bool = False, strip_digits: bool = False,
                  strip_stopwords: bool = False,
                  workers: int | None = None, on_error: Literal["fail", "skip"] = "fail",
@@ -413,34 +415,26 @@ class Deduplicator:
         similarity[has] = sim_u[g]
         labels = labels_from_reps(representative)
 
-        dup_members = has & (urow[np.maximum(group, 0)] != rows_all)
-        fp_left = urow[group[dup_members]]
-        fp_right = rows_all[dup_members]
-        pl = np.concatenate([urow[left], fp_left])
-        pr = np.concatenate([urow[right], fp_right])
-        swap = pl > pr
-        pl[swap], pr[swap] = pr[swap], pl[swap]
-        ps = np.concatenate([sim, np.ones(len(fp_left), np.float32)])
-        pm = np.concatenate([np.full(len(left), method, np.uint8),
-                             np.full(len(fp_left), FINGERPRINT, np.uint8)])
-        order = np.lexsort((pr, pl))
-        pairs = Pairs(pl[order], pr[order], ps[order], pm[order])
+        # every pair known to be a duplicate: the verified edges between distinct texts and
+        # the pairs their exact groups imply (see neardup.expand)
+        pairs, pcounts = expand_pairs(group, U, left, right, sim, method, cfg.pairs.mode,
+                                      cfg.pairs.max_group)
         self._stage("cluster", 1, 1)
         self._tick("cluster", t0)
 
         sizes = np.bincount(labels)
-        summary = self._summary(n, U, bands, rows, cstats, pairs, sizes, representative)
+        summary = self._summary(n, U, bands, rows, cstats, pcounts, sizes, representative)
         return Result(self._ids, labels, representative, similarity, pairs, summary)
 
-    def _summary(self, n, U, bands, rows, cstats, pairs, sizes, representative) -> dict[str, Any]:
+    def _summary(self, n, U, bands, rows, cstats, pcounts, sizes, representative
+                 ) -> dict[str, Any]:
         wall = time.perf_counter() - (self._t_first or time.perf_counter())
         self.run_summary = RunSummary(
             config=self.config, bands=bands, rows=rows, candidates=cstats, documents=n,
             text_bytes=self._text_bytes, empty_documents=self._n_empty, distinct_texts=U,
             kept=int(np.count_nonzero(representative == np.arange(n))),
             clusters=int(np.count_nonzero(sizes >= 2)), largest_cluster=int(sizes.max(initial=0)),
-            duplicate_pairs=len(pairs),
-            verified_pairs=int(np.count_nonzero(pairs.method != FINGERPRINT)),
+            duplicate_pairs=pcounts.rows, verified_pairs=pcounts.verified, pairs=pcounts,
             shingles=self._shingles_total, timings=dict(self.timings), workers=self.workers,
             seconds=wall)
         if self._skipped:
@@ -455,7 +449,8 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
           bands: int | None = None, rows: int | None = None, min_recall: float = 0.9,
           bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
           cluster: Literal["components", "strict"] = "components",
-          keep: Literal["first", "longest"] = "first", nfkc: bool = True, casefold: bool = True,
+          keep: Literal["first", "longest"] = "first", pairs: Literal["all", "edges"] = "all",
+          pairs_max_group: int = 1000, nfkc: bool = True, casefold: bool = True,
           strip_html: bool = False, strip_punctuation: bool = False, strip_digits: bool = False,
           strip_stopwords: bool = False,
           config: DedupConfig | None = None, chunk_size: int = 10_000,
@@ -479,6 +474,11 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
     - ``verify``: "exact" Jaccard of every candidate pair, or the signature "estimate";
     - ``cluster``: "components" or "strict" (no chains); ``keep``: the representative, "first"
       or "longest";
+    - ``pairs``: "all" (default) for every pair known to be a duplicate in ``result.pairs``:
+      the verified ones and those implied by exact-duplicate groups (``Pairs.implied``), or
+      "edges" for the compared ones only; ``pairs_max_group``: exact groups of more documents
+      are written as edges only, and ``summary["pairs"]["left_out"]`` counts what they leave
+      out (:mod:`neardup.expand`);
     - ``nfkc``, ``casefold``, ``strip_html``, ``strip_punctuation``, ``strip_digits``,
       ``strip_stopwords``: normalisation;
     - ``config``: a whole :class:`DedupConfig` instead of the keywords above;

@@ -74,6 +74,7 @@ class RunContext:
     cluster_map: Any = None     # a future of the broadcast ClusterMap
     # writing
     kept: int = 0
+    pair_counts: Any = None     # the pairs table's PairCounts
     clusters: int = 0
     largest: int = 0
     outputs: dict[str, Any] = field(default_factory=dict)
