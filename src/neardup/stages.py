@@ -167,6 +167,7 @@ class RunSummary:
     skipped: dict[str, Any] | None = None
     outputs: dict[str, Any] | None = None
     ingest_seconds: float | None = None
+    ids: dict[str, Any] | None = None  # where the ids came from (neardup.io.IdInfo.to_dict)
 
     def to_dict(self) -> dict[str, Any]:
         n = self.documents
@@ -211,6 +212,7 @@ class RunSummary:
             wall = self.seconds
             d.update({
                 "inputs": self.inputs,
+                **({"ids": self.ids} if self.ids is not None else {}),
                 "input_bytes": self.input_bytes,
                 "skipped": self.skipped,
                 "outputs": self.outputs,

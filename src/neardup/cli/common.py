@@ -81,6 +81,11 @@ class RichProgress:
 
 Group = argparse.ArgumentParser | argparse._ArgumentGroup
 
+#: ``--id-field`` of the commands that detect the field ``id`` (dedup, index add).
+ID_DETECT_HELP = ("field holding the document id (default: the field id when every record has "
+                  "one, a string or an integer, distinct; otherwise the row number across all "
+                  "inputs; '' for row numbers); a folder's files are named by their paths")
+
 ON_ERROR_HELP = ("bad records: stop with an error (fail, default) or skip them and count them in "
                  "the summary (skip)")
 

@@ -10,6 +10,7 @@ from ..config import DedupConfig
 from ..errors import ConfigError
 from .common import (
     EXIT_OK,
+    ID_DETECT_HELP,
     RichProgress,
     Rows,
     add_input_args,
@@ -38,7 +39,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:
     from ..io import OUTPUT_FORMATS
 
-    g = add_input_args(p, on_error_help="bad records: stop before writing anything (fail, "
+    g = add_input_args(p, id_help=ID_DETECT_HELP,
+                       on_error_help="bad records: stop before writing anything (fail, "
                        "default) or skip and count them in the summary (skip)")
     g.add_argument("--chunk-size", type=int, default=10_000, metavar="N",
                    help="documents read and sketched per chunk (default: 10000)")
@@ -83,9 +85,12 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
 
 
 def _summary_rows(s: dict[str, Any]) -> Rows:
+    from ..io import ids_text
+
     lsh = s["lsh"]
     return [
         ("documents", f"{s['documents']:,}  ({s['text_bytes'] / 1e6:,.1f} MB of text)"),
+        ("ids", ids_text(s["ids"])),
         ("skipped", skipped_text(s["skipped"])),
         ("empty documents", f"{s['empty_documents']:,}"),
         ("exact duplicates", f"{s['exact_duplicates']:,}"),

@@ -545,16 +545,22 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     """Deduplicate the documents of ``paths`` and write clusters, pairs, the deduplicated corpus
     and ``summary.json`` into ``outdir``. Returns the summary.
 
+    ``id_field``: the field holding the ids; ``None`` (default): the field ``id`` when every
+    record has one (a string or an integer; its values must then be distinct), else row
+    numbers; ``""``: row numbers. A folder's files are named by their paths whatever it says.
+    The summary's ``ids`` says which were used (:meth:`neardup.io.IdInfo.to_dict`).
+
     ``save_index``: also build an online :class:`~neardup.Index` (SQLite) of every document, with
     the run's parameters, at this new path. It is built under a temporary name beside it and
     renamed only when the whole run succeeded.
     """
     # neardup.io (orjson, the readers and writers) is loaded by the file jobs only, so that
     # ``import neardup`` and the command line's help stay light
-    from ..io import OutputOptions, ReadOptions, SkipReport
+    from ..io import OutputOptions, ReadOptions, SkipReport, id_options
 
-    read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
-                            encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+    read_opts = ReadOptions(text_fields=text_fields, format=input_format, encoding=encoding,
+                            on_error=on_error, chunk_size=chunk_size,
+                            **id_options(id_field))
     out_opts = OutputOptions(output_format, write_corpus)
     config = config or DedupConfig()
     progress = progress or NoProgress()
@@ -587,6 +593,7 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
 def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: OutputOptions,
          progress, t_start, index, index_tmp, save_index, display=str) -> dict[str, Any]:
     from ..io import (
+        IdInfo,
         prepare_outdir,
         read_documents,
         total_input_bytes,
@@ -605,11 +612,19 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     index_time = 0.0
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
-        reader = read_documents(paths, report=report, options=read_opts, arrow=True)
+        ids = IdInfo()
+        reader = read_documents(paths, report=report, options=read_opts, arrow=True, ids=ids)
         with _Prefetch(reader) as chunks:
             for chunk in chunks:
                 read_time += time.perf_counter() - t_read
                 dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+                if index is not None and ids.fallback_row:
+                    raise InputError(
+                        f"no field {ids.field!r} at {ids.missing}, though the "
+                        f"{ids.fallback_row:,} records before it have one: the index being "
+                        f"built cannot change their ids to row numbers; give --id-field "
+                        f"{ids.field} (every record must then have it) or --id-field '' (row "
+                        "numbers)", field=ids.field, reason=SkipReason.MISSING_FIELD)
                 if index is not None:
                     t_ix = time.perf_counter()
                     texts = chunk.texts
@@ -623,6 +638,8 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
                 progress.update("read", done_bytes, total_bytes)
                 t_read = time.perf_counter()
         read_time += time.perf_counter() - t_read
+        # a detected id field that some record lacks: row numbers for the records before it
+        ids.fix(dd._ids, np.concatenate(locations) if locations else [])
         progress.finish("read")
         t_ingest = time.perf_counter() - t0
         for stage in ("candidates", "verify", "cluster"):
@@ -651,7 +668,7 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
         progress.finish("write")
         summary = _final_summary(dd, report, [display(p) for p in paths], outdir, outputs,
                                  total_bytes, t_start, t_ingest, read_time, t_write, index_time,
-                                 index is not None)
+                                 index is not None, ids.to_dict())
     except BaseException as e:
         _remove(committed)
         if committed:
@@ -713,7 +730,7 @@ def _remove(paths: list[Path]) -> None:
 
 
 def _final_summary(dd, report, inputs, outdir, outputs, total_bytes, t_start, t_ingest,
-                   read_time, t_write, index_time, with_index) -> dict[str, Any]:
+                   read_time, t_write, index_time, with_index, ids) -> dict[str, Any]:
     from ..io import write_json_atomic
 
     rs = dd.run_summary
@@ -727,6 +744,7 @@ def _final_summary(dd, report, inputs, outdir, outputs, total_bytes, t_start, t_
     rs.skipped = report.to_dict()
     rs.outputs = outputs
     rs.ingest_seconds = t_ingest
+    rs.ids = ids
     summary = rs.to_dict()
     if report.total:
         log.warning("%d records were skipped: %s", report.total, report.to_dict()["by_reason"])

@@ -57,6 +57,7 @@ class RunContext:
     report: SkipReport = field(default_factory=SkipReport)
     drops: list[np.ndarray] = field(default_factory=list)
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    ids: dict[str, Any] | None = None  # where the ids came from (the summary's "ids")
     # exact groups
     exact_dir: str = ""         # the exact-group reducers' output (cluster sizes read it)
     distinct: int = 0

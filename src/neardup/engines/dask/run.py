@@ -16,6 +16,7 @@ from ...errors import ConfigError, OutputError
 from ...io import (
     OutputOptions,
     ReadOptions,
+    id_options,
     prepare_outdir,
     record_stream,
     total_input_bytes,
@@ -76,7 +77,7 @@ def run_steps(ctx: RunContext) -> dict[str, Any]:
         timings=ctx.timings, workers=ctx.workers, partitions=ctx.P,
         seconds=time.perf_counter() - ctx.t_start, inputs=[str(p) for p in ctx.paths],
         input_bytes=ctx.total_bytes, skipped=ctx.report.to_dict(), outputs=ctx.outputs,
-        ingest_seconds=ctx.timings.get("read", 0.0)).to_dict()
+        ingest_seconds=ctx.timings.get("read", 0.0), ids=ctx.ids).to_dict()
     write_json_atomic(ctx.outdir / "summary.json", summary)
     return summary
 
@@ -175,8 +176,8 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     (Parquet: read as one table), the local engine's ``deduplicated/NAME`` (a folder of text
     files is written as the local engine writes it).
     """
-    read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
-                            encoding=encoding, on_error=on_error)
+    read_opts = ReadOptions(text_fields=text_fields, format=input_format, encoding=encoding,
+                            on_error=on_error, **id_options(id_field))
     out_opts = OutputOptions(output_format, write_corpus)
     if partitioned_tables and output_format != "parquet":
         raise ConfigError("partitioned tables are written as Parquet parts: use "
