@@ -122,7 +122,7 @@ class LSHConfig:
     threshold: float = 0.8
     bands: int | None = None
     rows: int | None = None
-    min_recall: float = 0.9
+    min_recall: float = 0.99
     bucket_cap: int = 500
 
     def __post_init__(self) -> None:

@@ -21,7 +21,6 @@ import numpy as np
 from ._version import __version__
 from .config import DedupConfig, ShingleConfig, SketchConfig
 from .exact import FingerprintTable, fingerprints
-from .expand import PairCounts
 from .lsh import CandidateStats, band_keys, s_curve
 from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
@@ -154,7 +153,7 @@ class RunSummary:
     largest_cluster: int = 0
     duplicate_pairs: int = 0
     verified_pairs: int = 0
-    pairs: PairCounts | None = None
+    pairs: Any = None  # the pairs table's counts (neardup.expand.PairCounts)
     shingles: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     workers: int | None = None
@@ -193,14 +192,15 @@ class RunSummary:
             "lsh": {
                 "bands": b, "rows": r, "threshold": t,
                 "expected_recall_at_threshold": round(s_curve(t, b, r), 6),
+                "expected_recall_at_threshold_plus_0.05": round(
+                    s_curve(min(t + 0.05, 1.0), b, r), 6),
                 "expected_recall_at_threshold_plus_0.1": round(s_curve(min(t + 0.1, 1.0), b, r),
                                                                6),
                 **{k: v for k, v in self.candidates.to_dict().items() if k not in ("bands",
                                                                                    "rows")},
             },
             "verified_pairs": self.verified_pairs,
-            "pairs": (self.pairs or PairCounts(self.config.pairs.mode,
-                                               self.config.pairs.max_group)).to_dict(),
+            "pairs": self.pairs.to_dict() if self.pairs is not None else None,
             "config": self.config.to_dict(),
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "workers": self.workers,

@@ -98,7 +98,9 @@ def _summary_rows(s: dict[str, Any]) -> Rows:
         ("kept", f"{s['kept']:,}  in {s['clusters']:,} clusters of 2+ "
                  f"(largest {s['largest_cluster']:,})"),
         ("LSH", f"{lsh['bands']} bands x {lsh['rows']} rows; expected recall "
-                f"{lsh['expected_recall_at_threshold']:.3f} at J={lsh['threshold']:g}, "
+                f"{lsh['expected_recall_at_threshold']:.4f} at J={lsh['threshold']:g}, "
+                f"{lsh['expected_recall_at_threshold_plus_0.05']:.4f} at "
+                f"J={min(lsh['threshold'] + 0.05, 1):g}, "
                 f"{lsh['expected_recall_at_threshold_plus_0.1']:.4f} at "
                 f"J={min(lsh['threshold'] + 0.1, 1):g}"),
         ("candidates", f"{lsh['candidates']:,} -> {s['verified_pairs']:,} verified pairs"),
