@@ -150,6 +150,9 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     with ``write_corpus``, the deduplicated corpus in ``outdir`` as the local engine writes
     them (``deduplicated/NAME`` per input, in its format with all its columns).
 
+    ``id_field``: as for :func:`~neardup.engines.local.dedup_files` (``None``: the field ``id``
+    when every record of every partition has one, else row numbers; ``""``: row numbers).
+
     ``scheduler``: the address of a running scheduler (``tcp://host:port``); without it a
     ``LocalCluster`` of ``n_workers`` single-threaded processes is started and closed. Inputs,
     ``outdir`` and ``work_dir`` must be visible to every worker at the same path: relative
