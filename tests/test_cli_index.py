@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from neardup import Index
+from neardup import DedupConfig, Index, choose_bands
 from neardup.cli import main
 from neardup.synth import make_corpus
 
@@ -52,7 +52,9 @@ def test_index_commands(tmp_path, capsys):
                                              "documents": 329}
     code, out, _ = run(capsys, "index", "stats", db, "--json")
     st = json.loads(out)
-    assert st["documents"] == 329 and (st["bands"], st["rows"]) == (21, 6)
+    # the banding the default --min-recall chooses for the threshold 0.7
+    want = choose_bands(0.7, 128, DedupConfig().lsh.min_recall)
+    assert st["documents"] == 329 and (st["bands"], st["rows"]) == want == (32, 4)
     # errors: repeated ids, nothing to query, no such index, an existing one created again
     code, _, err = run(capsys, "index", "add", db, NEWS, "--id-field", "id")
     assert code == 3 and "already in the index" in err and "0 documents were added" in err

@@ -121,12 +121,14 @@ def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict,
         _check_corpus(local_out, dask_out, partitioned)
 
 
-@pytest.mark.parametrize("id_field,method,keep", [
-    (None, "components", "first"), ("doc", "components", "longest"),
-    (None, "strict", "longest"), ("doc", "strict", "first"),
+@pytest.mark.parametrize("id_field,method,keep,pairs,max_group", [
+    (None, "components", "first", "all", 1000), ("doc", "components", "longest", "all", 1000),
+    (None, "strict", "longest", "all", 1000), ("doc", "strict", "first", "edges", 1000),
+    ("doc", "components", "first", "all", 2),
 ])
-def test_same_as_local(scheduler, corpus, tmp_path, id_field, method, keep):
-    cfg = DedupConfig.from_kwargs(threshold=0.7, cluster=method, keep=keep)
+def test_same_as_local(scheduler, corpus, tmp_path, id_field, method, keep, pairs, max_group):
+    cfg = DedupConfig.from_kwargs(threshold=0.7, cluster=method, keep=keep, pairs=pairs,
+                                  pairs_max_group=max_group)
     s1 = dedup_files(corpus, tmp_path / "local", config=cfg, id_field=id_field)
     s2 = dedup_dask(corpus, tmp_path / "dask", config=cfg, id_field=id_field,
                     scheduler=scheduler[0], partition_docs=150)
@@ -202,6 +204,51 @@ def test_worker_killed_during_a_run(scheduler, corpus, tmp_path):
 def _write_lines(path: Path, lines: list[bytes]) -> Path:
     path.write_bytes(b"".join(x + b"\n" for x in lines))
     return path
+
+
+def test_detected_ids_same_as_local(scheduler, tmp_path):
+    """The field ``id`` is used when every record of every partition has one, else row
+    numbers; a repeated detected id is the same error (within a partition and across)."""
+    texts, _ = make_corpus(400, dup_fraction=0.4, seed=5, max_edit_rate=0.2)
+    recs = [{"id": f"n{i}", "text": t} for i, t in enumerate(texts)]
+
+    def both(name, records, *more, **kw):
+        paths = [_write_lines(tmp_path / f"{name}.jsonl", [orjson.dumps(r) for r in records]),
+                 *more]
+        out = []
+        for engine in ("local", "dask"):
+            try:
+                if engine == "local":
+                    s = dedup_files(paths, tmp_path / f"{name}-l", **kw)
+                else:
+                    s = dedup_dask(paths, tmp_path / f"{name}-d", scheduler=scheduler[0],
+                                   partition_docs=60, **kw)
+                out.append(s["ids"])
+            except InputError as e:
+                out.append(str(e))
+        assert out[0] == out[1], name
+        if isinstance(out[0], dict):
+            _check_same(tmp_path / f"{name}-l", tmp_path / f"{name}-d",
+                        *(orjson.loads((tmp_path / f"{name}-{x}" / "summary.json").read_bytes())
+                          for x in "ld"))
+        return out[0]
+
+    assert both("all", recs)["from"] == "field"
+    late = [dict(r) for r in recs]
+    del late[350]["id"]
+    assert both("late", late)["missing"].endswith("late.jsonl:351")
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "x.txt").write_text(texts[0])
+    assert both("mixed", recs, folder)["from"] == "field and file names"
+    near = [dict(r) for r in recs]
+    near[30]["id"] = "n29"  # in the same partition
+    assert "repeats" in both("near", near)
+    far = [dict(r) for r in recs]
+    far[390]["id"] = "n3"  # across partitions, after the one above would be
+    far[200]["id"] = "n150"
+    assert "'n150' repeats" in both("far", far)
+    assert both("rows", near, id_field="")["from"] == "row numbers"
 
 
 def test_bad_input_same_errors(scheduler, tmp_path):

@@ -134,3 +134,53 @@ def test_fca_command_with_reference_and_baseline(tmp_path, capsys):
     assert "name no pair of documents" in capsys.readouterr().err
     assert main(["fca", str(docs), "-o", str(tmp_path / "o3"), "--min-common", "5",
                  "--baseline-clusters", "3"]) == 2
+
+
+def _pair_texts(j: float, m: int, rng, base: int) -> tuple[str, str]:
+    """Two texts of ``m`` distinct words each whose word sets have Jaccard ``j``."""
+    c = round(2 * j * m / (1 + j))
+    common = [f"t{base}x{i}" for i in range(c)]
+    a = common + [f"a{base}x{i}" for i in range(m - c)]
+    b = common + [f"b{base}x{i}" for i in range(m - c)]
+    rng.shuffle(a)
+    rng.shuffle(b)
+    return " ".join(a), " ".join(b)
+
+
+@pytest.mark.parametrize("image_size", [64, 128])
+def test_default_min_common_finds_pairs_at_0_8(image_size):
+    """The default K clusters about 95% of pairs at Jaccard 0.8 and few at 0.6 (200 random
+    pairs of 300-1,500 words, single-word shingles: the Jaccard is exact)."""
+    import random
+
+    from neardup.fca import default_min_common
+
+    k = default_min_common(image_size)
+    assert k == {64: 52, 128: 107}[image_size]
+    rng = random.Random(image_size)
+    found = {}
+    for j in (0.8, 0.6):
+        texts: list[str] = []
+        for p in range(200):
+            texts += _pair_texts(j, rng.randint(300, 1500), rng, p)
+        pairs = fca(texts, k, length=1, image_size=image_size)[0].pairs()
+        found[j] = sum((2 * i, 2 * i + 1) in pairs for i in range(200)) / 200
+    assert found[0.8] >= 0.9 and found[0.6] <= 0.1, found
+
+
+def test_fca_command_without_min_common(tmp_path, capsys):
+    import orjson
+
+    from neardup.cli import main
+    from neardup.fca import default_min_common
+
+    texts, _ = near_duplicate_collection(40, 3, seed=2)
+    docs = tmp_path / "docs.jsonl"
+    docs.write_bytes(b"".join(orjson.dumps({"id": f"d{i}", "text": t}) + b"\n"
+                              for i, t in enumerate(texts)))
+    assert main(["fca", str(docs), "-o", str(tmp_path / "out"), "--image-size", "64",
+                 "--json"]) == 0
+    s = orjson.loads(capsys.readouterr().out)
+    k = default_min_common(64)
+    assert [r["threshold"] for r in s["results"]] == [k]
+    assert (tmp_path / "out" / f"clusters-k{k}.jsonl").exists()

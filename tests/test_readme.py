@@ -24,7 +24,7 @@ def test_readme_library_examples_run():
     assert r.pair_records()[0]["id_a"] == "a"
     # the stage-by-stage pipeline reuses the tour's texts
     exec(next(b for b in blocks if "choose_bands" in b), ns)
-    assert (ns["bands"], ns["rows"]) == (16, 8)
+    assert (ns["bands"], ns["rows"]) == (21, 6)
     assert ns["rep"].tolist() == [0, 0, 2]
 
 

@@ -122,7 +122,7 @@ class LSHConfig:
     threshold: float = 0.8
     bands: int | None = None
     rows: int | None = None
-    min_recall: float = 0.9
+    min_recall: float = 0.99
     bucket_cap: int = 500
 
     def __post_init__(self) -> None:
@@ -160,6 +160,22 @@ class ClusterConfig:
 
 
 @dataclass(frozen=True)
+class PairsConfig:
+    """The pairs table. ``mode`` "all": every pair known to be a duplicate, the verified ones
+    and those implied by exact-duplicate groups (two copies of one text; a copy of a text and a
+    near-duplicate of it); "edges": only the pairs compared (each copy with its group's first
+    document, and the verified pairs). Exact groups of more than ``max_group`` documents are
+    written as edges only and the pairs left out are counted (see :mod:`neardup.expand`)."""
+
+    mode: str = "all"
+    max_group: int = 1000
+
+    def __post_init__(self) -> None:
+        check_choice("pairs", self.mode, ("all", "edges"))
+        check_int("pairs_max_group", self.max_group, 1)
+
+
+@dataclass(frozen=True)
 class DedupConfig:
     """All parameters of a batch deduplication run."""
 
@@ -169,6 +185,7 @@ class DedupConfig:
     lsh: LSHConfig = field(default_factory=LSHConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    pairs: PairsConfig = field(default_factory=PairsConfig)
 
     def __post_init__(self) -> None:
         check_banding(self.sketch.num_perm, self.lsh.bands, self.lsh.rows)
@@ -186,6 +203,7 @@ class DedupConfig:
         "min_recall": ("lsh", "min_recall"), "bucket_cap": ("lsh", "bucket_cap"),
         "verify": ("verify", "mode"),
         "cluster": ("cluster", "method"), "keep": ("cluster", "keep"),
+        "pairs": ("pairs", "mode"), "pairs_max_group": ("pairs", "max_group"),
     }
 
     @classmethod
@@ -193,7 +211,7 @@ class DedupConfig:
         """Build from flat names: ``shingle="char:5"``, ``threshold=0.7``, ``verify="estimate"``,
         ``cluster="strict"``, ``num_perm=256``, ``strip_html=True``, ..."""
         sections: dict[str, dict[str, Any]] = {
-            "normalize": {}, "sketch": {}, "lsh": {}, "verify": {}, "cluster": {}
+            "normalize": {}, "sketch": {}, "lsh": {}, "verify": {}, "cluster": {}, "pairs": {}
         }
         shingle = ShingleConfig()
         for key, value in kwargs.items():
@@ -212,6 +230,7 @@ class DedupConfig:
             lsh=LSHConfig(**sections["lsh"]),
             verify=VerifyConfig(**sections["verify"]),
             cluster=ClusterConfig(**sections["cluster"]),
+            pairs=PairsConfig(**sections["pairs"]),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -24,12 +24,19 @@ class Pairs:
     """Duplicate pairs of document rows: ``left < right`` (``int64[m]``), ``similarity``
     (``float32[m]``) and how it was obtained, ``method`` (``uint8[m]``): 0 "fingerprint"
     (identical normalised text), 1 "jaccard" (exact Jaccard of the shingle sets), 2 "minhash"
-    (signature estimate)."""
+    (signature estimate); ``implied`` (``bool[m]``, default all False): the pair was not
+    compared itself, its similarity follows from exact-duplicate groups (two copies of one
+    text, or a copy of a text and a near-duplicate of that text: see :mod:`neardup.expand`)."""
 
     left: np.ndarray
     right: np.ndarray
     similarity: np.ndarray
     method: np.ndarray
+    implied: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.implied is None:
+            self.implied = np.zeros(len(self.left), bool)
 
     def __len__(self) -> int:
         return len(self.left)
@@ -37,7 +44,7 @@ class Pairs:
     @classmethod
     def empty(cls) -> Pairs:
         return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32),
-                   np.zeros(0, np.uint8))
+                   np.zeros(0, np.uint8), np.zeros(0, bool))
 
 
 @dataclass
@@ -102,13 +109,13 @@ class Result:
         ]
 
     def pair_records(self) -> list[dict[str, Any]]:
-        """One record per duplicate pair: id_a, id_b, similarity, method."""
+        """One record per duplicate pair: id_a, id_b, similarity, method, implied."""
         ids = self.ids
         p = self.pairs
         return [
             {"id_a": ids[int(a)], "id_b": ids[int(b)], "similarity": float(s),
-             "method": METHOD_NAMES[int(m)]}
-            for a, b, s, m in zip(p.left, p.right, p.similarity, p.method)
+             "method": METHOD_NAMES[int(m)], "implied": bool(i)}
+            for a, b, s, m, i in zip(p.left, p.right, p.similarity, p.method, p.implied)
         ]
 
     # -- tables -------------------------------------------------------------------------------
@@ -119,7 +126,8 @@ class Result:
           id), ``similarity`` (to the representative), ``keep`` (kept in the deduplicated
           corpus);
         - ``"pairs"``: one row per duplicate pair: ``id_a``, ``id_b``, ``similarity``,
-          ``method`` ("fingerprint", "jaccard" or "minhash").
+          ``method`` ("fingerprint", "jaccard" or "minhash"), ``implied`` (True where the pair
+          was not compared itself: its similarity follows from exact-duplicate groups).
         """
         ids = np.asarray(self.ids, dtype=object)
         if table == "clusters":
@@ -128,7 +136,8 @@ class Result:
         if table == "pairs":
             p = self.pairs
             return {"id_a": ids[p.left], "id_b": ids[p.right], "similarity": p.similarity,
-                    "method": np.asarray(METHOD_NAMES, dtype=object)[p.method]}
+                    "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
+                    "implied": p.implied}
         from .errors import ConfigError
 
         raise ConfigError(f"table={table!r} is invalid: 'clusters' or 'pairs'")

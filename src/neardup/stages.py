@@ -153,6 +153,7 @@ class RunSummary:
     largest_cluster: int = 0
     duplicate_pairs: int = 0
     verified_pairs: int = 0
+    pairs: Any = None  # the pairs table's counts (neardup.expand.PairCounts)
     shingles: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     workers: int | None = None
@@ -165,6 +166,7 @@ class RunSummary:
     skipped: dict[str, Any] | None = None
     outputs: dict[str, Any] | None = None
     ingest_seconds: float | None = None
+    ids: dict[str, Any] | None = None  # where the ids came from (neardup.io.IdInfo.to_dict)
 
     def to_dict(self) -> dict[str, Any]:
         n = self.documents
@@ -190,12 +192,15 @@ class RunSummary:
             "lsh": {
                 "bands": b, "rows": r, "threshold": t,
                 "expected_recall_at_threshold": round(s_curve(t, b, r), 6),
+                "expected_recall_at_threshold_plus_0.05": round(
+                    s_curve(min(t + 0.05, 1.0), b, r), 6),
                 "expected_recall_at_threshold_plus_0.1": round(s_curve(min(t + 0.1, 1.0), b, r),
                                                                6),
                 **{k: v for k, v in self.candidates.to_dict().items() if k not in ("bands",
                                                                                    "rows")},
             },
             "verified_pairs": self.verified_pairs,
+            "pairs": self.pairs.to_dict() if self.pairs is not None else None,
             "config": self.config.to_dict(),
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "workers": self.workers,
@@ -207,6 +212,7 @@ class RunSummary:
             wall = self.seconds
             d.update({
                 "inputs": self.inputs,
+                **({"ids": self.ids} if self.ids is not None else {}),
                 "input_bytes": self.input_bytes,
                 "skipped": self.skipped,
                 "outputs": self.outputs,

@@ -20,6 +20,7 @@ from .._kernels import analyze as _k
 from .._threads import parallel
 from ..config import SHINGLE_KINDS, LSHConfig, ShingleConfig, SketchConfig, check_threshold
 from ..errors import ConfigError, InputError
+from ..expand import expand_pairs
 from ..lsh import candidate_pairs, lsh_params, s_curve
 from ..result import FINGERPRINT
 from ..sketch import sketch
@@ -308,34 +309,20 @@ def expand_result_pairs(result, rows_subset: np.ndarray | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The document pairs a :class:`~neardup.Result` stands for, all of them.
 
-    The pipeline reports an exact-duplicate group as a star around its first document and a
-    verified pair only between two groups' first documents; this expands both into every pair
-    of documents (``left < right``, ``int64[m]``) with its similarity (``float32[m]``)."""
+    Its compared pairs (exact-duplicate groups as stars around their first documents, verified
+    pairs between two groups' first documents) are expanded into every pair of documents
+    (``left < right``, ``int64[m]``) with its similarity (``float32[m]``), whatever the run's
+    ``pairs`` setting and limit (:func:`neardup.expand.expand_pairs`)."""
     p = result.pairs
     n = len(result.ids)
+    edge = ~p.implied
     head = np.arange(n, dtype=np.int64)  # first document of each one's exact group
-    fp = p.method == FINGERPRINT
+    fp = edge & (p.method == FINGERPRINT)
     head[p.right[fp]] = p.left[fp]
-    members: dict[int, list[int]] = {}  # group head -> its documents, head first
-    for i, h in enumerate(head.tolist()):
-        if h != i:
-            members.setdefault(h, [h]).append(i)
-    ls, rs, ss = [], [], []
-    for m in members.values():
-        for x in range(len(m)):
-            for y in range(x + 1, len(m)):
-                ls.append(m[x])
-                rs.append(m[y])
-                ss.append(1.0)
-    near = ~fp
-    for a, b, s in zip(p.left[near].tolist(), p.right[near].tolist(),
-                       p.similarity[near].tolist()):
-        for x in members.get(a, [a]):
-            for y in members.get(b, [b]):
-                ls.append(min(x, y))
-                rs.append(max(x, y))
-                ss.append(s)
-    return (np.asarray(ls, np.int64), np.asarray(rs, np.int64), np.asarray(ss, np.float32))
+    near = edge & ~fp
+    pairs, _ = expand_pairs(head, n, p.left[near], p.right[near], p.similarity[near], 1,
+                            "all", max(n, 1))
+    return pairs.left, pairs.right, pairs.similarity
 
 
 def grid(texts: Sequence[str], ids: Sequence[str] | None = None, *,

@@ -81,6 +81,11 @@ class RichProgress:
 
 Group = argparse.ArgumentParser | argparse._ArgumentGroup
 
+#: ``--id-field`` of the commands that detect the field ``id`` (dedup, index add).
+ID_DETECT_HELP = ("field holding the document id (default: the field id when every record has "
+                  "one, a string or an integer, distinct; otherwise the row number across all "
+                  "inputs; '' for row numbers); a folder's files are named by their paths")
+
 ON_ERROR_HELP = ("bad records: stop with an error (fail, default) or skip them and count them in "
                  "the summary (skip)")
 
@@ -190,6 +195,8 @@ def config_from_args(a: argparse.Namespace) -> DedupConfig:
     """The :class:`~neardup.config.DedupConfig` of the options :func:`add_param_args` added."""
     extra = ({"verify": a.verify, "cluster": a.cluster, "keep": a.keep}
              if hasattr(a, "verify") else {})
+    if hasattr(a, "pairs"):
+        extra.update(pairs=a.pairs, pairs_max_group=a.pairs_max_group)
     return DedupConfig.from_kwargs(
         nfkc=not a.no_nfkc, casefold=not a.no_casefold, strip_html=a.strip_html,
         strip_punctuation=a.strip_punctuation, strip_digits=a.strip_digits,

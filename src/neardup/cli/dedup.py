@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..config import DedupConfig
 from ..errors import ConfigError
 from .common import (
     EXIT_OK,
+    ID_DETECT_HELP,
     RichProgress,
     Rows,
     add_input_args,
@@ -37,7 +39,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:
     from ..io import OUTPUT_FORMATS
 
-    g = add_input_args(p, on_error_help="bad records: stop before writing anything (fail, "
+    g = add_input_args(p, id_help=ID_DETECT_HELP,
+                       on_error_help="bad records: stop before writing anything (fail, "
                        "default) or skip and count them in the summary (skip)")
     g.add_argument("--chunk-size", type=int, default=10_000, metavar="N",
                    help="documents read and sketched per chunk (default: 10000)")
@@ -46,6 +49,15 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
                    help="format of the clusters and pairs tables (default: parquet)")
     g.add_argument("--no-corpus", action="store_true",
                    help="do not write the deduplicated corpus")
+    d = DedupConfig().pairs
+    g.add_argument("--pairs", choices=["all", "edges"], default=d.mode,
+                   help="rows of the pairs table: every pair known to be a duplicate, the "
+                        "verified ones and those implied by exact duplicates (column implied; "
+                        "all, default), or only the pairs compared (edges)")
+    g.add_argument("--pairs-max-group", type=int, default=d.max_group, metavar="N",
+                   help="exact-duplicate groups of more documents are written as edges only "
+                        "(each copy with the group's first document); the summary counts the "
+                        f"pairs left out (default: {d.max_group})")
     g.add_argument("--save-index", default=None, metavar="PATH",
                    help="also build an online index of the documents (a new SQLite file) that "
                         "opens as neardup.Index and in `neardup index`/`serve`")
@@ -73,9 +85,12 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
 
 
 def _summary_rows(s: dict[str, Any]) -> Rows:
+    from ..io import ids_text
+
     lsh = s["lsh"]
     return [
         ("documents", f"{s['documents']:,}  ({s['text_bytes'] / 1e6:,.1f} MB of text)"),
+        ("ids", ids_text(s["ids"])),
         ("skipped", skipped_text(s["skipped"])),
         ("empty documents", f"{s['empty_documents']:,}"),
         ("exact duplicates", f"{s['exact_duplicates']:,}"),
@@ -83,10 +98,13 @@ def _summary_rows(s: dict[str, Any]) -> Rows:
         ("kept", f"{s['kept']:,}  in {s['clusters']:,} clusters of 2+ "
                  f"(largest {s['largest_cluster']:,})"),
         ("LSH", f"{lsh['bands']} bands x {lsh['rows']} rows; expected recall "
-                f"{lsh['expected_recall_at_threshold']:.3f} at J={lsh['threshold']:g}, "
+                f"{lsh['expected_recall_at_threshold']:.4f} at J={lsh['threshold']:g}, "
+                f"{lsh['expected_recall_at_threshold_plus_0.05']:.4f} at "
+                f"J={min(lsh['threshold'] + 0.05, 1):g}, "
                 f"{lsh['expected_recall_at_threshold_plus_0.1']:.4f} at "
                 f"J={min(lsh['threshold'] + 0.1, 1):g}"),
         ("candidates", f"{lsh['candidates']:,} -> {s['verified_pairs']:,} verified pairs"),
+        ("pairs", pairs_text(s["pairs"])),
         ("capped buckets", f"{lsh['capped_buckets']:,}" + (
             f" ({lsh['capped_bucket_docs']:,} documents, largest {lsh['largest_bucket']:,})"
             if lsh["capped_buckets"] else "")),
@@ -94,6 +112,18 @@ def _summary_rows(s: dict[str, Any]) -> Rows:
                  f"{s['mb_per_s']:.1f} MB/s)"),
         ("outputs", s["outputs"]["summary"].rsplit("/", 1)[0] + "/"),
     ]
+
+
+def pairs_text(p: dict[str, Any]) -> str:
+    """The pairs table's line of the summary: its rows, and the pairs it leaves out and why."""
+    text = (f"{p['rows']:,} written ({p['verified']:,} verified, {p['identical']:,} identical "
+            f"texts; {p['implied']:,} implied by exact duplicates)")
+    if p["left_out"]:
+        why = ("--pairs edges" if p["mode"] == "edges" else
+               f"{p['groups_over_max']:,} exact groups of more than {p['max_group']:,} documents, "
+               f"largest {p['largest_exact_group']:,}")
+        text += f"; {p['left_out']:,} implied pairs left out ({why})"
+    return text
 
 
 def cmd_dedup(a: argparse.Namespace) -> int:

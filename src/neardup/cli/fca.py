@@ -38,10 +38,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="shingle units: words or characters (default: word)")
     f.add_argument("--image-size", type=int, default=256, metavar="N",
                    help="hashes per document image (default: 256)")
-    f.add_argument("--min-common", type=int, nargs="+", required=True, metavar="K",
-                   help="required: one or more thresholds, each giving its own clusters: the "
-                        "documents of a cluster share at least K of their image hashes "
-                        "(K <= --image-size; higher K, closer duplicates)")
+    f.add_argument("--min-common", type=int, nargs="+", default=None, metavar="K",
+                   help="one or more thresholds, each giving its own clusters: the documents "
+                        "of a cluster share at least K of their image hashes (K <= "
+                        "--image-size; higher K, closer duplicates). Default: from the image "
+                        "size N, the K that two documents of Jaccard 0.8 reach with probability "
+                        "about 0.95, floor(N d - 1.645 sqrt(N d (1 - d))) with d = 2 x 0.8 / "
+                        "1.8 (219 for N = 256, 107 for 128)")
     f.add_argument("--max-doc-freq", type=int, default=None, metavar="M",
                    help="leave out hashes held by more than M images (boilerplate; counted in "
                         "summary.json) (default: keep them all)")

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import ConfigError, InputError, OutputError, SkipReason
 from .common import (
     EXIT_OK,
+    ID_DETECT_HELP,
     add_input_args,
     add_param_args,
     add_running_args,
@@ -73,17 +74,25 @@ def _passages_text(p: dict | str) -> str:
 
 def cmd_index_add(a: argparse.Namespace) -> int:
     from ..index import DuplicateIdError
-    from ..io import SkipReport, read_documents
+    from ..io import IdInfo, ReadOptions, SkipReport, id_options, ids_text, read_documents
 
     idx = _open(a.index)
     report = SkipReport()
     t0 = time.perf_counter()
     added = 0
+    ids = IdInfo()
+    options = ReadOptions(text_fields=tuple(a.text_field), on_error=a.on_error,
+                          chunk_size=a.batch_size, encoding=a.encoding, format=a.input_format,
+                          **id_options(a.id_field))
     try:
-        for chunk in read_documents(a.inputs, text_fields=tuple(a.text_field),
-                                    id_field=a.id_field, on_error=a.on_error,
-                                    chunk_size=a.batch_size, encoding=a.encoding,
-                                    report=report, fmt=a.input_format):
+        for chunk in read_documents(a.inputs, report=report, options=options, ids=ids):
+            if ids.fallback_row:
+                raise InputError(
+                    f"no field {ids.field!r} at {ids.missing}, though the {ids.fallback_row:,} "
+                    f"records before it have one ({added:,} documents were added under those "
+                    f"ids, and this batch was not added); give --id-field {ids.field} (every "
+                    "record must then have it) or --id-field '' (row numbers)",
+                    field=ids.field, reason=SkipReason.MISSING_FIELD)
             try:
                 added += idx.add_many(zip(chunk.ids, chunk.texts), batch_size=a.batch_size)
             except DuplicateIdError as e:
@@ -96,10 +105,12 @@ def cmd_index_add(a: argparse.Namespace) -> int:
         idx.close()
     wall = time.perf_counter() - t0
     sk = report.to_dict()
-    data = {"added": added, "documents": total, "skipped": sk, "seconds": round(wall, 3),
+    data = {"added": added, "documents": total, "ids": ids.to_dict(), "skipped": sk,
+            "seconds": round(wall, 3),
             "documents_per_s": round(added / wall, 1) if wall > 0 else None}
     print_summary(a, data, "neardup index add", lambda: [
         ("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
+        ("ids", ids_text(data["ids"])),
         ("skipped", skipped_text(sk)),
         ("index", f"{a.index}: {total:,} documents"),
         ("time", f"{wall:.2f} s")])
@@ -301,8 +312,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          description="Add the documents of JSONL, CSV, TSV or Parquet files or "
                          "text folders, in transactional batches.")
     ad.add_argument("index", metavar="INDEX", help=INDEX_HELP)
-    g = add_input_args(ad, id_help="id field (default: the row number, which must not be in the "
-                       "index)")
+    g = add_input_args(ad, id_help=ID_DETECT_HELP + " (row numbers must not be in the index "
+                       "already)")
     g.add_argument("--batch-size", type=int, default=1000, metavar="N",
                    help="documents per transaction (default: 1000)")
     add_running_args(ad)

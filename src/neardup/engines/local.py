@@ -33,8 +33,9 @@ from ..cluster import cluster_representatives, labels_from_reps, preference_rank
 from ..config import DedupConfig, ShingleConfig, config_from, flat_defaults
 from ..errors import ConfigError, InputError, OutputError, SkipReason
 from ..exact import FingerprintTable
+from ..expand import expand_pairs
 from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
-from ..result import FINGERPRINT, JACCARD, MINHASH, Pairs, Result
+from ..result import JACCARD, MINHASH, Result
 from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
 from ..text.normalize import is_arrow_strings, normalize
 from ..validate import check_choice, check_int
@@ -145,11 +146,12 @@ class Deduplicator:
     def __init__(self, config: DedupConfig | None = None, *, threshold: float = 0.8,
                  shingle: str | ShingleConfig = "word:5", num_perm: int = 128,
                  scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
-                 bands: int | None = None, rows: int | None = None, min_recall: float = 0.9,
+                 bands: int | None = None, rows: int | None = None, min_recall: float = 0.99,
                  bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
                  cluster: Literal["components", "strict"] = "components",
-                 keep: Literal["first", "longest"] = "first", nfkc: bool = True,
-                 casefold: bool = True, strip_html: bool = False,
+                 keep: Literal["first", "longest"] = "first",
+                 pairs: Literal["all", "edges"] = "all", pairs_max_group: int = 1000,
+                 nfkc: bool = True, casefold: bool = True, strip_html: bool = False,
                  strip_punctuation: bool = False, strip_digits: bool = False,
                  strip_stopwords: bool = False,
                  workers: int | None = None, on_error: Literal["fail", "skip"] = "fail",
@@ -413,34 +415,26 @@ class Deduplicator:
         similarity[has] = sim_u[g]
         labels = labels_from_reps(representative)
 
-        dup_members = has & (urow[np.maximum(group, 0)] != rows_all)
-        fp_left = urow[group[dup_members]]
-        fp_right = rows_all[dup_members]
-        pl = np.concatenate([urow[left], fp_left])
-        pr = np.concatenate([urow[right], fp_right])
-        swap = pl > pr
-        pl[swap], pr[swap] = pr[swap], pl[swap]
-        ps = np.concatenate([sim, np.ones(len(fp_left), np.float32)])
-        pm = np.concatenate([np.full(len(left), method, np.uint8),
-                             np.full(len(fp_left), FINGERPRINT, np.uint8)])
-        order = np.lexsort((pr, pl))
-        pairs = Pairs(pl[order], pr[order], ps[order], pm[order])
+        # every pair known to be a duplicate: the verified edges between distinct texts and
+        # the pairs their exact groups imply (see neardup.expand)
+        pairs, pcounts = expand_pairs(group, U, left, right, sim, method, cfg.pairs.mode,
+                                      cfg.pairs.max_group)
         self._stage("cluster", 1, 1)
         self._tick("cluster", t0)
 
         sizes = np.bincount(labels)
-        summary = self._summary(n, U, bands, rows, cstats, pairs, sizes, representative)
+        summary = self._summary(n, U, bands, rows, cstats, pcounts, sizes, representative)
         return Result(self._ids, labels, representative, similarity, pairs, summary)
 
-    def _summary(self, n, U, bands, rows, cstats, pairs, sizes, representative) -> dict[str, Any]:
+    def _summary(self, n, U, bands, rows, cstats, pcounts, sizes, representative
+                 ) -> dict[str, Any]:
         wall = time.perf_counter() - (self._t_first or time.perf_counter())
         self.run_summary = RunSummary(
             config=self.config, bands=bands, rows=rows, candidates=cstats, documents=n,
             text_bytes=self._text_bytes, empty_documents=self._n_empty, distinct_texts=U,
             kept=int(np.count_nonzero(representative == np.arange(n))),
             clusters=int(np.count_nonzero(sizes >= 2)), largest_cluster=int(sizes.max(initial=0)),
-            duplicate_pairs=len(pairs),
-            verified_pairs=int(np.count_nonzero(pairs.method != FINGERPRINT)),
+            duplicate_pairs=pcounts.rows, verified_pairs=pcounts.verified, pairs=pcounts,
             shingles=self._shingles_total, timings=dict(self.timings), workers=self.workers,
             seconds=wall)
         if self._skipped:
@@ -452,10 +446,11 @@ class Deduplicator:
 def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
           threshold: float = 0.8, shingle: str | ShingleConfig = "word:5",
           num_perm: int = 128, scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
-          bands: int | None = None, rows: int | None = None, min_recall: float = 0.9,
+          bands: int | None = None, rows: int | None = None, min_recall: float = 0.99,
           bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
           cluster: Literal["components", "strict"] = "components",
-          keep: Literal["first", "longest"] = "first", nfkc: bool = True, casefold: bool = True,
+          keep: Literal["first", "longest"] = "first", pairs: Literal["all", "edges"] = "all",
+          pairs_max_group: int = 1000, nfkc: bool = True, casefold: bool = True,
           strip_html: bool = False, strip_punctuation: bool = False, strip_digits: bool = False,
           strip_stopwords: bool = False,
           config: DedupConfig | None = None, chunk_size: int = 10_000,
@@ -479,6 +474,11 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
     - ``verify``: "exact" Jaccard of every candidate pair, or the signature "estimate";
     - ``cluster``: "components" or "strict" (no chains); ``keep``: the representative, "first"
       or "longest";
+    - ``pairs``: "all" (default) for every pair known to be a duplicate in ``result.pairs``:
+      the verified ones and those implied by exact-duplicate groups (``Pairs.implied``), or
+      "edges" for the compared ones only; ``pairs_max_group``: exact groups of more documents
+      are written as edges only, and ``summary["pairs"]["left_out"]`` counts what they leave
+      out (:mod:`neardup.expand`);
     - ``nfkc``, ``casefold``, ``strip_html``, ``strip_punctuation``, ``strip_digits``,
       ``strip_stopwords``: normalisation;
     - ``config``: a whole :class:`DedupConfig` instead of the keywords above;
@@ -545,16 +545,22 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     """Deduplicate the documents of ``paths`` and write clusters, pairs, the deduplicated corpus
     and ``summary.json`` into ``outdir``. Returns the summary.
 
+    ``id_field``: the field holding the ids; ``None`` (default): the field ``id`` when every
+    record has one (a string or an integer; its values must then be distinct), else row
+    numbers; ``""``: row numbers. A folder's files are named by their paths whatever it says.
+    The summary's ``ids`` says which were used (:meth:`neardup.io.IdInfo.to_dict`).
+
     ``save_index``: also build an online :class:`~neardup.Index` (SQLite) of every document, with
     the run's parameters, at this new path. It is built under a temporary name beside it and
     renamed only when the whole run succeeded.
     """
     # neardup.io (orjson, the readers and writers) is loaded by the file jobs only, so that
     # ``import neardup`` and the command line's help stay light
-    from ..io import OutputOptions, ReadOptions, SkipReport
+    from ..io import OutputOptions, ReadOptions, SkipReport, id_options
 
-    read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
-                            encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+    read_opts = ReadOptions(text_fields=text_fields, format=input_format, encoding=encoding,
+                            on_error=on_error, chunk_size=chunk_size,
+                            **id_options(id_field))
     out_opts = OutputOptions(output_format, write_corpus)
     config = config or DedupConfig()
     progress = progress or NoProgress()
@@ -587,6 +593,7 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
 def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: OutputOptions,
          progress, t_start, index, index_tmp, save_index, display=str) -> dict[str, Any]:
     from ..io import (
+        IdInfo,
         prepare_outdir,
         read_documents,
         total_input_bytes,
@@ -605,11 +612,19 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     index_time = 0.0
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
-        reader = read_documents(paths, report=report, options=read_opts, arrow=True)
+        ids = IdInfo()
+        reader = read_documents(paths, report=report, options=read_opts, arrow=True, ids=ids)
         with _Prefetch(reader) as chunks:
             for chunk in chunks:
                 read_time += time.perf_counter() - t_read
                 dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+                if index is not None and ids.fallback_row:
+                    raise InputError(
+                        f"no field {ids.field!r} at {ids.missing}, though the "
+                        f"{ids.fallback_row:,} records before it have one: the index being "
+                        f"built cannot change their ids to row numbers; give --id-field "
+                        f"{ids.field} (every record must then have it) or --id-field '' (row "
+                        "numbers)", field=ids.field, reason=SkipReason.MISSING_FIELD)
                 if index is not None:
                     t_ix = time.perf_counter()
                     texts = chunk.texts
@@ -623,6 +638,8 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
                 progress.update("read", done_bytes, total_bytes)
                 t_read = time.perf_counter()
         read_time += time.perf_counter() - t_read
+        # a detected id field that some record lacks: row numbers for the records before it
+        ids.fix(dd._ids, np.concatenate(locations) if locations else [])
         progress.finish("read")
         t_ingest = time.perf_counter() - t0
         for stage in ("candidates", "verify", "cluster"):
@@ -651,7 +668,7 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
         progress.finish("write")
         summary = _final_summary(dd, report, [display(p) for p in paths], outdir, outputs,
                                  total_bytes, t_start, t_ingest, read_time, t_write, index_time,
-                                 index is not None)
+                                 index is not None, ids.to_dict())
     except BaseException as e:
         _remove(committed)
         if committed:
@@ -713,7 +730,7 @@ def _remove(paths: list[Path]) -> None:
 
 
 def _final_summary(dd, report, inputs, outdir, outputs, total_bytes, t_start, t_ingest,
-                   read_time, t_write, index_time, with_index) -> dict[str, Any]:
+                   read_time, t_write, index_time, with_index, ids) -> dict[str, Any]:
     from ..io import write_json_atomic
 
     rs = dd.run_summary
@@ -727,6 +744,7 @@ def _final_summary(dd, report, inputs, outdir, outputs, total_bytes, t_start, t_
     rs.skipped = report.to_dict()
     rs.outputs = outputs
     rs.ingest_seconds = t_ingest
+    rs.ids = ids
     summary = rs.to_dict()
     if report.total:
         log.warning("%d records were skipped: %s", report.total, report.to_dict()["by_reason"])

@@ -4,6 +4,15 @@ clusters of documents that share at least ``min_common`` hashes. :func:`fca` run
 :func:`~neardup.fca.job.fca_files` is ``neardup fca`` (files in, clusters and an evaluation
 out)."""
 
-from .core import FCACluster, FCAResult, document_images, fca, fca_clusters, inverted_table
+from .core import (
+    FCACluster,
+    FCAResult,
+    default_min_common,
+    document_images,
+    fca,
+    fca_clusters,
+    inverted_table,
+)
 
-__all__ = ["FCACluster", "FCAResult", "document_images", "inverted_table", "fca_clusters", "fca"]
+__all__ = ["FCACluster", "FCAResult", "document_images", "inverted_table", "fca_clusters", "fca",
+           "default_min_common"]

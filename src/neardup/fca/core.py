@@ -22,6 +22,7 @@ multiplicity: on near-duplicate corpora this shrinks the input by orders of magn
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -137,6 +138,20 @@ def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = N
     clusters.sort(key=lambda c: (-c.common, c.members))
     return FCAResult(min_common, clusters, time.perf_counter() - t0,
                      {**stats, "clusters": len(clusters)})
+
+
+def default_min_common(image_size: int, similarity: float = 0.8) -> int:
+    """The ``min_common`` at which two documents of Jaccard ``similarity`` (default 0.8, the
+    default threshold of ``neardup dedup``) share a cluster with probability about 0.95.
+
+    Two sets of Jaccard J and about the same size have a share 2J / (1 + J) of each in common
+    (their Dice coefficient), so of two images of ``image_size`` N hashes about N 2J / (1 + J)
+    are common; their count spreads about as a binomial of N draws. K is that mean less 1.645
+    standard deviations, rounded down: 52 for N = 64, 107 for 128, 219 for 256, 443 for 512."""
+    check_int("image_size", image_size, 1)
+    d = 2 * similarity / (1 + similarity)
+    k = math.floor(image_size * d - 1.645 * math.sqrt(image_size * d * (1 - d)))
+    return max(1, min(image_size, k))
 
 
 def fca(texts: Sequence[str], min_common: int | Sequence[int], *, length: int = 10,

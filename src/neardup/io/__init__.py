@@ -10,14 +10,21 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .options import INPUT_FORMATS, ON_ERROR, OUTPUT_FORMATS, OutputOptions, ReadOptions
+from .options import (
+    INPUT_FORMATS,
+    ON_ERROR,
+    OUTPUT_FORMATS,
+    OutputOptions,
+    ReadOptions,
+    id_options,
+)
 
 _LAZY = {
     "DocChunk": ".readers",
     "FilePart": ".readers",
     "Record": ".readers",
     "RecordStream": ".readers",
-    "SkipReport": ".readers",
+    "SkipReport": ".readers", "IdInfo": ".readers", "ids_text": ".readers",
     "Source": ".readers",
     "detect_format": ".readers",
     "format_of_name": ".readers",
@@ -51,12 +58,14 @@ if TYPE_CHECKING:
     from .readers import (
         DocChunk,
         FilePart,
+        IdInfo,
         Record,
         RecordStream,
         SkipReport,
         Source,
         detect_format,
         format_of_name,
+        ids_text,
         read_documents,
         record_stream,
         split_compression,
@@ -76,8 +85,9 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "INPUT_FORMATS", "OUTPUT_FORMATS", "ON_ERROR", "ReadOptions", "OutputOptions",
-    "SkipReport", "DocChunk", "FilePart", "Record", "RecordStream", "Source", "detect_format",
+    "INPUT_FORMATS", "OUTPUT_FORMATS", "ON_ERROR", "ReadOptions", "OutputOptions", "id_options",
+    "SkipReport", "IdInfo", "ids_text", "DocChunk", "FilePart", "Record", "RecordStream",
+    "Source", "detect_format",
     "format_of_name", "split_compression", "total_input_bytes", "read_documents",
     "record_stream", "utf8_len",
     "Staged", "TableStream", "prepare_outdir", "write_table", "write_json_atomic",

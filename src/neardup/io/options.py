@@ -24,7 +24,10 @@ class ReadOptions:
 
     ``text_fields``: the field(s) holding the text (several are joined with a newline);
     ``id_field``: the field holding the id (``None``: the running row number, or a file's path
-    inside a folder); ``format``: one of :data:`INPUT_FORMATS` (``None``: from each file name);
+    inside a folder); ``detect_id``: with ``id_field`` ``None``, a field whose values are the
+    ids when every record (of the inputs with fields) has one, a string or an integer, else the
+    row numbers; the ids it gives must be distinct (a repeat is an error whatever
+    ``on_error`` says: see :class:`~neardup.io.readers.IdInfo`); ``format``: one of :data:`INPUT_FORMATS` (``None``: from each file name);
     ``encoding``: of the text formats; ``on_error``: ``"fail"`` stops at the first bad record,
     ``"skip"`` counts it by reason and goes on; ``chunk_size``: documents per chunk.
 
@@ -44,6 +47,7 @@ class ReadOptions:
 
     text_fields: tuple[str, ...] = ("text",)
     id_field: str | None = None
+    detect_id: str | None = None
     format: str | None = None
     encoding: str = "utf-8"
     on_error: str = "fail"
@@ -66,6 +70,12 @@ class ReadOptions:
         object.__setattr__(self, "text_fields", tf)
         if self.id_field is not None and (not isinstance(self.id_field, str) or not self.id_field):
             raise fail("id_field", self.id_field, "a field name or None")
+        if self.detect_id is not None:
+            if not isinstance(self.detect_id, str) or not self.detect_id:
+                raise fail("detect_id", self.detect_id, "a field name or None")
+            if self.id_field is not None or self.default_id is not None:
+                raise fail("detect_id", self.detect_id,
+                           "None when id_field or default_id is given")
         check_choice("input_format", self.format, INPUT_FORMATS, none=True)
         check_choice("on_error", self.on_error, ON_ERROR)
         check_int("chunk_size", self.chunk_size, 1)
@@ -91,6 +101,15 @@ class ReadOptions:
     @property
     def fail(self) -> bool:
         return self.on_error == "fail"
+
+
+def id_options(id_field: str | None) -> dict[str, str | None]:
+    """The :class:`ReadOptions` keywords of the file jobs' ``id_field`` (``neardup dedup``,
+    ``neardup index add``): ``None`` detects the field ``id``, ``""`` means row numbers, a
+    name is that field."""
+    if id_field is None:
+        return {"id_field": None, "detect_id": "id"}
+    return {"id_field": id_field or None, "detect_id": None}
 
 
 @dataclass(frozen=True)

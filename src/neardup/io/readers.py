@@ -93,6 +93,92 @@ class SkipReport:
 
 
 @dataclass
+class IdInfo:
+    """Where the ids of a read came from, filled in by the reader as it goes.
+
+    ``field``: the field given (``id_field``) or detected (``detected``: ``detect_id``, taken
+    because every record read so far has one). ``missing``: where the first record without
+    the detected field was (``"a.jsonl:17"``): from there on, and for every record before it
+    (see :meth:`fix`), the ids are row numbers; ``fallback_row``: that record's number.
+    ``file_names``: some input is a folder of text files (its ids are the files' paths).
+    ``repeat``: with a detected field, the first id that repeats (an error at the end of the
+    read unless a record without the field turns the ids into row numbers)."""
+
+    field: str | None = None
+    detected: bool = False
+    missing: str | None = None
+    fallback_row: int | None = None
+    file_names: bool = False
+    field_inputs: bool = False  # some input has fields (not a folder of text files)
+    repeat: tuple[str, str, str, int | None, int] | None = None  # id, first at, again at,
+    # its line and row
+    textdir_sources: frozenset[int] = frozenset()
+
+    @property
+    def from_field(self) -> bool:
+        return self.field is not None and self.missing is None
+
+    def fix(self, ids: list[str], locations: Any) -> None:
+        """After a detected field gave way to row numbers: the ids given before that record
+        (``ids``: all rows in order, ``locations``: their ``(source << 40) | line``), except
+        the file names of folders, become row numbers too."""
+        if not self.fallback_row:
+            return
+        import numpy as np
+
+        src = np.asarray(locations[:self.fallback_row], np.int64) >> 40
+        rows = np.arange(self.fallback_row)
+        if self.textdir_sources:
+            rows = rows[~np.isin(src, list(self.textdir_sources))]
+        for r in rows.tolist():
+            ids[r] = str(r)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``ids`` section of a summary: ``from`` (``"field"``, ``"row numbers"``, ``"file
+        names"``, or two of them joined by ``" and "`` for a folder with other inputs),
+        ``field``, ``detected`` and, where a detected field was not used, ``missing``."""
+        parts = []
+        if self.field_inputs:
+            parts.append("field" if self.from_field else "row numbers")
+        if self.file_names:
+            parts.append("file names")
+        field = self.from_field and self.field_inputs
+        return {"from": " and ".join(parts) or "row numbers",
+                "field": self.field if field else None,
+                "detected": self.detected and field,
+                **({"missing": f"no field {self.field!r} at {self.missing}"}
+                   if self.detected and self.missing else {})}
+
+    def repeat_error(self) -> InputError | None:
+        """The error of a repeated id of a detected field, if the ids are that field's."""
+        if self.repeat is None or not self.from_field or not self.detected:
+            return None
+        x, first, again, line, _row = self.repeat
+        return repeat_error(self.field, x, first, again, line)
+
+
+def repeat_error(field: str, x: str, first: str, path: str, line: int | None) -> InputError:
+    """A detected id field whose id ``x`` repeats at ``path``/``line``, first seen at
+    ``first``: an error whatever ``on_error`` says (the field may be no id at all)."""
+    return InputError(
+        f"id {x!r} repeats (first at {first}): the ids are taken from the field {field!r}, "
+        f"which every record has, and must be distinct; give --id-field '' (id_field='') for "
+        f"row numbers, or --id-field FIELD for another field",
+        path=path, line=line, field=field, reason=SkipReason.DUPLICATE_ID)
+
+
+def ids_text(ids: dict[str, Any]) -> str:
+    """The ``ids`` section of a summary in words, for the command line."""
+    f = ids.get("field")
+    text = ids["from"].replace("field", f"field {f!r}" if f else "field")
+    if ids.get("detected"):
+        text += " (found in every record)"
+    if ids.get("missing"):
+        text += f" ({ids['missing']})"
+    return text
+
+
+@dataclass
 class DocChunk:
     """Up to ``chunk_size`` documents, with progress figures.
 
@@ -539,6 +625,7 @@ class _Options:
     max_text_bytes: int | None = None
     default_id: str | None = None
     unique_ids: bool = True
+    id_optional: bool = False  # ``id_field`` is detected: a record may lack it (rid None)
 
 
 _Item = tuple[int, str, "str | None", Any]
@@ -615,12 +702,14 @@ def _json_object(obj: dict, name: str, lineno: int, opts: _Options, single: str 
     if id_field is not None:
         v = obj.get(id_field, _MISSING)
         if v is _MISSING:
-            if opts.default_id is None:
+            if opts.default_id is None and not opts.id_optional:
                 return _field_error(v, name, lineno, id_field)
         else:
             rid = _id_value(v, name, lineno, id_field)
             if isinstance(rid, InputError):
-                return rid
+                if not opts.id_optional:
+                    return rid
+                rid = None  # a detected field that is no id here: row numbers
     return lineno, text, rid, raw
 
 
@@ -731,7 +820,10 @@ def _csv_records(src: _Source, opts: _Options,
             if header is None:
                 header = row
                 ncols = len(header)
-                wanted = [*opts.text_fields, *([opts.id_field] if opts.id_field else [])]
+                id_field = opts.id_field
+                if opts.id_optional and id_field not in header:
+                    id_field = None  # a detected id column that this file does not have
+                wanted = [*opts.text_fields, *([id_field] if id_field else [])]
                 absent = next((f for f in wanted if f not in header), None)
                 if absent is not None:
                     err = _record_error(f"{absent!r} is not a column of the {kind} header "
@@ -741,8 +833,8 @@ def _csv_records(src: _Source, opts: _Options,
                     yield err
                     return
                 text_idx = [header.index(f) for f in opts.text_fields]
-                if opts.id_field is not None:
-                    id_idx = header.index(opts.id_field)
+                if id_field is not None:
+                    id_idx = header.index(id_field)
                 yield 0, "", None, ("header", header, lines.first_ending or "\n")
                 continue
             records += 1
@@ -810,6 +902,10 @@ def _parquet_records(src: _Source, opts: _Options,
             return pa.types.is_integer(t)
 
         id_field = opts.id_field
+        if opts.id_optional and id_field is not None and (
+                id_field not in names or not (is_str(schema.field(id_field).type)
+                                              or is_int(schema.field(id_field).type))):
+            id_field = None  # a detected id column that this file lacks, or holds no ids
 
         def bad_columns() -> InputError | None:
             for f in [*opts.text_fields, *([id_field] if id_field is not None else [])]:
@@ -865,6 +961,9 @@ def _parquet_records(src: _Source, opts: _Options,
                 rid = None
                 if ids is not None:
                     v = ids[i]
+                    if v is None and opts.id_optional:
+                        yield row, text, None, (batch, i)
+                        continue
                     if v is None:
                         yield _bad_id(v, name, row, id_field)
                         continue
@@ -1183,6 +1282,31 @@ class RecordStream:
         # id -> (source index << 40) | line: one int per id, cheap for millions of ids
         self.seen: dict[str, int] | None = {} if check and opts.unique_ids else None
         self.header: Any = None  # the CSV header / Parquet schema of the current source
+        textdirs = frozenset(s.index for s in sources if s.fmt == "textdir")
+        self.ids = IdInfo(field=opts.id_field, detected=opts.id_optional,
+                          file_names=bool(textdirs), textdir_sources=textdirs,
+                          field_inputs=len(textdirs) < len(sources))
+        #: raise a detected field's repeated id at the end of the read (the Dask engine
+        #: decides across partitions instead)
+        self.check_repeats = True
+        self._parser: _BlockParser | None = None
+
+    def _no_field(self, src: _Source, line: int) -> None:
+        """A record without the detected id field: the ids are row numbers from here on (and
+        :meth:`IdInfo.fix` turns those given before into row numbers)."""
+        info = self.ids
+        info.missing = self._where((src.index << 40) | line)
+        info.fallback_row = self.count
+        if not info.file_names:
+            self.seen = None  # row numbers cannot repeat
+        if self._parser is not None:
+            self._parser.id_key = None  # the scanner need not take ids any more
+
+    def finish_ids(self) -> None:
+        """At the end of the read: raise a detected field's repeated id."""
+        err = self.ids.repeat_error() if self.check_repeats else None
+        if err is not None:
+            raise err
 
     def _handle(self, err: InputError) -> None:
         if self.fail and err.reason is not SkipReason.EMPTY_TEXT:  # empty: left out, counted
@@ -1242,13 +1366,25 @@ class RecordStream:
         if line == 0:  # pseudo-item: CSV header or Parquet schema
             self.header = raw
             return None
+        detect = self.ids.detected and src.fmt != "textdir"
         if rid is None:
+            if detect and self.ids.missing is None:
+                self._no_field(src, line)
             rid = str(self.count)
+        elif detect and self.ids.missing is not None:
+            rid = str(self.count)  # the detected field gave way to row numbers
         seen = self.seen
         if seen is not None:
             code = (src.index << 40) | line
             prev = seen.setdefault(rid, code)
-            if prev != code:
+            if prev != code and detect:
+                # not a bad record: the ids may still become row numbers (finish_ids)
+                if self.ids.repeat is None:
+                    parquet = src.fmt == "parquet"
+                    self.ids.repeat = (rid, self._where(prev),
+                                       f"{src.name}: row {line}" if parquet else src.name,
+                                       None if parquet else line, self.count)
+            elif prev != code:
                 where = str(raw) if src.fmt == "textdir" else src.name
                 err = InputError(
                     f"duplicate id {rid!r} (first seen at {self._where(prev)})",
@@ -1306,7 +1442,9 @@ class RecordStream:
         consumed = 0   # decompressed bytes before the current block
         lineno = 0     # lines before the current block
         records = 0
-        parser = _BlockParser(self.opts)
+        parser = self._parser = _BlockParser(self.opts)
+        if self.ids.detected and self.ids.missing is not None:
+            parser.id_key = None
         plain = src.compression is None  # byte offsets in the file are those of the lines
         bom = 0  # the length of a byte order mark the file starts with
         with ExitStack() as stack:
@@ -1456,6 +1594,7 @@ class RecordStream:
     def __iter__(self) -> Iterator[Record]:
         for src in self.sources:
             yield from self._items(src, False)  # type: ignore[misc]
+        self.finish_ids()
 
     def with_errors(self) -> Iterator[Record | InputError]:
         """Each valid :class:`Record` and, in place, the :class:`InputError` of each record (or
@@ -1466,6 +1605,7 @@ class RecordStream:
         a record."""
         for src in self.sources:
             yield from self._items(src, True)
+        self.finish_ids()
 
 
 # The names the writer and the Dask engine have used.
@@ -1528,10 +1668,12 @@ def record_stream(source: Source, options: ReadOptions | None = None,
         src = sources[0]
         src.start, src.end, src.first_line, src.whole = (part.start, part.end,
                                                           part.first_line, False)
-    opts = _Options(options.text_fields, options.id_field, options.encoding,
+    opts = _Options(options.text_fields, options.id_field or options.detect_id,
+                    options.encoding,
                     batch_size=max(1, min(options.chunk_size, 65_536)), all_columns=all_columns,
                     skip_empty=options.skip_empty, max_text_bytes=options.max_text_bytes,
-                    default_id=options.default_id, unique_ids=options.unique_ids)
+                    default_id=options.default_id, unique_ids=options.unique_ids,
+                    id_optional=options.detect_id is not None)
     return RecordStream(sources, opts, options.on_error, report)
 
 
@@ -1540,7 +1682,7 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
                    chunk_size: int = 10_000, encoding: str = "utf-8",
                    report: SkipReport | None = None, fmt: str | None = None,
                    options: ReadOptions | None = None, name: str | None = None,
-                   arrow: bool = False) -> Iterator[DocChunk]:
+                   arrow: bool = False, ids: IdInfo | None = None) -> Iterator[DocChunk]:
     """Read documents from JSONL, CSV, TSV, Parquet files and directories of text files, in
     chunks of at most ``chunk_size`` documents.
 
@@ -1556,11 +1698,18 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
     options allow it, the chunks' texts then pyarrow string arrays (the same records, ids,
     errors and order; several times faster, and the texts' UTF-8 is never copied into Python
     strings).
+
+    ``ids``: an :class:`IdInfo` that the read fills in (where the ids came from; with
+    ``options.detect_id``, call :meth:`IdInfo.fix` on the ids read if it fell back to row
+    numbers).
     """
     if options is None:
         options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
                               encoding=encoding, on_error=on_error, chunk_size=chunk_size)
     stream = record_stream(source, options, report, name=name)
+    if ids is not None:  # the caller's, filled in as the read goes
+        ids.__dict__.update(stream.ids.__dict__)
+        stream.ids = ids
     return _chunks(stream, options.chunk_size, arrow)
 
 
@@ -1676,5 +1825,6 @@ def _chunks(stream: RecordStream, chunk_size: int, arrow: bool = False) -> Itera
         else:
             for rec in stream.records(src):
                 yield from b.add_record(rec)
+    stream.finish_ids()
     if b.n:
         yield b.flush()

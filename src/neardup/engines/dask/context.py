@@ -57,6 +57,7 @@ class RunContext:
     report: SkipReport = field(default_factory=SkipReport)
     drops: list[np.ndarray] = field(default_factory=list)
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    ids: dict[str, Any] | None = None  # where the ids came from (the summary's "ids")
     # exact groups
     exact_dir: str = ""         # the exact-group reducers' output (cluster sizes read it)
     distinct: int = 0
@@ -74,6 +75,7 @@ class RunContext:
     cluster_map: Any = None     # a future of the broadcast ClusterMap
     # writing
     kept: int = 0
+    pair_counts: Any = None     # the pairs table's PairCounts
     clusters: int = 0
     largest: int = 0
     outputs: dict[str, Any] = field(default_factory=dict)

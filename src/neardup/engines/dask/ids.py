@@ -68,6 +68,37 @@ def dup_messages(ctx: RunContext, dups: list[tuple]) -> list[InputError]:
     return out
 
 
+def _raise_repeat(ctx: RunContext, repeats: list[tuple], infos: list[dict], field: str
+                  ) -> None:
+    """The first repeated id of a detected id field, in global record order, as the local
+    reader raises it at the end of the read: within a partition (found by its reader) or
+    across partitions (``(p, row, first p, first row, id)``)."""
+    from ...io.readers import repeat_error
+
+    first: tuple | None = None  # (p, row, error maker)
+    for p, inf in enumerate(infos):
+        r = inf.get("id_repeat")
+        if r is not None and (first is None or (p, r[4]) < first[:2]):
+            first = (p, r[4], lambda r=r: repeat_error(field, r[0], r[1], r[2], r[3]))
+    for p, i, fp, fi, x in repeats:
+        if first is None or (p, i) < first[:2]:
+            first = (p, i, lambda p=p, i=i, fp=fp, fi=fi, x=x: _cross_repeat(ctx, field, p, i,
+                                                                            fp, fi, x))
+    if first is not None:
+        raise first[2]()
+
+
+def _cross_repeat(ctx: RunContext, field: str, p: int, i: int, fp: int, fi: int, x: str
+                  ) -> InputError:
+    from ...io.readers import repeat_error
+
+    (_, path, line), = ctx.client.gather(ctx.submit(locate, ctx.parts[p], [i], name="locate",
+                                                    i=f"r{p}"))
+    (where, _, _), = ctx.client.gather(ctx.submit(locate, ctx.parts[fp], [fi], name="locate",
+                                                  i=f"f{fp}"))
+    return repeat_error(field, x, where, path, line)
+
+
 def ids_step(ctx: RunContext) -> None:
     """Raise the first error (``on_error="fail"``) or count the skips; drop rows with repeated
     ids; set the global row offsets of the partitions."""
@@ -75,14 +106,31 @@ def ids_step(ctx: RunContext) -> None:
     infos = [d.info for d in parts]
     dups: list[tuple] = []
     auto_ids = ctx.read.id_field is None and ctx.read.default_id is None
+    # a detected id field: its ids where every record of every partition has it (as the local
+    # reader decides), else row numbers for all
+    is_dir = [Path(s.path).is_dir() for s in specs]
+    detect = ctx.read.detect_id
+    missing = next((inf["id_missing"] for inf in infos if inf.get("id_missing")), None)
+    from_field = detect is not None and missing is None
+    if detect is not None and not from_field:
+        parts = [d if is_dir[p] else replace(d, has_ids=False) for p, d in enumerate(parts)]
+    from ...io import IdInfo
+
+    ctx.ids = IdInfo(field=ctx.read.id_field or detect, detected=detect is not None,
+                     missing=missing, file_names=any(is_dir),
+                     field_inputs=not all(is_dir)).to_dict()
     if P > 1 and ctx.read.unique_ids and any(d_["n"] for d_ in infos) and (
-            not auto_ids or any(Path(s.path).is_dir() for s in specs)):
+            not auto_ids or any(is_dir) or from_field):
         sdir = ctx.folder("ids")
         pre = [f"{sdir}/m{p}" for p in range(P)]
         idm = [ctx.submit(id_map, d, P, pre[p], name="idmap", i=p) for p, d in enumerate(parts)]
         red = [ctx.submit(id_reduce, pre, s, *idm, name="idred", i=s) for s in range(P)]
         dups = sorted(x for r in ctx.client.gather(red) for x in r)
         del idm, red
+    repeats: list[tuple] = []
+    if from_field:  # not bad records: an error after the reading's own (below)
+        repeats = [x for x in dups if not is_dir[x[0]]]
+        dups = [x for x in dups if is_dir[x[0]]]
     dup_msgs = dup_messages(ctx, dups)
     events: list[tuple] = []  # (p, position, kind, seq, message or error)
     for p, inf in enumerate(infos):
@@ -108,7 +156,9 @@ def ids_step(ctx: RunContext) -> None:
         first = next((e[4] for e in events if isinstance(e[4], InputError)), None)
         if first is not None:
             raise first
-    else:
+    if from_field:
+        _raise_repeat(ctx, repeats, infos, detect)
+    if not ctx.read.fail:
         for inf in infos:
             for k, v in inf["skip_counts"].items():
                 report.counts[k] = report.counts.get(k, 0) + v

@@ -67,6 +67,7 @@ def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: 
     set_threads(threads)
     report = _PosReport()
     stream = open_stream(spec, read_opts, report, sum(line_counts))
+    stream.check_repeats = False  # a detected id field: the client decides (ids_step)
     report.stream = stream
     fail = read_opts.fail
     table = FingerprintTable()
@@ -117,15 +118,20 @@ def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: 
         with contextlib.suppress(OSError):
             os.unlink(sh_tmp)
     n = len(ids)
+    # a detected id field: this partition's ids are the field's if every record has it
+    info = stream.ids
+    field_ids = info.detected and info.missing is None and paths is None
     sizes_all = np.concatenate(sizes)
     shoff = np.zeros(len(sizes_all) + 1, np.int64)
     np.cumsum(sizes_all, out=shoff[1:])
-    part = Part(dir=pdir, n=n, G=len(sizes_all), has_ids=not auto_ids,
+    part = Part(dir=pdir, n=n, G=len(sizes_all), has_ids=not auto_ids or field_ids,
                  has_paths=paths is not None, fmt=stream.sources[0].fmt,
                  name=stream.sources[0].name,
                  info={"n": n, "error": error, "skips": report.pos,
                        "skip_counts": dict(report.counts),
-                       "records": n + report.total + (error is not None)})
+                       "records": n + report.total + (error is not None),
+                       "id_missing": info.missing if info.detected else None,
+                       "id_repeat": info.repeat if field_ids else None})
     part.save("lines", np.asarray(lines, np.int64))
     part.save("tbytes", np.asarray(tbytes, np.int64))
     part.save("lgroup", np.concatenate(lgroup).astype(np.int64))
@@ -134,7 +140,7 @@ def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: 
     part.save("glo", np.concatenate(glo))
     part.save("keys", np.concatenate(keys, axis=1))
     part.save("shoff", shoff)
-    if not auto_ids:
+    if not auto_ids or field_ids:
         part.save_strs("ids", ids)
     if paths is not None:
         part.save_strs("paths", paths)
@@ -177,6 +183,7 @@ def drop_rows(d: Part, idx: np.ndarray) -> Part:
 
 def read_step(ctx: RunContext) -> None:
     """Read every partition on the workers; keep their handles and the line counts."""
+    # row numbers, or (a detected id field) the field's ids where every record has one
     auto_ids = ctx.read.id_field is None and ctx.read.default_id is None
     # a range of a split JSONL file needs the lines before it (counted in parallel) for the
     # line numbers of its errors

@@ -16,6 +16,7 @@ from ...errors import ConfigError, OutputError
 from ...io import (
     OutputOptions,
     ReadOptions,
+    id_options,
     prepare_outdir,
     record_stream,
     total_input_bytes,
@@ -71,12 +72,12 @@ def run_steps(ctx: RunContext) -> dict[str, Any]:
         documents=n, text_bytes=sum(d.ginfo["text_bytes"] for d in parts),
         empty_documents=ctx.empty, distinct_texts=ctx.distinct, kept=ctx.kept,
         clusters=ctx.clusters, largest_cluster=ctx.largest if n else 0,
-        duplicate_pairs=len(ctx.vl) + n - ctx.empty - ctx.distinct,
-        verified_pairs=len(ctx.vl), shingles=sum(d.ginfo["shingles"] for d in parts),
+        duplicate_pairs=ctx.pair_counts.rows, verified_pairs=len(ctx.vl),
+        pairs=ctx.pair_counts, shingles=sum(d.ginfo["shingles"] for d in parts),
         timings=ctx.timings, workers=ctx.workers, partitions=ctx.P,
         seconds=time.perf_counter() - ctx.t_start, inputs=[str(p) for p in ctx.paths],
         input_bytes=ctx.total_bytes, skipped=ctx.report.to_dict(), outputs=ctx.outputs,
-        ingest_seconds=ctx.timings.get("read", 0.0)).to_dict()
+        ingest_seconds=ctx.timings.get("read", 0.0), ids=ctx.ids).to_dict()
     write_json_atomic(ctx.outdir / "summary.json", summary)
     return summary
 
@@ -149,6 +150,9 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     with ``write_corpus``, the deduplicated corpus in ``outdir`` as the local engine writes
     them (``deduplicated/NAME`` per input, in its format with all its columns).
 
+    ``id_field``: as for :func:`~neardup.engines.local.dedup_files` (``None``: the field ``id``
+    when every record of every partition has one, else row numbers; ``""``: row numbers).
+
     ``scheduler``: the address of a running scheduler (``tcp://host:port``); without it a
     ``LocalCluster`` of ``n_workers`` single-threaded processes is started and closed. Inputs,
     ``outdir`` and ``work_dir`` must be visible to every worker at the same path: relative
@@ -175,8 +179,8 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     (Parquet: read as one table), the local engine's ``deduplicated/NAME`` (a folder of text
     files is written as the local engine writes it).
     """
-    read_opts = ReadOptions(text_fields=text_fields, id_field=id_field, format=input_format,
-                            encoding=encoding, on_error=on_error)
+    read_opts = ReadOptions(text_fields=text_fields, format=input_format, encoding=encoding,
+                            on_error=on_error, **id_options(id_field))
     out_opts = OutputOptions(output_format, write_corpus)
     if partitioned_tables and output_format != "parquet":
         raise ConfigError("partitioned tables are written as Parquet parts: use "
