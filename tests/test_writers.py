@@ -733,3 +733,38 @@ def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, own_strings, monkeypat
     kept = (tmp_path / "new" / "deduplicated" / "corpus.jsonl").read_bytes()
     assert kept.startswith(b"\xef\xbb\xbf") and b"\r\n" in kept
     assert 0 < kept.count(b"\n") < 400
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "textdir"])
+def test_a_writer_without_parents_never_brings_back_a_removed_folder(tmp_path, kind):
+    """A worker still writing a part when its run was discarded (its folder removed) fails
+    instead of creating the folder again (parents=False)."""
+    import shutil
+
+    from neardup.errors import OutputError
+    from neardup.io import ReadOptions, write_deduplicated_part
+
+    if kind == "jsonl":
+        src = tmp_path / "in.jsonl"
+        src.write_text('{"text": "a"}\n{"text": "b"}\n')
+    else:
+        src = tmp_path / "docs"
+        (src / "sub").mkdir(parents=True)
+        (src / "sub" / "a.txt").write_text("a")
+        (src / "b.txt").write_text("b")
+    run = tmp_path / "run"
+    dest = run / "deduplicated" / src.name
+    dest.parent.mkdir(parents=True)
+    assert write_deduplicated_part(src, [True, True], dest, options=ReadOptions(),
+                                   parents=False) == dest
+    shutil.rmtree(run)
+    with pytest.raises(OutputError):
+        write_deduplicated_part(src, [True, True], dest, options=ReadOptions(), parents=False)
+    assert not run.exists()
+    with pytest.raises(OutputError):
+        writers.Staged(dest, parents=False)
+    assert not run.exists()
+    if kind == "jsonl":
+        with pytest.raises(OutputError):
+            writers.concat_files([src, src], dest, "jsonl", parents=False)
+        assert not run.exists()

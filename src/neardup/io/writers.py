@@ -71,14 +71,18 @@ def _fsync_dir(path: Path) -> None:
 
 
 class Staged:
-    """A temporary file (or directory) next to ``final``, renamed onto it by :meth:`commit`."""
+    """A temporary file (or directory) next to ``final``, renamed onto it by :meth:`commit`.
+    ``parents=False``: ``final``'s folder must exist (it is not created again: a writer of a
+    run that was discarded meanwhile then fails instead of bringing its folders back)."""
 
-    def __init__(self, final: Path, *, directory: bool = False):
+    def __init__(self, final: Path, *, directory: bool = False, parents: bool = True):
         self.final = final
         self.directory = directory
+        self.parents = parents
         self.file: BinaryIO | None = None
         try:
-            final.parent.mkdir(parents=True, exist_ok=True)
+            if parents:
+                final.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise _os_error(final.parent, "create the directory", e) from e
         for _ in range(100):
@@ -135,9 +139,9 @@ class Staged:
                 os.unlink(self.tmp)
 
 
-def _write_atomic(final: Path, write: Any) -> Path:
+def _write_atomic(final: Path, write: Any, parents: bool = True) -> Path:
     """Call ``write(file)`` on a temporary file, then rename it onto ``final``."""
-    staged = Staged(final)
+    staged = Staged(final, parents=parents)
     try:
         assert staged.file is not None
         write(staged.file)
@@ -807,7 +811,14 @@ def _write_textdir(stream: _RecordStream, src: _Source, staged: Staged, keep: _K
         rel = src.files[rec.line - 1][0]
         dest = staged.tmp / rel
         if dest.parent not in made:
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            if staged.parents:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+            else:  # inside the staged folder only: never bring back a removed one
+                cur = staged.tmp
+                for name in dest.parent.relative_to(staged.tmp).parts:
+                    cur = cur / name
+                    with suppress(FileExistsError):
+                        cur.mkdir()
             made.add(dest.parent)
         shutil.copyfile(rec.raw, dest)
 
@@ -930,7 +941,7 @@ def deduplicated_names(paths: str | os.PathLike | Iterable[str | os.PathLike],
 
 def write_deduplicated_part(path: str | os.PathLike, keep: Any, dest: str | os.PathLike, *,
                             options: ReadOptions, part: FilePart | None = None,
-                            lines: Any = None) -> Path | None:
+                            lines: Any = None, parents: bool = True) -> Path | None:
     """Write the records of one input (or of one ``part`` of it, as :func:`record_stream` reads
     it) whose ``keep`` flag is true to ``dest``, as :func:`write_deduplicated` writes an input:
     in its format and with all its columns (a folder of text files: a folder); atomically.
@@ -941,7 +952,8 @@ def write_deduplicated_part(path: str | os.PathLike, keep: Any, dest: str | os.P
     (:attr:`Record.line`); with them the kept lines are copied without being parsed again,
     reading only the part's bytes. The parts of a file written with :class:`FilePart` ranges
     that cover it, concatenated in order, are what :func:`write_deduplicated` writes for the
-    whole file (Parquet: the same table)."""
+    whole file (Parquet: the same table). ``parents=False``: ``dest``'s folder must exist
+    (see :class:`Staged`)."""
     flags = _Keep(keep)
     if lines is not None:
         lines = np.asarray(lines, dtype=np.int64)
@@ -951,7 +963,7 @@ def write_deduplicated_part(path: str | os.PathLike, keep: Any, dest: str | os.P
     stream = record_stream([path], options, SkipReport(), part=part, all_columns=True)
     src = stream.sources[0]
     dest = Path(dest)
-    staged = Staged(dest, directory=src.fmt == "textdir")
+    staged = Staged(dest, directory=src.fmt == "textdir", parents=parents)
     try:
         if not _write_source(stream, src, staged, flags, options.encoding,
                              lines if src.fmt == "jsonl" else None):
@@ -970,7 +982,7 @@ def write_deduplicated_part(path: str | os.PathLike, keep: Any, dest: str | os.P
 
 
 def concat_files(parts: Sequence[str | os.PathLike], dest: str | os.PathLike,
-                 fmt: str) -> Path:
+                 fmt: str, parents: bool = True) -> Path:
     """Write the concatenation of ``parts`` (files of one format, as
     :func:`write_deduplicated_part` writes the parts of a file) to ``dest``, atomically: JSONL
     byte for byte (copied by the system where it can, not through this process); Parquet as
@@ -1004,4 +1016,4 @@ def concat_files(parts: Sequence[str | os.PathLike], dest: str | os.PathLike,
             if not _copy_ranges(Path(part), f, np.array([0]), np.array([size])):
                 raise OutputError(f"{part}: is shorter than when it was written")
 
-    return _write_atomic(Path(dest), write)
+    return _write_atomic(Path(dest), write, parents)

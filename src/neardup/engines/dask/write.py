@@ -227,8 +227,10 @@ def write_part(spec: Spec, read_opts: ReadOptions, line_counts: list[int], drops
     lines = replace(d, rowv="").load("lines") if d.fmt == "jsonl" else None
     opts = replace(read_opts, on_error="skip")  # errors were reported by the first read
     try:
+        # parents=False: the client made the folder; if it removed it (a failed run), the
+        # write fails rather than bringing it back
         out = write_deduplicated_part(spec.path, keep, dest, options=opts, part=part,
-                                      lines=lines)
+                                      lines=lines, parents=False)
     except ConfigError as e:  # a count that differs from the first read's
         raise InputError(f"changed while it was deduplicated ({e})", path=spec.path,
                          reason=SkipReason.UNREADABLE, whole_file=True) from e
@@ -245,7 +247,7 @@ def join_parts(parts: list[str | None], dest: str, fmt: str, *_deps) -> str | No
     if len(done) == 1:
         os.replace(done[0], dest)
         return dest
-    concat_files(done, dest, fmt)
+    concat_files(done, dest, fmt, parents=False)
     for p in done:
         os.unlink(p)
     return dest
