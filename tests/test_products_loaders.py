@@ -168,6 +168,11 @@ def test_any_separator_flat_records_and_a_stated_brand(tmp_path):
     offers, _ = load_offers(flat)
     assert offers.attributes == [{"brand": "Zeta", "modelno": "X1", "price": "12.5",
                                   "tags": "hd, wifi"}, {"k": "v"}]
+    assert offers.unused_fields == {"brand": 1}  # beside the nested map: reported, not read
+    cols = tmp_path / "g.csv"
+    cols.write_text("id,title,brand,colour,price\n1,T 1,Zeta,red,\n2,T 2,Acme,,5\n")
+    offers, _ = load_offers(cols, attribute_columns=["brand"])
+    assert offers.unused_fields == {"colour": 1, "price": 1}
 
 
 def test_truth_pairs_any_separator_and_qualified_ids(tmp_path):

@@ -127,6 +127,7 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
         ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
                                                    s["shops"].items())),
         ("skipped", skipped_text(s["skipped"])),
+        ("unused fields", _unused_text(s["unused_fields"])),
         ("candidates", f"{s['candidates']:,}  ({s['fraction_of_comparisons']:.4f} of all "
                        "pairs)"),
         ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
@@ -167,9 +168,19 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _unused_text(unused: dict) -> str:
+    """The fields left unread, most common first (with how many offers had each)."""
+    if not unused:
+        return "none"
+    top = sorted(unused.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{k} ({v:,})" for k, v in top[:8])
+    return text + (f", and {len(top) - 8} more" if len(top) > 8 else "")
+
+
 def _eval_rows(s: dict) -> Rows:
     rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} true duplicate pairs"),
-            ("skipped", skipped_text(s["skipped"]))]
+            ("skipped", skipped_text(s["skipped"])),
+            ("unused fields", _unused_text(s["unused_fields"]))]
     for r in s["summary"]:
         f1 = f"{r['f1']:.3f}" + (f" ± {r['f1_sd']:.3f}" if s.get("bootstraps", 2) > 1 else "")
         rows.append((r["method"], f"F1 {f1}  (P "

@@ -132,6 +132,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     n = len(offers)
     summary = {
         "offers": n, "skipped": offers.skipped.to_dict(),
+        "unused_fields": dict(sorted(offers.unused_fields.items())),
         "decoded_latin1": getattr(offers, "decoded_latin1", 0),
         "shops": dict(sorted({s: offers.shops.count(s) for s in set(offers.shops)}.items())),
         "candidates": int(len(left)),
@@ -169,6 +170,7 @@ def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike
     paths = write_report(res, out, title="neardup products eval",
                          published=offers.formats == {"tv"})
     summary = {"offers": len(offers), "skipped": offers.skipped.to_dict(),
+               "unused_fields": dict(sorted(offers.unused_fields.items())),
                "true_pairs": res.n_true_pairs, "config": {k: v for k, v in asdict(cfg).items()
                                                           if k != "units"},
                "summary": res.summary, "seconds": round(res.seconds, 2), "outputs": paths}

@@ -197,6 +197,13 @@ class _Builder:
             field, m = "featuresMap", rec.get("featuresMap")
         if m is None:
             return self._flat_attrs(rec)
+        a = self.a
+        used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
+                a["truth_field"], field}
+        unused = self.offers.unused_fields
+        for k in rec:
+            if k not in used:
+                unused[str(k)] = unused.get(str(k), 0) + 1
         if not isinstance(m, Mapping):
             raise InputError(f"{pre}expected an object, got {type(m).__name__}", path=path,
                              line=line, field=field, reason="bad_attributes")
@@ -372,6 +379,7 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
         acols = [c for c in attribute_columns if c != a["truth_field"]]
     else:
         acols = [c for c in header if c not in used]
+    left_out = [c for c in header if c not in used and c not in acols]
     while True:
         try:
             row = next(rows)
@@ -389,6 +397,9 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
                                       path=path, line=line, reason="bad_row"))
             continue
         rec = dict(zip(header, row))
+        for c in left_out:
+            if rec.get(c, "") != "":
+                b.offers.unused_fields[c] = b.offers.unused_fields.get(c, 0) + 1
         b.add(rec, path, line, f"row {line}",
               attrs_from=lambda r: {c: r[c] for c in acols if r.get(c, "") != ""})
 

@@ -28,7 +28,8 @@ class Offers:
     (``"file:where"`` for messages), ``descriptions[i]`` (``""`` when none).
     ``skipped`` counts what the loader left out, by reason; ``decoded_latin1`` the lines (or
     whole JSON files) that were not UTF-8 and were read as latin-1; ``formats`` the formats
-    read."""
+    read; ``unused_fields`` the fields or columns left unread (beside a nested attribute map,
+    or CSV columns outside ``attribute_columns``), with how many records had each."""
 
     ids: list[str] = field(default_factory=list)
     shops: list[str] = field(default_factory=list)
@@ -40,6 +41,8 @@ class Offers:
     decoded_latin1: int = 0
     #: the formats the offers were read from ("tv", "json", "jsonl", "csv")
     formats: set[str] = field(default_factory=set)
+    #: fields (columns) of the records that nothing read -> how many records had them
+    unused_fields: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
