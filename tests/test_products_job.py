@@ -112,3 +112,59 @@ def test_the_tv_data_report_shows_its_published_results_and_one_bootstrap_no_spr
     evaluate_offers(tv_offers, tv_labels, tmp_path / "rep", cfg)
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "MSM (published)" in md and "(one bootstrap: no spread)" in md and " ± " not in md
+
+
+def test_linkage_keeps_pairs_across_shops_and_one_to_one_matches_once(catalogue, tmp_path):
+    """--link: no pair within one shop is compared or output, and the candidates are the
+    dedup run's cross-shop ones; --one-to-one: each offer matches at most one offer of each
+    other shop, and every pair left out loses to a kept pair of at least its score."""
+    offers, labels = catalogue
+    both = dedup_offers(offers, tmp_path / "d", num_perm=24, bands=12, rows=2)
+    s = dedup_offers(offers, tmp_path / "l", num_perm=24, bands=12, rows=2, link=True)
+    assert s["mode"] == "link" and both["mode"] == "dedup"
+    assert s["candidates"] + s["candidates_within_one_source_left_out"] == both["candidates"]
+    rows, _ = _found_pairs(tmp_path / "l")
+    assert rows and all(r["shop_a"] != r["shop_b"] for r in rows)
+    dedup_offers(offers, tmp_path / "o", num_perm=24, bands=12, rows=2, link=True,
+                 one_to_one=True, threshold=0.2)
+    dedup_offers(offers, tmp_path / "m", num_perm=24, bands=12, rows=2, link=True,
+                 threshold=0.2)
+    one, _ = _found_pairs(tmp_path / "o")
+    many, _ = _found_pairs(tmp_path / "m")
+    seen = set()
+    for r in one:
+        for me, other in (("a", "b"), ("b", "a")):
+            key = (r[f"id_{me}"], r[f"shop_{other}"])
+            assert key not in seen
+            seen.add(key)
+    kept = {(r["id_a"], r["id_b"]) for r in one}
+    for r in many:
+        if (r["id_a"], r["id_b"]) in kept:
+            continue
+        assert any(k["score"] >= r["score"] and (
+            {(k["id_a"], k["shop_b"]), (k["id_b"], k["shop_a"])}
+            & {(r["id_a"], r["shop_b"]), (r["id_b"], r["shop_a"])}) for k in one)
+    assert len(one) < len(many)
+
+
+def test_the_study_of_a_linkage_counts_pairs_across_shops_only(catalogue):
+    from neardup.products.study import run_study
+
+    from neardup.products.offers import Offers
+
+    base, base_labels = catalogue
+    k = 3  # a shop lists offers 0..k-1 twice: duplicates within one shop
+    offers = Offers(ids=base.ids + [f"again-{i}" for i in range(k)],
+                    shops=base.shops + base.shops[:k],
+                    titles=base.titles + [t + " (new)" for t in base.titles[:k]],
+                    attributes=base.attributes + [dict(a) for a in base.attributes[:k]],
+                    sources=base.sources + [f"again:{i}" for i in range(k)],
+                    descriptions=[""] * (len(base) + k))
+    labels = list(base_labels) + list(base_labels[:k])
+    tl, tr = true_pairs(labels)
+    cross = sum(offers.shops[a] != offers.shops[b] for a, b in zip(tl.tolist(), tr.tolist()))
+    assert 0 < cross < len(tl)  # the catalogue has duplicates within shops too
+    res = run_study(offers, labels, StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3,
+                                                link=True))
+    assert res.n_true_pairs == cross
+    assert all(0 <= r["pc"] <= 1 for r in res.runs)

@@ -38,6 +38,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pd.add_argument("--threshold", type=float, default=None, metavar="S",
                     help="pair score from which two offers are duplicates (default: "
                     "the model's tuned one, or 0.45 for the rule score)")
+    pd.add_argument("--one-to-one", action="store_true",
+                    help="each offer matches at most one offer of each other shop (clean "
+                         "catalogues without duplicates of their own), best scores first")
     pd.set_defaults(func=cmd_products_dedup, linear_algebra=True)
     pe = psub.add_parser("eval", help="bootstrap study against a ground truth: tables and "
                          "plots", description="Run a bootstrap study: thresholds tuned "
@@ -60,6 +63,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pe.add_argument("--save-model", default=None, metavar="PATH", help="also fit the matcher "
                     "on all labelled pairs and save it for `products dedup --model`")
     pe.set_defaults(func=cmd_products_eval, linear_algebra=True)
+    for p in (pd, pe):
+        mode = p.add_mutually_exclusive_group()
+        mode.add_argument("--link", action="store_true",
+                          help="pairs only across shops (sources): two catalogues, or a new "
+                               "feed against a master catalogue; pairs within one shop are "
+                               "neither compared nor counted")
+        mode.add_argument("--dedup", dest="link", action="store_false",
+                          help="pairs within and across shops (default)")
 
 
 def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
@@ -122,12 +133,17 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
 
     offers, _ = _load_offers_from_args(a)
     s = dedup_offers(offers, a.output, model=a.model, threshold=a.threshold,
-                     num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df)
+                     num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df,
+                     link=a.link, one_to_one=a.one_to_one)
     print_summary(a, s, "neardup products dedup", lambda: [
         ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
                                                    s["shops"].items())),
         ("skipped", skipped_text(s["skipped"])),
         ("unused fields", _unused_text(s["unused_fields"])),
+        ("mode", ("link: pairs across shops only ("
+                  f"{s['candidates_within_one_source_left_out']:,} candidates within one shop "
+                  "left out)" if s["mode"] == "link" else "dedup: pairs within and across shops")
+         + ("; one-to-one" if s["one_to_one"] else "")),
         ("candidates", f"{s['candidates']:,}  ({s['fraction_of_comparisons']:.4f} of all "
                        "pairs)"),
         ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
@@ -159,7 +175,7 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
         raise ConfigError("no ground truth: give --truth COLUMN (a label per offer, such as a "
                           "model id) or --truth-pairs FILE (matching id pairs)")
     cfg = StudyConfig(bootstraps=a.bootstraps, seed=a.seed, num_perm=a.num_perm,
-                      bands=a.bands, rows=a.rows, max_df=a.max_df)
+                      bands=a.bands, rows=a.rows, max_df=a.max_df, link=a.link)
     say = None if a.quiet or a.json else (lambda m: print(m, file=sys.stderr))
     s = evaluate_offers(offers, list(labels), a.output, cfg, save_model_to=a.save_model,
                         progress=say)

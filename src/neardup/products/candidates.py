@@ -93,6 +93,15 @@ def true_pairs(labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return (np.asarray(left, np.int64)[order], np.asarray(right, np.int64)[order])
 
 
+def across_sources(left: np.ndarray, right: np.ndarray, sources: Sequence[str]) -> np.ndarray:
+    """``bool`` per pair: its two offers come from different sources (shops, catalogues):
+    the pairs a linkage of catalogues looks at."""
+    src = np.asarray(sources, dtype=object)
+    left = np.asarray(left, np.int64)
+    right = np.asarray(right, np.int64)
+    return src[left] != src[right] if len(left) else np.zeros(0, bool)
+
+
 def candidate_quality(left: np.ndarray, right: np.ndarray, labels: Sequence[str],
                       total_true: int | None = None) -> dict:
     """PC, PQ, F1* and the fraction of comparisons of the candidate pairs (module docstring).

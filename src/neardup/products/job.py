@@ -28,7 +28,7 @@ from ..config import check_banding
 from ..errors import InputError, OutputError
 from ..io import prepare_outdir
 from ..validate import check_int, check_real
-from .candidates import lsh_candidates, model_word_sets
+from .candidates import across_sources, lsh_candidates, model_word_sets
 from .matcher import (
     FEATURES,
     RULE_THRESHOLD,
@@ -39,6 +39,7 @@ from .matcher import (
     one_per_shop,
     pair_features,
     rule_score,
+    unique_mapping,
 )
 from .modelwords import UnitMap
 from .offers import Offers
@@ -88,11 +89,15 @@ def load_model(path: str | os.PathLike) -> tuple[PairModel, float]:
 def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None = None,
                  threshold: float | None = None, num_perm: int = 240, bands: int = 60,
                  rows: int = 4, max_df: float = 0.2, units: UnitMap | None = None,
-                 seed: int = 1) -> dict:
+                 seed: int = 1, link: bool = False, one_to_one: bool = False) -> dict:
     """Find duplicate offers (candidates by LSH, scored, one listing per shop, thresholded,
     clustered) and write the outputs listed in the module docstring. ``model``: a file saved
     by ``neardup products eval --save-model`` (default: the training-free rule score).
-    ``threshold`` overrides the model's tuned one (or :data:`.matcher.RULE_THRESHOLD`)."""
+    ``threshold`` overrides the model's tuned one (or :data:`.matcher.RULE_THRESHOLD`).
+
+    ``link``: pairs only across sources (shops: two catalogues, or a feed against a master
+    catalogue), candidates within one source are not scored; ``one_to_one``: each offer
+    matches at most one offer of each other source (clean sources), best scores first."""
     check_banding(num_perm, bands, rows)
     check_real("max_df", max_df, 0.0, 1.0, lo_open=True)
     check_int("seed", seed, 0)
@@ -105,10 +110,19 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     d = describe(offers, units)
     sets = model_word_sets(offers, units, brands=d.brands, max_df=max_df)
     left, right = lsh_candidates(sets, bands, rows, num_perm=num_perm, seed=seed)
+    within = 0
+    if link:
+        cross = across_sources(left, right, offers.shops)
+        within = int(len(left) - cross.sum())
+        left, right = left[cross], right[cross]
     x = pair_features(d, left, right)
     raw = fitted.score(x) if fitted is not None else rule_score(x)
     scores = one_per_shop(left, right, raw, d, x)
     keep = (scores >= thr) & (scores > 0)
+    if one_to_one:
+        picked = np.flatnonzero(keep)
+        keep[picked] = unique_mapping(left[picked], right[picked], scores[picked],
+                                      offers.shops)
     pl, pr, ps = left[keep], right[keep], scores[keep]
     order = np.argsort(-ps, kind="stable")
     with open(out / "pairs.jsonl", "w") as f:
@@ -135,7 +149,9 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         "unused_fields": dict(sorted(offers.unused_fields.items())),
         "decoded_latin1": getattr(offers, "decoded_latin1", 0),
         "shops": dict(sorted({s: offers.shops.count(s) for s in set(offers.shops)}.items())),
+        "mode": "link" if link else "dedup", "one_to_one": bool(one_to_one),
         "candidates": int(len(left)),
+        **({"candidates_within_one_source_left_out": within} if link else {}),
         "fraction_of_comparisons": len(left) / (n * (n - 1) / 2) if n > 1 else 0.0,
         "duplicate_pairs": int(keep.sum()),
         "clusters": int((sizes >= 2).sum()), "offers_in_clusters": int(in_cluster.sum()),

@@ -446,6 +446,28 @@ def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
     return out
 
 
+def unique_mapping(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
+                   sources: Sequence[str]) -> np.ndarray:
+    """``bool`` per pair: kept by one-to-one matching of clean sources (each offer matches at
+    most one offer of each other source): pairs are taken best score first (then by position)
+    and a pair is kept only if neither of its offers already has a match in the other's
+    source."""
+    left = np.asarray(left, np.int64)
+    right = np.asarray(right, np.int64)
+    order = np.lexsort((np.arange(len(left)), -np.asarray(scores, np.float64)))
+    matched: set[tuple[int, str]] = set()  # (offer, source it has a match in)
+    keep = np.zeros(len(left), bool)
+    for k in order.tolist():
+        a, b = int(left[k]), int(right[k])
+        sa, sb = sources[a], sources[b]
+        if (a, sb) in matched or (b, sa) in matched:
+            continue
+        matched.add((a, sb))
+        matched.add((b, sa))
+        keep[k] = True
+    return keep
+
+
 def offer_clusters(n: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Cluster label (``int64[n]``, numbered by first member) of each offer: connected
     components of the duplicate pairs."""

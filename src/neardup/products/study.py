@@ -26,7 +26,14 @@ import numpy as np
 from ..config import check_banding
 from ..evaluate.bootstrap import bootstrap_split, pair_metrics, tune_threshold
 from ..validate import check_int, check_real
-from .candidates import banded_candidates, bandings, candidate_quality, model_word_sets, true_pairs
+from .candidates import (
+    across_sources,
+    banded_candidates,
+    bandings,
+    candidate_quality,
+    model_word_sets,
+    true_pairs,
+)
 from .matcher import FEATURES, PairModel, describe, one_per_shop, pair_features, rule_score
 from .modelwords import UnitMap
 from .offers import Offers
@@ -38,7 +45,9 @@ METHODS = ("seed000", "rule", "neardup")
 class StudyConfig:
     """Parameters of :func:`run_study`. The default banding (``bands x rows``) is the one the
     summary reports; the sweep covers every banding of ``num_perm`` whose candidates the
-    classifiers are run on up to ``max_fraction`` of all pairs (looser ones: PC/PQ only)."""
+    classifiers are run on up to ``max_fraction`` of all pairs (looser ones: PC/PQ only).
+    ``link``: only pairs across sources (shops) count, as candidates and as the truth (the
+    linkage of catalogues)."""
 
     bootstraps: int = 5
     seed: int = 0
@@ -48,6 +57,7 @@ class StudyConfig:
     max_df: float = 0.2
     max_fraction: float = 0.1
     units: UnitMap | None = None
+    link: bool = False
 
     def __post_init__(self) -> None:
         check_int("bootstraps", self.bootstraps, 1)
@@ -94,6 +104,8 @@ class _Part:
     desc: object
     xall: np.ndarray  # features of every distinct pair of the bandings evaluated
     idx: dict  # (bands, rows) -> rows of xall
+    shops: list
+    link: bool
 
 
 def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: StudyConfig,
@@ -105,6 +117,9 @@ def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: Study
     d = describe(part, cfg.units)
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
     pairs = banded_candidates(sets, banding, cfg.num_perm, seed=cfg.seed + 1)
+    if cfg.link:
+        pairs = {k: (lft[m], rgt[m]) for k, (lft, rgt) in pairs.items()
+                 for m in [across_sources(lft, rgt, part.shops)]}
     x = {}
     cap = cfg.max_fraction * len(part) * (len(part) - 1) / 2
     # features once per distinct pair: looser bandings hold the tighter ones' pairs mostly
@@ -123,11 +138,21 @@ def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: Study
         idxs[key] = np.fromiter((allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())),
                                 np.int64, len(left))
         x[key] = xall[idxs[key]]
-    return _Part(lab, len(true_pairs(list(lab))[0]), len(part), pairs, x, d, xall, idxs)
+    total = len(_truth(list(lab), part.shops, cfg.link)[0])
+    return _Part(lab, total, len(part), pairs, x, d, xall, idxs, part.shops, cfg.link)
+
+
+def _truth(labels: list, shops: Sequence[str], link: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The true pairs (across sources only, with ``link``)."""
+    tl, tr = true_pairs(labels)
+    if link:
+        m = across_sources(tl, tr, shops)
+        tl, tr = tl[m], tr[m]
+    return tl, tr
 
 
 def _metrics(pred_l, pred_r, part: _Part) -> dict:
-    tl, tr = true_pairs(list(part.labels))
+    tl, tr = _truth(list(part.labels), part.shops, part.link)
     return pair_metrics(pred_l, pred_r, tl, tr, part.n)
 
 
@@ -143,7 +168,8 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
     banding = sorted(set(bandings(cfg.num_perm)) | {default}, key=lambda br: br[1])
     t0 = time.perf_counter()
     rng = np.random.default_rng(cfg.seed)
-    res = StudyResult(cfg, n_offers=len(offers), n_true_pairs=len(true_pairs(labels)[0]))
+    res = StudyResult(cfg, n_offers=len(offers),
+                      n_true_pairs=len(_truth(list(labels), offers.shops, cfg.link)[0]))
     sj = FEATURES.index("seed_jac")
     for b in range(cfg.bootstraps):
         train_rows, test_rows = bootstrap_split(len(offers), rng)
