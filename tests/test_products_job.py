@@ -148,9 +148,8 @@ def test_linkage_keeps_pairs_across_shops_and_one_to_one_matches_once(catalogue,
 
 
 def test_the_study_of_a_linkage_counts_pairs_across_shops_only(catalogue):
-    from neardup.products.study import run_study
-
     from neardup.products.offers import Offers
+    from neardup.products.study import run_study
 
     base, base_labels = catalogue
     k = 3  # a shop lists offers 0..k-1 twice: duplicates within one shop
