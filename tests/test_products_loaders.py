@@ -188,3 +188,38 @@ def test_truth_pairs_any_separator_and_qualified_ids(tmp_path):
     bare.write_text("650,651\n650,651\n")
     with pytest.raises(InputError, match="write it as FILE/ID, such as 'shop-a/650'"):
         load_truth_pairs(bare, offers)
+
+
+@pytest.mark.parametrize("packed", ["folder", "tar.gz"])
+def test_pages_of_a_folder_or_an_archive(tmp_path, packed):
+    """One JSON object per page, <source>/<n>.json: the folder is the shop, the id
+    <source>//<n>, "<page title>" the title, the other keys attributes (lists joined)."""
+    import tarfile
+
+    pages = {"shop.one/0.json": {"<page title>": "Acme X100 monitor 24\"",
+                                 "screen size": "24\"", "ports": ["HDMI", "VGA"]},
+             "shop.one/1.json": {"<page title>": "Zeta Q7 monitor"},
+             "other.shop/12.json": {"<page title>": "ACME X100 24 inch", "brand": "Acme"},
+             "other.shop/.hidden.json": {"<page title>": "not a page"}}
+    root = tmp_path / "specs"
+    for name, obj in pages.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(json.dumps(obj))
+    src = root
+    if packed == "tar.gz":
+        src = tmp_path / "specs.tar.gz"
+        with tarfile.open(src, "w:gz") as tar:
+            tar.add(root, arcname="2013_specs")
+    offers, _ = load_offers(src)
+    assert offers.formats == {"pages"}
+    assert offers.ids == ["other.shop//12", "shop.one//0", "shop.one//1"]
+    assert offers.shops == ["other.shop", "shop.one", "shop.one"]
+    assert offers.titles[1] == 'Acme X100 monitor 24"'
+    assert offers.attributes == [{"brand": "Acme"},
+                                 {"screen size": '24"', "ports": "HDMI, VGA"}, {}]
+    (root / "shop.one" / "2.json").write_text("{not json")
+    if packed == "folder":
+        with pytest.raises(InputError, match="shop.one/2.json: malformed JSON"):
+            load_offers(root)
+        offers, _ = load_offers(root, on_error="skip")
+        assert len(offers) == 3 and offers.skipped.total == 1

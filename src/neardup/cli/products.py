@@ -75,11 +75,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="OFFERS",
-                   help="offer files (JSON, JSONL or CSV, optionally .gz; one per shop is fine), "
-                   "or the TV format (an object modelID -> [offers])")
+                   help="offer files (JSON, JSONL, CSV or TSV, optionally .gz; one per shop is "
+                   "fine), the TV format (an object modelID -> [offers]), or folders or "
+                   ".tar.gz archives of one JSON object per page (<shop>/<n>.json)")
     p.add_argument("--format", dest="input_format", default="auto",
-                   choices=["auto", "json", "jsonl", "csv", "tv"], help="input format (default: "
-                   "from the file name and content)")
+                   choices=["auto", "json", "jsonl", "csv", "tv", "pages"],
+                   help="input format (default: from the file name and content; a folder or "
+                        ".tar/.tar.gz of <shop>/<n>.json pages: pages)")
     p.add_argument("--id-field", default="id", metavar="FIELD",
                    help="id field or column (default: id; missing: "
                    "file:line)")

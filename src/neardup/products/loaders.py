@@ -10,6 +10,12 @@
   column that is not the id, title, description, shop or truth column; empty cells are left
   out.
 
+- pages: a folder, or a ``.tar``/``.tar.gz``/``.tgz`` archive, of one JSON object per page,
+  ``<source>/<n>.json`` (the Alaska benchmark's shape): the shop is the page's folder, the id
+  ``<source>//<n>`` unless the object has the id field, the title the ``title_field``
+  (``"<page title>"`` where the object has no ``"title"``), and every other key an
+  attribute (a page's keys are its shop's own).
+
 The attributes of a JSON record are its nested ``attributes_field`` map (``"attributes"``, or
 the TV data's ``"featuresMap"``) where it has one; a flat record's attributes are its other
 top-level fields (every field that is not the id, title, description, shop or truth), strings
@@ -46,7 +52,7 @@ from ..errors import ConfigError, InputError
 from ..validate import check_choice
 from .offers import ON_ERROR, Offers, load_tv_json
 
-FORMATS = ("auto", "json", "jsonl", "csv", "tv")
+FORMATS = ("auto", "json", "jsonl", "csv", "tv", "pages")
 
 
 def _stem(path: str) -> str:
@@ -211,11 +217,12 @@ class _Builder:
         return {str(k): _value(v, pre, path, line, f"{field}.{k}") for k, v in m.items()
                 if k != truth}
 
-    def _flat_attrs(self, rec: Mapping) -> dict:
-        """The other top-level fields of a flat record (module docstring)."""
+    def _flat_attrs(self, rec: Mapping, all_fields: bool = False) -> dict:
+        """The other top-level fields of a flat record (module docstring); with
+        ``all_fields`` a field named like ``attributes_field`` is one of them too (pages)."""
         a = self.a
         used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
-                a["truth_field"], a["attributes_field"]}
+                a["truth_field"]} | (set() if all_fields else {a["attributes_field"]})
         out = {}
         for k, v in rec.items():
             if k in used:
@@ -269,6 +276,10 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
     tv_files = []
     for p in paths:
         path = os.fspath(p)
+        if format in ("auto", "pages") and _is_pages(path):
+            offers.formats.add("pages")
+            _add_pages(path, b)
+            continue
         raw = _read_bytes(path)
         fmt = _detect(path, raw) if format == "auto" else format
         offers.formats.add(fmt)
@@ -313,6 +324,68 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
                          "modelIDs, other files need --truth COLUMN", path=first.rsplit(":", 1)[0],
                          reason="missing_truth")
     return offers, [str(lab) for lab in labels]
+
+
+def _is_pages(path: str) -> bool:
+    low = path.lower()
+    return os.path.isdir(path) or low.endswith((".tar", ".tar.gz", ".tgz"))
+
+
+def _pages(path: str) -> Iterator[tuple[str, str, bytes]]:
+    """``(source, page number, bytes)`` of every ``<source>/<n>.json`` under a folder or in a
+    tar archive, in name order (hidden files left out)."""
+    import tarfile
+
+    if os.path.isdir(path):
+        root = Path(path)
+        for f in sorted(root.rglob("*.json")):
+            if any(part.startswith(".") for part in f.relative_to(root).parts):
+                continue
+            try:
+                yield f.parent.name, f.stem, f.read_bytes()
+            except OSError as e:
+                raise InputError(f"cannot read: {e.strerror or e}", path=str(f),
+                                 reason="unreadable") from e
+        return
+    try:
+        with tarfile.open(path) as tar:
+            members = sorted((m for m in tar if m.isfile() and m.name.endswith(".json")
+                              and not any(x.startswith(".") for x in m.name.split("/"))),
+                             key=lambda m: m.name)
+            for m in members:
+                f = tar.extractfile(m)
+                if f is None:
+                    continue
+                parts = m.name.split("/")
+                yield (parts[-2] if len(parts) >= 2 else _stem(path)), parts[-1][:-5], f.read()
+    except (OSError, tarfile.TarError, EOFError) as e:
+        raise InputError(f"cannot read the archive: {getattr(e, 'strerror', None) or e}",
+                         path=path, reason="unreadable") from e
+
+
+def _add_pages(path: str, b: _Builder) -> None:
+    """Add the pages of a folder or archive (module docstring)."""
+    a = b.a
+    for source, n, raw in _pages(path):
+        where = f"{source}/{n}.json"
+        try:
+            rec = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            b.fail_or_skip(InputError(f"{where}: malformed JSON: {e}", path=path,
+                                      reason="malformed_json"))
+            continue
+        if isinstance(rec, dict):
+            rec = dict(rec)
+            if a["title_field"] == "title" and "title" not in rec and "<page title>" in rec:
+                rec["title"] = rec.pop("<page title>")
+            if rec.get(a["id_field"]) in (None, ""):
+                rec[a["id_field"]] = f"{source}//{n}"
+            if rec.get(a["shop_field"]) in (None, ""):
+                rec[a["shop_field"]] = source
+            for f in (a["title_field"], "title", a["description_field"]):
+                if isinstance(rec.get(f), list):  # a page's value may be a list of strings
+                    rec[f] = _flat_value(rec[f]) or ""
+        b.add(rec, path, None, where, attrs_from=lambda r: b._flat_attrs(r, all_fields=True))
 
 
 def _decode_whole(raw: bytes, dec: _Decoder) -> str:
