@@ -29,6 +29,15 @@ def _is_url(target: str) -> bool:
     return target.startswith(("redis://", "rediss://", "unix://"))
 
 
+def _shown(target: str) -> str:
+    """The index as printed: a URL's password and secret parameters masked."""
+    if not _is_url(target):
+        return target
+    from ..index.redact import redact_location
+
+    return redact_location(target)
+
+
 def _open(target: str, must_exist: bool = True):
     from ..index import Index
 
@@ -37,7 +46,7 @@ def _open(target: str, must_exist: bool = True):
                           f"{target}`")
     idx = Index(target)
     if must_exist and _is_url(target) and len(idx) == 0 and idx.storage.read_meta() is None:
-        raise OutputError(f"{target}: no such index")
+        raise OutputError(f"{_shown(target)}: no such index")
     return idx
 
 
@@ -52,11 +61,12 @@ def cmd_index_create(a: argparse.Namespace) -> int:
     idx = Index(a.index, config=config, store_text=not a.no_texts,
                 passages=True if a.passages else None)
     if _is_url(a.index) and len(idx):
-        raise OutputError(f"{a.index}: an index with documents exists under this prefix")
+        raise OutputError(f"{_shown(a.index)}: an index with documents exists under this "
+                          "prefix")
     st = idx.stats()
     idx.close()
     print_summary(a, st, "neardup index create", lambda: [
-        ("index", a.index),
+        ("index", _shown(a.index)),
         ("LSH", f"{st['bands']} bands x {st['rows']} rows, expected recall "
                 f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}"),
         ("shingles", st["shingle"]),
@@ -101,7 +111,7 @@ def cmd_index_add(a: argparse.Namespace) -> int:
     print_summary(a, data, "neardup index add", lambda: [
         ("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
         ("skipped", skipped_text(sk)),
-        ("index", f"{a.index}: {total:,} documents"),
+        ("index", f"{_shown(a.index)}: {total:,} documents"),
         ("time", f"{wall:.2f} s")])
     return EXIT_OK
 
