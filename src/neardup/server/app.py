@@ -11,8 +11,10 @@ Run it with ``neardup serve --index shop.db --port 8000`` or :func:`run`.
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
+import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ConfigError, InputError, SkipReason
 from ..index import DuplicateIdError, Index
+from ..index.redact import redact_location
 from ..validate import check_int
 from .passages import passages_for_display
 
@@ -70,8 +73,46 @@ def _valid_unicode(s: str) -> str:
     return s
 
 
+#: Characters an id may not hold: C0 and C1 controls (NUL included), DEL, the line and paragraph
+#: separators, and the bidirectional embeddings, overrides and isolates, which make an id print
+#: as another one ("Trojan source").
+_BAD_ID_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def id_problem(doc_id: str) -> str | None:
+    """What is wrong with ``doc_id`` as an id (the same rule for JSON and uploads), or None."""
+    m = _BAD_ID_CHARS.search(doc_id)
+    if m is None:
+        return None
+    c = m.group()
+    name = unicodedata.name(c, "")
+    return (f"contains U+{ord(c):04X}{f' ({name})' if name else ''} at character {m.start()}; "
+            "an id may not hold control characters, line separators or bidirectional "
+            "overrides and isolates (U+202A-U+202E, U+2066-U+2069)")
+
+
+def _valid_id(s: str) -> str:
+    problem = id_problem(s)
+    if problem is not None:
+        raise ValueError(problem)
+    return s
+
+
+#: Why an empty text is refused, the same words on every path.
+EMPTY_TEXT = "is empty or only white space; a document needs at least one word"
+
+
+def _not_empty(s: str) -> str:
+    if not s.strip():
+        raise ValueError(EMPTY_TEXT)
+    return s
+
+
 Text = Annotated[str, AfterValidator(_valid_unicode)]
-DocId = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_valid_unicode)]
+#: A text to add to the index: not empty (as the upload path, which skips such records).
+DocText = Annotated[str, AfterValidator(_valid_unicode), AfterValidator(_not_empty)]
+DocId = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_valid_unicode),
+                  AfterValidator(_valid_id)]
 ThresholdParam = Annotated[float | None, Field(
     default=None, gt=0, le=1,
     description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1], at least the "
@@ -80,12 +121,14 @@ ThresholdParam = Annotated[float | None, Field(
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: "yes" is not true, true is not 1, "5" is not 5 (JSON numbers are still floats)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class DocumentIn(_Strict):
-    id: DocId = Field(description="Your id of the document (any non-empty string).")
-    text: Text = Field(description="The document's text.")
+    id: DocId = Field(description="Your id of the document (a non-empty string without control "
+                                  "characters or bidirectional overrides).")
+    text: DocText = Field(description="The document's text (not empty or only white space).")
 
 
 class DocumentOut(BaseModel):
@@ -390,9 +433,11 @@ def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
                                                        stream.header is not None))
             example(item)
             continue
-        if not item.id:  # an id names a document in the service's URLs
-            err = InputError(f"field {id_field!r} is an empty string; an id must not be empty",
-                             line=item.line, reason=SkipReason.BAD_ID)
+        problem = (f"field {id_field!r} is an empty string; an id must not be empty"
+                   if not item.id else  # an id names a document in the service's URLs
+                   f"field {id_field!r} {id_problem(item.id)}" if id_problem(item.id) else None)
+        if problem is not None:
+            err = InputError(problem, line=item.line, reason=SkipReason.BAD_ID)
             report.add(err)
             example(err)
             continue
@@ -528,6 +573,13 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return prefix + (out or "request body")
 
 
+#: What a JSON field of a strict type must be, after pydantic's message.
+_JSON_TYPES = {"bool_type": " (JSON true or false; not a string or a number)",
+               "int_type": " (a JSON integer; not true or false, a string or a fraction)",
+               "float_type": " (a JSON number; not true or false or a string)",
+               "string_type": " (a JSON string)"}
+
+
 def _validation_message(errors: list[dict[str, Any]]) -> str:
     msgs = []
     for e in errors[:5]:
@@ -543,7 +595,7 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
             msgs.append("the request body must be a JSON object")
         else:
             msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-            msgs.append(f"{_loc(tuple(e.get('loc', ())))}: {msg}")
+            msgs.append(f"{_loc(tuple(e.get('loc', ())))}: {msg}{_JSON_TYPES.get(kind, '')}")
     if len(errors) > 5:
         msgs.append(f"and {len(errors) - 5} more")
     return "; ".join(msgs)
@@ -553,6 +605,17 @@ def _check_size(text: str, limit: int, what: str) -> None:
     n = len(text) if text.isascii() else len(text.encode("utf-8"))
     if n > limit:
         raise HTTPException(413, f"{what} is {n} bytes; the limit is {limit} bytes")
+
+
+def _shown_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """An index's statistics as ``/stats`` shows them: a URL without its secrets, an SQLite
+    file by its name only (not where the server keeps it)."""
+    out = dict(stats)
+    if isinstance(out.get("url"), str):
+        out["url"] = redact_location(out["url"])
+    if isinstance(out.get("path"), str):
+        out["path"] = Path(out["path"]).name
+    return out
 
 
 def _passage_k(index: Index) -> int:
@@ -727,6 +790,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             if c.id is None:
                 raise HTTPException(422, "id: required with add=true (the id to add the text "
                                          "under)")
+            if not c.text.strip():
+                raise HTTPException(422, f"text: {EMPTY_TEXT} (it cannot be added)")
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
         if c.add and not reused and not incomplete:  # copies passages, or not known: kept out
@@ -763,7 +828,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     def stats() -> dict[str, Any]:
         """The index's statistics (backend, documents, threshold, bands, ...), request counts
         and the number of collections kept."""
-        return jsonable_encoder({**index.stats(), "requests": counts.to_dict(),
+        return jsonable_encoder({**_shown_stats(index.stats()), "requests": counts.to_dict(),
                                  "collections": len(collections),
                                  "limits": {"max_upload_bytes": max_upload_bytes,
                                             "max_text_bytes": max_text_bytes,
