@@ -206,6 +206,7 @@ class ApiKeys:
             stamp = None
         if stamp != self._stamp:
             self.reload()
+            self._stamp = stamp  # a bad file is reported once, not at every request
 
     def role(self, key: str) -> Role | None:
         """The role of ``key``, or None if it is no key of the service. Every stored digest is

@@ -1188,7 +1188,10 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         else:
             _say(f"{url}: API keys needed: {api_keys.describe()}")
             if api_keys.file is not None and hasattr(signal, "SIGHUP"):
-                signal.signal(signal.SIGHUP, lambda *_: api_keys.reload())
+                # read on a thread of its own: the handler interrupts the main thread, which
+                # may hold the keys' lock at that moment
+                signal.signal(signal.SIGHUP, lambda *_: threading.Thread(
+                    target=api_keys.reload, name="neardup-reload-keys", daemon=True).start())
         if not is_loopback(host) and not allowed_hosts and not hosts.any:
             _say(f"answers to the Host names {', '.join(hosts.entries)} only: add the names "
                  "clients use to reach it with --allowed-host NAME")
