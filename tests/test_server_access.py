@@ -388,6 +388,15 @@ def test_allowed_hosts_and_origins_are_configurable(tmp_path: Path) -> None:
         r = httpx.post(srv.url + "/documents", json={"id": "b", "text": TEXT},
                        headers={"Origin": "https://other.example.com"})
         assert r.status_code == 403
+        # behind a TLS proxy on this machine that passes the Host on, the page's origin is
+        # https://NAME: its own
+        page = {"Host": "search.example.com", "X-Forwarded-Proto": "https"}
+        r = httpx.post(srv.url + "/documents", json={"id": "c", "text": TEXT},
+                       headers={**page, "Origin": "https://search.example.com"})
+        assert r.status_code == 201, r.text
+        r = httpx.post(srv.url + "/documents", json={"id": "d", "text": TEXT},
+                       headers={**page, "Origin": "http://search.example.com"})
+        assert r.status_code == 403
     finally:
         srv.stop()
 
@@ -476,6 +485,71 @@ def test_stats_of_a_redis_index_hide_its_password(redis_with_password: str,
         with Index(url) as idx:
             idx.storage.drop()
     assert REDIS_PASSWORD not in out
+
+
+# ---------------------------------------------------------------------------------------------
+# The README's commands
+
+
+def _readme_commands() -> list[tuple[str, list[str]]]:
+    """The `$ ` lines of the README's "Running the service for others", each with the lines
+    shown under it."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### Running the service for others", 1)[1].split("\n## ", 1)[0]
+    found: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)```", section, flags=re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                found.append((line[2:].strip(), []))
+            elif line.strip():
+                found[-1][1].append(line)
+    return found
+
+
+def test_readme_service_commands_run_as_written(tmp_path: Path) -> None:
+    """Each command runs as written (a started service on a free port instead of 8000) and
+    prints what the README shows under it, word for word."""
+    commands = _readme_commands()
+    assert len(commands) == 7
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    port = _free_port()
+    srv = None
+    try:
+        for cmd, shown in commands:
+            if " serve " in cmd and not shown:  # started; the others talk to it
+                log = tmp_path / "serve.log"
+                with open(log, "wb") as out:
+                    proc = subprocess.Popen(cmd + f" --port {port}", shell=True, cwd=tmp_path,
+                                            env=_env(), stdout=out, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+                srv = Server(proc, port, log)
+                assert _wait_for(lambda s=srv: _answers(s), 60), srv.output()
+                continue
+            r = subprocess.run(cmd.replace(":8000/", f":{port}/"), shell=True, cwd=tmp_path,
+                               env=_env(), capture_output=True, text=True, timeout=120)
+            assert r.returncode == (2 if " serve " in cmd else 0), (cmd, r.stderr)
+            if shown:
+                assert (r.stdout + r.stderr).split() == " ".join(shown).split(), cmd
+        keys = (tmp_path / "keys.txt").read_text()
+        assert oct((tmp_path / "keys.txt").stat().st_mode & 0o777) == "0o600"
+        assert len(parse_key_file(keys)) == 2
+    finally:
+        if srv is not None:
+            os.killpg(srv.proc.pid, signal.SIGTERM)
+            srv.proc.wait(20)
+    out = srv.output()
+    assert "API keys needed: 1 read key, 1 write key" in out
+    for _, key in parse_key_file(keys):
+        assert key not in out
+
+
+def _answers(srv: Server) -> bool:
+    try:
+        return httpx.get(srv.url + "/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
