@@ -26,10 +26,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory):
-    """A real redis-server on loopback for this test session (Debian's redis-server, installed
-    by .ci/run); the Redis tests skip, saying why, where it is not installed."""
+def _start_redis(tmp_path_factory, *args: str):
+    """A redis-server on a free loopback port with ``args``: ``(process, port)``; skips where
+    it is not installed."""
     exe = shutil.which("redis-server") or (
         "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
     if exe is None:
@@ -38,9 +37,32 @@ def redis_server(tmp_path_factory):
     port = free_port()
     d = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(d)],
+                             "--appendonly", "no", "--dir", str(d), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    return proc, port
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server on loopback for this test session (Debian's redis-server, installed
+    by .ci/run); the Redis tests skip, saying why, where it is not installed."""
+    proc, port = _start_redis(tmp_path_factory)
     url = f"redis://127.0.0.1:{port}/0"
+    yield from _ready(proc, url)
+
+
+#: The password of :func:`redis_with_password`'s server.
+REDIS_PASSWORD = "s3cret-Redis-pw-4417"
+
+
+@pytest.fixture(scope="session")
+def redis_with_password(tmp_path_factory):
+    """A real redis-server that asks for :data:`REDIS_PASSWORD`; yields its URL with it."""
+    proc, port = _start_redis(tmp_path_factory, "--requirepass", REDIS_PASSWORD)
+    yield from _ready(proc, f"redis://:{REDIS_PASSWORD}@127.0.0.1:{port}/0")
+
+
+def _ready(proc, url):
     import redis
 
     client = redis.Redis.from_url(url)

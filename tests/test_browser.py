@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import threading
 import time
@@ -29,8 +30,11 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
                                "(pip install -e '.[test]')")
 uvicorn = pytest.importorskip("uvicorn")
 
+import httpx  # noqa: E402
+
 from neardup import Index  # noqa: E402
 from neardup.server import create_app  # noqa: E402
+from neardup.server.access import ApiKeys  # noqa: E402
 
 KETTLE = ("Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in under "
           "four minutes, automatic shut off when the water boils, boil dry protection and a "
@@ -62,14 +66,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The app on a free loopback port in a background thread; yields its base URL."""
-    db = tmp_path_factory.mktemp("browser") / "shop.db"
-    idx = Index(str(db), passages=True)
-    idx.add_many([("kettle-shop-a", KETTLE), ("lamp-shop-a", LAMP)])
+def _serve_in_thread(app: object) -> Iterator[str]:
+    """``app`` under uvicorn on a free loopback port in a background thread; yields its URL."""
     port = _free_port()
-    config = uvicorn.Config(create_app(idx), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -81,26 +81,46 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     srv.should_exit = True
     thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app on a free loopback port in a background thread; yields its base URL."""
+    db = tmp_path_factory.mktemp("browser") / "shop.db"
+    idx = Index(str(db), passages=True)
+    idx.add_many([("kettle-shop-a", KETTLE), ("lamp-shop-a", LAMP)])
+    yield from _serve_in_thread(create_app(idx))
     idx.close()
 
 
 @pytest.fixture(scope="module")
-def page(server: str) -> Iterator[object]:
-    """A Chromium page on the app, with no network beyond the loopback server."""
+def browser() -> Iterator[object]:
+    """Chromium, with no network beyond the loopback servers of the tests."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        pg.set_default_timeout(15_000)
-        pg.goto(server + "/")
-        pg.js_errors = errors  # type: ignore[attr-defined]
-        yield pg
-        context.close()
-        browser.close()
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _new_page(browser: object, url: str) -> object:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.set_default_timeout(15_000)
+    pg.goto(url)
+    pg.js_errors = errors  # type: ignore[attr-defined]
+    return pg
+
+
+@pytest.fixture(scope="module")
+def page(server: str, browser: object) -> Iterator[object]:
+    """A Chromium page on the app."""
+    pg = _new_page(browser, server + "/")
+    yield pg
+    pg.context.close()  # type: ignore[attr-defined]
 
 
 def _shot(pg: object, name: str) -> None:
@@ -264,3 +284,157 @@ def test_upload_of_wrong_file_shows_error(page: object, tmp_path: Path) -> None:
     expect(page.get_by_test_id("error")).to_have_text(
         "Upload a CSV (.csv) or JSON Lines (.jsonl) file; got 'notes.txt' (text/plain)")
     _shot(page, "09-upload-error")
+
+
+# ---------------------------------------------------------------------------------------------
+# A service that needs keys, and a page of another web site that posts to the service
+
+READ_KEY = "read-" + secrets.token_urlsafe(24)
+WRITE_KEY = "write-" + secrets.token_urlsafe(24)
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    idx = Index(str(tmp_path_factory.mktemp("keyed") / "shop.db"), passages=True)
+    idx.add_many([("kettle-shop-a", KETTLE), ("lamp-shop-a", LAMP)])
+    yield from _serve_in_thread(create_app(idx, api_keys=ApiKeys(read=[READ_KEY],
+                                                                 write=[WRITE_KEY])))
+    idx.close()
+
+
+def test_the_page_asks_for_a_key_and_sends_it(keyed_server: str, browser: object) -> None:
+    expect = sync_api.expect
+    pg = _new_page(browser, keyed_server + "/")
+    expect(pg.get_by_test_id("index-status")).to_have_text("An API key is needed to use the "
+                                                           "index.")
+    expect(pg.get_by_test_id("key-form")).to_be_visible()
+    expect(pg.get_by_test_id("key-message")).to_have_text(
+        "This service needs an API key: enter it to go on.")
+    _shot(pg, "10-key-asked")
+    # a wrong key is not accepted
+    pg.get_by_test_id("key-input").fill("not-the-key-" + "x" * 20)
+    pg.get_by_test_id("key-button").click()
+    expect(pg.get_by_test_id("key-message")).to_have_text(
+        "The API key was not accepted: enter the current one.")
+    # a read key checks texts, and may not add them
+    pg.get_by_test_id("key-input").fill(READ_KEY)
+    pg.get_by_test_id("key-button").click()
+    expect(pg.get_by_test_id("index-status")).to_contain_text("2 texts in the index")
+    expect(pg.get_by_test_id("key-form")).to_be_hidden()
+    pg.get_by_test_id("check-text").fill(KETTLE_COPY)
+    pg.get_by_test_id("check-button").click()
+    expect(pg.get_by_test_id("check-verdict")).to_contain_text("Repeats 1 text")
+    pg.get_by_test_id("check-text").fill(NEW_TEXT)
+    pg.get_by_test_id("check-button").click()
+    expect(pg.get_by_test_id("check-verdict")).to_contain_text("Unique")
+    pg.get_by_test_id("check-id").fill("rug-shop-b")
+    pg.get_by_test_id("add-button").click()
+    expect(pg.get_by_test_id("error")).to_contain_text("Adding a text (add=true) needs an API "
+                                                       "key with the write role")
+    expect(pg.get_by_test_id("key-message")).to_contain_text("a key with the write role")
+    _shot(pg, "11-key-read-only")
+    # a write key adds it; the key stays for the tab, also after a reload
+    pg.get_by_test_id("key-input").fill(WRITE_KEY)
+    pg.get_by_test_id("key-button").click()
+    pg.get_by_test_id("add-button").click()
+    expect(pg.get_by_test_id("add-message")).to_contain_text("rug-shop-b")
+    expect(pg.get_by_test_id("index-status")).to_contain_text("3 texts in the index")
+    pg.reload()
+    expect(pg.get_by_test_id("index-status")).to_contain_text("3 texts in the index")
+    expect(pg.get_by_test_id("key-form")).to_be_hidden()
+    # uploads send it too
+    pg.get_by_test_id("tab-upload").click()
+    pg.get_by_test_id("upload-file").set_input_files(files=[{
+        "name": "c.jsonl", "mimeType": "application/jsonl",
+        "buffer": "\n".join(json.dumps({"text": t}) for t in (KETTLE, KETTLE_COPY)).encode()}])
+    pg.get_by_test_id("upload-button").click()
+    expect(pg.get_by_test_id("upload-summary")).to_contain_text("1 group of repeated texts")
+    # forgetting the key asks for one again
+    pg.get_by_test_id("key-change").click()
+    pg.get_by_test_id("key-forget").click()
+    expect(pg.get_by_test_id("index-status")).to_have_text("An API key is needed to use the "
+                                                           "index.")
+    assert pg.evaluate("sessionStorage.length") == 0
+    _shot(pg, "12-key-forgotten")
+    # only the 401 and 403 answers the page asked for were logged by the browser
+    assert all("401" in e or "403" in e for e in pg.js_errors), pg.js_errors
+    pg.context.close()
+
+
+@pytest.fixture
+def open_server(tmp_path: Path) -> Iterator[tuple[str, Index]]:
+    """A service without keys (this machine only), as `neardup serve` runs by default."""
+    idx = Index(str(tmp_path / "open.db"))
+    for url in _serve_in_thread(create_app(idx)):
+        yield url, idx
+    idx.close()
+
+
+def _other_site(html: str) -> Iterator[str]:
+    """A page of another web site: served by another server on another port, reached as
+    localhost (the service is 127.0.0.1), so that it is another origin and another site."""
+    import http.server
+
+    body = html.encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://localhost:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+def test_a_page_of_another_site_cannot_upload_or_add(open_server: tuple[str, Index],
+                                                      browser: object) -> None:
+    service, idx = open_server
+    html = f"""<!doctype html><html><body>
+<form id="up" action="{service}/collections" method="post" enctype="multipart/form-data">
+  <input type="file" id="file" name="file"><input name="text_field" value="text">
+</form>
+<form id="add" action="{service}/documents" method="post" enctype="text/plain">
+  <input name='{{"id": "forged", "text": "forged text", "x": "' value='"}}'>
+</form>
+<script>
+  async function tryFetch() {{
+    try {{
+      await fetch("{service}/documents", {{method: "POST", mode: "no-cors",
+        headers: {{"Content-Type": "text/plain"}},
+        body: JSON.stringify({{id: "forged-fetch", text: "forged text"}})}});
+      return "sent";
+    }} catch (e) {{ return "failed: " + e.message; }}
+  }}
+</script></body></html>"""
+    for site in _other_site(html):
+        pg = _new_page(browser, site)
+        # 1. a multipart upload by a form of the other site: refused, nothing kept
+        pg.set_input_files("#file", files=[{
+            "name": "c.jsonl", "mimeType": "application/jsonl",
+            "buffer": b'{"text": "one two three four five six"}\n'}])
+        with pg.expect_navigation():
+            pg.evaluate("document.getElementById('up').submit()")
+        answer = json.loads(pg.locator("body").inner_text())
+        assert answer["detail"].startswith("cross-origin request refused: a web page of "
+                                           f"'{site.rstrip('/')}' may not POST here")
+        _shot(pg, "13-cross-site-upload-refused")
+        # 2. a form posting JSON-looking text, and a fetch that cannot read its answer
+        pg.goto(site)
+        with pg.expect_navigation():
+            pg.evaluate("document.getElementById('add').submit()")
+        assert "cross-origin request refused" in pg.locator("body").inner_text()
+        pg.goto(site)
+        assert pg.evaluate("tryFetch()") == "sent"
+        pg.context.close()
+    stats = httpx.get(service + "/stats").json()
+    assert stats["collections"] == 0 and stats["documents"] == 0 and len(idx) == 0
+    assert stats["requests"]["by_status"].get("403") == 3

@@ -43,6 +43,12 @@ def edit(rng: random.Random, text: str, changes: int = 2) -> str:
     return " ".join(w)
 
 
+def local_client(app: Any) -> TestClient:
+    """A client of ``app`` as a program on this machine reaches it (Host: localhost; the app
+    refuses Host names it does not know, as DNS rebinding would send)."""
+    return TestClient(app, base_url="http://localhost")
+
+
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Index:
     if request.param == "redis":  # a real redis-server (conftest), one key prefix per test
@@ -61,7 +67,7 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Index:
 
 @pytest.fixture
 def client(index: Index) -> TestClient:
-    return TestClient(create_app(index))
+    return local_client(create_app(index))
 
 
 @pytest.fixture
@@ -215,10 +221,10 @@ def test_list_documents_pages(client: TestClient, index: Index) -> None:
 def test_sqlite_documents_persist(tmp_path: Path) -> None:
     db = str(tmp_path / "p.db")
     with Index(db) as idx:
-        c = TestClient(create_app(idx))
+        c = local_client(create_app(idx))
         assert c.post("/documents", json={"id": "x", "text": "kept on disk"}).status_code == 201
     with Index(db) as idx:
-        c = TestClient(create_app(idx))
+        c = local_client(create_app(idx))
         assert c.get("/documents/x").json()["text"] == "kept on disk"
         assert c.get("/health").json() == {"status": "ok", "documents": 1}
 
@@ -245,7 +251,7 @@ def test_batch(client: TestClient, index: Index, corpus: dict[str, str]) -> None
 
 
 def test_batch_limit(index: Index) -> None:
-    c = TestClient(create_app(index, max_batch=3))
+    c = local_client(create_app(index, max_batch=3))
     docs = [{"id": str(i), "text": "t"} for i in range(4)]
     r = c.post("/documents:batch", json={"documents": docs})
     assert r.status_code == 413
@@ -336,7 +342,7 @@ def test_a_check_that_could_not_compare_every_candidate_is_not_unique(
     for i in range(4):  # four more texts hold the same 40 words
         index.add(f"copy-{i}", make_text(random.Random(40 + i)) + " " + " ".join(source[10:50]))
     monkeypatch.setattr(app_module, "CHECK_CANDIDATES", 2)
-    with TestClient(create_app(index)) as c:
+    with local_client(create_app(index)) as c:
         text = make_text(random.Random(7)) + " " + " ".join(source[10:50])
         r = c.post("/check", json={"text": text, "id": "new-5", "add": True}).json()
         assert r["reuse_incomplete"] is True and r["unique"] is False and r["added"] is False
@@ -348,7 +354,7 @@ def test_a_check_that_could_not_compare_every_candidate_is_not_unique(
 def test_an_index_without_passages_says_so_in_its_answers(corpus: dict[str, str]) -> None:
     idx = Index()
     idx.add_many(corpus.items())
-    with TestClient(create_app(idx)) as c:
+    with local_client(create_app(idx)) as c:
         copied = " ".join(corpus["doc-3"].split()[10:50])
         r = c.post("/check", json={"text": make_text(random.Random(7)) + " " + copied}).json()
     assert r["unique"] is True and r["passages_indexed"] is False and r["reused"] == []
@@ -381,7 +387,7 @@ def test_concurrent_check_and_add_adds_one(kind: str, tmp_path: Path) -> None:
     barrier = threading.Barrier(6)
 
     def worker(i: int) -> None:
-        c = TestClient(app)
+        c = local_client(app)
         barrier.wait()
         r = c.post("/check", json={"text": base + f" v{i}", "id": f"w{i}", "add": True})
         assert r.status_code == 200
@@ -406,13 +412,36 @@ def test_stats_and_health(client: TestClient, index: Index) -> None:
     assert client.get("/health").json() == {"status": "ok", "documents": 1}
     s = client.get("/stats").json()
     for k, v in index.stats().items():
-        if k != "file_bytes":  # the SQLite file grows as it is used
+        if k == "path":  # where the server keeps its files is not shown: the name only
+            assert s[k] == Path(v).name
+        elif k != "file_bytes":  # the SQLite file grows as it is used
             assert s[k] == v
     req = s["requests"]
     assert req["by_endpoint"]["add_document"] == 1 and req["by_endpoint"]["get_document"] == 1
     assert req["by_status"]["201"] == 1 and req["by_status"]["404"] == 1
     assert req["total"] == 3  # this /stats request is counted once it is answered
     assert s["collections"] == 0 and s["limits"]["max_batch"] == 10_000
+
+
+def test_stats_show_no_secret_and_no_server_path(redis_with_password: str,
+                                                 tmp_path: Path) -> None:
+    from conftest import REDIS_PASSWORD
+
+    url = redis_with_password + "?prefix=statsredact&password=" + REDIS_PASSWORD
+    idx = Index(url)
+    try:
+        s = local_client(create_app(idx)).get("/stats")
+        assert s.status_code == 200
+        assert REDIS_PASSWORD not in s.text
+        assert s.json()["url"].startswith("redis://:***@127.0.0.1:")
+        assert s.json()["url"].endswith("/0?password=***")
+    finally:
+        idx.storage.drop()
+        idx.close()
+    (tmp_path / "private").mkdir()
+    with Index(str(tmp_path / "private" / "shop.db")) as idx:
+        s = local_client(create_app(idx)).get("/stats").json()
+    assert s["path"] == "shop.db" and "private" not in json.dumps(s)
 
 
 def test_openapi_describes_fields(client: TestClient) -> None:
@@ -459,14 +488,14 @@ def test_errors_json_endpoints(client: TestClient) -> None:
               "valid Unicode text"),
         ({}, 422, "the request body is missing: send a JSON object"),
         ({"json": [1, 2]}, 422, "the request body must be a JSON object"),
-        ({"json": {"text": 5}}, 422, "text: Input should be a valid string"),
+        ({"json": {"text": 5}}, 422, "text: Input should be a valid string (a JSON string)"),
         ({"json": {"text": "x", "threshold": 0}}, 422, "threshold: Input should be greater "
                                                        "than 0"),
         ({"json": {"text": "x", "threshold": 1.5}}, 422, "threshold: Input should be less "
                                                          "than or equal to 1"),
         ({"json": {"text": "x", "threshold": "high"}}, 422, "threshold: Input should be a "
-                                                            "valid number, unable to parse "
-                                                            "string as a number"),
+                                                            "valid number (a JSON number; not "
+                                                            "true or false or a string)"),
         ({"json": {"text": "x", "top_k": 0}}, 422, "top_k: Input should be greater than or "
                                                    "equal to 1"),
         ({"json": {"text": "x", "colour": "red"}}, 422, "colour: Extra inputs are not "
@@ -484,8 +513,110 @@ def test_errors_json_endpoints(client: TestClient) -> None:
     assert r.status_code == 405 and detail(r) == "PUT is not allowed on /query"
 
 
+# Strict input: JSON types as sent, ids without control or bidi characters, no empty texts
+
+BOOL = " (JSON true or false; not a string or a number)"
+INT = " (a JSON integer; not true or false, a string or a fraction)"
+NUMBER = " (a JSON number; not true or false or a string)"
+
+
+def test_request_fields_are_not_coerced(client: TestClient, index: Index) -> None:
+    cases = [
+        ("/check", {"text": "x y", "id": "a", "add": "yes"}, "add: Input should be a valid "
+                                                             "boolean" + BOOL),
+        ("/check", {"text": "x y", "id": "a", "add": 1}, "add: Input should be a valid "
+                                                         "boolean" + BOOL),
+        ("/check", {"text": "x y", "id": "a", "add": "true"}, "add: Input should be a valid "
+                                                              "boolean" + BOOL),
+        ("/query", {"text": "x", "top_k": True}, "top_k: Input should be a valid integer" + INT),
+        ("/query", {"text": "x", "top_k": "5"}, "top_k: Input should be a valid integer" + INT),
+        ("/query", {"text": "x", "top_k": 2.0}, "top_k: Input should be a valid integer" + INT),
+        ("/query", {"text": "x", "threshold": True}, "threshold: Input should be a valid "
+                                                     "number" + NUMBER),
+        ("/check", {"text": "x", "threshold": "0.9"}, "threshold: Input should be a valid "
+                                                      "number" + NUMBER),
+        ("/documents", {"id": 5, "text": "x"}, "id: Input should be a valid string "
+                                               "(a JSON string)"),
+        ("/documents:batch", {"documents": [{"id": "a", "text": "x"}, {"id": "b", "text": True}]},
+         "documents[1].text: Input should be a valid string (a JSON string)"),
+    ]
+    for path, body, message in cases:
+        r = client.post(path, json=body)
+        assert (r.status_code, detail(r)) == (422, message), body
+    assert len(index) == 0
+    # what JSON means as it is written still works: an integer is a number
+    r = client.post("/query", json={"text": "x", "threshold": 1, "top_k": 1})
+    assert r.status_code == 200 and r.json()["threshold"] == 1.0
+    r = client.post("/check", json={"text": "some new words here", "id": "a", "add": True})
+    assert r.status_code == 200 and r.json()["added"] is True
+
+
+BAD_IDS = [("a\x00b", "U+0000"), ("tab\tid", "U+0009"), ("esc\x1b[31m", "U+001B"),
+           ("del\x7f", "U+007F"), ("nel\x85", "U+0085"),
+           ("sku-\u202e4321", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+           ("x\u2066y\u2069", "U+2066 (LEFT-TO-RIGHT ISOLATE)"),
+           ("line\u2028sep", "U+2028 (LINE SEPARATOR)")]
+
+
+@pytest.mark.parametrize("bad,char", BAD_IDS)
+def test_ids_with_control_or_bidi_characters_are_refused(client: TestClient, index: Index,
+                                                         bad: str, char: str) -> None:
+    at = next(i for i, c in enumerate(bad) if f"U+{ord(c):04X}" == char.split()[0])
+    why = (f"contains {char} at character {at}; an id may not hold control characters, line "
+           "separators or bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069)")
+    text = "a perfectly ordinary text about kettles"
+    for path, body, field in [
+            ("/documents", {"id": bad, "text": text}, "id"),
+            ("/documents:batch", {"documents": [{"id": "ok", "text": text},
+                                                {"id": bad, "text": text}]}, "documents[1].id"),
+            ("/check", {"id": bad, "text": text, "add": True}, "id"),
+            ("/check", {"id": bad, "text": text}, "id")]:
+        r = client.post(path, json=body)
+        assert (r.status_code, detail(r)) == (422, f"{field}: {why}"), (path, body)
+    assert len(index) == 0
+    # an upload skips the record and says why, as for every other bad id
+    lines = [json.dumps({"sku": bad, "text": text}), json.dumps({"sku": "fine", "text": text})]
+    r = client.post("/collections", files={"file": ("x.jsonl", "\n".join(lines).encode())},
+                    data={"id_field": "sku"})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    assert got["documents"] == 1 and got["skipped"] == {"bad_id": 1}
+    assert got["skipped_examples"] == [{"line": 1, "reason": "bad_id",
+                                        "message": f"field 'sku' {why}"}]
+
+
+def test_ids_that_are_plain_unicode_are_kept(client: TestClient, index: Index) -> None:
+    for doc_id in ["sku/1 ü 東京 😀", "a b", "Ω-\u200d-zwj", "x" * 1024]:
+        r = client.post("/documents", json={"id": doc_id, "text": "some words " + doc_id})
+        assert r.status_code == 201, (doc_id, r.text)
+        assert client.get(f"/documents/{doc_id}").json()["id"] == doc_id
+
+
+EMPTY = "text: is empty or only white space; a document needs at least one word"
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t ", "\u3000\u00a0"])
+def test_empty_texts_are_refused_on_every_path_that_adds(client: TestClient, index: Index,
+                                                         blank: str) -> None:
+    r = client.post("/documents", json={"id": "a", "text": blank})
+    assert (r.status_code, detail(r)) == (422, EMPTY)
+    r = client.post("/documents:batch", json={"documents": [
+        {"id": "a", "text": "fine words"}, {"id": "b", "text": blank}]})
+    assert (r.status_code, detail(r)) == (422, "documents[1]." + EMPTY)
+    r = client.post("/check", json={"id": "a", "text": blank, "add": True})
+    assert (r.status_code, detail(r)) == (422, EMPTY + " (it cannot be added)")
+    assert len(index) == 0
+    # checked without adding it, it is answered (it repeats nothing)
+    r = client.post("/check", json={"text": blank})
+    assert r.status_code == 200 and r.json()["added"] is False and r.json()["matches"] == []
+    # an upload leaves it out and counts it, as every other record it cannot use
+    lines = [json.dumps({"text": blank}), json.dumps({"text": "fine words"})]
+    r = client.post("/collections", files={"file": ("x.jsonl", "\n".join(lines).encode())})
+    assert r.status_code == 201 and r.json()["skipped"] == {"empty_text": 1}
+
+
 def test_errors_sizes(index: Index) -> None:
-    c = TestClient(create_app(index, max_upload_bytes=1000, max_text_bytes=100))
+    c = local_client(create_app(index, max_upload_bytes=1000, max_text_bytes=100))
     r = c.post("/documents", json={"id": "a", "text": "x" * 2000})
     assert r.status_code == 413
     assert detail(r) == "the request body is 2020 bytes; the limit is 1000 bytes"
@@ -621,7 +752,7 @@ def test_collection_skipped_records(client: TestClient) -> None:
 
 
 def test_collection_csv_skipped_rows(index: Index) -> None:
-    c = TestClient(create_app(index, max_text_bytes=50))
+    c = local_client(create_app(index, max_text_bytes=50))
     data = (b"sku,title\na,red wool jacket with zip\nb,caf\xe9 au lait\nc,only,three\n"
             b"d," + b"x" * 51 + b"\ne,  \n,blue cotton shirt\ng,red wool jacket with zip\n"
             b"a,green hat\n")
@@ -701,7 +832,7 @@ def test_collection_errors(client: TestClient) -> None:
 
 
 def test_collection_upload_limit_and_lru(index: Index) -> None:
-    c = TestClient(create_app(index, max_upload_bytes=5000))
+    c = local_client(create_app(index, max_upload_bytes=5000))
     r = c.post("/collections", files={"file": ("x.jsonl", b'{"text": "a"}\n' * 500)})
     assert r.status_code == 413 and "limit of 5000 bytes" in detail(r) or \
         "the limit is 5000 bytes" in detail(r)
@@ -732,7 +863,7 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     def fake_run(app: Any, host: str, port: int) -> None:
         seen.update(host=host, port=port)
-        c = TestClient(app)
+        c = TestClient(app, base_url=f"http://localhost:{port}")
         c.post("/documents", json={"id": "a", "text": "served"})
         seen["health"] = c.get("/health").json()
 
@@ -756,7 +887,7 @@ def fuzz_client() -> TestClient:
     if "c" not in _FUZZ_APP:
         idx = Index()
         idx.add_many([("a", "red wool winter jacket with zip"), ("b", "blue cotton shirt")])
-        _FUZZ_APP["c"] = TestClient(create_app(idx, max_upload_bytes=20_000))
+        _FUZZ_APP["c"] = local_client(create_app(idx, max_upload_bytes=20_000))
     return _FUZZ_APP["c"]
 
 
@@ -835,6 +966,6 @@ def test_fuzz_random_paths(parts: list[str], method: str, params: dict[str, str]
     for prefix in ("/documents/", "/collections/", "/", "/static/"):
         path = prefix + "/".join(quote(p, safe="") for p in parts)
         # absolute, so that a path starting with '//' is sent as it is
-        check_response(c.request(method, "http://testserver" + path, params=params))
+        check_response(c.request(method, "http://localhost" + path, params=params))
     r = c.get("/collections/x/pair", params=params)
     check_response(r)

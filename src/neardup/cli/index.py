@@ -30,6 +30,15 @@ def _is_url(target: str) -> bool:
     return target.startswith(("redis://", "rediss://", "unix://"))
 
 
+def _shown(target: str) -> str:
+    """The index as printed: a URL's password and secret parameters masked."""
+    if not _is_url(target):
+        return target
+    from ..index.redact import redact_location
+
+    return redact_location(target)
+
+
 def _open(target: str, must_exist: bool = True):
     from ..index import Index
 
@@ -38,7 +47,7 @@ def _open(target: str, must_exist: bool = True):
                           f"{target}`")
     idx = Index(target)
     if must_exist and _is_url(target) and len(idx) == 0 and idx.storage.read_meta() is None:
-        raise OutputError(f"{target}: no such index")
+        raise OutputError(f"{_shown(target)}: no such index")
     return idx
 
 
@@ -53,11 +62,12 @@ def cmd_index_create(a: argparse.Namespace) -> int:
     idx = Index(a.index, config=config, store_text=not a.no_texts,
                 passages=True if a.passages else None)
     if _is_url(a.index) and len(idx):
-        raise OutputError(f"{a.index}: an index with documents exists under this prefix")
+        raise OutputError(f"{_shown(a.index)}: an index with documents exists under this "
+                          "prefix")
     st = idx.stats()
     idx.close()
     print_summary(a, st, "neardup index create", lambda: [
-        ("index", a.index),
+        ("index", _shown(a.index)),
         ("LSH", f"{st['bands']} bands x {st['rows']} rows, expected recall "
                 f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}"),
         ("shingles", st["shingle"]),
@@ -112,7 +122,7 @@ def cmd_index_add(a: argparse.Namespace) -> int:
         ("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
         ("ids", ids_text(data["ids"])),
         ("skipped", skipped_text(sk)),
-        ("index", f"{a.index}: {total:,} documents"),
+        ("index", f"{_shown(a.index)}: {total:,} documents"),
         ("time", f"{wall:.2f} s")])
     return EXIT_OK
 
@@ -264,8 +274,16 @@ def cmd_stream(a: argparse.Namespace) -> int:
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
-    from ..server import run
+    import os
 
+    from ..server import run
+    from ..server.access import ApiKeys
+    from ..server.app import check_binding
+
+    keys = ApiKeys.configured(a.api_keys_file, os.environ,
+                              log=lambda m: print(f"neardup serve: {m}", file=sys.stderr,
+                                                  flush=True))
+    check_binding(a.host, keys, a.allow_unauthenticated)  # before an index is created
     if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
         raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
                           f"{a.index}` or pass --create")
@@ -276,7 +294,9 @@ def cmd_serve(a: argparse.Namespace) -> int:
         # slower, which a page that adds one text at a time does not feel)
         Index(a.index, passages=True).close()
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
-        max_text_bytes=a.max_text_bytes, max_batch=a.max_batch)
+        max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
+        allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
+        allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
     return EXIT_OK
 
 
@@ -386,7 +406,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--create", action="store_true", help="create the index if missing, with "
                     "default parameters and passage fingerprints (so that the page finds "
                     "copied passages too)")
-    sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    sv.add_argument("--host", default="127.0.0.1",
+                    help="address to bind (default: 127.0.0.1, this machine only); another "
+                         "address needs API keys, or --allow-unauthenticated")
     sv.add_argument("--port", type=int, default=8000,
                     help="port to listen on (default: 8000)")
     sv.add_argument("--max-upload-bytes", type=int, default=10_000_000, metavar="N",
@@ -395,4 +417,28 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     help="largest single text accepted (default: 1 MB)")
     sv.add_argument("--max-batch", type=int, default=10_000, metavar="N",
                     help="most documents in one batch request (default: 10000)")
+    ac = sv.add_argument_group(
+        "access", "API keys have a role: read (query, check, get, list, stats) or write "
+        "(also add, delete and upload). They come from a key file and from the environment "
+        "variables NEARDUP_API_KEY_READ and NEARDUP_API_KEY_WRITE (several keys: separated by "
+        "commas), never from the command line. Clients send 'Authorization: Bearer KEY' or "
+        "'X-API-Key: KEY'; the web page asks for a key when one is needed.")
+    ac.add_argument("--api-keys-file", metavar="PATH",
+                    help="a file of keys, one 'read:KEY' or 'write:KEY' a line (# comments); "
+                         "read again on SIGHUP and when it changes, so keys are rotated "
+                         "without a restart")
+    ac.add_argument("--allow-unauthenticated", action="store_true",
+                    help="serve a non-loopback --host without API keys (anyone who reaches "
+                         "the port may read, add and delete documents)")
+    ac.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
+                    help="a Host name clients use to reach the service, besides the bound "
+                         "address, localhost, 127.0.0.1 and [::1]; '*' for any (behind a "
+                         "proxy that checks it); repeatable")
+    ac.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
+                    help="a web origin (https://app.example.com) whose pages may send "
+                         "requests that change something (the service's own page always "
+                         "may); repeatable")
+    ac.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                    help="a web origin whose scripts may call the API (CORS; off by "
+                         "default); repeatable")
     sv.set_defaults(func=cmd_serve)

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from ..errors import ConfigError, OutputError
+from .redact import redact_location
 from .storage import DuplicateIdError, Storage, StoredDoc, check_batch_ids
 
 _INSERT = """
@@ -97,7 +98,8 @@ class RedisStorage(Storage):
             self.r = redis.Redis.from_url(plain)
             self.r.ping()
         except (redis.RedisError, ValueError) as e:
-            raise OutputError(f"{plain}: cannot reach Redis ({e})") from e
+            # the message names the server, never its password
+            raise OutputError(f"{redact_location(plain)}: cannot reach Redis ({e})") from e
         self._insert = self.r.register_script(_INSERT)
         self._delete = self.r.register_script(_DELETE)
         self._lock_timeout = lock_timeout
@@ -199,7 +201,8 @@ class RedisStorage(Storage):
         lock = self.r.lock(self._k("lock"), timeout=self._lock_timeout,
                            blocking_timeout=2 * self._lock_timeout)
         if not lock.acquire():
-            raise OutputError(f"{self.url}: could not take the index lock {self._k('lock')}")
+            raise OutputError(f"{redact_location(self.url)}: could not take the index lock "
+                              f"{self._k('lock')}")
         try:
             yield
         finally:
@@ -209,7 +212,7 @@ class RedisStorage(Storage):
                 pass
 
     def stats(self):
-        return {**super().stats(), "url": self.url, "prefix": self.prefix}
+        return {**super().stats(), "url": redact_location(self.url), "prefix": self.prefix}
 
     def drop(self) -> int:
         """Delete every key of this index (for tests and for starting over)."""

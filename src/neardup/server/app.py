@@ -6,31 +6,63 @@ the web page at ``/``. Every client error is a JSON ``{"detail": "message"}`` wi
 blocking work runs in sync endpoints, which FastAPI runs in its thread pool, so concurrent
 clients are served at once.
 
+Access (:mod:`.access`): with ``api_keys`` every endpoint but the page, its files, ``/health``
+and the API documentation needs a key (``Authorization: Bearer KEY`` or ``X-API-Key: KEY``), of
+the ``write`` role to add, delete or upload; requests whose ``Host`` is not allowed are refused,
+and so are state-changing requests from web pages of other origins.
+
 Run it with ``neardup serve --index shop.db --port 8000`` or :func:`run`.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
+import sys
 import threading
+import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi import (
+    Depends,
+    FastAPI,
+    File,
+    Form,
+    HTTPException,
+    Query,
+    Request,
+    Security,
+    UploadFile,
+)
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 
 from ..errors import ConfigError, InputError, SkipReason
 from ..index import DuplicateIdError, Index
+from ..index.redact import redact_location
 from ..validate import check_int
+from .access import (
+    LOOPBACK_NAMES,
+    ApiKeys,
+    HostRules,
+    Role,
+    allows,
+    check_origins,
+    host_entry,
+    is_loopback,
+    origin_allowed,
+)
 from .passages import passages_for_display
 
 STATIC = Path(__file__).parent / "static"
@@ -53,6 +85,15 @@ COLLECTION_SHINGLE = "word:5"
 
 _JSON_ENDPOINTS = frozenset({"/documents", "/documents:batch", "/query", "/check"})
 _UPLOAD_ENDPOINTS = frozenset({"/collections"})
+#: What anyone may fetch without a key: the page and its files, liveness, the API's
+#: documentation (the page asks for a key when the API answers 401).
+PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/docs/oauth2-redirect", "/redoc",
+                          "/openapi.json"})
+PUBLIC_PREFIXES = ("/static/",)
+#: Methods that change nothing: no Origin check.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Where the middleware leaves the role of the request's key for the endpoints.
+ROLE_SCOPE_KEY = "neardup.role"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,8 +111,46 @@ def _valid_unicode(s: str) -> str:
     return s
 
 
+#: Characters an id may not hold: C0 and C1 controls (NUL included), DEL, the line and paragraph
+#: separators, and the bidirectional embeddings, overrides and isolates, which make an id print
+#: as another one ("Trojan source").
+_BAD_ID_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def id_problem(doc_id: str) -> str | None:
+    """What is wrong with ``doc_id`` as an id (the same rule for JSON and uploads), or None."""
+    m = _BAD_ID_CHARS.search(doc_id)
+    if m is None:
+        return None
+    c = m.group()
+    name = unicodedata.name(c, "")
+    return (f"contains U+{ord(c):04X}{f' ({name})' if name else ''} at character {m.start()}; "
+            "an id may not hold control characters, line separators or bidirectional "
+            "overrides and isolates (U+202A-U+202E, U+2066-U+2069)")
+
+
+def _valid_id(s: str) -> str:
+    problem = id_problem(s)
+    if problem is not None:
+        raise ValueError(problem)
+    return s
+
+
+#: Why an empty text is refused, the same words on every path.
+EMPTY_TEXT = "is empty or only white space; a document needs at least one word"
+
+
+def _not_empty(s: str) -> str:
+    if not s.strip():
+        raise ValueError(EMPTY_TEXT)
+    return s
+
+
 Text = Annotated[str, AfterValidator(_valid_unicode)]
-DocId = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_valid_unicode)]
+#: A text to add to the index: not empty (as the upload path, which skips such records).
+DocText = Annotated[str, AfterValidator(_valid_unicode), AfterValidator(_not_empty)]
+DocId = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_valid_unicode),
+                  AfterValidator(_valid_id)]
 ThresholdParam = Annotated[float | None, Field(
     default=None, gt=0, le=1,
     description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1], at least the "
@@ -80,12 +159,14 @@ ThresholdParam = Annotated[float | None, Field(
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: "yes" is not true, true is not 1, "5" is not 5 (JSON numbers are still floats)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class DocumentIn(_Strict):
-    id: DocId = Field(description="Your id of the document (any non-empty string).")
-    text: Text = Field(description="The document's text.")
+    id: DocId = Field(description="Your id of the document (a non-empty string without control "
+                                  "characters or bidirectional overrides).")
+    text: DocText = Field(description="The document's text (not empty or only white space).")
 
 
 class DocumentOut(BaseModel):
@@ -195,7 +276,8 @@ class CheckOut(BaseModel):
 
 class HealthOut(BaseModel):
     status: Literal["ok"] = Field(description="Always 'ok' when the service answers.")
-    documents: int = Field(description="Documents in the index.")
+    documents: int | None = Field(description="Documents in the index (null for a client "
+                                              "without a key, where the service needs one).")
 
 
 class ErrorOut(BaseModel):
@@ -258,7 +340,43 @@ class PairOut(BaseModel):
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 404, 409, 413, 415, 422)}
+    code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 415, 422)}
+
+#: How keys are sent, for the OpenAPI schema (the middleware reads them; see ``_key_of``).
+_BEARER = HTTPBearer(auto_error=False, scheme_name="bearer",
+                     description="An API key: `Authorization: Bearer KEY`.")
+_X_API_KEY = APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey",
+                          description="An API key: `X-API-Key: KEY`.")
+_WHAT_WRITE_DOES = "to add or delete documents and to upload collections"
+
+
+def _role_dependencies(api_keys: ApiKeys | None) -> tuple[Any, Any]:
+    """The dependencies of endpoints that need a read key and a write key; each gives the
+    role of the request's key (``write`` for everyone where the service has no keys)."""
+
+    def need(needed: Role) -> Any:
+        if api_keys is None:
+            def everyone() -> Role:
+                return "write"
+
+            return Depends(everyone)
+
+        def dep(request: Request, _bearer: Annotated[Any, Security(_BEARER)],
+                _key: Annotated[Any, Security(_X_API_KEY)]) -> Role:
+            role = request.scope.get(ROLE_SCOPE_KEY)
+            if role is None:  # the middleware refuses these first; kept as a guard
+                raise HTTPException(401, "this service needs an API key: send it as "
+                                         "'Authorization: Bearer KEY'",
+                                    headers={"WWW-Authenticate": 'Bearer realm="neardup"'})
+            if not allows(role, needed):
+                raise HTTPException(403, f"this needs an API key with the {needed} role "
+                                         f"({_WHAT_WRITE_DOES}); the key sent has the "
+                                         f"{role} role")
+            return role
+
+        return Depends(dep)
+
+    return need("read"), need("write")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,9 +508,11 @@ def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
                                                        stream.header is not None))
             example(item)
             continue
-        if not item.id:  # an id names a document in the service's URLs
-            err = InputError(f"field {id_field!r} is an empty string; an id must not be empty",
-                             line=item.line, reason=SkipReason.BAD_ID)
+        problem = (f"field {id_field!r} is an empty string; an id must not be empty"
+                   if not item.id else  # an id names a document in the service's URLs
+                   f"field {id_field!r} {id_problem(item.id)}" if id_problem(item.id) else None)
+        if problem is not None:
+            err = InputError(problem, line=item.line, reason=SkipReason.BAD_ID)
             report.add(err)
             example(err)
             continue
@@ -421,14 +541,20 @@ def _file_problem(err: InputError, fmt: str, filename: str | None, text_field: s
 
 
 class _Guard:
-    """ASGI middleware: body size limit (Content-Length and bytes actually sent), content type
-    and UTF-8 of JSON bodies, and request counts. Reads the body once and replays it."""
+    """ASGI middleware, in this order: the Host allow-list, the Origin of state-changing
+    requests, the API key (its role left in the scope for the endpoints), the body size limit
+    (Content-Length and bytes actually sent), content type and UTF-8 of JSON bodies; and request
+    counts. Refusals come before the body is read. Reads the body once and replays it."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], max_upload_bytes: int,
-                 counts: _Counts):
+                 counts: _Counts, hosts: HostRules, origins: list[str],
+                 api_keys: ApiKeys | None):
         self.app = app
         self.limit = max_upload_bytes
         self.counts = counts
+        self.hosts = hosts
+        self.origins = origins
+        self.api_keys = api_keys
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Callable, send: Callable
                        ) -> None:
@@ -458,6 +584,9 @@ class _Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         method, path = scope["method"], scope["path"]
+        refused = self._access(scope, headers, method, path)
+        if refused is not None:
+            return refused
         length = headers.get("content-length")
         if length is not None:
             if not length.strip().isdigit():
@@ -510,9 +639,85 @@ class _Guard:
 
         return replay
 
+    def _access(self, scope: MutableMapping[str, Any], headers: dict[str, str], method: str,
+                path: str) -> JSONResponse | None:
+        """A refusal for the Host, the Origin or the key, or None (the role is then in the
+        scope)."""
+        host = headers.get("host")
+        if not self.hosts.allows(host):
+            return _error(400, f"the Host header {host!r} is not a name this service answers "
+                               "to; if clients reach it under that name, start it with "
+                               "--allowed-host NAME (allowed_hosts)" if host is not None else
+                          "the request has no Host header; send one")
+        if method not in SAFE_METHODS:
+            origin = headers.get("origin")
+            site = headers.get("sec-fetch-site", "").strip().lower()
+            if origin is not None and not origin_allowed(origin, scope.get("scheme", "http"),
+                                                         host, self.origins):
+                return _error(403, f"cross-origin request refused: a web page of {origin!r} "
+                                   f"may not {method} here (only the service's own page may, "
+                                   "and origins given with --allowed-origin or --cors-origin)")
+            if origin is None and site in ("cross-site", "same-site"):
+                return _error(403, f"cross-site request refused (Sec-Fetch-Site: {site}): only "
+                                   "the service's own page may change something")
+        if self.api_keys is None:
+            scope[ROLE_SCOPE_KEY] = "write"  # no keys: everyone may do everything
+            return None
+        self.api_keys.reload_if_changed()
+        key, how = _key_of(headers)
+        role = self.api_keys.role(key) if key else None
+        scope[ROLE_SCOPE_KEY] = role
+        if role is not None or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
+            return None
+        if key == "":
+            return _error(401, "the Authorization header is not 'Bearer KEY': send the API "
+                               "key as 'Authorization: Bearer KEY' (or 'X-API-Key: KEY')",
+                          headers={"WWW-Authenticate": 'Bearer realm="neardup"'})
+        if key is None:
+            return _error(401, "this service needs an API key: send it as 'Authorization: "
+                               "Bearer KEY' (or 'X-API-Key: KEY'); ask its operator for a "
+                               "read key (to search) or a write key (to add and delete)",
+                          headers={"WWW-Authenticate": 'Bearer realm="neardup"'})
+        return _error(401, f"the API key sent ({how}) is not valid: it may have been "
+                           "replaced; ask the service's operator for the current one",
+                      headers={"WWW-Authenticate": 'Bearer realm="neardup", '
+                                                   'error="invalid_token"'})
 
-def _error(status: int, detail: str) -> JSONResponse:
-    return JSONResponse({"detail": detail}, status_code=status)
+
+def _key_of(headers: dict[str, str]) -> tuple[str | None, str]:
+    """The key a request sends and how (never logged or echoed): ``Authorization: Bearer KEY``,
+    else ``X-API-Key: KEY``."""
+    auth = headers.get("authorization")
+    if auth is not None:
+        scheme, _, value = auth.strip().partition(" ")
+        if scheme.lower() == "bearer" and value.strip():
+            return value.strip(), "Authorization: Bearer"
+    key = headers.get("x-api-key")
+    if key is not None and key.strip():
+        return key.strip(), "X-API-Key"
+    if auth is not None:
+        return "", "Authorization"  # a header that is not Bearer KEY: no valid key
+    return None, ""
+
+
+def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+class _Cors(CORSMiddleware):
+    """Starlette's CORS middleware, answering a refused preflight with a JSON error."""
+
+    def preflight_response(self, request_headers: Any) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        what = bytes(response.body).decode("latin-1").removeprefix("Disallowed CORS ")
+        headers = {k: v for k, v in response.headers.items()
+                   if k.lower() not in ("content-length", "content-type")}
+        return _error(response.status_code, f"cross-origin request refused: its {what} "
+                                            "are not allowed (--cors-origin names the web "
+                                            "origins that may call this service)",
+                      headers=headers)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -526,6 +731,13 @@ def _loc(loc: tuple[Any, ...]) -> str:
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return prefix + (out or "request body")
+
+
+#: What a JSON field of a strict type must be, after pydantic's message.
+_JSON_TYPES = {"bool_type": " (JSON true or false; not a string or a number)",
+               "int_type": " (a JSON integer; not true or false, a string or a fraction)",
+               "float_type": " (a JSON number; not true or false or a string)",
+               "string_type": " (a JSON string)"}
 
 
 def _validation_message(errors: list[dict[str, Any]]) -> str:
@@ -543,7 +755,7 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
             msgs.append("the request body must be a JSON object")
         else:
             msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-            msgs.append(f"{_loc(tuple(e.get('loc', ())))}: {msg}")
+            msgs.append(f"{_loc(tuple(e.get('loc', ())))}: {msg}{_JSON_TYPES.get(kind, '')}")
     if len(errors) > 5:
         msgs.append(f"and {len(errors) - 5} more")
     return "; ".join(msgs)
@@ -553,6 +765,17 @@ def _check_size(text: str, limit: int, what: str) -> None:
     n = len(text) if text.isascii() else len(text.encode("utf-8"))
     if n > limit:
         raise HTTPException(413, f"{what} is {n} bytes; the limit is {limit} bytes")
+
+
+def _shown_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """An index's statistics as ``/stats`` shows them: a URL without its secrets, an SQLite
+    file by its name only (not where the server keeps it)."""
+    out = dict(stats)
+    if isinstance(out.get("url"), str):
+        out["url"] = redact_location(out["url"])
+    if isinstance(out.get("path"), str):
+        out["path"] = Path(out["path"]).name
+    return out
 
 
 def _passage_k(index: Index) -> int:
@@ -565,16 +788,31 @@ def _passage_k(index: Index) -> int:
 
 
 def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
-               max_text_bytes: int = 1_000_000, max_batch: int = 10_000) -> FastAPI:
+               max_text_bytes: int = 1_000_000, max_batch: int = 10_000,
+               api_keys: ApiKeys | None = None, allowed_hosts: Sequence[str] | None = None,
+               allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = ()
+               ) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
     of one document, in UTF-8 bytes (413); ``max_batch``: most documents in one
     ``POST /documents:batch`` (413).
+
+    ``api_keys``: who may do what (401 without a valid key, 403 for a read key that writes);
+    None: everyone may do everything (serve it on loopback only). ``allowed_hosts``: the Host
+    header values answered (``NAME`` or ``NAME:PORT``, ``*`` for all; default: localhost,
+    127.0.0.1 and [::1] on any port; :func:`run` adds the bound address); other Hosts get 400.
+    ``allowed_origins``: web origins (``https://app.example.com``) whose pages may send
+    state-changing requests besides the service's own (403 for the others);
+    ``cors_origins``: origins whose scripts may call the API cross-origin (CORS; off without
+    them), allowed to change things too.
     """
     max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, 1)
     max_text_bytes = check_int("max_text_bytes", max_text_bytes, 1)
     max_batch = check_int("max_batch", max_batch, 1)
+    hosts = HostRules(LOOPBACK_NAMES if allowed_hosts is None else allowed_hosts)
+    cors = check_origins(cors_origins, "CORS origin")
+    origins = sorted(set(check_origins(allowed_origins, "allowed origin")) | set(cors))
     app = FastAPI(
         title="neardup",
         version=_version(),
@@ -589,8 +827,15 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     collections = _LRU(MAX_COLLECTIONS)
     app.state.index = index
     app.state.collections = collections
-    app.add_middleware(_Guard, max_upload_bytes=max_upload_bytes, counts=counts)
+    app.state.api_keys = api_keys
+    app.add_middleware(_Guard, max_upload_bytes=max_upload_bytes, counts=counts, hosts=hosts,
+                       origins=origins, api_keys=api_keys)
+    if cors:  # outside the guard, so that preflights (which carry no key) are answered
+        app.add_middleware(_Cors, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
+                           allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+                           expose_headers=["WWW-Authenticate", "Retry-After"], max_age=600)
     k_index = _passage_k(index)
+    read, write = _role_dependencies(api_keys)
 
     # -- errors ----------------------------------------------------------------------------
     @app.exception_handler(RequestValidationError)
@@ -627,7 +872,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     # -- the index -------------------------------------------------------------------------
     @app.post("/documents", status_code=201, response_model=Created, responses=_ERRORS,
-              tags=["index"], summary="Add one document")
+              tags=["index"], summary="Add one document", dependencies=[write])
     def add_document(doc: DocumentIn) -> Created:
         """Add a document; 409 if its id is already in the index."""
         _check_size(doc.text, max_text_bytes, "the text")
@@ -635,7 +880,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return Created(id=doc.id)
 
     @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_ERRORS,
-              tags=["index"], summary="Add many documents, all or none")
+              tags=["index"], summary="Add many documents, all or none", dependencies=[write])
     def add_documents(batch: BatchIn) -> BatchOut:
         """Add documents in one transaction; 409 naming an id already present (nothing added)."""
         docs = batch.documents
@@ -655,7 +900,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return BatchOut(added=added)
 
     @app.get("/documents", response_model=IdPage, responses=_ERRORS, tags=["index"],
-             summary="List the ids in the index, a page at a time")
+             summary="List the ids in the index, a page at a time", dependencies=[read])
     def list_documents(
         after: Annotated[str | None, Query(max_length=1024, description="Start after this id "
                                             "(the `next` of the previous page).")] = None,
@@ -666,7 +911,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return IdPage(ids=ids, next=ids[-1] if len(ids) == limit else None)
 
     @app.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=_ERRORS,
-             tags=["index"], summary="Get a document's text")
+             tags=["index"], summary="Get a document's text", dependencies=[read])
     def get_document(doc_id: str) -> DocumentOut:
         """The stored text of a document; 404 if the id is unknown."""
         try:
@@ -675,7 +920,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             raise HTTPException(404, f"no document with id {doc_id!r}") from None
 
     @app.delete("/documents/{doc_id:path}", status_code=204, responses=_ERRORS, tags=["index"],
-                summary="Remove a document")
+                summary="Remove a document", dependencies=[write])
     def delete_document(doc_id: str) -> Response:
         """Remove a document; 404 if the id is unknown."""
         if not index.remove(doc_id):
@@ -696,7 +941,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return asked
 
     @app.post("/query", response_model=QueryOut, responses=_ERRORS, tags=["search"],
-              summary="Near-duplicates of a text")
+              summary="Near-duplicates of a text", dependencies=[read])
     def query(q: QueryIn) -> QueryOut:
         """Indexed documents whose similarity to `text` reaches the threshold, best first."""
         _check_size(q.text, max_text_bytes, "the text")
@@ -707,10 +952,14 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     @app.post("/check", response_model=CheckOut, responses=_ERRORS, tags=["search"],
               summary="Is this text new? With the passages it shares")
-    def check(c: CheckIn) -> CheckOut:
+    def check(c: CheckIn, role: Role = read) -> CheckOut:
         """Whether `text` repeats indexed documents: the matches, and for the best
         10 their text and the passages shared with `text`. With `add=true` and an
-        `id`, a unique text is added (409 if the id is taken)."""
+        `id`, a unique text is added (409 if the id is taken; a write key)."""
+        if c.add and not allows(role, "write"):
+            raise HTTPException(403, "adding a text (add=true) needs an API key with the "
+                                     f"write role; the key sent has the {role} role (a check "
+                                     "without add=true needs only a read key)")
         _check_size(c.text, max_text_bytes, "the text")
         threshold = _threshold(c.threshold)
         added = False
@@ -727,6 +976,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             if c.id is None:
                 raise HTTPException(422, "id: required with add=true (the id to add the text "
                                          "under)")
+            if not c.text.strip():
+                raise HTTPException(422, f"text: {EMPTY_TEXT} (it cannot be added)")
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
         if c.add and not reused and not incomplete:  # copies passages, or not known: kept out
@@ -759,24 +1010,28 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                         min_passage_words=(index.passages.shortest if index.passages
                                            else None))
 
-    @app.get("/stats", tags=["service"], summary="Index and service statistics")
+    @app.get("/stats", tags=["service"], summary="Index and service statistics",
+             dependencies=[read])
     def stats() -> dict[str, Any]:
         """The index's statistics (backend, documents, threshold, bands, ...), request counts
         and the number of collections kept."""
-        return jsonable_encoder({**index.stats(), "requests": counts.to_dict(),
+        return jsonable_encoder({**_shown_stats(index.stats()), "requests": counts.to_dict(),
                                  "collections": len(collections),
                                  "limits": {"max_upload_bytes": max_upload_bytes,
                                             "max_text_bytes": max_text_bytes,
                                             "max_batch": max_batch}})
 
     @app.get("/health", response_model=HealthOut, tags=["service"], summary="Liveness")
-    def health() -> HealthOut:
-        """'ok' and the number of indexed documents."""
-        return HealthOut(status="ok", documents=len(index))
+    def health(request: Request) -> HealthOut:
+        """'ok' and the number of indexed documents (null without a key where the service
+        needs one). Needs no key."""
+        known = request.scope.get(ROLE_SCOPE_KEY) is not None
+        return HealthOut(status="ok", documents=len(index) if known else None)
 
     # -- collections -----------------------------------------------------------------------
     @app.post("/collections", status_code=201, response_model=CollectionOut, responses=_ERRORS,
-              tags=["collections"], summary="Deduplicate an uploaded CSV or JSONL file")
+              tags=["collections"], summary="Deduplicate an uploaded CSV or JSONL file",
+              dependencies=[write])
     def upload_collection(
         file: Annotated[UploadFile, File(description="A CSV file with a header row, or a JSON "
                                                      "Lines file (one object per line).")],
@@ -838,13 +1093,14 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return got
 
     @app.get("/collections/{cid}", response_model=CollectionOut, responses=_ERRORS,
-             tags=["collections"], summary="A deduplicated collection again")
+             tags=["collections"], summary="A deduplicated collection again",
+             dependencies=[read])
     def get_collection(cid: str) -> CollectionOut:
         """The result of an earlier upload; 404 once it has been dropped."""
         return CollectionOut(**_collection(cid).summary)
 
     @app.get("/collections/{cid}/pair", response_model=PairOut, responses=_ERRORS,
-             tags=["collections"], summary="Two documents side by side")
+             tags=["collections"], summary="Two documents side by side", dependencies=[read])
     def get_pair(cid: str,
                  a: Annotated[str, Query(min_length=1, description="Id of the first document.")],
                  b: Annotated[str, Query(min_length=1, description="Id of the second document.")]
@@ -887,13 +1143,58 @@ def _version() -> str:
     return __version__
 
 
-def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, **limits: Any) -> None:
+def check_binding(host: str, api_keys: ApiKeys | None, allow_unauthenticated: bool) -> None:
+    """Refuse to serve without keys on an address other machines reach, unless asked to."""
+    if api_keys is None and not allow_unauthenticated and not is_loopback(host):
+        raise ConfigError(
+            f"--host {host} makes the service reachable from other machines, and no API key "
+            "is configured: anyone who reaches the port could read, add and delete documents. "
+            "Give keys (--api-keys-file PATH, or the environment variables "
+            "NEARDUP_API_KEY_READ / NEARDUP_API_KEY_WRITE), or pass --allow-unauthenticated if "
+            "the network is trusted")
+
+
+def _say(message: str) -> None:
+    print(f"neardup serve: {message}", file=sys.stderr, flush=True)
+
+
+def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
+        api_keys: ApiKeys | None = None, allow_unauthenticated: bool = False,
+        allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = (),
+        cors_origins: Sequence[str] = (), **limits: Any) -> None:
     """Open ``Index(index_target)``, serve it with uvicorn until interrupted, then close it.
-    ``limits``: the keyword limits of :func:`create_app`."""
+
+    ``limits``: the keyword limits of :func:`create_app`. Without ``api_keys`` the service
+    binds to a loopback address only (:class:`~neardup.ConfigError` otherwise), unless
+    ``allow_unauthenticated``. The Host names answered are the bound address, localhost,
+    127.0.0.1 and [::1] with ``port``, and ``allowed_hosts``. A key file is read again on SIGHUP
+    and whenever it changes. What it does is said on stderr, never a key."""
+    import signal
+
     import uvicorn
 
+    check_binding(host, api_keys, allow_unauthenticated)
+    hosts = HostRules.for_binding(host, port, allowed_hosts)
+    app_options = {"api_keys": api_keys, "allowed_hosts": hosts.entries,
+                   "allowed_origins": allowed_origins, "cors_origins": cors_origins, **limits}
     index = Index(index_target)
     try:
-        uvicorn.run(create_app(index, **limits), host=host, port=port)
+        app = create_app(index, **app_options)
+        url = f"http://{host_entry(host, port)}"
+        if api_keys is None:
+            _say(f"{url}: no API key configured: anyone who can reach this address can read, "
+                 "add and delete documents" + (" (it is reachable from this machine only)"
+                                                if is_loopback(host) else ""))
+        else:
+            _say(f"{url}: API keys needed: {api_keys.describe()}")
+            if api_keys.file is not None and hasattr(signal, "SIGHUP"):
+                # read on a thread of its own: the handler interrupts the main thread, which
+                # may hold the keys' lock at that moment
+                signal.signal(signal.SIGHUP, lambda *_: threading.Thread(
+                    target=api_keys.reload, name="neardup-reload-keys", daemon=True).start())
+        if not is_loopback(host) and not allowed_hosts and not hosts.any:
+            _say(f"answers to the Host names {', '.join(hosts.entries)} only: add the names "
+                 "clients use to reach it with --allowed-host NAME")
+        uvicorn.run(app, host=host, port=port)
     finally:
         index.close()

@@ -40,9 +40,42 @@
     $("error").textContent = "";
   }
 
+  // ---- API key ------------------------------------------------------------------------------
+  // Where the service needs a key it answers 401: the page then asks for one, keeps it in
+  // sessionStorage (this tab only, until it is closed) and sends it with every request.
+  const KEY_ITEM = "neardup-api-key";
+
+  function apiKey() {
+    try {
+      return sessionStorage.getItem(KEY_ITEM) || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function setApiKey(key) {
+    try {
+      if (key) sessionStorage.setItem(KEY_ITEM, key);
+      else sessionStorage.removeItem(KEY_ITEM);
+    } catch (e) {
+      // storage refused (private mode): the key lasts until the page is left
+    }
+    memoryKey = key;
+    $("key-change").hidden = !key;
+  }
+  let memoryKey = apiKey();
+
+  function askForKey(message) {
+    $("key-message").textContent = message;
+    $("key-form").hidden = false;
+    $("key-input").focus();
+  }
+
   // The API answers errors as {"detail": "message"}; turn any failure into a readable message.
   async function api(method, path, body) {
     const init = { method, headers: {} };
+    const key = apiKey() || memoryKey;
+    if (key) init.headers["Authorization"] = "Bearer " + key;
     if (body instanceof FormData) {
       init.body = body;
     } else if (body !== undefined) {
@@ -64,10 +97,43 @@
     if (!response.ok) {
       const detail = data && typeof data.detail === "string" ? data.detail
         : response.status + " " + response.statusText;
-      throw new Error(detail);
+      if (response.status === 401) {
+        askForKey(key ? "The API key was not accepted: enter the current one."
+          : "This service needs an API key: enter it to go on.");
+      } else if (response.status === 403 && / role/.test(detail)) {
+        askForKey("The API key in use may not do this: enter a key with the write role.");
+      }
+      const error = new Error(detail);
+      error.status = response.status;
+      throw error;
     }
     return data;
   }
+
+  $("key-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const key = $("key-input").value.trim();
+    if (!key) {
+      $("key-input").focus();
+      return;
+    }
+    setApiKey(key);
+    $("key-input").value = "";
+    $("key-form").hidden = true;
+    clearError();
+    refreshStatus();
+  });
+  $("key-forget").addEventListener("click", () => {
+    setApiKey("");
+    $("key-input").value = "";
+    $("key-form").hidden = true;
+    clearError();
+    refreshStatus();
+  });
+  $("key-change").addEventListener("click", () => {
+    askForKey("Change or forget the API key this page sends.");
+  });
+  $("key-change").hidden = !memoryKey;
 
   // Python reports offsets in code points; JavaScript strings count UTF-16 units.
   function codePointToUnit(text) {
@@ -134,7 +200,8 @@
           "-word phrases two texts have in common (Jaccard similarity).";
       }
     } catch (e) {
-      $("index-status").textContent = "The index cannot be reached: " + e.message;
+      $("index-status").textContent = e.status === 401 ? "An API key is needed to use the index."
+        : "The index cannot be reached: " + e.message;
     }
   }
 
@@ -182,7 +249,8 @@
       renderCheck(result, add);
       if (add) refreshStatus();
     } catch (e) {
-      $("check-result").hidden = true;  // a stale result under an error would mislead
+      // a stale result under an error would mislead; a refused add leaves the check standing
+      if (!(add && (e.status === 401 || e.status === 403))) $("check-result").hidden = true;
       showError(e.message);
     } finally {
       $("check-button").disabled = false;
