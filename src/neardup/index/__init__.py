@@ -1,7 +1,7 @@
 """Online near-duplicate index: :class:`Index` over a storage backend (memory, SQLite, Redis)."""
 
-from .core import CheckResult, Index, Match
+from .core import CheckResult, Index, IndexChangedError, Match
 from .storage import FORMAT_VERSION, DuplicateIdError, MemoryStorage, Storage, StoredDoc
 
-__all__ = ["CheckResult", "Index", "Match", "Storage", "StoredDoc", "MemoryStorage",
+__all__ = ["CheckResult", "Index", "IndexChangedError", "Match", "Storage", "StoredDoc", "MemoryStorage",
            "DuplicateIdError", "FORMAT_VERSION"]

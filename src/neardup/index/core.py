@@ -26,7 +26,7 @@ import numpy as np
 
 from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
-from ..errors import ConfigError, InputError, SkipReason
+from ..errors import ConfigError, InputError, NeardupError, SkipReason
 from ..lsh import lsh_params, s_curve
 from ..reuse import (
     PassageConfig,
@@ -49,6 +49,11 @@ _FLAT = frozenset(flat_defaults())
 
 # Parameters that change what is stored; the rest (threshold of a query, bucket cap) may vary.
 _STORED_SECTIONS = ("normalize", "shingle", "sketch")
+
+
+class IndexChangedError(NeardupError):
+    """The backend no longer holds the index that was opened: its data is gone (a Redis
+    server restarted without persistence comes back empty) or it holds another index."""
 
 
 @dataclass
@@ -134,6 +139,9 @@ class Index:
             raise ConfigError(f"passages={passages!r} is invalid: True, False or a "
                               "neardup.PassageConfig")
         if meta is None:
+            # a random identity stored with the data: a backend that comes back empty or
+            # holding another index is told apart (verify_identity)
+            self.identity: str | None = os.urandom(16).hex()
             self.config = given or DedupConfig()
             self.store_text = store_text
             self.text_codec = _CODEC
@@ -152,6 +160,7 @@ class Index:
                 raise ConfigError(f"{target}: index format version {meta.get('format_version')}"
                                   f" is not supported (this neardup reads {FORMAT_VERSION})")
             stored = meta["params"]
+            self.identity = stored.get("identity")  # None: made before indexes had one
             self.config = _config_from_params(stored)
             self.store_text = bool(stored.get("store_text", True))
             self.text_codec = stored.get("text_codec")  # None: texts stored as they are
@@ -182,7 +191,7 @@ class Index:
         d = self.config.to_dict()
         b, r = self._bands_rows
         return {**d, "bands": b, "rows": r, "store_text": self.store_text,
-                "text_codec": self.text_codec,
+                "text_codec": self.text_codec, "identity": self.identity,
                 "passages": ({**dataclasses.asdict(self.passages), "word_hash": WORD_HASH}
                              if self.passages else None),
                 "created_by": f"neardup {__version__}"}
@@ -480,9 +489,26 @@ class Index:
         return {**self.storage.stats(), "threshold": t, "bands": b, "rows": r,
                 "num_perm": self.config.sketch.num_perm, "shingle": str(self.config.shingle),
                 "expected_recall_at_threshold": round(float(s_curve(t, b, r)), 6),
-                "store_text": self.store_text,
+                "store_text": self.store_text, "identity": self.identity,
                 "passages": (dataclasses.asdict(self.passages) if self.passages else
                              "not indexed: this index finds whole-text near-duplicates only")}
+
+    def verify_identity(self) -> None:
+        """Check that the backend still holds the index that was opened (one read of its
+        stored parameters); :class:`IndexChangedError` if its data is gone (a Redis server
+        restarted without persistence comes back empty) or it now holds another index. An
+        index made before indexes had an identity is only checked for being there."""
+        meta = self.storage.read_meta()
+        if meta is None:
+            raise IndexChangedError(
+                "the index is gone: its backend holds no neardup index any more (a Redis "
+                "server restarted without persistence comes back empty; see the README on "
+                "running Redis with append-only persistence)")
+        got = meta["params"].get("identity")
+        if got != self.identity:
+            raise IndexChangedError(
+                f"the backend now holds another index (identity {got}, opened as "
+                f"{self.identity})")
 
     def close(self) -> None:
         self.storage.close()

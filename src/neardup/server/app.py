@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import sqlite3
 import sys
 import threading
 import unicodedata
@@ -48,8 +49,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
+from .._log import get_logger
 from ..errors import ConfigError, InputError, SkipReason
-from ..index import DuplicateIdError, Index
+from ..index import DuplicateIdError, Index, IndexChangedError
 from ..index.redact import redact_location
 from ..validate import check_int
 from .access import (
@@ -700,6 +702,43 @@ def _key_of(headers: dict[str, str]) -> tuple[str | None, str]:
     return None, ""
 
 
+log = get_logger(__name__)
+
+#: seconds a request waits for another process's SQLite write lock before a 503 (the
+#: library's default, 60 s, is longer than a web client waits)
+SQLITE_BUSY_SECONDS = 5.0
+
+
+def _busy(exc: BaseException) -> bool:
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    """The Redis client's errors that mean its server cannot be reached (none without the
+    client: no Redis index either)."""
+    try:
+        import redis.exceptions as rex
+    except ImportError:
+        return ()
+    return (rex.ConnectionError, rex.TimeoutError, rex.BusyLoadingError)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) says that the Redis server cannot be reached."""
+    kinds = _redis_errors()
+    if not kinds:
+        return False
+    seen = exc
+    for _ in range(5):
+        if isinstance(seen, kinds):
+            return True
+        seen = seen.__cause__ or seen.__context__
+        if seen is None:
+            return False
+    return False
+
+
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
@@ -837,6 +876,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     k_index = _passage_k(index)
     read, write = _role_dependencies(api_keys)
 
+    def _index_there() -> None:
+        """Refuse to answer from a backend that no longer holds the index opened (503)."""
+        index.verify_identity()
+
+    there = Depends(_index_there)
+
     # -- errors ----------------------------------------------------------------------------
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -870,9 +915,37 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     async def _config(request: Request, exc: ConfigError) -> JSONResponse:
         return _error(422, str(exc))
 
+    @app.exception_handler(IndexChangedError)
+    async def _changed(request: Request, exc: IndexChangedError) -> JSONResponse:
+        return _error(503, f"{exc}: this service will not answer from it; restart the "
+                           "service to serve the backend as it is now")
+
+    @app.exception_handler(sqlite3.OperationalError)
+    async def _sqlite(request: Request, exc: sqlite3.OperationalError) -> JSONResponse:
+        if _busy(exc):
+            return _error(503, "the index is busy: another process holds its write lock; "
+                               "try again in a moment", {"Retry-After": "1"})
+        log.error("index error on %s %s: %s", request.method, request.url.path, exc)
+        return _error(503, "the index's SQLite file cannot be used right now (see the "
+                           "service's log); try again later", {"Retry-After": "5"})
+
+    async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
+        return _error(503, "the index's Redis server cannot be reached; try again in a "
+                           "moment (the service reconnects by itself)", {"Retry-After": "5"})
+
+    for kind in _redis_errors():
+        app.add_exception_handler(kind, _redis_down)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        if _unreachable(exc):  # a Redis error under another one
+            return await _redis_down(request, exc)
+        log.error("internal error on %s %s: %r", request.method, request.url.path, exc)
+        return _error(500, "internal error (reported in the service's log)")
+
     # -- the index -------------------------------------------------------------------------
     @app.post("/documents", status_code=201, response_model=Created, responses=_ERRORS,
-              tags=["index"], summary="Add one document", dependencies=[write])
+              tags=["index"], summary="Add one document", dependencies=[write, there])
     def add_document(doc: DocumentIn) -> Created:
         """Add a document; 409 if its id is already in the index."""
         _check_size(doc.text, max_text_bytes, "the text")
@@ -880,7 +953,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return Created(id=doc.id)
 
     @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_ERRORS,
-              tags=["index"], summary="Add many documents, all or none", dependencies=[write])
+              tags=["index"], summary="Add many documents, all or none", dependencies=[write, there])
     def add_documents(batch: BatchIn) -> BatchOut:
         """Add documents in one transaction; 409 naming an id already present (nothing added)."""
         docs = batch.documents
@@ -900,7 +973,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return BatchOut(added=added)
 
     @app.get("/documents", response_model=IdPage, responses=_ERRORS, tags=["index"],
-             summary="List the ids in the index, a page at a time", dependencies=[read])
+             summary="List the ids in the index, a page at a time", dependencies=[read, there])
     def list_documents(
         after: Annotated[str | None, Query(max_length=1024, description="Start after this id "
                                             "(the `next` of the previous page).")] = None,
@@ -911,7 +984,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return IdPage(ids=ids, next=ids[-1] if len(ids) == limit else None)
 
     @app.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=_ERRORS,
-             tags=["index"], summary="Get a document's text", dependencies=[read])
+             tags=["index"], summary="Get a document's text", dependencies=[read, there])
     def get_document(doc_id: str) -> DocumentOut:
         """The stored text of a document; 404 if the id is unknown."""
         try:
@@ -920,7 +993,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             raise HTTPException(404, f"no document with id {doc_id!r}") from None
 
     @app.delete("/documents/{doc_id:path}", status_code=204, responses=_ERRORS, tags=["index"],
-                summary="Remove a document", dependencies=[write])
+                summary="Remove a document", dependencies=[write, there])
     def delete_document(doc_id: str) -> Response:
         """Remove a document; 404 if the id is unknown."""
         if not index.remove(doc_id):
@@ -941,7 +1014,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return asked
 
     @app.post("/query", response_model=QueryOut, responses=_ERRORS, tags=["search"],
-              summary="Near-duplicates of a text", dependencies=[read])
+              summary="Near-duplicates of a text", dependencies=[read, there])
     def query(q: QueryIn) -> QueryOut:
         """Indexed documents whose similarity to `text` reaches the threshold, best first."""
         _check_size(q.text, max_text_bytes, "the text")
@@ -951,7 +1024,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                         unique=not matches, threshold=threshold)
 
     @app.post("/check", response_model=CheckOut, responses=_ERRORS, tags=["search"],
-              summary="Is this text new? With the passages it shares")
+              summary="Is this text new? With the passages it shares", dependencies=[there])
     def check(c: CheckIn, role: Role = read) -> CheckOut:
         """Whether `text` repeats indexed documents: the matches, and for the best
         10 their text and the passages shared with `text`. With `add=true` and an
@@ -1011,7 +1084,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                                            else None))
 
     @app.get("/stats", tags=["service"], summary="Index and service statistics",
-             dependencies=[read])
+             dependencies=[read, there])
     def stats() -> dict[str, Any]:
         """The index's statistics (backend, documents, threshold, bands, ...), request counts
         and the number of collections kept."""
@@ -1177,7 +1250,9 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     hosts = HostRules.for_binding(host, port, allowed_hosts)
     app_options = {"api_keys": api_keys, "allowed_hosts": hosts.entries,
                    "allowed_origins": allowed_origins, "cors_origins": cors_origins, **limits}
-    index = Index(index_target)
+    sqlite_target = not str(index_target).startswith(("redis://", "rediss://", "unix://"))
+    index = Index(index_target, storage_options={"timeout": SQLITE_BUSY_SECONDS}
+                  if sqlite_target and index_target not in (None, ":memory:") else None)
     try:
         app = create_app(index, **app_options)
         url = f"http://{host_entry(host, port)}"

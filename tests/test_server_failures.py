@@ -1,0 +1,108 @@
+"""Honest failures of the service, with real server processes: a busy SQLite index or an
+unreachable Redis server give a JSON 503 with Retry-After and the service recovers by itself;
+a backend that came back empty (or holds another index) is refused until the service is
+restarted; any other error is a JSON 500 that shows nothing of the server."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from conftest import _ready, _start_redis  # noqa: E402
+from test_server_access import serve  # noqa: E402
+
+from neardup import Index  # noqa: E402
+from neardup.index import IndexChangedError  # noqa: E402
+
+
+def test_a_held_sqlite_write_lock_is_a_quick_503_and_the_service_recovers(tmp_path: Path):
+    srv = serve(tmp_path)
+    try:
+        with srv.client() as c:
+            assert c.post("/documents", json={"id": "a", "text": "one two three"}).status_code \
+                == 201
+            other = sqlite3.connect(tmp_path / "shop.db", isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+            t = time.monotonic()
+            r = c.post("/documents", json={"id": "b", "text": "four five six"})
+            waited = time.monotonic() - t
+            assert r.status_code == 503 and r.headers["retry-after"] == "1"
+            assert "busy" in r.json()["detail"] and waited < 15
+            assert c.get("/documents/a").status_code == 200  # reads go on meanwhile
+            other.execute("ROLLBACK")
+            other.close()
+            assert c.post("/documents", json={"id": "b", "text": "four five six"}).status_code \
+                == 201
+    finally:
+        srv.stop()
+
+
+def test_redis_stopped_then_back_empty(tmp_path: Path, tmp_path_factory):
+    """Redis stopped: 503 with Retry-After, and answers again once it is back; Redis back
+    without its data (no persistence): 503 saying the index is gone, until a restart."""
+    proc, port = _start_redis(tmp_path_factory)
+    url = f"redis://127.0.0.1:{port}/0"
+    next(_ready(proc, url))
+    srv = serve(tmp_path, index=f"{url}?prefix=fail")
+    try:
+        with srv.client() as c:
+            assert c.post("/documents", json={"id": "a", "text": "alpha beta gamma delta"}
+                          ).status_code == 201
+            proc.terminate()
+            proc.wait(10)
+            r = c.post("/query", json={"text": "alpha beta gamma delta"})
+            assert r.status_code == 503 and r.headers["retry-after"] == "5"
+            assert "cannot be reached" in r.json()["detail"]
+            proc, port2 = _start_redis(tmp_path_factory, "--port", str(port))
+            next(_ready(proc, url))  # the same address, empty: its data was not kept
+            r = c.post("/query", json={"text": "alpha beta gamma delta"})
+            assert r.status_code == 503 and "the index is gone" in r.json()["detail"]
+            assert "restart the service" in r.json()["detail"]
+            assert c.post("/documents", json={"id": "b", "text": "x y z"}).status_code == 503
+    finally:
+        srv.stop()
+        proc.terminate()
+        proc.wait(10)
+    assert "Traceback" not in srv.output()
+
+
+def test_an_index_knows_its_identity(tmp_path: Path):
+    path = tmp_path / "ix.db"
+    ix = Index(path)
+    ident = ix.identity
+    assert isinstance(ident, str) and len(ident) == 32
+    ix.add("a", "some text here")
+    ix.close()
+    ix = Index(path)
+    assert ix.identity == ident
+    ix.verify_identity()
+    other = Index(tmp_path / "other.db")
+    ix.storage.write_meta({"format_version": other.storage.read_meta()["format_version"],
+                           "params": other.storage.read_meta()["params"]})
+    with pytest.raises(IndexChangedError, match="another index"):
+        ix.verify_identity()
+    assert Index().identity != Index().identity
+
+
+def test_any_other_error_is_a_json_500_that_shows_nothing(monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from neardup.server import create_app
+
+    idx = Index()
+    app = create_app(idx)
+
+    def boom(*a, **k):
+        raise RuntimeError("secret internals /etc/passwd")
+
+    monkeypatch.setattr(idx, "query", boom)
+    c = TestClient(app, base_url="http://localhost", raise_server_exceptions=False)
+    r = c.post("/query", json={"text": "anything"})
+    assert r.status_code == 500 and r.json() == {
+        "detail": "internal error (reported in the service's log)"}
+    assert "secret" not in r.text
