@@ -969,3 +969,23 @@ def test_fuzz_random_paths(parts: list[str], method: str, params: dict[str, str]
         check_response(c.request(method, "http://localhost" + path, params=params))
     r = c.get("/collections/x/pair", params=params)
     check_response(r)
+
+
+def test_the_api_documentation_works_offline(index: Index) -> None:
+    """/docs is rendered on the server from the OpenAPI schema: every endpoint and model is
+    there, and the page loads nothing from another site (no script, no CDN)."""
+    import re
+
+    with local_client(create_app(index)) as c:
+        spec = c.get("/openapi.json").json()
+        r = c.get("/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    page = r.text
+    assert "<script" not in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    for path, item in spec["paths"].items():
+        for method in item:
+            assert f"{method.upper()} {path}" in page
+    for model in spec["components"]["schemas"]:
+        assert f'id="model-{model}"' in page
+    assert "CheckIn" in page and "<code>text</code>" in page

@@ -89,8 +89,7 @@ _JSON_ENDPOINTS = frozenset({"/documents", "/documents:batch", "/query", "/check
 _UPLOAD_ENDPOINTS = frozenset({"/collections"})
 #: What anyone may fetch without a key: the page and its files, liveness, the API's
 #: documentation (the page asks for a key when the API answers 401).
-PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/docs/oauth2-redirect", "/redoc",
-                          "/openapi.json"})
+PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/openapi.json"})
 PUBLIC_PREFIXES = ("/static/",)
 #: Methods that change nothing: no Origin check.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -853,6 +852,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     cors = check_origins(cors_origins, "CORS origin")
     origins = sorted(set(check_origins(allowed_origins, "allowed origin")) | set(cors))
     app = FastAPI(
+        docs_url=None, redoc_url=None,  # /docs: rendered here, nothing fetched from elsewhere
         title="neardup",
         version=_version(),
         summary="Near-duplicate search over an online index, and deduplication of uploads.",
@@ -1093,6 +1093,13 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                                  "limits": {"max_upload_bytes": max_upload_bytes,
                                             "max_text_bytes": max_text_bytes,
                                             "max_batch": max_batch}})
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Response:
+        """The API's documentation, rendered from its OpenAPI schema (works offline)."""
+        from .apidoc import render
+
+        return Response(render(app.openapi()), media_type="text/html; charset=utf-8")
 
     @app.get("/health", response_model=HealthOut, tags=["service"], summary="Liveness")
     def health(request: Request) -> HealthOut:
