@@ -106,3 +106,28 @@ def test_any_other_error_is_a_json_500_that_shows_nothing(monkeypatch):
     assert r.status_code == 500 and r.json() == {
         "detail": "internal error (reported in the service's log)"}
     assert "secret" not in r.text
+
+
+def test_a_client_that_stops_sending_its_body_gets_a_408(tmp_path: Path):
+    """A request whose body does not arrive within --body-timeout is answered 408 and closed,
+    and the service goes on answering others."""
+    import socket
+
+    srv = serve(tmp_path, "--body-timeout", "1")
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=20) as sock:
+            sock.sendall(b"POST /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\""
+                         % srv.port)
+            t = time.monotonic()
+            got = b""
+            while b"\r\n\r\n" not in got:
+                part = sock.recv(4096)
+                if not part:
+                    break
+                got += part
+            assert got.startswith(b"HTTP/1.1 408") and time.monotonic() - t < 10
+        with srv.client() as c:
+            assert c.get("/health").status_code == 200
+    finally:
+        srv.stop()

@@ -16,6 +16,7 @@ Run it with ``neardup serve --index shop.db --port 8000`` or :func:`run`.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import secrets
 import sqlite3
@@ -549,8 +550,9 @@ class _Guard:
 
     def __init__(self, app: Callable[..., Awaitable[None]], max_upload_bytes: int,
                  counts: _Counts, hosts: HostRules, origins: list[str],
-                 api_keys: ApiKeys | None):
+                 api_keys: ApiKeys | None, body_seconds: float = 30.0):
         self.app = app
+        self.body_seconds = body_seconds
         self.limit = max_upload_bytes
         self.counts = counts
         self.hosts = hosts
@@ -609,11 +611,19 @@ class _Guard:
             if path in _UPLOAD_ENDPOINTS and media != "multipart/form-data":
                 return _error(415, f"{path} takes a multipart/form-data upload with a 'file' "
                                    f"field (got {ctype or 'no Content-Type'!r})")
-        # Read the whole body (bounded) so that its size and encoding are known before parsing.
+        # Read the whole body (bounded) so that its size and encoding are known before parsing;
+        # a client that stops sending gets a 408 instead of holding the request open.
         chunks: list[bytes] = []
         size = 0
+        deadline = asyncio.get_running_loop().time() + self.body_seconds
         while True:
-            message = await receive()
+            left = deadline - asyncio.get_running_loop().time()
+            try:
+                message = await asyncio.wait_for(receive(), timeout=max(left, 0.001))
+            except asyncio.TimeoutError:
+                return _error(408, f"the request body did not arrive within "
+                                   f"{self.body_seconds:g} s: send it at once",
+                              {"Connection": "close"})
             if message["type"] == "http.disconnect":
                 return _error(400, "the client disconnected before sending the whole body")
             body = message.get("body", b"")
@@ -702,6 +712,11 @@ def _key_of(headers: dict[str, str]) -> tuple[str | None, str]:
 
 
 log = get_logger(__name__)
+
+#: requests the service handles at once (uvicorn answers 503 beyond), and the seconds an idle
+#: keep-alive connection stays open
+CONCURRENCY = 64
+KEEP_ALIVE_SECONDS = 5
 
 #: seconds a request waits for another process's SQLite write lock before a 503 (the
 #: library's default, 60 s, is longer than a web client waits)
@@ -828,13 +843,14 @@ def _passage_k(index: Index) -> int:
 def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                max_text_bytes: int = 1_000_000, max_batch: int = 10_000,
                api_keys: ApiKeys | None = None, allowed_hosts: Sequence[str] | None = None,
-               allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = ()
-               ) -> FastAPI:
+               allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (),
+               body_seconds: float = 30.0) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
     of one document, in UTF-8 bytes (413); ``max_batch``: most documents in one
-    ``POST /documents:batch`` (413).
+    ``POST /documents:batch`` (413); ``body_seconds``: time a client has to send a whole
+    request body (408 beyond).
 
     ``api_keys``: who may do what (401 without a valid key, 403 for a read key that writes);
     None: everyone may do everything (serve it on loopback only). ``allowed_hosts``: the Host
@@ -867,7 +883,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     app.state.index = index
     app.state.collections = collections
     app.state.api_keys = api_keys
-    app.add_middleware(_Guard, max_upload_bytes=max_upload_bytes, counts=counts, hosts=hosts,
+    app.add_middleware(_Guard, body_seconds=body_seconds,
+                       max_upload_bytes=max_upload_bytes, counts=counts, hosts=hosts,
                        origins=origins, api_keys=api_keys)
     if cors:  # outside the guard, so that preflights (which carry no key) are answered
         app.add_middleware(_Cors, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
@@ -1277,6 +1294,9 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         if not is_loopback(host) and not allowed_hosts and not hosts.any:
             _say(f"answers to the Host names {', '.join(hosts.entries)} only: add the names "
                  "clients use to reach it with --allowed-host NAME")
-        uvicorn.run(app, host=host, port=port)
+        # bounded: at most CONCURRENCY requests at once (503 beyond), idle connections closed
+        # after KEEP_ALIVE_SECONDS, request bodies within body_seconds (create_app)
+        uvicorn.run(app, host=host, port=port, limit_concurrency=CONCURRENCY,
+                    timeout_keep_alive=KEEP_ALIVE_SECONDS, h11_max_incomplete_event_size=65536)
     finally:
         index.close()
