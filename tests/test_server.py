@@ -861,8 +861,10 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     seen: dict[str, Any] = {}
 
-    def fake_run(app: Any, host: str, port: int) -> None:
+    def fake_run(app: Any, host: str, port: int, **options: Any) -> None:
         seen.update(host=host, port=port)
+        assert options["limit_concurrency"] == server_app.CONCURRENCY  # bounded connections
+        assert options["timeout_keep_alive"] == server_app.KEEP_ALIVE_SECONDS
         c = TestClient(app, base_url=f"http://localhost:{port}")
         c.post("/documents", json={"id": "a", "text": "served"})
         seen["health"] = c.get("/health").json()
