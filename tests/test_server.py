@@ -310,6 +310,7 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
     r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
     assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False,
                  "reused": [], "reused_capped": False, "reuse_incomplete": False,
+                 "matches_capped": False,
                  "passages_indexed": True, "min_passage_words": 16}
 
 
@@ -991,3 +992,21 @@ def test_the_api_documentation_works_offline(index: Index) -> None:
     for model in spec["components"]["schemas"]:
         assert f'id="model-{model}"' in page
     assert "CheckIn" in page and "<code>text</code>" in page
+
+
+def test_answers_carry_at_most_max_matches_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import neardup.server.app as app_module
+
+    idx = Index()
+    text = make_text(random.Random(11))
+    idx.add_many([(f"copy-{i}", text) for i in range(5)])
+    monkeypatch.setattr(app_module, "MAX_MATCHES", 2)
+    with local_client(create_app(idx)) as c:
+        q = c.post("/query", json={"text": text}).json()
+        assert len(q["matches"]) == 2 and q["matches_capped"] is True
+        r = c.post("/check", json={"text": text}).json()
+        assert len(r["matches"]) == 2 and r["matches_capped"] is True and not r["unique"]
+        q = c.post("/query", json={"text": text, "top_k": 1}).json()
+        assert len(q["matches"]) == 1 and q["matches_capped"] is False
+        r = c.post("/query", json={"text": text, "top_k": 100_000})
+        assert r.status_code == 422

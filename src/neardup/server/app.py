@@ -79,6 +79,9 @@ CHECK_SECONDS = 2.0
 
 #: Matches of ``/check`` that come with their text and shared passages.
 CHECK_DETAILS = 10
+#: Matches one ``/query`` or ``/check`` answer carries at most, best first (``matches_capped``
+#: says when more reached the threshold).
+MAX_MATCHES = 1000
 #: Collections kept in memory (least recently used dropped first).
 MAX_COLLECTIONS = 8
 #: Skipped records of an upload named with their line number.
@@ -198,8 +201,8 @@ class BatchOut(BaseModel):
 class QueryIn(_Strict):
     text: Text = Field(description="The text to look up.")
     threshold: ThresholdParam
-    top_k: int | None = Field(default=None, ge=1, le=100_000,
-                              description="Return at most this many matches (best first).")
+    top_k: int | None = Field(default=None, ge=1, le=MAX_MATCHES, description=(
+        f"Return at most this many matches (best first; at most {MAX_MATCHES})."))
 
 
 class MatchOut(BaseModel):
@@ -212,6 +215,9 @@ class QueryOut(BaseModel):
     matches: list[MatchOut] = Field(description="Near-duplicates, highest similarity first.")
     unique: bool = Field(description="True if nothing in the index reaches the threshold.")
     threshold: float = Field(description="The threshold used.")
+    matches_capped: bool = Field(default=False, description=(
+        f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
+        "best ones."))
 
 
 class Passage(BaseModel):
@@ -263,6 +269,9 @@ class CheckOut(BaseModel):
         "Indexed texts the checked text shares passages with (copied text inside otherwise "
         "different texts), most reused first; empty where the index does not find passages "
         "(see `passages_indexed`)."))
+    matches_capped: bool = Field(default=False, description=(
+        f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
+        "best ones."))
     reused_capped: bool = Field(default=False, description=(
         "True if more passages were found than the response carries."))
     reuse_incomplete: bool = Field(default=False, description=(
@@ -1037,8 +1046,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         _check_size(q.text, max_text_bytes, "the text")
         threshold = _threshold(q.threshold)
         matches = index.query(q.text, threshold=threshold, top_k=q.top_k)
+        capped = len(matches) > MAX_MATCHES
+        matches = matches[:MAX_MATCHES]
         return QueryOut(matches=[MatchOut(id=m.id, similarity=m.similarity) for m in matches],
-                        unique=not matches, threshold=threshold)
+                        unique=not matches, threshold=threshold, matches_capped=capped)
 
     @app.post("/check", response_model=CheckOut, responses=_ERRORS, tags=["search"],
               summary="Is this text new? With the passages it shares", dependencies=[there])
@@ -1078,6 +1089,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                                                                            threshold=threshold)
             if c.id is not None:
                 matches = [m for m in matches if m.id != c.id]
+        matches_capped = len(matches) > MAX_MATCHES
+        matches = matches[:MAX_MATCHES]
         top = matches[:CHECK_DETAILS]
         texts = index.get_texts([m.id for m in top]) if top else {}
         out = []
@@ -1096,6 +1109,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return CheckOut(unique=not matches and not reused and not incomplete,
                         threshold=threshold, matches=out, added=added, reused=rout,
                         reused_capped=capped, reuse_incomplete=incomplete,
+                        matches_capped=matches_capped,
                         passages_indexed=index.passages is not None,
                         min_passage_words=(index.passages.shortest if index.passages
                                            else None))
