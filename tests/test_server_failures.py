@@ -131,3 +131,30 @@ def test_a_client_that_stops_sending_its_body_gets_a_408(tmp_path: Path):
             assert c.get("/health").status_code == 200
     finally:
         srv.stop()
+
+
+def test_a_lock_left_by_a_killed_client_expires_promptly(redis_server: str):
+    """The check-and-add lock has an owner token and a short lease: a lock left behind by a
+    client that died holding it delays the next check-and-add by the lease (5 s) at most, not
+    the 30 s it used to; a lock held longer than a write waits is a clear IndexBusyError."""
+    import uuid
+
+    import redis
+
+    from neardup.index import IndexBusyError
+
+    url = f"{redis_server}?prefix=lock{uuid.uuid4().hex[:8]}"
+    ix = Index(url)
+    lease = ix.storage._lock_timeout
+    assert lease <= 5
+    r = redis.Redis.from_url(redis_server)
+    key = ix.storage._k("lock")
+    r.set(key, "a-client-that-died", px=int(lease * 1000))  # as its lock would be left
+    t = time.monotonic()
+    assert ix.check_and_add("a", "one two three four five six") == []
+    assert time.monotonic() - t <= lease + 1.5
+    r.set(key, "a-client-that-holds-it", px=int(10 * lease * 1000))
+    with pytest.raises(IndexBusyError, match="held by another client"):
+        ix.check_and_add("b", "seven eight nine ten eleven twelve")
+    r.delete(key)
+    ix.storage.drop()

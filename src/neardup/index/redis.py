@@ -84,7 +84,7 @@ def _split_url(url: str) -> tuple[str, str]:
 class RedisStorage(Storage):
     kind = "redis"
 
-    def __init__(self, url: str, *, prefix: str | None = None, lock_timeout: float = 30.0):
+    def __init__(self, url: str, *, prefix: str | None = None, lock_timeout: float = 5.0):
         from .._extras import require
 
         redis = require("redis", "redis", "an index in Redis")
@@ -198,11 +198,17 @@ class RedisStorage(Storage):
 
     @contextmanager
     def exclusive(self):
+        # the lock holds a random owner token (only its owner releases it) and expires after
+        # lock_timeout seconds, so that a client killed while holding it blocks the others for
+        # that long at most; what it guards (a check and an insert) takes milliseconds
         lock = self.r.lock(self._k("lock"), timeout=self._lock_timeout,
                            blocking_timeout=2 * self._lock_timeout)
         if not lock.acquire():
-            raise OutputError(f"{redact_location(self.url)}: could not take the index lock "
-                              f"{self._k('lock')}")
+            from .storage import IndexBusyError
+
+            raise IndexBusyError(f"{redact_location(self.url)}: the index lock "
+                                 f"{self._k('lock')} was held by another client for "
+                                 f"{2 * self._lock_timeout:g} s; try again")
         try:
             yield
         finally:

@@ -21,9 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, SkipReason
+from ..errors import InputError, OutputError, SkipReason
 
 FORMAT_VERSION = 1
+
+
+class IndexBusyError(OutputError):
+    """The index's lock stayed held by another client longer than a write waits for it."""
 
 
 class DuplicateIdError(InputError):

@@ -52,7 +52,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from .._log import get_logger
 from ..errors import ConfigError, InputError, SkipReason
-from ..index import DuplicateIdError, Index, IndexChangedError
+from ..index import DuplicateIdError, Index, IndexBusyError, IndexChangedError
 from ..index.redact import redact_location
 from ..validate import check_int
 from .access import (
@@ -940,6 +940,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     @app.exception_handler(ConfigError)
     async def _config(request: Request, exc: ConfigError) -> JSONResponse:
         return _error(422, str(exc))
+
+    @app.exception_handler(IndexBusyError)
+    async def _locked(request: Request, exc: IndexBusyError) -> JSONResponse:
+        return _error(503, f"the index is busy: {exc}", {"Retry-After": "1"})
 
     @app.exception_handler(IndexChangedError)
     async def _changed(request: Request, exc: IndexChangedError) -> JSONResponse:
