@@ -200,3 +200,18 @@ def test_check_answers_bad_and_extreme_input():
     assert time.perf_counter() - t < 60
     assert got.capped and sum(len(m.passages) for m in got.reused) == 30
     assert {m.id for m in got.reused} <= set(docs)
+
+
+def test_a_long_text_probes_thousands_of_passage_keys_in_sqlite(tmp_path):
+    """A text of 8,000 words has more passage fingerprints than SQLite allows terms in one
+    compound SELECT (500): the probes are split, and the passages are found."""
+    ix = Index(tmp_path / "long.db", passages=True)
+    source = _words(5, 200)
+    ix.add("src", " ".join(source))
+    text = " ".join(_words(6, 4000) + source[50:110] + _words(7, 4000))
+    from neardup.reuse import fingerprints, text_words
+
+    tw = text_words(text, keep_keys=False)
+    assert len(fingerprints(tw.hashes, 5, 12)) > 1000
+    got = ix.check(text)
+    assert [m.id for m in got.reused] == ["src"] and got.reused[0].passages[0].words == 60

@@ -44,6 +44,7 @@ INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 """
 
 _CHUNK = 500  # host parameters per IN (...) list, well under SQLite's limit
+_COMPOUND = 400  # probes per compound SELECT (SQLite's limit: 500 terms)
 
 # Band keys live in one table per PART_DOCS consecutive handles. A commit rewrites every B-tree
 # page it touches, and the keys of a batch land on random pages: in one table for the whole
@@ -238,12 +239,15 @@ class SQLiteStorage(Storage):
             return []
         out: dict[int, None] = {}
         for table in self._parts(conn):
-            # one statement per table: a capped probe per band key
-            sql = " UNION ALL ".join(
-                f"SELECT * FROM (SELECT handle FROM {table} WHERE key = ? LIMIT {int(cap)})"
-                for _ in keys)
-            for (h,) in conn.execute(sql, keys):
-                out[h] = None
+            # a statement per table and _COMPOUND keys (SQLite allows 500 terms in a compound
+            # SELECT; a long text has thousands of passage keys): a capped probe per key
+            for s in range(0, len(keys), _COMPOUND):
+                part = keys[s:s + _COMPOUND]
+                sql = " UNION ALL ".join(
+                    f"SELECT * FROM (SELECT handle FROM {table} WHERE key = ? LIMIT {int(cap)})"
+                    for _ in part)
+                for (h,) in conn.execute(sql, part):
+                    out[h] = None
         return list(out)
 
     def shingles(self, handles):

@@ -955,9 +955,13 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         if _busy(exc):
             return _error(503, "the index is busy: another process holds its write lock; "
                                "try again in a moment", {"Retry-After": "1"})
-        log.error("index error on %s %s: %s", request.method, request.url.path, exc)
-        return _error(503, "the index's SQLite file cannot be used right now (see the "
-                           "service's log); try again later", {"Retry-After": "5"})
+        msg = str(exc).lower()
+        if "unable to open" in msg or "disk i/o" in msg or "readonly" in msg:
+            log.error("index error on %s %s: %s", request.method, request.url.path, exc)
+            return _error(503, "the index's SQLite file cannot be used right now (see the "
+                               "service's log); try again later", {"Retry-After": "5"})
+        log.error("internal error on %s %s: %r", request.method, request.url.path, exc)
+        return _error(500, "internal error (reported in the service's log)")
 
     async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
         return _error(503, "the index's Redis server cannot be reached; try again in a "
