@@ -1010,3 +1010,54 @@ def test_answers_carry_at_most_max_matches_and_say_so(monkeypatch: pytest.Monkey
         assert len(q["matches"]) == 1 and q["matches_capped"] is False
         r = c.post("/query", json={"text": text, "top_k": 100_000})
         assert r.status_code == 422
+
+
+def test_a_full_index_refuses_to_grow_with_507() -> None:
+    idx = Index()
+    with local_client(create_app(idx, max_documents=3)) as c:
+        for i in range(3):
+            assert c.post("/documents", json={"id": f"d{i}", "text": f"text number {i}"}
+                          ).status_code == 201
+        r = c.post("/documents", json={"id": "d3", "text": "one more text"})
+        assert r.status_code == 507 and "the index is full" in r.json()["detail"]
+        r = c.post("/documents:batch", json={"documents": [{"id": "x", "text": "a b c"}]})
+        assert r.status_code == 507
+        r = c.post("/check", json={"id": "y", "text": "something new entirely", "add": True})
+        assert r.status_code == 507
+        assert c.post("/query", json={"text": "text number 1"}).status_code == 200
+        assert c.delete("/documents/d0").status_code in (200, 204)
+        assert c.post("/documents", json={"id": "d3", "text": "one more text"}
+                      ).status_code == 201
+    assert len(idx) == 3
+
+
+def test_large_texts_are_searched_a_few_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With max_large_requests=1, a second request with a large text while one is being
+    handled gets 503 with Retry-After; small texts are not held up."""
+    import threading
+
+    idx = Index()
+    idx.add("a", "some indexed words for the test")
+    gate, entered = threading.Event(), threading.Event()
+    real = idx.query
+
+    def slow(text: str, *args: Any, **kwargs: Any) -> Any:
+        if len(text) >= 40:
+            entered.set()
+            gate.wait(20)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(idx, "query", slow)
+    app = create_app(idx, large_text_bytes=40, max_large_requests=1)
+    got: list = []
+    with local_client(app) as c:
+        t = threading.Thread(target=lambda: got.append(
+            c.post("/query", json={"text": "a large text " * 5})))
+        t.start()
+        assert entered.wait(20)
+        r = c.post("/query", json={"text": "another large text " * 5})
+        assert r.status_code == 503 and r.headers["retry-after"] == "2"
+        assert c.post("/query", json={"text": "small"}).status_code == 200
+        gate.set()
+        t.join(20)
+    assert got[0].status_code == 200

@@ -17,6 +17,7 @@ Run it with ``neardup serve --index shop.db --port 8000`` or :func:`run`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import secrets
 import sqlite3
@@ -24,7 +25,7 @@ import sys
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -851,6 +852,8 @@ def _passage_k(index: Index) -> int:
 
 def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                max_text_bytes: int = 1_000_000, max_batch: int = 10_000,
+               max_documents: int | None = None, large_text_bytes: int = 100_000,
+               max_large_requests: int = 2,
                api_keys: ApiKeys | None = None, allowed_hosts: Sequence[str] | None = None,
                allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (),
                body_seconds: float = 30.0) -> FastAPI:
@@ -859,7 +862,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
     of one document, in UTF-8 bytes (413); ``max_batch``: most documents in one
     ``POST /documents:batch`` (413); ``body_seconds``: time a client has to send a whole
-    request body (408 beyond).
+    request body (408 beyond); ``max_documents``: the most documents the index may hold (507
+    for an add beyond; None: no limit); ``max_large_requests``: ``/query`` and ``/check``
+    requests with a text of ``large_text_bytes`` or more handled at once (503 beyond).
 
     ``api_keys``: who may do what (401 without a valid key, 403 for a read key that writes);
     None: everyone may do everything (serve it on loopback only). ``allowed_hosts``: the Host
@@ -907,6 +912,29 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         index.verify_identity()
 
     there = Depends(_index_there)
+    large = threading.BoundedSemaphore(max_large_requests)
+
+    def _room(adding: int) -> None:
+        """507 where adding would take the index over ``max_documents``."""
+        if max_documents is not None and len(index) + adding > max_documents:
+            raise HTTPException(507, f"the index is full: it holds {len(index):,} documents "
+                                     f"and this service keeps at most {max_documents:,} "
+                                     "(--max-documents); delete some, or raise the limit")
+
+    @contextlib.contextmanager
+    def _heavy(text: str) -> Iterator[None]:
+        """At most ``max_large_requests`` large texts searched at once (503 beyond)."""
+        if len(text) < large_text_bytes // 4 or len(text.encode()) < large_text_bytes:
+            yield
+            return
+        if not large.acquire(blocking=False):
+            raise HTTPException(503, f"{max_large_requests} requests with texts of "
+                                     f"{large_text_bytes:,} bytes or more are being handled; "
+                                     "try again in a moment", headers={"Retry-After": "2"})
+        try:
+            yield
+        finally:
+            large.release()
 
     # -- errors ----------------------------------------------------------------------------
     @app.exception_handler(RequestValidationError)
@@ -983,6 +1011,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     def add_document(doc: DocumentIn) -> Created:
         """Add a document; 409 if its id is already in the index."""
         _check_size(doc.text, max_text_bytes, "the text")
+        _room(1)
         index.add(doc.id, doc.text)
         return Created(id=doc.id)
 
@@ -1003,6 +1032,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             first[d.id] = i
         if not docs:
             return BatchOut(added=0)
+        _room(len(docs))
         added = index.add_many([(d.id, d.text) for d in docs], batch_size=len(docs))
         return BatchOut(added=added)
 
@@ -1053,7 +1083,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         """Indexed documents whose similarity to `text` reaches the threshold, best first."""
         _check_size(q.text, max_text_bytes, "the text")
         threshold = _threshold(q.threshold)
-        matches = index.query(q.text, threshold=threshold, top_k=q.top_k)
+        with _heavy(q.text):
+            matches = index.query(q.text, threshold=threshold, top_k=q.top_k)
         capped = len(matches) > MAX_MATCHES
         matches = matches[:MAX_MATCHES]
         return QueryOut(matches=[MatchOut(id=m.id, similarity=m.similarity) for m in matches],
@@ -1065,6 +1096,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         """Whether `text` repeats indexed documents: the matches, and for the best
         10 their text and the passages shared with `text`. With `add=true` and an
         `id`, a unique text is added (409 if the id is taken; a write key)."""
+        with _heavy(c.text):
+            return _check(c, role)
+
+    def _check(c: CheckIn, role: Role) -> CheckOut:
         if c.add and not allows(role, "write"):
             raise HTTPException(403, "adding a text (add=true) needs an API key with the "
                                      f"write role; the key sent has the {role} role (a check "
@@ -1090,6 +1125,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
         if c.add and not reused and not incomplete:  # copies passages, or not known: kept out
+            _room(1)
             matches = index.check_and_add(c.id, c.text, threshold=threshold)
             added = not matches
         else:
