@@ -158,3 +158,54 @@ def test_a_lock_left_by_a_killed_client_expires_promptly(redis_server: str):
         ix.check_and_add("b", "seven eight nine ten eleven twelve")
     r.delete(key)
     ix.storage.drop()
+
+
+def test_headers_sent_too_slowly_get_a_408(tmp_path: Path):
+    """A client that opens a connection and does not finish its request headers within
+    --header-timeout gets 408 and the connection is closed (on a new connection and on a
+    kept-alive one); headers that arrive in time, even in pieces, are served."""
+    import socket
+
+    srv = serve(tmp_path, "--header-timeout", "1")
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % srv.port
+
+    def answer(sock: socket.socket) -> bytes:
+        """One whole response (headers and Content-Length bytes of body), or what came
+        before the connection closed."""
+        got = b""
+        while b"\r\n\r\n" not in got:
+            part = sock.recv(4096)
+            if not part:
+                return got
+            got += part
+        head_end = got.index(b"\r\n\r\n") + 4
+        length = 0
+        for line in got[:head_end].split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        while len(got) < head_end + length:
+            part = sock.recv(4096)
+            if not part:
+                break
+            got += part
+        return got
+
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=20) as sock:
+            t = time.monotonic()
+            sock.sendall(head)  # and never the blank line
+            assert answer(sock).startswith(b"HTTP/1.1 408") and time.monotonic() - t < 8
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=20) as sock:
+            for piece in (head[:10], head[10:], b"\r\n"):  # in time, in pieces
+                sock.sendall(piece)
+                time.sleep(0.2)
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+            t = time.monotonic()
+            sock.sendall(head)  # a second request on the kept-alive connection, unfinished
+            got = answer(sock)
+            assert got.startswith(b"HTTP/1.1 408") or got == b""  # closed either way
+            assert time.monotonic() - t < 8
+        with srv.client() as c:
+            assert c.get("/health").status_code == 200
+    finally:
+        srv.stop()

@@ -296,6 +296,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
         max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
         body_seconds=a.body_timeout, max_documents=a.max_documents,
+        header_seconds=a.header_timeout,
         allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
         allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
     return EXIT_OK
@@ -421,6 +422,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--max-documents", type=int, default=None, metavar="N",
                     help="the most documents the index may hold: adding beyond is refused "
                          "with 507 (default: no limit)")
+    sv.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="time a client has to send a request's headers; a slower one gets 408 "
+                         "and the connection is closed (default: 10)")
     sv.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                     help="time a client has to send a whole request body; a slower one gets "
                          "408 (default: 30)")

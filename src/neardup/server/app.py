@@ -1316,10 +1316,12 @@ def _say(message: str) -> None:
 def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         api_keys: ApiKeys | None = None, allow_unauthenticated: bool = False,
         allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = (),
-        cors_origins: Sequence[str] = (), **limits: Any) -> None:
+        cors_origins: Sequence[str] = (), header_seconds: float = 10.0,
+        **limits: Any) -> None:
     """Open ``Index(index_target)``, serve it with uvicorn until interrupted, then close it.
 
-    ``limits``: the keyword limits of :func:`create_app`. Without ``api_keys`` the service
+    ``limits``: the keyword limits of :func:`create_app`; ``header_seconds``: time a client
+    has to send a request's headers (408 and the connection closed beyond). Without ``api_keys`` the service
     binds to a loopback address only (:class:`~neardup.ConfigError` otherwise), unless
     ``allow_unauthenticated``. The Host names answered are the bound address, localhost,
     127.0.0.1 and [::1] with ``port``, and ``allowed_hosts``. A key file is read again on SIGHUP
@@ -1353,8 +1355,13 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
             _say(f"answers to the Host names {', '.join(hosts.entries)} only: add the names "
                  "clients use to reach it with --allowed-host NAME")
         # bounded: at most CONCURRENCY requests at once (503 beyond), idle connections closed
-        # after KEEP_ALIVE_SECONDS, request bodies within body_seconds (create_app)
+        # after KEEP_ALIVE_SECONDS, request headers within HEADER_SECONDS (protocol.py), request
+        # bodies within body_seconds (create_app)
+        from .protocol import BoundedH11Protocol
+
+        protocol = type("Protocol", (BoundedH11Protocol,), {"header_seconds": header_seconds})
         uvicorn.run(app, host=host, port=port, limit_concurrency=CONCURRENCY,
-                    timeout_keep_alive=KEEP_ALIVE_SECONDS, h11_max_incomplete_event_size=65536)
+                    timeout_keep_alive=KEEP_ALIVE_SECONDS, h11_max_incomplete_event_size=65536,
+                    http=protocol)
     finally:
         index.close()
