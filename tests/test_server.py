@@ -1039,7 +1039,7 @@ def test_large_texts_are_searched_a_few_at_a_time(monkeypatch: pytest.MonkeyPatc
     idx = Index()
     idx.add("a", "some indexed words for the test")
     gate, entered = threading.Event(), threading.Event()
-    real = idx.query
+    real = idx.query_within
 
     def slow(text: str, *args: Any, **kwargs: Any) -> Any:
         if len(text) >= 40:
@@ -1047,7 +1047,7 @@ def test_large_texts_are_searched_a_few_at_a_time(monkeypatch: pytest.MonkeyPatc
             gate.wait(20)
         return real(text, *args, **kwargs)
 
-    monkeypatch.setattr(idx, "query", slow)
+    monkeypatch.setattr(idx, "query_within", slow)
     app = create_app(idx, large_text_bytes=40, max_large_requests=1)
     got: list = []
     with local_client(app) as c:
@@ -1061,3 +1061,27 @@ def test_large_texts_are_searched_a_few_at_a_time(monkeypatch: pytest.MonkeyPatc
         gate.set()
         t.join(20)
     assert got[0].status_code == 200
+
+
+def test_a_query_with_a_spent_time_budget_says_it_is_incomplete(monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """Bounded work: a query reads and verifies its candidates a part at a time and stops
+    when its time budget is spent; the answer then says it is incomplete, never unique."""
+    import neardup.index.core as core
+    import neardup.server.app as app_module
+
+    idx = Index()
+    base = make_text(random.Random(12))
+    idx.add_many([(f"near-{i}", base + f" extra{i}") for i in range(40)])
+    monkeypatch.setattr(core, "_VERIFY_PART", 4)  # ten parts
+    got, complete = idx.query_within(base, 1e-9)
+    assert not complete and 0 < len(got) <= 4  # the first part is always verified
+    got, complete = idx.query_within(base, 60)
+    assert complete and len(got) == 40
+    monkeypatch.setattr(app_module, "QUERY_SECONDS", 1e-9)
+    with local_client(create_app(idx)) as c:
+        r = c.post("/query", json={"text": base}).json()
+    assert r["incomplete"] is True and r["unique"] is False and 0 < len(r["matches"]) <= 4
+    with local_client(create_app(idx)) as c:
+        r = c.post("/query", json={"text": make_text(random.Random(99))}).json()
+    assert r["incomplete"] is False and r["unique"] is True  # no candidate at all: complete

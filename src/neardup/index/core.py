@@ -133,6 +133,7 @@ class Index:
                               f"(given: config and {', '.join(sorted(params))})")
         self.storage = _open_storage(target, **(storage_options or {}))
         self._no_passages = _NO_PASSAGES
+        self._local = threading.local()  # per thread: whether the last verification was whole
         given = config or (DedupConfig.from_kwargs(**params) if params else None)
         meta = self.storage.read_meta()
         if passages is not None and not isinstance(passages, (bool, PassageConfig)):
@@ -311,14 +312,29 @@ class Index:
         return sum(self.storage.delete([_check_id(i) for i in ids]))
 
     # -- reading ----------------------------------------------------------------------------
-    def _verify(self, doc: StoredDoc, threshold: float, exclude: str | None = None
-                ) -> list[Match]:
+    def _verify(self, doc: StoredDoc, threshold: float, exclude: str | None = None,
+                deadline: float | None = None) -> list[Match]:
+        """The verified matches of ``doc``; with a ``deadline`` (:func:`time.monotonic`), the
+        candidates' shingles are read a part at a time and no new part is read after it (the
+        matches among those read; ``self._local.complete`` says whether all were)."""
+        self._local.complete = True
         if len(doc.keys) == 0:
             return []
         handles = self.storage.candidates(doc.keys[:self.bands], self.bucket_cap)
         if not handles:
             return []
-        found = [(i, s) for i, s in self.storage.shingles(handles) if i != exclude]
+        if deadline is None:
+            got = self.storage.shingles(handles)
+        else:
+            import time
+
+            got = []
+            for s0 in range(0, len(handles), _VERIFY_PART):
+                if s0 and time.monotonic() > deadline:
+                    self._local.complete = False
+                    break
+                got.extend(self.storage.shingles(handles[s0:s0 + _VERIFY_PART]))
+        found = [(i, s) for i, s in got if i != exclude]
         if not found:
             return []
         arrays = [doc.shingles, *(s for _, s in found)]
@@ -333,6 +349,23 @@ class Index:
         matches = [Match(found[j][0], round(float(sim[j]), 6)) for j in keep.tolist()]
         matches.sort(key=lambda x: (-x.similarity, x.id))
         return matches
+
+    def query_within(self, text: str, seconds: float, threshold: float | None = None,
+                     top_k: int | None = None) -> tuple[list[Match], bool]:
+        """:meth:`query` with a time budget: the candidates whose shingles were read within
+        ``seconds`` are verified (at least a first part of them); returns the matches and
+        whether every candidate was verified."""
+        import time
+
+        threshold = self._check_threshold(threshold)
+        check_int("top_k", top_k, 1, none=True)
+        if not (isinstance(seconds, (int, float)) and seconds > 0):
+            raise ConfigError(f"seconds={seconds!r} is invalid: above 0")
+        deadline = time.monotonic() + float(seconds)
+        matches = self._verify(self.encode([text], passages=False)[0], threshold,
+                               deadline=deadline)
+        complete = self._local.complete
+        return (matches[:top_k] if top_k is not None else matches), complete
 
     def query(self, text: str, threshold: float | None = None, top_k: int | None = None
               ) -> list[Match]:
@@ -372,7 +405,10 @@ class Index:
                                             and time_budget > 0):
             raise ConfigError(f"time_budget={time_budget!r} is invalid: seconds, above 0")
         deadline = None if time_budget is None else time.monotonic() + float(time_budget)
-        matches = self.query(text, threshold, top_k)
+        if deadline is None:
+            matches, verified = self.query(text, threshold, top_k), True
+        else:
+            matches, verified = self.query_within(text, float(time_budget), threshold, top_k)
         cfg = self.passages
         q = text_words(blank_tags(text) if cfg.strip_html else text, keep_keys=False)
         q.text = text
@@ -383,7 +419,7 @@ class Index:
         ids = [i for i, _ in self.storage.shingles(handles)] if handles else []
         stored = [(i, t) for i, t in self.get_texts(ids).items() if t is not None]
         found, sizes = passages_with(q, [t for _, t in stored], cfg, deadline=deadline)
-        incomplete = incomplete or len(found) < len(stored)
+        incomplete = incomplete or len(found) < len(stored) or not verified
         out = []
         for (doc_id, _), got, n_source in zip(stored, found, sizes):
             if not got:
@@ -521,6 +557,8 @@ class Index:
 
 
 _CODEC = "zstd"
+#: candidates whose shingles are read at a time by a query with a time budget
+_VERIFY_PART = 512
 #: what an index built without passage fingerprints says when asked for passages
 _NO_PASSAGES = ("this index was built without passage fingerprints (the default): it finds "
                 "whole-text near-duplicates only; an index created with `neardup index create "

@@ -77,6 +77,9 @@ MAX_PASSAGES = 200
 #: comparing them (``reuse_incomplete`` says when either stopped it).
 CHECK_CANDIDATES = 1000
 CHECK_SECONDS = 2.0
+#: seconds one ``/query`` may spend reading and verifying its candidates (``incomplete`` says
+#: when it stopped)
+QUERY_SECONDS = 2.0
 
 #: Matches of ``/check`` that come with their text and shared passages.
 CHECK_DETAILS = 10
@@ -219,6 +222,9 @@ class QueryOut(BaseModel):
     matches_capped: bool = Field(default=False, description=(
         f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
         "best ones."))
+    incomplete: bool = Field(default=False, description=(
+        f"True if not every candidate was verified within {QUERY_SECONDS:g} s: the answer may "
+        "miss near-duplicates, and `unique` is false."))
 
 
 class Passage(BaseModel):
@@ -1084,11 +1090,13 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         _check_size(q.text, max_text_bytes, "the text")
         threshold = _threshold(q.threshold)
         with _heavy(q.text):
-            matches = index.query(q.text, threshold=threshold, top_k=q.top_k)
+            matches, complete = index.query_within(q.text, QUERY_SECONDS, threshold=threshold,
+                                                   top_k=q.top_k)
         capped = len(matches) > MAX_MATCHES
         matches = matches[:MAX_MATCHES]
         return QueryOut(matches=[MatchOut(id=m.id, similarity=m.similarity) for m in matches],
-                        unique=not matches, threshold=threshold, matches_capped=capped)
+                        unique=not matches and complete, threshold=threshold,
+                        matches_capped=capped, incomplete=not complete)
 
     @app.post("/check", response_model=CheckOut, responses=_ERRORS, tags=["search"],
               summary="Is this text new? With the passages it shares", dependencies=[there])
