@@ -100,7 +100,7 @@ def test_any_other_error_is_a_json_500_that_shows_nothing(monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("secret internals /etc/passwd")
 
-    monkeypatch.setattr(idx, "query", boom)
+    monkeypatch.setattr(idx, "query_within", boom)
     c = TestClient(app, base_url="http://localhost", raise_server_exceptions=False)
     r = c.post("/query", json={"text": "anything"})
     assert r.status_code == 500 and r.json() == {
