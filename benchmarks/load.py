@@ -41,10 +41,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(index: Path, port: int) -> subprocess.Popen:
+def start_server(index: Path, port: int, *extra: str) -> subprocess.Popen:
+    """``neardup serve --index INDEX --create --port PORT EXTRA...`` in a subprocess, once it
+    answers ``/health``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", str(index),
-                             "--create", "--port", str(port)], env=env,
+                             "--create", "--port", str(port), *extra], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):

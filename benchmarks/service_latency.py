@@ -21,8 +21,6 @@ import argparse
 import json
 import os
 import platform
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -39,17 +37,12 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(HERE))
 
 from index import find_corpus, read_docs  # noqa: E402
+from load import free_port, start_server  # noqa: E402
 
 from neardup import Index  # noqa: E402
 from neardup.synth import edit_words  # noqa: E402
 
 VOCAB = ["lorem", "ipsum", "dolor", "amet", "consectetur", "adipiscing", "elit", "sed"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def build(path: Path, corpus: Path, size: int) -> None:
@@ -67,24 +60,6 @@ def build(path: Path, corpus: Path, size: int) -> None:
             idx.add_many(batch)
     print(f"built {path} ({size:,} documents, passages) in {time.perf_counter() - t:.0f} s",
           file=sys.stderr)
-
-
-def serve(path: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", str(path),
-                             "--port", str(port), "--max-text-bytes", "2000000",
-                             "--max-upload-bytes", "4000000"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the server did not start in 60 s")
 
 
 def run_clients(url: str, texts: list[str], clients: int, seconds: float,
@@ -169,7 +144,8 @@ def main() -> None:
         size = len(" ".join(parts).encode())
     big = " ".join(parts).encode()[: a.big_bytes].decode("utf-8", "ignore")
     port = free_port()
-    proc = serve(path, port)
+    proc = start_server(path, port, "--max-text-bytes", "2000000", "--max-upload-bytes",
+                        "4000000")
     url = f"http://127.0.0.1:{port}"
     try:
         run_clients(url, texts[:20], a.clients, 2.0, None)  # warm up
