@@ -193,13 +193,10 @@ _NO_I64 = np.zeros(0, np.int64)
 def word_hashes(keys: Sequence[str]) -> np.ndarray:
     """``uint64`` hash of each word key (of its UTF-8 bytes; see
     :mod:`neardup._kernels.passages`)."""
-    n = len(keys)
-    enc = [w.encode("utf-8", "surrogatepass") for w in keys]
-    off = np.zeros(n + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, enc), np.int64, n), out=off[1:])
-    out = np.empty(n, np.uint64)
-    if n:
-        hash_keys(np.frombuffer(b"".join(enc), np.uint8), off, out)
+    data, off = _encode(keys)
+    out = np.empty(len(keys), np.uint64)
+    if len(keys):
+        hash_keys(data, off, out)
     return out
 
 

@@ -498,7 +498,7 @@ cdef int pair_passages(Work* w, const uint64_t* a, int64_t la, const uint64_t* b
     b0, b1, matched, first run in ``out_r``, runs) and ``out_r`` (Run per run of a passage).
     Returns 0, or -1 when out of memory. ``fha``/``fpa``: a's fingerprints sorted by hash
     then position."""
-    cdef int64_t x = 0, y = 0, x1, y1, ca, cb, u, v, r, g, nruns, s, e
+    cdef int64_t x = 0, y = 0, x1, y1, ca, cb, u, v, g, s
     cdef int64_t lo_d = 0, hi_i = 0, cur_d = 0
     cdef bint have = False
     cdef uint64_t h
@@ -507,7 +507,7 @@ cdef int pair_passages(Work* w, const uint64_t* a, int64_t la, const uint64_t* b
     cdef Run run, first, last
     cdef Run* runs
     cdef Run* ext
-    cdef int64_t da, db, matched, next_slot, n_ext, n0, extra_front
+    cdef int64_t da, db, matched, n0
     cdef int64_t* grp_first
     cdef int64_t* nxt
     cdef Run* slot
@@ -581,7 +581,6 @@ cdef int pair_passages(Work* w, const uint64_t* a, int64_t la, const uint64_t* b
         # extend each group of the first merge across gaps at both ends
         if not merge_runs(w, <Run*>w.runs.p, w.runs.n, gap):
             return -1
-        nruns = w.runs.n
         grp_first = <int64_t*>w.grp_first.p
         nxt = <int64_t*>w.nxt.p
         slot = <Run*>w.slot_run.p
