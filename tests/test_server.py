@@ -201,6 +201,17 @@ def test_add_get_delete(client: TestClient, index: Index) -> None:
     assert r.status_code == 404 and "a/1" in detail(r)
 
 
+def test_dot_ids_are_reached_percent_encoded(client: TestClient) -> None:
+    # "." and ".." are dot segments that clients remove from a path; %2E reaches them
+    for doc_id in (".", ".."):
+        assert client.post("/documents", json={"id": doc_id, "text": f"text of {doc_id}"}
+                           ).status_code == 201
+    assert client.get("/documents/%2E").json() == {"id": ".", "text": "text of ."}
+    assert client.get("/documents/%2E%2E").json() == {"id": "..", "text": "text of .."}
+    assert client.delete("/documents/%2E%2E").status_code == 204
+    assert client.get("/documents/%2E%2E").status_code == 404
+
+
 def test_list_documents_pages(client: TestClient, index: Index) -> None:
     ids = [f"sku-{i:03d}" for i in range(25)] + ["Ä-1", "a"]
     index.add_many((i, f"text number {i}") for i in ids)

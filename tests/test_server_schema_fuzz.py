@@ -121,6 +121,8 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict | None, dict, Any]:
         value = draw(from_schema(schema) if schema else _TEXT)
         if p["in"] == "path":
             seg = quote(str(value), safe="") or "x"
+            if seg in (".", ".."):  # dot segments are removed by every client (RFC 3986)
+                seg = seg.replace(".", "%2E")
             url = url.replace("{" + p["name"] + "}", seg).replace("{" + p["name"] + ":path}", seg)
         elif p["in"] == "query" and (p.get("required") or draw(st.booleans())):
             params[p["name"]] = value

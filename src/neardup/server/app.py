@@ -1056,7 +1056,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     @app.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=_ERRORS,
              tags=["index"], summary="Get a document's text", dependencies=[read, there])
     def get_document(doc_id: str) -> DocumentOut:
-        """The stored text of a document; 404 if the id is unknown."""
+        """The stored text of a document; 404 if the id is unknown. Percent-encode the id; an id
+        `.` or `..` must be sent as `%2E` or `%2E%2E` (clients drop dot segments from paths)."""
         try:
             return DocumentOut(id=doc_id, text=index.get(doc_id))
         except KeyError:
