@@ -46,3 +46,13 @@ def test_server_app_loads_readers_and_engine_on_first_upload(tmp_path):
                   f"create_app(Index({str(db)!r}))\n",
                   ["neardup.io.readers", "neardup.io.writers", "neardup.engines.local"])
     assert got == []
+
+
+def test_dedup_loads_no_html_or_resource_modules(tmp_path):
+    # they serve options that are off by default (strip_html, strip_stopwords)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"text": "one two three four five six"}\n{"text": "seven eight"}\n')
+    argv = ["dedup", str(corpus), "-o", str(tmp_path / "out"), "--quiet"]
+    got = _loaded("from neardup.cli import main\n"
+                  f"assert main({argv!r}) == 0\n", ["html", "importlib.resources"])
+    assert got == []

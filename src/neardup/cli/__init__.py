@@ -14,6 +14,7 @@ file, line and field); 4 an output could not be written; 130 interrupted (see
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from .._version import __version__
@@ -51,4 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     # command, or a word that is none, which the parser reports with the list of commands
     command = next((word for word in argv if not word.startswith("-")), "")
     args = build_parser(command).parse_args(argv)
-    return run_command(args)
+    code = run_command(args)
+    # The interpreter's last garbage collection at exit walks every object the imports made
+    # (numpy, pyarrow: ~50 ms of a 0.4 s run). Everything the command opened is closed by now;
+    # frozen objects are still freed at exit, only not walked for cycles.
+    gc.freeze()
+    return code

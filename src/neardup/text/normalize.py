@@ -13,13 +13,11 @@ calls whitespace, Unicode spaces included.
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
@@ -86,6 +84,8 @@ def _non_ascii(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
 @lru_cache(maxsize=1)
 def stopwords() -> frozenset[str]:
     """The English stop-word list used by ``strip_stopwords`` (case-folded)."""
+    from importlib import resources  # imported when needed: it costs start-up time
+
     raw = resources.files(__package__).joinpath("stopwords_en.txt").read_text("utf-8")
     return frozenset(w for w in raw.split() if not w.startswith("#") and w)
 
@@ -119,6 +119,8 @@ def _fold_one(t: str, cfg: NormalizeConfig) -> str:
 
 def _normalize_joined(s: str, cfg: NormalizeConfig) -> str:
     if cfg.strip_html:
+        import html
+
         s = html.unescape(_TAG.sub(" ", s))
     if cfg.nfkc:
         s = _nfkc(s)
