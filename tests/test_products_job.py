@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from neardup import InputError
+from neardup import ConfigError, InputError
 from neardup.products.candidates import true_pairs
 from neardup.products.job import dedup_offers, evaluate_offers, load_model
 from neardup.products.study import StudyConfig
@@ -119,8 +119,9 @@ def test_linkage_keeps_pairs_across_shops_and_one_to_one_matches_once(catalogue,
     dedup run's cross-shop ones; --one-to-one: each offer matches at most one offer of each
     other shop, and every pair left out loses to a kept pair of at least its score."""
     offers, labels = catalogue
-    both = dedup_offers(offers, tmp_path / "d", num_perm=24, bands=12, rows=2)
-    s = dedup_offers(offers, tmp_path / "l", num_perm=24, bands=12, rows=2, link=True)
+    both = dedup_offers(offers, tmp_path / "d", num_perm=24, bands=12, rows=2, blocking="lsh")
+    s = dedup_offers(offers, tmp_path / "l", num_perm=24, bands=12, rows=2, link=True,
+                     blocking="lsh")
     assert s["mode"] == "link" and both["mode"] == "dedup"
     assert s["candidates"] + s["candidates_within_one_source_left_out"] == both["candidates"]
     rows, _ = _found_pairs(tmp_path / "l")
@@ -167,3 +168,19 @@ def test_the_study_of_a_linkage_counts_pairs_across_shops_only(catalogue):
                                                 link=True))
     assert res.n_true_pairs == cross
     assert all(0 <= r["pc"] <= 1 for r in res.runs)
+
+
+def test_token_blocking_is_the_default_and_keeps_its_budget(catalogue, tmp_path):
+    offers, _ = catalogue
+    s = dedup_offers(offers, tmp_path / "t", link=True, per_offer=3)
+    b = s["blocking"]
+    assert b["method"] == "tokens" and s["candidates"] == b["candidates"]
+    assert s["candidates"] <= 3 * len(offers)
+    assert "candidates_within_one_source_left_out" not in s
+    rows, _ = _found_pairs(tmp_path / "t")
+    assert rows and all(r["shop_a"] != r["shop_b"] for r in rows)
+    lsh = dedup_offers(offers, tmp_path / "l", blocking="lsh", num_perm=24, bands=12, rows=2)
+    assert lsh["blocking"] == {"method": "lsh", "num_perm": 24, "bands": 12, "rows": 2,
+                               "max_df": 0.2}
+    with pytest.raises(ConfigError, match="blocking"):
+        dedup_offers(offers, tmp_path / "x", blocking="words")

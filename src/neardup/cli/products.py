@@ -38,6 +38,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pd.add_argument("--threshold", type=float, default=None, metavar="S",
                     help="pair score from which two offers are duplicates (default: "
                     "the model's tuned one, or 0.45 for the rule score)")
+    pd.add_argument("--blocking", choices=["tokens", "lsh"], default="tokens",
+                    help="how candidate pairs are found: tokens (default) keeps the pairs that "
+                         "share the rarest title words and model words, a budget per offer; "
+                         "lsh: MinHash LSH over title model words (--num-perm, --bands, "
+                         "--rows, --max-df)")
+    pd.add_argument("--candidates-per-offer", type=float, default=10.0, metavar="C",
+                    help="with --blocking tokens: candidate pairs per offer on average, at "
+                         "most (default: 10)")
     pd.add_argument("--one-to-one", action="store_true",
                     help="each offer matches at most one offer of each other shop (clean "
                          "catalogues without duplicates of their own), best scores first")
@@ -107,7 +115,8 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qualify-ids", action="store_true", help="prefix ids with the file name, "
                    "for shops whose ids collide")
     p.add_argument("--num-perm", type=int, default=240, metavar="K",
-                   help="MinHash values per offer's model-word set (default: 240)")
+                   help="MinHash values per offer's model-word set, for LSH blocking "
+                        "(default: 240)")
     p.add_argument("--bands", type=int, default=60, metavar="B",
                    help="LSH bands; offers that agree on a whole band become a candidate pair "
                         "(default: 60; bands x rows <= --num-perm)")
@@ -136,18 +145,16 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
     offers, _ = _load_offers_from_args(a)
     s = dedup_offers(offers, a.output, model=a.model, threshold=a.threshold,
                      num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df,
-                     link=a.link, one_to_one=a.one_to_one)
+                     link=a.link, one_to_one=a.one_to_one, blocking=a.blocking,
+                     per_offer=a.candidates_per_offer)
     print_summary(a, s, "neardup products dedup", lambda: [
         ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
                                                    s["shops"].items())),
         ("skipped", skipped_text(s["skipped"])),
         ("unused fields", _unused_text(s["unused_fields"])),
-        ("mode", ("link: pairs across shops only ("
-                  f"{s['candidates_within_one_source_left_out']:,} candidates within one shop "
-                  "left out)" if s["mode"] == "link" else "dedup: pairs within and across shops")
-         + ("; one-to-one" if s["one_to_one"] else "")),
+        ("mode", _mode_text(s)),
         ("candidates", f"{s['candidates']:,}  ({s['fraction_of_comparisons']:.4f} of all "
-                       "pairs)"),
+                       f"pairs; {_blocking_text(s['blocking'])})"),
         ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
                        f"({s['offers_in_clusters']:,} offers, largest "
                        f"{s['largest_cluster']})"),
@@ -184,6 +191,24 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
     print_summary(a, s, f"neardup products eval ({a.bootstraps} bootstraps, test sets)",
                   lambda: _eval_rows(s), json_default=float)
     return EXIT_OK
+
+
+def _mode_text(s: dict) -> str:
+    if s["mode"] != "link":
+        text = "dedup: pairs within and across shops"
+    elif "candidates_within_one_source_left_out" in s:
+        text = (f"link: pairs across shops only ({s['candidates_within_one_source_left_out']:,}"
+                " candidates within one shop left out)")
+    else:
+        text = "link: pairs across shops only"
+    return text + ("; one-to-one" if s["one_to_one"] else "")
+
+
+def _blocking_text(b: dict) -> str:
+    if b["method"] == "lsh":
+        return f"LSH over model words, {b['bands']} bands x {b['rows']} rows"
+    return (f"token blocking, {b['candidates_per_offer']:.1f} per offer, blocks of up to "
+            f"{b['max_block']:,} offers")
 
 
 def _unused_text(unused: dict) -> str:

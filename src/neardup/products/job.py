@@ -27,7 +27,8 @@ import numpy as np
 from ..config import check_banding
 from ..errors import InputError, OutputError
 from ..io import prepare_outdir
-from ..validate import check_int, check_real
+from ..validate import check_choice, check_int, check_real
+from .blocking import token_blocking
 from .candidates import across_sources, lsh_candidates, model_word_sets
 from .matcher import (
     FEATURES,
@@ -46,6 +47,9 @@ from .offers import Offers
 
 if TYPE_CHECKING:  # the study (and its report) load for evaluate_offers, not for a dedup
     from .study import StudyConfig
+
+#: the ways :func:`dedup_offers` finds candidate pairs
+BLOCKINGS = ("tokens", "lsh")
 
 MODEL_FORMAT = "neardup-offer-pair-model"
 MODEL_VERSION = 1
@@ -89,15 +93,21 @@ def load_model(path: str | os.PathLike) -> tuple[PairModel, float]:
 def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None = None,
                  threshold: float | None = None, num_perm: int = 240, bands: int = 60,
                  rows: int = 4, max_df: float = 0.2, units: UnitMap | None = None,
-                 seed: int = 1, link: bool = False, one_to_one: bool = False) -> dict:
+                 seed: int = 1, link: bool = False, one_to_one: bool = False,
+                 blocking: str = "tokens", per_offer: float = 10.0) -> dict:
     """Find duplicate offers (candidates by LSH, scored, one listing per shop, thresholded,
     clustered) and write the outputs listed in the module docstring. ``model``: a file saved
     by ``neardup products eval --save-model`` (default: the training-free rule score).
     ``threshold`` overrides the model's tuned one (or :data:`.matcher.RULE_THRESHOLD`).
 
+    ``blocking``: how candidate pairs are found: ``"tokens"`` (default: title tokens, a budget
+    of ``per_offer`` pairs per offer, :mod:`.blocking`) or ``"lsh"`` (MinHash LSH over model
+    words with ``num_perm``, ``bands``, ``rows`` and ``max_df``, :mod:`.candidates`).
+
     ``link``: pairs only across sources (shops: two catalogues, or a feed against a master
     catalogue), candidates within one source are not scored; ``one_to_one``: each offer
     matches at most one offer of each other source (clean sources), best scores first."""
+    check_choice("blocking", blocking, BLOCKINGS)
     check_banding(num_perm, bands, rows)
     check_real("max_df", max_df, 0.0, 1.0, lo_open=True)
     check_int("seed", seed, 0)
@@ -108,10 +118,15 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     if threshold is not None:
         thr = threshold
     d = describe(offers, units)
-    sets = model_word_sets(offers, units, brands=d.brands, max_df=max_df)
-    left, right = lsh_candidates(sets, bands, rows, num_perm=num_perm, seed=seed)
     within = 0
-    if link:
+    block_stats = None
+    if blocking == "tokens":
+        left, right, _, block_stats = token_blocking(offers, per_offer=per_offer, link=link,
+                                                     units=units)
+    else:
+        sets = model_word_sets(offers, units, brands=d.brands, max_df=max_df)
+        left, right = lsh_candidates(sets, bands, rows, num_perm=num_perm, seed=seed)
+    if link and blocking == "lsh":
         cross = across_sources(left, right, offers.shops)
         within = int(len(left) - cross.sum())
         left, right = left[cross], right[cross]
@@ -151,13 +166,16 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         "shops": dict(sorted({s: offers.shops.count(s) for s in set(offers.shops)}.items())),
         "mode": "link" if link else "dedup", "one_to_one": bool(one_to_one),
         "candidates": int(len(left)),
-        **({"candidates_within_one_source_left_out": within} if link else {}),
+        **({"candidates_within_one_source_left_out": within} if link and blocking == "lsh"
+           else {}),
         "fraction_of_comparisons": len(left) / (n * (n - 1) / 2) if n > 1 else 0.0,
         "duplicate_pairs": int(keep.sum()),
         "clusters": int((sizes >= 2).sum()), "offers_in_clusters": int(in_cluster.sum()),
         "largest_cluster": int(sizes.max()) if len(sizes) else 0,
         "matcher": "model:" + os.fspath(model) if model else "rule", "threshold": thr,
-        "lsh": {"num_perm": num_perm, "bands": bands, "rows": rows, "max_df": max_df},
+        "blocking": ({"method": "tokens", **block_stats.to_dict()} if block_stats is not None
+                     else {"method": "lsh", "num_perm": num_perm, "bands": bands, "rows": rows,
+                           "max_df": max_df}),
         "brand": {"learned_vocabulary": len(set(d.brands))}, "main_unit": d.main_unit,
         "seconds": round(time.perf_counter() - t0, 3),
         "outputs": {k: str(out / k) for k in ("pairs.jsonl", "clusters.csv", "summary.json")},

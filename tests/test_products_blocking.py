@@ -1,0 +1,164 @@
+"""Token blocking with meta-blocking (neardup.products.blocking) against a brute-force oracle:
+every pair of offers compared, weights computed from their definitions."""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup import ConfigError
+from neardup.products.blocking import offer_tokens, token_blocking
+from neardup.products.candidates import true_pairs
+from neardup.products.modelwords import TITLE_MODEL_WORD
+from neardup.products.offers import Offers
+from neardup.products.synth import make_catalogue
+
+
+def _offers(titles: list[str], shops: list[str] | None = None) -> Offers:
+    o = Offers()
+    for i, t in enumerate(titles):
+        o.ids.append(str(i))
+        o.shops.append(shops[i] if shops else "s")
+        o.titles.append(t)
+        o.attributes.append({})
+        o.sources.append("test")
+    return o
+
+
+def _oracle(tokens, shops, link, comparisons, boost):
+    """Weights of every co-occurring pair by definition: purge the commonest tokens beyond the
+    comparison budget, weigh tokens by log(1 + n/df), model words (1 + boost) times more,
+    cosine of the offers' token weights over the kept shared tokens."""
+    n = len(tokens)
+    df: dict[str, int] = {}
+    for s in tokens:
+        for t in s:
+            df[t] = df.get(t, 0) + 1
+    shared = sorted(c for c in df.values() if c >= 2)
+    total, cap = 0.0, 1
+    for c in shared:
+        if total + c * (c - 1) / 2 > comparisons * n:
+            break
+        total += c * (c - 1) / 2
+        cap = c
+
+    def w(t: str) -> float:
+        mw = TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:")) is not None
+        return math.log(1 + n / df[t]) * (1 + boost if mw else 1)
+
+    norm = [math.sqrt(sum(w(t) ** 2 for t in s)) for s in tokens]
+    sims = {}
+    for a, b in combinations(range(n), 2):
+        if link and shops[a] == shops[b]:
+            continue
+        common = [t for t in tokens[a] & tokens[b] if 2 <= df[t] <= cap]
+        if common:
+            sims[(a, b)] = sum(w(t) ** 2 for t in common) / (norm[a] * norm[b])
+    return sims, cap
+
+
+WORDS = ["tv", "lumo", "46", "1080p", "ab12", "ab123456789", "ab123456700", "red", "x9", "hd"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=2,
+                max_size=14),
+       st.lists(st.sampled_from("xyz"), min_size=14, max_size=14), st.booleans(),
+       st.sampled_from([0.5, 1.0, 3.0]), st.sampled_from([0.2, 1.0, 5.0]),
+       st.sampled_from([0, 1, 2]))
+def test_blocking_matches_brute_force(title_words, shops, link, per_offer, comparisons, best):
+    titles = [" ".join(w) for w in title_words]
+    shops = shops[:len(titles)]
+    offers = _offers(titles, shops)
+    tokens = offer_tokens(offers)
+    sims, cap = _oracle(tokens, shops, link, comparisons, 3.0)
+    left, right, weight, stats = token_blocking(offers, per_offer=per_offer,
+                                                comparisons=comparisons, link=link,
+                                                best_per_offer=best)
+    got = dict(zip(zip(left.tolist(), right.tolist()), weight.tolist()))
+    assert stats.co_occurring == len(sims)
+    if sims:
+        assert stats.max_block == cap
+    # every candidate co-occurs, with the oracle's weight; never a pair within a shop on link
+    for p, x in got.items():
+        assert p in sims and x == pytest.approx(min(sims[p], 1.0), rel=1e-9, abs=1e-12)
+        assert not (link and shops[p[0]] == shops[p[1]])
+    assert list(zip(left.tolist(), right.tolist())) == sorted(got)
+    # each offer keeps its best pairs (ties: any of them)
+    n = len(titles)
+    for u in range(n):
+        mine = sorted((s for p, s in sims.items() if u in p), reverse=True)
+        if mine and best:
+            kth = mine[min(best, len(mine)) - 1]
+            assert sum(1 for p, s in got.items() if u in p and s >= kth - 1e-12) >= min(
+                best, len(mine))
+    # the budget: the pairs beyond each offer's best are the highest weighted ones
+    budget = int(per_offer * n)
+    assert len(got) <= max(budget, len(got)) and len(got) <= len(sims)
+    if len(got) < min(budget, len(sims)):
+        pytest.fail("fewer candidates than the budget allows")
+    left_out = [s for p, s in sims.items() if p not in got]
+    if left_out and len(got) >= budget:
+        chosen_by_weight = sorted(got.values(), reverse=True)[:max(0, budget - n * best)]
+        if chosen_by_weight:
+            assert max(left_out) <= min(chosen_by_weight) + 1e-12
+
+
+def test_rare_shared_model_words_pair_first():
+    titles = ["Lumo LM46X210 46 inch 1080p TV", "Lumo 46-Inch LM46X210 LED TV",
+              "Lumo 46 inch 1080p TV", "Vistar VS46Y990 46 inch 1080p TV",
+              "Vistar 46in VS46Y990", "Orbis 32 inch 720p TV"]
+    left, right, w, _ = token_blocking(_offers(titles), per_offer=0.5, best_per_offer=0)
+    got = dict(zip(zip(left.tolist(), right.tolist()), w.tolist()))
+    assert set(got) == {(0, 1), (3, 4), (0, 2)}
+    assert got[(0, 1)] == max(got.values())  # the shared rare model number weighs most
+
+
+def test_link_never_pairs_one_shop():
+    titles = ["Lumo LM46X210 TV"] * 4
+    shops = ["a", "a", "b", "b"]
+    left, right, _, _ = token_blocking(_offers(titles, shops), link=True)
+    assert set(zip(left.tolist(), right.tolist())) == {(0, 2), (0, 3), (1, 2), (1, 3)}
+
+
+def test_prefix_tokens_join_model_number_spellings():
+    offers = _offers(["Samsung UN55ES8000FXZA LED", "Samsung UN55ES8000 smart TV"])
+    tokens = offer_tokens(offers)
+    assert "p:un55es8" in tokens[0] and "p:un55es8" in tokens[1]
+    assert not {"p:samsung", "p:led"} & (tokens[0] | tokens[1])
+
+
+def test_budget_and_completeness_on_a_synthetic_catalogue():
+    # the two shops whose titles carry the model number (the third's titles name only brand
+    # and specifications, which sibling models share: titles alone cannot tell those apart)
+    full, all_labels = make_catalogue(300, seed=3)
+    rows = [i for i, s in enumerate(full.shops) if s in ("alpha", "gamma")]
+    offers = _offers([full.titles[i] for i in rows], [full.shops[i] for i in rows])
+    labels = [all_labels[i] for i in rows]
+    tl, tr = true_pairs(labels)
+    truth = set(zip(tl.tolist(), tr.tolist()))
+    left, right, _, stats = token_blocking(offers, per_offer=2, link=True)
+    assert len(left) <= 2 * len(offers) and stats.candidates == len(left)
+    found = len(truth & set(zip(left.tolist(), right.tolist())))
+    assert found / len(truth) >= 0.95, (found, len(truth))
+
+
+def test_no_pairs_and_bad_parameters():
+    for titles in (["one"], ["a b", "c d"], []):
+        left, right, w, stats = token_blocking(_offers(titles))
+        assert len(left) == len(right) == len(w) == 0 and stats.candidates == 0
+    with pytest.raises(ConfigError, match="per_offer"):
+        token_blocking(_offers(["a", "a"]), per_offer=0)
+    with pytest.raises(ConfigError, match="best_per_offer"):
+        token_blocking(_offers(["a", "a"]), best_per_offer=-1)
+
+
+def test_weights_are_cosines_in_unit_range():
+    offers, _ = make_catalogue(40, seed=1)
+    _, _, w, _ = token_blocking(offers)
+    assert len(w) and np.all(w > 0) and np.all(w <= 1.0)
