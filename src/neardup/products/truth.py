@@ -16,7 +16,8 @@ Three shapes of truth file (CSV or TSV with any separator, or JSONL; optionally 
 The shape is found from a header row where there is one (a column named like ``entity``,
 ``cluster`` or ``group`` beside the ids: entities; a ``label`` or ``match`` column: labelled
 pairs), else from the column count and which columns hold known offer ids (two id columns:
-pairs; one: entities; three columns: the one holding 0/1 is the label). A first row in which
+pairs; one, beside a column whose values repeat: entities; three columns: the one holding 0/1
+is the label). A first row in which
 no cell is a known id or a label value is a header. ``format=`` names the shape outright.
 
 An unknown id is an :class:`.InputError` naming the file and line (``on_error="fail"``) or is
@@ -398,10 +399,11 @@ def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, 
                                                                  for n in names):
                 shape = "entities"
         if shape is None:
-            if all(holds_ids):
-                shape = "pairs"
+            other = holds_ids.index(False) if holds_ids.count(True) == 1 else None
+            if other is not None and len({r[other] for r in sample}) < len(sample):
+                shape = "entities"  # one id column, and the other one's values repeat
             elif any(holds_ids):
-                shape = "entities"
+                shape = "pairs"  # the unknown ids are then reported as such
             else:
                 raise InputError(f"cannot tell the shape of the truth: no column holds known "
                                  f"offer ids in its first {len(sample)} rows{how}; give "
