@@ -195,10 +195,15 @@ def _positives(truth: Truth, sources: Sequence[str] | None, cross_source: bool
                ) -> tuple[np.ndarray, np.ndarray]:
     pl, pr = truth.positives()
     if cross_source:
-        src = np.asarray(sources, dtype=object)
-        m = src[pl] != src[pr]
+        m = _across(pl, pr, sources)
         pl, pr = pl[m], pr[m]
     return pl, pr
+
+
+def _across(a: np.ndarray, b: np.ndarray, sources: Sequence[str]) -> np.ndarray:
+    """``bool`` per pair: its offers come from different sources (compared as codes)."""
+    _, codes = np.unique(np.asarray(sources, dtype=object), return_inverse=True)
+    return codes[a] != codes[b]
 
 
 def _distinct(left, right, truth: Truth, sources, cross_source: bool
@@ -206,14 +211,17 @@ def _distinct(left, right, truth: Truth, sources, cross_source: bool
     """Distinct non-self pairs ``left < right`` (across sources with ``cross_source``), and
     how many within one source were left out."""
     a, b = truth._norm(left, right)
-    k = np.unique(a[a != b] * truth.n + b[a != b])
+    differ = a != b
+    k = a[differ] * truth.n + b[differ] if not differ.all() else a * truth.n + b
+    if len(k) > 1 and not (k[1:] > k[:-1]).all():  # candidates often come sorted already
+        k = np.sort(k)
+        k = k[np.r_[True, k[1:] != k[:-1]]]  # (np.unique: several times slower here)
     a, b = k // truth.n, k % truth.n
     within = 0
     if cross_source:
         if sources is None:
             raise ValueError("cross_source needs the offers' sources")
-        src = np.asarray(sources, dtype=object)
-        m = src[a] != src[b] if len(a) else np.zeros(0, bool)
+        m = _across(a, b, sources)
         within = int(len(a) - m.sum())
         a, b = a[m], b[m]
     return a, b, within
