@@ -83,3 +83,94 @@ def test_products_errors_are_clear(tmp_path, capsys):
     assert main([*args, "--qualify-ids", "--json"]) == 0
     pairs = [json.loads(line) for line in open(tmp_path / "q" / "pairs.jsonl")]
     assert [(p["id_a"], p["id_b"]) for p in pairs] == [("s1/1", "s2/1")]
+
+
+def _truth_files(tmp_path) -> tuple[Path, Path, dict[str, list[str]]]:
+    """An entity-id file labelling two thirds of the products of the example catalogue, and a
+    labelled-pairs file over those products' offers; the products' offer ids."""
+    ids: dict[str, list[str]] = {}
+    for p in SHOPS:
+        for line in open(p):
+            r = json.loads(line)
+            ids.setdefault(r["product"], []).append(r["id"])
+    products = sorted(ids)
+    kept = [prod for k, prod in enumerate(products) if k % 3]
+    ent = tmp_path / "entities.csv"
+    with open(ent, "w") as f:
+        f.write("entity_id,spec_id\n")
+        for prod in kept:
+            for i in ids[prod]:
+                f.write(f"{prod},{i}\n")
+    lab = tmp_path / "labelled.csv"
+    members = [(prod, i) for prod in kept[:20] for i in ids[prod]]
+    with open(lab, "w") as f:
+        f.write("left_spec_id,right_spec_id,label\n")
+        for x in range(len(members)):
+            for y in range(x + 1, len(members)):
+                f.write(f"{members[x][1]},{members[y][1]},{int(members[x][0] == members[y][0])}\n")
+    return ent, lab, ids
+
+
+def test_products_dedup_scored_against_a_partial_truth(tmp_path, capsys):
+    ent, lab, ids = _truth_files(tmp_path)
+    small = ["--num-perm", "24", "--bands", "12", "--rows", "2"]
+    rc = main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "o"), *small,
+               "--truth", str(ent), "--json"])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
+    q = s["quality"]
+    assert q["truth"]["shape"] == "entities" and q["truth"]["negatives"] == "complete"
+    assert 0 < q["truth"]["labelled_offers"] < s["offers"]
+    p = q["pairs"]
+    assert p["predicted"] == s["duplicate_pairs"] == p["known"] + p["unknown"]
+    assert p["unknown"] > 0 and p["precision"] >= 0.9 and p["recall"] >= 0.6
+    assert q["blocking"]["pc"] >= p["recall"] and q["blocking"]["candidates"] == s["candidates"]
+    # the same numbers by hand from pairs.jsonl
+    entity: dict[str, str] = {}
+    for line in open(ent).read().splitlines()[1:]:
+        e, i = line.split(",")
+        entity[i] = e
+    pairs = [json.loads(line) for line in open(tmp_path / "o" / "pairs.jsonl")]
+    known = [pr for pr in pairs if pr["id_a"] in entity and pr["id_b"] in entity]
+    tp = sum(entity[pr["id_a"]] == entity[pr["id_b"]] for pr in known)
+    assert (p["tp"], p["fp"], p["unknown"]) == (tp, len(known) - tp, len(pairs) - len(known))
+    # printed, with --link: across shops only
+    rc = main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "l"), *small,
+               "--link", "--truth", str(lab)])
+    assert rc == 0
+    out = " ".join(capsys.readouterr().out.split())  # the table wraps its cells
+    assert "labelled pairs:" in out and "known matching pairs across shops" in out
+    assert "PC " in out and "per labelled offer" in out
+    s = json.loads((tmp_path / "l" / "summary.json").read_text())
+    assert s["quality"]["truth"]["negatives"] == "listed"
+    assert s["quality"]["pairs"]["within_one_source_left_out"] == 0
+
+
+def test_products_eval_with_a_partial_truth(tmp_path, capsys):
+    ent, lab, _ = _truth_files(tmp_path)
+    small = ["--bootstraps", "2", "--num-perm", "24", "--bands", "12", "--rows", "2"]
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth-file", str(ent), *small,
+               "-o", str(tmp_path / "rep"), "--json", "--save-model", str(tmp_path / "m.pkl")])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
+    by = {r["method"]: r for r in s["summary"]}
+    assert by["neardup"]["f1"] >= 0.85
+    assert s["truth"]["shape"] == "entities" and s["true_pairs"] == s["truth"]["positive_pairs"]
+    assert "known duplicate pairs" in (tmp_path / "rep" / "report.md").read_text()
+    assert main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "d"),
+                 "--model", str(tmp_path / "m.pkl"), "--truth", str(ent), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quality"]["pairs"]["precision"] >= 0.9
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth-pairs", str(lab), *small,
+               "-o", str(tmp_path / "rep2")])
+    assert rc == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "known duplicate pairs" in out and "labelled pairs:" in out
+    # --truth COLUMN and a truth file are one truth too many
+    assert main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--truth-file",
+                 str(ent), "-o", str(tmp_path / "x")]) == 2
+    assert "not both" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,label\nalpha-1,nope,1\n")
+    rc = main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "y"),
+               "--truth", str(bad)])
+    assert rc == 3 and "bad.csv:2: unknown id" in capsys.readouterr().err

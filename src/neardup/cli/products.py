@@ -49,6 +49,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pd.add_argument("--one-to-one", action="store_true",
                     help="each offer matches at most one offer of each other shop (clean "
                          "catalogues without duplicates of their own), best scores first")
+    pd.add_argument("--truth", default=None, metavar="FILE", help="a ground-truth file "
+                    "(matching id pairs, entity_id,id rows, or id,id,label rows; CSV or "
+                    "JSONL): the summary adds the pairs' precision, recall and F1 on the "
+                    "pairs whose truth is known, and the candidates' pair completeness")
+    _add_truth_file_args(pd)
     pd.set_defaults(func=cmd_products_dedup, linear_algebra=True)
     pe = psub.add_parser("eval", help="bootstrap study against a ground truth: tables and "
                          "plots", description="Run a bootstrap study: thresholds tuned "
@@ -60,8 +65,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pe.add_argument("--truth", default=None, metavar="COLUMN", help="the label field or column "
                     "(offers with equal labels are duplicates; the TV format's modelID is read "
                     "by default); never used as a feature")
-    pe.add_argument("--truth-pairs", default=None, metavar="FILE", help="a CSV or JSONL file "
-                    "of matching id pairs")
+    pe.add_argument("--truth-file", "--truth-pairs", dest="truth_file", default=None,
+                    metavar="FILE", help="a ground-truth file: matching id pairs (complete), "
+                    "entity_id,id rows or id,id,label rows (partial: only known pairs are "
+                    "trained on and scored); CSV or JSONL")
+    _add_truth_file_args(pe)
     pe.add_argument("--bootstraps", type=int, default=5, metavar="N",
                     help="bootstrap rounds, each with its own training and test part "
                          "(default: 5)")
@@ -79,6 +87,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                "neither compared nor counted")
         mode.add_argument("--dedup", dest="link", action="store_false",
                           help="pairs within and across shops (default)")
+
+
+def _add_truth_file_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--truth-sep", default=None, metavar="CHAR", help="the truth file's CSV "
+                   "separator (default: found from its first line)")
+    p.add_argument("--truth-format", default="auto",
+                   choices=["auto", "pairs", "entities", "labelled_pairs"],
+                   help="the truth file's shape (default: from its header, else from which "
+                        "columns hold known ids)")
+
+
+def _load_truth_from_args(a: argparse.Namespace, offers, path: str):
+    from ..products.truth import load_truth
+
+    return load_truth(path, offers, on_error=a.on_error, sep=a.truth_sep,
+                      format=a.truth_format)
 
 
 def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
@@ -143,10 +167,11 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
     from ..products.job import dedup_offers
 
     offers, _ = _load_offers_from_args(a)
+    truth = _load_truth_from_args(a, offers, a.truth) if a.truth else None
     s = dedup_offers(offers, a.output, model=a.model, threshold=a.threshold,
                      num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df,
                      link=a.link, one_to_one=a.one_to_one, blocking=a.blocking,
-                     per_offer=a.candidates_per_offer)
+                     per_offer=a.candidates_per_offer, truth=truth)
     print_summary(a, s, "neardup products dedup", lambda: [
         ("offers", f"{s['offers']:,}  " + ", ".join(f"{k} {v:,}" for k, v in
                                                    s["shops"].items())),
@@ -159,6 +184,7 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
                        f"({s['offers_in_clusters']:,} offers, largest "
                        f"{s['largest_cluster']})"),
         ("matcher", f"{s['matcher']}, threshold {s['threshold']:.3f}"),
+        *(_quality_rows(s["quality"]) if "quality" in s else []),
         ("time", f"{s['seconds']:.2f} s"),
         ("outputs", str(a.output).rstrip("/") + "/  pairs.jsonl, clusters.csv, "
                     "summary.json"),
@@ -170,23 +196,20 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
     from ..products.job import evaluate_offers
     from ..products.study import StudyConfig
 
-    if a.truth and a.truth_pairs:
-        raise ConfigError("give the truth as --truth COLUMN or --truth-pairs FILE, not both")
+    if a.truth and a.truth_file:
+        raise ConfigError("give the truth as --truth COLUMN or --truth-file FILE, not both")
     # the TV format carries its truth (modelID) and returns it whatever --truth says
     offers, labels = _load_offers_from_args(a, truth_field=a.truth)
-    if a.truth_pairs:
-        from ..products.loaders import labels_from_pairs, load_truth_pairs
-
-        got = load_truth_pairs(a.truth_pairs, offers, on_error=a.on_error)
-        left, right = got[0], got[1]
-        labels = labels_from_pairs(len(offers), left, right)
+    if a.truth_file:
+        labels = _load_truth_from_args(a, offers, a.truth_file)
     if labels is None:
         raise ConfigError("no ground truth: give --truth COLUMN (a label per offer, such as a "
-                          "model id) or --truth-pairs FILE (matching id pairs)")
+                          "model id) or --truth-file FILE (matching id pairs, entity ids or "
+                          "labelled pairs)")
     cfg = StudyConfig(bootstraps=a.bootstraps, seed=a.seed, num_perm=a.num_perm,
                       bands=a.bands, rows=a.rows, max_df=a.max_df, link=a.link)
     say = None if a.quiet or a.json else (lambda m: print(m, file=sys.stderr))
-    s = evaluate_offers(offers, list(labels), a.output, cfg, save_model_to=a.save_model,
+    s = evaluate_offers(offers, labels if a.truth_file else list(labels), a.output, cfg, save_model_to=a.save_model,
                         progress=say)
     print_summary(a, s, f"neardup products eval ({a.bootstraps} bootstraps, test sets)",
                   lambda: _eval_rows(s), json_default=float)
@@ -220,8 +243,43 @@ def _unused_text(unused: dict) -> str:
     return text + (f", and {len(top) - 8} more" if len(top) > 8 else "")
 
 
+def _num(v: float | None, digits: int = 3) -> str:
+    return "n/a" if v is None or v != v else f"{v:.{digits}f}"
+
+
+def _truth_text(t: dict) -> str:
+    shape = {"pairs": "matching pairs", "entities": "entity ids",
+             "labelled_pairs": "labelled pairs"}[t["shape"]]
+    neg = ("all other pairs of labelled offers" if t["negatives"] == "complete"
+           else "listed")
+    return (f"{shape}: {t['labelled_offers']:,} of {t['offers']:,} offers labelled, "
+            f"{t['positive_pairs']:,} matching and {t['negative_pairs']:,} non-matching pairs "
+            f"known (non-matches: {neg})")
+
+
+def _quality_rows(q: dict) -> Rows:
+    """The dedup summary's rows of quality against a truth."""
+    p, b = q["pairs"], q["blocking"]
+    scope = " across shops" if q["scope"] == "pairs across shops" else ""
+    return [
+        ("truth", _truth_text(q["truth"])),
+        ("quality", f"F1 {_num(p['f1'])}  (P {_num(p['precision'])}, R {_num(p['recall'])}; "
+                    f"tp {p['tp']:,}, fp {p['fp']:,}, fn {p['fn']:,} of {p['positives']:,} "
+                    f"known matching pairs{scope}); {p['unknown']:,} of "
+                    f"{p['predicted']:,} pairs unknown, not scored"),
+        ("blocking", f"PC {_num(b['pc'])}  ({b['positives_found']:,} of {b['positives']:,} "
+                     f"known matching pairs among the candidates; PQ {_num(b['pq'], 4)} of "
+                     f"{b['known_candidates']:,} known); candidates per offer "
+                     f"{_num(b['per_offer'], 1)}, per labelled offer "
+                     f"{_num(b['per_labelled_offer'], 1)}"),
+    ]
+
+
 def _eval_rows(s: dict) -> Rows:
-    rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} true duplicate pairs"),
+    known = "known" if "truth" in s and (s["truth"]["negatives"] == "listed" or
+                                         s["truth"]["labelled_offers"] < s["offers"]) else "true"
+    rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} {known} duplicate pairs"),
+            *([("truth", _truth_text(s["truth"]))] if "truth" in s else []),
             ("skipped", skipped_text(s["skipped"])),
             ("unused fields", _unused_text(s["unused_fields"]))]
     for r in s["summary"]:

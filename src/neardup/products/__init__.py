@@ -6,7 +6,8 @@ normalisation and model words (:mod:`.modelwords`), LSH candidates over model-wo
 on rare model words, model-number prefixes and a learned brand with the main unit, the
 PC / PQ / F1* measures of candidate sets and a banding sweep (:mod:`.candidates`); the pair
 matcher (:mod:`.matcher`), the bootstrap study (:mod:`.study`), the generic loader
-(:mod:`.loaders`) and the jobs behind ``neardup products`` (:mod:`.job`).
+(:mod:`.loaders`), ground truth that may be partial and scoring against it (:mod:`.truth`) and
+the jobs behind ``neardup products`` (:mod:`.job`).
 """
 
 from .candidates import (
@@ -30,10 +31,11 @@ from .modelwords import (
     value_model_words,
 )
 from .offers import Offers, load_tv_json
+from .truth import Truth, candidate_quality_known, load_truth, score_pairs
 
 __all__ = [
     "DEFAULT_UNITS", "TITLE_MODEL_WORD", "UnitMap", "clean_text", "model_ids", "title_model_words",
     "value_model_words", "Offers", "load_tv_json", "candidate_quality", "lsh_candidates",
     "model_word_sets", "sweep", "true_pairs", "blocking_candidates", "learn_brands",
-    "main_unit", "offer_brands",
+    "main_unit", "offer_brands", "Truth", "load_truth", "score_pairs", "candidate_quality_known",
 ]

@@ -6,7 +6,8 @@
   score and the evidence a person checks (:func:`.matcher.evidence`);
 - ``clusters.csv``: ``cluster,id,shop,title`` for every offer in a cluster of two or more;
 - ``summary.json``: counts (offers, skipped by reason, candidates, pairs, clusters), the
-  parameters and the matcher used.
+  parameters and the matcher used; given a truth, a ``quality`` block (the pairs' precision,
+  recall and F1 on known pairs, the candidates' pair completeness).
 
 :func:`evaluate_offers` runs the bootstrap study (:mod:`.study`) and writes its report
 (:mod:`.report`); with ``save_model`` it also fits the matcher on all labelled candidates and
@@ -47,6 +48,7 @@ from .offers import Offers
 
 if TYPE_CHECKING:  # the study (and its report) load for evaluate_offers, not for a dedup
     from .study import StudyConfig
+    from .truth import Truth
 
 #: the ways :func:`dedup_offers` finds candidate pairs
 BLOCKINGS = ("tokens", "lsh")
@@ -94,7 +96,8 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
                  threshold: float | None = None, num_perm: int = 240, bands: int = 60,
                  rows: int = 4, max_df: float = 0.2, units: UnitMap | None = None,
                  seed: int = 1, link: bool = False, one_to_one: bool = False,
-                 blocking: str = "tokens", per_offer: float = 10.0) -> dict:
+                 blocking: str = "tokens", per_offer: float = 10.0,
+                 truth: Truth | None = None) -> dict:
     """Find duplicate offers (candidates by LSH, scored, one listing per shop, thresholded,
     clustered) and write the outputs listed in the module docstring. ``model``: a file saved
     by ``neardup products eval --save-model`` (default: the training-free rule score).
@@ -106,7 +109,10 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
 
     ``link``: pairs only across sources (shops: two catalogues, or a feed against a master
     catalogue), candidates within one source are not scored; ``one_to_one``: each offer
-    matches at most one offer of each other source (clean sources), best scores first."""
+    matches at most one offer of each other source (clean sources), best scores first.
+
+    ``truth``: a :class:`.truth.Truth` of these offers; the summary then has a ``quality``
+    block (:func:`_quality`)."""
     check_choice("blocking", blocking, BLOCKINGS)
     check_banding(num_perm, bands, rows)
     check_real("max_df", max_df, 0.0, 1.0, lo_open=True)
@@ -130,6 +136,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         cross = across_sources(left, right, offers.shops)
         within = int(len(left) - cross.sum())
         left, right = left[cross], right[cross]
+    candidate_quality = _blocking(left, right, truth, offers, link)
     x = pair_features(d, left, right)
     raw = fitted.score(x) if fitted is not None else rule_score(x)
     scores = one_per_shop(left, right, raw, d, x)
@@ -139,6 +146,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         keep[picked] = unique_mapping(left[picked], right[picked], scores[picked],
                                       offers.shops)
     pl, pr, ps = left[keep], right[keep], scores[keep]
+    quality = _quality(pl, pr, truth, offers, link, candidate_quality)
     order = np.argsort(-ps, kind="stable")
     with open(out / "pairs.jsonl", "w") as f:
         for k in order.tolist():
@@ -179,28 +187,57 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         "brand": {"learned_vocabulary": len(set(d.brands))}, "main_unit": d.main_unit,
         "seconds": round(time.perf_counter() - t0, 3),
         "outputs": {k: str(out / k) for k in ("pairs.jsonl", "clusters.csv", "summary.json")},
+        **({"quality": quality} if quality is not None else {}),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
-def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike,
+def _blocking(left: np.ndarray, right: np.ndarray, truth: Truth | None, offers: Offers,
+              link: bool) -> dict | None:
+    """The candidates' quality on the known truth (``None`` without a truth)."""
+    if truth is None:
+        return None
+    from .truth import candidate_quality_known, check_truth
+
+    check_truth(truth, offers)
+    return candidate_quality_known(left, right, truth, len(offers), sources=offers.shops,
+                                   cross_source=link)
+
+
+def _quality(pl: np.ndarray, pr: np.ndarray, truth: Truth | None, offers: Offers, link: bool,
+             blocking: dict | None) -> dict | None:
+    """The summary's ``quality`` block: the kept pairs scored on known pairs only (across
+    shops only with ``link``), the candidates' blocking quality, and the truth's counts."""
+    if truth is None:
+        return None
+    from .truth import score_pairs
+
+    pairs = score_pairs(pl, pr, truth, sources=offers.shops, cross_source=link)
+    return {"pairs": pairs, "blocking": blocking, "truth": truth.summary(),
+            "scope": "pairs across shops" if link else "all pairs"}
+
+
+def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.PathLike,
                     cfg: StudyConfig | None = None, save_model_to: str | None = None,
                     progress=None) -> dict:
     """Run the bootstrap study, write its report into ``outdir``, and return a summary.
-    ``save_model_to``: also fit the matcher on all labelled candidates at the default banding
-    (threshold tuned out of fold) and save it there."""
+    ``labels``: one per offer, or a :class:`.truth.Truth` (possibly partial: only known pairs
+    are fitted on and scored). ``save_model_to``: also fit the matcher on all candidates of
+    known truth at the default banding (threshold tuned out of fold) and save it there."""
     from .._extras import require
 
     require("sklearn", "products", "neardup products eval (its trained matcher)")
     from ..evaluate.bootstrap import tune_threshold
-    from .candidates import true_pairs
     from .report import write_report
     from .study import StudyConfig, run_study
+    from .truth import Truth, check_truth
 
     cfg = cfg or StudyConfig()
+    truth = labels if isinstance(labels, Truth) else Truth.from_labels(labels)
+    check_truth(truth, offers)
     out = prepare_outdir(outdir)
-    res = run_study(offers, labels, cfg, progress=progress)
+    res = run_study(offers, truth, cfg, progress=progress)
     paths = write_report(res, out, title="neardup products eval",
                          published=offers.formats == {"tv"})
     summary = {"offers": len(offers), "skipped": offers.skipped.to_dict(),
@@ -208,18 +245,23 @@ def evaluate_offers(offers: Offers, labels: list[str], outdir: str | os.PathLike
                "true_pairs": res.n_true_pairs, "config": {k: v for k, v in asdict(cfg).items()
                                                           if k != "units"},
                "summary": res.summary, "seconds": round(res.seconds, 2), "outputs": paths}
+    if isinstance(labels, Truth):
+        summary["truth"] = truth.summary()
     if save_model_to:
         d = describe(offers, cfg.units)
         sets = model_word_sets(offers, cfg.units, brands=d.brands, max_df=cfg.max_df)
         left, right = lsh_candidates(sets, cfg.bands, cfg.rows, num_perm=cfg.num_perm,
                                      seed=cfg.seed + 1)
         x = pair_features(d, left, right)
-        lab = np.asarray(labels, dtype=object)
-        y = lab[left] == lab[right]
+        known = truth.is_known(left, right)  # fitted and tuned on the pairs of known truth
+        y = truth.is_match(left, right)[known]
         model = PairModel()
-        oof = one_per_shop(left, right, model.out_of_fold(x, y), d, x)
-        thr, _ = tune_threshold(oof, y, len(true_pairs(labels)[0]))
-        model.fit(x, y)
+        oof = model.out_of_fold(x[known], y)
+        model.fit(x[known], y)
+        raw = model.score(x) if not known.all() else oof
+        raw[known] = oof
+        oof = one_per_shop(left, right, raw, d, x)[known]
+        thr, _ = tune_threshold(oof, y, len(truth.positives()[0]))
         save_model(model, thr, save_model_to)
         summary["model"] = {"path": save_model_to, "threshold": thr}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))

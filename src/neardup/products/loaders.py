@@ -34,6 +34,8 @@ bad records are counted by reason in ``Offers.skipped`` instead.
 
 :func:`load_truth_pairs` reads matching id pairs (CSV or JSONL); :func:`labels_from_pairs` turns
 them into one label per offer (connected components), so both kinds of truth evaluate alike.
+:func:`.truth.load_truth` reads every shape of truth file (matching pairs, entity ids, labelled
+pairs) into a :class:`.truth.Truth` that may be partial.
 """
 
 from __future__ import annotations

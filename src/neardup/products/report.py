@@ -150,6 +150,12 @@ def plot_similarity(res: StudyResult, path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
+def _truth_words(res: StudyResult) -> str:
+    if not res.partial_truth:
+        return "true duplicate pairs"
+    return f"known duplicate pairs ({res.partial_truth})"
+
+
 def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Bootstrap study",
                  published: bool = False) -> dict[str, str]:
     """Write the tables, plots and ``report.md`` into ``outdir`` (created); returns the paths.
@@ -173,7 +179,7 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
         plot_sweep(sweep, out / "sweep.png", default, published)
         plot_similarity(res, out / "similarity.png")
     text = [f"# {title}", "",
-            f"{res.n_offers:,} offers, {res.n_true_pairs:,} true duplicate pairs; "
+            f"{res.n_offers:,} offers, {res.n_true_pairs:,} {_truth_words(res)}; "
             f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); MinHash LSH over title model "
             f"words and the learned brand, {cfg.num_perm} permutations, default banding "
             f"{cfg.bands}x{cfg.rows}; thresholds tuned on each training part; "

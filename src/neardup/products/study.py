@@ -12,7 +12,11 @@ candidate pairs are compared, each with its threshold tuned on the training part
   fitted on the training part's candidates at the default banding, with out-of-fold scores
   for tuning, one listing per shop.
 
-The truth labels are read only to fit, tune and score; no feature sees them.
+The truth labels are read only to fit, tune and score; no feature sees them. The truth is one
+label per offer (complete), or a :class:`.truth.Truth` that may be partial (entity ids of some
+offers, labelled pairs): the matcher is then fitted and its threshold tuned only on candidate
+pairs whose truth is known, and precision, recall and PC count known pairs only (a predicted
+pair of unknown status is neither right nor wrong).
 """
 
 from __future__ import annotations
@@ -24,19 +28,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import check_banding
-from ..evaluate.bootstrap import bootstrap_split, pair_metrics, tune_threshold
+from ..evaluate.bootstrap import bootstrap_split, tune_threshold
 from ..validate import check_int, check_real
-from .candidates import (
-    across_sources,
-    banded_candidates,
-    bandings,
-    candidate_quality,
-    model_word_sets,
-    true_pairs,
-)
+from .candidates import across_sources, banded_candidates, bandings, model_word_sets
 from .matcher import FEATURES, PairModel, describe, one_per_shop, pair_features, rule_score
 from .modelwords import UnitMap
 from .offers import Offers
+from .truth import Truth, candidate_quality_known, score_pairs
 
 METHODS = ("seed000", "rule", "neardup")
 
@@ -81,6 +79,8 @@ class StudyResult:
     seconds: float = 0.0
     n_offers: int = 0
     n_true_pairs: int = 0
+    #: a partial truth, in words ("" for one label per offer)
+    partial_truth: str = ""
 
 
 def subset(offers: Offers, rows: np.ndarray) -> Offers:
@@ -96,7 +96,7 @@ def subset(offers: Offers, rows: np.ndarray) -> Offers:
 
 @dataclass
 class _Part:
-    labels: np.ndarray
+    truth: Truth
     total_true: int
     n: int
     pairs: dict  # (bands, rows) -> (left, right)
@@ -108,12 +108,12 @@ class _Part:
     link: bool
 
 
-def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: StudyConfig,
+def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
              banding: list[tuple[int, int]]) -> _Part:
     """One part of a bootstrap as a catalogue of its own: described, banded, and the features
     of the candidates of the default banding and of every banding up to ``max_fraction``."""
     part = subset(offers, rows)
-    lab = np.asarray([labels[i] for i in np.asarray(rows).tolist()], dtype=object)
+    sub = truth.subset(rows)
     d = describe(part, cfg.units)
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
     pairs = banded_candidates(sets, banding, cfg.num_perm, seed=cfg.seed + 1)
@@ -138,30 +138,44 @@ def _prepare(offers: Offers, labels: Sequence[str], rows: np.ndarray, cfg: Study
         idxs[key] = np.fromiter((allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())),
                                 np.int64, len(left))
         x[key] = xall[idxs[key]]
-    total = len(_truth(list(lab), part.shops, cfg.link)[0])
-    return _Part(lab, total, len(part), pairs, x, d, xall, idxs, part.shops, cfg.link)
+    total = _n_positives(sub, part.shops, cfg.link)
+    return _Part(sub, total, len(part), pairs, x, d, xall, idxs, part.shops, cfg.link)
 
 
-def _truth(labels: list, shops: Sequence[str], link: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The true pairs (across sources only, with ``link``)."""
-    tl, tr = true_pairs(labels)
-    if link:
-        m = across_sources(tl, tr, shops)
-        tl, tr = tl[m], tr[m]
-    return tl, tr
+def _n_positives(truth: Truth, shops: Sequence[str], link: bool) -> int:
+    """The number of known matching pairs (across sources only, with ``link``)."""
+    tl, tr = truth.positives()
+    return int(across_sources(tl, tr, shops).sum()) if link else len(tl)
 
 
 def _metrics(pred_l, pred_r, part: _Part) -> dict:
-    tl, tr = _truth(list(part.labels), part.shops, part.link)
-    return pair_metrics(pred_l, pred_r, tl, tr, part.n)
+    """Precision, recall and F1 on the known pairs (no prediction: precision 0; no known
+    matching pair: recall NaN, as :func:`..evaluate.bootstrap.pair_metrics` has them)."""
+    m = score_pairs(pred_l, pred_r, part.truth, sources=part.shops, cross_source=part.link)
+    p = m["precision"] if m["precision"] is not None else 0.0
+    r = m["recall"] if m["recall"] is not None else float("nan")
+    f1 = 2 * p * r / (p + r) if p + r > 0 else 0.0
+    return {"precision": p, "recall": r, "f1": f1, "predicted": m["predicted"],
+            "unknown": m["unknown"]}
 
 
-def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = None,
+def _candidate_quality(left, right, part: _Part) -> dict:
+    q = candidate_quality_known(left, right, part.truth, part.n)
+    pc = q["pc"] if q["pc"] is not None else float("nan")
+    pq = q["pq"] if q["pq"] is not None else 0.0
+    f1s = 2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0
+    return {"candidates": q["candidates"], "fraction": q["fraction"], "pc": pc, "pq": pq,
+            "f1_star": f1s}
+
+
+def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | None = None,
               progress: Callable[[str], None] | None = None) -> StudyResult:
-    """Run the bootstrap study (module docstring) and return its rows."""
+    """Run the bootstrap study (module docstring) and return its rows. ``labels``: one label
+    per offer, or a :class:`.truth.Truth` of the offers."""
     cfg = cfg or StudyConfig()
-    if len(labels) != len(offers):
-        raise ValueError(f"{len(labels)} labels for {len(offers)} offers")
+    truth = labels if isinstance(labels, Truth) else Truth.from_labels(labels)
+    if truth.n != len(offers):
+        raise ValueError(f"{truth.n} labels for {len(offers)} offers")
     if cfg.bootstraps < 1:
         raise ValueError(f"bootstraps={cfg.bootstraps}: at least 1")
     default = (cfg.bands, cfg.rows)
@@ -169,30 +183,38 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
     t0 = time.perf_counter()
     rng = np.random.default_rng(cfg.seed)
     res = StudyResult(cfg, n_offers=len(offers),
-                      n_true_pairs=len(_truth(list(labels), offers.shops, cfg.link)[0]))
+                      n_true_pairs=_n_positives(truth, offers.shops, cfg.link))
+    lab = int(truth.labelled.sum())
+    if truth.negatives == "listed":
+        res.partial_truth = (f"labelled pairs among {lab:,} offers: only the listed pairs are "
+                             "fitted on and scored")
+    elif lab < len(offers):
+        res.partial_truth = (f"{lab:,} offers labelled: only pairs of two labelled offers are "
+                             "fitted on and scored")
     sj = FEATURES.index("seed_jac")
     for b in range(cfg.bootstraps):
         train_rows, test_rows = bootstrap_split(len(offers), rng)
-        tr = _prepare(offers, labels, train_rows, cfg, banding)
-        te = _prepare(offers, labels, test_rows, cfg, banding)
-        # the model: fitted on the training candidates at the default banding
+        tr = _prepare(offers, truth, train_rows, cfg, banding)
+        te = _prepare(offers, truth, test_rows, cfg, banding)
+        # the model: fitted on the training candidates of known truth at the default banding
         xl, xr = tr.pairs[default]
-        y = tr.labels[xl] == tr.labels[xr]
+        known = tr.truth.is_known(xl, xr)
+        y = tr.truth.is_match(xl, xr)[known]
         model: PairModel | None = PairModel()
         if y.any() and not y.all():
-            oof = model.out_of_fold(tr.x[default], y)
-            model.fit(tr.x[default], y)
+            oof = model.out_of_fold(tr.x[default][known], y)
+            model.fit(tr.x[default][known], y)
         else:  # nothing to learn from: the model finds no duplicates
             model, oof = None, np.zeros(len(y))
         # the model's scores of every pair once; the training pairs it was fitted on get
         # their out-of-fold scores instead
         model_tr = model.score(tr.xall) if model is not None else np.zeros(len(tr.xall))
-        model_tr[tr.idx[default]] = oof
+        model_tr[tr.idx[default][known]] = oof
         model_te = model.score(te.xall) if model is not None else np.zeros(len(te.xall))
         for key in banding:
             tl, trr = tr.pairs[key]
             el, er = te.pairs[key]
-            q = candidate_quality(el, er, list(te.labels), te.total_true)
+            q = _candidate_quality(el, er, te)
             base = {"bootstrap": b, "bands": key[0], "rows": key[1],
                     "fraction": q["fraction"], "pc": q["pc"], "pq": q["pq"],
                     "f1_star": q["f1_star"], "candidates": q["candidates"]}
@@ -200,7 +222,8 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
                 res.runs.append({**base, "method": "lsh"})
                 continue
             xtr, xte = tr.x[key], te.x[key]
-            ytr = tr.labels[tl] == tr.labels[trr]
+            ktr = tr.truth.is_known(tl, trr)  # tuned on the pairs of known truth
+            ytr = tr.truth.is_match(tl, trr)[ktr]
             s_model_tr = model_tr[tr.idx[key]]
             s_model_te = model_te[te.idx[key]]
             scores = {
@@ -211,14 +234,15 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
                             one_per_shop(el, er, s_model_te, te.desc, xte)),
             }
             for method, (s_tr, s_te) in scores.items():
-                thr, _ = tune_threshold(s_tr, ytr, tr.total_true)
+                thr, _ = tune_threshold(s_tr[ktr], ytr, tr.total_true)
                 keep = s_te >= thr
                 if method != "seed000":  # 0: not this offer's best listing in that shop
                     keep &= s_te > 0
                 m = _metrics(el[keep], er[keep], te)
                 res.runs.append({**base, "method": method, "threshold": thr,
                                  "precision": m["precision"], "recall": m["recall"],
-                                 "f1": m["f1"], "predicted": m["predicted"]})
+                                 "f1": m["f1"], "predicted": m["predicted"],
+                                 "unknown": m["unknown"]})
         if progress is not None:
             last = [r for r in res.runs if r["bootstrap"] == b and (r["bands"], r["rows"])
                     == default and r["method"] == "neardup"]
@@ -226,11 +250,10 @@ def run_study(offers: Offers, labels: Sequence[str], cfg: StudyConfig | None = N
                      f"fraction {last[0]['fraction']:.4f} ({time.perf_counter() - t0:.1f} s)")
     res.summary = summarise(res.runs, default)
     # the baseline's similarity of the true pairs and of all candidates, whole data
-    whole = _prepare(offers, labels, np.arange(len(offers)), cfg, [default])
+    whole = _prepare(offers, truth, np.arange(len(offers)), cfg, [default])
     wl, wr = whole.pairs[default]
     sim = whole.x[default][:, sj] if default in whole.x else np.zeros(0)
-    res.distributions = {"candidates": sim, "true_pairs": sim[whole.labels[wl] ==
-                                                             whole.labels[wr]]}
+    res.distributions = {"candidates": sim, "true_pairs": sim[whole.truth.is_match(wl, wr)]}
     res.seconds = time.perf_counter() - t0
     return res
 
