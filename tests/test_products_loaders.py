@@ -198,8 +198,10 @@ def test_pages_of_a_folder_or_an_archive(tmp_path, packed):
 
     pages = {"shop.one/0.json": {"<page title>": "Acme X100 monitor 24\"",
                                  "screen size": "24\"", "ports": ["HDMI", "VGA"]},
-             "shop.one/1.json": {"<page title>": "Zeta Q7 monitor"},
-             "other.shop/12.json": {"<page title>": "ACME X100 24 inch", "brand": "Acme"},
+             "shop.one/1.json": {"<page title>": "Zeta Q7 monitor",
+                                 "shop": "Product Name» Show All"},
+             "other.shop/12.json": {"<page title>": "ACME X100 24 inch", "brand": "Acme",
+                                    "id": "7"},
              "other.shop/.hidden.json": {"<page title>": "not a page"}}
     root = tmp_path / "specs"
     for name, obj in pages.items():
@@ -215,8 +217,10 @@ def test_pages_of_a_folder_or_an_archive(tmp_path, packed):
     assert offers.ids == ["other.shop//12", "shop.one//0", "shop.one//1"]
     assert offers.shops == ["other.shop", "shop.one", "shop.one"]
     assert offers.titles[1] == 'Acme X100 monitor 24"'
-    assert offers.attributes == [{"brand": "Acme"},
-                                 {"screen size": '24"', "ports": "HDMI, VGA"}, {}]
+    # a page's own "id" and "shop" keys are attributes: its place names it
+    assert offers.attributes == [{"brand": "Acme", "page id": "7"},
+                                 {"screen size": '24"', "ports": "HDMI, VGA"},
+                                 {"page shop": "Product Name» Show All"}]
     (root / "shop.one" / "2.json").write_text("{not json")
     if packed == "folder":
         with pytest.raises(InputError, match="shop.one/2.json: malformed JSON"):

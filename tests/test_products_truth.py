@@ -146,8 +146,8 @@ def test_hand_made_scores():
     assert t.summary()["negative_pairs"] == 15 - 4
     q = candidate_quality_known(left, right, t, 8)
     assert q["pc"] == pytest.approx(0.75) and q["pq"] == pytest.approx(3 / 5)
-    assert q["per_offer"] == pytest.approx(2 * 6 / 8)
-    assert q["per_labelled_offer"] == pytest.approx(10 / 6)  # (6,7) touches no labelled offer
+    assert q["per_offer"] == pytest.approx(6 / 8)
+    assert q["per_labelled_offer"] == pytest.approx(10 / 2 / 6)  # (6,7) touches no labelled offer
     # nothing predicted, nothing known
     e = score_pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), t)
     assert e["precision"] is None and e["recall"] == 0.0 and e["f1"] is None

@@ -269,7 +269,7 @@ def _quality_rows(q: dict) -> Rows:
                     f"{p['predicted']:,} pairs unknown, not scored"),
         ("blocking", f"PC {_num(b['pc'])}  ({b['positives_found']:,} of {b['positives']:,} "
                      f"known matching pairs among the candidates; PQ {_num(b['pq'], 4)} of "
-                     f"{b['known_candidates']:,} known); candidates per offer "
+                     f"{b['known_candidates']:,} known); candidate pairs per offer "
                      f"{_num(b['per_offer'], 1)}, per labelled offer "
                      f"{_num(b['per_labelled_offer'], 1)}"),
     ]

@@ -11,10 +11,11 @@
   out.
 
 - pages: a folder, or a ``.tar``/``.tar.gz``/``.tgz`` archive, of one JSON object per page,
-  ``<source>/<n>.json`` (the Alaska benchmark's shape): the shop is the page's folder, the id
-  ``<source>//<n>`` unless the object has the id field, the title the ``title_field``
-  (``"<page title>"`` where the object has no ``"title"``), and every other key an
-  attribute (a page's keys are its shop's own).
+  ``<source>/<n>.json`` (the Alaska benchmark's shape): the shop is the page's folder and the
+  id ``<source>//<n>`` (what truth files of such data name); a page's own key named like the id
+  or shop field is one of its attributes (as ``"page <key>"``); the title is the
+  ``title_field`` (``"<page title>"`` where the object has no ``"title"``), and every other key
+  an attribute (a page's keys are its shop's own).
 
 The attributes of a JSON record are its nested ``attributes_field`` map (``"attributes"``, or
 the TV data's ``"featuresMap"``) where it has one; a flat record's attributes are its other
@@ -380,10 +381,12 @@ def _add_pages(path: str, b: _Builder) -> None:
             rec = dict(rec)
             if a["title_field"] == "title" and "title" not in rec and "<page title>" in rec:
                 rec["title"] = rec.pop("<page title>")
-            if rec.get(a["id_field"]) in (None, ""):
-                rec[a["id_field"]] = f"{source}//{n}"
-            if rec.get(a["shop_field"]) in (None, ""):
-                rec[a["shop_field"]] = source
+            # the page's place names it: a key of the page called like the id or shop field
+            # (a shop's own "shop" attribute) stays an attribute
+            for key, value in ((a["id_field"], f"{source}//{n}"), (a["shop_field"], source)):
+                if key in rec:
+                    rec[f"page {key}"] = rec.pop(key)
+                rec[key] = value
             for f in (a["title_field"], "title", a["description_field"]):
                 if isinstance(rec.get(f), list):  # a page's value may be a list of strings
                     rec[f] = _flat_value(rec[f]) or ""

@@ -262,10 +262,11 @@ def candidate_quality_known(left, right, truth: Truth, n_offers: int | None = No
     """Blocking quality of candidate pairs on the known truth: pair completeness ``pc``
     (known matching pairs among the candidates / all known matching pairs, across sources
     with ``cross_source``), pair quality ``pq`` (matching / known candidates), ``f1_star``,
-    the fraction of all pairs, and the candidates per offer: each candidate pair counts for
-    both its offers, averaged over the labelled offers (``per_labelled_offer``) and over all
-    (``per_offer``): far more per labelled offer than per offer means the labelled offers are
-    not typical of the catalogue. Undefined ratios are ``None``."""
+    the fraction of all pairs, and the candidate pairs per offer: candidates / offers
+    (``per_offer``), and over the labelled offers (``per_labelled_offer``: each labelled offer
+    counts half of each of its pairs, so that both measure on one scale): far more per
+    labelled offer than per offer means the labelled offers are not typical of the catalogue.
+    Undefined ratios are ``None``."""
     n = truth.n if n_offers is None else n_offers
     if n != truth.n:
         raise ValueError(f"the truth is over {truth.n} offers, not {n}")
@@ -281,8 +282,8 @@ def candidate_quality_known(left, right, truth: Truth, n_offers: int | None = No
     out = {"candidates": len(a), "known_candidates": known, "positives_found": found,
            "positives": npos, "pc": pc, "pq": pq, "f1_star": f1s,
            "fraction": len(a) / (n * (n - 1) / 2) if n > 1 else 0.0,
-           "per_offer": 2 * len(a) / n if n else 0.0,
-           "per_labelled_offer": _ratio(ends, nlab)}
+           "per_offer": len(a) / n if n else 0.0,
+           "per_labelled_offer": _ratio(ends / 2, nlab)}
     if cross_source:
         out["within_one_source_left_out"] = within
     return out
