@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import ConfigError
-from neardup.products.blocking import offer_tokens, token_blocking
+from neardup.products.blocking import offer_tokens, title_cosine, token_blocking
 from neardup.products.candidates import true_pairs
 from neardup.products.modelwords import TITLE_MODEL_WORD
 from neardup.products.offers import Offers
@@ -162,3 +162,26 @@ def test_weights_are_cosines_in_unit_range():
     offers, _ = make_catalogue(40, seed=1)
     _, _, w, _ = token_blocking(offers)
     assert len(w) and np.all(w > 0) and np.all(w <= 1.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=5), min_size=2,
+                max_size=10), st.data())
+def test_title_cosine_matches_its_definition(title_words, data):
+    tokens = [set(w) for w in title_words]
+    n = len(tokens)
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               max_size=12))
+    left = np.array([p[0] for p in pairs], np.int64)
+    right = np.array([p[1] for p in pairs], np.int64)
+    df = {t: sum(t in s for s in tokens) for s in tokens for t in s}
+
+    def w(t):
+        mw = TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:")) is not None
+        return (math.log(1 + n / df[t]) * (4.0 if mw else 1.0)) ** 2
+
+    got = title_cosine(tokens, left, right)
+    for k, (a, b) in enumerate(pairs):
+        na, nb = math.sqrt(sum(map(w, tokens[a]))), math.sqrt(sum(map(w, tokens[b])))
+        want = 0.0 if not na or not nb else sum(map(w, tokens[a] & tokens[b])) / (na * nb)
+        assert got[k] == pytest.approx(min(want, 1.0), rel=1e-9, abs=1e-12)

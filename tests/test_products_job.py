@@ -47,7 +47,7 @@ def test_dedup_offers_writes_checked_pairs_and_clusters(catalogue, tmp_path):
     assert set(cluster_of) == {i for p in found for i in p}
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["offers"] == len(offers) and summary["skipped"]["total"] == 0
-    assert summary["matcher"] == "rule" and summary["clusters"] == len(set(cluster_of.values()))
+    assert summary["matcher"] == "unsupervised" and summary["clusters"] == len(set(cluster_of.values()))
 
 
 def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path):

@@ -17,6 +17,8 @@ from neardup.products.matcher import (
     one_per_shop,
     pair_features,
     rule_score,
+    shops_listing_once,
+    unsupervised_score,
 )
 from neardup.products.study import StudyConfig, run_study
 from neardup.products.synth import make_catalogue
@@ -92,6 +94,45 @@ def test_one_per_shop_keeps_the_mutually_best_weak_pair():
     x[3, FEATURES.index("id_share")] = 1  # 1-2 share a model number: kept within a shop
     s = one_per_shop(left, right, np.array([0.9, 0.8, 0.5, 0.4]), d, x)
     assert s.tolist() == [0.9, 0.0, 0.5, 0.4]  # 0-2 loses to 0-1 (same shop b)
+
+
+def test_one_per_shop_leaves_rivals_in_shops_that_list_products_more_than_once():
+    o = _offers([("a", "t0", {}), ("b", "t1", {}), ("b", "t2", {}), ("c", "t3", {})])
+    d = describe(o)
+    left, right = np.array([0, 0, 0]), np.array([1, 2, 3])
+    x = np.zeros((3, len(FEATURES)))
+    scores = np.array([0.9, 0.8, 0.5])
+    # shop b lists products more than once: 0-2 keeps its score beside the better 0-1
+    assert one_per_shop(left, right, scores, d, x, once={"a", "c"}).tolist() == [0.9, 0.8, 0.5]
+    assert one_per_shop(left, right, scores, d, x, once={"a", "b", "c"}).tolist() == [
+        0.9, 0.0, 0.5]
+
+
+def test_shops_listing_once_from_repeated_model_numbers():
+    rows = ([("shop", f"Acme AB{100 + i}X monitor", {}) for i in range(10)]
+            + [("market", "Acme AB100X monitor", {}), ("market", "Acme AB100X used", {}),
+               ("market", "Acme AB101X new", {}), ("market", "Acme AB101X", {}),
+               ("market", "Acme AB102X", {})]
+            + [("edge", "Acme AB100X", {}), ("edge", "Acme AB100X b", {})]
+            + [("edge", f"Acme CD{200 + i}Z", {}) for i in range(8)])
+    d = describe(_offers(rows))
+    # market: 4 of 5 offers share a model number with another of the shop (>= 20%);
+    # edge: 2 of 10 (exactly 20%: not fewer than the share, so not "once")
+    assert shops_listing_once(d) == {"shop"}
+    assert shops_listing_once(d, share=0.25) == {"shop", "edge"}
+
+
+def test_unsupervised_score_takes_the_cosine_unless_evidence_speaks_against():
+    x = np.zeros((5, len(FEATURES)))
+    x[1, FEATURES.index("id_conflict")] = 1
+    x[2, FEATURES.index("brand")] = -1
+    x[4, FEATURES.index("id_share")] = 1  # rule: 0.6
+    cos = np.array([0.8, 0.9, 0.9, 0.9, 0.3])
+    within = np.array([False, False, False, True, False])
+    got = unsupervised_score(x, cos, within)
+    rule = rule_score(x)
+    assert got.tolist() == [0.8, rule[1], rule[2], rule[3], 0.6]
+    assert rule[1] == rule[2] == 0.0
 
 
 def test_offer_clusters_are_components():

@@ -33,11 +33,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _add_offer_input_args(pd)
     add_output_args(pd, help="output directory for pairs.jsonl, clusters.csv and summary.json")
     pd.add_argument("--model", default=None, metavar="PATH", help="a matcher saved by "
-                    "`neardup products eval --save-model` (default: the training-free rule "
-                    "score)")
+                    "`neardup products eval --save-model` (default: a training-free score, the "
+                    "larger of a rule score and the title cosine)")
     pd.add_argument("--threshold", type=float, default=None, metavar="S",
                     help="pair score from which two offers are duplicates (default: "
-                    "the model's tuned one, or 0.45 for the rule score)")
+                    "the model's tuned one, or 0.45 for the training-free score)")
     pd.add_argument("--blocking", choices=["tokens", "lsh"], default="tokens",
                     help="how candidate pairs are found: tokens (default) keeps the pairs that "
                          "share the rarest title words and model words, a budget per offer; "

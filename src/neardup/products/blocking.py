@@ -40,7 +40,7 @@ from ..validate import check_int, check_real
 from .modelwords import TITLE_MODEL_WORD, UnitMap, clean_text
 from .offers import Offers
 
-__all__ = ["BlockingStats", "offer_tokens", "token_blocking"]
+__all__ = ["BlockingStats", "offer_tokens", "title_cosine", "token_blocking"]
 
 #: pairs generated per block at once (bounds the memory of the pair enumeration)
 _CHUNK_PAIRS = 2_000_000
@@ -204,3 +204,27 @@ def _best_of_each(left: np.ndarray, right: np.ndarray, sim: np.ndarray, k: int) 
     out = np.zeros(len(left), bool)
     out[best] = True
     return out
+
+
+def title_cosine(tokens: list[set[str]], left: np.ndarray, right: np.ndarray,
+                 model_word_boost: float = 3.0) -> np.ndarray:
+    """``float64[m]``: for each pair ``(left[k], right[k])`` the cosine of the two offers'
+    token weights over all the tokens they share (weights as in :func:`token_blocking`,
+    document frequencies over ``tokens``, no token purged): 1 for offers with the same tokens,
+    0 for offers with none in common."""
+    check_real("model_word_boost", model_word_boost, 0.0, None)
+    n = len(tokens)
+    df: dict[str, int] = {}
+    for toks in tokens:
+        for t in toks:
+            df[t] = df.get(t, 0) + 1
+    weight = {t: (np.log1p(n / c) * (1.0 + model_word_boost
+                                     if TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:"))
+                                     else 1.0)) ** 2 for t, c in df.items()}
+    norm = [np.sqrt(sum(weight[t] for t in toks)) for toks in tokens]
+    out = np.zeros(len(left))
+    for k, (a, b) in enumerate(zip(np.asarray(left).tolist(), np.asarray(right).tolist())):
+        if norm[a] > 0 and norm[b] > 0:
+            out[k] = sum(weight[t] for t in tokens[a] & tokens[b]) / (norm[a] * norm[b])
+    return np.minimum(out, 1.0)
+

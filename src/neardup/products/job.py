@@ -29,7 +29,7 @@ from ..config import check_banding
 from ..errors import InputError, OutputError
 from ..io import prepare_outdir
 from ..validate import check_choice, check_int, check_real
-from .blocking import token_blocking
+from .blocking import offer_tokens, title_cosine, token_blocking
 from .candidates import across_sources, lsh_candidates, model_word_sets
 from .matcher import (
     FEATURES,
@@ -40,8 +40,9 @@ from .matcher import (
     offer_clusters,
     one_per_shop,
     pair_features,
-    rule_score,
+    shops_listing_once,
     unique_mapping,
+    unsupervised_score,
 )
 from .modelwords import UnitMap
 from .offers import Offers
@@ -126,9 +127,10 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     d = describe(offers, units)
     within = 0
     block_stats = None
+    tokens = offer_tokens(offers, units)
     if blocking == "tokens":
         left, right, _, block_stats = token_blocking(offers, per_offer=per_offer, link=link,
-                                                     units=units)
+                                                     units=units, tokens=tokens)
     else:
         sets = model_word_sets(offers, units, brands=d.brands, max_df=max_df)
         left, right = lsh_candidates(sets, bands, rows, num_perm=num_perm, seed=seed)
@@ -138,8 +140,15 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         left, right = left[cross], right[cross]
     candidate_quality = _blocking(left, right, truth, offers, link)
     x = pair_features(d, left, right)
-    raw = fitted.score(x) if fitted is not None else rule_score(x)
-    scores = one_per_shop(left, right, raw, d, x)
+    once = shops_listing_once(d)
+    if fitted is not None:
+        raw = fitted.score(x)
+    else:
+        shop = np.asarray(offers.shops, dtype=object)
+        clean = np.fromiter((s in once for s in shop[left]), bool, len(left))
+        raw = unsupervised_score(x, title_cosine(tokens, left, right),
+                                 (shop[left] == shop[right]) & clean)
+    scores = one_per_shop(left, right, raw, d, x, once)
     keep = (scores >= thr) & (scores > 0)
     if one_to_one:
         picked = np.flatnonzero(keep)
@@ -180,7 +189,8 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         "duplicate_pairs": int(keep.sum()),
         "clusters": int((sizes >= 2).sum()), "offers_in_clusters": int(in_cluster.sum()),
         "largest_cluster": int(sizes.max()) if len(sizes) else 0,
-        "matcher": "model:" + os.fspath(model) if model else "rule", "threshold": thr,
+        "matcher": "model:" + os.fspath(model) if model else "unsupervised", "threshold": thr,
+        "shops_listing_products_more_than_once": sorted(set(offers.shops) - once),
         "blocking": ({"method": "tokens", **block_stats.to_dict()} if block_stats is not None
                      else {"method": "lsh", "num_perm": num_perm, "bands": bands, "rows": rows,
                            "max_df": max_df}),
@@ -260,7 +270,7 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
         model.fit(x[known], y)
         raw = model.score(x) if not known.all() else oof
         raw[known] = oof
-        oof = one_per_shop(left, right, raw, d, x)[known]
+        oof = one_per_shop(left, right, raw, d, x, shops_listing_once(d))[known]
         thr, _ = tune_threshold(oof, y, len(truth.positives()[0]))
         save_model(model, thr, save_model_to)
         summary["model"] = {"path": save_model_to, "threshold": thr}

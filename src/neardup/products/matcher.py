@@ -425,12 +425,15 @@ class PairModel:
 
 
 def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
-                 d: OfferDescriptions, x: np.ndarray) -> np.ndarray:
+                 d: OfferDescriptions, x: np.ndarray, once: set[str] | None = None
+                 ) -> np.ndarray:
     """The scores with one listing per shop enforced: a pair without model-number evidence
     (``id_share``/``id_prefix``) keeps its score only if, for both of its offers, no rival in
     the other's shop (:func:`_best_rival`: another offer, not a listing of the same model
     number) scores higher; otherwise its score becomes 0. Pairs with model-number evidence
-    keep theirs (a shop may list one model twice)."""
+    keep theirs (a shop may list one model twice). ``once``: the shops that list each product
+    once (:func:`shops_listing_once`; default: every shop); rivals in the other shops (a
+    marketplace with many sellers of one product) do not count."""
     left = np.asarray(left, np.int64)
     right = np.asarray(right, np.int64)
     scores = np.asarray(scores, np.float64)
@@ -439,11 +442,53 @@ def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
     la, ra = left[weak].tolist(), right[weak].tolist()
     top = _rivals(d, la, ra, scores[weak].tolist())
     out = scores.copy()
+    shops = d.shops
     for k, a, b in zip(weak.tolist(), la, ra):
         s = scores[k]
-        if _best_rival(d, top, a, b) > s or _best_rival(d, top, b, a) > s:
+        if ((once is None or shops[b] in once) and _best_rival(d, top, a, b) > s) or (
+                (once is None or shops[a] in once) and _best_rival(d, top, b, a) > s):
             out[k] = 0.0
     return out
+
+
+#: :func:`shops_listing_once`: the share of a shop's offers with model numbers that may share
+#: one with another offer of the shop
+REPEAT_SHARE = 0.2
+
+
+def shops_listing_once(d: OfferDescriptions, share: float = REPEAT_SHARE) -> set[str]:
+    """The shops that list each product once, as their offers show: fewer than ``share`` of
+    the shop's offers that carry a model number share it with another offer of the shop. A web
+    shop's catalogue lists a model once; a marketplace (many sellers) or a price-comparison
+    site lists popular models many times, and there one-listing-per-shop would drop true
+    pairs (:func:`one_per_shop`)."""
+    ids_by_shop: dict[str, list[set[str]]] = {}
+    for shop, ids in zip(d.shops, d.ids):
+        ids_by_shop.setdefault(shop, []).append(ids)
+    out = set()
+    for shop, lists in ids_by_shop.items():
+        counts = Counter(m for ids in lists for m in ids)
+        with_ids = [ids for ids in lists if ids]
+        repeated = sum(1 for ids in with_ids if any(counts[m] > 1 for m in ids))
+        if repeated < share * max(1, len(with_ids)):
+            out.add(shop)
+    return out
+
+
+def unsupervised_score(x: np.ndarray, cosine: np.ndarray,
+                       within_clean_shop: np.ndarray | None = None) -> np.ndarray:
+    """The score used without a trained model: the larger of :func:`rule_score` (model
+    numbers, brand, sizes, attribute numbers) and the title cosine
+    (:func:`.blocking.title_cosine`: shared rare words and model words). The cosine counts 0
+    where the evidence speaks against a pair: the titles state conflicting model numbers, the
+    brands differ, or (``within_clean_shop``, ``bool`` per pair) both offers come from one shop
+    that lists each product once (:func:`shops_listing_once`). The rule finds duplicates whose
+    titles differ but whose specifications agree; the cosine those whose titles agree where a
+    rounded size or sparse attributes made the rule give up."""
+    against = (x[:, FEATURES.index("id_conflict")] > 0) | (x[:, FEATURES.index("brand")] < 0)
+    if within_clean_shop is not None:
+        against |= np.asarray(within_clean_shop, bool)
+    return np.maximum(rule_score(x), np.where(against, 0.0, np.asarray(cosine, np.float64)))
 
 
 def unique_mapping(left: np.ndarray, right: np.ndarray, scores: np.ndarray,

@@ -31,7 +31,15 @@ from ..config import check_banding
 from ..evaluate.bootstrap import bootstrap_split, tune_threshold
 from ..validate import check_int, check_real
 from .candidates import across_sources, banded_candidates, bandings, model_word_sets
-from .matcher import FEATURES, PairModel, describe, one_per_shop, pair_features, rule_score
+from .matcher import (
+    FEATURES,
+    PairModel,
+    describe,
+    one_per_shop,
+    pair_features,
+    rule_score,
+    shops_listing_once,
+)
 from .modelwords import UnitMap
 from .offers import Offers
 from .truth import Truth, candidate_quality_known, score_pairs
@@ -226,12 +234,13 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
             ytr = tr.truth.is_match(tl, trr)[ktr]
             s_model_tr = model_tr[tr.idx[key]]
             s_model_te = model_te[te.idx[key]]
+            otr, ote = shops_listing_once(tr.desc), shops_listing_once(te.desc)
             scores = {
                 "seed000": (xtr[:, sj], xte[:, sj]),
-                "rule": (one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr),
-                         one_per_shop(el, er, rule_score(xte), te.desc, xte)),
-                "neardup": (one_per_shop(tl, trr, s_model_tr, tr.desc, xtr),
-                            one_per_shop(el, er, s_model_te, te.desc, xte)),
+                "rule": (one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr, otr),
+                         one_per_shop(el, er, rule_score(xte), te.desc, xte, ote)),
+                "neardup": (one_per_shop(tl, trr, s_model_tr, tr.desc, xtr, otr),
+                            one_per_shop(el, er, s_model_te, te.desc, xte, ote)),
             }
             for method, (s_tr, s_te) in scores.items():
                 thr, _ = tune_threshold(s_tr[ktr], ytr, tr.total_true)
