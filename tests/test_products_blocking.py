@@ -185,3 +185,21 @@ def test_title_cosine_matches_its_definition(title_words, data):
         na, nb = math.sqrt(sum(map(w, tokens[a]))), math.sqrt(sum(map(w, tokens[b])))
         want = 0.0 if not na or not nb else sum(map(w, tokens[a] & tokens[b])) / (na * nb)
         assert got[k] == pytest.approx(min(want, 1.0), rel=1e-9, abs=1e-12)
+
+
+def test_banded_candidates_leave_out_bandings_over_the_pair_bound():
+    from neardup.products.candidates import banded_candidates, bandings, model_word_sets
+    from neardup.products.matcher import describe
+
+    offers, _ = make_catalogue(120, seed=2)
+    d = describe(offers)
+    sets = model_word_sets(offers, brands=d.brands, max_df=0.2)
+    full = banded_candidates(sets, bandings(24), 24)
+    sizes = {k: len(v[0]) for k, v in full.items()}
+    cap = sorted(sizes.values())[len(sizes) // 2]  # about half the bandings fit
+    capped = banded_candidates(sets, bandings(24), 24, max_pairs=cap, always=(24, 1))
+    assert (24, 1) in capped and sizes[(24, 1)] > cap  # kept though over the bound
+    for key, (left, right) in capped.items():
+        assert left.tolist() == full[key][0].tolist() and right.tolist() == full[key][1].tolist()
+        assert key == (24, 1) or len(left) <= cap  # the bound is an upper bound
+    assert set(full) - set(capped)  # some were left out

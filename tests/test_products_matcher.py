@@ -174,3 +174,13 @@ def test_study_learns_nothing_from_shuffled_truth(catalogue):
     cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3, seed=1)
     res = run_study(offers, shuffled, cfg)
     assert max(r["f1"] for r in res.summary) < 0.2
+
+
+def test_study_leaves_out_bandings_over_its_pair_bound(catalogue):
+    offers, labels = catalogue
+    res = run_study(offers, labels, StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3,
+                                                max_pairs=300))
+    assert res.skipped_bandings and (8, 3) not in res.skipped_bandings
+    ran = {(r["bands"], r["rows"]) for r in res.runs}
+    assert (8, 3) in ran and not (ran & res.skipped_bandings)
+    assert [r["method"] for r in res.summary] == ["seed000", "rule", "neardup"]

@@ -126,9 +126,17 @@ def bandings(num_perm: int) -> list[tuple[int, int]]:
 
 
 def banded_candidates(sets: Shingles, banding: Sequence[tuple[int, int]], num_perm: int,
-                      seed: int = 1) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+                      seed: int = 1, max_pairs: int | None = None,
+                      always: tuple[int, int] | None = None
+                      ) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
     """Candidate pairs for each ``(bands, rows)`` of ``banding`` (each with
-    ``bands * rows <= num_perm``), all from one signature matrix."""
+    ``bands * rows <= num_perm``), all from one signature matrix. ``max_pairs``: a banding
+    whose band buckets hold more pairs than this (counted before any pair is made: the sum
+    over bands of ``s (s - 1) / 2`` per bucket of ``s`` offers, or all pairs if fewer: an upper
+    bound of its distinct pairs) is left out of the result, so that a loose banding of a large catalogue cannot
+    exhaust memory; ``always``: a banding made whatever its pairs."""
+    from ..lsh import band_keys
+
     sig = sketch(sets, SketchConfig(num_perm=num_perm, seed=seed, scheme="classic"))
     has = np.flatnonzero(np.diff(sets.offsets) > 0)
     out = {}
@@ -138,6 +146,13 @@ def banded_candidates(sets: Shingles, banding: Sequence[tuple[int, int]], num_pe
         if len(has) < 2:
             out[(bands, rows)] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
             continue
+        if max_pairs is not None and (bands, rows) != always:
+            bound = 0
+            for keys in band_keys(sig[has], bands, rows):
+                counts = np.unique(keys, return_counts=True)[1].astype(np.int64)
+                bound += int((counts * (counts - 1) // 2).sum())
+            if min(bound, len(has) * (len(has) - 1) // 2) > max_pairs:
+                continue
         left, right, _ = candidate_pairs(sig, bands, rows, bucket_cap=len(has) + 1,
                                          rows_subset=has)
         out[(bands, rows)] = (left, right)

@@ -254,7 +254,9 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
                "unused_fields": dict(sorted(offers.unused_fields.items())),
                "true_pairs": res.n_true_pairs, "config": {k: v for k, v in asdict(cfg).items()
                                                           if k != "units"},
-               "summary": res.summary, "seconds": round(res.seconds, 2), "outputs": paths}
+               "summary": res.summary, "seconds": round(res.seconds, 2), "outputs": paths,
+               "bandings_left_out": [f"{b}x{r}" for b, r in sorted(res.skipped_bandings,
+                                                                    key=lambda br: br[1])]}
     if isinstance(labels, Truth):
         summary["truth"] = truth.summary()
     if save_model_to:

@@ -380,26 +380,36 @@ class PairModel:
     """A classifier of feature rows into duplicate / not: a random forest (scikit-learn's
     ``RandomForestClassifier``) fitted on labelled candidate pairs. On the TV data it
     scored 0.777 mean bootstrap test F1 over 15 draws, against 0.766 for gradient-boosted trees
-    and 0.705 for logistic regression (``docs/products.md``)."""
+    and 0.705 for logistic regression (``docs/products.md``).
+
+    ``max_tree_samples``: each tree is grown on a bootstrap sample of at most this many rows
+    (all rows below it, as a random forest does by default), so that fitting on the candidates
+    of a large catalogue (millions of pairs) costs what fitting on this many does."""
 
     def __init__(self, n_estimators: int = 300, min_samples_leaf: int = 1,
-                 random_state: int = 0, n_jobs: int = -1):
+                 random_state: int = 0, n_jobs: int = -1, max_tree_samples: int = 20_000):
         from .._extras import require
 
         require("sklearn", "products", "the trained product matcher")
-        from sklearn.ensemble import RandomForestClassifier
-
         self.params = {"n_estimators": n_estimators, "min_samples_leaf": min_samples_leaf,
                        "random_state": random_state, "n_jobs": n_jobs}
-        self._clf = RandomForestClassifier(**self.params)
+        self.max_tree_samples = max_tree_samples
+        self._clf = self._forest(0)
         self.features = FEATURES
+
+    def _forest(self, rows: int):
+        from sklearn.ensemble import RandomForestClassifier
+
+        big = rows > self.max_tree_samples
+        return RandomForestClassifier(**self.params,
+                                      max_samples=self.max_tree_samples if big else None)
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> PairModel:
         y = np.asarray(y, np.bool_)
         if y.all() or not y.any():
             raise ValueError("fitting needs both duplicate and non-duplicate pairs "
                              f"(got {int(y.sum())} duplicates among {len(y)} pairs)")
-        self._clf.fit(x, y)
+        self._clf = self._forest(len(y)).fit(x, y)
         return self
 
     def score(self, x: np.ndarray) -> np.ndarray:
@@ -411,7 +421,6 @@ class PairModel:
     def out_of_fold(self, x: np.ndarray, y: np.ndarray, folds: int = 5) -> np.ndarray:
         """Scores of the training rows from models that did not see them (for tuning a
         threshold without the optimism of in-sample scores)."""
-        from sklearn.base import clone
         from sklearn.model_selection import StratifiedKFold
 
         y = np.asarray(y, np.bool_)
@@ -420,7 +429,7 @@ class PairModel:
         if k < 2:
             return self.fit(x, y).score(x)
         for tr, te in StratifiedKFold(k, shuffle=True, random_state=0).split(x, y):
-            out[te] = clone(self._clf).fit(x[tr], y[tr]).predict_proba(x[te])[:, 1]
+            out[te] = self._forest(len(tr)).fit(x[tr], y[tr]).predict_proba(x[te])[:, 1]
         return out
 
 

@@ -188,6 +188,11 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
             + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"), "",
             summary_md,
             "## Sweep over the bandings (means)", "", sweep_md]
+    if res.skipped_bandings:
+        left_out = ", ".join(f"{b}x{r}" for b, r in sorted(res.skipped_bandings,
+                                                          key=lambda br: br[1]))
+        text += [f"Left out of the sweep (their LSH buckets held more than "
+                 f"{cfg.max_pairs:,} pairs): {left_out}.", ""]
     text += (["![PC, PQ, F1* and F1 against the fraction of comparisons](sweep.png)", "",
               "![Similarity of candidates and true duplicates](similarity.png)", ""]
              if figures else [f"({NO_FIGURES}.)", ""])

@@ -51,7 +51,8 @@ METHODS = ("seed000", "rule", "neardup")
 class StudyConfig:
     """Parameters of :func:`run_study`. The default banding (``bands x rows``) is the one the
     summary reports; the sweep covers every banding of ``num_perm`` whose candidates the
-    classifiers are run on up to ``max_fraction`` of all pairs (looser ones: PC/PQ only).
+    classifiers are run on up to ``max_fraction`` of all pairs and ``max_pairs`` pairs (looser
+    ones: PC/PQ only; bandings whose buckets hold more than ``max_pairs`` pairs: left out).
     ``link``: only pairs across sources (shops) count, as candidates and as the truth (the
     linkage of catalogues)."""
 
@@ -62,6 +63,10 @@ class StudyConfig:
     rows: int = 4
     max_df: float = 0.2
     max_fraction: float = 0.1
+    #: bandings whose LSH buckets hold more pairs than this are left out of the sweep, and the
+    #: classifiers run only on bandings with at most this many candidates (the default banding
+    #: always): on a large catalogue the loosest bandings pair nearly everything
+    max_pairs: int = 1_000_000
     units: UnitMap | None = None
     link: bool = False
 
@@ -71,6 +76,7 @@ class StudyConfig:
         check_banding(self.num_perm, self.bands, self.rows)
         check_real("max_df", self.max_df, 0.0, 1.0, lo_open=True)
         check_real("max_fraction", self.max_fraction, 0.0, 1.0, lo_open=True)
+        check_int("max_pairs", self.max_pairs, 1)
 
 
 @dataclass
@@ -89,6 +95,9 @@ class StudyResult:
     n_true_pairs: int = 0
     #: a partial truth, in words ("" for one label per offer)
     partial_truth: str = ""
+    #: bandings of the sweep left out in some bootstrap: their buckets held too many pairs
+    #: (:attr:`StudyConfig.max_pairs`)
+    skipped_bandings: set = field(default_factory=set)
 
 
 def subset(offers: Offers, rows: np.ndarray) -> Offers:
@@ -124,14 +133,15 @@ def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
     sub = truth.subset(rows)
     d = describe(part, cfg.units)
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
-    pairs = banded_candidates(sets, banding, cfg.num_perm, seed=cfg.seed + 1)
+    default = (cfg.bands, cfg.rows)
+    pairs = banded_candidates(sets, banding, cfg.num_perm, seed=cfg.seed + 1,
+                              max_pairs=cfg.max_pairs, always=default)
     if cfg.link:
         pairs = {k: (lft[m], rgt[m]) for k, (lft, rgt) in pairs.items()
                  for m in [across_sources(lft, rgt, part.shops)]}
     x = {}
-    cap = cfg.max_fraction * len(part) * (len(part) - 1) / 2
+    cap = min(cfg.max_fraction * len(part) * (len(part) - 1) / 2, cfg.max_pairs)
     # features once per distinct pair: looser bandings hold the tighter ones' pairs mostly
-    default = (cfg.bands, cfg.rows)
     wanted = [k for k, (left, _) in pairs.items() if len(left) <= cap or k == default]
     allp: dict[tuple[int, int], int] = {}
     for key in wanted:
@@ -220,6 +230,9 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
         model_tr[tr.idx[default][known]] = oof
         model_te = model.score(te.xall) if model is not None else np.zeros(len(te.xall))
         for key in banding:
+            if key not in tr.pairs or key not in te.pairs:  # too many pairs: not run
+                res.skipped_bandings.add(key)
+                continue
             tl, trr = tr.pairs[key]
             el, er = te.pairs[key]
             q = _candidate_quality(el, er, te)
