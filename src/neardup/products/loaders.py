@@ -520,41 +520,30 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
     :class:`InputError` naming the file, line and id."""
     check_choice("on_error", on_error, ON_ERROR)
     _check_sep(sep)
+    from .truth import _read_rows  # the reading every truth file shares
+
     name = os.fspath(path)
-    raw = _read_bytes(name)
-    dec = _Decoder("auto", name)
     row_of = {rid: i for i, rid in enumerate(offers.ids)}
-    is_jsonl = name.lower().removesuffix(".gz").endswith((".jsonl", ".ndjson"))
+    rows, is_jsonl, delim = _read_rows(name, sep)
     pairs: list[tuple[int, object, object]] = []
-    if is_jsonl:
-        for i, text in _lines(raw, dec):
-            if not text.strip():
-                continue
-            try:
-                rec = orjson.loads(text)
-            except orjson.JSONDecodeError as e:
-                raise InputError(f"malformed JSON: {e}", path=name, line=i,
-                                 reason="malformed_json") from e
+    for k, (line, cells) in enumerate(rows):
+        if is_jsonl:
+            rec = cells[0] if len(cells) == 1 and isinstance(cells[0], Mapping) else cells
             if isinstance(rec, Mapping) and "a" in rec and "b" in rec:
-                pairs.append((i, rec["a"], rec["b"]))
+                pairs.append((line, rec["a"], rec["b"]))
             elif isinstance(rec, list) and len(rec) == 2:
-                pairs.append((i, rec[0], rec[1]))
+                pairs.append((line, rec[0], rec[1]))
             else:
-                raise InputError('expected {"a": id, "b": id} or [id, id]', path=name, line=i,
-                                 reason="bad_pair")
-    else:
-        text = "\n".join(t for _, t in _lines(raw, dec))
-        delim = sep or _sniff_sep(text, name)
-        for k, row in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delim), 1):
-            if not row or row == [""]:
-                continue
-            if len(row) != 2:
-                raise InputError(f"expected two ids, got {len(row)} fields (read with the "
-                                 f"separator {delim!r}: give another with sep= / --sep)",
-                                 path=name, line=k, reason="bad_pair")
-            if k == 1 and row[0] not in row_of and row[1] not in row_of:
-                continue  # a header row: neither value is a known id
-            pairs.append((k, row[0], row[1]))
+                raise InputError('expected {"a": id, "b": id} or [id, id]', path=name,
+                                 line=line, reason="bad_pair")
+            continue
+        if len(cells) != 2:
+            raise InputError(f"expected two ids, got {len(cells)} fields (read with the "
+                             f"separator {delim!r}: give another with sep= / --sep)",
+                             path=name, line=line, reason="bad_pair")
+        if k == 0 and cells[0] not in row_of and cells[1] not in row_of:
+            continue  # a header row: neither value is a known id
+        pairs.append((line, cells[0], cells[1]))
     counts = {"self_pairs": 0, "repeated": 0, "unknown_id": 0}
     seen: set[tuple[int, int]] = set()
     for line, x, y in pairs:
