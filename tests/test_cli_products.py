@@ -174,3 +174,45 @@ def test_products_eval_with_a_partial_truth(tmp_path, capsys):
     rc = main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "y"),
                "--truth", str(bad)])
     assert rc == 3 and "bad.csv:2: unknown id" in capsys.readouterr().err
+
+
+def test_field_roles_from_options_and_a_columns_file(tmp_path, capsys):
+    """A catalogue with its own column names: --columns names the title, id and shop fields,
+    --brand-field and --model-field give the columns whose values the matcher reads as the
+    brand and the model number; nothing is left unread."""
+    import csv
+
+    rows = [("p1", "north", "Lumo monitor 24 inch", "Lumo", "LM24X100", "199"),
+            ("p2", "south", "24in display by Lumo", "LUMO", "LM24X100", "205"),
+            ("p3", "south", "Orbis monitor 24 inch", "Orbis", "OR24Z900", "180")]
+    f = tmp_path / "cat.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter="|")
+        w.writerow(["sku", "seller", "name", "maker", "mpn", "cost"])
+        w.writerows(rows)
+    cols = tmp_path / "columns.json"
+    cols.write_text(json.dumps({"id": "sku", "shop": "seller", "title": "name",
+                                "price": "cost"}))
+    rc = main(["products", "dedup", str(f), "--columns", str(cols), "--brand-field", "maker",
+               "--model-field", "mpn", "--link", "-o", str(tmp_path / "out"), "--json"])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["unused_fields"] == {} and s["shops"] == {"north": 1, "south": 2}
+    pairs = [json.loads(line) for line in open(tmp_path / "out" / "pairs.jsonl")]
+    assert [(p["id_a"], p["id_b"]) for p in pairs] == [("p1", "p2")]
+    ev = pairs[0]["evidence"]
+    assert ev["brands"] == ["lumo", "lumo"] and ev["shared_model_numbers"] == ["lm24x100"]
+    # the library: the roles' values under the attribute names the matcher reads
+    from neardup.products.loaders import load_offers
+
+    offers, _ = load_offers(f, id_field="sku", shop_field="seller", title_field="name",
+                            roles={"brand": "maker", "model": "mpn", "price": "cost"})
+    assert offers.attributes[0] == {"brand": "Lumo", "model number": "LM24X100", "price": "199"}
+    # a role's column that is not there, an unknown role: clear errors
+    assert main(["products", "dedup", str(f), "--columns", str(cols), "--brand-field", "make",
+                 "-o", str(tmp_path / "o2")]) == 3
+    assert "no column 'make' (brand)" in capsys.readouterr().err
+    cols.write_text(json.dumps({"colour": "c"}))
+    assert main(["products", "dedup", str(f), "--columns", str(cols), "-o",
+                 str(tmp_path / "o3")]) == 2
+    assert "unknown role 'colour'" in capsys.readouterr().err

@@ -149,18 +149,72 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-df", type=float, default=0.2, metavar="F",
                    help="title model words carried by more than this fraction of the offers "
                         "(e.g. 1080p) are left out of the LSH sets (default: 0.2)")
+    for role, what in (("brand", "the offer's brand"), ("model", "its model number"),
+                       ("price", "its price"), ("category", "its category")):
+        p.add_argument(f"--{role}-field", default=None, metavar="FIELD",
+                       help=f"the field or column that holds {what} (default: found among "
+                            "the attributes by name)" if role in ("brand", "model") else
+                            f"the field or column that holds {what}")
+    p.add_argument("--columns", default=None, metavar="FILE",
+                   help="the roles of the fields in a JSON file, such as {\"title\": "
+                        "\"name\", \"brand\": \"manufacturer\", \"model\": \"mpn\"} "
+                        "(roles: id, title, description, shop, attributes, brand, model, "
+                        "price, category); options given on the command line win")
     add_running_args(p, quiet_short=False)
+
+
+#: ``--columns`` roles read by the loader's own options (each option's default is the role's
+#: name: ``--title-field title``)
+_FIELD_ROLES = {"id": "id_field", "title": "title_field", "description": "description_field",
+                "shop": "shop_field", "attributes": "attributes_field"}
+
+
+def _roles_from_args(a: argparse.Namespace) -> dict[str, str]:
+    """The field roles of ``--columns FILE`` and the ``--ROLE-field`` options (these win): the
+    loader's options (id, title, ...) are set on ``a``; the rest are returned."""
+    import json
+
+    from ..products.loaders import ROLE_ATTRIBUTES
+
+    given = {}
+    if a.columns:
+        try:
+            with open(a.columns, encoding="utf-8") as f:
+                given = json.load(f)
+        except OSError as e:
+            raise ConfigError(f"{a.columns}: cannot read it: {e.strerror or e}") from e
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{a.columns}: not JSON: {e}") from e
+        if not isinstance(given, dict):
+            raise ConfigError(f"{a.columns}: expected an object of role -> field name")
+        for role, name in given.items():
+            if role not in _FIELD_ROLES and role not in ROLE_ATTRIBUTES:
+                raise ConfigError(f"{a.columns}: unknown role {role!r} (roles: "
+                                  f"{', '.join([*_FIELD_ROLES, *ROLE_ATTRIBUTES])})")
+            if not isinstance(name, str) or not name:
+                raise ConfigError(f"{a.columns}: the field of {role!r} must be a non-empty "
+                                  "name")
+    for role, attr in _FIELD_ROLES.items():
+        if role in given and getattr(a, attr) == role:  # the option was left at its default
+            setattr(a, attr, given[role])
+    roles = {r: given[r] for r in ROLE_ATTRIBUTES if r in given}
+    for role in ROLE_ATTRIBUTES:
+        value = getattr(a, f"{role}_field", None)
+        if value:
+            roles[role] = value
+    return roles
 
 
 def _load_offers_from_args(a: argparse.Namespace, truth_field: str | None = None):
     from ..products.loaders import load_offers
 
+    roles = _roles_from_args(a)
     return load_offers(a.inputs, format=a.input_format, id_field=a.id_field,
                        title_field=a.title_field, description_field=a.description_field,
                        shop_field=a.shop_field, attributes_field=a.attributes_field,
                        attribute_columns=a.attribute_columns, truth_field=truth_field,
                        encoding=a.encoding, on_error=a.on_error, qualify_ids=a.qualify_ids,
-                       sep=a.sep)
+                       sep=a.sep, roles=roles)
 
 
 def cmd_products_dedup(a: argparse.Namespace) -> int:

@@ -57,6 +57,25 @@ from .offers import ON_ERROR, Offers, load_tv_json
 
 FORMATS = ("auto", "json", "jsonl", "csv", "tv", "pages")
 
+#: field roles beyond id, title, description and shop -> the attribute name an offer's value
+#: is read as (names the matcher recognises: a ``brand`` attribute is the offer's brand, an
+#: attribute whose name holds ``model`` states its model number)
+ROLE_ATTRIBUTES = {"brand": "brand", "model": "model number", "price": "price",
+                   "category": "category"}
+
+
+def _check_roles(roles: Mapping[str, str] | None) -> dict[str, str]:
+    out = {}
+    for role, name in (roles or {}).items():
+        if role not in ROLE_ATTRIBUTES:
+            raise ConfigError(f"unknown field role {role!r}: expected one of "
+                              f"{', '.join(ROLE_ATTRIBUTES)}")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"the field of role {role!r} must be a non-empty name, not "
+                              f"{name!r}")
+        out[role] = name
+    return out
+
 
 def _stem(path: str) -> str:
     name = Path(path).name
@@ -174,6 +193,13 @@ class _Builder:
             desc = "" if desc is None else _value(desc, pre, path, line, a["description_field"])
             attrs = attrs_from(rec) if attrs_from is not None else self._json_attrs(
                 rec, pre, path, line)
+            for role, name in a["roles"].items():
+                # a field given a role: its value under the role's attribute name, which the
+                # matcher reads (a brand, a model number), wherever the record holds it
+                value = _flat_value(rec[name]) if name in rec else attrs.get(name)
+                attrs.pop(name, None)
+                if value:
+                    attrs[ROLE_ATTRIBUTES[role]] = value
             label = None
             if a["truth_field"] is not None:
                 label = rec.get(a["truth_field"])
@@ -208,7 +234,7 @@ class _Builder:
             return self._flat_attrs(rec)
         a = self.a
         used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
-                a["truth_field"], field}
+                a["truth_field"], field, *a["roles"].values()}
         unused = self.offers.unused_fields
         for k in rec:
             if k not in used:
@@ -258,10 +284,15 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
                 attributes_field: str = "attributes",
                 attribute_columns: Sequence[str] | None = None, truth_field: str | None = None,
                 encoding: str = "auto", on_error: str = "fail", qualify_ids: bool = False,
-                sep: str | None = None) -> tuple[Offers, list[str] | None]:
+                sep: str | None = None, roles: Mapping[str, str] | None = None
+                ) -> tuple[Offers, list[str] | None]:
     """Load offers from one file or several (module docstring). Returns the offers and the
     truth labels (one per offer; ``None`` without ``truth_field``, except for the TV format,
-    whose modelIDs are always returned)."""
+    whose modelIDs are always returned). ``roles``: fields (columns) that hold an offer's
+    ``brand``, ``model`` number, ``price`` or ``category`` (:data:`ROLE_ATTRIBUTES`), read as
+    the attribute the matcher looks for (the brand of a ``maker`` column, the model number of
+    an ``mpn`` field) wherever the record holds them: at its top level or in its attribute
+    map."""
     check_choice("on_error", on_error, ON_ERROR)
     check_choice("format", format, FORMATS)
     _check_sep(sep)
@@ -272,7 +303,8 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
     a = {"id_field": id_field, "title_field": title_field,
          "description_field": description_field, "shop_field": shop_field,
          "attributes_field": attributes_field, "truth_field": truth_field,
-         "on_error": on_error, "qualify_ids": qualify_ids, "sep": sep}
+         "on_error": on_error, "qualify_ids": qualify_ids, "sep": sep,
+         "roles": _check_roles(roles)}
     offers = Offers()
     labels: list[str | None] = []
     b = _Builder(a, offers, labels)
@@ -448,7 +480,7 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
                          f"read with the separator {sep!r}: give another with sep= / --sep)",
                          path=path, line=1, reason="no_title_column")
     used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
-            a["truth_field"]}
+            a["truth_field"], *a["roles"].values()}
     if attribute_columns is not None:
         missing = [c for c in attribute_columns if c not in header]
         if missing:
@@ -458,6 +490,10 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
     else:
         acols = [c for c in header if c not in used]
     left_out = [c for c in header if c not in used and c not in acols]
+    missing = [f"{name!r} ({role})" for role, name in a["roles"].items() if name not in header]
+    if missing:
+        raise InputError(f"no column {', '.join(missing)} (columns: {', '.join(header)})",
+                         path=path, line=1, reason="no_role_column")
     while True:
         try:
             row = next(rows)
