@@ -118,9 +118,7 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     rows = np.asarray(rows_l, np.int64)
     cols = np.asarray(cols_l, np.int64)
     df = np.bincount(cols, minlength=len(vocab))
-    is_mw = np.fromiter((TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:")) is not None
-                         for t in vocab), bool, len(vocab))
-    weight = np.log1p(n / df) * np.where(is_mw, 1.0 + model_word_boost, 1.0)
+    weight = _token_weights(list(vocab), df, n, model_word_boost)
     norm = np.sqrt(np.bincount(rows, weights=weight[cols] ** 2, minlength=n))
 
     # block purging: the rarest tokens first, until their pairs exceed the budget
@@ -190,6 +188,13 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     return left, right, np.minimum(sim, 1.0), stats
 
 
+def _token_weights(names: list[str], df: np.ndarray, n: int, boost: float) -> np.ndarray:
+    """Each token's weight: ``log(1 + n / df)``, ``1 + boost`` times more for a model word."""
+    is_mw = np.fromiter((TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:")) is not None
+                         for t in names), bool, len(names))
+    return np.log1p(n / df) * np.where(is_mw, 1.0 + boost, 1.0)
+
+
 def _best_of_each(left: np.ndarray, right: np.ndarray, sim: np.ndarray, k: int) -> np.ndarray:
     """``bool`` per pair: among the ``k`` best-weighted pairs of either of its offers (ties by
     position)."""
@@ -218,9 +223,10 @@ def title_cosine(tokens: list[set[str]], left: np.ndarray, right: np.ndarray,
     for toks in tokens:
         for t in toks:
             df[t] = df.get(t, 0) + 1
-    weight = {t: (np.log1p(n / c) * (1.0 + model_word_boost
-                                     if TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:"))
-                                     else 1.0)) ** 2 for t, c in df.items()}
+    names = list(df)
+    squared = _token_weights(names, np.fromiter(df.values(), np.int64, len(df)), n,
+                             model_word_boost) ** 2
+    weight = dict(zip(names, squared.tolist()))
     norm = [np.sqrt(sum(weight[t] for t in toks)) for toks in tokens]
     out = np.zeros(len(left))
     for k, (a, b) in enumerate(zip(np.asarray(left).tolist(), np.asarray(right).tolist())):
