@@ -60,6 +60,17 @@ def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
     assert s2["true_pairs"] == s["true_pairs"]
 
 
+def test_products_eval_with_one_bootstrap_prints_no_spread(tmp_path, capsys):
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "1",
+               "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "rep")])
+    assert rc == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "F1 " in out and "±" not in out
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "2",
+               "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "r2")])
+    assert rc == 0 and "±" in capsys.readouterr().out
+
+
 def test_products_errors_are_clear(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": 1, "title": "ok"}\n{"id": 2}\n')

@@ -337,7 +337,7 @@ def _eval_rows(s: dict) -> Rows:
             ("skipped", skipped_text(s["skipped"])),
             ("unused fields", _unused_text(s["unused_fields"]))]
     for r in s["summary"]:
-        f1 = f"{r['f1']:.3f}" + (f" ± {r['f1_sd']:.3f}" if s.get("bootstraps", 2) > 1 else "")
+        f1 = f"{r['f1']:.3f}" + (f" ± {r['f1_sd']:.3f}" if r.get("bootstraps", 1) > 1 else "")
         rows.append((r["method"], f"F1 {f1}  (P "
                      f"{r['precision']:.3f}, R {r['recall']:.3f}; PC {r['pc']:.3f} at "
                      f"fraction {r['fraction']:.4f})"))
