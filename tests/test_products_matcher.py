@@ -17,6 +17,7 @@ from neardup.products.matcher import (
     one_per_shop,
     pair_features,
     rule_score,
+    same_brands,
     shops_listing_once,
     unsupervised_score,
 )
@@ -184,3 +185,50 @@ def test_study_leaves_out_bandings_over_its_pair_bound(catalogue):
     ran = {(r["bands"], r["rows"]) for r in res.runs}
     assert (8, 3) in ran and not (ran & res.skipped_bandings)
     assert [r["method"] for r in res.summary] == ["seed000", "rule", "neardup"]
+
+
+def test_a_shared_model_number_turns_a_brand_or_size_conflict_into_a_penalty():
+    x = np.zeros((4, len(FEATURES)))
+    x[:, FEATURES.index("brand")] = [-1, -1, 1, 1]
+    x[:, FEATURES.index("size")] = [0, 0, -1, -1]
+    x[:, FEATURES.index("id_share")] = [1, 0, 1, 0]
+    x[:, FEATURES.index("title_jac")] = 0.5
+    s = rule_score(x)
+    # brand conflict, shared model number: 0.6 + 0.2 * 0.5 - 0.1 (brand) - 0.2 (penalty)
+    assert s[0] == pytest.approx(0.6 + 0.1 - 0.1 - 0.2)
+    assert s[1] == 0.0 and s[3] == 0.0  # a conflict without a shared model number
+    assert s[2] == pytest.approx(0.6 + 0.1 + 0.1 - 0.1 - 0.2)  # same brand, size conflict
+    # the title cosine is not vetoed by a brand conflict when a model number is shared
+    got = unsupervised_score(x, np.full(4, 0.95))
+    assert got.tolist() == [0.95, 0.0, 0.95, 0.95]
+
+
+def test_same_brands_learns_aliases_from_prefixes_and_shared_model_numbers():
+    brands = ["hp", "hewlett", "hewlettpackard", "hp", "dell", "dell", "fuji", "fujifilm",
+              "acme", "zeta", "acme", "zeta", "", "hp", "dell"]
+    ids = [{"z22i", "d7q14a"}, {"z22i"}, {"d7q14a"}, set(), {"u2412m", "p2419h"},
+           set(), set(), set(), {"ab100x"}, {"ab100x"}, set(), set(), {"z22i"}, {"p2419h"},
+           {"u2412m"}]
+    got = same_brands(brands, ids)
+    # hewlett begins hewlettpackard; hp shares two model numbers (z22i, d7q14a) with them
+    assert got[0] == got[1] == got[2] == got[3] == got[13] == "hp"
+    assert got[6] == got[7]  # fuji begins fujifilm
+    # hp and dell share p2419h only: one model number is not enough
+    assert got[4] == got[5] == got[14] == "dell" != got[0]
+    assert got[8] == got[10] == "acme" and got[9] == got[11] == "zeta"  # one shared id
+    assert got[12] == ""
+    # a model number that offers of four brands state is too generic to join them
+    many = same_brands(["a1", "b1", "c1", "d1"] * 2, [{"x100"}, {"x100"}, {"x100"}, {"x100"},
+                                                     {"y200"}, {"y200"}, {"y200"}, {"y200"}])
+    assert len(set(many)) == 4
+
+
+def test_brand_words_skip_stop_words_and_words_without_letters():
+    o = _offers([
+        ("s1", "Get the Nikon D3200 kit", {}),
+        ("s2", "Nikon D3200 body", {"Brand": ": Nikon"}),
+        ("s3", "The Acme A100 camera", {"Manufacturer": "The Acme Company"}),
+        ("s4", "1080p 40in Vistar TV", {}),
+    ])
+    d = describe(o)
+    assert d.brands == ["nikon", "nikon", "acme", "vistar"]

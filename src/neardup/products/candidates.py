@@ -174,40 +174,63 @@ def sweep(sets: Shingles, labels: Sequence[str], num_perm: int = 120, seed: int 
 BRAND_ATTRIBUTES = ("brand", "manufacturer", "make")
 
 
+def _brand_word(text: str, units: UnitMap | None, look: int | None = None,
+                vocab: frozenset[str] | None = None) -> str:
+    """The brand word of a brand value or, with ``vocab``, of a title: among its first ``look``
+    cleaned tokens (all by default), the first that holds a letter and is not an English stop
+    word ("The Nikon ...", ": Dell"); for a title, the first in ``vocab``, else the first of
+    letters only. ``""`` when there is none."""
+    toks = clean_text(text, units).split(" ")[:look]
+    words = [t for t in toks if t and t not in _stop_words() and any(c.isalpha() for c in t)]
+    if vocab is not None:
+        hit = next((t for t in words if t in vocab), None)
+        if hit is not None:
+            return hit
+        # a title's word with digits (1080p, 40in, a model number) is not taken for a brand
+        words = [t for t in words if t.isalpha()]
+    return words[0] if words else ""
+
+
+def _stop_words() -> frozenset[str]:
+    from ..text.normalize import stopwords  # cached there
+
+    return stopwords()
+
+
 def learn_brands(offers: Offers, attribute_names: Sequence[str] = BRAND_ATTRIBUTES,
                  units: UnitMap | None = None) -> frozenset[str]:
-    """Brand vocabulary learned from the data: the cleaned values of the attributes named like
-    ``attribute_names`` (case-insensitive), single tokens only."""
+    """Brand vocabulary learned from the data: the brand words (:func:`_brand_word`) of the
+    values of the attributes named like ``attribute_names`` (case-insensitive)."""
     wanted = {a.lower() for a in attribute_names}
     vocab = set()
     for attrs in offers.attributes:
         for k, v in attrs.items():
             if k.strip().lower() in wanted:
-                toks = clean_text(v, units).split(" ")
-                if toks and toks[0]:
-                    vocab.add(toks[0])
+                word = _brand_word(v, units)
+                if word:
+                    vocab.add(word)
     return frozenset(vocab)
 
 
 def offer_brands(offers: Offers, vocab: frozenset[str], units: UnitMap | None = None,
                  look: int = 4, attribute_names: Sequence[str] = BRAND_ATTRIBUTES
                  ) -> list[str]:
-    """Each offer's brand: the one it states (the first token of an attribute named like
+    """Each offer's brand: the one it states (the brand word of an attribute named like
     ``attribute_names``, case-insensitive: a brand column), else the first of its first
-    ``look`` title tokens in ``vocab``, else its first title token (shops put the brand first;
-    the vocabulary catches "TV Samsung ...")."""
+    ``look`` title words in ``vocab``, else its first title word (shops put the brand first;
+    the vocabulary catches "TV Samsung ..."). Brand words hold a letter and are not stop
+    words (:func:`_brand_word`); ``""`` when an offer has none."""
     wanted = {a.lower() for a in attribute_names}
     out = []
     for title, attrs in zip(offers.titles, offers.attributes):
-        stated = next((v for k, v in attrs.items() if k.strip().lower() in wanted
-                       and v.strip()), None)
-        if stated is not None:
-            toks = clean_text(stated, units).split(" ")
-            if toks[0]:
-                out.append(toks[0])
-                continue
-        toks = clean_text(title, units).split(" ")
-        out.append(next((t for t in toks[:look] if t in vocab), toks[0]))
+        stated = ""
+        for k, v in attrs.items():
+            if k.strip().lower() in wanted:
+                stated = _brand_word(v, units)
+                if stated:
+                    break
+        out.append(stated or _brand_word(title, units, look, vocab) or
+                   _brand_word(title, units, None, vocab))
     return out
 
 

@@ -157,7 +157,7 @@ def describe(offers: Offers, units: UnitMap | None = None,
                 found |= model_ids(set(title_model_words(v, units)))
         ids.append(found)
     vocab = learn_brands(offers, units=units) if brand_vocab is None else brand_vocab
-    brands = offer_brands(offers, vocab, units)
+    brands = same_brands(offer_brands(offers, vocab, units), ids)
     measures = [_measures(w) for w in words]
     unit = main_unit(offers, units, words)
     freq = Counter(u for m in measures for u in m)
@@ -195,6 +195,67 @@ def describe(offers: Offers, units: UnitMap | None = None,
                              [sum(token_idf[t] for t in s) for s in tokens],
                              [sum(value_idf[t] for t in s) for s in values],
                              [{w for w in t if len(w) > 1} | k for t, k in zip(tokens, kv)])
+
+
+#: :func:`same_brands`: brand words of at least this many characters stand for the longer
+#: brand words they begin (``fuji`` for ``fujifilm``, ``hewlett`` for ``hewlettpackard``)
+BRAND_PREFIX = 3
+#: :func:`same_brands`: two brand words are one brand when offers of each state this many
+#: distinct model numbers in common
+BRAND_SHARED_IDS = 2
+#: :func:`same_brands`: model numbers that offers of more brands than this state are too
+#: generic to tell brands apart or bring them together
+BRAND_ID_SPREAD = 3
+
+
+def same_brands(brands: Sequence[str], ids: Sequence[set[str]]) -> list[str]:
+    """Each offer's brand word replaced by one name for all the words that, as the data shows,
+    name one brand: a word and the longer words it begins (``fuji``, ``fujifilm``; at least
+    :data:`BRAND_PREFIX` characters), and words whose offers state :data:`BRAND_SHARED_IDS` or
+    more model numbers in common (``hp`` and ``hewlett``, a maker and its former name, a shop
+    that puts its own name in the brand field). The name is the most common word of the group.
+    Nothing is looked up in a list: what is one brand is learned from these offers."""
+    words = sorted({b for b in brands if b})
+    parent = {w: w for w in words}
+
+    def find(w: str) -> str:
+        while parent[w] != w:
+            parent[w] = parent[parent[w]]
+            w = parent[w]
+        return w
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    for i, w in enumerate(words):  # sorted: the words that begin with w follow it
+        if len(w) < BRAND_PREFIX:
+            continue
+        for v in words[i + 1:]:
+            if not v.startswith(w):
+                break
+            union(w, v)
+    by_id: dict[str, set[str]] = {}  # model number -> the brands (so far) that state it
+    for b, found in zip(brands, ids):
+        if b:
+            for m in found:
+                by_id.setdefault(m, set()).add(find(b))
+    shared: Counter[tuple[str, str]] = Counter()
+    for group in by_id.values():
+        if 1 < len(group) <= BRAND_ID_SPREAD:
+            g = sorted(group)
+            for i, a in enumerate(g):
+                for b in g[i + 1:]:
+                    shared[a, b] += 1
+    for (a, b), c in shared.items():
+        if c >= BRAND_SHARED_IDS:
+            union(a, b)
+    counts = Counter(b for b in brands if b)
+    name: dict[str, str] = {}
+    for w in sorted(words, key=lambda w: (-counts[w], w)):
+        name.setdefault(find(w), w)
+    return [name[find(b)] if b else "" for b in brands]
 
 
 def _jac(a: set, b: set) -> float:
@@ -365,14 +426,24 @@ RULE_WEIGHTS = {"id_share": 0.6, "id_prefix": 0.3, "id_conflict": -0.6, "brand":
 RULE_THRESHOLD = 0.45
 
 
+#: :func:`rule_score`: what a brand or size conflict costs a pair that shares a model number
+#: (without one, a conflict scores 0)
+RULE_CONFLICT_PENALTY = 0.2
+
+
 def rule_score(x: np.ndarray) -> np.ndarray:
     """A training-free score of feature rows: a weighted sum (:data:`RULE_WEIGHTS`), clipped to
-    [0, 1]; brand or size conflicts score 0."""
+    [0, 1]. A brand or size conflict scores 0, unless the two titles share a model number:
+    then it costs :data:`RULE_CONFLICT_PENALTY` (a shop's brand field may name a maker's
+    other name, or a reseller; a title may state a size another way)."""
     col = {f: i for i, f in enumerate(FEATURES)}
     s = np.zeros(len(x))
     for f, w in RULE_WEIGHTS.items():
         s += w * (np.maximum(x[:, col[f]], 0) if f == "num_idf" else x[:, col[f]])
-    s[(x[:, col["brand"]] < 0) | (x[:, col["size"]] < 0)] = 0.0
+    conflict = (x[:, col["brand"]] < 0) | (x[:, col["size"]] < 0)
+    share = x[:, col["id_share"]] > 0
+    s[conflict & share] -= RULE_CONFLICT_PENALTY
+    s[conflict & ~share] = 0.0
     return np.clip(s, 0.0, 1.0)
 
 
@@ -490,11 +561,12 @@ def unsupervised_score(x: np.ndarray, cosine: np.ndarray,
     numbers, brand, sizes, attribute numbers) and the title cosine
     (:func:`.blocking.title_cosine`: shared rare words and model words). The cosine counts 0
     where the evidence speaks against a pair: the titles state conflicting model numbers, the
-    brands differ, or (``within_clean_shop``, ``bool`` per pair) both offers come from one shop
+    brands differ (and no model number is shared), or (``within_clean_shop``, ``bool`` per pair) both offers come from one shop
     that lists each product once (:func:`shops_listing_once`). The rule finds duplicates whose
     titles differ but whose specifications agree; the cosine those whose titles agree where a
     rounded size or sparse attributes made the rule give up."""
-    against = (x[:, FEATURES.index("id_conflict")] > 0) | (x[:, FEATURES.index("brand")] < 0)
+    against = (x[:, FEATURES.index("id_conflict")] > 0) | (
+        (x[:, FEATURES.index("brand")] < 0) & (x[:, FEATURES.index("id_share")] <= 0))
     if within_clean_shop is not None:
         against |= np.asarray(within_clean_shop, bool)
     return np.maximum(rule_score(x), np.where(against, 0.0, np.asarray(cosine, np.float64)))
