@@ -59,6 +59,9 @@ def test_model_ids_are_model_numbers_not_measurements():
     assert model_ids(words) == {"un46es6580"}
     assert model_ids(["lc60le650u", "32lk330", "e320vl", "3d", "4k", "x1"]) == {
         "lc60le650u", "32lk330", "e320vl"}
+    # dimensions (a resolution, a box) and a number with an undecoded quote sign are not
+    assert model_ids(["1920x1080", "2560x1440", "60x40x12", "17\u00e2\u0080\u009d", "d7q14a4"]
+                     ) == {"d7q14a4"}
 
 
 def test_value_model_words():

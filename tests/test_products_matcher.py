@@ -232,3 +232,47 @@ def test_brand_words_skip_stop_words_and_words_without_letters():
     ])
     d = describe(o)
     assert d.brands == ["nikon", "nikon", "acme", "vistar"]
+
+
+def test_offer_clusters_resist_chaining_through_two_listings_of_one_shop():
+    # offers: 0 a, 1 b, 2 c, 3 a, 4 m (a marketplace that lists products more than once)
+    shops = ["a", "b", "c", "a", "m", "m"]
+    left, right = np.array([0, 1, 2, 0, 4]), np.array([1, 2, 3, 4, 5])
+    scores = np.array([0.9, 0.6, 0.8, 0.7, 0.5])
+    # components chain everything into one cluster
+    assert len(set(offer_clusters(6, left, right).tolist())) == 1
+    got = offer_clusters(6, left, right, scores, shops, once={"a", "b", "c"})
+    # best first: 0-1, 2-3, 0-4, then 1-2 would put both listings of shop a (0 and 3) in one
+    # cluster and joins nothing; 4-5 joins (m lists products more than once)
+    assert got.tolist() == [0, 0, 1, 1, 0, 0]
+    # every shop listing once: 4-5 (two listings of m) joins nothing either
+    assert offer_clusters(6, left, right, scores, shops).tolist() == [0, 0, 1, 1, 0, 2]
+
+
+def test_offer_clusters_keep_offers_of_different_model_numbers_apart():
+    shops = ["a", "b", "c", "d"]
+    ids = [{"ab100x"}, set(), {"cd200z"}, {"ab100x"}]
+    left, right = np.array([0, 1, 0]), np.array([1, 2, 3])
+    scores = np.array([0.9, 0.8, 0.7])
+    # 1 (no model number) joins 0; 1-2 would join ab100x and cd200z; 0-3 share ab100x
+    got = offer_clusters(4, left, right, scores, shops, ids=ids)
+    assert got.tolist() == [0, 0, 1, 0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_constrained_clusters_never_hold_two_listings_of_a_clean_shop(seed):
+    rng = np.random.default_rng(seed)
+    n = 30
+    shops = [str(s) for s in rng.integers(0, 5, n)]
+    m = 60
+    left, right = rng.integers(0, n, m), rng.integers(0, n, m)
+    ok = left != right
+    left, right = left[ok], right[ok]
+    scores = rng.random(len(left))
+    got = offer_clusters(n, left, right, scores, shops, once={"0", "1", "2"})
+    comp = offer_clusters(n, left, right)
+    for c in set(got.tolist()):
+        members = np.flatnonzero(got == c)
+        clean = [shops[i] for i in members if shops[i] in {"0", "1", "2"}]
+        assert len(clean) == len(set(clean))
+        assert len(set(comp[members].tolist())) == 1  # a cluster lies within one component

@@ -165,7 +165,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
                                 "title_a": offers.titles[a], "title_b": offers.titles[b],
                                 "score": round(float(ps[k]), 4),
                                 "evidence": evidence(d, offers, a, b)}) + "\n")
-    labels = offer_clusters(len(offers), pl, pr)
+    labels = offer_clusters(len(offers), pl, pr, ps, offers.shops, once)
     sizes = np.bincount(labels)
     in_cluster = sizes[labels] >= 2
     with open(out / "clusters.csv", "w", newline="") as f:

@@ -594,13 +594,71 @@ def unique_mapping(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
     return keep
 
 
-def offer_clusters(n: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Cluster label (``int64[n]``, numbered by first member) of each offer: connected
-    components of the duplicate pairs."""
+def offer_clusters(n: int, left: np.ndarray, right: np.ndarray,
+                   scores: np.ndarray | None = None, shops: Sequence[str] | None = None,
+                   once: set[str] | None = None, ids: Sequence[set[str]] | None = None
+                   ) -> np.ndarray:
+    """Cluster label (``int64[n]``, numbered by first member) of each offer.
+
+    Without ``scores``: connected components of the duplicate pairs. With ``scores`` and
+    ``shops``: clusters that resist chaining. The pairs are taken best score first, and two
+    clusters merge only if they hold no two offers of one shop that lists each product once
+    (``once``, :func:`shops_listing_once`; default: every shop): a cluster is one product, and
+    such a shop lists it once. A pair whose merge would break that (a chain of weaker pairs
+    through two listings of one shop) joins nothing; it stays in the pairs output."""
     from ..cluster import connected_components, labels_from_reps, preference_rank
 
-    rep = connected_components(n, np.asarray(left, np.int64), np.asarray(right, np.int64),
-                               preference_rank(n))
+    left = np.asarray(left, np.int64)
+    right = np.asarray(right, np.int64)
+    if scores is None or shops is None:
+        rep = connected_components(n, left, right, preference_rank(n))
+        return labels_from_reps(rep)
+    parent = list(range(n))
+    members: dict[int, set[str]] = {}  # root -> the clean shops its cluster holds
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def clean(i: int) -> set[str]:
+        got = members.get(i)
+        if got is None:
+            got = members[i] = {shops[i]} if once is None or shops[i] in once else set()
+        return got
+
+    # root -> how many of its offers state each model number
+    numbers: dict[int, Counter[str]] = {}
+
+    def nums(i: int) -> Counter[str]:
+        got = numbers.get(i)
+        if got is None:
+            got = numbers[i] = Counter(ids[i]) if ids is not None else Counter()
+        return got
+
+    def main_number(c: Counter[str]) -> str:
+        return max(c.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+    order = np.lexsort((np.arange(len(left)), -np.asarray(scores, np.float64)))
+    for k in order.tolist():
+        a, b = find(int(left[k])), find(int(right[k]))
+        if a == b:
+            continue
+        sa, sb = clean(a), clean(b)
+        if not sa.isdisjoint(sb):
+            continue
+        na, nb = nums(a), nums(b)
+        if na and nb and main_number(na) not in nb and main_number(nb) not in na:
+            continue
+        if len(sa) + len(na) < len(sb) + len(nb):
+            a, b, sa, sb, na, nb = b, a, sb, sa, nb, na
+        parent[b] = a
+        sa |= sb
+        na.update(nb)
+        members.pop(b, None)
+        numbers.pop(b, None)
+    rep = np.fromiter((find(i) for i in range(n)), np.int64, n)
     return labels_from_reps(rep)
 
 

@@ -144,11 +144,16 @@ def value_model_words(value: str, units: UnitMap | None = None) -> list[str]:
 _MEASURE = re.compile(r"[\d.]+[a-z]{1,6}")
 
 
+#: dimensions such as a resolution (``1920x1080``) or a size (``60x40x12``)
+_DIMENSIONS = re.compile(r"[\d.]+(?:x[\d.]+){1,2}")
+
+
 def model_ids(words: list[str] | set[str], min_len: int = 5, min_digits: int = 2) -> set[str]:
-    """The model words that look like model numbers: at least ``min_len`` characters, a letter
-    and ``min_digits`` digits, and not a measurement (a number followed by a unit-like suffix,
-    such as ``1080p``, ``46inch``, ``120hz``). ``["un46es6580", "1080p", "46inch"]`` ->
-    ``{"un46es6580"}``."""
+    """The model words that look like model numbers: at least ``min_len`` characters, a Latin
+    letter and ``min_digits`` digits, and not a measurement (a number followed by a unit-like
+    suffix, such as ``1080p``, ``46inch``, ``120hz``) or dimensions (``1920x1080``).
+    ``["un46es6580", "1080p", "46inch", "1920x1080"]`` -> ``{"un46es6580"}``."""
     return {w for w in words
-            if len(w) >= min_len and any(c.isalpha() for c in w)
-            and sum(c.isdigit() for c in w) >= min_digits and not _MEASURE.fullmatch(w)}
+            if len(w) >= min_len and any("a" <= c <= "z" for c in w)
+            and sum(c.isdigit() for c in w) >= min_digits and not _MEASURE.fullmatch(w)
+            and not _DIMENSIONS.fullmatch(w)}
