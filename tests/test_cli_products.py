@@ -152,6 +152,7 @@ def test_products_dedup_scored_against_a_partial_truth(tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())  # the table wraps its cells
     assert "labelled pairs:" in out and "known matching pairs across shops" in out
     assert "PC " in out and "per labelled offer" in out
+    assert "of the pairs the clusters imply" in out
     s = json.loads((tmp_path / "l" / "summary.json").read_text())
     assert s["quality"]["truth"]["negatives"] == "listed"
     assert s["quality"]["pairs"]["within_one_source_left_out"] == 0

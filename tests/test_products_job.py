@@ -184,3 +184,31 @@ def test_token_blocking_is_the_default_and_keeps_its_budget(catalogue, tmp_path)
                                "max_df": 0.2}
     with pytest.raises(ConfigError, match="blocking"):
         dedup_offers(offers, tmp_path / "x", blocking="words")
+
+
+def test_dedup_scores_the_pairs_its_clusters_imply(catalogue, tmp_path):
+    """The quality block's ``clusters``: every two offers of one cluster in clusters.csv,
+    scored against the truth by brute force here."""
+    import csv
+    from itertools import combinations
+
+    from neardup.products.truth import Truth
+
+    offers, labels = catalogue
+    s = dedup_offers(offers, tmp_path, link=True, truth=Truth.from_labels(labels))
+    row = {x: i for i, x in enumerate(offers.ids)}
+    groups: dict[str, list[int]] = {}
+    with open(tmp_path / "clusters.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            groups.setdefault(r["cluster"], []).append(row[r["id"]])
+    tp = fp = 0
+    for members in groups.values():
+        for a, b in combinations(members, 2):
+            if offers.shops[a] != offers.shops[b]:
+                tp += labels[a] == labels[b]
+                fp += labels[a] != labels[b]
+    positives = sum(labels[a] == labels[b] and offers.shops[a] != offers.shops[b]
+                    for a, b in combinations(range(len(offers)), 2))
+    c = s["quality"]["clusters"]
+    assert (c["tp"], c["fp"], c["positives"]) == (tp, fp, positives)
+    assert c["precision"] == pytest.approx(tp / (tp + fp))

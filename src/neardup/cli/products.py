@@ -326,7 +326,17 @@ def _quality_rows(q: dict) -> Rows:
                      f"{b['known_candidates']:,} known); candidate pairs per offer "
                      f"{_num(b['per_offer'], 1)}, per labelled offer "
                      f"{_num(b['per_labelled_offer'], 1)}"),
-    ]
+    ] + _cluster_rows(q.get("clusters"))
+
+
+def _cluster_rows(c: dict | None) -> Rows:
+    if c is None:
+        return []
+    if "not_scored" in c:
+        return [("clusters", f"not scored: {c['not_scored']}")]
+    return [("clusters", f"F1 {_num(c['f1'])}  (P {_num(c['precision'])}, R "
+                         f"{_num(c['recall'])} of the pairs the clusters imply, "
+                         f"{c['predicted']:,} pairs)")]
 
 
 def _eval_rows(s: dict) -> Rows:

@@ -155,7 +155,8 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         keep[picked] = unique_mapping(left[picked], right[picked], scores[picked],
                                       offers.shops)
     pl, pr, ps = left[keep], right[keep], scores[keep]
-    quality = _quality(pl, pr, truth, offers, link, candidate_quality)
+    labels = offer_clusters(len(offers), pl, pr, ps, offers.shops, once, d.ids)
+    quality = _quality(pl, pr, truth, offers, link, candidate_quality, labels)
     order = np.argsort(-ps, kind="stable")
     with open(out / "pairs.jsonl", "w") as f:
         for k in order.tolist():
@@ -165,7 +166,6 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
                                 "title_a": offers.titles[a], "title_b": offers.titles[b],
                                 "score": round(float(ps[k]), 4),
                                 "evidence": evidence(d, offers, a, b)}) + "\n")
-    labels = offer_clusters(len(offers), pl, pr, ps, offers.shops, once)
     sizes = np.bincount(labels)
     in_cluster = sizes[labels] >= 2
     with open(out / "clusters.csv", "w", newline="") as f:
@@ -215,17 +215,48 @@ def _blocking(left: np.ndarray, right: np.ndarray, truth: Truth | None, offers: 
                                    cross_source=link)
 
 
+#: :func:`_quality`: clusters whose pairs number more than this are not scored
+MAX_CLUSTER_PAIRS = 5_000_000
+
+
 def _quality(pl: np.ndarray, pr: np.ndarray, truth: Truth | None, offers: Offers, link: bool,
-             blocking: dict | None) -> dict | None:
+             blocking: dict | None, labels: np.ndarray | None = None) -> dict | None:
     """The summary's ``quality`` block: the kept pairs scored on known pairs only (across
-    shops only with ``link``), the candidates' blocking quality, and the truth's counts."""
+    shops only with ``link``), the pairs the clusters imply (every two offers of one cluster)
+    scored the same way, the candidates' blocking quality, and the truth's counts."""
     if truth is None:
         return None
     from .truth import score_pairs
 
     pairs = score_pairs(pl, pr, truth, sources=offers.shops, cross_source=link)
-    return {"pairs": pairs, "blocking": blocking, "truth": truth.summary(),
-            "scope": "pairs across shops" if link else "all pairs"}
+    out = {"pairs": pairs, "blocking": blocking, "truth": truth.summary(),
+           "scope": "pairs across shops" if link else "all pairs"}
+    if labels is not None:
+        cl, cr = _cluster_pairs(labels)
+        out["clusters"] = (score_pairs(cl, cr, truth, sources=offers.shops, cross_source=link)
+                           if cl is not None else
+                           {"not_scored": f"the clusters imply more than "
+                                          f"{MAX_CLUSTER_PAIRS:,} pairs"})
+    return out
+
+
+def _cluster_pairs(labels: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Every pair of offers within one cluster (``None, None`` above
+    :data:`MAX_CLUSTER_PAIRS`)."""
+    sizes = np.bincount(labels)
+    if int((sizes * (sizes - 1) // 2).sum()) > MAX_CLUSTER_PAIRS:
+        return None, None
+    order = np.argsort(labels, kind="stable")
+    starts = np.r_[0, np.cumsum(sizes)]
+    left, right = [], []
+    for c in np.flatnonzero(sizes >= 2).tolist():
+        members = order[starts[c]:starts[c + 1]]
+        i, j = np.triu_indices(len(members), 1)
+        left.append(members[i])
+        right.append(members[j])
+    if not left:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(left), np.concatenate(right)
 
 
 def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.PathLike,
