@@ -276,3 +276,25 @@ def test_constrained_clusters_never_hold_two_listings_of_a_clean_shop(seed):
         clean = [shops[i] for i in members if shops[i] in {"0", "1", "2"}]
         assert len(clean) == len(set(clean))
         assert len(set(comp[members].tolist())) == 1  # a cluster lies within one component
+
+
+def test_title_cosine_character_grams_and_price_features():
+    from neardup.products.blocking import offer_tokens, title_cosine
+
+    o = _offers([
+        ("s1", "Lumo LM-46X210 46in TV", {"Price": "$1,299.99"}),
+        ("s2", "Lumo LM46X210 46 inch television", {"list price": "1299"}),
+        ("s3", "Vistar VS40A100 40in TV", {}),
+    ])
+    d = describe(o)
+    left, right = np.array([0, 0, 1]), np.array([1, 2, 2])
+    x = pair_features(d, left, right)
+    f = {name: x[:, i].tolist() for i, name in enumerate(FEATURES)}
+    assert f["title_cos"] == pytest.approx(title_cosine(offer_tokens(o), left, right).tolist())
+    # the cleaned titles ("lumo lm46x210 46in tv", ...), words run together
+    g = ["lumolm46x21046intv", "lumolm46x21046inchtelevision", "vistarvs40a10040intv"]
+    grams = [{t[i:i + 3] for i in range(len(t) - 2)} for t in g]
+    want = [len(grams[a] & grams[b]) / len(grams[a] | grams[b]) for a, b in [(0, 1), (0, 2),
+                                                                             (1, 2)]]
+    assert f["char_jac"] == pytest.approx(want)
+    assert f["price_ratio"] == pytest.approx([1299 / 1299.99, -1.0, -1.0])

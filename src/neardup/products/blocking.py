@@ -40,7 +40,8 @@ from ..validate import check_int, check_real
 from .modelwords import TITLE_MODEL_WORD, UnitMap, clean_text
 from .offers import Offers
 
-__all__ = ["BlockingStats", "offer_tokens", "title_cosine", "token_blocking"]
+__all__ = ["BlockingStats", "offer_tokens", "squared_token_weights", "title_cosine",
+           "token_blocking"]
 
 #: pairs generated per block at once (bounds the memory of the pair enumeration)
 _CHUNK_PAIRS = 2_000_000
@@ -211,12 +212,10 @@ def _best_of_each(left: np.ndarray, right: np.ndarray, sim: np.ndarray, k: int) 
     return out
 
 
-def title_cosine(tokens: list[set[str]], left: np.ndarray, right: np.ndarray,
-                 model_word_boost: float = 3.0) -> np.ndarray:
-    """``float64[m]``: for each pair ``(left[k], right[k])`` the cosine of the two offers'
-    token weights over all the tokens they share (weights as in :func:`token_blocking`,
-    document frequencies over ``tokens``, no token purged): 1 for offers with the same tokens,
-    0 for offers with none in common."""
+def squared_token_weights(tokens: list[set[str]], model_word_boost: float = 3.0
+                          ) -> dict[str, float]:
+    """Each token's squared weight (as in :func:`token_blocking`), document frequencies over
+    ``tokens``."""
     check_real("model_word_boost", model_word_boost, 0.0, None)
     n = len(tokens)
     df: dict[str, int] = {}
@@ -226,7 +225,16 @@ def title_cosine(tokens: list[set[str]], left: np.ndarray, right: np.ndarray,
     names = list(df)
     squared = _token_weights(names, np.fromiter(df.values(), np.int64, len(df)), n,
                              model_word_boost) ** 2
-    weight = dict(zip(names, squared.tolist()))
+    return dict(zip(names, squared.tolist()))
+
+
+def title_cosine(tokens: list[set[str]], left: np.ndarray, right: np.ndarray,
+                 model_word_boost: float = 3.0) -> np.ndarray:
+    """``float64[m]``: for each pair ``(left[k], right[k])`` the cosine of the two offers'
+    token weights over all the tokens they share (weights as in :func:`token_blocking`,
+    document frequencies over ``tokens``, no token purged): 1 for offers with the same tokens,
+    0 for offers with none in common."""
+    weight = squared_token_weights(tokens, model_word_boost)
     norm = [np.sqrt(sum(weight[t] for t in toks)) for toks in tokens]
     out = np.zeros(len(left))
     for k, (a, b) in enumerate(zip(np.asarray(left).tolist(), np.asarray(right).tolist())):

@@ -29,7 +29,7 @@ from ..config import check_banding
 from ..errors import InputError, OutputError
 from ..io import prepare_outdir
 from ..validate import check_choice, check_int, check_real
-from .blocking import offer_tokens, title_cosine, token_blocking
+from .blocking import token_blocking
 from .candidates import across_sources, lsh_candidates, model_word_sets
 from .matcher import (
     FEATURES,
@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # the study (and its report) load for evaluate_offers, not fo
 BLOCKINGS = ("tokens", "lsh")
 
 MODEL_FORMAT = "neardup-offer-pair-model"
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 
 
 def save_model(model: PairModel, threshold: float, path: str | os.PathLike) -> None:
@@ -127,7 +127,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     d = describe(offers, units)
     within = 0
     block_stats = None
-    tokens = offer_tokens(offers, units)
+    tokens = d.block_tokens  # the blocking tokens of each offer (offer_tokens)
     if blocking == "tokens":
         left, right, _, block_stats = token_blocking(offers, per_offer=per_offer, link=link,
                                                      units=units, tokens=tokens)
@@ -146,7 +146,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     else:
         shop = np.asarray(offers.shops, dtype=object)
         clean = np.fromiter((s in once for s in shop[left]), bool, len(left))
-        raw = unsupervised_score(x, title_cosine(tokens, left, right),
+        raw = unsupervised_score(x, x[:, FEATURES.index("title_cos")],
                                  (shop[left] == shop[right]) & clean)
     scores = one_per_shop(left, right, raw, d, x, once)
     keep = (scores >= thr) & (scores > 0)

@@ -31,6 +31,12 @@ can check:
 ``title_idf``   IDF-weighted Jaccard of the title words
 ``value_idf``   IDF-weighted Jaccard of the attribute values
 ``desc_jac``    Jaccard of the description words (0 when either offer has none)
+``title_cos``   cosine of the two titles' IDF-weighted words and model-word prefixes
+                (:func:`.blocking.title_cosine`: model words count 4 times more)
+``char_jac``    Jaccard of the character 3-grams of the cleaned titles (spelling variants,
+                ``LM-46X210`` and ``LM46X210``, words run together)
+``price_ratio`` the lower price over the higher (an attribute whose name holds ``price``, or
+                the ``--price-field`` column); -1 when either offer states none
 ==============  ============================================================================
 
 Nothing here knows about televisions: units, brands and the main unit come from the data or
@@ -53,6 +59,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .blocking import offer_tokens, squared_token_weights
 from .candidates import learn_brands, main_unit, offer_brands
 from .modelwords import UnitMap, clean_text, model_ids, title_model_words
 from .offers import Offers
@@ -60,7 +67,7 @@ from .offers import Offers
 FEATURES = ("id_share", "id_prefix", "id_conflict", "id_one", "brand", "size", "unit1", "unit2",
             "unit3", "units_agree", "units_conflict", "same_shop", "title_jac", "mw_jac",
             "num_match", "num_rare", "num_idf", "value_jac", "seed_jac", "title_idf",
-            "value_idf", "desc_jac")
+            "value_idf", "desc_jac", "title_cos", "char_jac", "price_ratio")
 
 _MEASURE = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")
 _FRACTION = re.compile(r"(\d+)[- ](\d+)/(\d+)")
@@ -135,6 +142,11 @@ class OfferDescriptions:
     token_weight: list[float]
     value_weight: list[float]
     seed_sets: list[set[str]]
+    block_tokens: list[set[str]]
+    block_weight: dict[str, float]  # token -> squared weight
+    block_norm: list[float]
+    grams: list[set[str]]
+    prices: list[float]
 
     def __len__(self) -> int:
         return len(self.shops)
@@ -188,13 +200,39 @@ def describe(offers: Offers, units: UnitMap | None = None,
     desc = [set(clean_text(t, units).split(" ")) - {""} for t in descs] or [set()] * len(offers)
     token_idf = {t: idf(c) for t, c in Counter(t for s in tokens for t in s).items()}
     value_idf = {t: idf(c) for t, c in Counter(t for s in values for t in s).items()}
+    block = offer_tokens(offers, units)
+    bweight = squared_token_weights(block)
     return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
                              values, kv, unit, others, dict(number_df), token_idf, value_idf,
                              desc, number_lists, number_idf, number_rare,
                              [sum(v) for v in number_idf],
                              [sum(token_idf[t] for t in s) for s in tokens],
                              [sum(value_idf[t] for t in s) for s in values],
-                             [{w for w in t if len(w) > 1} | k for t, k in zip(tokens, kv)])
+                             [{w for w in t if len(w) > 1} | k for t, k in zip(tokens, kv)],
+                             block, bweight,
+                             [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
+                             [_grams(t, units) for t in offers.titles],
+                             [_price(a) for a in offers.attributes])
+
+
+def _grams(title: str, units: UnitMap | None, k: int = 3) -> set[str]:
+    """The character ``k``-grams of a title, cleaned, its words run together."""
+    t = clean_text(title, units).replace(" ", "")
+    return {t[i:i + k] for i in range(len(t) - k + 1)}
+
+
+def _price(attrs: dict[str, str]) -> float:
+    """The offer's price: the first number of the first attribute whose name holds "price"
+    (``"$1,299.99"`` -> 1299.99); 0 when none states one."""
+    for k, v in attrs.items():
+        if "price" in k.lower():
+            m = _NUMBER.search(v)
+            if m is not None:
+                try:
+                    return float(m.group().replace(",", ""))
+                except ValueError:
+                    continue
+    return 0.0
 
 
 #: :func:`same_brands`: brand words of at least this many characters stand for the longer
@@ -333,6 +371,8 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
                                            d.desc_tokens)
     token_weight, value_weight = d.token_weight, d.value_weight
     token_idf, value_idf = d.token_idf.__getitem__, d.value_idf.__getitem__
+    block, bweight, bnorm = d.block_tokens, d.block_weight.__getitem__, d.block_norm
+    grams, prices = d.grams, d.prices
     rows = []
     append = rows.append
     for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
@@ -367,6 +407,11 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
             _wjac_sum(sum(map(token_idf, ct)), token_weight[a] + token_weight[b]),
             _wjac_sum(sum(map(value_idf, cv)), value_weight[a] + value_weight[b]),
             _jac(descs[a], descs[b]),
+            (min(sum(map(bweight, block[a] & block[b])) / (bnorm[a] * bnorm[b]), 1.0)
+             if bnorm[a] > 0 and bnorm[b] > 0 else 0.0),
+            _jac(grams[a], grams[b]),
+            (min(prices[a], prices[b]) / max(prices[a], prices[b])
+             if prices[a] > 0 and prices[b] > 0 else -1.0),
         ))
     if not rows:
         return np.zeros((0, len(FEATURES)), np.float64)
