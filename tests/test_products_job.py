@@ -50,11 +50,18 @@ def test_dedup_offers_writes_checked_pairs_and_clusters(catalogue, tmp_path):
     assert summary["matcher"] == "unsupervised" and summary["clusters"] == len(set(cluster_of.values()))
 
 
-def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path):
+def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path, monkeypatch):
+    from neardup.products import job
+
     offers, labels = catalogue
     cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3)
+    blocked = []  # the saved model is fitted on the candidates of the study's token blocking
+    real = job.token_blocking
+    monkeypatch.setattr(job, "token_blocking",
+                        lambda o, **kw: blocked.append((len(o), kw)) or real(o, **kw))
     s = evaluate_offers(offers, labels, tmp_path / "rep", cfg,
                         save_model_to=str(tmp_path / "m.pkl"))
+    assert blocked == [(len(offers), {"per_offer": 10.0, "link": False, "units": None})]
     for name in ("report.md", "summary.csv", "summary.md", "sweep.csv", "sweep.md",
                  "runs.csv", "sweep.png", "similarity.png"):
         assert (tmp_path / "rep" / name).stat().st_size > 0
@@ -62,6 +69,11 @@ def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "| neardup |" in md and " ± " in md
     assert "published" not in md  # the TV data's published results belong to that data only
+    assert "token blocking over title words and model words, default budget 10 candidate " \
+        "pairs per offer" in " ".join(md.split())
+    assert "## Test sets at the default budget (10 per offer)" in md
+    assert (tmp_path / "rep" / "sweep.md").read_text().startswith("| per offer | fraction |")
+    assert s["config"]["blocking"] == "tokens" and s["bandings_left_out"] == []
     with open(tmp_path / "rep" / "summary.csv") as f:
         rows = {r["method"]: r for r in csv.DictReader(f)}
     assert float(rows["neardup"]["f1"]) == pytest.approx(
@@ -108,10 +120,16 @@ def test_the_tv_data_report_shows_its_published_results_and_one_bootstrap_no_spr
     (tmp_path / "tv.json").write_text(json.dumps(tv))
     tv_offers, tv_labels = load_offers(tmp_path / "tv.json")
     assert tv_offers.formats == {"tv"}
-    cfg = StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3)
+    cfg = StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3, blocking="lsh")
     evaluate_offers(tv_offers, tv_labels, tmp_path / "rep", cfg)
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "MSM (published)" in md and "(one bootstrap: no spread)" in md and " ± " not in md
+    # the LSH study's report: its banding, and a sweep over the bandings
+    assert "MinHash LSH over title model words and the learned brand, 24 permutations, " \
+        "default banding 8x3" in " ".join(md.split())
+    assert "## Sweep over the bandings" in md
+    sweep = (tmp_path / "rep" / "sweep.md").read_text()
+    assert sweep.startswith("| bands | rows | fraction |") and "| 8 | 3 |" in sweep
 
 
 def test_linkage_keeps_pairs_across_shops_and_one_to_one_matches_once(catalogue, tmp_path):
