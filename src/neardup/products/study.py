@@ -253,7 +253,10 @@ def _metrics(pred_l, pred_r, part: _Part) -> dict:
 
 
 def _candidate_quality(left, right, part: _Part) -> dict:
-    q = candidate_quality_known(left, right, part.truth, part.n)
+    """PC, PQ, F1* and the fraction of the candidates (PC of the known matching pairs across
+    sources only, with ``link``: pairs within one source are never candidates)."""
+    q = candidate_quality_known(left, right, part.truth, part.n, sources=part.shops,
+                                cross_source=part.link)
     pc = q["pc"] if q["pc"] is not None else float("nan")
     pq = q["pq"] if q["pq"] is not None else 0.0
     f1s = 2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0
