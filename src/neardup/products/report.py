@@ -206,8 +206,8 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
             f"{res.n_offers:,} offers, {res.n_true_pairs:,} {_truth_words(res)}; "
             f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); {_blocking_text(cfg)}; "
             f"thresholds tuned on each training part; {res.seconds:.1f} s.", "",
-            ("## Test sets at the default budget "
-             f"({_setting_text(default)})" if tokens else "## Test sets at the default banding")
+            (f"## Test sets at the default budget, {cfg.per_offer:g} candidate pairs per offer"
+             if tokens else "## Test sets at the default banding")
             + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"), "",
             summary_md,
             f"## Sweep over the {'budgets of candidate pairs per offer' if tokens else 'bandings'}"
