@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from neardup.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +71,30 @@ def test_products_eval_with_one_bootstrap_prints_no_spread(tmp_path, capsys):
     rc = main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "2",
                "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "r2")])
     assert rc == 0 and "±" in capsys.readouterr().out
+
+
+def test_products_eval_blocking_options(tmp_path, capsys):
+    common = ["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "1"]
+    rc = main([*common, "--candidates-per-offer", "3", "-o", str(tmp_path / "t"), "--json"])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["config"]["blocking"] == "tokens" and s["config"]["per_offer"] == 3
+    assert [r["per_offer"] for r in s["summary"]] == [3.0] * 3
+    assert main([*common, "--candidates-per-offer", "3", "-o", str(tmp_path / "t2")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "token blocking, default 3 candidate pairs per offer" in out
+    rc = main([*common, "--blocking", "lsh", "--num-perm", "24", "--bands", "12", "--rows", "2",
+               "-o", str(tmp_path / "l"), "--json"])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["config"]["blocking"] == "lsh"
+    assert {(r["bands"], r["rows"]) for r in s["summary"]} == {(12, 2)}
+    assert "per_offer" not in s["summary"][0]
+    assert main([*common, "--candidates-per-offer", "0", "-o", str(tmp_path / "z")]) == 2
+    assert "per_offer=0.0 is invalid" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # not a choice of the option
+        main([*common, "--blocking", "words", "-o", str(tmp_path / "w")])
+    assert e.value.code == 2 and "invalid choice: 'words'" in capsys.readouterr().err
 
 
 def test_products_errors_are_clear(tmp_path, capsys):

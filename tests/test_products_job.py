@@ -50,11 +50,18 @@ def test_dedup_offers_writes_checked_pairs_and_clusters(catalogue, tmp_path):
     assert summary["matcher"] == "unsupervised" and summary["clusters"] == len(set(cluster_of.values()))
 
 
-def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path):
+def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path, monkeypatch):
+    from neardup.products import job
+
     offers, labels = catalogue
     cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3)
+    blocked = []  # the saved model is fitted on the candidates of the study's token blocking
+    real = job.token_blocking
+    monkeypatch.setattr(job, "token_blocking",
+                        lambda o, **kw: blocked.append((len(o), kw)) or real(o, **kw))
     s = evaluate_offers(offers, labels, tmp_path / "rep", cfg,
                         save_model_to=str(tmp_path / "m.pkl"))
+    assert blocked == [(len(offers), {"per_offer": 10.0, "link": False, "units": None})]
     for name in ("report.md", "summary.csv", "summary.md", "sweep.csv", "sweep.md",
                  "runs.csv", "sweep.png", "similarity.png"):
         assert (tmp_path / "rep" / name).stat().st_size > 0
@@ -62,6 +69,11 @@ def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "| neardup |" in md and " ± " in md
     assert "published" not in md  # the TV data's published results belong to that data only
+    assert "token blocking over title words and model words, default budget 10 candidate " \
+        "pairs per offer" in " ".join(md.split())
+    assert "## Test sets at the default budget, 10 candidate pairs per offer (mean ± sd)" in md
+    assert (tmp_path / "rep" / "sweep.md").read_text().startswith("| per offer | fraction |")
+    assert s["config"]["blocking"] == "tokens" and s["bandings_left_out"] == []
     with open(tmp_path / "rep" / "summary.csv") as f:
         rows = {r["method"]: r for r in csv.DictReader(f)}
     assert float(rows["neardup"]["f1"]) == pytest.approx(
@@ -108,10 +120,16 @@ def test_the_tv_data_report_shows_its_published_results_and_one_bootstrap_no_spr
     (tmp_path / "tv.json").write_text(json.dumps(tv))
     tv_offers, tv_labels = load_offers(tmp_path / "tv.json")
     assert tv_offers.formats == {"tv"}
-    cfg = StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3)
+    cfg = StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3, blocking="lsh")
     evaluate_offers(tv_offers, tv_labels, tmp_path / "rep", cfg)
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "MSM (published)" in md and "(one bootstrap: no spread)" in md and " ± " not in md
+    # the LSH study's report: its banding, and a sweep over the bandings
+    assert "MinHash LSH over title model words and the learned brand, 24 permutations, " \
+        "default banding 8x3" in " ".join(md.split())
+    assert "## Sweep over the bandings" in md
+    sweep = (tmp_path / "rep" / "sweep.md").read_text()
+    assert sweep.startswith("| bands | rows | fraction |") and "| 8 | 3 |" in sweep
 
 
 def test_linkage_keeps_pairs_across_shops_and_one_to_one_matches_once(catalogue, tmp_path):
@@ -168,6 +186,35 @@ def test_the_study_of_a_linkage_counts_pairs_across_shops_only(catalogue):
                                                 link=True))
     assert res.n_true_pairs == cross
     assert all(0 <= r["pc"] <= 1 for r in res.runs)
+
+
+def test_the_pair_completeness_of_a_linkage_study_counts_pairs_across_shops(catalogue):
+    from neardup.evaluate.bootstrap import bootstrap_split
+    from neardup.products.blocking import token_blocking
+    from neardup.products.offers import Offers
+    from neardup.products.study import run_study, subset
+
+    base, base_labels = catalogue
+    k = 40  # a shop lists offers 0..k-1 twice: duplicates within one shop
+    offers = Offers(ids=base.ids + [f"again-{i}" for i in range(k)],
+                    shops=base.shops + base.shops[:k],
+                    titles=base.titles + [t + " (new)" for t in base.titles[:k]],
+                    attributes=base.attributes + [dict(a) for a in base.attributes[:k]],
+                    sources=base.sources + [f"again:{i}" for i in range(k)],
+                    descriptions=[""] * (len(base) + k))
+    labels = list(base_labels) + list(base_labels[:k])
+    cfg = StudyConfig(bootstraps=1, link=True, per_offer=5)
+    res = run_study(offers, labels, cfg)
+    _, test_rows = bootstrap_split(len(offers), np.random.default_rng(cfg.seed))
+    part = subset(offers, test_rows)
+    true = [(i, j) for i in range(len(part)) for j in range(i + 1, len(part))
+            if labels[test_rows[i]] == labels[test_rows[j]]]
+    cross = [(i, j) for i, j in true if part.shops[i] != part.shops[j]]
+    assert 0 < len(cross) < len(true)  # the test part has duplicates within shops too
+    left, right, _, _ = token_blocking(part, per_offer=5, link=True)
+    cands = set(zip(left.tolist(), right.tolist()))
+    row = next(r for r in res.runs if r["per_offer"] == 5 and r["method"] == "neardup")
+    assert row["pc"] == pytest.approx(sum(p in cands for p in cross) / len(cross))
 
 
 def test_token_blocking_is_the_default_and_keeps_its_budget(catalogue, tmp_path):

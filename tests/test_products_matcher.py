@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neardup.evaluate.bootstrap import bootstrap_split
 from neardup.products import Offers
+from neardup.products.blocking import token_blocking
 from neardup.products.matcher import (
     FEATURES,
     PairModel,
@@ -21,7 +23,7 @@ from neardup.products.matcher import (
     shops_listing_once,
     unsupervised_score,
 )
-from neardup.products.study import StudyConfig, run_study
+from neardup.products.study import BUDGETS, StudyConfig, run_study, subset
 from neardup.products.synth import make_catalogue
 
 
@@ -152,7 +154,7 @@ def catalogue():
 
 def test_study_on_a_synthetic_catalogue(catalogue):
     offers, labels = catalogue
-    cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3, seed=1)
+    cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3, seed=1, blocking="lsh")
     res = run_study(offers, labels, cfg)
     summary = {r["method"]: r for r in res.summary}
     assert set(summary) == {"seed000", "rule", "neardup"}
@@ -161,6 +163,7 @@ def test_study_on_a_synthetic_catalogue(catalogue):
     assert summary["rule"]["f1"] >= 0.8
     assert summary["neardup"]["f1"] > summary["seed000"]["f1"]
     assert summary["neardup"]["pc"] >= 0.9 and summary["neardup"]["fraction"] < 0.2
+    assert (summary["neardup"]["bands"], summary["neardup"]["rows"]) == (8, 3)
     runs = [r for r in res.runs if r["method"] == "neardup"]
     assert {r["bootstrap"] for r in runs} == {0, 1}
     assert all(0 <= r["precision"] <= 1 and 0 <= r["recall"] <= 1 for r in runs)
@@ -180,11 +183,55 @@ def test_study_learns_nothing_from_shuffled_truth(catalogue):
 def test_study_leaves_out_bandings_over_its_pair_bound(catalogue):
     offers, labels = catalogue
     res = run_study(offers, labels, StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3,
-                                                max_pairs=300))
+                                                max_pairs=300, blocking="lsh"))
     assert res.skipped_bandings and (8, 3) not in res.skipped_bandings
     ran = {(r["bands"], r["rows"]) for r in res.runs}
     assert (8, 3) in ran and not (ran & res.skipped_bandings)
     assert [r["method"] for r in res.summary] == ["seed000", "rule", "neardup"]
+
+
+def test_study_with_token_blocking_sweeps_budgets_per_offer(catalogue):
+    offers, labels = catalogue
+    cfg = StudyConfig(bootstraps=2, seed=1)
+    assert cfg.blocking == "tokens" and cfg.per_offer == 10
+    res = run_study(offers, labels, cfg)
+    budgets = sorted(set(BUDGETS) | {10.0})
+    assert StudyConfig(per_offer=4).sweep() == sorted(set(BUDGETS) | {4.0})
+    for b in (0, 1):
+        runs = [r for r in res.runs if r["bootstrap"] == b]
+        assert all("bands" not in r and "rows" not in r for r in runs)
+        by = {}
+        for r in runs:
+            by.setdefault(r["per_offer"], {})[r["method"]] = r
+        assert sorted(by) == budgets
+        fractions = [next(iter(by[k].values()))["fraction"] for k in budgets]
+        assert fractions == sorted(fractions) and fractions[0] < fractions[-1]
+        assert fractions[budgets.index(0.5)] < fractions[budgets.index(3.0)]
+        # the default always runs the classifiers; a budget past max_fraction reports PC/PQ
+        assert set(by[10.0]) == {"seed000", "rule", "neardup"}
+        for k in budgets:
+            some = next(iter(by[k].values()))
+            assert set(by[k]) == ({"seed000", "rule", "neardup"} if k == 10.0
+                                  or some["fraction"] <= cfg.max_fraction else {"tokens"})
+            assert some["candidates"] <= k * len(offers)  # the test part is smaller
+        assert any(set(by[k]) == {"tokens"} for k in budgets)  # the loose budgets
+    # the default budget's PC: the true pairs of bootstrap 0's test part among its candidates
+    _, test_rows = bootstrap_split(len(offers), np.random.default_rng(cfg.seed))
+    part = subset(offers, test_rows)
+    left, right, _, _ = token_blocking(part, per_offer=10.0)
+    cands = set(zip(left.tolist(), right.tolist()))
+    true = [(i, j) for i in range(len(part)) for j in range(i + 1, len(part))
+            if labels[test_rows[i]] == labels[test_rows[j]]]
+    row = next(r for r in res.runs if r["bootstrap"] == 0 and r["per_offer"] == 10.0
+               and r["method"] == "neardup")
+    assert row["pc"] == pytest.approx(sum(p in cands for p in true) / len(true))
+    assert row["candidates"] == len(cands) and row["fraction"] == pytest.approx(
+        len(cands) / (len(part) * (len(part) - 1) / 2))
+    summary = {r["method"]: r for r in res.summary}
+    assert set(summary) == {"seed000", "rule", "neardup"}
+    assert all(r["per_offer"] == 10.0 and "bands" not in r for r in res.summary)
+    assert summary["neardup"]["pc"] >= 0.9
+    assert summary["neardup"]["f1"] >= 0.9 and summary["neardup"]["f1"] > summary["seed000"]["f1"]
 
 
 def test_a_shared_model_number_turns_a_brand_or_size_conflict_into_a_penalty():

@@ -113,6 +113,8 @@ CASES = [
     ("StudyConfig(bootstraps=True)", lambda t: _study(bootstraps=True), "bootstraps", True),
     ("StudyConfig(max_df=0)", lambda t: _study(max_df=0), "max_df", 0),
     ("StudyConfig(bands=61)", lambda t: _study(bands=61), "bands*rows", "61*4=244"),
+    ("StudyConfig(blocking='words')", lambda t: _study(blocking="words"), "blocking", "words"),
+    ("StudyConfig(per_offer=0)", lambda t: _study(per_offer=0), "per_offer", 0),
     ("DedupConfig.from_kwargs(bands=20, rows=20)",
      lambda t: DedupConfig.from_kwargs(bands=20, rows=20), "bands*rows", "20*20=400"),
     ("sample_corpus(max_docs=True)",

@@ -38,14 +38,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pd.add_argument("--threshold", type=float, default=None, metavar="S",
                     help="pair score from which two offers are duplicates (default: "
                     "the model's tuned one, or 0.45 for the training-free score)")
-    pd.add_argument("--blocking", choices=["tokens", "lsh"], default="tokens",
-                    help="how candidate pairs are found: tokens (default) keeps the pairs that "
-                         "share the rarest title words and model words, a budget per offer; "
-                         "lsh: MinHash LSH over title model words (--num-perm, --bands, "
-                         "--rows, --max-df)")
-    pd.add_argument("--candidates-per-offer", type=float, default=10.0, metavar="C",
-                    help="with --blocking tokens: candidate pairs per offer on average, at "
-                         "most (default: 10)")
+    _add_blocking_args(pd)
     pd.add_argument("--one-to-one", action="store_true",
                     help="each offer matches at most one offer of each other shop (clean "
                          "catalogues without duplicates of their own), best scores first")
@@ -76,8 +69,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pe.add_argument("--seed", type=int, default=0,
                     help="random seed of the bootstrap samples and of the MinHash functions "
                          "(default: 0)")
+    _add_blocking_args(pe, study=True)
     pe.add_argument("--save-model", default=None, metavar="PATH", help="also fit the matcher "
-                    "on all labelled pairs and save it for `products dedup --model`")
+                    "on all labelled candidate pairs of the default blocking and save it for "
+                    "`products dedup --model`")
     pe.set_defaults(func=cmd_products_eval, linear_algebra=True)
     for p in (pd, pe):
         mode = p.add_mutually_exclusive_group()
@@ -87,6 +82,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                "neither compared nor counted")
         mode.add_argument("--dedup", dest="link", action="store_false",
                           help="pairs within and across shops (default)")
+
+
+def _add_blocking_args(p: argparse.ArgumentParser, study: bool = False) -> None:
+    """``--blocking`` and ``--candidates-per-offer``; ``study``: as ``products eval`` sweeps
+    them."""
+    sweep = ("; the study sweeps budgets of 0.5 to 40 candidate pairs per offer (tokens) or "
+             "every banding of --num-perm (lsh)" if study else "")
+    p.add_argument("--blocking", choices=["tokens", "lsh"], default="tokens",
+                   help="how candidate pairs are found: tokens (default) keeps the pairs that "
+                        "share the rarest title words and model words, a budget per offer; "
+                        "lsh: MinHash LSH over title model words (--num-perm, --bands, "
+                        "--rows, --max-df)" + sweep)
+    p.add_argument("--candidates-per-offer", type=float, default=10.0, metavar="C",
+                   help="with --blocking tokens: candidate pairs per offer on average, at "
+                        "most (default: 10)" + ("; the budget the summary reports" if study
+                                                 else ""))
 
 
 def _add_truth_file_args(p: argparse.ArgumentParser) -> None:
@@ -261,10 +272,11 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
                           "model id) or --truth-file FILE (matching id pairs, entity ids or "
                           "labelled pairs)")
     cfg = StudyConfig(bootstraps=a.bootstraps, seed=a.seed, num_perm=a.num_perm,
-                      bands=a.bands, rows=a.rows, max_df=a.max_df, link=a.link)
+                      bands=a.bands, rows=a.rows, max_df=a.max_df, link=a.link,
+                      blocking=a.blocking, per_offer=a.candidates_per_offer)
     say = None if a.quiet or a.json else (lambda m: print(m, file=sys.stderr))
-    s = evaluate_offers(offers, labels if a.truth_file else list(labels), a.output, cfg, save_model_to=a.save_model,
-                        progress=say)
+    s = evaluate_offers(offers, labels if a.truth_file else list(labels), a.output, cfg,
+                        save_model_to=a.save_model, progress=say)
     print_summary(a, s, f"neardup products eval ({a.bootstraps} bootstraps, test sets)",
                   lambda: _eval_rows(s), json_default=float)
     return EXIT_OK
@@ -339,13 +351,24 @@ def _cluster_rows(c: dict | None) -> Rows:
                          f"{c['predicted']:,} pairs)")]
 
 
+def _study_blocking_text(c: dict) -> str:
+    if c["blocking"] == "lsh":
+        return (f"LSH over model words, {c['num_perm']} permutations, default {c['bands']} "
+                f"bands x {c['rows']} rows (sweep: every banding)")
+    from ..products.study import BUDGETS
+
+    return (f"token blocking, default {c['per_offer']:g} candidate pairs per offer (sweep: "
+            f"budgets of {min(BUDGETS):g} to {max(BUDGETS):g} per offer)")
+
+
 def _eval_rows(s: dict) -> Rows:
     known = "known" if "truth" in s and (s["truth"]["negatives"] == "listed" or
                                          s["truth"]["labelled_offers"] < s["offers"]) else "true"
     rows = [("offers", f"{s['offers']:,}, {s['true_pairs']:,} {known} duplicate pairs"),
             *([("truth", _truth_text(s["truth"]))] if "truth" in s else []),
             ("skipped", skipped_text(s["skipped"])),
-            ("unused fields", _unused_text(s["unused_fields"]))]
+            ("unused fields", _unused_text(s["unused_fields"])),
+            ("blocking", _study_blocking_text(s["config"]))]
     for r in s["summary"]:
         f1 = f"{r['f1']:.3f}" + (f" ± {r['f1_sd']:.3f}" if r.get("bootstraps", 1) > 1 else "")
         rows.append((r["method"], f"F1 {f1}  (P "

@@ -265,7 +265,9 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
     """Run the bootstrap study, write its report into ``outdir``, and return a summary.
     ``labels``: one per offer, or a :class:`.truth.Truth` (possibly partial: only known pairs
     are fitted on and scored). ``save_model_to``: also fit the matcher on all candidates of
-    known truth at the default banding (threshold tuned out of fold) and save it there."""
+    known truth of the study's blocking at its default setting (``cfg.blocking``: token
+    blocking at ``per_offer``, or LSH at ``bands x rows``; threshold tuned out of fold) and save
+    it there."""
     from .._extras import require
 
     require("sklearn", "products", "neardup products eval (its trained matcher)")
@@ -292,9 +294,13 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
         summary["truth"] = truth.summary()
     if save_model_to:
         d = describe(offers, cfg.units)
-        sets = model_word_sets(offers, cfg.units, brands=d.brands, max_df=cfg.max_df)
-        left, right = lsh_candidates(sets, cfg.bands, cfg.rows, num_perm=cfg.num_perm,
-                                     seed=cfg.seed + 1)
+        if cfg.blocking == "tokens":
+            left, right, _, _ = token_blocking(offers, per_offer=cfg.per_offer, link=cfg.link,
+                                               units=cfg.units)
+        else:
+            sets = model_word_sets(offers, cfg.units, brands=d.brands, max_df=cfg.max_df)
+            left, right = lsh_candidates(sets, cfg.bands, cfg.rows, num_perm=cfg.num_perm,
+                                         seed=cfg.seed + 1)
         x = pair_features(d, left, right)
         known = truth.is_known(left, right)  # fitted and tuned on the pairs of known truth
         y = truth.is_match(left, right)[known]

@@ -1,9 +1,10 @@
 """Tables (CSV and markdown) and plots (PNG) of a :class:`.study.StudyResult`.
 
-- ``summary.csv`` / ``summary.md``: each method at the default banding, mean and standard
-  deviation over the bootstraps, next to the published figures on the TV data;
-- ``sweep.csv`` / ``sweep.md``: means per banding (the numbers behind ``sweep.png``);
-- ``runs.csv``: every bootstrap, banding and method;
+- ``summary.csv`` / ``summary.md``: each method at the default setting of the blocking (budget
+  of candidate pairs per offer, or LSH banding), mean and standard deviation over the
+  bootstraps, next to the published figures on the TV data;
+- ``sweep.csv`` / ``sweep.md``: means per setting (the numbers behind ``sweep.png``);
+- ``runs.csv``: every bootstrap, setting and method;
 - ``sweep.png``: PC, PQ, F1* and F1 against the fraction of comparisons;
 - ``similarity.png``: the baseline's similarity (Jaccard of title words and attribute key:value
   pairs) of the true pairs and of all candidates;
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .._extras import NO_FIGURES, can_plot
-from .study import METHODS, StudyResult
+from .study import METHODS, Key, StudyConfig, StudyResult, key_fields, run_key
 
 #: Published results on the TV data (all pairs compared for MSM; MSMP and MSMP+ at about
 #: 5% of the comparisons), as reported with the data set.
@@ -72,14 +73,16 @@ def summary_markdown(res: StudyResult, published: bool = False) -> str:
 
 
 def sweep_rows(res: StudyResult) -> list[dict]:
-    """Mean test figures per banding (and per method for F1), sorted by fraction."""
+    """Mean test figures per setting of the sweep (budget or banding; and per method for F1),
+    sorted by fraction."""
     out = []
-    keys = sorted({(r["bands"], r["rows"]) for r in res.runs}, key=lambda k: k[1])
-    for b, r_ in keys:
-        rs = [r for r in res.runs if (r["bands"], r["rows"]) == (b, r_)]
-        row = {"bands": b, "rows": r_}
+    keys = list(dict.fromkeys(run_key(r) for r in res.runs))
+    blocking_only = (res.config.blocking, METHODS[0])  # one row per bootstrap and setting
+    for key in keys:
+        rs = [r for r in res.runs if run_key(r) == key]
+        row = key_fields(key)
         for k in ("fraction", "pc", "pq", "f1_star"):
-            row[k] = float(np.mean([r[k] for r in rs if r["method"] in ("lsh", METHODS[0])]))
+            row[k] = float(np.mean([r[k] for r in rs if r["method"] in blocking_only]))
         for m in METHODS:
             f = [r["f1"] for r in rs if r["method"] == m]
             row[f"f1_{m}"] = float(np.mean(f)) if f else float("nan")
@@ -87,8 +90,24 @@ def sweep_rows(res: StudyResult) -> list[dict]:
     return sorted(out, key=lambda r: r["fraction"])
 
 
-def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, int],
-               published: bool = False) -> None:
+def _setting_text(key: Key) -> str:
+    """A setting in words: ``60x4`` (a banding) or ``10 per offer`` (a budget)."""
+    return f"{key[0]}x{key[1]}" if isinstance(key, tuple) else f"{key:g} per offer"
+
+
+def _blocking_text(cfg: StudyConfig) -> str:
+    """The blocking of the study in words, with its default setting."""
+    if cfg.blocking == "tokens":
+        return (f"token blocking over title words and model words, default budget "
+                f"{cfg.per_offer:g} candidate pairs per offer")
+    return (f"MinHash LSH over title model words and the learned brand, {cfg.num_perm} "
+            f"permutations, default banding {cfg.bands}x{cfg.rows}")
+
+
+def plot_sweep(rows: list[dict], path: str | os.PathLike, default: Key,
+               published: bool = False, blocking: str = "lsh") -> None:
+    """``default``: the default setting (a ``(bands, rows)`` banding or a budget of candidate
+    pairs per offer), marked on each panel; ``blocking``: ``"lsh"`` or ``"tokens"``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,8 +115,9 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, in
 
     x = [r["fraction"] for r in rows]
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
-    panels = [("pc", "Pair completeness (LSH)"), ("pq", "Pair quality (LSH)"),
-              ("f1_star", "F1* (LSH)")]
+    name = "LSH" if blocking == "lsh" else "token blocking"
+    panels = [("pc", f"Pair completeness ({name})"), ("pq", f"Pair quality ({name})"),
+              ("f1_star", f"F1* ({name})")]
     for ax, (k, title) in zip(axes.flat[:3], panels):
         ax.plot(x, [r[k] for r in rows], marker="o", ms=3)
         ax.set_title(title)
@@ -114,7 +134,7 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, in
     ax.set_title("F1 of the duplicates found (test sets)")
     ax.set_ylabel("F1")
     ax.legend(fontsize=8)
-    d = [r for r in rows if (r["bands"], r["rows"]) == default]
+    d = [r for r in rows if run_key(r) == default]
     for ax in axes.flat:
         ax.set_xscale("log")
         ax.set_xlabel("fraction of comparisons")
@@ -122,8 +142,9 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: tuple[int, in
         ax.grid(alpha=0.3)
         if d:
             ax.axvline(d[0]["fraction"], color="grey", lw=0.8, ls=":")
-    fig.suptitle(f"Bootstrap test sets, mean per banding (dotted: default {default[0]}x"
-                 f"{default[1]})")
+    per = "banding" if blocking == "lsh" else "budget"
+    fig.suptitle(f"Bootstrap test sets, mean per {per} (dotted: default "
+                 f"{_setting_text(default)})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -163,31 +184,34 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     cfg = res.config
-    default = (cfg.bands, cfg.rows)
+    default = cfg.default
+    tokens = cfg.blocking == "tokens"
     sweep = sweep_rows(res)
     write_csv(res.summary, out / "summary.csv")
     write_csv(sweep, out / "sweep.csv")
     write_csv(res.runs, out / "runs.csv")
     summary_md = summary_markdown(res, published)
     (out / "summary.md").write_text(summary_md)
-    scols = ["bands", "rows", "fraction", "pc", "pq", "f1_star"] + [f"f1_{m}" for m in METHODS]
-    sweep_md = markdown_table(sweep, scols, ["bands", "rows", "fraction", "PC", "PQ", "F1*"]
-                              + [f"F1 {m}" for m in METHODS])
+    kcols = ["per_offer"] if tokens else ["bands", "rows"]
+    scols = kcols + ["fraction", "pc", "pq", "f1_star"] + [f"f1_{m}" for m in METHODS]
+    shown = [{**r, "per_offer": f"{r['per_offer']:g}"} if tokens else r for r in sweep]
+    sweep_md = markdown_table(shown, scols, (["per offer"] if tokens else kcols)
+                              + ["fraction", "PC", "PQ", "F1*"] + [f"F1 {m}" for m in METHODS])
     (out / "sweep.md").write_text(sweep_md)
     figures = can_plot()
     if figures:
-        plot_sweep(sweep, out / "sweep.png", default, published)
+        plot_sweep(sweep, out / "sweep.png", default, published, cfg.blocking)
         plot_similarity(res, out / "similarity.png")
     text = [f"# {title}", "",
             f"{res.n_offers:,} offers, {res.n_true_pairs:,} {_truth_words(res)}; "
-            f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); MinHash LSH over title model "
-            f"words and the learned brand, {cfg.num_perm} permutations, default banding "
-            f"{cfg.bands}x{cfg.rows}; thresholds tuned on each training part; "
-            f"{res.seconds:.1f} s.", "",
-            "## Test sets at the default banding"
+            f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); {_blocking_text(cfg)}; "
+            f"thresholds tuned on each training part; {res.seconds:.1f} s.", "",
+            (f"## Test sets at the default budget, {cfg.per_offer:g} candidate pairs per offer"
+             if tokens else "## Test sets at the default banding")
             + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"), "",
             summary_md,
-            "## Sweep over the bandings (means)", "", sweep_md]
+            f"## Sweep over the {'budgets of candidate pairs per offer' if tokens else 'bandings'}"
+            " (means)", "", sweep_md]
     if res.skipped_bandings:
         left_out = ", ".join(f"{b}x{r}" for b, r in sorted(res.skipped_bandings,
                                                           key=lambda br: br[1]))

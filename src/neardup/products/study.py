@@ -2,15 +2,25 @@
 candidates and matchers.
 
 For each of ``bootstraps`` draws (:func:`..evaluate.bootstrap.bootstrap_split`), the training
-part and the test part are each treated as a catalogue of their own: described, sketched and
-banded for every ``(bands, rows)`` of the sweep. At each banding, three classifiers of the
-candidate pairs are compared, each with its threshold tuned on the training part only:
+part and the test part are each treated as a catalogue of their own: described, and blocked at
+every setting of the sweep. The blocking (:attr:`StudyConfig.blocking`) is either
+
+- ``"tokens"`` (default): token blocking (:func:`.blocking.token_blocking`), the sweep over
+  budgets of candidate pairs per offer (:data:`BUDGETS` and the default ``per_offer``), or
+- ``"lsh"``: MinHash LSH over title model words (:func:`.candidates.banded_candidates`), the
+  sweep over every ``(bands, rows)`` of ``num_perm`` (the default ``bands x rows``).
+
+At each setting, three classifiers of the candidate pairs are compared, each with its threshold
+tuned on the training part only:
 
 - ``seed000``: the baseline, Jaccard of title words and attribute key:value pairs;
 - ``rule``: neardup's training-free :func:`.matcher.rule_score`, one listing per shop;
 - ``neardup``: a random forest over the pair features (:class:`.matcher.PairModel`),
-  fitted on the training part's candidates at the default banding, with out-of-fold scores
+  fitted on the training part's candidates at the default setting, with out-of-fold scores
   for tuning, one listing per shop.
+
+Rows of the token-blocking sweep carry ``per_offer`` (the budget), rows of the LSH sweep
+``bands`` and ``rows``.
 
 The truth labels are read only to fit, tune and score; no feature sees them. The truth is one
 label per offer (complete), or a :class:`.truth.Truth` that may be partial (entity ids of some
@@ -29,7 +39,8 @@ import numpy as np
 
 from ..config import check_banding
 from ..evaluate.bootstrap import bootstrap_split, tune_threshold
-from ..validate import check_int, check_real
+from ..validate import check_choice, check_int, check_real
+from .blocking import offer_tokens, token_blocking
 from .candidates import across_sources, banded_candidates, bandings, model_word_sets
 from .matcher import (
     FEATURES,
@@ -46,26 +57,47 @@ from .truth import Truth, candidate_quality_known, score_pairs
 
 METHODS = ("seed000", "rule", "neardup")
 
+#: the ways the study finds candidate pairs (:attr:`StudyConfig.blocking`)
+BLOCKINGS = ("tokens", "lsh")
+
+#: budgets of candidate pairs per offer swept with token blocking (and the default
+#: :attr:`StudyConfig.per_offer`)
+BUDGETS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0)
+
+#: a setting of the sweep: a budget of candidate pairs per offer (token blocking) or a
+#: ``(bands, rows)`` banding (LSH)
+Key = float | tuple[int, int]
+
 
 @dataclass
 class StudyConfig:
-    """Parameters of :func:`run_study`. The default banding (``bands x rows``) is the one the
-    summary reports; the sweep covers every banding of ``num_perm`` whose candidates the
-    classifiers are run on up to ``max_fraction`` of all pairs and ``max_pairs`` pairs (looser
-    ones: PC/PQ only; bandings whose buckets hold more than ``max_pairs`` pairs: left out).
-    ``link``: only pairs across sources (shops) count, as candidates and as the truth (the
-    linkage of catalogues)."""
+    """Parameters of :func:`run_study`. ``blocking``: ``"tokens"`` (default) or ``"lsh"``.
+
+    Token blocking: the default budget (``per_offer`` candidate pairs per offer) is the one the
+    summary reports; the sweep covers the budgets of :data:`BUDGETS` and the default.
+
+    LSH (``num_perm``, ``bands``, ``rows``, ``max_df``): the default banding (``bands x rows``)
+    is the one the summary reports; the sweep covers every banding of ``num_perm`` (bandings
+    whose buckets hold more than ``max_pairs`` pairs: left out).
+
+    Either way the classifiers are run on the settings whose candidates are at most
+    ``max_fraction`` of all pairs and ``max_pairs`` pairs (looser ones: PC/PQ only; the
+    default always). ``link``: only pairs across sources (shops) count, as candidates and as the
+    truth (the linkage of catalogues)."""
 
     bootstraps: int = 5
     seed: int = 0
+    blocking: str = "tokens"
+    #: token blocking: the default budget of candidate pairs per offer (on average, at most)
+    per_offer: float = 10.0
     num_perm: int = 240
     bands: int = 60
     rows: int = 4
     max_df: float = 0.2
     max_fraction: float = 0.1
-    #: bandings whose LSH buckets hold more pairs than this are left out of the sweep, and the
-    #: classifiers run only on bandings with at most this many candidates (the default banding
-    #: always): on a large catalogue the loosest bandings pair nearly everything
+    #: the classifiers run only on settings with at most this many candidates (the default
+    #: always), and LSH bandings whose buckets hold more pairs than this are left out of the
+    #: sweep: on a large catalogue the loosest bandings pair nearly everything
     max_pairs: int = 1_000_000
     units: UnitMap | None = None
     link: bool = False
@@ -73,18 +105,44 @@ class StudyConfig:
     def __post_init__(self) -> None:
         check_int("bootstraps", self.bootstraps, 1)
         check_int("seed", self.seed, 0)
+        check_choice("blocking", self.blocking, BLOCKINGS)
+        check_real("per_offer", self.per_offer, 0.0, None, lo_open=True)
         check_banding(self.num_perm, self.bands, self.rows)
         check_real("max_df", self.max_df, 0.0, 1.0, lo_open=True)
         check_real("max_fraction", self.max_fraction, 0.0, 1.0, lo_open=True)
         check_int("max_pairs", self.max_pairs, 1)
 
+    @property
+    def default(self) -> Key:
+        """The setting the summary reports: the budget ``per_offer`` (token blocking) or the
+        banding ``(bands, rows)`` (LSH)."""
+        return float(self.per_offer) if self.blocking == "tokens" else (self.bands, self.rows)
+
+    def sweep(self) -> list[Key]:
+        """The settings of the sweep, loosest last for LSH (fewest rows first) and smallest
+        budget first for token blocking; the default among them."""
+        if self.blocking == "tokens":
+            return sorted({float(b) for b in BUDGETS} | {self.default})
+        return sorted(set(bandings(self.num_perm)) | {self.default}, key=lambda br: br[1])
+
+
+def run_key(row: dict) -> Key:
+    """The setting of the sweep a row of :attr:`StudyResult.runs` (or of the summary) is at:
+    its ``per_offer`` budget (token blocking) or its ``(bands, rows)`` (LSH)."""
+    return row["per_offer"] if "per_offer" in row else (row["bands"], row["rows"])
+
+
+def key_fields(key: Key) -> dict:
+    """The fields of a row that name a setting (the inverse of :func:`run_key`)."""
+    return {"bands": key[0], "rows": key[1]} if isinstance(key, tuple) else {"per_offer": key}
+
 
 @dataclass
 class StudyResult:
-    """Rows of the study: ``runs`` (one per bootstrap, banding and method, test figures),
-    ``summary`` (mean and standard deviation per method at the default banding),
+    """Rows of the study: ``runs`` (one per bootstrap, setting of the sweep and method, test
+    figures), ``summary`` (mean and standard deviation per method at the default setting),
     ``distributions`` (the baseline's similarity of true pairs and of all candidates, whole data,
-    default banding) and ``seconds``."""
+    default setting) and ``seconds``."""
 
     config: StudyConfig
     runs: list[dict] = field(default_factory=list)
@@ -95,8 +153,8 @@ class StudyResult:
     n_true_pairs: int = 0
     #: a partial truth, in words ("" for one label per offer)
     partial_truth: str = ""
-    #: bandings of the sweep left out in some bootstrap: their buckets held too many pairs
-    #: (:attr:`StudyConfig.max_pairs`)
+    #: LSH bandings of the sweep left out in some bootstrap: their buckets held too many pairs
+    #: (:attr:`StudyConfig.max_pairs`; token blocking leaves none out)
     skipped_bandings: set = field(default_factory=set)
 
 
@@ -116,32 +174,49 @@ class _Part:
     truth: Truth
     total_true: int
     n: int
-    pairs: dict  # (bands, rows) -> (left, right)
-    x: dict  # (bands, rows) -> features
+    pairs: dict  # setting -> (left, right)
+    x: dict  # setting -> features
     desc: object
-    xall: np.ndarray  # features of every distinct pair of the bandings evaluated
-    idx: dict  # (bands, rows) -> rows of xall
+    xall: np.ndarray  # features of every distinct pair of the settings evaluated
+    idx: dict  # setting -> rows of xall
     shops: list
     link: bool
 
 
-def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
-             banding: list[tuple[int, int]]) -> _Part:
-    """One part of a bootstrap as a catalogue of its own: described, banded, and the features
-    of the candidates of the default banding and of every banding up to ``max_fraction``."""
-    part = subset(offers, rows)
-    sub = truth.subset(rows)
-    d = describe(part, cfg.units)
+def _candidates(part: Offers, d, cfg: StudyConfig, keys: list[Key]) -> dict:
+    """The candidate pairs of ``part`` at each setting of ``keys``: ``{key: (left, right)}``
+    (LSH: bandings whose buckets hold more than ``max_pairs`` pairs left out, but the default;
+    with ``link``, pairs across sources only)."""
+    if cfg.blocking == "tokens":
+        tokens = offer_tokens(part, cfg.units)
+        out = {}
+        for budget in keys:
+            left, right, _, _ = token_blocking(part, per_offer=budget, link=cfg.link,
+                                               units=cfg.units, tokens=tokens)
+            out[budget] = (left, right)
+        return out
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
-    default = (cfg.bands, cfg.rows)
-    pairs = banded_candidates(sets, banding, cfg.num_perm, seed=cfg.seed + 1,
-                              max_pairs=cfg.max_pairs, always=default)
+    pairs = banded_candidates(sets, keys, cfg.num_perm, seed=cfg.seed + 1,
+                              max_pairs=cfg.max_pairs, always=cfg.default)
     if cfg.link:
         pairs = {k: (lft[m], rgt[m]) for k, (lft, rgt) in pairs.items()
                  for m in [across_sources(lft, rgt, part.shops)]}
+    return pairs
+
+
+def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
+             keys: list[Key]) -> _Part:
+    """One part of a bootstrap as a catalogue of its own: described, blocked at each setting
+    of ``keys``, and the features of the candidates of the default setting and of every
+    setting up to ``max_fraction``."""
+    part = subset(offers, rows)
+    sub = truth.subset(rows)
+    d = describe(part, cfg.units)
+    default = cfg.default
+    pairs = _candidates(part, d, cfg, keys)
     x = {}
     cap = min(cfg.max_fraction * len(part) * (len(part) - 1) / 2, cfg.max_pairs)
-    # features once per distinct pair: looser bandings hold the tighter ones' pairs mostly
+    # features once per distinct pair: looser settings hold the tighter ones' pairs mostly
     wanted = [k for k, (left, _) in pairs.items() if len(left) <= cap or k == default]
     allp: dict[tuple[int, int], int] = {}
     for key in wanted:
@@ -178,7 +253,10 @@ def _metrics(pred_l, pred_r, part: _Part) -> dict:
 
 
 def _candidate_quality(left, right, part: _Part) -> dict:
-    q = candidate_quality_known(left, right, part.truth, part.n)
+    """PC, PQ, F1* and the fraction of the candidates (PC of the known matching pairs across
+    sources only, with ``link``: pairs within one source are never candidates)."""
+    q = candidate_quality_known(left, right, part.truth, part.n, sources=part.shops,
+                                cross_source=part.link)
     pc = q["pc"] if q["pc"] is not None else float("nan")
     pq = q["pq"] if q["pq"] is not None else 0.0
     f1s = 2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0
@@ -196,8 +274,8 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
         raise ValueError(f"{truth.n} labels for {len(offers)} offers")
     if cfg.bootstraps < 1:
         raise ValueError(f"bootstraps={cfg.bootstraps}: at least 1")
-    default = (cfg.bands, cfg.rows)
-    banding = sorted(set(bandings(cfg.num_perm)) | {default}, key=lambda br: br[1])
+    default = cfg.default
+    sweep = cfg.sweep()
     t0 = time.perf_counter()
     rng = np.random.default_rng(cfg.seed)
     res = StudyResult(cfg, n_offers=len(offers),
@@ -212,9 +290,9 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
     sj = FEATURES.index("seed_jac")
     for b in range(cfg.bootstraps):
         train_rows, test_rows = bootstrap_split(len(offers), rng)
-        tr = _prepare(offers, truth, train_rows, cfg, banding)
-        te = _prepare(offers, truth, test_rows, cfg, banding)
-        # the model: fitted on the training candidates of known truth at the default banding
+        tr = _prepare(offers, truth, train_rows, cfg, sweep)
+        te = _prepare(offers, truth, test_rows, cfg, sweep)
+        # the model: fitted on the training candidates of known truth at the default setting
         xl, xr = tr.pairs[default]
         known = tr.truth.is_known(xl, xr)
         y = tr.truth.is_match(xl, xr)[known]
@@ -229,18 +307,18 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
         model_tr = model.score(tr.xall) if model is not None else np.zeros(len(tr.xall))
         model_tr[tr.idx[default][known]] = oof
         model_te = model.score(te.xall) if model is not None else np.zeros(len(te.xall))
-        for key in banding:
+        for key in sweep:
             if key not in tr.pairs or key not in te.pairs:  # too many pairs: not run
                 res.skipped_bandings.add(key)
                 continue
             tl, trr = tr.pairs[key]
             el, er = te.pairs[key]
             q = _candidate_quality(el, er, te)
-            base = {"bootstrap": b, "bands": key[0], "rows": key[1],
+            base = {"bootstrap": b, **key_fields(key),
                     "fraction": q["fraction"], "pc": q["pc"], "pq": q["pq"],
                     "f1_star": q["f1_star"], "candidates": q["candidates"]}
-            if key not in tr.x or key not in te.x:
-                res.runs.append({**base, "method": "lsh"})
+            if key not in tr.x or key not in te.x:  # the blocking's figures only
+                res.runs.append({**base, "method": cfg.blocking})
                 continue
             xtr, xte = tr.x[key], te.x[key]
             ktr = tr.truth.is_known(tl, trr)  # tuned on the pairs of known truth
@@ -266,8 +344,8 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
                                  "f1": m["f1"], "predicted": m["predicted"],
                                  "unknown": m["unknown"]})
         if progress is not None:
-            last = [r for r in res.runs if r["bootstrap"] == b and (r["bands"], r["rows"])
-                    == default and r["method"] == "neardup"]
+            last = [r for r in res.runs if r["bootstrap"] == b and run_key(r) == default
+                    and r["method"] == "neardup"]
             progress(f"bootstrap {b + 1}/{cfg.bootstraps}: test F1 {last[0]['f1']:.3f} at "
                      f"fraction {last[0]['fraction']:.4f} ({time.perf_counter() - t0:.1f} s)")
     res.summary = summarise(res.runs, default)
@@ -280,15 +358,15 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
     return res
 
 
-def summarise(runs: list[dict], banding: tuple[int, int]) -> list[dict]:
-    """Mean and standard deviation over the bootstraps of each method at ``banding``."""
+def summarise(runs: list[dict], key: Key) -> list[dict]:
+    """Mean and standard deviation over the bootstraps of each method at the setting ``key``
+    (a ``(bands, rows)`` banding or a budget of candidate pairs per offer)."""
     out = []
     for method in METHODS:
-        rows = [r for r in runs if r["method"] == method and (r["bands"], r["rows"]) == banding]
+        rows = [r for r in runs if r["method"] == method and run_key(r) == key]
         if not rows:
             continue
-        row = {"method": method, "bands": banding[0], "rows": banding[1],
-               "bootstraps": len(rows)}
+        row = {"method": method, **key_fields(key), "bootstraps": len(rows)}
         for k in ("fraction", "pc", "pq", "f1_star", "precision", "recall", "f1", "threshold"):
             v = np.array([r[k] for r in rows], np.float64)
             row[k] = float(v.mean())
