@@ -345,3 +345,22 @@ def test_title_cosine_character_grams_and_price_features():
                                                                              (1, 2)]]
     assert f["char_jac"] == pytest.approx(want)
     assert f["price_ratio"] == pytest.approx([1299 / 1299.99, -1.0, -1.0])
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_study_budgets_are_the_blockings_of_each_budget(link):
+    """The study blocks once, at its largest budget, and takes each smaller budget's pairs
+    from that ranking: the same pairs as blocking at that budget."""
+    from neardup.products.blocking import token_blocking
+    from neardup.products.matcher import seed_sets
+    from neardup.products.study import _candidates
+
+    offers, _ = make_catalogue(80, seed=4)
+    cfg = StudyConfig(link=link)
+    keys = cfg.sweep()
+    got = _candidates(offers, describe(offers), cfg, keys)
+    for budget in keys:
+        left, right, _, _ = token_blocking(offers, per_offer=budget, link=link)
+        assert got[budget][0].tolist() == left.tolist()
+        assert got[budget][1].tolist() == right.tolist()
+    assert seed_sets(offers) == describe(offers).seed_sets

@@ -208,11 +208,25 @@ def describe(offers: Offers, units: UnitMap | None = None,
                              [sum(v) for v in number_idf],
                              [sum(token_idf[t] for t in s) for s in tokens],
                              [sum(value_idf[t] for t in s) for s in values],
-                             [{w for w in t if len(w) > 1} | k for t, k in zip(tokens, kv)],
+                             _seed_sets(tokens, kv),
                              block, bweight,
                              [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
                              [_grams(t, units) for t in offers.titles],
                              [_price(a) for a in offers.attributes])
+
+
+def _seed_sets(tokens: list[set[str]], kv: list[set[str]]) -> list[set[str]]:
+    return [{w for w in t if len(w) > 1} | k for t, k in zip(tokens, kv)]
+
+
+def seed_sets(offers: Offers, units: UnitMap | None = None) -> list[set[str]]:
+    """Each offer's set for the baseline's similarity (``seed_jac``): its cleaned title words
+    of two or more characters and its cleaned ``key:value`` attribute pairs (as
+    :func:`describe` makes them, without describing the rest)."""
+    tokens = [set(clean_text(t, units).split(" ")) for t in offers.titles]
+    kv = [{clean_text(k, units) + ":" + clean_text(v, units) for k, v in attrs.items()}
+          for attrs in offers.attributes]
+    return _seed_sets(tokens, kv)
 
 
 def _grams(title: str, units: UnitMap | None, k: int = 3) -> set[str]:

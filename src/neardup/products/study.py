@@ -40,15 +40,17 @@ import numpy as np
 from ..config import check_banding
 from ..evaluate.bootstrap import bootstrap_split, tune_threshold
 from ..validate import check_choice, check_int, check_real
-from .blocking import offer_tokens, token_blocking
+from .blocking import _best_of_each, offer_tokens, token_blocking
 from .candidates import across_sources, banded_candidates, bandings, model_word_sets
 from .matcher import (
     FEATURES,
     PairModel,
+    _jac,
     describe,
     one_per_shop,
     pair_features,
     rule_score,
+    seed_sets,
     shops_listing_once,
 )
 from .modelwords import UnitMap
@@ -188,12 +190,19 @@ def _candidates(part: Offers, d, cfg: StudyConfig, keys: list[Key]) -> dict:
     (LSH: bandings whose buckets hold more than ``max_pairs`` pairs left out, but the default;
     with ``link``, pairs across sources only)."""
     if cfg.blocking == "tokens":
-        tokens = offer_tokens(part, cfg.units)
+        # one blocking at the largest budget: a smaller budget's pairs are its best-weighted
+        # pairs of each offer and then the best overall, a prefix of the same ranking
+        tokens = d.block_tokens if d is not None else offer_tokens(part, cfg.units)
+        left, right, w, _ = token_blocking(part, per_offer=max(keys), link=cfg.link,
+                                           units=cfg.units, tokens=tokens)
+        best = _best_of_each(left, right, w, 1)
+        others = np.flatnonzero(~best)
+        ranked = others[np.argsort(-w[others], kind="stable")]
         out = {}
         for budget in keys:
-            left, right, _, _ = token_blocking(part, per_offer=budget, link=cfg.link,
-                                               units=cfg.units, tokens=tokens)
-            out[budget] = (left, right)
+            chosen = best.copy()
+            chosen[ranked[:max(0, int(budget * len(part)) - int(best.sum()))]] = True
+            out[budget] = (left[chosen], right[chosen])
         return out
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
     pairs = banded_candidates(sets, keys, cfg.num_perm, seed=cfg.seed + 1,
@@ -216,8 +225,11 @@ def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
     pairs = _candidates(part, d, cfg, keys)
     x = {}
     cap = min(cfg.max_fraction * len(part) * (len(part) - 1) / 2, cfg.max_pairs)
-    # features once per distinct pair: looser settings hold the tighter ones' pairs mostly
-    wanted = [k for k, (left, _) in pairs.items() if len(left) <= cap or k == default]
+    # features once per distinct pair: looser settings hold the tighter ones' pairs mostly.
+    # Token blocking: the classifiers run up to the default budget (larger ones: PC/PQ only)
+    wanted = [k for k, (left, _) in pairs.items()
+              if (len(left) <= cap and (cfg.blocking != "tokens" or k <= default))
+              or k == default]
     allp: dict[tuple[int, int], int] = {}
     for key in wanted:
         left, right = pairs[key]
@@ -350,10 +362,13 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
                      f"fraction {last[0]['fraction']:.4f} ({time.perf_counter() - t0:.1f} s)")
     res.summary = summarise(res.runs, default)
     # the baseline's similarity of the true pairs and of all candidates, whole data
-    whole = _prepare(offers, truth, np.arange(len(offers)), cfg, [default])
-    wl, wr = whole.pairs[default]
-    sim = whole.x[default][:, sj] if default in whole.x else np.zeros(0)
-    res.distributions = {"candidates": sim, "true_pairs": sim[whole.truth.is_match(wl, wr)]}
+    # the baseline's similarity of the candidates (whole data, default setting): only it
+    seeds = seed_sets(offers, cfg.units)
+    d = describe(offers, cfg.units) if cfg.blocking == "lsh" else None
+    wl, wr = _candidates(offers, d, cfg, [default])[default]
+    sim = np.fromiter((_jac(seeds[a], seeds[b]) for a, b in zip(wl.tolist(), wr.tolist())),
+                      np.float64, len(wl))
+    res.distributions = {"candidates": sim, "true_pairs": sim[truth.is_match(wl, wr)]}
     res.seconds = time.perf_counter() - t0
     return res
 
