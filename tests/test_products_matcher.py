@@ -364,3 +364,30 @@ def test_study_budgets_are_the_blockings_of_each_budget(link):
         assert got[budget][0].tolist() == left.tolist()
         assert got[budget][1].tolist() == right.tolist()
     assert seed_sets(offers) == describe(offers).seed_sets
+
+
+def _rivals_oracle(shops, left, right, v, keep):
+    top = {}
+    for a, b, x in zip(left, right, v):
+        for u, w in ((a, b), (b, a)):
+            lst = top.setdefault((u, shops[w]), [])
+            if len(lst) < keep or x > lst[-1][0]:
+                lst.append((x, w))
+                lst.sort(key=lambda t: -t[0])
+                del lst[keep:]
+    return top
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rivals_keep_the_best_values_of_each_offer_in_each_shop(seed):
+    from neardup.products.matcher import _rivals
+
+    rng = np.random.default_rng(seed)
+    n = 25
+    o = _offers([(f"s{rng.integers(0, 4)}", f"t{i}", {}) for i in range(n)])
+    d = describe(o)
+    m = 120
+    left, right = rng.integers(0, n, m).tolist(), rng.integers(0, n, m).tolist()
+    v = (rng.integers(0, 6, m) / 5).tolist()  # many ties
+    keep = int(rng.integers(1, 5))
+    assert _rivals(d, left, right, v, keep) == _rivals_oracle(d.shops, left, right, v, keep)

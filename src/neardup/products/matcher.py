@@ -455,15 +455,27 @@ def _wjac(common: set, total: float, w: dict) -> float:
 def _rivals(d: OfferDescriptions, left: list[int], right: list[int], v: list[float],
             keep: int = 8) -> dict[tuple[int, str], list[tuple[float, int]]]:
     """For each (offer, shop): its ``keep`` highest values ``v`` over its candidates in that
-    shop, as ``(value, other offer)``, best first."""
+    shop, as ``(value, other offer)``, best first (ties: the pair listed first)."""
+    m = len(left)
+    if m == 0:
+        return {}
+    names, code = np.unique(np.asarray(d.shops, dtype=object), return_inverse=True)
+    node = np.concatenate([left, right]).astype(np.int64)
+    other = np.concatenate([right, left]).astype(np.int64)
+    val = np.concatenate([v, v]).astype(np.float64)
+    seen = np.empty(2 * m, np.int64)  # the order the pairs list each (offer, other offer)
+    seen[:m], seen[m:] = np.arange(0, 2 * m, 2), np.arange(1, 2 * m, 2)
+    key = node * len(names) + code[other]
+    order = np.lexsort((seen, -val, key))
+    key, other, val = key[order], other[order], val[order]
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    end = np.r_[start[1:], len(key)]
     top: dict[tuple[int, str], list[tuple[float, int]]] = {}
-    for a, b, x in zip(left, right, v):
-        for u, w in ((a, b), (b, a)):
-            lst = top.setdefault((u, d.shops[w]), [])
-            if len(lst) < keep or x > lst[-1][0]:
-                lst.append((x, w))
-                lst.sort(key=lambda t: -t[0])
-                del lst[keep:]
+    vals, others, keys = val.tolist(), other.tolist(), key.tolist()
+    n_shops = len(names)
+    for a, b in zip(start.tolist(), np.minimum(end, start + keep).tolist()):
+        k = keys[a]
+        top[(k // n_shops, names[k % n_shops])] = list(zip(vals[a:b], others[a:b]))
     return top
 
 
