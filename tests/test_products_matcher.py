@@ -391,3 +391,22 @@ def test_rivals_keep_the_best_values_of_each_offer_in_each_shop(seed):
     v = (rng.integers(0, 6, m) / 5).tolist()  # many ties
     keep = int(rng.integers(1, 5))
     assert _rivals(d, left, right, v, keep) == _rivals_oracle(d.shops, left, right, v, keep)
+
+
+def test_describe_from_parts_made_once_equals_describing_the_part():
+    from dataclasses import fields
+
+    from neardup.products.matcher import offer_parts, select_parts
+    from neardup.products.study import subset
+
+    offers, _ = make_catalogue(60, seed=8)
+    parts = offer_parts(offers)
+    rows = np.random.default_rng(0).permutation(len(offers))[: len(offers) // 2]
+    part = subset(offers, rows)
+    a, b = describe(part), describe(part, parts=select_parts(parts, rows))
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "numbers":
+            assert [v.tolist() for v in x] == [v.tolist() for v in y]
+        else:
+            assert x == y, f.name

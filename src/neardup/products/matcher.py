@@ -152,13 +152,12 @@ class OfferDescriptions:
         return len(self.shops)
 
 
-def describe(offers: Offers, units: UnitMap | None = None,
-             brand_vocab: frozenset[str] | None = None, model_keys: Sequence[str] = ("model",)
-             ) -> OfferDescriptions:
-    """Describe every offer once (module docstring). ``brand_vocab``: brands to recognise
-    (default: learned from brand-like attributes, :func:`.candidates.learn_brands`).
-    ``model_keys``: attributes whose name contains one of these (case-insensitive) may state
-    the model number; their model words count as the offer's model numbers too."""
+def offer_parts(offers: Offers, units: UnitMap | None = None,
+                model_keys: Sequence[str] = ("model",)) -> dict[str, list]:
+    """What :func:`describe` reads of each offer on its own, whatever catalogue it is in:
+    ``{name: list with one entry per offer}``. A study describes many parts of one catalogue:
+    it makes these once and passes each part's rows of them to :func:`describe`
+    (:func:`select_parts`)."""
     words = [set(title_model_words(t, units)) for t in offers.titles]
     keys = tuple(k.lower() for k in model_keys)
     ids = []
@@ -168,21 +167,53 @@ def describe(offers: Offers, units: UnitMap | None = None,
             if any(m in k.lower() for m in keys):
                 found |= model_ids(set(title_model_words(v, units)))
         ids.append(found)
-    vocab = learn_brands(offers, units=units) if brand_vocab is None else brand_vocab
-    brands = same_brands(offer_brands(offers, vocab, units), ids)
-    measures = [_measures(w) for w in words]
-    unit = main_unit(offers, units, words)
-    freq = Counter(u for m in measures for u in m)
-    others = tuple(u for u, _ in freq.most_common() if u != unit)[:3]
-    tokens = [set(clean_text(t, units).split(" ")) for t in offers.titles]
     values, kv = [], []
     for attrs in offers.attributes:
         cv = {k: clean_text(v, units) for k, v in attrs.items()}
         values.append(set(cv.values()) - {""})
         kv.append({clean_text(k, units) + ":" + v for k, v in cv.items()})
-    numbers = [attribute_numbers(a) for a in offers.attributes]
-    number_lists = [v.tolist() for v in numbers]
-    number_keys = [[_number_key(x) for x in v] for v in number_lists]
+    number_lists = [attribute_numbers(a).tolist() for a in offers.attributes]
+    descs = offers.descriptions if len(offers.descriptions) == len(offers) else []
+    return {
+        "words": words, "ids": ids, "measures": [_measures(w) for w in words],
+        "tokens": [set(clean_text(t, units).split(" ")) for t in offers.titles],
+        "values": values, "kv": kv, "number_lists": number_lists,
+        "number_keys": [[_number_key(x) for x in v] for v in number_lists],
+        "desc": ([set(clean_text(t, units).split(" ")) - {""} for t in descs]
+                 or [set()] * len(offers)),
+        "block": offer_tokens(offers, units),
+        "grams": [_grams(t, units) for t in offers.titles],
+        "prices": [_price(a) for a in offers.attributes],
+    }
+
+
+def select_parts(parts: dict[str, list], rows) -> dict[str, list]:
+    """The entries of :func:`offer_parts` of the offers at ``rows``, in that order."""
+    rows = np.asarray(rows).tolist()
+    return {k: [v[i] for i in rows] for k, v in parts.items()}
+
+
+def describe(offers: Offers, units: UnitMap | None = None,
+             brand_vocab: frozenset[str] | None = None, model_keys: Sequence[str] = ("model",),
+             parts: dict[str, list] | None = None) -> OfferDescriptions:
+    """Describe every offer once (module docstring). ``brand_vocab``: brands to recognise
+    (default: learned from brand-like attributes, :func:`.candidates.learn_brands`).
+    ``model_keys``: attributes whose name contains one of these (case-insensitive) may state
+    the model number; their model words count as the offer's model numbers too. ``parts``:
+    :func:`offer_parts` of these offers, if already made (with the same ``units`` and
+    ``model_keys``); what depends on the whole catalogue (brands, units, document
+    frequencies) is computed here."""
+    if parts is None:
+        parts = offer_parts(offers, units, model_keys)
+    words, ids, measures, tokens = parts["words"], parts["ids"], parts["measures"], parts["tokens"]
+    values, kv, number_lists = parts["values"], parts["kv"], parts["number_lists"]
+    number_keys, desc, block = parts["number_keys"], parts["desc"], parts["block"]
+    vocab = learn_brands(offers, units=units) if brand_vocab is None else brand_vocab
+    brands = same_brands(offer_brands(offers, vocab, units), ids)
+    unit = main_unit(offers, units, words)
+    freq = Counter(u for m in measures for u in m)
+    others = tuple(u for u, _ in freq.most_common() if u != unit)[:3]
+    numbers = [np.array(v, np.float64) for v in number_lists]
     number_df = Counter(k for v in number_keys for k in set(v))
     n = max(len(offers), 1)
     rare_cut = max(2, n // 200)
@@ -196,11 +227,8 @@ def describe(offers: Offers, units: UnitMap | None = None,
 
     number_idf = [[idf(number_df[k]) for k in v] for v in number_keys]
     number_rare = [[number_df[k] <= rare_cut for k in v] for v in number_keys]
-    descs = offers.descriptions if len(offers.descriptions) == len(offers) else []
-    desc = [set(clean_text(t, units).split(" ")) - {""} for t in descs] or [set()] * len(offers)
     token_idf = {t: idf(c) for t, c in Counter(t for s in tokens for t in s).items()}
     value_idf = {t: idf(c) for t, c in Counter(t for s in values for t in s).items()}
-    block = offer_tokens(offers, units)
     bweight = squared_token_weights(block)
     return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
                              values, kv, unit, others, dict(number_df), token_idf, value_idf,
@@ -211,8 +239,7 @@ def describe(offers: Offers, units: UnitMap | None = None,
                              _seed_sets(tokens, kv),
                              block, bweight,
                              [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
-                             [_grams(t, units) for t in offers.titles],
-                             [_price(a) for a in offers.attributes])
+                             parts["grams"], parts["prices"])
 
 
 def _seed_sets(tokens: list[set[str]], kv: list[set[str]]) -> list[set[str]]:

@@ -46,11 +46,13 @@ from .matcher import (
     FEATURES,
     PairModel,
     _jac,
+    _seed_sets,
     describe,
+    offer_parts,
     one_per_shop,
     pair_features,
     rule_score,
-    seed_sets,
+    select_parts,
     shops_listing_once,
 )
 from .modelwords import UnitMap
@@ -214,13 +216,14 @@ def _candidates(part: Offers, d, cfg: StudyConfig, keys: list[Key]) -> dict:
 
 
 def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
-             keys: list[Key]) -> _Part:
+             keys: list[Key], parts: dict | None = None) -> _Part:
     """One part of a bootstrap as a catalogue of its own: described, blocked at each setting
     of ``keys``, and the features of the candidates of the default setting and of every
     setting up to ``max_fraction``."""
     part = subset(offers, rows)
     sub = truth.subset(rows)
-    d = describe(part, cfg.units)
+    d = describe(part, cfg.units, parts=select_parts(parts, rows) if parts is not None
+                 else None)
     default = cfg.default
     pairs = _candidates(part, d, cfg, keys)
     x = {}
@@ -300,10 +303,11 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
         res.partial_truth = (f"{lab:,} offers labelled: only pairs of two labelled offers are "
                              "fitted on and scored")
     sj = FEATURES.index("seed_jac")
+    parts = offer_parts(offers, cfg.units)  # what each offer is on its own, made once
     for b in range(cfg.bootstraps):
         train_rows, test_rows = bootstrap_split(len(offers), rng)
-        tr = _prepare(offers, truth, train_rows, cfg, sweep)
-        te = _prepare(offers, truth, test_rows, cfg, sweep)
+        tr = _prepare(offers, truth, train_rows, cfg, sweep, parts)
+        te = _prepare(offers, truth, test_rows, cfg, sweep, parts)
         # the model: fitted on the training candidates of known truth at the default setting
         xl, xr = tr.pairs[default]
         known = tr.truth.is_known(xl, xr)
@@ -363,7 +367,7 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
     res.summary = summarise(res.runs, default)
     # the baseline's similarity of the true pairs and of all candidates, whole data
     # the baseline's similarity of the candidates (whole data, default setting): only it
-    seeds = seed_sets(offers, cfg.units)
+    seeds = _seed_sets(parts["tokens"], parts["kv"])
     d = describe(offers, cfg.units) if cfg.blocking == "lsh" else None
     wl, wr = _candidates(offers, d, cfg, [default])[default]
     sim = np.fromiter((_jac(seeds[a], seeds[b]) for a, b in zip(wl.tolist(), wr.tolist())),
