@@ -378,19 +378,46 @@ def _rivals_oracle(shops, left, right, v, keep):
     return top
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_rivals_keep_the_best_values_of_each_offer_in_each_shop(seed):
-    from neardup.products.matcher import _rivals
+def _best_rival_oracle(d, top, u, w):
+    for x, c in top[(u, d.shops[w])]:
+        if c != w and not (d.ids[c] & d.ids[w]):
+            return x
+    return -np.inf
 
+
+def _one_per_shop_oracle(left, right, scores, d, x, once=None):
+    """one listing per shop as first written: a streaming top-8 per (offer, shop), then each
+    weak pair checked against the best rival on both sides."""
+    strong = x[:, FEATURES.index("id_share")] > 0
+    weak = np.flatnonzero((scores > 0) & ~strong)
+    la, ra = left[weak].tolist(), right[weak].tolist()
+    top = _rivals_oracle(d.shops, la, ra, scores[weak].tolist(), 8)
+    out = scores.copy()
+    for k, a, b in zip(weak.tolist(), la, ra):
+        s = scores[k]
+        if ((once is None or d.shops[b] in once) and _best_rival_oracle(d, top, a, b) > s) or (
+                (once is None or d.shops[a] in once) and _best_rival_oracle(d, top, b, a) > s):
+            out[k] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_one_per_shop_equals_checking_each_pair_against_its_rivals(seed):
     rng = np.random.default_rng(seed)
-    n = 25
-    o = _offers([(f"s{rng.integers(0, 4)}", f"t{i}", {}) for i in range(n)])
+    n = 30
+    model = [f"ab{100 + int(rng.integers(0, 6))}x" for _ in range(n)]
+    o = _offers([(f"s{rng.integers(0, 4)}",
+                  f"Acme {model[i]}" if rng.random() < 0.6 else f"Acme thing {i}", {})
+                 for i in range(n)])
     d = describe(o)
-    m = 120
-    left, right = rng.integers(0, n, m).tolist(), rng.integers(0, n, m).tolist()
-    v = (rng.integers(0, 6, m) / 5).tolist()  # many ties
-    keep = int(rng.integers(1, 5))
-    assert _rivals(d, left, right, v, keep) == _rivals_oracle(d.shops, left, right, v, keep)
+    m = 150
+    left, right = rng.integers(0, n, m), rng.integers(0, n, m)
+    scores = rng.integers(0, 8, m) / 7  # ties and zeros
+    x = np.zeros((m, len(FEATURES)))
+    x[:, FEATURES.index("id_share")] = rng.random(m) < 0.2
+    for once in (None, {"s0", "s2"}):
+        assert one_per_shop(left, right, scores, d, x, once).tolist() == \
+            _one_per_shop_oracle(left, right, scores, d, x, once).tolist()
 
 
 def test_describe_from_parts_made_once_equals_describing_the_part():
@@ -410,3 +437,24 @@ def test_describe_from_parts_made_once_equals_describing_the_part():
             assert [v.tolist() for v in x] == [v.tolist() for v in y]
         else:
             assert x == y, f.name
+
+
+def test_compiled_jaccard_features_equal_set_jaccard():
+    from neardup.products.matcher import _INDEXED, _jac
+
+    offers, _ = make_catalogue(50, seed=9)
+    offers.descriptions = [("fine panel " * (i % 3)).strip() for i in range(len(offers))]
+    d = describe(offers)
+    rng = np.random.default_rng(1)
+    left = rng.integers(0, len(offers), 400)
+    right = rng.integers(0, len(offers), 400)
+    x = pair_features(d, left, right)
+    for f, name in _INDEXED.items():
+        sets = getattr(d, name)
+        want = [_jac(sets[a], sets[b]) for a, b in zip(left.tolist(), right.tolist())]
+        assert x[:, FEATURES.index(f)] == pytest.approx(want, rel=1e-6, abs=1e-7), f
+    # two offers without description words: 0, not 1
+    empty = [i for i in range(len(offers)) if not d.desc_tokens[i]]
+    assert len(empty) >= 2
+    got = pair_features(d, np.array(empty[:1]), np.array(empty[1:2]))
+    assert got[0, FEATURES.index("desc_jac")] == 0.0

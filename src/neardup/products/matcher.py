@@ -54,7 +54,7 @@ import bisect
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -147,6 +147,9 @@ class OfferDescriptions:
     block_norm: list[float]
     grams: list[set[str]]
     prices: list[float]
+    #: the word sets of :data:`_INDEXED` as sorted integer sets, made at the first
+    #: :func:`pair_features` (:func:`_set_index`)
+    _index: dict | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.shops)
@@ -402,18 +405,53 @@ def id_relation(a: set[str], b: set[str]) -> str:
     return "one" if a or b else "none"
 
 
+#: the plain Jaccard features computed by the compiled overlap kernel, and the description
+#: field each one reads
+_INDEXED = {"mw_jac": "words", "seed_jac": "seed_sets", "desc_jac": "desc_tokens",
+            "char_jac": "grams"}
+
+
+def _set_index(sets: list[set[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, offsets)``: each set as the sorted distinct ``uint32`` ids of its members
+    (``ids[offsets[i]:offsets[i + 1]]``), ids numbered by first appearance."""
+    vocab: dict[str, int] = {}
+    coded = [sorted({vocab.setdefault(t, len(vocab)) for t in s}) for s in sets]
+    off = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(c) for c in coded], out=off[1:])
+    flat = np.fromiter((x for c in coded for x in c), np.uint32, int(off[-1]))
+    return flat, off
+
+
+def _indexed_jaccards(d: OfferDescriptions, left: np.ndarray, right: np.ndarray
+                      ) -> dict[str, np.ndarray]:
+    """The :data:`_INDEXED` features of the pairs, by the compiled kernel (0 for two empty
+    sets, as :func:`_jac` has it)."""
+    from ..verify import overlap_pairs
+
+    if d._index is None:
+        d._index = {f: _set_index(getattr(d, name)) for f, name in _INDEXED.items()}
+    out = {}
+    for f, (flat, off) in d._index.items():
+        sim = overlap_pairs(flat, off[:-1], off[1:], left, right).astype(np.float64)
+        size = np.diff(off)
+        sim[(size[left] == 0) & (size[right] == 0)] = 0.0
+        out[f] = sim
+    return out
+
+
 def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])``."""
+    left = np.ascontiguousarray(left, np.int64)
+    right = np.ascontiguousarray(right, np.int64)
     units = d.units + ("",) * (3 - len(d.units))
     u0, u1, u2 = units[:3]
     main = d.main_unit
     ids, measures, brands, shops = d.ids, d.measures, d.brands, d.shops
-    tokens, words, values, seeds, descs = (d.tokens, d.words, d.values, d.seed_sets,
-                                           d.desc_tokens)
+    tokens, values = d.tokens, d.values
     token_weight, value_weight = d.token_weight, d.value_weight
     token_idf, value_idf = d.token_idf.__getitem__, d.value_idf.__getitem__
     block, bweight, bnorm = d.block_tokens, d.block_weight.__getitem__, d.block_norm
-    grams, prices = d.grams, d.prices
+    prices = d.prices
     rows = []
     append = rows.append
     for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
@@ -442,21 +480,24 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
             _agree(ma.get(u1), mb.get(u1)),
             _agree(ma.get(u2), mb.get(u2)),
             agree, conflict, shops[a] == shops[b] and shops[a] != "",
-            _jac_n(len(ct), ta, tb), _jac(words[a], words[b]),
+            _jac_n(len(ct), ta, tb), 0.0,
             *_number_evidence(d, a, b), _jac_n(len(cv), va, vb),
-            _jac(seeds[a], seeds[b]),
+            0.0,
             _wjac_sum(sum(map(token_idf, ct)), token_weight[a] + token_weight[b]),
             _wjac_sum(sum(map(value_idf, cv)), value_weight[a] + value_weight[b]),
-            _jac(descs[a], descs[b]),
+            0.0,
             (min(sum(map(bweight, block[a] & block[b])) / (bnorm[a] * bnorm[b]), 1.0)
              if bnorm[a] > 0 and bnorm[b] > 0 else 0.0),
-            _jac(grams[a], grams[b]),
+            0.0,
             (min(prices[a], prices[b]) / max(prices[a], prices[b])
              if prices[a] > 0 and prices[b] > 0 else -1.0),
         ))
     if not rows:
         return np.zeros((0, len(FEATURES)), np.float64)
-    return np.array(rows, np.float64)
+    x = np.array(rows, np.float64)
+    for f, col in _indexed_jaccards(d, left, right).items():
+        x[:, FEATURES.index(f)] = col
+    return x
 
 
 def _jac_n(inter: int, a: set, b: set) -> float:
@@ -477,43 +518,6 @@ def _wjac(common: set, total: float, w: dict) -> float:
     inter = sum(w[t] for t in common)
     union = total - inter
     return inter / union if union > 0 else 0.0
-
-
-def _rivals(d: OfferDescriptions, left: list[int], right: list[int], v: list[float],
-            keep: int = 8) -> dict[tuple[int, str], list[tuple[float, int]]]:
-    """For each (offer, shop): its ``keep`` highest values ``v`` over its candidates in that
-    shop, as ``(value, other offer)``, best first (ties: the pair listed first)."""
-    m = len(left)
-    if m == 0:
-        return {}
-    names, code = np.unique(np.asarray(d.shops, dtype=object), return_inverse=True)
-    node = np.concatenate([left, right]).astype(np.int64)
-    other = np.concatenate([right, left]).astype(np.int64)
-    val = np.concatenate([v, v]).astype(np.float64)
-    seen = np.empty(2 * m, np.int64)  # the order the pairs list each (offer, other offer)
-    seen[:m], seen[m:] = np.arange(0, 2 * m, 2), np.arange(1, 2 * m, 2)
-    key = node * len(names) + code[other]
-    order = np.lexsort((seen, -val, key))
-    key, other, val = key[order], other[order], val[order]
-    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    end = np.r_[start[1:], len(key)]
-    top: dict[tuple[int, str], list[tuple[float, int]]] = {}
-    vals, others, keys = val.tolist(), other.tolist(), key.tolist()
-    n_shops = len(names)
-    for a, b in zip(start.tolist(), np.minimum(end, start + keep).tolist()):
-        k = keys[a]
-        top[(k // n_shops, names[k % n_shops])] = list(zip(vals[a:b], others[a:b]))
-    return top
-
-
-def _best_rival(d: OfferDescriptions, top: dict, u: int, w: int) -> float:
-    """The best value of ``u``'s other candidates in ``w``'s shop, leaving out ``w`` and the
-    offers that share a model number with ``w`` (one product listed twice by a shop is not a
-    rival of itself); ``-inf`` when there is none."""
-    for x, c in top[(u, d.shops[w])]:
-        if c != w and not (d.ids[c] & d.ids[w]):
-            return x
-    return -np.inf
 
 
 #: Weights of :func:`rule_score`, the matcher used when no labelled pairs are at hand.
@@ -607,7 +611,7 @@ def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
                  ) -> np.ndarray:
     """The scores with one listing per shop enforced: a pair without model-number evidence
     (``id_share``/``id_prefix``) keeps its score only if, for both of its offers, no rival in
-    the other's shop (:func:`_best_rival`: another offer, not a listing of the same model
+    the other's shop (:func:`_best_rivals`: another offer, not a listing of the same model
     number) scores higher; otherwise its score becomes 0. Pairs with model-number evidence
     keep theirs (a shop may list one model twice). ``once``: the shops that list each product
     once (:func:`shops_listing_once`; default: every shop); rivals in the other shops (a
@@ -617,16 +621,63 @@ def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
     scores = np.asarray(scores, np.float64)
     strong = x[:, FEATURES.index("id_share")] > 0
     weak = np.flatnonzero((scores > 0) & ~strong)
-    la, ra = left[weak].tolist(), right[weak].tolist()
-    top = _rivals(d, la, ra, scores[weak].tolist())
     out = scores.copy()
-    shops = d.shops
-    for k, a, b in zip(weak.tolist(), la, ra):
-        s = scores[k]
-        if ((once is None or shops[b] in once) and _best_rival(d, top, a, b) > s) or (
-                (once is None or shops[a] in once) and _best_rival(d, top, b, a) > s):
-            out[k] = 0.0
+    if len(weak) == 0:
+        return out
+    la, ra, s = left[weak], right[weak], scores[weak]
+    rival_a, rival_b = _best_rivals(d, la, ra, s)
+    if once is None:
+        counts_a = counts_b = np.ones(len(weak), bool)
+    else:
+        names, code = np.unique(np.asarray(d.shops, dtype=object), return_inverse=True)
+        clean = np.fromiter((n in once for n in names), bool, len(names))
+        counts_a, counts_b = clean[code[ra]], clean[code[la]]
+    lose = (counts_a & (rival_a > s)) | (counts_b & (rival_b > s))
+    out[weak[lose]] = 0.0
     return out
+
+
+def _best_rivals(d: OfferDescriptions, left: np.ndarray, right: np.ndarray, v: np.ndarray,
+                 keep: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """For each pair ``(a, b)`` of values ``v``: the best value of ``a``'s other pairs with
+    offers of ``b``'s shop, and of ``b``'s with offers of ``a``'s shop (``-inf`` if none),
+    looking at each offer's ``keep`` best in that shop (ties: the pair listed first) and
+    leaving out ``b`` (``a``) itself and the offers that share a model number with it (one
+    product listed twice by a shop is not a rival of itself): for all pairs at once."""
+    m = len(left)
+    names, code = np.unique(np.asarray(d.shops, dtype=object), return_inverse=True)
+    node = np.concatenate([left, right])
+    other = np.concatenate([right, left])
+    val = np.concatenate([v, v]).astype(np.float64)
+    seen = np.empty(2 * m, np.int64)
+    seen[:m], seen[m:] = np.arange(0, 2 * m, 2), np.arange(1, 2 * m, 2)
+    group = node * len(names) + code[other]
+    order = np.lexsort((seen, -val, group))
+    g_sorted, o_sorted, v_sorted = group[order], other[order], val[order]
+    first = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
+    start = np.empty(2 * m, np.int64)
+    start[order] = np.repeat(first, np.diff(np.r_[first, 2 * m]))  # each entry's group start
+    size = np.empty(2 * m, np.int64)
+    size[order] = np.repeat(np.diff(np.r_[first, 2 * m]), np.diff(np.r_[first, 2 * m]))
+    ids = d.ids
+    has = np.fromiter((bool(x) for x in ids), bool, len(ids))
+    best = np.full(2 * m, -np.inf)
+    todo = np.arange(2 * m)
+    for t in range(keep):
+        todo = todo[t < np.minimum(size[todo], keep)]
+        if len(todo) == 0:
+            break
+        j = start[todo] + t
+        c, w = o_sorted[j], other[todo]
+        ok = c != w
+        both = np.flatnonzero(ok & has[c] & has[w])
+        if len(both):
+            cb, wb = c[both].tolist(), w[both].tolist()
+            ok[both] = np.fromiter((not (ids[x] & ids[y]) for x, y in zip(cb, wb)), bool,
+                                   len(both))
+        best[todo[ok]] = v_sorted[j[ok]]
+        todo = todo[~ok]
+    return best[:m], best[m:]
 
 
 #: :func:`shops_listing_once`: the share of a shop's offers with model numbers that may share
