@@ -166,19 +166,25 @@ def test_linkage_keeps_pairs_across_shops_and_one_to_one_matches_once(catalogue,
     assert len(one) < len(many)
 
 
-def test_the_study_of_a_linkage_counts_pairs_across_shops_only(catalogue):
+def _listed_twice(catalogue, k: int):
+    """The catalogue with offers 0..k-1 listed again by their shops (duplicates within one
+    shop), and the labels."""
     from neardup.products.offers import Offers
-    from neardup.products.study import run_study
 
     base, base_labels = catalogue
-    k = 3  # a shop lists offers 0..k-1 twice: duplicates within one shop
     offers = Offers(ids=base.ids + [f"again-{i}" for i in range(k)],
                     shops=base.shops + base.shops[:k],
                     titles=base.titles + [t + " (new)" for t in base.titles[:k]],
                     attributes=base.attributes + [dict(a) for a in base.attributes[:k]],
                     sources=base.sources + [f"again:{i}" for i in range(k)],
                     descriptions=[""] * (len(base) + k))
-    labels = list(base_labels) + list(base_labels[:k])
+    return offers, list(base_labels) + list(base_labels[:k])
+
+
+def test_the_study_of_a_linkage_counts_pairs_across_shops_only(catalogue):
+    from neardup.products.study import run_study
+
+    offers, labels = _listed_twice(catalogue, 3)
     tl, tr = true_pairs(labels)
     cross = sum(offers.shops[a] != offers.shops[b] for a, b in zip(tl.tolist(), tr.tolist()))
     assert 0 < cross < len(tl)  # the catalogue has duplicates within shops too
@@ -191,18 +197,9 @@ def test_the_study_of_a_linkage_counts_pairs_across_shops_only(catalogue):
 def test_the_pair_completeness_of_a_linkage_study_counts_pairs_across_shops(catalogue):
     from neardup.evaluate.bootstrap import bootstrap_split
     from neardup.products.blocking import token_blocking
-    from neardup.products.offers import Offers
     from neardup.products.study import run_study, subset
 
-    base, base_labels = catalogue
-    k = 40  # a shop lists offers 0..k-1 twice: duplicates within one shop
-    offers = Offers(ids=base.ids + [f"again-{i}" for i in range(k)],
-                    shops=base.shops + base.shops[:k],
-                    titles=base.titles + [t + " (new)" for t in base.titles[:k]],
-                    attributes=base.attributes + [dict(a) for a in base.attributes[:k]],
-                    sources=base.sources + [f"again:{i}" for i in range(k)],
-                    descriptions=[""] * (len(base) + k))
-    labels = list(base_labels) + list(base_labels[:k])
+    offers, labels = _listed_twice(catalogue, 40)
     cfg = StudyConfig(bootstraps=1, link=True, per_offer=5)
     res = run_study(offers, labels, cfg)
     _, test_rows = bootstrap_split(len(offers), np.random.default_rng(cfg.seed))
