@@ -249,16 +249,6 @@ def _seed_sets(tokens: list[set[str]], kv: list[set[str]]) -> list[set[str]]:
     return [{w for w in t if len(w) > 1} | k for t, k in zip(tokens, kv)]
 
 
-def seed_sets(offers: Offers, units: UnitMap | None = None) -> list[set[str]]:
-    """Each offer's set for the baseline's similarity (``seed_jac``): its cleaned title words
-    of two or more characters and its cleaned ``key:value`` attribute pairs (as
-    :func:`describe` makes them, without describing the rest)."""
-    tokens = [set(clean_text(t, units).split(" ")) for t in offers.titles]
-    kv = [{clean_text(k, units) + ":" + clean_text(v, units) for k, v in attrs.items()}
-          for attrs in offers.attributes]
-    return _seed_sets(tokens, kv)
-
-
 def _grams(title: str, units: UnitMap | None, k: int = 3) -> set[str]:
     """The character ``k``-grams of a title, cleaned, its words run together."""
     t = clean_text(title, units).replace(" ", "")
