@@ -84,9 +84,9 @@ class StudyConfig:
     is the one the summary reports; the sweep covers every banding of ``num_perm`` (bandings
     whose buckets hold more than ``max_pairs`` pairs: left out).
 
-    Either way the classifiers are run on the settings whose candidates are at most
-    ``max_fraction`` of all pairs and ``max_pairs`` pairs (looser ones: PC/PQ only; the
-    default always). ``link``: only pairs across sources (shops) count, as candidates and as the
+    The classifiers are run on the budgets up to the default (larger ones: PC/PQ only), and
+    on the bandings whose candidates are at most ``max_fraction`` of all pairs and
+    ``max_pairs`` pairs (looser ones: PC/PQ only; the default always). ``link``: only pairs across sources (shops) count, as candidates and as the
     truth (the linkage of catalogues)."""
 
     bootstraps: int = 5
