@@ -203,3 +203,29 @@ def test_banded_candidates_leave_out_bandings_over_the_pair_bound():
         assert left.tolist() == full[key][0].tolist() and right.tolist() == full[key][1].tolist()
         assert key == (24, 1) or len(left) <= cap  # the bound is an upper bound
     assert set(full) - set(capped)  # some were left out
+
+
+def test_offers_left_without_candidates_are_counted():
+    """Offers whose every shared word is purged as too common get no candidate pair: the
+    blocking says how many, and the dedup summary's blocking row says so."""
+    from neardup.products import Offers
+    from neardup.products.blocking import token_blocking
+
+    o = Offers()
+    rows = [("a", f"Acme widget {i}") for i in range(40)] + [("b", "Acme widget x100z"),
+                                                            ("b", "Acme widget x100z")]
+    for i, (shop, title) in enumerate(rows):
+        o.ids.append(str(i))
+        o.shops.append(shop)
+        o.titles.append(title)
+        o.attributes.append({})
+        o.sources.append("t")
+    o.descriptions = [""] * len(rows)
+    # a bound of 0.1 pairs per offer (4 pairs) purges "acme" and "widget" (861 pairs each):
+    # only the two x100z offers share a kept word
+    left, right, _, st = token_blocking(o, per_offer=5, comparisons=0.1)
+    paired = set(left.tolist()) | set(right.tolist())
+    assert paired == {40, 41}
+    assert st.offers_without_candidates == len(rows) - 2
+    _, _, _, none = token_blocking(o, per_offer=5, comparisons=0.1, link=True)
+    assert none.candidates == 0 and none.offers_without_candidates == len(rows)

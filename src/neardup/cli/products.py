@@ -296,8 +296,13 @@ def _mode_text(s: dict) -> str:
 def _blocking_text(b: dict) -> str:
     if b["method"] == "lsh":
         return f"LSH over model words, {b['bands']} bands x {b['rows']} rows"
-    return (f"token blocking, {b['candidates_per_offer']:.1f} per offer, blocks of up to "
+    text = (f"token blocking, {b['candidates_per_offer']:.1f} per offer, blocks of up to "
             f"{b['max_block']:,} offers")
+    alone = b.get("offers_without_candidates", 0)
+    if alone:
+        text += (f"; {alone:,} offers in no candidate pair (every word they share with "
+                 "another offer is too common to compare on)")
+    return text
 
 
 def _unused_text(unused: dict) -> str:

@@ -61,6 +61,9 @@ class BlockingStats:
     co_occurring: int = 0
     candidates: int = 0
     candidates_per_offer: float = 0.0
+    #: offers in no candidate pair: every word they share with another offer (of another
+    #: source, with ``link``) was purged as too common, or they share none
+    offers_without_candidates: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,7 +106,6 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     check_int("best_per_offer", best_per_offer, 0)
     n = len(offers)
     stats = BlockingStats(offers=n)
-    empty = np.zeros(0, np.int64)
     if tokens is None:
         tokens = offer_tokens(offers, units, prefix_len)
     vocab: dict[str, int] = {}
@@ -115,7 +117,7 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
             rows_l.append(i)
     stats.tokens = len(vocab)
     if n < 2 or not vocab:
-        return empty, empty, np.zeros(0), stats
+        return _no_pairs(stats)
     rows = np.asarray(rows_l, np.int64)
     cols = np.asarray(cols_l, np.int64)
     df = np.bincount(cols, minlength=len(vocab))
@@ -125,7 +127,7 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     # block purging: the rarest tokens first, until their pairs exceed the budget
     shared = np.sort(df[df >= 2])
     if len(shared) == 0:
-        return empty, empty, np.zeros(0), stats
+        return _no_pairs(stats)
     cum = np.cumsum(shared * (shared - 1) / 2)
     last = int(np.searchsorted(cum, comparisons * n, side="right")) - 1
     cap = int(shared[last]) if last >= 0 else 1
@@ -137,7 +139,7 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     order = np.lexsort((rows, cols))
     rows, cols = rows[order], cols[order]
     if len(rows) == 0:
-        return empty, empty, np.zeros(0), stats
+        return _no_pairs(stats)
     starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
     sizes = np.diff(np.r_[starts, len(cols)])
     source = (np.unique(np.asarray(offers.shops, dtype=object), return_inverse=True)[1]
@@ -163,7 +165,7 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     a = np.concatenate(lefts)
     z = np.concatenate(rights)
     if len(a) == 0:
-        return empty, empty, np.zeros(0), stats
+        return _no_pairs(stats)
     key = np.minimum(a, z) * n + np.maximum(a, z)
     del a, z
     pair, inv = np.unique(key, return_inverse=True)
@@ -186,7 +188,17 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     left, right, sim = left[chosen], right[chosen], sim[chosen]
     stats.candidates = len(left)
     stats.candidates_per_offer = len(left) / n
+    paired = np.zeros(n, bool)
+    paired[left] = paired[right] = True
+    stats.offers_without_candidates = int(n - paired.sum())
     return left, right, np.minimum(sim, 1.0), stats
+
+
+def _no_pairs(stats: BlockingStats
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, BlockingStats]:
+    stats.offers_without_candidates = stats.offers
+    empty = np.zeros(0, np.int64)
+    return empty, empty, np.zeros(0), stats
 
 
 def _token_weights(names: list[str], df: np.ndarray, n: int, boost: float) -> np.ndarray:
