@@ -456,3 +456,19 @@ def test_compiled_jaccard_features_equal_set_jaccard():
     assert len(empty) >= 2
     got = pair_features(d, np.array(empty[:1]), np.array(empty[1:2]))
     assert got[0, FEATURES.index("desc_jac")] == 0.0
+
+
+def test_an_offer_of_many_model_numbers_does_not_bridge_clusters():
+    # 0, 1: model ab100x; 3, 4: model cd200z; 2: a battery that fits ab100x, cd200z and ef300y
+    shops = ["m"] * 5
+    ids = [{"ab100x"}, {"ab100x"}, {"ab100x", "cd200z", "ef300y"}, {"cd200z"}, {"cd200z"}]
+    left, right = np.array([0, 3, 0, 2]), np.array([1, 4, 2, 3])
+    scores = np.array([0.9, 0.9, 0.8, 0.8])
+    once: set[str] = set()  # a marketplace: the one-listing rule cannot cut this chain
+    got = offer_clusters(5, left, right, scores, shops, once, ids)
+    # the battery joins the first cluster it pairs with, and the two models stay apart
+    assert got.tolist() == [0, 0, 0, 1, 1]
+    # were its three model numbers counted, the cluster of ab100x would take in cd200z's
+    bridged = offer_clusters(5, left, right, scores, shops, once,
+                             [ids[0], ids[1], {"cd200z", "ab100x"}, ids[3], ids[4]])
+    assert len(set(bridged.tolist())) == 1

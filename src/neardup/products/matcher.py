@@ -733,6 +733,12 @@ def unique_mapping(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
     return keep
 
 
+#: :func:`offer_clusters`: an offer that states more model numbers than this (a list of the
+#: models an accessory fits, a bundle) does not say which product it is: its model numbers do
+#: not count in its cluster's
+CLUSTER_MAX_IDS = 2
+
+
 def offer_clusters(n: int, left: np.ndarray, right: np.ndarray,
                    scores: np.ndarray | None = None, shops: Sequence[str] | None = None,
                    once: set[str] | None = None, ids: Sequence[set[str]] | None = None
@@ -743,8 +749,12 @@ def offer_clusters(n: int, left: np.ndarray, right: np.ndarray,
     ``shops``: clusters that resist chaining. The pairs are taken best score first, and two
     clusters merge only if they hold no two offers of one shop that lists each product once
     (``once``, :func:`shops_listing_once`; default: every shop): a cluster is one product, and
-    such a shop lists it once. A pair whose merge would break that (a chain of weaker pairs
-    through two listings of one shop) joins nothing; it stays in the pairs output."""
+    such a shop lists it once. With ``ids`` (each offer's model numbers), two clusters whose
+    offers state model numbers merge only if the number most of one cluster's offers state is
+    among the other's (offers stating more than :data:`CLUSTER_MAX_IDS` count as stating
+    none). A pair whose merge would break either rule (a chain of weaker pairs through two
+    listings of one shop, or through an accessory that fits many models) joins nothing; it
+    stays in the pairs output."""
     from ..cluster import connected_components, labels_from_reps, preference_rank
 
     left = np.asarray(left, np.int64)
@@ -773,7 +783,8 @@ def offer_clusters(n: int, left: np.ndarray, right: np.ndarray,
     def nums(i: int) -> Counter[str]:
         got = numbers.get(i)
         if got is None:
-            got = numbers[i] = Counter(ids[i]) if ids is not None else Counter()
+            stated = ids[i] if ids is not None else ()
+            got = numbers[i] = Counter(stated if len(stated) <= CLUSTER_MAX_IDS else ())
         return got
 
     def main_number(c: Counter[str]) -> str:
