@@ -40,7 +40,7 @@ from ..validate import check_int, check_real
 from .modelwords import TITLE_MODEL_WORD, UnitMap, clean_text
 from .offers import Offers
 
-__all__ = ["BlockingStats", "offer_tokens", "squared_token_weights", "title_cosine",
+__all__ = ["BlockingStats", "budget_masks", "offer_tokens", "squared_token_weights", "title_cosine",
            "token_blocking"]
 
 #: pairs generated per block at once (bounds the memory of the pair enumeration)
@@ -175,16 +175,7 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     sim = dot / (norm[left] * norm[right])
     stats.co_occurring = len(pair)
 
-    # pruning: each offer's best pairs, then the best pairs overall up to the budget
-    chosen = np.zeros(len(pair), bool)
-    if best_per_offer:
-        chosen |= _best_of_each(left, right, sim, best_per_offer)
-    budget = int(per_offer * n)
-    rest = budget - int(chosen.sum())
-    if rest > 0:
-        others = np.flatnonzero(~chosen)
-        top = np.argsort(-sim[others], kind="stable")[:rest]
-        chosen[others[top]] = True
+    chosen = budget_masks(left, right, sim, n, [per_offer], best_per_offer)[0]
     left, right, sim = left[chosen], right[chosen], sim[chosen]
     stats.candidates = len(left)
     stats.candidates_per_offer = len(left) / n
@@ -192,6 +183,25 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     paired[left] = paired[right] = True
     stats.offers_without_candidates = int(n - paired.sum())
     return left, right, np.minimum(sim, 1.0), stats
+
+
+def budget_masks(left: np.ndarray, right: np.ndarray, sim: np.ndarray, n: int,
+                 budgets: Sequence[float], best_per_offer: int = 1) -> list[np.ndarray]:
+    """The pruning of :func:`token_blocking` (module docstring, step 4) at each budget of
+    ``budgets`` candidate pairs per offer: ``bool`` per pair, kept or not. Each offer's
+    ``best_per_offer`` best-weighted pairs, then the best pairs overall up to ``budget * n``:
+    one ranking, so a smaller budget keeps a subset of a larger one's pairs, and pruning the
+    pairs :func:`token_blocking` kept at a larger budget gives what it keeps at a smaller one."""
+    best = (_best_of_each(left, right, sim, best_per_offer) if best_per_offer
+            else np.zeros(len(left), bool))
+    others = np.flatnonzero(~best)
+    ranked = others[np.argsort(-sim[others], kind="stable")]
+    out = []
+    for budget in budgets:
+        chosen = best.copy()
+        chosen[ranked[:max(0, int(budget * n) - int(best.sum()))]] = True
+        out.append(chosen)
+    return out
 
 
 def _no_pairs(stats: BlockingStats

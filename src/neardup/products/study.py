@@ -40,7 +40,7 @@ import numpy as np
 from ..config import check_banding
 from ..evaluate.bootstrap import bootstrap_split, tune_threshold
 from ..validate import check_choice, check_int, check_real
-from .blocking import _best_of_each, offer_tokens, token_blocking
+from .blocking import budget_masks, offer_tokens, token_blocking
 from .candidates import across_sources, banded_candidates, bandings, model_word_sets
 from .matcher import (
     FEATURES,
@@ -197,15 +197,8 @@ def _candidates(part: Offers, d, cfg: StudyConfig, keys: list[Key]) -> dict:
         tokens = d.block_tokens if d is not None else offer_tokens(part, cfg.units)
         left, right, w, _ = token_blocking(part, per_offer=max(keys), link=cfg.link,
                                            units=cfg.units, tokens=tokens)
-        best = _best_of_each(left, right, w, 1)
-        others = np.flatnonzero(~best)
-        ranked = others[np.argsort(-w[others], kind="stable")]
-        out = {}
-        for budget in keys:
-            chosen = best.copy()
-            chosen[ranked[:max(0, int(budget * len(part)) - int(best.sum()))]] = True
-            out[budget] = (left[chosen], right[chosen])
-        return out
+        masks = budget_masks(left, right, w, len(part), keys)
+        return {budget: (left[m], right[m]) for budget, m in zip(keys, masks)}
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
     pairs = banded_candidates(sets, keys, cfg.num_perm, seed=cfg.seed + 1,
                               max_pairs=cfg.max_pairs, always=cfg.default)
