@@ -495,6 +495,28 @@ def test_fingerprint_table_matches_dict_oracle(batches, capacity):
         assert len(table) == len(oracle)
 
 
+@settings(max_examples=60)
+@given(st.lists(st.integers(0, 3000), max_size=12), st.integers(0, 2**32 - 1))
+def test_compiled_fingerprints_are_xxh3_128_at_every_length(lengths, seed):
+    """The compiled fingerprint is the xxhash package's xxh3-128 on each of XXH3's code paths
+    (0, 1-3, 4-8, 9-16, 17-128, 129-240 and longer inputs), wherever the text sits in the
+    buffer."""
+    from xxhash import xxh3_128_intdigest
+
+    from neardup.exact import fingerprints
+
+    rng = np.random.default_rng(seed)
+    texts = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in lengths]
+    data = np.frombuffer(b"x" + b"".join(texts), np.uint8)[1:]  # not at the buffer's start
+    offsets = np.concatenate(([0], np.cumsum([len(t) for t in texts]))).astype(np.int64)
+    hi, lo = fingerprints(data, offsets)
+    assert [(int(h) << 64) | int(x) for h, x in zip(hi, lo)] == [
+        xxh3_128_intdigest(t) for t in texts]
+    if len(data):
+        with pytest.raises(ValueError, match="within"):  # a text past the buffer's end
+            fingerprints(data[:-1], offsets)
+
+
 def test_out_of_range_inputs_are_errors_not_memory_reads():
     """The compiled kernels index without checking: what they index by is checked first."""
     sh = csr([[1, 2, 3], [2, 3]])

@@ -10,8 +10,8 @@ first appearance, across any number of batches. It is an open-addressing hash ta
 from __future__ import annotations
 
 import numpy as np
-from xxhash import xxh3_128_digest
 
+from ._arrays import check_segments
 from ._kernels import exact as _k
 
 _EMPTY = -1
@@ -19,12 +19,17 @@ _EMPTY = -1
 
 def fingerprints(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """xxh3-128 of each ``data[offsets[i]:offsets[i+1]]``: ``(hi, lo)``, ``uint64[n]`` each,
-    the high and low 64 bits of the digest (``xxh3_128_intdigest == hi << 64 | lo``)."""
-    mv = memoryview(np.ascontiguousarray(data, np.uint8))
-    offs = np.asarray(offsets).tolist()
-    raw = b"".join([xxh3_128_digest(mv[a:b]) for a, b in zip(offs, offs[1:])])
-    both = np.frombuffer(raw, dtype=">u8").reshape(-1, 2).astype(np.uint64)
-    return np.ascontiguousarray(both[:, 0]), np.ascontiguousarray(both[:, 1])
+    the high and low 64 bits of the digest (``xxh3_128_intdigest == hi << 64 | lo``), computed
+    by the compiled kernel (xxHash's own C code: about 10 GB/s; one Python call per text took
+    0.55 s at a million texts)."""
+    data = np.ascontiguousarray(data, np.uint8)
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    n = len(offsets) - 1
+    check_segments(len(data), offsets[:-1], offsets[1:], "texts")
+    hi = np.empty(n, np.uint64)
+    lo = np.empty(n, np.uint64)
+    _k.xxh3_128(data, offsets, hi, lo, 0, n)
+    return hi, lo
 
 
 class FingerprintTable:

@@ -55,3 +55,34 @@ def rehash(const uint64_t[::1] tab_hi, const uint64_t[::1] tab_lo, const int64_t
             new_hi[t] = tab_hi[s]
             new_lo[t] = tab_lo[s]
             new_val[t] = tab_val[s]
+
+
+cdef extern from *:
+    """
+    /* xxHash 0.8.3 (BSD 2-clause, Yann Collet), vendored: XXH3-128 inlined into this module,
+       the same digest as the xxhash package's xxh3_128. */
+    #define XXH_INLINE_ALL
+    #define XXH_STATIC_LINKING_ONLY
+    #include "vendor/xxhash.h"
+    """
+    ctypedef struct XXH128_hash_t:
+        uint64_t low64
+        uint64_t high64
+    XXH128_hash_t XXH3_128bits(const void* data, size_t length) noexcept nogil
+
+
+def xxh3_128(const uint8_t[::1] data, const int64_t[::1] offsets, uint64_t[::1] hi,
+             uint64_t[::1] lo, Py_ssize_t a, Py_ssize_t b):
+    """xxh3-128 of each ``data[offsets[i]:offsets[i+1]]`` for ``i`` in ``[a, b)``: the high
+    and low 64 bits of the digest into ``hi[i]`` and ``lo[i]``."""
+    cdef Py_ssize_t i
+    cdef XXH128_hash_t h
+    cdef const uint8_t* p = &data[0] if data.shape[0] else NULL
+    with nogil:
+        for i in range(a, b):
+            if p == NULL:  # no bytes at all: every text is empty
+                h = XXH3_128bits(NULL, 0)
+            else:
+                h = XXH3_128bits(p + offsets[i], <size_t>(offsets[i + 1] - offsets[i]))
+            hi[i] = h.high64
+            lo[i] = h.low64
