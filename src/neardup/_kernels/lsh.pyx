@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """LSH kernels: band keys, and candidate pairs from runs of equal keys (see :mod:`neardup.lsh`)."""
 
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free
 
 from ._common cimport GOLDEN, fmix64, fnv_step
 
@@ -93,3 +94,28 @@ def emit_run_pairs(const uint64_t[::1] packed, int idbits, const int64_t[::1] id
                             p += 1
             i = j
     return p
+
+
+def keep_repeats(uint64_t[::1] packed, int table_bits):
+    """Keep, packed at the front of ``packed`` (in their order), the keys whose top
+    ``table_bits`` bits occur at least twice; return how many. Keys equal above the low id
+    bits share their top bits, so every run of equal keys is kept whole: what is dropped is
+    only keys that meet no other (band keys are hashes, so their top bits are uniform and
+    most keys of a band meet nothing). Two passes over a table of ``2**table_bits`` bytes."""
+    cdef Py_ssize_t n = packed.shape[0], i, m = 0
+    cdef int shift = 64 - table_bits
+    cdef uint8_t* seen = <uint8_t*>calloc((<size_t>1) << table_bits, 1)
+    cdef uint64_t x
+    if seen == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            x = packed[i] >> shift
+            seen[x] = 2 if seen[x] else 1
+        for i in range(n):
+            x = packed[i]
+            if seen[x >> shift] == 2:
+                packed[m] = x
+                m += 1
+    free(seen)
+    return m
