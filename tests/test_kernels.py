@@ -553,6 +553,46 @@ def test_compiled_fingerprints_are_xxh3_128_at_every_length(lengths, seed):
             fingerprints(data[:-1], offsets)
 
 
+_ID = st.text(st.characters(blacklist_categories=()), max_size=4)  # lone surrogates too
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("claim"), st.lists(_ID, max_size=6)),
+                          st.tuples(st.just("one"), _ID)), max_size=40),
+       st.integers(1, 64))
+def test_id_table_matches_a_dictionary(ops, capacity):
+    """The reader's table of ids answers as a dictionary of the strings would: a batch is
+    taken whole if its ids are all new and distinct, else not at all; one id gets the code
+    it was first seen with."""
+    from neardup.exact import IdTable
+
+    table = IdTable(capacity)  # tiny capacities force growing
+    oracle: dict[str, int] = {}
+    code = 0
+    for op, arg in ops:
+        if op == "claim":
+            codes = np.arange(code, code + len(arg), dtype=np.int64)
+            code += len(arg)
+            ok = len(set(arg)) == len(arg) and oracle.keys().isdisjoint(arg)
+            assert table.claim(list(arg), codes) == ok
+            if ok:
+                oracle.update(zip(arg, codes.tolist()))
+        else:
+            assert table.setdefault(arg, code) == oracle.setdefault(arg, code)
+            code += 1
+        assert len(table) == len(oracle)
+
+
+def test_id_table_rejects_what_is_not_a_string_and_leaves_the_batch_out():
+    from neardup.exact import IdTable
+
+    table = IdTable()
+    with pytest.raises(TypeError, match="not a int"):
+        table.claim(["a", 5], np.array([0, 1], np.int64))
+    assert len(table) == 0 and table.setdefault("a", 7) == 7
+    with pytest.raises(ValueError, match="one code per id"):
+        table.claim(["b"], np.zeros(2, np.int64))
+
+
 def test_out_of_range_inputs_are_errors_not_memory_reads():
     """The compiled kernels index without checking: what they index by is checked first."""
     sh = csr([[1, 2, 3], [2, 3]])

@@ -86,3 +86,144 @@ def xxh3_128(const uint8_t[::1] data, const int64_t[::1] offsets, uint64_t[::1] 
                 h = XXH3_128bits(p + offsets[i], <size_t>(offsets[i + 1] - offsets[i]))
             hi[i] = h.high64
             lo[i] = h.low64
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except? NULL
+
+
+cdef XXH128_hash_t str_digest(object s) except *:
+    """xxh3-128 of the UTF-8 bytes of the ``str`` ``s``; a lone surrogate, which UTF-8 cannot
+    hold, is written as ``surrogatepass`` writes it (bytes that no other string gives)."""
+    cdef Py_ssize_t size
+    cdef const char* p
+    cdef bytes raw
+    if not isinstance(s, str):
+        raise TypeError(f"an id must be a str, not a {type(s).__name__}")
+    try:
+        p = PyUnicode_AsUTF8AndSize(s, &size)
+    except UnicodeEncodeError:
+        raw = (<str>s).encode("utf-8", "surrogatepass")
+        return XXH3_128bits(<const char*>raw, <size_t>len(raw))
+    return XXH3_128bits(p, <size_t>size)
+
+
+def xxh3_128_strings(list strings, uint64_t[::1] hi, uint64_t[::1] lo):
+    """xxh3-128 of each ``str`` of ``strings`` (see :func:`str_digest`) into ``hi``, ``lo``."""
+    cdef Py_ssize_t i, n = len(strings)
+    cdef XXH128_hash_t h
+    if hi.shape[0] < n or lo.shape[0] < n:
+        raise ValueError("hi and lo need a value per string")
+    for i in range(n):
+        h = str_digest(strings[i])
+        hi[i] = h.high64
+        lo[i] = h.low64
+
+
+cdef class IdTable:
+    """Distinct string ids, each with the ``int64`` code (>= 0) it was first seen with: an
+    open-addressing table of the ids' xxh3-128 digests (see :class:`neardup.exact.IdTable`)."""
+
+    cdef object _arrays
+    cdef uint64_t[::1] t_hi
+    cdef uint64_t[::1] t_lo
+    cdef int64_t[::1] t_code
+    cdef Py_ssize_t size
+    cdef uint64_t mask
+
+    def __init__(self, Py_ssize_t capacity=1 << 10):
+        self.size = 0
+        self._alloc(capacity)
+
+    cdef _alloc(self, Py_ssize_t capacity):
+        import numpy as np
+
+        cap = 1 << max(4, int(capacity - 1).bit_length())
+        self._arrays = (np.zeros(cap, np.uint64), np.zeros(cap, np.uint64),
+                        np.full(cap, -1, np.int64))
+        self.t_hi, self.t_lo, self.t_code = self._arrays
+        self.mask = <uint64_t>(cap - 1)
+
+    cdef _reserve(self, Py_ssize_t more):
+        """Room for ``more`` ids at a load factor of at most 1/2."""
+        cdef uint64_t[::1] old_hi = self.t_hi
+        cdef uint64_t[::1] old_lo = self.t_lo
+        cdef int64_t[::1] old_code = self.t_code
+        cdef Py_ssize_t s
+        if 2 * (self.size + more) <= self.t_code.shape[0]:
+            return
+        keep = self._arrays
+        self._alloc(2 * (self.size + more))
+        self.size = 0
+        for s in range(old_code.shape[0]):
+            if old_code[s] >= 0:
+                self._put(old_hi[s], old_lo[s], old_code[s])
+        del keep
+
+    cdef inline Py_ssize_t _slot(self, uint64_t h, uint64_t w) noexcept:
+        """The slot of the digest ``(h, w)``: where it is, or the empty slot it would take."""
+        cdef Py_ssize_t s = <Py_ssize_t>(w & self.mask)
+        while self.t_code[s] >= 0 and not (self.t_lo[s] == w and self.t_hi[s] == h):
+            s = <Py_ssize_t>((<uint64_t>(s + 1)) & self.mask)
+        return s
+
+    cdef inline int64_t _put(self, uint64_t h, uint64_t w, int64_t code) noexcept:
+        """The code of the digest ``(h, w)``, inserted with ``code`` if absent."""
+        cdef Py_ssize_t s = self._slot(h, w)
+        if self.t_code[s] >= 0:
+            return self.t_code[s]
+        self.t_hi[s] = h
+        self.t_lo[s] = w
+        self.t_code[s] = code
+        self.size += 1
+        return code
+
+    def __len__(self):
+        return self.size
+
+    def setdefault(self, str rid, int64_t code):
+        """The code ``rid`` was first seen with; a new ``rid`` is taken with ``code``."""
+        if code < 0:
+            raise ValueError("codes must be >= 0")
+        self._reserve(1)
+        cdef XXH128_hash_t h = str_digest(rid)
+        return self._put(h.high64, h.low64, code)
+
+    def claim(self, list ids, const int64_t[::1] codes):
+        """Take every id of ``ids`` (with ``codes[i]``) if all are new and distinct; else
+        change nothing and return ``False``."""
+        import numpy as np
+
+        cdef Py_ssize_t i, s, n = len(ids)
+        cdef XXH128_hash_t h
+        if codes.shape[0] != n:
+            raise ValueError("claim needs one code per id")
+        for i in range(n):
+            if codes[i] < 0:
+                raise ValueError("codes must be >= 0")
+        self._reserve(n)
+        taken_a = np.empty(n, np.intp)
+        cdef Py_ssize_t[::1] taken = taken_a
+        for i in range(n):
+            try:
+                h = str_digest(ids[i])
+            except BaseException:
+                self._undo(taken, i)
+                raise
+            s = self._slot(h.high64, h.low64)
+            if self.t_code[s] >= 0:  # seen before, or twice in this batch
+                self._undo(taken, i)
+                return False
+            self.t_hi[s] = h.high64
+            self.t_lo[s] = h.low64
+            self.t_code[s] = codes[i]
+            taken[i] = s
+        self.size += n
+        return True
+
+    cdef _undo(self, Py_ssize_t[::1] taken, Py_ssize_t k):
+        """Empty the slots of the first ``k`` ids of a batch, the last taken first: undoing
+        linear-probing insertions in reverse order gives back the table as it was."""
+        cdef Py_ssize_t j
+        for j in range(k - 1, -1, -1):
+            self.t_code[taken[j]] = -1

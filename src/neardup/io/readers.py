@@ -1279,8 +1279,13 @@ class RecordStream:
         # cannot)
         check = (opts.id_field is not None or opts.default_id is not None
                  or any(s.fmt == "textdir" for s in sources))
-        # id -> (source index << 40) | line: one int per id, cheap for millions of ids
-        self.seen: dict[str, int] | None = {} if check and opts.unique_ids else None
+        # id -> (source index << 40) | line: a compiled table of the ids' digests, cheap for
+        # millions of ids (see neardup.exact.IdTable)
+        self.seen: Any = None
+        if check and opts.unique_ids:
+            from ..exact import IdTable
+
+            self.seen = IdTable()
         self.header: Any = None  # the CSV header / Parquet schema of the current source
         textdirs = frozenset(s.index for s in sources if s.fmt == "textdir")
         self.ids = IdInfo(field=opts.id_field, detected=opts.id_optional,
@@ -1519,11 +1524,9 @@ class RecordStream:
         seen = self.seen
         if seen is None or batch.ids is None:
             return True
-        new = dict(zip(batch.ids, batch.locations.tolist()))
-        if len(new) != len(batch.ids) or not seen.keys().isdisjoint(new):
-            return False
-        seen.update(new)
-        return True
+        import numpy as np
+
+        return seen.claim(batch.ids, np.ascontiguousarray(batch.locations, np.int64))
 
     def _block_records(self, src: _Source, block: bytes | memoryview, lines: _BlockLines,
                        lineno: int, base: int | None, bom: int, first: int,
