@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -390,6 +391,83 @@ def test_copy_ranges_in_parallel_equals_slices(tmp_path_factory, data, cuts, thr
         mp.undo()
     expected = prefix + b"".join(data[a:b] for a, b in chosen) + b"!"
     assert (tmp / "out").read_bytes() == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.binary(min_size=1, max_size=3000), lines=st.integers(1, 200),
+       cuts=st.lists(st.integers(0, 60_000), max_size=60), threads=st.integers(1, 3),
+       prefix=st.sampled_from([b"", b"[header]"]))
+def test_copy_past_the_page_cache_equals_slices(tmp_path_factory, data, lines, cuts, threads,
+                                                prefix):
+    """The copy through aligned blocks (``O_DIRECT`` where the file system takes it) gives
+    the same bytes as slicing, over many blocks and shares, each share's runs cut at its
+    block-aligned bounds; after a prefix that leaves the output unaligned it copies the usual
+    way."""
+    from neardup._kernels import copyout
+
+    tmp = tmp_path_factory.mktemp("direct")
+    src = tmp / "src"
+    body = (data * (60_000 // len(data) + 1))[:60_000]
+    src.write_bytes(body)
+    bounds = sorted({0, len(body)} | set(cuts) | set(range(0, len(body), len(body) // lines)))
+    pairs = list(zip(bounds[:-1], bounds[1:], strict=False))
+    chosen = [p for i, p in enumerate(pairs) if (i * 5 + lines) % 4 != 0] or pairs
+    starts = np.array([a for a, _ in chosen], np.int64)
+    ends = np.array([b for _, b in chosen], np.int64)
+    calls = []
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(writers, "_DIRECT_COPY", 1)
+        mp.setattr(writers, "_DIRECT_BLOCK", 4096)
+        mp.setattr(writers, "_PARALLEL_COPY", 1)
+        packed = copyout.copy_packed
+        mp.setattr(copyout, "copy_packed", lambda *a: calls.append(a) or packed(*a))
+        with open(tmp / "out", "wb") as f:
+            f.write(prefix)
+            assert writers._copy_ranges(src, f, starts, ends, threads=threads)
+            f.write(b"!")
+    finally:
+        mp.undo()
+    assert (tmp / "out").read_bytes() == prefix + b"".join(body[a:b] for a, b in chosen) + b"!"
+    assert bool(calls) == (not prefix and hasattr(os, "O_DIRECT") and _takes_direct(tmp))
+
+
+def _takes_direct(folder) -> bool:
+    try:
+        os.close(os.open(folder / "probe", os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECT"), reason="no O_DIRECT here")
+def test_copy_past_the_page_cache_falls_back_notices_changes_and_raises(tmp_path, monkeypatch):
+    from neardup._kernels import copyout
+
+    src = tmp_path / "src"
+    src.write_bytes(bytes(range(256)) * 400)
+    starts, ends = np.array([0, 5000, 90_000], np.int64), np.array([4000, 60_000, 102_400])
+    want = b"".join(src.read_bytes()[a:b] for a, b in zip(starts, ends, strict=True))
+    monkeypatch.setattr(writers, "_DIRECT_COPY", 1)
+    monkeypatch.setattr(writers, "_DIRECT_BLOCK", 8192)
+    packed = copyout.copy_packed
+    # a file system that refuses direct writes (EINVAL): copied the usual way, same bytes
+    monkeypatch.setattr(copyout, "copy_packed",
+                        lambda *a: packed(*a) and 0 or errno.EINVAL)
+    with open(tmp_path / "out", "wb") as f:
+        assert writers._copy_ranges(src, f, starts, ends, threads=2)
+    assert (tmp_path / "out").read_bytes() == want
+    # a full disk: the error is raised, not a partial file called done
+    monkeypatch.setattr(copyout, "copy_packed", lambda *a: errno.ENOSPC)
+    with open(tmp_path / "out2", "wb") as f, pytest.raises(OSError, match="space"):
+        writers._copy_ranges(src, f, starts, ends, threads=1)
+    monkeypatch.setattr(copyout, "copy_packed", packed)
+    with open(tmp_path / "out3", "wb") as f:  # the source shorter than the ranges say
+        assert not writers._copy_ranges(src, f, starts, ends + np.array([0, 0, 1]), threads=1)
+    src.write_bytes(src.read_bytes()[:100_000])  # the source shrank after the size check
+    monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result((0,) * 6 + (10**9,) + (0,) * 3))
+    with open(tmp_path / "out4", "wb") as f:
+        assert not writers._copy_ranges(src, f, starts, ends, threads=1)
 
 
 def test_copy_by_spans_notices_a_shorter_file(tmp_path):

@@ -1,0 +1,112 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Copying many byte ranges of one file into another through large aligned buffers (see
+:func:`neardup.io.writers._copy_ranges`): the source is read in large windows and the kept
+ranges are packed into whole output blocks, so that the output can be written with
+``O_DIRECT`` (offsets, lengths and buffers aligned), past the page cache."""
+
+from libc.errno cimport EINTR, errno
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free
+from libc.string cimport memcpy, memset
+from posix.types cimport off_t
+from posix.unistd cimport pread, pwrite
+
+
+cdef extern from "stdlib.h" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
+
+
+cdef enum:
+    ALIGN = 4096
+
+
+cdef int write_all(int fd, const char* buf, int64_t n, int64_t at) noexcept nogil:
+    """Write ``buf[:n]`` at ``at``; 0, or the ``errno`` of the failure."""
+    cdef Py_ssize_t w
+    while n > 0:
+        w = pwrite(fd, buf, <size_t>n, <off_t>at)
+        if w < 0:
+            if errno == EINTR:
+                continue
+            return errno
+        if w == 0:
+            return 5  # EIO: nothing written and no error
+        buf += w
+        n -= w
+        at += w
+    return 0
+
+
+def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] ends,
+                const int64_t[::1] dest, Py_ssize_t r0, Py_ssize_t r1, int64_t lo, int64_t hi,
+                bint last, int64_t block):
+    """Write the output bytes ``[lo, hi)`` of ``dst``: run ``i`` (``starts[i]:ends[i]`` of
+    ``src``) goes to ``dest[i]`` onward, runs ``r0:r1`` cover ``[lo, hi)`` in order and without
+    gaps. The source is read ``block`` bytes at a time and the output written in pieces of
+    ``block`` bytes from ``lo``; with ``last`` the final piece is padded with zeros to a
+    multiple of 4,096 bytes (the caller truncates the file to its size). ``lo`` and ``block``
+    must be multiples of 4,096 for an ``O_DIRECT`` output. Returns 0, -1 when ``src`` ended
+    early (it changed), or the ``errno`` of a failed read or write."""
+    cdef char* inbuf = NULL
+    cdef char* outbuf = NULL
+    cdef Py_ssize_t i
+    cdef int64_t a, o, e, run_at, take, got, n
+    cdef int64_t win_lo = 0, win_hi = 0, obase = lo, fill = 0
+    cdef int rc = 0
+    if block <= 0 or block % ALIGN:
+        raise ValueError("block must be a positive multiple of 4096")
+    if posix_memalign(<void**>&inbuf, ALIGN, <size_t>block) != 0:
+        raise MemoryError()
+    if posix_memalign(<void**>&outbuf, ALIGN, <size_t>block) != 0:
+        free(inbuf)
+        raise MemoryError()
+    with nogil:
+        for i in range(r0, r1):
+            run_at = dest[i]
+            a = starts[i]
+            o = run_at
+            if o < lo:
+                a += lo - o
+                o = lo
+            e = run_at + (ends[i] - starts[i])
+            if e > hi:
+                e = hi
+            while o < e:
+                if a < win_lo or a >= win_hi:
+                    got = pread(src, inbuf, <size_t>block, <off_t>a)
+                    if got < 0:
+                        if errno == EINTR:
+                            continue
+                        rc = errno
+                        break
+                    if got == 0:
+                        rc = -1
+                        break
+                    win_lo = a
+                    win_hi = a + got
+                take = e - o
+                if take > win_hi - a:
+                    take = win_hi - a
+                if take > block - fill:
+                    take = block - fill
+                memcpy(outbuf + fill, inbuf + (a - win_lo), <size_t>take)
+                fill += take
+                a += take
+                o += take
+                if fill == block:
+                    rc = write_all(dst, outbuf, block, obase)
+                    if rc:
+                        break
+                    obase += block
+                    fill = 0
+            if rc:
+                break
+        if rc == 0 and fill:
+            n = fill
+            if last and n % ALIGN:
+                n += ALIGN - n % ALIGN
+                memset(outbuf + fill, 0, <size_t>(n - fill))
+            rc = write_all(dst, outbuf, n, obase)
+    free(inbuf)
+    free(outbuf)
+    return rc
