@@ -6,14 +6,38 @@ ranges are packed into whole output blocks, so that the output can be written wi
 
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
-from posix.types cimport off_t
-from posix.unistd cimport pread, pwrite
 
 
-cdef extern from "stdlib.h" nogil:
-    int posix_memalign(void** memptr, size_t alignment, size_t size)
+cdef extern from *:
+    """
+    /* positional reads and writes and aligned buffers; where the system has no pread (Windows)
+       every call fails with ENOSYS and the caller copies another way */
+    #include <errno.h>
+    #include <stdlib.h>
+    #if defined(_WIN32)
+    #include <malloc.h>
+    static Py_ssize_t nd_pread(int fd, void* buf, size_t n, int64_t at) {
+        (void)fd; (void)buf; (void)n; (void)at; errno = ENOSYS; return -1; }
+    static Py_ssize_t nd_pwrite(int fd, const void* buf, size_t n, int64_t at) {
+        (void)fd; (void)buf; (void)n; (void)at; errno = ENOSYS; return -1; }
+    static void* nd_aligned(size_t align, size_t n) { return _aligned_malloc(n, align); }
+    static void nd_aligned_free(void* p) { _aligned_free(p); }
+    #else
+    #include <unistd.h>
+    static Py_ssize_t nd_pread(int fd, void* buf, size_t n, int64_t at) {
+        return pread(fd, buf, n, (off_t)at); }
+    static Py_ssize_t nd_pwrite(int fd, const void* buf, size_t n, int64_t at) {
+        return pwrite(fd, buf, n, (off_t)at); }
+    static void* nd_aligned(size_t align, size_t n) {
+        void* p = NULL; return posix_memalign(&p, align, n) == 0 ? p : NULL; }
+    static void nd_aligned_free(void* p) { free(p); }
+    #endif
+    """
+    Py_ssize_t pread "nd_pread"(int fd, void* buf, size_t n, int64_t at) nogil
+    Py_ssize_t pwrite "nd_pwrite"(int fd, const void* buf, size_t n, int64_t at) nogil
+    void* aligned "nd_aligned"(size_t align, size_t n) nogil
+    void aligned_free "nd_aligned_free"(void* p) nogil
 
 
 cdef enum:
@@ -24,7 +48,7 @@ cdef int write_all(int fd, const char* buf, int64_t n, int64_t at) noexcept nogi
     """Write ``buf[:n]`` at ``at``; 0, or the ``errno`` of the failure."""
     cdef Py_ssize_t w
     while n > 0:
-        w = pwrite(fd, buf, <size_t>n, <off_t>at)
+        w = pwrite(fd, buf, <size_t>n, at)
         if w < 0:
             if errno == EINTR:
                 continue
@@ -55,10 +79,11 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
     cdef int rc = 0
     if block <= 0 or block % ALIGN:
         raise ValueError("block must be a positive multiple of 4096")
-    if posix_memalign(<void**>&inbuf, ALIGN, <size_t>block) != 0:
-        raise MemoryError()
-    if posix_memalign(<void**>&outbuf, ALIGN, <size_t>block) != 0:
-        free(inbuf)
+    inbuf = <char*>aligned(ALIGN, <size_t>block)
+    outbuf = <char*>aligned(ALIGN, <size_t>block)
+    if inbuf == NULL or outbuf == NULL:
+        aligned_free(inbuf)
+        aligned_free(outbuf)
         raise MemoryError()
     with nogil:
         for i in range(r0, r1):
@@ -73,7 +98,7 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
                 e = hi
             while o < e:
                 if a < win_lo or a >= win_hi:
-                    got = pread(src, inbuf, <size_t>block, <off_t>a)
+                    got = pread(src, inbuf, <size_t>block, a)
                     if got < 0:
                         if errno == EINTR:
                             continue
@@ -107,6 +132,6 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
                 n += ALIGN - n % ALIGN
                 memset(outbuf + fill, 0, <size_t>(n - fill))
             rc = write_all(dst, outbuf, n, obase)
-    free(inbuf)
-    free(outbuf)
+    aligned_free(inbuf)
+    aligned_free(outbuf)
     return rc

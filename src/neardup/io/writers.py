@@ -51,6 +51,7 @@ _PARALLEL_COPY = 32 << 20  # bytes of kept ranges per copying thread, at least
 _DIRECT_COPY = 64 << 20  # from this many bytes of kept ranges on, copied past the page cache
 _DIRECT_BLOCK = 8 << 20  # bytes read and written at a time when copying past the page cache
 _DIRECT_ALIGN = 4096  # what O_DIRECT asks of offsets and lengths (a multiple of the sector)
+_SHORT_RUN = 1 << 20  # runs shorter than this on average are copied through this process
 # errors of os.copy_file_range that mean "not between these files": copy through this process
 _NO_COPY_RANGE = {getattr(errno, n) for n in ("EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP",
                                                "ENOTSUP", "EBADF", "EPERM") if hasattr(errno, n)}
@@ -653,6 +654,10 @@ def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray
             done = _copy_direct(src, out, run_starts, run_ends, dest, total, threads)
             if done is not None:
                 return done
+        if total < len(run_starts) * _SHORT_RUN and hasattr(os, "pread"):
+            # many short runs: one system call per run would cost more than copying them
+            # through this process (21,000 short documents: 3,063 runs, 45 ms against 5)
+            return _copy_packed(src, dst, run_starts, run_ends, dest, total, threads, False)
         shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
         # share k copies the runs whose first byte lands in [k/shares, (k+1)/shares) of total
         bounds = np.searchsorted(dest[:-1] - base, np.arange(shares + 1) * total // shares)
@@ -686,50 +691,61 @@ def _copy_direct(src: int, out: BinaryIO, run_starts: np.ndarray, run_ends: np.n
     name = getattr(out, "name", None)
     if not flag or not isinstance(name, (str, bytes, os.PathLike)):
         return None
-    base = int(dest[0])
     try:
         dst = os.open(name, os.O_WRONLY | flag)
     except OSError:
         return None
     try:
-        from .._kernels.copyout import copy_packed
-
-        shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
-        cuts = [base + (k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN
-                for k in range(shares)] + [base + total]
-        jobs = []
-        for k in range(shares):
-            lo, hi = cuts[k], cuts[k + 1]
-            if hi <= lo:
-                continue
-            r0 = int(np.searchsorted(dest[1:], lo, side="right"))  # the run holding byte lo
-            r1 = int(np.searchsorted(dest[:-1], hi, side="left"))  # runs starting before hi
-            jobs.append((r0, r1, lo, hi, k == shares - 1))
-
-        def job(j: tuple) -> int:
-            r0, r1, lo, hi, last = j
-            return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, lo, hi, last,
-                               _DIRECT_BLOCK)
-
-        if len(jobs) == 1:
-            codes = [job(jobs[0])]
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(len(jobs), thread_name_prefix="neardup-copy") as pool:
-                codes = list(pool.map(job, jobs))
-        if any(c == errno.EINVAL for c in codes):  # the file system refuses direct writes
-            os.ftruncate(dst, base)
-            return None
-        for c in codes:
-            if c > 0:
-                raise OSError(c, os.strerror(c), name)
-        if any(c < 0 for c in codes):
-            return False
-        os.ftruncate(dst, base + total)  # the last block's padding
-        return True
+        return _copy_packed(src, dst, run_starts, run_ends, dest, total, threads, True)
     finally:
         os.close(dst)
+
+
+def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarray,
+                 dest: np.ndarray, total: int, threads: int, direct: bool) -> bool | None:
+    """Copy the runs to ``dest`` onward in ``dst`` through blocks of this process (the
+    compiled :func:`~neardup._kernels.copyout.copy_packed`), ``threads`` threads each writing
+    its share of the output (cut at multiples of 4,096 bytes). With ``direct`` (``dst`` opened
+    with ``O_DIRECT``) the last block is padded and the file truncated after it, and ``None``
+    means that the file system refused the writes. ``False``: the source ended early."""
+    from .._kernels.copyout import copy_packed
+
+    base = int(dest[0])
+    shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
+    cuts = [base] + [(base + k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN
+                     for k in range(1, shares)] + [base + total]
+    jobs = []
+    for k in range(shares):
+        lo, hi = cuts[k], cuts[k + 1]
+        if hi <= lo:
+            continue
+        r0 = int(np.searchsorted(dest[1:], lo, side="right"))  # the run holding byte lo
+        r1 = int(np.searchsorted(dest[:-1], hi, side="left"))  # the runs starting before hi
+        jobs.append((r0, r1, lo, hi, direct and k == shares - 1))
+
+    def job(j: tuple) -> int:
+        r0, r1, lo, hi, last = j
+        return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, lo, hi, last,
+                           _DIRECT_BLOCK)
+
+    if len(jobs) <= 1:
+        codes = [job(j) for j in jobs]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(jobs), thread_name_prefix="neardup-copy") as pool:
+            codes = list(pool.map(job, jobs))
+    if direct and any(c == errno.EINVAL for c in codes):  # no direct writes on this system
+        os.ftruncate(dst, base)
+        return None
+    for c in codes:
+        if c > 0:
+            raise OSError(c, os.strerror(c))
+    if any(c < 0 for c in codes):
+        return False
+    if direct:
+        os.ftruncate(dst, base + total)  # the last block's padding
+    return True
 
 
 def _copy_runs(src: int, dst: int, starts: list[int], ends: list[int], dest: list[int]) -> bool:
