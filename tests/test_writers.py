@@ -422,7 +422,8 @@ def test_copy_past_the_page_cache_equals_slices(tmp_path_factory, data, lines, c
         mp.setattr(writers, "_PARALLEL_COPY", 1)
         packed = copyout.copy_packed
         mp.setattr(copyout, "copy_packed", lambda *a: calls.append(a) or packed(*a))
-        with open(tmp / "out", "wb") as f:
+        fd = os.open(tmp / "out", os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "wb") as f:  # as the staged outputs open theirs: no name
             f.write(prefix)
             assert writers._copy_ranges(src, f, starts, ends, threads=threads)
             f.write(b"!")

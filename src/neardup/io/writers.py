@@ -688,17 +688,20 @@ def _copy_direct(src: int, out: BinaryIO, run_starts: np.ndarray, run_ends: np.n
     system call per run, and about 1 s so. ``None`` when the output's file system does not
     take it (no ``O_DIRECT``; ``EINVAL``): the caller then copies the usual way."""
     flag = getattr(os, "O_DIRECT", 0)
-    name = getattr(out, "name", None)
-    if not flag or not isinstance(name, (str, bytes, os.PathLike)):
+    if not flag:
         return None
+    import fcntl
+
+    dst = out.fileno()  # flushed by the caller
     try:
-        dst = os.open(name, os.O_WRONLY | flag)
-    except OSError:
+        mode = fcntl.fcntl(dst, fcntl.F_GETFL)
+        fcntl.fcntl(dst, fcntl.F_SETFL, mode | flag)
+    except OSError:  # a file system without direct writes
         return None
     try:
         return _copy_packed(src, dst, run_starts, run_ends, dest, total, threads, True)
     finally:
-        os.close(dst)
+        fcntl.fcntl(dst, fcntl.F_SETFL, mode)
 
 
 def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarray,
