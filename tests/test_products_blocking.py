@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import ConfigError
-from neardup.products.blocking import offer_tokens, title_cosine, token_blocking
+from neardup.products.blocking import budget_masks, offer_tokens, title_cosine, token_blocking
 from neardup.products.candidates import true_pairs
 from neardup.products.modelwords import TITLE_MODEL_WORD
 from neardup.products.offers import Offers
@@ -62,6 +62,53 @@ def _oracle(tokens, shops, link, comparisons, boost):
     return sims, cap
 
 
+def _fallback_oracle(tokens, shops, link, comparisons, boost, co_occurring):
+    """The fallback pairs by definition: an offer in no co-occurring pair, with its tokens that
+    some offer it may be paired with holds, rarest first (fewest such offers, then fewest
+    offers, then first seen); those offers holding the rarest one, narrowed while more than
+    ceil(comparisons) to those also holding the next (a token none of them holds skipped);
+    the first ceil(comparisons) of them; each pair weighted by the cosine over all the tokens
+    the two share."""
+    n = len(tokens)
+    vid: dict[str, int] = {}
+    for s in tokens:
+        for t in s:
+            vid.setdefault(t, len(vid))
+    df = {t: sum(t in s for s in tokens) for t in vid}
+    limit = math.ceil(comparisons)
+
+    def w2(t: str) -> float:
+        mw = TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:")) is not None
+        return (math.log(1 + n / df[t]) * (1 + boost if mw else 1)) ** 2
+
+    norm = [math.sqrt(sum(w2(t) for t in s)) for s in tokens]
+    paired = {u for p in co_occurring for u in p}
+    out = {}
+    for o in range(n):
+        if o in paired:
+            continue
+
+        def ok(j, o=o):
+            return j != o and not (link and shops[j] == shops[o])
+
+        pairable = {t: sum(ok(j) and t in tokens[j] for j in range(n)) for t in tokens[o]}
+        toks = sorted((t for t in tokens[o] if pairable[t]),
+                      key=lambda t: (pairable[t], df[t], vid[t]))
+        if not toks:
+            continue
+        cand = [j for j in range(n) if ok(j) and toks[0] in tokens[j]]
+        for t in toks[1:]:
+            if len(cand) <= limit:
+                break
+            sub = [j for j in cand if t in tokens[j]]
+            if sub:
+                cand = sub
+        for j in cand[:limit]:
+            out[(min(o, j), max(o, j))] = (sum(w2(t) for t in tokens[o] & tokens[j])
+                                           / (norm[o] * norm[j]))
+    return out
+
+
 WORDS = ["tv", "lumo", "46", "1080p", "ab12", "ab123456789", "ab123456700", "red", "x9", "hd"]
 
 
@@ -70,19 +117,26 @@ WORDS = ["tv", "lumo", "46", "1080p", "ab12", "ab123456789", "ab123456700", "red
                 max_size=14),
        st.lists(st.sampled_from("xyz"), min_size=14, max_size=14), st.booleans(),
        st.sampled_from([0.5, 1.0, 3.0]), st.sampled_from([0.2, 1.0, 5.0]),
-       st.sampled_from([0, 1, 2]))
-def test_blocking_matches_brute_force(title_words, shops, link, per_offer, comparisons, best):
+       st.sampled_from([0, 1, 2]), st.booleans())
+def test_blocking_matches_brute_force(title_words, shops, link, per_offer, comparisons, best,
+                                      fallback):
     titles = [" ".join(w) for w in title_words]
     shops = shops[:len(titles)]
     offers = _offers(titles, shops)
     tokens = offer_tokens(offers)
-    sims, cap = _oracle(tokens, shops, link, comparisons, 3.0)
+    co, cap = _oracle(tokens, shops, link, comparisons, 3.0)
+    extra = _fallback_oracle(tokens, shops, link, comparisons, 3.0, co) if fallback else {}
+    assert not set(co) & set(extra)
+    sims = {**co, **extra}
     left, right, weight, stats = token_blocking(offers, per_offer=per_offer,
                                                 comparisons=comparisons, link=link,
-                                                best_per_offer=best)
+                                                best_per_offer=best, tokens=tokens,
+                                                fallback=fallback)
     got = dict(zip(zip(left.tolist(), right.tolist()), weight.tolist()))
-    assert stats.co_occurring == len(sims)
-    if sims:
+    assert stats.co_occurring == len(co)
+    assert stats.fallback_offers == len({u for p in extra for u in p} - {u for p in co for u in p})
+    assert stats.fallback_candidates == len(set(got) & set(extra))
+    if co:
         assert stats.max_block == cap
     # every candidate co-occurs, with the oracle's weight; never a pair within a shop on link
     for p, x in got.items():
@@ -205,12 +259,7 @@ def test_banded_candidates_leave_out_bandings_over_the_pair_bound():
     assert set(full) - set(capped)  # some were left out
 
 
-def test_offers_left_without_candidates_are_counted():
-    """Offers whose every shared word is purged as too common get no candidate pair: the
-    blocking says how many, and the dedup summary's blocking row says so."""
-    from neardup.products import Offers
-    from neardup.products.blocking import token_blocking
-
+def _acme_offers():
     o = Offers()
     rows = [("a", f"Acme widget {i}") for i in range(40)] + [("b", "Acme widget x100z"),
                                                             ("b", "Acme widget x100z")]
@@ -221,11 +270,103 @@ def test_offers_left_without_candidates_are_counted():
         o.attributes.append({})
         o.sources.append("t")
     o.descriptions = [""] * len(rows)
+    return o
+
+
+def test_offers_left_without_candidates_are_counted():
+    """Offers whose every shared word is purged as too common are in no pair of the kept
+    blocks: without the fallback they get no candidate pair, and the blocking says how many;
+    with it (the default) each gets pairs with offers of its rarest purged block."""
+    o = _acme_offers()
+    n = len(o)
     # a bound of 0.1 pairs per offer (4 pairs) purges "acme" and "widget" (861 pairs each):
     # only the two x100z offers share a kept word
-    left, right, _, st = token_blocking(o, per_offer=5, comparisons=0.1)
+    left, right, _, st = token_blocking(o, per_offer=5, comparisons=0.1, fallback=False)
     paired = set(left.tolist()) | set(right.tolist())
     assert paired == {40, 41}
-    assert st.offers_without_candidates == len(rows) - 2
-    _, _, _, none = token_blocking(o, per_offer=5, comparisons=0.1, link=True)
-    assert none.candidates == 0 and none.offers_without_candidates == len(rows)
+    assert st.offers_without_candidates == n - 2 and st.fallback_offers == 0
+    _, _, _, none = token_blocking(o, per_offer=5, comparisons=0.1, link=True, fallback=False)
+    assert none.candidates == 0 and none.offers_without_candidates == n
+    for link in (False, True):
+        left, right, w, st = token_blocking(o, per_offer=5, comparisons=0.1, link=link)
+        assert st.offers_without_candidates == 0 and st.candidates <= 5 * n
+        assert st.fallback_offers == (n if link else n - 2) and st.fallback_candidates > 0
+        assert np.all(w > 0)
+        # each offer is compared with at most ceil(comparisons) = 1 offer of its own
+        assert st.candidates <= st.co_occurring + st.fallback_offers
+
+
+def _two_shops(rows):
+    o = Offers()
+    for i, (shop, title) in enumerate(rows):
+        o.ids.append(str(i))
+        o.shops.append(shop)
+        o.titles.append(title)
+        o.attributes.append({})
+        o.sources.append("t")
+    o.descriptions = [""] * len(rows)
+    return o
+
+
+def test_two_shops_sharing_only_common_words_are_linked():
+    """Two catalogues whose titles share only words each shop uses a lot (brand, kind, colour):
+    the blocks of every shared word are purged, yet each offer gets candidates, its best
+    first, and they hold its true pair."""
+    brands, kinds, colours = ["lumo", "vistar", "kanto"], ["led", "lcd", "plasma"], ["black",
+                                                                                     "silver"]
+    specs = [(b, k, c) for b in brands for k in kinds for c in colours]  # 18 products
+    rows = [("alpha", f"{b} {k} {c} hdtv a{p:03d}q") for p, (b, k, c) in enumerate(specs)]
+    rows += [("beta", f"{b.title()} - {c.title()} {k.upper()} television sku{p + 500}")
+             for p, (b, k, c) in enumerate(specs)]  # each shop its own product codes
+    offers = _two_shops(rows)
+    n = len(rows)
+    _, _, _, old = token_blocking(offers, link=True, per_offer=3, comparisons=0.5,
+                                  fallback=False)
+    assert old.candidates == 0 and old.offers_without_candidates == n  # all purged
+    left, right, w, st = token_blocking(offers, link=True, per_offer=3, comparisons=0.5)
+    assert st.offers_without_candidates == 0 and st.fallback_offers == n
+    assert st.candidates <= 3 * n
+    shops = [r[0] for r in rows]
+    assert all(shops[a] != shops[b] for a, b in zip(left.tolist(), right.tolist()))
+    got = set(zip(left.tolist(), right.tolist()))
+    truth = {(p, p + len(specs)) for p in range(len(specs))}
+    assert truth <= got, sorted(truth - got)
+    # and a true pair is each offer's best-weighted candidate
+    for a, b in truth:
+        mine = [(x, p) for p, x in zip(zip(left.tolist(), right.tolist()), w.tolist())
+                if a in p]
+        assert max(mine)[1] == (a, b)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=0, max_size=5),
+                          st.sampled_from("xyz")), min_size=2, max_size=30),
+       st.booleans(), st.sampled_from([0.05, 0.2, 1.0, 5.0]), st.sampled_from([1, 2]))
+def test_every_offer_sharing_a_word_gets_a_candidate(rows, link, comparisons, best):
+    """Whatever the purging leaves, an offer that shares a token with an offer it may be
+    paired with gets a candidate (its best pair is kept whatever the budget), and a smaller
+    budget keeps a prefix of a larger one's ranking (the study's sweep)."""
+    offers = _two_shops([(shop, " ".join(words)) for words, shop in rows])
+    tokens = offer_tokens(offers)
+    n = len(rows)
+    shops = offers.shops
+    pairable = [any(j != i and tokens[i] & tokens[j] and not (link and shops[i] == shops[j])
+                    for j in range(n)) for i in range(n)]
+    left, right, w, stats = token_blocking(offers, per_offer=0.5, comparisons=comparisons,
+                                           link=link, best_per_offer=best, tokens=tokens)
+    paired = set(left.tolist()) | set(right.tolist())
+    assert paired == {i for i in range(n) if pairable[i]}
+    assert stats.offers_without_candidates == n - sum(pairable)
+    assert all(tokens[a] & tokens[b] for a, b in zip(left.tolist(), right.tolist()))
+    assert np.all((w > 0) & (w <= 1))
+    # the budget: only each offer's best pairs may go beyond it
+    assert stats.candidates <= max(0.5 * n, best * n)
+    # budgets are prefixes of one ranking, fallback pairs included
+    big = token_blocking(offers, per_offer=40, comparisons=comparisons, link=link,
+                         best_per_offer=best, tokens=tokens)
+    for budget in (0.5, 2.0, 10.0):
+        small = token_blocking(offers, per_offer=budget, comparisons=comparisons, link=link,
+                               best_per_offer=best, tokens=tokens)
+        m = budget_masks(big[0], big[1], big[2], n, [budget], best)[0]
+        assert big[0][m].tolist() == small[0].tolist()
+        assert big[1][m].tolist() == small[1].tolist()

@@ -24,6 +24,16 @@ and keeps a fixed budget of the most promising pairs:
    the highest weights overall fill a budget of ``per_offer`` pairs per offer (cardinality edge
    pruning): an offer of a popular product, whose tokens are shared by many, keeps many pairs,
    an offer with nothing in common with the rest keeps few.
+5. **Fallback** (before the pruning). An offer in no pair of the kept blocks (every word it
+   shares with another offer was purged as too common: two catalogues that share only a brand
+   and a kind of product) is compared instead with the offers of its rarest shared block (the
+   one with the fewest offers it may be paired with); of a block of more than ``comparisons``
+   such offers, those that also hold its next rarest tokens (rarest first, a token none of
+   them holds skipped), and of those still the first ``comparisons``. Each pair is weighted by
+   the cosine of the two offers' token weights over the tokens they share, and is pruned with
+   the others: the offer keeps its best one, the rest compete for the budget. The work stays
+   bounded: at most ``comparisons`` offers are compared per such offer, never a purged
+   block's pairs (``fallback=False``: no fallback).
 
 With ``link``, pairs of offers from one source are never formed (two catalogues, or a feed
 against a master catalogue), so the whole budget goes to pairs across sources.
@@ -31,6 +41,7 @@ against a master catalogue), so the whole budget goes to pairs across sources.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -61,9 +72,15 @@ class BlockingStats:
     co_occurring: int = 0
     candidates: int = 0
     candidates_per_offer: float = 0.0
-    #: offers in no candidate pair: every word they share with another offer (of another
-    #: source, with ``link``) was purged as too common, or they share none
+    #: offers in no candidate pair: they share no word with another offer (of another
+    #: source, with ``link``), or (``fallback=0``) every word they share was purged as too
+    #: common
     offers_without_candidates: int = 0
+    #: offers in no pair of the kept blocks that got pairs with their nearest offers of their
+    #: rarest purged block instead (step 5 of the module docstring)
+    fallback_offers: int = 0
+    #: of the candidates, the pairs found that way
+    fallback_candidates: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -91,14 +108,15 @@ def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int =
 def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: float = 100.0,
                    model_word_boost: float = 3.0, best_per_offer: int = 1, link: bool = False,
                    units: UnitMap | None = None, prefix_len: int = 7,
-                   tokens: list[set[str]] | None = None
+                   tokens: list[set[str]] | None = None, fallback: bool = True
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, BlockingStats]:
     """Candidate pairs by token blocking and meta-blocking (module docstring).
 
     Returns ``left, right`` (``int64``, ``left < right``, sorted), the pairs' weights
     (``float64``, in [0, 1]) and :class:`BlockingStats`. ``per_offer``: candidate pairs per
     offer on average (at most); ``comparisons``: pairs per offer enumerated at most before
-    pruning (the block-purging bound); ``tokens``: the offers' tokens, if already made
+    pruning (the block-purging bound), and offers compared per offer in no pair of the kept
+    blocks (step 5, ``fallback``); ``tokens``: the offers' tokens, if already made
     (:func:`offer_tokens`)."""
     check_real("per_offer", per_offer, 0.0, None, lo_open=True)
     check_real("comparisons", comparisons, 0.0, None, lo_open=True)
@@ -134,22 +152,59 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     keep = (df >= 2) & (df <= cap)
     stats.blocks = int(keep.sum())
     stats.max_block = cap if last >= 0 else 0
+    source = (np.unique(np.asarray(offers.shops, dtype=object), return_inverse=True)[1]
+              if link else None)
+    left, right, sim = _co_occurring(rows, cols, keep, weight, norm, source, n)
+    stats.co_occurring = len(left)
+
+    if fallback:
+        fl, fr, fs, stats.fallback_offers = _fallback(rows, cols, df, weight, norm, source, n,
+                                                      left, right, math.ceil(comparisons))
+        if len(fl):
+            key = np.r_[left * n + right, fl * n + fr]
+            order = np.argsort(key, kind="stable")
+            left, right = key[order] // n, key[order] % n
+            is_fb = np.r_[np.zeros(len(sim), bool), np.ones(len(fs), bool)][order]
+            sim = np.r_[sim, fs][order]
+        else:
+            is_fb = np.zeros(len(left), bool)
+    if len(left) == 0:
+        return _no_pairs(stats)
+
+    chosen = budget_masks(left, right, sim, n, [per_offer], best_per_offer)[0]
+    left, right, sim = left[chosen], right[chosen], sim[chosen]
+    stats.candidates = len(left)
+    stats.candidates_per_offer = len(left) / n
+    if fallback:
+        stats.fallback_candidates = int(is_fb[chosen].sum())
+    paired = np.zeros(n, bool)
+    paired[left] = paired[right] = True
+    stats.offers_without_candidates = int(n - paired.sum())
+    return left, right, np.minimum(sim, 1.0), stats
+
+
+def _co_occurring(rows: np.ndarray, cols: np.ndarray, keep: np.ndarray, weight: np.ndarray,
+                  norm: np.ndarray, source: np.ndarray | None, n: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every distinct pair of offers that share a kept block (across sources with ``source``),
+    sorted, and its cosine over the kept tokens the two share (module docstring, steps 2-3)."""
     m = keep[cols]
     rows, cols = rows[m], cols[m]
     order = np.lexsort((rows, cols))
     rows, cols = rows[order], cols[order]
+    empty = np.zeros(0, np.int64)
     if len(rows) == 0:
-        return _no_pairs(stats)
+        return empty, empty, np.zeros(0)
     starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
     sizes = np.diff(np.r_[starts, len(cols)])
-    source = (np.unique(np.asarray(offers.shops, dtype=object), return_inverse=True)[1]
-              if link else None)
 
     # every pair of every block, with the block's token weight
-    lefts, rights, ws = [], [], []
+    lefts, rights, ws = [empty], [empty], [np.zeros(0)]
     for s in np.unique(sizes).tolist():
         blocks = starts[sizes == s]
         iu, ju = np.triu_indices(s, 1)
+        if len(iu) == 0:
+            continue
         step = max(1, _CHUNK_PAIRS // len(iu))
         for c in range(0, len(blocks), step):
             b = blocks[c:c + step]
@@ -165,24 +220,113 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     a = np.concatenate(lefts)
     z = np.concatenate(rights)
     if len(a) == 0:
-        return _no_pairs(stats)
+        return empty, empty, np.zeros(0)
     key = np.minimum(a, z) * n + np.maximum(a, z)
     del a, z
     pair, inv = np.unique(key, return_inverse=True)
     dot = np.bincount(inv, weights=np.concatenate(ws))
     del key, inv, ws
     left, right = pair // n, pair % n
-    sim = dot / (norm[left] * norm[right])
-    stats.co_occurring = len(pair)
+    return left, right, dot / (norm[left] * norm[right])
 
-    chosen = budget_masks(left, right, sim, n, [per_offer], best_per_offer)[0]
-    left, right, sim = left[chosen], right[chosen], sim[chosen]
-    stats.candidates = len(left)
-    stats.candidates_per_offer = len(left) / n
-    paired = np.zeros(n, bool)
-    paired[left] = paired[right] = True
-    stats.offers_without_candidates = int(n - paired.sum())
-    return left, right, np.minimum(sim, 1.0), stats
+
+def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.ndarray,
+              norm: np.ndarray, source: np.ndarray | None, n: int, left: np.ndarray,
+              right: np.ndarray, limit: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Pairs for the offers in no co-occurring pair (module docstring, step 5): each such offer
+    that shares a token with an offer it may be paired with is compared with at most ``limit``
+    of them, taken from its rarest shared block (the one with the fewest such offers) and, if
+    that holds more than ``limit``, narrowed to those that also hold its next rarest tokens
+    (rarest first, a token none of them holds skipped; still too many: the first ``limit``),
+    each pair weighted by the cosine of the two offers' token weights over all the tokens they
+    share (all purged). Returns ``left < right`` (not sorted, distinct, none co-occurring), the
+    pairs' cosines, and the number of offers so paired."""
+    empty = np.zeros(0, np.int64)
+    alone = np.ones(n, bool)
+    alone[left] = alone[right] = False
+    if not alone.any():
+        return empty, empty, np.zeros(0), 0
+    nv = len(df)
+    # the offers' tokens as sorted keys offer * nv + token (membership by binary search), and
+    # each token's offers in ascending order (its block)
+    okey = np.sort(rows * nv + cols)
+    by_token = np.lexsort((rows, cols))
+    post_rows = rows[by_token]
+    post_start = np.r_[0, np.cumsum(np.bincount(cols, minlength=nv))]
+    if source is not None:
+        # offers of each (token, source): a block's members of the offer's own source
+        ts, ts_count = np.unique(cols * (source.max() + 1) + source[rows], return_counts=True)
+    sq = weight ** 2
+    memo: dict[tuple, np.ndarray] = {}
+    fl, fr = [], []
+    for o in np.flatnonzero(alone).tolist():
+        toks = okey[np.searchsorted(okey, o * nv):np.searchsorted(okey, (o + 1) * nv)] - o * nv
+        if source is None:
+            pairable = df[toks] - 1
+        else:
+            own = ts_count[np.searchsorted(ts, toks * (source.max() + 1) + source[o])]
+            pairable = df[toks] - own
+        ok = pairable > 0
+        if not ok.any():
+            continue
+        toks, pairable = toks[ok], pairable[ok]
+        toks = toks[np.lexsort((toks, df[toks], pairable))]  # rarest first
+        memo_key = (tuple(toks.tolist()), -1 if source is None else int(source[o]))
+        cand = memo.get(memo_key)
+        if cand is None:
+            t1 = int(toks[0])
+            cand = post_rows[post_start[t1]:post_start[t1 + 1]]
+            if source is not None:
+                cand = cand[source[cand] != source[o]]
+            # without link the offer itself holds each of its tokens: one more in every set
+            itself = int(source is None)
+            for t in toks[1:].tolist():
+                if len(cand) <= limit + itself:
+                    break
+                sub = cand[_holds(okey, cand, t, nv)]
+                if len(sub) > itself:
+                    cand = sub
+            # the same for every offer of these tokens (and source): the first `limit` others
+            cand = cand[:limit + itself]
+            memo[memo_key] = cand
+        cand = cand[cand != o][:limit]
+        if len(cand):
+            fl.append(np.full(len(cand), o, np.int64))
+            fr.append(cand)
+    if not fl:
+        return empty, empty, np.zeros(0), 0
+    a = np.concatenate(fl)
+    z = np.concatenate(fr)
+    key = np.unique(np.minimum(a, z) * n + np.maximum(a, z))  # two such offers: one pair
+    a, z = key // n, key % n
+    return a, z, _cosines(okey, nv, sq, norm, a, z), len(fl)
+
+
+def _holds(okey: np.ndarray, offers: np.ndarray, token: int, nv: int) -> np.ndarray:
+    """``bool`` per offer of ``offers``: it has ``token``."""
+    want = offers * nv + token
+    at = np.minimum(np.searchsorted(okey, want), len(okey) - 1)
+    return okey[at] == want
+
+
+def _cosines(okey: np.ndarray, nv: int, sq: np.ndarray, norm: np.ndarray, a: np.ndarray,
+             z: np.ndarray) -> np.ndarray:
+    """The cosine of the token weights of each pair ``(a[k], z[k])`` over all their tokens
+    (``sq``: each token's squared weight)."""
+    out = np.zeros(len(a))
+    # the tokens of a, pair by pair: each looked up among z's
+    starts = np.searchsorted(okey, a * nv)
+    counts = np.searchsorted(okey, (a + 1) * nv) - starts
+    step = max(1, _CHUNK_PAIRS // max(1, int(counts.max())))
+    for c in range(0, len(a), step):
+        s, cnt = starts[c:c + step], counts[c:c + step]
+        pid = np.repeat(np.arange(len(s)), cnt)
+        pos = np.repeat(s - np.r_[0, np.cumsum(cnt)[:-1]], cnt) + np.arange(cnt.sum())
+        tok = okey[pos] - a[c:c + step][pid] * nv
+        hit = _holds(okey, z[c:c + step][pid], tok, nv)
+        out[c:c + step] = np.bincount(pid[hit], weights=sq[tok[hit]], minlength=len(s))
+    return out / (norm[a] * norm[z])
 
 
 def budget_masks(left: np.ndarray, right: np.ndarray, sim: np.ndarray, n: int,
