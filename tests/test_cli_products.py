@@ -254,3 +254,13 @@ def test_field_roles_from_options_and_a_columns_file(tmp_path, capsys):
     assert main(["products", "dedup", str(f), "--columns", str(cols), "-o",
                  str(tmp_path / "o3")]) == 2
     assert "unknown role 'colour'" in capsys.readouterr().err
+
+
+def test_the_blocking_line_says_which_offers_were_compared_by_their_rarest_word():
+    from neardup.cli.products import _blocking_text
+
+    base = {"method": "tokens", "candidates_per_offer": 2.5, "max_block": 40}
+    assert _blocking_text(base) == "token blocking, 2.5 per offer, blocks of up to 40 offers"
+    text = _blocking_text({**base, "fallback_offers": 1200, "offers_without_candidates": 3})
+    assert "1,200 offers whose shared words are all too common compared with" in text
+    assert "3 offers in no candidate pair (they share no word" in text

@@ -298,10 +298,14 @@ def _blocking_text(b: dict) -> str:
         return f"LSH over model words, {b['bands']} bands x {b['rows']} rows"
     text = (f"token blocking, {b['candidates_per_offer']:.1f} per offer, blocks of up to "
             f"{b['max_block']:,} offers")
+    helped = b.get("fallback_offers", 0)
+    if helped:
+        text += (f"; {helped:,} offers whose shared words are all too common compared with "
+                 "the offers of their rarest word")
     alone = b.get("offers_without_candidates", 0)
     if alone:
-        text += (f"; {alone:,} offers in no candidate pair (every word they share with "
-                 "another offer is too common to compare on)")
+        text += (f"; {alone:,} offers in no candidate pair (they share no word with an offer "
+                 "they may be paired with)")
     return text
 
 
