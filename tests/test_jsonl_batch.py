@@ -229,3 +229,19 @@ def test_normalize_arrow_with_regex_steps_and_nulls():
     assert normalize(pa.array(items), cfg).data.tobytes() == normalize(items, cfg).data.tobytes()
     with pytest.raises(InputError, match="position 1 is null"):
         normalize(pa.array(["a", None]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 80_000), st.integers(0, 40)), min_size=1, max_size=6),
+       st.binary(min_size=1, max_size=300))
+def test_block_lines_are_where_the_newlines_are(runs, tail):
+    """The lines of a block, found by memchr from an estimate made on its first 64 KB (a block
+    denser in lines further on is counted again): the same as looking at every byte."""
+    from neardup.io.readers import _BlockLines
+
+    block = b"".join(b"x" * a + b"\n" * b for a, b in runs) + tail
+    nl = [i + 1 for i, c in enumerate(block) if c == 10]
+    ends = nl + ([len(block)] if block[-1] != 10 else [])
+    lines = _BlockLines(block)
+    assert lines.ends.tolist() == ends and lines.starts.tolist() == [0, *ends[:-1]]
+    assert lines.n == len(ends)

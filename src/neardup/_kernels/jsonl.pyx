@@ -462,3 +462,28 @@ def decode_ids(const uint8_t[::1] buf, const int64_t[::1] offsets, Py_ssize_t n)
     for i in range(n):
         out[i] = PyUnicode_DecodeUTF8(base + offsets[i], offsets[i + 1] - offsets[i], NULL)
     return out
+
+
+cdef extern from "string.h" nogil:
+    const void* memchr(const void* s, int c, size_t n)
+
+
+def line_ends(const uint8_t[::1] block, int64_t[::1] out):
+    """The position after each ``\\n`` of ``block``, in order, into ``out`` while it has room
+    (the C library's ``memchr``, vectorised); returns how many there are. Called with an empty
+    ``out`` it only counts."""
+    cdef Py_ssize_t n = block.shape[0], room = out.shape[0], k = 0
+    cdef const uint8_t* base = &block[0] if n else NULL
+    cdef const uint8_t* p = base
+    cdef const uint8_t* e = base + n
+    cdef const uint8_t* hit
+    with nogil:
+        while p < e:
+            hit = <const uint8_t*>memchr(p, 10, <size_t>(e - p))
+            if hit == NULL:
+                break
+            if k < room:
+                out[k] = hit - base + 1
+            k += 1
+            p = hit + 1
+    return k
