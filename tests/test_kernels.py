@@ -99,8 +99,10 @@ def test_ascii_runs_match_oracle(texts, fold, arrow):
 
     cfg = NormalizeConfig(casefold=fold)
     b = normalize(pa.array(texts) if arrow else texts, cfg)
-    assert [b.text(i) for i in range(len(b))] == [
-        oracles.normalize(t, True, fold, False, False, False, False) for t in texts]
+    want = [oracles.normalize(t, True, fold, False, False, False, False) for t in texts]
+    assert [b.text(i) for i in range(len(b))] == want
+    # the words counted on the way: the tokens single spaces separate
+    assert b.words.tolist() == [len(t.split(" ")) if t else 0 for t in want]
 
 
 @given(texts_strategy, st.booleans(), st.booleans(), st.booleans(), st.booleans(),
@@ -112,6 +114,7 @@ def test_batch_normalisation_matches_oracle(texts, nfkc, fold, html_, punct, dig
     assert len(b) == len(texts)
     expected = [oracles.normalize(t, nfkc, fold, html_, punct, digits, stop) for t in texts]
     assert [b.text(i) for i in range(len(b))] == expected
+    assert b.words.tolist() == [len(t.split(" ")) if t else 0 for t in expected]
     assert [normalize_text(t, cfg) for t in texts] == expected
 
 
@@ -498,6 +501,28 @@ def test_strict_does_not_chain_but_components_do():
 def test_preference_rank_longest():
     rank = preference_rank(4, "longest", np.array([5, 9, 9, 1]), np.array([3, 2, 1, 0], np.uint64))
     assert rank.tolist() == [2, 1, 0, 3]
+
+
+@given(texts_strategy, st.sampled_from(["word:5", "word:1:2", "word:3:3", "char:4", "char:2:3"]),
+       st.booleans())
+def test_shingle_counts_from_the_normalised_words_equal_counting_again(texts, spec, arrow):
+    """Units and shingles per document from the counts the normalising pass made equal those
+    counted again from the bytes (a batch made without them)."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from neardup.text.shingle import shingle_counts
+
+    cfg = ShingleConfig.parse(spec)
+    b = normalize(pa.array(texts) if arrow else texts)
+    docs = np.arange(len(b), dtype=np.int64)[::-1].copy()
+    fresh = dataclasses.replace(b, words=None, lengths=b.lengths.copy())
+    units, counts = shingle_counts(b, docs, cfg)
+    if cfg.kind == "char":  # code points come from the lengths: count them again, from bytes
+        fresh = dataclasses.replace(fresh, lengths=None)
+    u2, c2 = shingle_counts(fresh, docs, cfg)
+    assert units.tolist() == u2.tolist() and counts.tolist() == c2.tolist()
 
 
 # ---- exact duplicates ----------------------------------------------------------------------

@@ -190,7 +190,7 @@ cdef int doc_shingles(const uint8_t* data, int64_t a, int64_t b, int kind, int64
     # ends the token; the last few bytes of the text go one by one.
     t = 0
     i = a
-    while i < b:
+    while i < b and t < units:  # units: the tokens tok has room for (counted by the caller)
         h = FNV_OFFSET
         length = 0
         w = 0

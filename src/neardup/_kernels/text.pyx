@@ -6,6 +6,7 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from ._common cimport load_le64, store_le64
 
 cdef uint64_t HIGHS = 0x8080808080808080
+cdef uint64_t ONES = 0x0101010101010101
 cdef uint64_t SPACES = 0x2020202020202020
 cdef uint64_t LOW7 = 0x7F7F7F7F7F7F7F7F
 cdef uint64_t BELOW_SPACE = 0x6060606060606060  # + byte: high bit clear iff byte < 0x20
@@ -17,19 +18,20 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
                         const uint8_t[::1] in_alt, const uint8_t[::1] ws,
                         const uint8_t[::1] cls, const uint8_t[::1] byte_map, bint lower,
                         const int64_t[::1] starts, const int64_t[::1] ends, uint8_t[::1] out,
-                        int64_t[::1] offsets, int64_t[::1] chars):
+                        int64_t[::1] offsets, int64_t[::1] chars, int64_t[::1] words):
     """Per document ``src[starts[d]:ends[d]]`` (UTF-8), where ``src`` is ``alt`` if
     ``in_alt[d]`` (an empty ``in_alt``: never) and ``buf`` otherwise: collapse each run of
     whitespace to one space, drop leading and trailing whitespace, and map each ASCII byte
     through ``byte_map``; write the documents packed one after another to ``out`` (at least
-    as many bytes as the documents hold), the ends to ``offsets[1:]`` and the code points of
-    each to ``chars``. ``cls`` classes a byte: 0 ASCII, 1 ASCII whitespace, 2 the first byte of
+    as many bytes as the documents hold), the ends to ``offsets[1:]``, the code points of
+    each to ``chars`` and its words (the tokens that single spaces separate: spaces + 1, none
+    in an empty text) to ``words``. ``cls`` classes a byte: 0 ASCII, 1 ASCII whitespace, 2 the first byte of
     a multi-byte character; ``ws[cp]`` tells whether code point ``cp`` is whitespace. ``lower``
     must say whether ``byte_map`` lowers A-Z (and maps nothing else from 0x20 to 0x7F): eight
     bytes of printable ASCII with single spaces are then copied (and lowered) at once. Returns
     the bytes written. Branch-free on ASCII."""
     cdef Py_ssize_t n = starts.shape[0], nws = ws.shape[0], d, i, e, j, m
-    cdef int64_t o = 0, first, extra, cp
+    cdef int64_t o = 0, first, extra, cp, spaces
     cdef uint8_t c, k, prev
     cdef uint64_t x, y, sp, upper
     cdef bint has_alt = in_alt.shape[0] > 0
@@ -43,6 +45,7 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
             first = o
             prev = 1  # 1 after whitespace (or at the start): a further space is not kept
             extra = 0  # continuation bytes of multi-byte characters, for code points
+            spaces = 0  # spaces written
             src = other if has_alt and in_alt[d] else main
             i = starts[d]
             e = ends[d]
@@ -61,6 +64,7 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
                             store_le64(dst + o, x)
                             o += 8
                             i += 8
+                            spaces += <int64_t>(((sp >> 7) * ONES) >> 56)
                             prev = <uint8_t>(sp >> 63)
                             continue
                 c = src[i]
@@ -68,6 +72,7 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
                 if k < 2:
                     out[o] = byte_map[c]
                     o += 1 - (k & prev)
+                    spaces += k & (1 - prev)
                     prev = k
                     i += 1
                     continue
@@ -84,6 +89,7 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
                 if cp < nws and ws[cp]:
                     out[o] = 32
                     o += 1 - prev
+                    spaces += 1 - prev
                     prev = 1
                     i += m
                     continue
@@ -95,8 +101,10 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
                 i += m
             if prev == 1 and o > first:
                 o -= 1  # a trailing space
+                spaces -= 1
             offsets[d + 1] = o
             chars[d] = o - first - extra
+            words[d] = spaces + 1 if o > first else 0
     return o
 
 

@@ -62,16 +62,17 @@ def _collapse_whitespace(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
     space, drop leading and trailing whitespace, and lower A-Z if ``lower``.
-    Returns (bytes, offsets[n+1], code points per document) with the documents packed one after
-    another. Serial on purpose: it runs on the calling thread while the kernels of the previous
+    Returns (bytes, offsets[n+1], code points per document, words per document) with the
+    documents packed one after another. Serial on purpose: it runs on the calling thread while the kernels of the previous
     chunk run on the pipeline's worker thread."""
     n = len(starts)
     out = np.empty(int((ends - starts).sum()) if n else 0, np.uint8)
     offsets = np.empty(n + 1, np.int64)
     chars = np.empty(n, np.int64)
+    words = np.empty(n, np.int64)
     o = _text.collapse_whitespace(buf, _NONE, _NONE, _WS8, _CLS, _LOWER if lower else _KEEP,
-                                  lower, starts, ends, out, offsets, chars)
-    return out[:o], offsets, chars
+                                  lower, starts, ends, out, offsets, chars, words)
+    return out[:o], offsets, chars, words
 
 
 def _non_ascii(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -145,12 +146,16 @@ class NormalizedBatch:
     """Normalised texts as UTF-8: document ``i`` is ``data[offsets[i]:offsets[i+1]]``.
 
     ``data``: ``uint8[total]``; ``offsets``: ``int64[n+1]``; ``lengths``: ``int64[n]``, the
-    length of each normalised text in code points. Separators are not included.
+    length of each normalised text in code points; ``words`` (``int64[n]``, or ``None`` where
+    not counted): its words, the tokens that single spaces separate, counted by the compiled
+    pass as it writes them (shingling then need not count them again). Separators are not
+    included.
     """
 
     data: np.ndarray
     offsets: np.ndarray
     lengths: np.ndarray
+    words: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -234,17 +239,18 @@ def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
     out = np.empty(sum(int((e - s).sum()) for *_, s, e in sources), np.uint8)
     offsets = np.zeros(n + 1, np.int64)
     chars = np.empty(n, np.int64)
+    words = np.empty(n, np.int64)
     byte_map = _LOWER if cfg.casefold else _KEEP
     o = d = 0
     for buf, alt, in_alt, starts, ends in sources:
         m = len(starts)
         w = _text.collapse_whitespace(buf, alt, in_alt, _WS8, _CLS, byte_map, cfg.casefold,
                                       starts, ends, out[o:], offsets[d:d + m + 1],
-                                      chars[d:d + m])
+                                      chars[d:d + m], words[d:d + m])
         offsets[d:d + m + 1] += o
         o += w
         d += m
-    return NormalizedBatch(out[:o], offsets, chars)
+    return NormalizedBatch(out[:o], offsets, chars, words)
 
 
 def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> NormalizedBatch:
@@ -260,7 +266,8 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
             return _normalize_arrow(texts, cfg)
         texts = texts.to_pylist()
     if n == 0:
-        return NormalizedBatch(np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64))
+        return NormalizedBatch(np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64),
+                               np.zeros(0, np.int64))
     if cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits or cfg.strip_stopwords:
         # The regular expressions run once over the whole batch, joined with NULs.
         texts = [t.replace(SEP, " ") if SEP in t else t for t in texts]
@@ -280,5 +287,5 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
     del encoded
     ends = np.cumsum(lens)
     starts = ends - lens
-    out, offsets, chars = _collapse_whitespace(buf, starts, ends, lower_ascii)
-    return NormalizedBatch(out, offsets, chars)
+    out, offsets, chars, words = _collapse_whitespace(buf, starts, ends, lower_ascii)
+    return NormalizedBatch(out, offsets, chars, words)

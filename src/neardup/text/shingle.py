@@ -87,9 +87,15 @@ def shingle_counts(batch: NormalizedBatch, docs: np.ndarray, cfg: ShingleConfig
     """Units (tokens or code points) and shingles of each listed document of a normalised
     batch: ``int64[len(docs)]`` each."""
     n = len(docs)
+    kind = kind_code(cfg)
+    known = batch.lengths if kind == CHAR else batch.words
+    if known is not None:  # counted when the texts were normalised
+        units = np.ascontiguousarray(known[docs], np.int64)
+        counts = np.where(units >= cfg.k, (units - cfg.k) // cfg.offset + 1,
+                          np.minimum(units, 1))
+        return units, counts
     units = np.empty(n, np.int64)
     counts = np.empty(n, np.int64)
-    kind = kind_code(cfg)
     weights = (batch.offsets[docs + 1] - batch.offsets[docs]) if n > 256 else None
     parallel(lambda lo, hi: _k.shingle_counts(batch.data, batch.offsets, docs, kind,
                                                        cfg.k, cfg.offset, units, counts, lo, hi),
