@@ -14,7 +14,6 @@ import csv
 import errno
 import io
 import os
-import secrets
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -90,7 +89,7 @@ class Staged:
         except OSError as e:
             raise _os_error(final.parent, "create the directory", e) from e
         for _ in range(100):
-            tmp = final.parent / f".{final.name}.{secrets.token_hex(6)}.tmp"
+            tmp = final.parent / f".{final.name}.{os.urandom(6).hex()}.tmp"
             try:
                 if directory:
                     os.mkdir(tmp)
@@ -121,7 +120,7 @@ class Staged:
         self.close()
         try:
             if self.directory and self.final.is_dir() and not self.final.is_symlink():
-                trash = self.final.parent / f".{self.final.name}.{secrets.token_hex(6)}.old.tmp"
+                trash = self.final.parent / f".{self.final.name}.{os.urandom(6).hex()}.old.tmp"
                 os.replace(self.final, trash)
                 os.replace(self.tmp, self.final)
                 shutil.rmtree(trash, ignore_errors=True)
