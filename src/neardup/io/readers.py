@@ -1298,7 +1298,7 @@ class RecordStream:
         # millions of ids (see neardup.exact.IdTable)
         self.seen: Any = None
         if check and opts.unique_ids:
-            from ..exact import IdTable
+            from .._kernels.exact import IdTable
 
             self.seen = IdTable()
         self.header: Any = None  # the CSV header / Parquet schema of the current source
