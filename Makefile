@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-KERNELS := $(wildcard src/neardup/_kernels/*.pyx src/neardup/_kernels/*.pxd src/neardup/_kernels/vendor/*.h)
+KERNELS := $(wildcard src/neardup/_kernels/*.pyx src/neardup/_kernels/*.pxd src/neardup/_kernels/vendor/*.h) build_tools/unifold.py
 
 .PHONY: demo test lint bench bench-index clean system-deps
 

@@ -12,6 +12,12 @@ KERNELS = Path("src/neardup/_kernels")
 # No debug information (Python's own flags ask for it): 1.2 MB -> 0.2 MB a module.
 FLAGS = ["/O2"] if sys.platform == "win32" else ["-O3", "-g0"]
 
+# the folding table of the normalisation kernel, from this Python's unicodedata
+sys.path.insert(0, str(Path(__file__).resolve().parent / "build_tools"))
+import unifold  # noqa: E402
+
+unifold.write(KERNELS / "unifold.h")
+
 extensions = [
     Extension(f"neardup._kernels.{pyx.stem}", [str(pyx)], extra_compile_args=FLAGS)
     for pyx in sorted(KERNELS.glob("*.pyx"))

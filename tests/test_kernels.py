@@ -118,6 +118,71 @@ def test_batch_normalisation_matches_oracle(texts, nfkc, fold, html_, punct, dig
     assert [normalize_text(t, cfg) for t in texts] == expected
 
 
+# letters of many scripts, their compatibility and composed forms, combining marks, Hangul
+# syllables and jamo, kana with voicing marks, spaces of several kinds, characters beyond the BMP
+TRICKY = ("aZé\u0301ÅÄßẞİıŉǄǅǆΣσςΐΰΆ\u0345ЁёЯ\u0958क\u093cḱ\u212b\u2126ﬁﬃＡｶﾀ\u3099\u309b"
+          "가각\u1100\u1161\u11a8Ⅻ①\u00a0\u2003\u3000\u200b\u00ad\U0001d400\U0001f600"
+          "日本カ\u0f73\u1e9b\u0130 \t")
+
+
+@settings(max_examples=300)
+@given(st.lists(st.text(TRICKY, max_size=16), min_size=1, max_size=10))
+def test_compiled_folding_of_texts_that_are_not_ascii_matches_the_oracle(texts):
+    """Texts that are not ASCII are folded by the compiled pass when every character is one
+    that NFKC leaves alone in any neighbourhood, by Python otherwise: NFKC and case folding as
+    the standard library does them, whatever the mix."""
+    import pyarrow as pa
+
+    from neardup.text.normalize import fast_folding
+
+    assert fast_folding()  # the table matches this Python's Unicode version
+    b = normalize(pa.array(texts))
+    want = [oracles.normalize(t) for t in texts]
+    assert [b.text(i) for i in range(len(b))] == want
+    assert b.words.tolist() == [len(t.split(" ")) if t else 0 for t in want]
+
+
+def test_compiled_folding_of_every_bmp_character_matches_the_oracle():
+    """Each character of the Basic Multilingual Plane, between letters, doubled and next to a
+    composed letter: the compiled folding (where it takes the text) equals NFKC + casefold."""
+    import pyarrow as pa
+
+    from neardup._kernels import text as ktext
+
+    chars = [chr(c) for c in range(0x80, 0x10000) if not 0xD800 <= c < 0xE000]
+    texts = [f"A{c}b {c}{c}É ᄀ{c}" for c in chars]
+    b = normalize(pa.array(texts))
+    got = [b.text(i) for i in range(len(b))]
+    bad = [(hex(ord(c)), g) for c, t, g in zip(chars, texts, got) if g != oracles.normalize(t)]
+    assert bad == []
+    # and the compiled pass did take most of them
+    data = np.frombuffer("".join(texts).encode(), np.uint8)
+    lens = np.array([len(t.encode()) for t in texts], np.int64)
+    ends = np.cumsum(lens)
+    n = len(texts)
+    done = np.zeros(n, np.uint8)
+    ktext.fold_simple(data, ends - lens, ends, np.arange(n, dtype=np.int64),
+                      np.empty(4 * len(data), np.uint8), np.empty(n, np.int64),
+                      np.empty(n, np.int64), done)
+    assert done.sum() > 0.8 * n
+
+
+def test_python_folds_everything_when_the_unicode_versions_differ(monkeypatch):
+    import importlib
+
+    import pyarrow as pa
+
+    nmod = importlib.import_module("neardup.text.normalize")  # the module, not the function
+    texts = ["Straße ÉTÉ", "ﬁ Σίσυφος", "plain"]
+    fast = nmod.normalize(pa.array(texts))
+    monkeypatch.setattr(nmod._text, "unifold_version", "0.0.0")
+    monkeypatch.setattr(nmod, "_FAST_FOLDING", None)
+    assert not nmod.fast_folding()
+    slow = nmod.normalize(pa.array(texts))
+    assert [slow.text(i) for i in range(3)] == [fast.text(i) for i in range(3)]
+    assert [fast.text(i) for i in range(3)] == ["strasse été", "fi σίσυφοσ", "plain"]
+
+
 # ---- shingles ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec", ["word:1", "word:3", "word:2:2", "char:1", "char:4", "char:3:2"])

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Normalisation kernels: the compiled pass over UTF-8 bytes (see :mod:`neardup.text.normalize`)."""
 
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from ._common cimport load_le64, store_le64
 
@@ -119,3 +119,98 @@ def non_ascii(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[:
             for i in range(starts[d], ends[d]):
                 acc |= buf[i]
             out[d] = acc >> 7
+
+
+cdef extern from "unifold.h":
+    """
+    /* the folding of one code point of the BMP: a difference, ND_FOLD_NONE or a longer one */
+    static inline int32_t nd_fold_of(uint32_t cp) {
+        return nd_fold_stage2[nd_fold_stage1[cp >> 8]][cp & 255];
+    }
+    """
+    const char* UNIFOLD_VERSION "ND_UNIFOLD_VERSION"
+    int32_t FOLD_NONE "ND_FOLD_NONE"
+    int32_t FOLD_MULTI "ND_FOLD_MULTI"
+    int FOLD_MULTI_WIDTH "ND_FOLD_MULTI_WIDTH"
+    const uint32_t fold_multi "nd_fold_multi"[][3]
+    const uint8_t fold_multi_len "nd_fold_multi_len"[]
+    int32_t fold_of "nd_fold_of"(uint32_t cp) noexcept nogil
+
+
+#: the Unicode version the folding table was made from (``unicodedata.unidata_version`` of the
+#: Python that built the kernels); the caller uses the table only where its Python agrees
+unifold_version = UNIFOLD_VERSION.decode("ascii")
+
+
+cdef inline int64_t put_utf8(uint8_t* o, uint32_t cp) noexcept nogil:
+    if cp < 0x80:
+        o[0] = <uint8_t>cp
+        return 1
+    if cp < 0x800:
+        o[0] = <uint8_t>(0xC0 | (cp >> 6))
+        o[1] = <uint8_t>(0x80 | (cp & 0x3F))
+        return 2
+    o[0] = <uint8_t>(0xE0 | (cp >> 12))
+    o[1] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
+    o[2] = <uint8_t>(0x80 | (cp & 0x3F))
+    return 3
+
+
+def fold_simple(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] ends,
+                const int64_t[::1] docs, uint8_t[::1] out, int64_t[::1] out_starts,
+                int64_t[::1] out_ends, uint8_t[::1] done):
+    """NFKC then ``casefold`` of the UTF-8 documents ``buf[starts[d]:ends[d]]``, ``d`` in
+    ``docs``, for those made only of characters the table calls simple (see
+    ``build_tools/unifold.py``): such a text is its own NFKC, and its case folding is that of
+    each character. Each one folded is written to ``out[out_starts[i]:out_ends[i]]`` with
+    ``done[i] = 1``; any other (a character beyond U+FFFF or not simple, or ``out`` full) gets
+    ``done[i] = 0`` and is left to Python. Returns the bytes written."""
+    cdef Py_ssize_t n = docs.shape[0], i, j, cap = out.shape[0]
+    cdef int64_t o = 0, first, p, e
+    cdef uint32_t cp
+    cdef uint8_t c
+    cdef int32_t v
+    cdef bint ok
+    cdef uint8_t* dst = &out[0] if cap else NULL
+    with nogil:
+        for i in range(n):
+            first = o
+            p = starts[docs[i]]
+            e = ends[docs[i]]
+            ok = True
+            while p < e:
+                if o + 3 * FOLD_MULTI_WIDTH > cap:
+                    ok = False
+                    break
+                c = buf[p]
+                if c < 0x80:
+                    dst[o] = c + 32 if 65 <= c <= 90 else c  # casefold is lower on ASCII
+                    o += 1
+                    p += 1
+                    continue
+                if c < 0xE0:
+                    cp = ((c & 0x1F) << 6) | (buf[p + 1] & 0x3F)
+                    p += 2
+                elif c < 0xF0:
+                    cp = ((c & 0x0F) << 12) | ((buf[p + 1] & 0x3F) << 6) | (buf[p + 2] & 0x3F)
+                    p += 3
+                else:  # beyond the BMP: not in the table
+                    ok = False
+                    break
+                v = fold_of(cp)
+                if v == FOLD_NONE:
+                    ok = False
+                    break
+                if v >= FOLD_MULTI and v < FOLD_MULTI + 4096:
+                    for j in range(fold_multi_len[v - FOLD_MULTI]):
+                        o += put_utf8(dst + o, fold_multi[v - FOLD_MULTI][j])
+                else:
+                    o += put_utf8(dst + o, <uint32_t>(<int32_t>cp + v))
+            if ok:
+                out_starts[i] = first
+                out_ends[i] = o
+                done[i] = 1
+            else:
+                o = first
+                done[i] = 0
+    return o

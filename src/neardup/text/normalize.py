@@ -208,18 +208,48 @@ def _chunk_sources(arr, cfg: NormalizeConfig):
     if cfg.nfkc or cfg.casefold:
         odd = np.flatnonzero(_non_ascii(data, starts, ends))
         if len(odd):
-            raw = memoryview(data)
-            parts = [_fold_one(str(raw[a:b], "utf-8"), cfg).encode("utf-8", "surrogatepass")
-                     for a, b in zip(starts[odd].tolist(), ends[odd].tolist())]
-            lens = np.fromiter(map(len, parts), np.int64, len(parts))
             in_alt = np.zeros(len(starts), np.uint8)
             in_alt[odd] = 1
-            starts = starts.copy()
-            ends = ends.copy()
-            ends[odd] = np.cumsum(lens)
-            starts[odd] = ends[odd] - lens
-            return data, np.frombuffer(b"".join(parts), np.uint8), in_alt, starts, ends
+            new_starts = starts.copy()
+            new_ends = ends.copy()
+            folded = _NONE
+            rest = odd
+            if cfg.nfkc and cfg.casefold and fast_folding():
+                # the texts made only of characters that NFKC leaves alone: folded by the
+                # compiled pass, character by character (see build_tools/unifold.py)
+                folded = np.empty(3 * int((ends[odd] - starts[odd]).sum()) + 64, np.uint8)
+                f_starts = np.empty(len(odd), np.int64)
+                f_ends = np.empty(len(odd), np.int64)
+                done = np.empty(len(odd), np.uint8)
+                w = _text.fold_simple(data, starts, ends, odd, folded, f_starts, f_ends, done)
+                ok = done.view(np.bool_)
+                new_starts[odd[ok]] = f_starts[ok]
+                new_ends[odd[ok]] = f_ends[ok]
+                folded = folded[:w]
+                rest = odd[~ok]
+            raw = memoryview(data)
+            parts = [_fold_one(str(raw[a:b], "utf-8"), cfg).encode("utf-8", "surrogatepass")
+                     for a, b in zip(starts[rest].tolist(), ends[rest].tolist())]
+            lens = np.fromiter(map(len, parts), np.int64, len(parts))
+            new_ends[rest] = len(folded) + np.cumsum(lens)
+            new_starts[rest] = new_ends[rest] - lens
+            alt = (np.concatenate([folded, np.frombuffer(b"".join(parts), np.uint8)]) if parts
+                   else folded)
+            return data, alt, in_alt, new_starts, new_ends
     return data, _NONE, _NONE, np.ascontiguousarray(starts), np.ascontiguousarray(ends)
+
+
+_FAST_FOLDING: bool | None = None
+
+
+def fast_folding() -> bool:
+    """Whether texts that are not ASCII are folded by the compiled pass where they can be: its
+    table was made from the same Unicode version as this Python's ``unicodedata`` (otherwise
+    Python folds them all, as the reference)."""
+    global _FAST_FOLDING
+    if _FAST_FOLDING is None:
+        _FAST_FOLDING = _text.unifold_version == unicodedata.unidata_version
+    return _FAST_FOLDING
 
 
 def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
