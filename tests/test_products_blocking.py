@@ -260,17 +260,8 @@ def test_banded_candidates_leave_out_bandings_over_the_pair_bound():
 
 
 def _acme_offers():
-    o = Offers()
-    rows = [("a", f"Acme widget {i}") for i in range(40)] + [("b", "Acme widget x100z"),
-                                                            ("b", "Acme widget x100z")]
-    for i, (shop, title) in enumerate(rows):
-        o.ids.append(str(i))
-        o.shops.append(shop)
-        o.titles.append(title)
-        o.attributes.append({})
-        o.sources.append("t")
-    o.descriptions = [""] * len(rows)
-    return o
+    return _two_shops([("a", f"Acme widget {i}") for i in range(40)]
+                      + [("b", "Acme widget x100z"), ("b", "Acme widget x100z")])
 
 
 def test_offers_left_without_candidates_are_counted():
