@@ -655,7 +655,7 @@ def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray
                 return done
         if total < len(run_starts) * _SHORT_RUN and hasattr(os, "pread"):
             # many short runs: one system call per run would cost more than copying them
-            # through this process (21,000 short documents: 3,063 runs, 45 ms against 5)
+            # through this process (21,000 short documents: 3,063 runs, 23-43 ms against 9-18)
             return _copy_packed(src, dst, run_starts, run_ends, dest, total, threads, False)
         shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
         # share k copies the runs whose first byte lands in [k/shares, (k+1)/shares) of total
@@ -683,8 +683,8 @@ def _copy_direct(src: int, out: BinaryIO, run_starts: np.ndarray, run_ends: np.n
     """:func:`_copy_ranges` past the page cache: the source is read in windows of
     ``_DIRECT_BLOCK`` bytes and the runs packed into whole blocks written with ``O_DIRECT``
     (Linux), ``threads`` threads each writing its share of the output. Copying the 152,868
-    runs of a million-document corpus (1.65 GB) took 1.6-1.9 s with ``copy_file_range``, one
-    system call per run, and about 1 s so. ``None`` when the output's file system does not
+    runs of a million-document corpus (1.65 GB) took 1.6-2.8 s with ``copy_file_range``, one
+    system call per run, and 1.0-1.5 s so. ``None`` when the output's file system does not
     take it (no ``O_DIRECT``; ``EINVAL``): the caller then copies the usual way."""
     flag = getattr(os, "O_DIRECT", 0)
     if not flag:

@@ -63,8 +63,8 @@ def _collapse_whitespace(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
     space, drop leading and trailing whitespace, and lower A-Z if ``lower``.
     Returns (bytes, offsets[n+1], code points per document, words per document) with the
-    documents packed one after another. Serial on purpose: it runs on the calling thread while the kernels of the previous
-    chunk run on the pipeline's worker thread."""
+    documents packed one after another. Serial on purpose: it runs on the calling thread while
+    the kernels of the previous chunk run on the pipeline's worker thread."""
     n = len(starts)
     out = np.empty(int((ends - starts).sum()) if n else 0, np.uint8)
     offsets = np.empty(n + 1, np.int64)
