@@ -199,10 +199,16 @@ def utf8_buffers(arr) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _chunk_sources(arr, cfg: NormalizeConfig):
-    """What the compiled pass reads for one Arrow string array (not chunked): ``(buf, alt,
-    in_alt, starts, ends)``. Documents that are not pure ASCII (found by a compiled pass) are
-    case-folded and NFKC-normalised in Python into ``alt``; the others are read in place."""
-    data, offsets = utf8_buffers(arr)
+    """What the compiled pass reads for one Arrow string array (not chunked): see
+    :func:`_sources`."""
+    return _sources(*utf8_buffers(arr), cfg)
+
+
+def _sources(data: np.ndarray, offsets: np.ndarray, cfg: NormalizeConfig):
+    """What the compiled pass reads for the UTF-8 documents ``data[offsets[i]:offsets[i+1]]``:
+    ``(buf, alt, in_alt, starts, ends)``. Documents that are not pure ASCII (found by a
+    compiled pass) are case-folded and NFKC-normalised into ``alt``, by the compiled folding
+    where it can and by Python otherwise; the others are read in place."""
     starts = offsets[:-1]
     ends = offsets[1:]
     if cfg.nfkc or cfg.casefold:
@@ -228,7 +234,8 @@ def _chunk_sources(arr, cfg: NormalizeConfig):
                 folded = folded[:w]
                 rest = odd[~ok]
             raw = memoryview(data)
-            parts = [_fold_one(str(raw[a:b], "utf-8"), cfg).encode("utf-8", "surrogatepass")
+            parts = [_fold_one(str(raw[a:b], "utf-8", "surrogatepass"), cfg)
+                     .encode("utf-8", "surrogatepass")
                      for a, b in zip(starts[rest].tolist(), ends[rest].tolist())]
             lens = np.fromiter(map(len, parts), np.int64, len(parts))
             new_ends[rest] = len(folded) + np.cumsum(lens)
@@ -264,8 +271,13 @@ def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
         raise InputError(f"text at position {first} is null, not a string", field="texts",
                          reason=SkipReason.NON_STRING_FIELD)
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-    sources = [_chunk_sources(c, cfg) for c in chunks if len(c)]
-    n = len(arr)
+    return _normalize_sources([_chunk_sources(c, cfg) for c in chunks if len(c)], len(arr),
+                              cfg)
+
+
+def _normalize_sources(sources: list, n: int, cfg: NormalizeConfig) -> NormalizedBatch:
+    """The compiled pass over each of ``sources`` (see :func:`_sources`), ``n`` documents in
+    all, into one batch."""
     out = np.empty(sum(int((e - s).sum()) for *_, s, e in sources), np.uint8)
     offsets = np.zeros(n + 1, np.int64)
     chars = np.empty(n, np.int64)
@@ -304,11 +316,14 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
         parts = _normalize_joined(SEP.join(texts), cfg).split(SEP)
         lower_ascii = False
     else:
-        # The default path: only non-ASCII documents need Python's NFKC and casefold
-        # (``str.isascii`` is O(1)); ASCII letters are lowered in the compiled pass below
-        # (casefold equals lower on ASCII).
-        parts = [t if t.isascii() else _fold_one(t, cfg) for t in texts]
-        lower_ascii = cfg.casefold
+        # The default path: the texts as one UTF-8 buffer, folded as an Arrow array's are
+        # (only texts that are not ASCII need folding, by the compiled pass where it can)
+        encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
+        data = np.frombuffer(b"".join(encoded), np.uint8)
+        del encoded
+        return _normalize_sources([_sources(data, offsets, cfg)], n, cfg)
     # surrogatepass: a lone surrogate (possible in a Python str) must not stop the run
     encoded = [p.encode("utf-8", "surrogatepass") for p in parts]
     del parts
