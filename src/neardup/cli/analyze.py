@@ -5,6 +5,8 @@ OUTDIR; ``--json`` prints the numbers, otherwise a short table (``--quiet``: not
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import sys
 import time
 from typing import Any
@@ -17,8 +19,6 @@ from .common import EXIT_OK, add_input_args, add_output_args, add_running_args, 
 def _default(func, name: str) -> Any:
     """The default of ``func``'s parameter ``name``: an analysis runs with the library's defaults
     unless an option says otherwise."""
-    import inspect  # 9 ms at start-up: only when this command's options are built
-
     return inspect.signature(func).parameters[name].default
 
 
@@ -228,8 +228,6 @@ def _finish(a: argparse.Namespace, analysis, t0: float, lines: list[tuple[str, s
         data = analysis.to_dict()
         data["outputs"] = paths
         data["seconds"] = round(seconds, 3)
-        import json
-
         print(json.dumps(data, indent=2))
     elif not a.quiet:
         lines = lines + [("outputs", ", ".join(paths.values())), ("time", f"{seconds:.2f} s")]
