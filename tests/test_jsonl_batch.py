@@ -235,8 +235,8 @@ def test_normalize_arrow_with_regex_steps_and_nulls():
 @given(st.lists(st.tuples(st.integers(0, 80_000), st.integers(0, 40)), min_size=1, max_size=6),
        st.binary(min_size=1, max_size=300))
 def test_block_lines_are_where_the_newlines_are(runs, tail):
-    """The lines of a block, found by memchr from an estimate made on its first 64 KB (a block
-    denser in lines further on is counted again): the same as looking at every byte."""
+    """The lines of a block, found by memchr into a buffer that grows as the newlines come
+    (dense blocks make it grow): the same as looking at every byte."""
     from neardup.io.readers import _BlockLines
 
     block = b"".join(b"x" * a + b"\n" * b for a, b in runs) + tail

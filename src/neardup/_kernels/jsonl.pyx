@@ -13,6 +13,7 @@ never accepts what the line reader would refuse, and never reads a text or an id
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
 from ._common cimport load_le64, store_le64
@@ -468,22 +469,42 @@ cdef extern from "string.h" nogil:
     const void* memchr(const void* s, int c, size_t n)
 
 
-def line_ends(const uint8_t[::1] block, int64_t[::1] out):
-    """The position after each ``\\n`` of ``block``, in order, into ``out`` while it has room
-    (the C library's ``memchr``, vectorised); returns how many there are. Called with an empty
-    ``out`` it only counts."""
-    cdef Py_ssize_t n = block.shape[0], room = out.shape[0], k = 0
+def line_ends(const uint8_t[::1] block):
+    """``int64`` array: the position after each ``\\n`` of ``block``, in order, found by the C
+    library's ``memchr`` (vectorised) in one pass."""
+    import numpy as np
+
+    cdef Py_ssize_t n = block.shape[0], k = 0, cap = n // 64 + 16
     cdef const uint8_t* base = &block[0] if n else NULL
     cdef const uint8_t* p = base
     cdef const uint8_t* e = base + n
     cdef const uint8_t* hit
+    cdef int64_t* buf = <int64_t*>malloc(cap * sizeof(int64_t))
+    cdef int64_t* grown
+    cdef bint failed = False
+    if buf == NULL:
+        raise MemoryError()
     with nogil:
         while p < e:
             hit = <const uint8_t*>memchr(p, 10, <size_t>(e - p))
             if hit == NULL:
                 break
-            if k < room:
-                out[k] = hit - base + 1
+            if k == cap:
+                grown = <int64_t*>realloc(buf, 2 * cap * sizeof(int64_t))
+                if grown == NULL:
+                    failed = True
+                    break
+                buf = grown
+                cap *= 2
+            buf[k] = hit - base + 1
             k += 1
             p = hit + 1
-    return k
+    if failed:
+        free(buf)
+        raise MemoryError()
+    out = np.empty(k, np.int64)
+    cdef int64_t[::1] view = out
+    if k:
+        memcpy(&view[0], buf, k * sizeof(int64_t))
+    free(buf)
+    return out
