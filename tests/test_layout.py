@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "neardup"
 
 KERNELS = {"text", "sketch", "lsh", "verify", "cluster", "exact", "_arrays", "_malloc",
            "_kernels", "_threads", "_columns"}
-BASE = {"config", "validate", "errors", "_version", "_extras", "_log"}
+BASE = {"config", "validate", "errors", "_version", "_extras", "_log", "_records"}
 # what each floor may import (top-level names under neardup); a floor may import itself
 ALLOWED = {
     "kernel": KERNELS | BASE,

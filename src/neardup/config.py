@@ -9,14 +9,15 @@ which is what :func:`neardup.dedup` and the CLI do.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ._records import record
 from .errors import ConfigError
 from .validate import check_bool, check_choice, check_int, check_real
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NormalizeConfig:
     """Text normalisation, applied before fingerprinting and shingling.
 
@@ -36,7 +37,7 @@ class NormalizeConfig:
             check_bool(f.name, getattr(self, f.name))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ShingleConfig:
     """Shingles: ``kind`` "word" (k consecutive tokens) or "char" (k consecutive characters).
 
@@ -97,7 +98,7 @@ def check_banding(num_perm: Any, bands: Any, rows: Any) -> tuple[int, int, int]:
     return n, b, r
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SketchConfig:
     """MinHash signatures: ``num_perm`` values per document, ``scheme`` "oph" (one-permutation
     hashing with optimal densification, the fast default) or "classic" ((a*x+b) mod 2^61-1)."""
@@ -112,7 +113,7 @@ class SketchConfig:
         check_choice("scheme", self.scheme, SCHEMES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LSHConfig:
     """Banding. ``bands``/``rows`` default to the choice made by :func:`neardup.lsh.choose_bands`
     for ``threshold``: the fewest false positives whose probability of finding a pair exactly at
@@ -134,7 +135,7 @@ class LSHConfig:
         check_int("bucket_cap", self.bucket_cap, 2)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VerifyConfig:
     """How candidate pairs are scored: "exact" Jaccard of the shingle sets, or the signature
     "estimate" (no shingles kept in memory)."""
@@ -145,7 +146,7 @@ class VerifyConfig:
         check_choice("verify", self.mode, VERIFY_MODES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ClusterConfig:
     """``method`` "components" (connected components of verified pairs) or "strict" (every member
     is verified against its cluster's representative, so chains cannot merge unrelated texts).
@@ -159,7 +160,7 @@ class ClusterConfig:
         check_choice("keep", self.keep, KEEP_CHOICES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PairsConfig:
     """The pairs table. ``mode`` "all": every pair known to be a duplicate, the verified ones
     and those implied by exact-duplicate groups (two copies of one text; a copy of a text and a
@@ -175,7 +176,7 @@ class PairsConfig:
         check_int("pairs_max_group", self.max_group, 1)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DedupConfig:
     """All parameters of a batch deduplication run."""
 

@@ -20,18 +20,19 @@ the other), ``starts`` and ``sizes`` (``int64[G]``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
 
+from ._records import record
 from .result import FINGERPRINT, Pairs
 
 #: ``pairs``: every pair known to be a duplicate, or only the compared ones.
 PAIRS_MODES = ("all", "edges")
 
 
-@dataclass
+@record
 class PairCounts:
     """What the pairs table holds and what it leaves out.
 

@@ -18,12 +18,12 @@ reported, instead of exploding into cap**2 pairs.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
 from ._arrays import sorted_unique
 from ._kernels import lsh as _k
+from ._records import record
 from ._threads import get_num_threads, parallel
 from .config import check_threshold
 from .errors import ConfigError
@@ -123,7 +123,7 @@ def _runs_to_pairs(packed: np.ndarray, idbits: int, ids: np.ndarray, cap: int
     return sorted_unique(out, overwrite=True), capped, capped_docs, largest
 
 
-@dataclass
+@record
 class CandidateStats:
     """What candidate generation did, for the summary."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._extras import require
+from ._records import record
 
 if TYPE_CHECKING:
     import pandas
@@ -19,7 +20,7 @@ FINGERPRINT, JACCARD, MINHASH = 0, 1, 2
 METHOD_NAMES = ("fingerprint", "jaccard", "minhash")
 
 
-@dataclass
+@record
 class Pairs:
     """Duplicate pairs of document rows: ``left < right`` (``int64[m]``), ``similarity``
     (``float32[m]``) and how it was obtained, ``method`` (``uint8[m]``): 0 "fingerprint"
@@ -47,7 +48,7 @@ class Pairs:
                    np.zeros(0, np.uint8), np.zeros(0, bool))
 
 
-@dataclass
+@record
 class Result:
     """Clusters and pairs of one run.
 

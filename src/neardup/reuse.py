@@ -45,6 +45,7 @@ from ._kernels.passages import (
     winnow,
 )
 from ._kernels.passages import text_words as _text_words
+from ._records import record
 from ._threads import parallel
 from .errors import ConfigError
 from .text.words import ASCII_PUNCTUATION, word_key, word_keys
@@ -55,7 +56,7 @@ __all__ = ["PassageConfig", "Passage", "PassageIndex", "ReuseMatch", "ReuseResul
            "winnow_many", "reused_passages", "passages_with", "reuse_share", "find_reuse",
            "blank_tags"]
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PassageConfig:
     """What counts as a reused passage.
 
@@ -487,7 +488,7 @@ def winnow_many(kgram_hashes: np.ndarray, offsets: np.ndarray, window: int,
     return kh[best], doc, best - off[doc]
 
 
-@dataclass
+@record
 class ReuseResult:
     """Reused passages across a corpus (:func:`find_reuse`), as columns (numpy arrays).
 

@@ -13,11 +13,12 @@ reports its stages to.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 import numpy as np
 
+from ._records import record
 from ._version import __version__
 from .config import DedupConfig, ShingleConfig, SketchConfig
 from .exact import FingerprintTable, fingerprints
@@ -29,7 +30,7 @@ __all__ = ["Fingerprinted", "Sketched", "fingerprint_chunk", "sketch_chunk",
            "ingest_chunk", "RunSummary", "Progress", "NoProgress"]
 
 
-@dataclass
+@record
 class Fingerprinted:
     """A normalised chunk of ``n`` texts and its ``G`` distinct non-empty texts.
 
@@ -49,7 +50,7 @@ class Fingerprinted:
     empty: int
 
 
-@dataclass
+@record
 class Sketched:
     """Shingles and sketches of the ``G`` new distinct texts of a chunk: ``keys``
     (``uint64[bands, G]``, LSH band keys) or ``signatures`` (``uint32[G, num_perm]``, when
@@ -129,7 +130,7 @@ class NoProgress:
         pass
 
 
-@dataclass
+@record
 class RunSummary:
     """The counts of a run, as every engine reports them; :meth:`to_dict` is the layout of
     ``summary.json`` (and of ``Result.summary``).

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from .._kernels import analyze as _k
+from .._records import record
 from .._threads import parallel
 from ..config import SHINGLE_KINDS, LSHConfig, ShingleConfig, SketchConfig, check_threshold
 from ..errors import ConfigError, InputError
@@ -36,7 +37,7 @@ DEFAULT_BIN_EDGES: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 MAX_BRUTE_FORCE_DOCS = 5000
 
 
-@dataclass
+@record
 class Corpus:
     """Documents read for an analysis: ``ids``, ``texts`` and what was read and sampled."""
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
+
+from .._records import record
 
 
 def plain(v: Any) -> Any:
@@ -25,7 +27,7 @@ def plain(v: Any) -> Any:
     return v
 
 
-@dataclass
+@record
 class Analysis:
     """One analysis: ``rows`` (the table written as CSV and markdown, one dict per row, columns
     in ``columns`` order), ``summary`` (parameters and headline numbers) and ``data`` (numpy

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import record
 from ..config import NormalizeConfig, ShingleConfig
 from ..errors import ConfigError
 from ..text.normalize import normalize
@@ -46,7 +47,7 @@ class FCACluster:
     common: int
 
 
-@dataclass
+@record
 class FCAResult:
     """Clusters of k-similar documents for one ``min_common`` and what it took."""
 

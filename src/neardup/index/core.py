@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._records import record
 from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
 from ..errors import ConfigError, InputError, NeardupError, SkipReason
@@ -56,7 +57,7 @@ class IndexChangedError(NeardupError):
     server restarted without persistence comes back empty) or it holds another index."""
 
 
-@dataclass
+@record
 class CheckResult:
     """What :meth:`Index.check` found: whole-text ``matches`` (:class:`Match`), the indexed
     texts ``reused`` in passages (:class:`~neardup.reuse.ReuseMatch`), whether the

@@ -8,9 +8,9 @@ unchanged to a Dask worker (they are picklable).
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
 from typing import Any
 
+from .._records import record
 from ..validate import check_bool, check_choice, check_int, check_str, fail
 
 INPUT_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "textdir")
@@ -18,7 +18,7 @@ OUTPUT_FORMATS = ("parquet", "jsonl", "csv")
 ON_ERROR = ("fail", "skip")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReadOptions:
     """How records are read from the inputs.
 
@@ -112,7 +112,7 @@ def id_options(id_field: str | None) -> dict[str, str | None]:
     return {"id_field": id_field or None, "detect_id": None}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OutputOptions:
     """What a dedup job writes: the ``clusters`` and ``pairs`` tables in ``format`` (one of
     :data:`OUTPUT_FORMATS`) and, with ``write_corpus``, the deduplicated corpus."""

@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from .._records import record
 from ..errors import ConfigError, InputError, SkipReason
 from .options import INPUT_FORMATS, ReadOptions
 
@@ -70,7 +71,7 @@ csv.field_size_limit(sys.maxsize)
 # Public data classes
 
 
-@dataclass
+@record
 class SkipReport:
     """Counts of the records (or whole files) skipped with ``on_error="skip"``, by reason."""
 
@@ -92,7 +93,7 @@ class SkipReport:
                 "examples": list(self.examples)}
 
 
-@dataclass
+@record
 class IdInfo:
     """Where the ids of a read came from, filled in by the reader as it goes.
 
@@ -178,7 +179,7 @@ def ids_text(ids: dict[str, Any]) -> str:
     return text
 
 
-@dataclass
+@record
 class DocChunk:
     """Up to ``chunk_size`` documents, with progress figures.
 
@@ -280,7 +281,7 @@ def _list_text_dir(root: Path) -> list[tuple[str, Path]]:
     return found
 
 
-@dataclass
+@record
 class _Source:
     index: int
     path: Path | None  # None: ``data`` or ``fileobj``, named ``label``
@@ -614,7 +615,7 @@ def _undecodable(path: str, line: int | None, e: UnicodeDecodeError, encoding: s
 # on after a bad record), and ends with an "empty_file" error if the file held no records.
 
 
-@dataclass
+@record
 class _Options:
     text_fields: tuple[str, ...]
     id_field: str | None
@@ -1163,7 +1164,7 @@ class _BlockLines:
         return spans
 
 
-@dataclass
+@record
 class ArrowBatch:
     """Consecutive valid records of one JSONL source, as the scanner read them: ``texts``, a
     pyarrow string array (the text fields joined by ``\\n``); ``ids``, their ids (``None``:
@@ -1616,7 +1617,7 @@ _Record = Record
 _RecordStream = RecordStream
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FilePart:
     """A part of one input file, read on its own (the Dask engine reads one per partition).
 

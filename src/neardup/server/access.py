@@ -23,10 +23,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .._records import record
 from ..errors import ConfigError
 
 Role = Literal["read", "write"]
@@ -83,7 +83,7 @@ def parse_key_file(text: str, name: str = "the key file") -> list[tuple[Role, st
     return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Keys:
     """One generation of keys: digests by role, and what the start-up message says."""
 

@@ -26,7 +26,7 @@ import threading
 import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -52,6 +52,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from .._log import get_logger
+from .._records import record
 from ..errors import ConfigError, InputError, SkipReason
 from ..index import DuplicateIdError, Index, IndexBusyError, IndexChangedError
 from ..index.redact import redact_location
@@ -401,7 +402,7 @@ def _role_dependencies(api_keys: ApiKeys | None) -> tuple[Any, Any]:
 # Collections kept in memory
 
 
-@dataclass
+@record
 class Collection:
     """An uploaded collection and its deduplication, kept for the side-by-side view."""
 
@@ -415,7 +416,7 @@ class Collection:
     representative: np.ndarray
 
 
-@dataclass
+@record
 class _Counts:
     """Request counts for ``/stats``."""
 
@@ -488,7 +489,7 @@ def _upload_format(filename: str | None, content_type: str | None, head: bytes) 
     return fmt
 
 
-@dataclass
+@record
 class _Upload:
     """The records of an upload, and those left out: counted by reason, the first few with
     their line."""

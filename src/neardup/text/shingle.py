@@ -19,11 +19,11 @@ fused shingle-and-sketch of :mod:`neardup.sketch`, so both produce the same hash
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from .._kernels import shingle as _k
+from .._records import record
 from .._threads import parallel
 from ..config import NormalizeConfig, ShingleConfig
 from .normalize import NormalizedBatch, normalize
@@ -31,7 +31,7 @@ from .normalize import NormalizedBatch, normalize
 WORD, CHAR = 0, 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Shingles:
     """Shingle hash sets of ``n`` documents in CSR layout.
 
