@@ -67,6 +67,17 @@ def test_the_known_seed_words_are_the_drawn_ones():
 
 # ---- normalisation -----------------------------------------------------------------------------
 
+def test_whitespace_table_is_pythons():
+    """The compiled pass's whitespace table holds every code point that str.isspace() calls
+    whitespace, and no other (all of them are below its end)."""
+    import sys
+
+    from neardup.text.normalize import _WS
+
+    assert [c for c in range(len(_WS)) if _WS[c]] == [
+        c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+
+
 def test_normalize_hand_checked():
     b = normalize(["  Héllo\tWORLD  ", "ﬁ x\x00y", "", "Straße"])
     assert [b.text(i) for i in range(len(b))] == ["héllo world", "fi x y", "", "strasse"]

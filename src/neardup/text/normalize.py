@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from .._kernels import text as _text
+from .._records import record
 from ..config import NormalizeConfig
 from ..errors import InputError, SkipReason
 
@@ -30,12 +30,11 @@ _TAG = re.compile(r"<[^>\x00]*>")
 _PUNCT = re.compile(r"[^\w\s\x00]|_")
 _DIGITS = re.compile(r"\d+")
 
-# Code points for which Python's str.isspace() is true.
+# Code points for which Python's str.isspace() is true (the tests check it for every code point).
 _WS = np.zeros(12289, np.bool_)
 for _c in (*range(9, 14), *range(28, 33), 133, 160, 5760, *range(8192, 8203), 8232, 8233, 8239,
            8287, 12288):
     _WS[_c] = True
-assert all(chr(c).isspace() == bool(_WS[c]) for c in range(len(_WS)))
 
 
 # Byte classes for the compiled pass: 0 an ASCII character, 1 ASCII whitespace, 2 the first byte
@@ -141,7 +140,7 @@ def normalize_text(text: str, cfg: NormalizeConfig | None = None) -> str:
     return normalize([text], cfg).text(0)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NormalizedBatch:
     """Normalised texts as UTF-8: document ``i`` is ``data[offsets[i]:offsets[i+1]]``.
 
