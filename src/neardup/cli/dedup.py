@@ -33,7 +33,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        description="Find near-duplicate clusters in a corpus and write clusters, "
                        "pairs, a deduplicated corpus and summary.json.")
     _add_dedup_args(d)
-    d.set_defaults(func=cmd_dedup, on_interrupt="no output of this run was left behind")
+    d.set_defaults(func=cmd_dedup, on_interrupt="no output of this run was left behind",
+                   acyclic=True)
 
 
 def _add_dedup_args(p: argparse.ArgumentParser) -> None:
