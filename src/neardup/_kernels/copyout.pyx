@@ -33,11 +33,20 @@ cdef extern from *:
         void* p = NULL; return posix_memalign(&p, align, n) == 0 ? p : NULL; }
     static void nd_aligned_free(void* p) { free(p); }
     #endif
+    /* start writing a range of a file to disk without waiting (Linux; elsewhere nothing) */
+    #if defined(__linux__)
+    #include <fcntl.h>
+    static void nd_writeback(int fd, int64_t at, int64_t n) {
+        sync_file_range(fd, (off_t)at, (off_t)n, SYNC_FILE_RANGE_WRITE); }
+    #else
+    static void nd_writeback(int fd, int64_t at, int64_t n) { (void)fd; (void)at; (void)n; }
+    #endif
     """
     Py_ssize_t pread "nd_pread"(int fd, void* buf, size_t n, int64_t at) nogil
     Py_ssize_t pwrite "nd_pwrite"(int fd, const void* buf, size_t n, int64_t at) nogil
     void* aligned "nd_aligned"(size_t align, size_t n) nogil
     void aligned_free "nd_aligned_free"(void* p) nogil
+    void writeback "nd_writeback"(int fd, int64_t at, int64_t n) nogil
 
 
 cdef enum:
@@ -63,14 +72,17 @@ cdef int write_all(int fd, const char* buf, int64_t n, int64_t at) noexcept nogi
 
 def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] ends,
                 const int64_t[::1] dest, Py_ssize_t r0, Py_ssize_t r1, int64_t lo, int64_t hi,
-                bint last, int64_t block):
+                bint last, int64_t block, bint start_writeback=False):
     """Write the output bytes ``[lo, hi)`` of ``dst``: run ``i`` (``starts[i]:ends[i]`` of
     ``src``) goes to ``dest[i]`` onward, runs ``r0:r1`` cover ``[lo, hi)`` in order and without
     gaps. The source is read ``block`` bytes at a time and the output written in pieces of
     ``block`` bytes from ``lo``; with ``last`` the final piece is padded with zeros to a
     multiple of 4,096 bytes (the caller truncates the file to its size). ``lo`` and ``block``
-    must be multiples of 4,096 for an ``O_DIRECT`` output. Returns 0, -1 when ``src`` ended
-    early (it changed), or the ``errno`` of a failed read or write."""
+    must be multiples of 4,096 for an ``O_DIRECT`` output. With ``start_writeback`` (an output
+    through the page cache) the system is asked to start writing each piece to disk as soon
+    as it is written (Linux), so that the caller's ``fsync`` waits for the last one only.
+    Returns 0, -1 when ``src`` ended early (it changed), or the ``errno`` of a failed read or
+    write."""
     cdef char* inbuf = NULL
     cdef char* outbuf = NULL
     cdef Py_ssize_t i
@@ -122,6 +134,8 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
                     rc = write_all(dst, outbuf, block, obase)
                     if rc:
                         break
+                    if start_writeback:
+                        writeback(dst, obase, block)
                     obase += block
                     fill = 0
             if rc:

@@ -49,6 +49,7 @@ _WRITEBACK_EVERY = 8 << 20  # bytes of copied corpus after which its writing to 
 _PARALLEL_COPY = 32 << 20  # bytes of kept ranges per copying thread, at least
 _DIRECT_COPY = 64 << 20  # from this many bytes of kept ranges on, copied past the page cache
 _DIRECT_BLOCK = 8 << 20  # bytes read and written at a time when copying past the page cache
+_PACKED_BLOCK = 1 << 20  # and when packing short runs through the page cache
 _DIRECT_ALIGN = 4096  # what O_DIRECT asks of offsets and lengths (a multiple of the sector)
 _SHORT_RUN = 1 << 20  # runs shorter than this on average are copied through this process
 # errors of os.copy_file_range that mean "not between these files": copy through this process
@@ -725,10 +726,15 @@ def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarra
         r1 = int(np.searchsorted(dest[:-1], hi, side="left"))  # the runs starting before hi
         jobs.append((r0, r1, lo, hi, direct and k == shares - 1))
 
+    # through the page cache: smaller pieces, each sent to disk as soon as it is written, so
+    # that the file's fsync waits for the last piece only (17 MB: 13 ms of waiting before),
+    # and less fresh memory for the buffers
+    block = _DIRECT_BLOCK if direct else _PACKED_BLOCK
+
     def job(j: tuple) -> int:
         r0, r1, lo, hi, last = j
-        return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, lo, hi, last,
-                           _DIRECT_BLOCK)
+        return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, lo, hi, last, block,
+                           not direct)
 
     if len(jobs) <= 1:
         codes = [job(j) for j in jobs]
