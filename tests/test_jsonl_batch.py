@@ -245,3 +245,18 @@ def test_block_lines_are_where_the_newlines_are(runs, tail):
     lines = _BlockLines(block)
     assert lines.ends.tolist() == ends and lines.starts.tolist() == [0, *ends[:-1]]
     assert lines.n == len(ends)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 400_000), st.lists(st.integers(0, 399_999), max_size=5),
+       st.integers(0, 1000))
+def test_after_last_newline_is_found_from_the_end(size, newlines, start):
+    """``_after_last_newline`` against ``bytes.rfind`` (newlines anywhere in up to 400 KB, so
+    that the search from the end takes several pieces)."""
+    data = bytearray(b"x" * size)
+    for p in newlines:
+        if p < size:
+            data[p] = 10
+    start = min(start, size)
+    expected = bytes(data).rfind(b"\n", start) + 1
+    assert readers._after_last_newline(memoryview(data), start) == expected

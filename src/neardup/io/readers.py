@@ -1113,6 +1113,52 @@ JSONL_BLOCK_BYTES = 8 << 20
 JSONL_FIRST_BLOCK_BYTES = 1 << 20
 
 
+def _after_last_newline(view: memoryview, start: int) -> int:
+    """The position after the last newline of ``view[start:]``, 0 if it holds none (looked for
+    from the end, in pieces that double: lines are short)."""
+    end = len(view)
+    step = 1 << 16
+    hi = end
+    while hi > start:
+        lo = max(start, hi - step)
+        at = bytes(view[lo:hi]).rfind(b"\n")
+        if at >= 0:
+            return lo + at + 1
+        hi, step = lo, 2 * step
+    return 0
+
+
+def _read_blocks(stream: BinaryIO, size: int, block_size: int) -> Iterator[memoryview]:
+    """The bytes of ``stream`` in blocks of whole lines (the last one as it ends): ``size``
+    bytes read first, doubling up to ``block_size``; a line longer than that makes its block
+    larger. Each block is read into a buffer of its own, after the unfinished line of the one
+    before, which is the only byte copied twice (``read`` and joining it to the line's start
+    copied every block again: 2 GB of JSONL in 0.5-0.6 s, 0.3 s so). The buffers are not
+    cleared (``numpy.empty``) and, freed with their block, come back from the heap."""
+    import numpy as np
+
+    tail = np.empty(0, np.uint8)  # the unfinished line at the end of the last block
+    while True:
+        buf = np.empty(len(tail) + size, np.uint8)
+        buf[:len(tail)] = tail
+        got = stream.readinto(memoryview(buf)[len(tail):])  # type: ignore[attr-defined]
+        size = min(2 * size, block_size)
+        if got:
+            end = len(tail) + got
+            view = memoryview(buf)[:end]
+            cut = _after_last_newline(view, len(tail))
+            if cut == 0:
+                tail = buf[:end]
+                continue
+            tail = buf[cut:end]
+            yield view[:cut]
+        elif len(tail):
+            yield memoryview(tail)
+            return
+        else:
+            return
+
+
 class _BlockLines:
     """The lines of a block of JSONL (whole lines; the last may lack its ``\\n``): where each
     starts and ends (``\\n`` included), the blank ones (skipped, as the line reader skips
@@ -1460,26 +1506,15 @@ class RecordStream:
                 self._handle(_open_error(src, e))
                 return
             self.progress.start(src, raw_f.tell)
-            carry = b""
+            blocks = _read_blocks(stream, size, block_size)
             while True:
                 try:
-                    data = stream.read(size)
-                    size = min(2 * size, block_size)
+                    block = next(blocks, None)
                 except _READ_ERRORS:
                     stack.close()
                     yield from self._jsonl_rest(src, consumed, lineno, records)
                     return
-                if data:
-                    block = carry + data if carry else data
-                    cut = block.rfind(b"\n") + 1
-                    if cut == 0:
-                        carry = block
-                        continue
-                    carry = block[cut:]
-                    block = memoryview(block)[:cut]  # no copy
-                elif carry:
-                    block, carry = carry, b""
-                else:
+                if block is None:
                     break
                 if consumed == 0 and bytes(block[:3]) == codecs.BOM_UTF8:
                     # a byte order mark: the line reader ignores it on the first line, and
