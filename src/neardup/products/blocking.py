@@ -7,8 +7,10 @@ and keeps a fixed budget of the most promising pairs:
 
 1. **Tokens.** Each offer's cleaned title words (:func:`.modelwords.clean_text`), the first
    ``prefix_len`` characters of its long model words (``un46es6580fxza`` and ``un46es6580``
-   share ``p:un46es6``), and optionally the words of attributes that name a model number
-   (``model_keys``).
+   share ``p:un46es6``), the stem of each model word that ends in letters (the word cut after
+   its last digit: ``vs247hp``, ``vs247h`` and ``vs247`` share ``vs247``, ``e178fpb`` and
+   ``e178fp`` share ``e178``), and optionally the words of attributes that name a model
+   number (``model_keys``).
    Model-number attributes add nothing by default (on some catalogues such fields hold long
    free text that ties unrelated offers together).
 2. **Block purging.** Every token is a block of the offers that have it. Tokens are taken from
@@ -42,6 +44,7 @@ against a master catalogue), so the whole budget goes to pairs across sources.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -87,9 +90,10 @@ class BlockingStats:
 
 
 def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int = 7,
-                 model_keys: Sequence[str] = ()) -> list[set[str]]:
+                 model_keys: Sequence[str] = (), stems: bool = True) -> list[set[str]]:
     """Each offer's blocking tokens (module docstring, step 1). ``model_keys``: attributes
-    whose name contains one of these (case-insensitive) add their words."""
+    whose name contains one of these (case-insensitive) add their words; ``stems``: the stem
+    of each model word that ends in letters (:func:`_stem`)."""
     keys = tuple(k.lower() for k in model_keys)
     out = []
     for title, attrs in zip(offers.titles, offers.attributes):
@@ -98,11 +102,31 @@ def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int =
             if any(m in k.lower() for m in keys):
                 toks.update(clean_text(v, units).split())
         toks.discard("")
+        if stems:
+            toks.update([c for c in (_stem(w) for w in toks) if c])
         if prefix_len:
             toks.update(["p:" + w[:prefix_len] for w in toks
                          if len(w) > prefix_len and TITLE_MODEL_WORD.fullmatch(w)])
         out.append(toks)
     return out
+
+
+def _stem(word: str) -> str:
+    """A model word's stem: the word cut after its last digit, if something other than digits
+    follows it and the cut still holds a letter (``vs247hp`` -> ``vs247``, ``e178fpb`` ->
+    ``e178``, ``27ea83d.aek`` -> ``27ea83``, ``mb168b+`` -> ``mb168``: shops add colour,
+    region and bundle letters to a model number) and has at least 3 characters; ``""``
+    otherwise (``d7000``; ``46inch`` and ``1080p``, whose cut is a bare number)."""
+    m = _STEM.fullmatch(word)
+    if m is None or not TITLE_MODEL_WORD.fullmatch(word):
+        return ""
+    cut = m.group(1)
+    return cut if len(cut) >= 3 and _LETTER(cut) else ""
+
+
+#: a word, its last digit, and what follows that digit (no digit)
+_STEM = re.compile(r"(.*\d)[^\d]+")
+_LETTER = re.compile(r"[a-z]").search
 
 
 def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: float = 100.0,
