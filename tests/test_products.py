@@ -29,6 +29,9 @@ from neardup.products import (
     ("Sharp [LC-60LE650U] 60 inches, 'Aquos'/LED", "sharp lc60le650u 60inch aquos led"),
     ("Panasonic   VIERA\tTC-P50X5", "panasonic viera tcp50x5"),
     ("A west-facing 32 window", "a westfacing 32 window"),  # 'w' only after a number, alone
+    # a unit after the digits that end a model number stays a word: "D7000 w/" is no 7000 W
+    ("Nikon D7000 w/ 18-105mm VR Lens, 16.2 MP", "nikon d7000 w 18105mm vr lens 16.2 mp"),
+    ("Leica X2 mm-Kit 24 mm", "leica x2 mmkit 24mm"),
 ])
 def test_clean_text_hand_checked(title, expected):
     assert clean_text(title) == expected

@@ -361,3 +361,18 @@ def test_every_offer_sharing_a_word_gets_a_candidate(rows, link, comparisons, be
         m = budget_masks(big[0], big[1], big[2], n, [budget], best)[0]
         assert big[0][m].tolist() == small[0].tolist()
         assert big[1][m].tolist() == small[1].tolist()
+
+
+def test_model_number_stems_join_suffixed_spellings():
+    offers = _offers(["Asus VS247H-P 23.6-Inch LED Monitor", "Asus VS247H LCD",
+                      "Dell E178FPb 17\" LCD", "Dell UltraSharp E178FP monitor",
+                      "Nikon D7000 body", "LG 46-inch 1080p TV"])
+    tokens = offer_tokens(offers)
+    assert "vs247" in tokens[0] and "vs247" in tokens[1]  # vs247hp and vs247h
+    assert "e178" in tokens[2] and "e178" in tokens[3]    # e178fpb and e178fp
+    # no stem for a word ending in a digit, nor a bare number out of a measurement
+    assert tokens[4] == {"nikon", "d7000", "body"}
+    assert tokens[5] == {"lg", "46inch", "1080p", "tv"}
+    assert "vs247" not in offer_tokens(offers, stems=False)[0]
+    left, right, _, _ = token_blocking(offers, per_offer=0.5, best_per_offer=1)
+    assert {(0, 1), (2, 3)} <= set(zip(left.tolist(), right.tolist()))

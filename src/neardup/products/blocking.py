@@ -7,8 +7,10 @@ and keeps a fixed budget of the most promising pairs:
 
 1. **Tokens.** Each offer's cleaned title words (:func:`.modelwords.clean_text`), the first
    ``prefix_len`` characters of its long model words (``un46es6580fxza`` and ``un46es6580``
-   share ``p:un46es6``), and optionally the words of attributes that name a model number
-   (``model_keys``).
+   share ``p:un46es6``), the stem of each model word that ends in letters (the word cut after
+   its last digit: ``vs247hp``, ``vs247h`` and ``vs247`` share ``vs247``, ``e178fpb`` and
+   ``e178fp`` share ``e178``), and optionally the words of attributes that name a model
+   number (``model_keys``).
    Model-number attributes add nothing by default (on some catalogues such fields hold long
    free text that ties unrelated offers together).
 2. **Block purging.** Every token is a block of the offers that have it. Tokens are taken from
@@ -35,6 +37,14 @@ and keeps a fixed budget of the most promising pairs:
    bounded: at most ``comparisons`` offers are compared per such offer, never a purged
    block's pairs (``fallback=False``: no fallback).
 
+6. **MinHash LSH** (``lsh=(bands, rows)``, off by default; before the pruning). The offers'
+   title and description tokens (those held by at least two offers) are sketched with
+   neardup's MinHash and banded with its LSH (:func:`lsh_pairs`): offers whose token sets
+   are alike but share only purged blocks become pairs too, weighted like the fallback's
+   (the cosine over all the tokens they share), and compete for the same budget, which
+   still bounds the output. On the shared catalogues it adds few true pairs that pruning
+   keeps (``docs/products.md``): it is an option, not the default.
+
 With ``link``, pairs of offers from one source are never formed (two catalogues, or a feed
 against a master catalogue), so the whole budget goes to pairs across sources.
 """
@@ -42,17 +52,24 @@ against a master catalogue), so the whole budget goes to pairs across sources.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from xxhash import xxh3_64_intdigest
 
+from ..config import SketchConfig
+from ..errors import ConfigError
+from ..lsh import candidate_pairs
+from ..sketch import sketch
+from ..text.shingle import Shingles
 from ..validate import check_int, check_real
 from .modelwords import TITLE_MODEL_WORD, UnitMap, clean_text
 from .offers import Offers
 
-__all__ = ["BlockingStats", "budget_masks", "offer_tokens", "squared_token_weights", "title_cosine",
-           "token_blocking"]
+__all__ = ["BlockingStats", "budget_masks", "lsh_pairs", "offer_tokens", "squared_token_weights",
+           "title_cosine", "token_blocking"]
 
 #: pairs generated per block at once (bounds the memory of the pair enumeration)
 _CHUNK_PAIRS = 2_000_000
@@ -81,23 +98,37 @@ class BlockingStats:
     fallback_offers: int = 0
     #: of the candidates, the pairs found that way
     fallback_candidates: int = 0
+    #: pairs proposed by MinHash LSH over the offers' tokens (``lsh``) that share no kept
+    #: block (with ``link``: across sources), before the pruning
+    lsh_pairs: int = 0
+    #: of the candidates, the pairs found only that way
+    lsh_candidates: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int = 7,
-                 model_keys: Sequence[str] = ()) -> list[set[str]]:
+                 model_keys: Sequence[str] = (), descriptions: bool = False,
+                 stems: bool = True) -> list[set[str]]:
     """Each offer's blocking tokens (module docstring, step 1). ``model_keys``: attributes
-    whose name contains one of these (case-insensitive) add their words."""
+    whose name contains one of these (case-insensitive) add their words; ``descriptions``:
+    the words of the offer's description too; ``stems``: the stem of each model word that
+    ends in letters (:func:`_stem`)."""
     keys = tuple(k.lower() for k in model_keys)
+    descs = (offers.descriptions if descriptions and len(offers.descriptions) == len(offers)
+             else [""] * len(offers))
     out = []
-    for title, attrs in zip(offers.titles, offers.attributes):
+    for title, attrs, desc in zip(offers.titles, offers.attributes, descs):
         toks = set(clean_text(title, units).split())
+        if desc:
+            toks.update(clean_text(desc, units).split())
         for k, v in attrs.items():
             if any(m in k.lower() for m in keys):
                 toks.update(clean_text(v, units).split())
         toks.discard("")
+        if stems:
+            toks.update([c for c in (_stem(w) for w in toks) if c])
         if prefix_len:
             toks.update(["p:" + w[:prefix_len] for w in toks
                          if len(w) > prefix_len and TITLE_MODEL_WORD.fullmatch(w)])
@@ -105,10 +136,30 @@ def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int =
     return out
 
 
+def _stem(word: str) -> str:
+    """A model word's stem: the word cut after its last digit, if something other than digits
+    follows it and the cut still holds a letter (``vs247hp`` -> ``vs247``, ``e178fpb`` ->
+    ``e178``, ``27ea83d.aek`` -> ``27ea83``, ``mb168b+`` -> ``mb168``: shops add colour,
+    region and bundle letters to a model number) and has at least 3 characters; ``""``
+    otherwise (``d7000``; ``46inch`` and ``1080p``, whose cut is a bare number)."""
+    m = _STEM.fullmatch(word)
+    if m is None or not TITLE_MODEL_WORD.fullmatch(word):
+        return ""
+    cut = m.group(1)
+    return cut if len(cut) >= 3 and _LETTER(cut) else ""
+
+
+#: a word, its last digit, and what follows that digit (no digit)
+_STEM = re.compile(r"(.*\d)[^\d]+")
+_LETTER = re.compile(r"[a-z]").search
+
+
 def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: float = 100.0,
                    model_word_boost: float = 3.0, best_per_offer: int = 1, link: bool = False,
                    units: UnitMap | None = None, prefix_len: int = 7,
-                   tokens: list[set[str]] | None = None, fallback: bool = True
+                   tokens: list[set[str]] | None = None, fallback: bool = True,
+                   lsh: tuple[int, int] | None = None, lsh_bucket_cap: int | None = None,
+                   lsh_seed: int = 1
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, BlockingStats]:
     """Candidate pairs by token blocking and meta-blocking (module docstring).
 
@@ -117,15 +168,25 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     offer on average (at most); ``comparisons``: pairs per offer enumerated at most before
     pruning (the block-purging bound), and offers compared per offer in no pair of the kept
     blocks (step 5, ``fallback``); ``tokens``: the offers' tokens, if already made
-    (:func:`offer_tokens`)."""
+    (:func:`offer_tokens`). ``lsh=(bands, rows)``: also the pairs that MinHash LSH over the
+    offers' tokens proposes (step 6; the tokens made here then hold the description words
+    too), with buckets of more than ``lsh_bucket_cap`` offers linked as stars (default
+    ``2 * comparisons // bands``, at least 2: the LSH enumerates at most about
+    ``comparisons`` pairs per offer, as the kept blocks do)."""
     check_real("per_offer", per_offer, 0.0, None, lo_open=True)
     check_real("comparisons", comparisons, 0.0, None, lo_open=True)
     check_real("model_word_boost", model_word_boost, 0.0, None)
     check_int("best_per_offer", best_per_offer, 0)
     n = len(offers)
     stats = BlockingStats(offers=n)
+    if lsh is not None:
+        if (not isinstance(lsh, tuple) or len(lsh) != 2
+                or not all(isinstance(x, int) and x >= 1 for x in lsh)):
+            raise ConfigError(f"lsh: expected (bands, rows), two positive integers, got {lsh!r}")
+        if lsh_bucket_cap is not None:
+            check_int("lsh_bucket_cap", lsh_bucket_cap, 2)
     if tokens is None:
-        tokens = offer_tokens(offers, units, prefix_len)
+        tokens = offer_tokens(offers, units, prefix_len, descriptions=lsh is not None)
     vocab: dict[str, int] = {}
     rows_l: list[int] = []
     cols_l: list[int] = []
@@ -157,17 +218,33 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     left, right, sim = _co_occurring(rows, cols, keep, weight, norm, source, n)
     stats.co_occurring = len(left)
 
+    # the other sources of pairs: 0 co-occurring, 1 fallback, 2 LSH (a pair found by several
+    # keeps the first: the same weight but for co-occurring pairs, weighed on kept tokens)
+    parts = [(left, right, sim)]
     if fallback:
         fl, fr, fs, stats.fallback_offers = _fallback(rows, cols, df, weight, norm, source, n,
                                                       left, right, math.ceil(comparisons))
-        if len(fl):
-            key = np.r_[left * n + right, fl * n + fr]
-            order = np.argsort(key, kind="stable")
-            left, right = key[order] // n, key[order] % n
-            is_fb = np.r_[np.zeros(len(sim), bool), np.ones(len(fs), bool)][order]
-            sim = np.r_[sim, fs][order]
-        else:
-            is_fb = np.zeros(len(left), bool)
+        parts.append((fl, fr, fs))
+    if lsh is not None:
+        bands, band_rows = lsh
+        cap = (lsh_bucket_cap if lsh_bucket_cap is not None
+               else max(2, int(2 * comparisons // bands)))
+        ll, lr = _lsh_columns(rows, cols, list(vocab), df, n, bands, band_rows, cap, lsh_seed,
+                              source)
+        new = ~_sorted_member(ll * n + lr, left * n + right)
+        ll, lr = ll[new], lr[new]
+        stats.lsh_pairs = len(ll)
+        okey = np.sort(rows * len(vocab) + cols)
+        ls = _cosines(okey, len(vocab), weight ** 2, norm, ll, lr) if len(ll) else np.zeros(0)
+        parts.append((ll, lr, ls))
+    if len(parts) > 1:
+        key = np.concatenate([a * n + z for a, z, _ in parts])
+        tag = np.concatenate([np.full(len(a), k, np.int8) for k, (a, _, _) in enumerate(parts)])
+        sim = np.concatenate([w for _, _, w in parts])
+        key, first = np.unique(key, return_index=True)  # the first of equal keys: lowest tag
+        left, right, sim, tag = key // n, key % n, sim[first], tag[first]
+    else:
+        tag = np.zeros(len(left), np.int8)
     if len(left) == 0:
         return _no_pairs(stats)
 
@@ -175,8 +252,9 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     left, right, sim = left[chosen], right[chosen], sim[chosen]
     stats.candidates = len(left)
     stats.candidates_per_offer = len(left) / n
-    if fallback:
-        stats.fallback_candidates = int(is_fb[chosen].sum())
+    kept = tag[chosen]
+    stats.fallback_candidates = int((kept == 1).sum())
+    stats.lsh_candidates = int((kept == 2).sum())
     paired = np.zeros(n, bool)
     paired[left] = paired[right] = True
     stats.offers_without_candidates = int(n - paired.sum())
@@ -301,6 +379,72 @@ def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.nda
     key = np.unique(np.minimum(a, z) * n + np.maximum(a, z))  # two such offers: one pair
     a, z = key // n, key % n
     return a, z, _cosines(okey, nv, sq, norm, a, z), len(fl)
+
+
+def lsh_pairs(tokens: list[set[str]], bands: int, rows: int, sources: Sequence[str] | None = None,
+              bucket_cap: int = 100, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of offers whose MinHash signatures of their token sets (:func:`offer_tokens`)
+    agree on at least one of ``bands`` bands of ``rows`` values: a pair whose sets have Jaccard
+    similarity ``s`` is found with probability ``1 - (1 - s ** rows) ** bands``. Tokens that
+    only one offer holds are left out of the sets first (they cannot be shared; leaving them
+    out raises the similarity of the offers that share the rest). A band's bucket of more than
+    ``bucket_cap`` offers is linked as a star around its first offer (:mod:`neardup.lsh`), so
+    the pairs are at most ``bands * n * bucket_cap / 2`` whatever the data. ``sources``: pairs
+    of offers of different sources only. Returns ``left, right`` (``int64``, ``left < right``,
+    sorted, distinct)."""
+    check_int("bands", bands, 1)
+    check_int("rows", rows, 1)
+    check_int("bucket_cap", bucket_cap, 2)
+    vocab: dict[str, int] = {}
+    rows_l: list[int] = []
+    cols_l: list[int] = []
+    for i, toks in enumerate(tokens):
+        for t in toks:
+            cols_l.append(vocab.setdefault(t, len(vocab)))
+            rows_l.append(i)
+    cols = np.asarray(cols_l, np.int64)
+    df = np.bincount(cols, minlength=len(vocab))
+    source = (np.unique(np.asarray(sources, dtype=object), return_inverse=True)[1]
+              if sources is not None else None)
+    return _lsh_columns(np.asarray(rows_l, np.int64), cols, list(vocab), df, len(tokens), bands,
+                        rows, bucket_cap, seed, source)
+
+
+def _lsh_columns(rows: np.ndarray, cols: np.ndarray, names: list[str], df: np.ndarray, n: int,
+                 bands: int, band_rows: int, bucket_cap: int, seed: int,
+                 source: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`lsh_pairs` of the offers' tokens as (offer, token) columns."""
+    empty = np.zeros(0, np.int64)
+    m = df[cols] >= 2
+    rows, cols = rows[m], cols[m]
+    if n < 2 or len(rows) == 0:
+        return empty, empty
+    token_hash = np.fromiter((xxh3_64_intdigest(t.encode(), seed) for t in names), np.uint64,
+                             len(names))
+    h = token_hash[cols]
+    order = np.lexsort((h, rows))
+    rows, h = rows[order], h[order]
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
+    sig = sketch(Shingles(h, offsets),
+                 SketchConfig(num_perm=bands * band_rows, seed=seed, scheme="classic"))
+    has = np.flatnonzero(np.diff(offsets) > 0)
+    if len(has) < 2:
+        return empty, empty
+    left, right, _ = candidate_pairs(sig, bands, band_rows, bucket_cap=bucket_cap,
+                                     rows_subset=has)
+    if source is not None:
+        cross = source[left] != source[right]
+        left, right = left[cross], right[cross]
+    return left, right
+
+
+def _sorted_member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """``bool`` per key of ``keys``: it is among ``sorted_keys`` (sorted ascending)."""
+    if len(sorted_keys) == 0:
+        return np.zeros(len(keys), bool)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
 
 
 def _holds(okey: np.ndarray, offers: np.ndarray, token: int, nv: int) -> np.ndarray:

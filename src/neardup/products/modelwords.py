@@ -54,7 +54,8 @@ class UnitMap:
 
     A spelling counts as a unit only right after a number, optionally separated by a space or a
     hyphen (``46 inch``, ``46-inch``, ``46inch``); it is then written as the canonical unit
-    attached to the number.
+    attached to the number. The number must stand on its own: digits that end a word
+    (``D7000 w/``, ``LX100 mm``) are a model number, and the spelling after them stays a word.
     """
 
     units: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_UNITS))
@@ -70,8 +71,9 @@ class UnitMap:
         pairs = sorted(((s.lower(), c) for c, ss in self.units.items() for s in ss),
                        key=lambda p: -len(p[0]))
         alt = "|".join(re.escape(s) for s, _ in pairs)
-        # the number, an optional space or hyphen, the spelling, and no letter right after it
-        return re.compile(rf"(\d+(?:\.\d+)?)[ \-]?({alt})(?![a-z])")
+        # a number of its own (not the tail of a model number: "D7000 w/" is no 7000 watts),
+        # an optional space or hyphen, the spelling, and no letter right after it
+        return re.compile(rf"(?<![a-z0-9.])(\d+(?:\.\d+)?)[ \-]?({alt})(?![a-z])")
 
     def canonical(self) -> dict[str, str]:
         return {s.lower(): c for c, ss in self.units.items() for s in ss}
