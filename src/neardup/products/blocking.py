@@ -54,11 +54,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 from xxhash import xxh3_64_intdigest
 
+from .._records import record
 from ..config import SketchConfig
 from ..errors import ConfigError
 from ..lsh import candidate_pairs
@@ -75,7 +76,7 @@ __all__ = ["BlockingStats", "budget_masks", "lsh_pairs", "offer_tokens", "square
 _CHUNK_PAIRS = 2_000_000
 
 
-@dataclass
+@record
 class BlockingStats:
     """What :func:`token_blocking` did, for a run's summary."""
 

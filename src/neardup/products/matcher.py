@@ -54,11 +54,12 @@ import bisect
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 
 import numpy as np
 
+from .._records import record
 from .blocking import offer_tokens, squared_token_weights
 from .candidates import learn_brands, main_unit, offer_brands
 from .modelwords import UnitMap, clean_text, model_ids, title_model_words
@@ -116,7 +117,7 @@ def _measures(words: set[str]) -> dict[str, set[str]]:
     return d
 
 
-@dataclass
+@record
 class OfferDescriptions:
     """What :func:`pair_features` reads of each offer (lists indexed by row)."""
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 
+from .._records import record
 from ..errors import ConfigError
 
 #: The MSMP title model-word pattern.
@@ -48,7 +49,7 @@ _DIGIT = re.compile(r"\d").search
 _VALUE_MW = re.compile(r"^(\d+(?:\.\d+)?)[a-z]*$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UnitMap:
     """Unit spellings to normalise: ``{canonical: (spelling, ...)}``.
 

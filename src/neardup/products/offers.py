@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import orjson
 
+from .._records import record
 from ..errors import InputError
 from ..io.readers import SkipReport
 from ..validate import check_choice
@@ -21,7 +22,7 @@ from ..validate import check_choice
 ON_ERROR = ("fail", "skip")
 
 
-@dataclass
+@record
 class Offers:
     """``n`` offers: ``ids[i]`` (unique strings), ``shops[i]``, ``titles[i]`` (non-empty),
     ``attributes[i]`` (attribute name -> string value, possibly empty) and ``sources[i]``

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from .._records import record
 from ..config import check_banding
 from ..evaluate.bootstrap import bootstrap_split, tune_threshold
 from ..validate import check_choice, check_int, check_real
@@ -73,7 +74,7 @@ BUDGETS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0)
 Key = float | tuple[int, int]
 
 
-@dataclass
+@record
 class StudyConfig:
     """Parameters of :func:`run_study`. ``blocking``: ``"tokens"`` (default) or ``"lsh"``.
 
@@ -141,7 +142,7 @@ def key_fields(key: Key) -> dict:
     return {"bands": key[0], "rows": key[1]} if isinstance(key, tuple) else {"per_offer": key}
 
 
-@dataclass
+@record
 class StudyResult:
     """Rows of the study: ``runs`` (one per bootstrap, setting of the sweep and method, test
     figures), ``summary`` (mean and standard deviation per method at the default setting),
@@ -173,7 +174,7 @@ def subset(offers: Offers, rows: np.ndarray) -> Offers:
                   if len(offers.descriptions) == len(offers) else [""] * len(rows))
 
 
-@dataclass
+@record
 class _Part:
     truth: Truth
     total_true: int

@@ -35,11 +35,12 @@ import csv
 import io
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 import orjson
 
+from .._records import record
 from ..errors import ConfigError, InputError
 from ..validate import check_choice
 from .offers import ON_ERROR, Offers
@@ -56,7 +57,7 @@ _FALSE = frozenset(("0", "false", "no", "0.0", "f", "n"))
 _SAMPLE = 200
 
 
-@dataclass
+@record
 class Truth:
     """What is known about the pairs of ``n`` offers (rows of the loaded :class:`.Offers`).
 
