@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_products_blocking import _two_shops
 
 from neardup import ConfigError
 from neardup.products.blocking import lsh_pairs, offer_tokens, title_cosine, token_blocking
@@ -17,17 +18,7 @@ from neardup.products.candidates import true_pairs
 from neardup.products.offers import Offers
 from neardup.products.synth import make_catalogue
 
-
-def _offers(rows: list[tuple[str, str]]) -> Offers:
-    o = Offers()
-    for i, (shop, title) in enumerate(rows):
-        o.ids.append(str(i))
-        o.shops.append(shop)
-        o.titles.append(title)
-        o.attributes.append({})
-        o.sources.append("t")
-    o.descriptions = [""] * len(rows)
-    return o
+_offers = _two_shops  # offers of (shop, title) rows
 
 
 def _shared_jaccard(tokens: list[set[str]]) -> dict[tuple[int, int], float]:

@@ -109,6 +109,19 @@ class BlockingStats:
         return asdict(self)
 
 
+def _token_columns(tokens: list[set[str]]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """The offers' tokens as a sparse matrix: ``rows`` (offer) and ``cols`` (token number),
+    ``int64``, and the token numbers by token."""
+    vocab: dict[str, int] = {}
+    rows_l: list[int] = []
+    cols_l: list[int] = []
+    for i, toks in enumerate(tokens):
+        for t in toks:
+            cols_l.append(vocab.setdefault(t, len(vocab)))
+            rows_l.append(i)
+    return np.asarray(rows_l, np.int64), np.asarray(cols_l, np.int64), vocab
+
+
 def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int = 7,
                  model_keys: Sequence[str] = (), descriptions: bool = False,
                  stems: bool = True) -> list[set[str]]:
@@ -188,18 +201,10 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
             check_int("lsh_bucket_cap", lsh_bucket_cap, 2)
     if tokens is None:
         tokens = offer_tokens(offers, units, prefix_len, descriptions=lsh is not None)
-    vocab: dict[str, int] = {}
-    rows_l: list[int] = []
-    cols_l: list[int] = []
-    for i, toks in enumerate(tokens):
-        for t in toks:
-            cols_l.append(vocab.setdefault(t, len(vocab)))
-            rows_l.append(i)
+    rows, cols, vocab = _token_columns(tokens)
     stats.tokens = len(vocab)
     if n < 2 or not vocab:
         return _no_pairs(stats)
-    rows = np.asarray(rows_l, np.int64)
-    cols = np.asarray(cols_l, np.int64)
     df = np.bincount(cols, minlength=len(vocab))
     weight = _token_weights(list(vocab), df, n, model_word_boost)
     norm = np.sqrt(np.bincount(rows, weights=weight[cols] ** 2, minlength=n))
@@ -396,18 +401,11 @@ def lsh_pairs(tokens: list[set[str]], bands: int, rows: int, sources: Sequence[s
     check_int("bands", bands, 1)
     check_int("rows", rows, 1)
     check_int("bucket_cap", bucket_cap, 2)
-    vocab: dict[str, int] = {}
-    rows_l: list[int] = []
-    cols_l: list[int] = []
-    for i, toks in enumerate(tokens):
-        for t in toks:
-            cols_l.append(vocab.setdefault(t, len(vocab)))
-            rows_l.append(i)
-    cols = np.asarray(cols_l, np.int64)
+    members, cols, vocab = _token_columns(tokens)
     df = np.bincount(cols, minlength=len(vocab))
     source = (np.unique(np.asarray(sources, dtype=object), return_inverse=True)[1]
               if sources is not None else None)
-    return _lsh_columns(np.asarray(rows_l, np.int64), cols, list(vocab), df, len(tokens), bands,
+    return _lsh_columns(members, cols, list(vocab), df, len(tokens), bands,
                         rows, bucket_cap, seed, source)
 
 
