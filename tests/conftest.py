@@ -81,3 +81,65 @@ def _ready(proc, url):
     yield url
     proc.terminate()
     proc.wait(10)
+
+
+# -- the cyclic garbage collector around a command ----------------------------------------------
+
+
+class CycleSpy:
+    """Around each command that ``neardup.cli.main`` runs: whether the cyclic collector was on
+    while it ran (``enabled``), the collections made meanwhile (``collections``), and, after
+    ``main`` returned, the objects of reference cycles it left (``left()``)."""
+
+    def __init__(self, monkeypatch):
+        import gc
+
+        import neardup.cli as cli
+
+        self.gc = gc
+        self.enabled: list[bool] = []
+        self.collections: list[list[str]] = []
+        self._seen: list[str] = []
+        real = cli.run_command
+
+        def spy(args):
+            command = args.func
+
+            def func(a):
+                self._seen.clear()
+                self.enabled.append(gc.isenabled())
+                try:
+                    return command(a)
+                finally:
+                    self.collections.append(list(self._seen))
+
+            args.func = func
+            return real(args)
+
+        monkeypatch.setattr(cli, "run_command", spy)
+
+    def _callback(self, phase, info):
+        self._seen.append(phase)
+
+    def left(self) -> int:
+        """Collect now (frozen objects included: ``main`` freezes what is left, for the
+        process's exit); the number of unreachable objects found."""
+        gc = self.gc
+        gc.disable()
+        try:
+            gc.unfreeze()
+            return gc.collect()
+        finally:
+            gc.enable()
+
+
+@pytest.fixture
+def cycle_spy(monkeypatch):
+    import gc
+
+    spy = CycleSpy(monkeypatch)
+    gc.callbacks.append(spy._callback)
+    try:
+        yield spy
+    finally:
+        gc.callbacks.remove(spy._callback)

@@ -147,39 +147,24 @@ def test_console_script_runs(tmp_path):
     assert json.loads(proc.stdout)["exact_duplicates"] == 1
 
 
-def test_dedup_runs_without_the_cycle_collector_and_makes_no_cycles(tmp_path):
+def test_dedup_runs_without_the_cycle_collector_and_makes_no_cycles(tmp_path, cycle_spy):
     """``dedup`` runs with the cyclic garbage collector off (it makes no reference cycles as it
     runs, so the collector would only walk the objects of its imports) and turns it on again
     after. The claim it rests on is checked here: what a run leaves for the collector does not
     grow with the corpus (chunks of 64 documents: 4 and 32 chunks)."""
     import gc
 
-    collections = []
-
-    def seen(phase, info):
-        collections.append(phase)
-
     left = {}
-    gc.callbacks.append(seen)
-    try:
-        for n in (200, 2000):
-            texts, _ = make_corpus(n, dup_fraction=0.3, seed=n, words=(20, 60))
-            src = tmp_path / f"docs{n}.jsonl"
-            write_jsonl(src, texts)
-            for run in range(2):  # the first run of a size imports what it needs
-                gc.collect()
-                collections.clear()
-                assert gc.isenabled()
-                rc = main(["dedup", str(src), "-o", str(tmp_path / f"out{n}-{run}"),
-                           "--quiet", "--chunk-size", "64"])
-                assert rc == 0 and gc.isenabled()
-                assert collections == []  # no collection during the run
-                gc.disable()  # what the run left: the collector must find it now
-                try:
-                    gc.unfreeze()  # main() freezes what is left, for the process's exit
-                    left[n] = gc.collect()
-                finally:
-                    gc.enable()
-    finally:
-        gc.callbacks.remove(seen)
+    for n in (200, 2000):
+        texts, _ = make_corpus(n, dup_fraction=0.3, seed=n, words=(20, 60))
+        src = tmp_path / f"docs{n}.jsonl"
+        write_jsonl(src, texts)
+        for run in range(2):  # the first run of a size imports what it needs
+            gc.collect()
+            rc = main(["dedup", str(src), "-o", str(tmp_path / f"out{n}-{run}"), "--quiet",
+                       "--chunk-size", "64"])
+            assert rc == 0 and gc.isenabled()
+            assert cycle_spy.enabled[-1] is False
+            assert cycle_spy.collections[-1] == []  # no collection during the run
+            left[n] = cycle_spy.left()
     assert left[2000] <= left[200] + 5, left

@@ -287,3 +287,41 @@ def test_index_query_lists_reused_passages(tmp_path, capsys):
     assert main(["index", "create", plain, "--quiet"]) == 0
     assert main(["index", "query", plain, text, "--passages"]) == 2
     assert "index create --passages" in capsys.readouterr().err
+
+
+def test_index_and_stream_run_without_the_cycle_collector_and_make_no_cycles(tmp_path, capsys,
+                                                                             monkeypatch,
+                                                                             cycle_spy):
+    """``index add``, ``index query`` and ``stream`` run with the cyclic garbage collector off
+    (on again after): what a run leaves for the collector must not grow with the records,
+    malformed ones included (every other record of the stream)."""
+    import gc
+
+    from neardup.synth import make_corpus
+
+    def left_after(*argv, stdin=None):
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        gc.collect()
+        assert run(capsys, *argv)[0] == 0
+        assert gc.isenabled()
+        assert cycle_spy.enabled[-1] is False and cycle_spy.collections[-1] == []
+        return cycle_spy.left()
+
+    left = {}
+    for n in (100, 1000):
+        texts, _ = make_corpus(n, seed=n, words=(20, 60))
+        src = tmp_path / f"d{n}.jsonl"
+        src.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
+                               for i, t in enumerate(texts)))
+        records = b"".join(b"{bad\n" if i % 2 else
+                           json.dumps({"id": f"s{i}", "text": t}).encode() + b"\n"
+                           for i, t in enumerate(texts))
+        for rep in range(2):  # the first run of each imports what it needs
+            db = tmp_path / f"i{n}-{rep}.db"
+            assert run(capsys, "index", "create", db)[0] == 0
+            left[n, "add"] = left_after("index", "add", db, src, "--id-field", "id", "--quiet")
+            left[n, "query"] = left_after("index", "query", db, texts[0])
+            left[n, "stream"] = left_after("stream", db, "--no-add", "--quiet", stdin=records)
+    for what in ("add", "query", "stream"):
+        assert left[1000, what] <= left[100, what] + 5, left

@@ -328,7 +328,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "(default: whole-text near-duplicates only)")
     add_param_args(c, clustering=False)
     add_running_args(c, json_help="print the index's parameters as JSON on stdout")
-    c.set_defaults(func=cmd_index_create)
+    c.set_defaults(func=cmd_index_create, acyclic=True)
 
     ad = isub.add_parser("add", help="add documents from files",
                          description="Add the documents of JSONL, CSV, TSV or Parquet files or "
@@ -340,7 +340,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="documents per transaction (default: 1000)")
     add_running_args(ad)
     ad.set_defaults(func=cmd_index_add, on_interrupt="the documents added before it stay in "
-                    "the index (whole batches of --batch-size)")
+                    "the index (whole batches of --batch-size)", acyclic=True)
 
     q = isub.add_parser("query", help="near-duplicates of texts",
                         description="Print the near-duplicates of each text: id and verified "
@@ -358,7 +358,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "how many words and which share of the text (an index created with "
                         "--passages)")
     q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
-    q.set_defaults(func=cmd_index_query)
+    q.set_defaults(func=cmd_index_query, acyclic=True)
 
     r = isub.add_parser("remove", help="remove documents by id")
     r.add_argument("index", metavar="INDEX", help=INDEX_HELP)
@@ -366,13 +366,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--strict", action="store_true",
                    help=f"exit {InputError.exit_code} if an id was not found")
     add_running_args(r)
-    r.set_defaults(func=cmd_index_remove)
+    r.set_defaults(func=cmd_index_remove, acyclic=True)
 
     s = isub.add_parser("stats", help="parameters and counts")
     s.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     s.add_argument("--json", action="store_true",
                    help="print the parameters and counts as JSON on stdout")
-    s.set_defaults(func=cmd_index_stats)
+    s.set_defaults(func=cmd_index_stats, acyclic=True)
 
     st = sub.add_parser("stream", help=COMMANDS["stream"],
                         description="Read JSONL records on stdin; for each, write a decision "
@@ -398,7 +398,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_running_args(st, quiet_help="do not print the counts on stderr at the end",
                      json_help=None)
     st.set_defaults(func=cmd_stream, on_interrupt="the records decided before it stay in the "
-                    "index")
+                    "index", acyclic=True)
 
     sv = sub.add_parser("serve", help=COMMANDS["serve"],
                         description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
