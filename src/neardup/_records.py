@@ -70,8 +70,7 @@ def _make(cls: T, frozen: bool) -> T:
     cls.__repr__ = _repr(cls, fields)  # type: ignore[assignment]
     cls.__eq__ = _eq(fields)  # type: ignore[assignment]
     if frozen:
-        cls.__setattr__ = _frozen_setattr(cls, fields)  # type: ignore[assignment]
-        cls.__delattr__ = _frozen_delattr(cls, fields)  # type: ignore[assignment]
+        cls.__setattr__, cls.__delattr__ = _frozen(cls, fields)  # type: ignore[assignment]
         cls.__hash__ = _hash(fields)  # type: ignore[assignment]
     else:
         cls.__hash__ = None  # type: ignore[assignment]  # as dataclasses: eq without frozen
@@ -90,10 +89,9 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
             raise TypeError(f"non-default argument {names[i]!r} follows default argument")
     # fields left out of __init__ with a default_factory: made by __init__ (those with a
     # default are the class's attribute, which instances read as dataclasses leaves them)
-    extra = tuple(f.name for f in fields
+    extra = tuple((f.name, f.default_factory) for f in fields
                   if not f.init and f.default_factory is not _MISSING)
-    factories = {f.name: f.default_factory for f in fields}
-    order = tuple(f.name for f in fields if f.init or f.name in extra)
+    order = tuple(f.name for f in fields if f.init or f.default_factory is not _MISSING)
     post = getattr(cls, "__post_init__", None) is not None
     qual = cls.__qualname__
     count = len(names)
@@ -126,8 +124,8 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
             raise TypeError(f"{qual}.__init__() missing {len(missing)} required positional "
                             f"argument{'s' if len(missing) > 1 else ''}: {listed}")
         got = dict(zip(names, values))
-        for name in extra:
-            got[name] = factories[name]()
+        for name, factory in extra:
+            got[name] = factory()
         for name in order:
             setter(self, name, got[name])
         if post:
@@ -191,7 +189,8 @@ def _hash(fields: tuple[dataclasses.Field, ...]) -> Callable:
     return __hash__
 
 
-def _frozen_setattr(cls: type, fields: tuple[dataclasses.Field, ...]) -> Callable:
+def _frozen(cls: type, fields: tuple[dataclasses.Field, ...]) -> tuple[Callable, Callable]:
+    """``__setattr__`` and ``__delattr__`` of a frozen class."""
     names = frozenset(f.name for f in fields)
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
@@ -199,15 +198,9 @@ def _frozen_setattr(cls: type, fields: tuple[dataclasses.Field, ...]) -> Callabl
             raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
-    return __setattr__
-
-
-def _frozen_delattr(cls: type, fields: tuple[dataclasses.Field, ...]) -> Callable:
-    names = frozenset(f.name for f in fields)
-
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in names:
             raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
-    return __delattr__
+    return __setattr__, __delattr__
