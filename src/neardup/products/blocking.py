@@ -219,8 +219,7 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     keep = (df >= 2) & (df <= cap)
     stats.blocks = int(keep.sum())
     stats.max_block = cap if last >= 0 else 0
-    source = (np.unique(np.asarray(offers.shops, dtype=object), return_inverse=True)[1]
-              if link else None)
+    source = _source_codes(offers.shops) if link else None
     left, right, sim = _co_occurring(rows, cols, keep, weight, norm, source, n)
     stats.co_occurring = len(left)
 
@@ -403,8 +402,7 @@ def lsh_pairs(tokens: list[set[str]], bands: int, rows: int, sources: Sequence[s
     check_int("bucket_cap", bucket_cap, 2)
     members, cols, vocab = _token_columns(tokens)
     df = np.bincount(cols, minlength=len(vocab))
-    source = (np.unique(np.asarray(sources, dtype=object), return_inverse=True)[1]
-              if sources is not None else None)
+    source = _source_codes(sources) if sources is not None else None
     return _lsh_columns(members, cols, list(vocab), df, len(tokens), bands,
                         rows, bucket_cap, seed, source)
 
@@ -436,6 +434,11 @@ def _lsh_columns(rows: np.ndarray, cols: np.ndarray, names: list[str], df: np.nd
         cross = source[left] != source[right]
         left, right = left[cross], right[cross]
     return left, right
+
+
+def _source_codes(sources: Sequence[str]) -> np.ndarray:
+    """A number per offer, the same for offers of the same source."""
+    return np.unique(np.asarray(sources, dtype=object), return_inverse=True)[1]
 
 
 def _sorted_member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
