@@ -62,7 +62,33 @@ cdef extern from *:
     #endif
         memcpy(p, &x, 8);
     }
+    /* bit i set where p[i] == c, for i in [0, 64): four SSE2 compares on x86-64, else eight
+       words tested for a zero byte (exactly: no false positive from a borrow) */
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <emmintrin.h>
+    static inline uint64_t nd_byte_mask64(const uint8_t* p, uint8_t c) {
+        const __m128i v = _mm_set1_epi8((char)c);
+        uint64_t m = 0;
+        for (int w = 0; w < 4; w++) {
+            __m128i x = _mm_loadu_si128((const __m128i*)(p + 16 * w));
+            m |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, v)) << (16 * w);
+        }
+        return m;
+    }
+    #else
+    static inline uint64_t nd_byte_mask64(const uint8_t* p, uint8_t c) {
+        const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL, rep = 0x0101010101010101ULL * c;
+        uint64_t m = 0;
+        for (int w = 0; w < 8; w++) {
+            uint64_t y = nd_load_le64(p + 8 * w) ^ rep;
+            uint64_t z = ~(((y & low7) + low7) | y | low7);  /* 0x80 in each zero byte */
+            m |= ((z >> 7) * 0x0102040810204080ULL >> 56) << (8 * w);
+        }
+        return m;
+    }
+    #endif
     """
+    uint64_t byte_mask64 "nd_byte_mask64"(const uint8_t* p, uint8_t c) noexcept nogil
     uint64_t load_le64 "nd_load_le64"(const uint8_t* p) noexcept nogil
     void store_le64 "nd_store_le64"(uint8_t* p, uint64_t x) noexcept nogil
     uint64_t bswap64 "nd_bswap64"(uint64_t x) noexcept nogil

@@ -13,11 +13,8 @@ from ._common cimport (
     CHAR,
     FNV_OFFSET,
     GOLDEN,
-    bswap64,
-    ctz64,
     fmix64,
     fnv_step,
-    load_le64,
     radix_sort,
     reduce_range,
 )
@@ -73,7 +70,56 @@ cdef extern from *:
             val[i] = (uint32_t)h;
         }
     }
+
+    /* The hash of the token data[s:e] (fmix64 comes after, for all tokens at once): its bytes
+       packed big-endian into 64-bit words folded FNV-style from FNV_OFFSET, the last word
+       (zero to seven bytes) included, the length mixed in at the end. Reads data up to
+       `end`, no further. */
+    static inline uint64_t nd_token_hash(const uint8_t* data, int64_t s, int64_t e,
+                                         int64_t end) {
+        uint64_t h = ND_FNV_OFFSET, w = 0;
+        int64_t q = s, r;
+        for (; q + 8 <= e; q += 8) h = nd_fnv_step(h, nd_bswap64(nd_load_le64(data + q)));
+        r = e - q;
+        if (r) {
+            if (q + 8 <= end) w = nd_bswap64(nd_load_le64(data + q)) >> (64 - 8 * r);
+            else for (; q < e; q++) w = (w << 8) | data[q];
+        }
+        return nd_fnv_step(h, w) ^ (uint64_t)(e - s);
+    }
+
+    /* The tokens of data[a:b] (separated by single spaces) to tok, at most cap of them:
+       the spaces of 64 bytes at a time are found as a bit mask, then each token is hashed
+       whole, with no branch per byte. Returns the tokens written: one more than the spaces
+       (an empty text, a = b, has one empty token). */
+    static int64_t nd_tokens(const uint8_t* data, int64_t a, int64_t b, uint64_t* tok,
+                             int64_t cap) {
+        int64_t t = 0, s = a, i = a, e;
+        uint64_t m;
+        if (cap <= 0) return 0;
+        for (; i + 64 <= b; i += 64) {
+            m = nd_byte_mask64(data + i, 32);
+            while (m) {
+                e = i + nd_ctz64(m);
+                tok[t++] = nd_token_hash(data, s, e, b);
+                if (t == cap) return t;
+                s = e + 1;
+                m &= m - 1;
+            }
+        }
+        for (; i < b; i++) {
+            if (data[i] == 32) {
+                tok[t++] = nd_token_hash(data, s, i, b);
+                if (t == cap) return t;
+                s = i + 1;
+            }
+        }
+        tok[t++] = nd_token_hash(data, s, b, b);
+        return t;
+    }
     """
+    int64_t tokens "nd_tokens"(const uint8_t* data, int64_t a, int64_t b, uint64_t* tok,
+                               int64_t cap) noexcept nogil
     void fmix_all "nd_fmix_all"(uint64_t* x, int64_t n) noexcept nogil
     void combine "nd_combine"(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
                               uint64_t* out) noexcept nogil
@@ -84,9 +130,6 @@ cdef extern from *:
 cdef uint64_t NOVAL = (<uint64_t>1) << 32  # above every 32-bit value: an empty OPH bin
 cdef uint64_t MASK32 = 0xFFFFFFFF
 cdef uint64_t P61 = ((<uint64_t>1) << 61) - 1
-cdef uint64_t SPACES = 0x2020202020202020
-cdef uint64_t ONES = 0x0101010101010101
-cdef uint64_t HIGHS = 0x8080808080808080
 
 
 cdef inline int64_t count_units(const uint8_t* data, int64_t a, int64_t b, int kind) noexcept nogil:
@@ -163,8 +206,7 @@ cdef int doc_shingles(const uint8_t* data, int64_t a, int64_t b, int kind, int64
                       int64_t offset, int64_t units, uint64_t* out, Scratch* tmp) noexcept nogil:
     """Write the (unsorted) shingle hashes of ``data[a:b]``, which has ``units`` tokens or code
     points, to ``out``. Returns -1 if memory ran out, else 0."""
-    cdef int64_t m = n_shingles(units, k, offset), j, s, t, length, i, p
-    cdef uint64_t h, w, x, y, z
+    cdef int64_t m = n_shingles(units, k, offset), j, s, t
     cdef uint32_t* cps
     cdef uint64_t* tok
     if m == 0:
@@ -184,39 +226,7 @@ cdef int doc_shingles(const uint8_t* data, int64_t a, int64_t b, int kind, int64
     tok = <uint64_t*>scratch(tmp, units * sizeof(uint64_t))
     if tok == NULL:
         return -1
-    # A token's bytes are packed big-endian into 64-bit words folded FNV-style; the length is
-    # mixed in at the end, then fmix64. Tokens are read eight bytes at a time: a word without a
-    # space is folded whole, and the first space of a word (found without a branch per byte)
-    # ends the token; the last few bytes of the text go one by one.
-    t = 0
-    i = a
-    while i < b and t < units:  # units: the tokens tok has room for (counted by the caller)
-        h = FNV_OFFSET
-        length = 0
-        w = 0
-        while i + 8 <= b:
-            x = load_le64(data + i)
-            y = x ^ SPACES
-            z = (y - ONES) & ~y & HIGHS  # the lowest set bit marks the first space byte
-            if z == 0:
-                h = fnv_step(h, bswap64(x))
-                i += 8
-                length += 8
-                continue
-            p = ctz64(z) >> 3
-            if p:
-                w = bswap64(x) >> (64 - 8 * p)
-            i += p
-            length += p
-            break
-        else:
-            while i < b and data[i] != 32:
-                w = (w << 8) | data[i]
-                i += 1
-                length += 1
-        tok[t] = fnv_step(h, w) ^ <uint64_t>length  # fmix64 below, all tokens at once
-        t += 1
-        i += 1  # the space
+    t = tokens(data, a, b, tok, units)  # units: the tokens tok has room for
     fmix_all(tok, t)
     combine(tok, m, offset, k if units >= k else units, out)
     return 0

@@ -5,6 +5,54 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from ._common cimport load_le64, store_le64
 
+cdef extern from *:
+    """
+    /* Up to 64 bytes of plain ASCII at once (x86-64: SSE2, which every x86-64 has): the
+       longest prefix of src[0:64] that is printable ASCII (0x20-0x7F) with no two spaces in
+       a row, and no space first after whitespace (prev), is copied to dst, A-Z lowered if
+       lower (dst must have room for 64 bytes). Returns its length; *spaces gets the spaces in
+       it and *prev whether its last byte is one (unchanged for an empty prefix). Elsewhere
+       always 0 (the caller goes on eight bytes at a time). */
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <emmintrin.h>
+    static inline int nd_ascii_block64(const uint8_t* src, uint8_t* dst, int lower, int* prev,
+                                       int64_t* spaces) {
+        const __m128i space = _mm_set1_epi8(0x20), before_a = _mm_set1_epi8('A' - 1),
+                      after_z = _mm_set1_epi8('Z' + 1);
+        __m128i x, up;
+        uint64_t bad = 0, sp = 0, t;
+        int w, p, n = 0;
+        for (w = 0; w < 4; w++) {
+            x = _mm_loadu_si128((const __m128i*)(src + 16 * w));
+            /* signed: below 0x20, or 0x80 and up */
+            bad |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmplt_epi8(x, space)) << (16 * w);
+            sp |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, space)) << (16 * w);
+            if (lower) {
+                up = _mm_and_si128(_mm_cmpgt_epi8(x, before_a), _mm_cmplt_epi8(x, after_z));
+                x = _mm_or_si128(x, _mm_and_si128(up, space));
+            }
+            _mm_storeu_si128((__m128i*)(dst + 16 * w), x);
+        }
+        bad |= sp & ((sp << 1) | (uint64_t)(*prev != 0));
+        p = bad ? nd_ctz64(bad) : 64;
+        if (p == 0) return 0;
+        if (p < 64) sp &= (((uint64_t)1) << p) - 1;
+        *prev = (int)((sp >> (p - 1)) & 1);
+        for (t = sp; t; t &= t - 1) n++;
+        *spaces += n;
+        return p;
+    }
+    #else
+    static inline int nd_ascii_block64(const uint8_t* src, uint8_t* dst, int lower, int* prev,
+                                       int64_t* spaces) {
+        (void)src; (void)dst; (void)lower; (void)prev; (void)spaces;
+        return 0;
+    }
+    #endif
+    """
+    int ascii_block64 "nd_ascii_block64"(const uint8_t* src, uint8_t* dst, int lower,
+                                         int* prev, int64_t* spaces) noexcept nogil
+
 cdef uint64_t HIGHS = 0x8080808080808080
 cdef uint64_t ONES = 0x0101010101010101
 cdef uint64_t SPACES = 0x2020202020202020
@@ -31,7 +79,8 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
     bytes of printable ASCII with single spaces are then copied (and lowered) at once. Returns
     the bytes written. Branch-free on ASCII."""
     cdef Py_ssize_t n = starts.shape[0], nws = ws.shape[0], d, i, e, j, m
-    cdef int64_t o = 0, first, extra, cp, spaces
+    cdef int64_t o = 0, first, extra, cp, spaces, retry
+    cdef int r, last = 0
     cdef uint8_t c, k, prev
     cdef uint64_t x, y, sp, upper
     cdef bint has_alt = in_alt.shape[0] > 0
@@ -49,7 +98,18 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
             src = other if has_alt and in_alt[d] else main
             i = starts[d]
             e = ends[d]
+            retry = i
             while i < e:
+                if i + 64 <= e and i >= retry:
+                    last = prev
+                    r = ascii_block64(src + i, dst + o, lower, &last, &spaces)
+                    o += r
+                    i += r
+                    prev = <uint8_t>last
+                    if r == 64:
+                        continue
+                    # the byte that stopped it, and a few after, go the ways below
+                    retry = i + 16
                 if i + 8 <= e:
                     x = load_le64(src + i)
                     # printable ASCII (0x20-0x7F) with no two spaces in a row, and no space
