@@ -493,6 +493,29 @@ def test_long_segments_become_sorted_sets(sets):
         assert hashes[offsets[d]:ends[d]].tolist() == sorted(set(s))
 
 
+@settings(max_examples=80)
+@given(st.lists(st.integers(48, 3000), min_size=1, max_size=4), st.integers(0, 2**32 - 1),
+       st.integers(0, 40))
+def test_spread_segments_become_sorted_sets(sizes, seed, crowd):
+    """Values spread like hashes are put into buckets by their top bits, then insertion-sorted;
+    a bucket of more than 32 values (here: ``crowd`` values that share their top 16 bits)
+    sends the segment to the radix sort instead. Repeats in both."""
+    rng = np.random.default_rng(seed)
+    sets = []
+    for n in sizes:
+        v = rng.integers(0, 2**32, n, dtype=np.uint64)
+        v[: n // 10] = v[n // 10: 2 * (n // 10)]
+        c = min(crowd, n)
+        v[n - c:] = (v[n - c:] & 0xFFFF) | 0xABCD0000
+        sets.append(rng.permutation(v).tolist())
+    hashes = np.array([x for s in sets for x in s], dtype=np.uint32)
+    offsets = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(s) for s in sets], out=offsets[1:])
+    ends = sort_unique_segments(hashes, offsets, np.arange(len(sets)))
+    for d, s in enumerate(sets):
+        assert hashes[offsets[d]:ends[d]].tolist() == sorted(set(s))
+
+
 @settings(max_examples=40)
 @given(st.lists(st.sampled_from(["a", "b", "cc", "dé", "e✓", "ffffffffff"]), min_size=0,
                 max_size=300), st.integers(1, 3))

@@ -101,15 +101,17 @@ ctypedef fused sortable:
 
 
 cdef inline void radix_sort(sortable* a, int64_t n, sortable* tmp) noexcept nogil:
-    """Sort ``a[:n]`` in place: insertion sort when short, else LSD radix on bytes (skipping the
-    passes whose byte is the same everywhere); ``tmp`` holds ``n`` values."""
+    """Sort ``a[:n]`` in place: insertion sort when short, else LSD radix on bytes (the counts
+    of every byte taken in one pass; the passes whose byte is the same everywhere skipped);
+    ``tmp`` holds ``n`` values."""
     cdef int64_t i, j, total, cnt
-    cdef int64_t count[256]
+    cdef int64_t count[8][256]
     cdef sortable x
     cdef sortable* src = a
     cdef sortable* dst = tmp
     cdef sortable* swap
-    cdef int shift
+    cdef int p, passes = <int>sizeof(sortable)
+    cdef int64_t* c
     if n < 48:
         for i in range(1, n):
             x = a[i]
@@ -119,22 +121,27 @@ cdef inline void radix_sort(sortable* a, int64_t n, sortable* tmp) noexcept nogi
                 j -= 1
             a[j + 1] = x
         return
-    for shift in range(0, 8 * sizeof(sortable), 8):
+    for p in range(passes):
         for j in range(256):
-            count[j] = 0
-        for i in range(n):
-            count[(src[i] >> shift) & 255] += 1
-        if count[(src[0] >> shift) & 255] == n:
+            count[p][j] = 0
+    for i in range(n):
+        x = a[i]
+        for p in range(passes):
+            count[p][(x >> (8 * p)) & 255] += 1
+    for p in range(passes):
+        c = &count[p][0]
+        if c[(src[0] >> (8 * p)) & 255] == n:
             continue  # one byte value everywhere: this pass would not move anything
         total = 0
         for j in range(256):
-            cnt = count[j]
-            count[j] = total
+            cnt = c[j]
+            c[j] = total
             total += cnt
         for i in range(n):
-            j = (src[i] >> shift) & 255
-            dst[count[j]] = src[i]
-            count[j] += 1
+            x = src[i]
+            j = (x >> (8 * p)) & 255
+            dst[c[j]] = x
+            c[j] += 1
         swap = src
         src = dst
         dst = swap

@@ -7,6 +7,50 @@ from libc.stdlib cimport free, malloc
 
 from ._common cimport radix_sort
 
+cdef extern from *:
+    """
+    /* Sort a[0:n] (32-bit hash values, close to uniform) in place, tmp holding n values and
+       cnt 65,536 counters: the values are spread into about n buckets by their top bits, then
+       one insertion pass puts each bucket in order (a value or two each). Returns 0, having
+       changed nothing, when a bucket would hold more than 32 values (values that are not
+       spread, or many equal ones): the caller sorts another way, so the time stays linear
+       whatever the values. */
+    static int nd_bucket_sort_u32(uint32_t* a, int64_t n, uint32_t* tmp, uint32_t* cnt) {
+        int b = 1, sh;
+        int64_t i, j, nb;
+        uint32_t total = 0, v, most = 0, x;
+        while (b < 16 && ((int64_t)1 << b) < n) b++;
+        nb = (int64_t)1 << b;
+        sh = 32 - b;
+        memset(cnt, 0, (size_t)nb * sizeof(uint32_t));
+        for (i = 0; i < n; i++) cnt[a[i] >> sh]++;
+        for (j = 0; j < nb; j++) {
+            v = cnt[j];
+            most = v > most ? v : most;
+            cnt[j] = total;
+            total += v;
+        }
+        if (most > 32) return 0;
+        for (i = 0; i < n; i++) {
+            x = a[i];
+            tmp[cnt[x >> sh]++] = x;
+        }
+        a[0] = tmp[0];
+        for (i = 1; i < n; i++) {
+            x = tmp[i];
+            j = i - 1;
+            while (j >= 0 && a[j] > x) {
+                a[j + 1] = a[j];
+                j--;
+            }
+            a[j + 1] = x;
+        }
+        return 1;
+    }
+    """
+    int bucket_sort_u32 "nd_bucket_sort_u32"(uint32_t* a, int64_t n, uint32_t* tmp,
+                                             uint32_t* cnt) noexcept nogil
+
 ctypedef fused hash_t:
     uint32_t
     uint64_t
@@ -75,8 +119,10 @@ def sort_unique_segments(uint32_t[::1] hashes, const int64_t[::1] offsets,
     cdef int64_t d, a, m, j, u, cap = 0
     cdef uint32_t* seg
     cdef uint32_t* tmp = NULL
-    cdef uint32_t* grown
+    cdef uint32_t* cnt = <uint32_t*>malloc(65536 * sizeof(uint32_t))
     cdef int failed = 0
+    if cnt == NULL:
+        raise MemoryError()
     with nogil:
         for i in range(lo, hi):
             d = docs[i]
@@ -90,7 +136,8 @@ def sort_unique_segments(uint32_t[::1] hashes, const int64_t[::1] offsets,
                     failed = 1
                     break
             seg = &hashes[a] if m else NULL
-            radix_sort(seg, m, tmp)
+            if m < 48 or not bucket_sort_u32(seg, m, tmp, cnt):
+                radix_sort(seg, m, tmp)
             u = 0
             for j in range(m):
                 if j == 0 or seg[j] != seg[u - 1]:
@@ -98,5 +145,6 @@ def sort_unique_segments(uint32_t[::1] hashes, const int64_t[::1] offsets,
                     u += 1
             ends[d] = a + u
     free(tmp)
+    free(cnt)
     if failed:
         raise MemoryError()
