@@ -266,3 +266,31 @@ def test_scanner_copies_long_runs_whole(parts):
     lines = [orjson.dumps({"text": p, "id": i}) + b"\n" for i, p in enumerate(parts)]
     lines += [json.dumps({"text": p, "id": str(i)}).encode() + b"\n" for i, p in enumerate(parts)]
     assert scan(lines, ("text",), "id") == [oracle(x, ("text",), "id") for x in lines]
+
+
+# strings of a few hundred bytes: copied 64 bytes at a time until a byte that needs work (a
+# quote, a backslash, a control byte, a multi-byte character), which lands at every offset of
+# a step; and the same lines damaged (a byte flipped, cut, inserted...)
+long_strings = st.builds(
+    "".join,
+    st.lists(st.one_of(st.text("abc XYZ09.", min_size=1, max_size=70),
+                       st.sampled_from(['"', "\\", "\n", "\x01", "é", "✓", "\U0001f600", "/",
+                                        "\t", "\x7f"])),
+             min_size=1, max_size=30))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(long_strings, min_size=1, max_size=4), st.data())
+def test_scanner_reads_long_strings_as_orjson_does(parts, data):
+    lines = [orjson.dumps({"id": i, "text": p}) + b"\n" for i, p in enumerate(parts)]
+    lines += [json.dumps({"text": p, "id": str(i)}).encode() + b"\n" for i, p in enumerate(parts)]
+    lines += [json.dumps({"text": p, "id": i}, ensure_ascii=False).encode() + b"\n"
+              for i, p in enumerate(parts)]
+    lines += [damage(x, data.draw) for x in lines]
+    got = scan(lines, ("text",), "id")
+    for line, g in zip(lines, got):
+        want = oracle(line, ("text",), "id")
+        if g is not None:
+            assert g == want, line
+    # the undamaged lines are ordinary records: the scanner reads every one of them
+    assert all(g is not None for g in got[:3 * len(parts)])
