@@ -62,6 +62,13 @@ cdef extern from *:
     #endif
         memcpy(p, &x, 8);
     }
+    /* the set bits of x (branch-free) */
+    static inline int nd_popcount64(uint64_t x) {
+        x = x - ((x >> 1) & 0x5555555555555555ULL);
+        x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+        return (int)((x * 0x0101010101010101ULL) >> 56);
+    }
     /* bit i set where p[i] == c, for i in [0, 64): four SSE2 compares on x86-64, else eight
        words tested for a zero byte (exactly: no false positive from a borrow) */
     #if defined(__SSE2__) || defined(_M_X64)

@@ -20,8 +20,8 @@ cdef extern from *:
         const __m128i space = _mm_set1_epi8(0x20), before_a = _mm_set1_epi8('A' - 1),
                       after_z = _mm_set1_epi8('Z' + 1);
         __m128i x, up;
-        uint64_t bad = 0, sp = 0, t;
-        int w, p, n = 0;
+        uint64_t bad = 0, sp = 0;
+        int w, p;
         for (w = 0; w < 4; w++) {
             x = _mm_loadu_si128((const __m128i*)(src + 16 * w));
             /* signed: below 0x20, or 0x80 and up */
@@ -38,8 +38,7 @@ cdef extern from *:
         if (p == 0) return 0;
         if (p < 64) sp &= (((uint64_t)1) << p) - 1;
         *prev = (int)((sp >> (p - 1)) & 1);
-        for (t = sp; t; t &= t - 1) n++;
-        *spaces += n;
+        *spaces += nd_popcount64(sp);
         return p;
     }
     #else
@@ -75,9 +74,9 @@ def collapse_whitespace(const uint8_t[::1] buf, const uint8_t[::1] alt,
     each to ``chars`` and its words (the tokens that single spaces separate: spaces + 1, none
     in an empty text) to ``words``. ``cls`` classes a byte: 0 ASCII, 1 ASCII whitespace, 2 the first byte of
     a multi-byte character; ``ws[cp]`` tells whether code point ``cp`` is whitespace. ``lower``
-    must say whether ``byte_map`` lowers A-Z (and maps nothing else from 0x20 to 0x7F): eight
-    bytes of printable ASCII with single spaces are then copied (and lowered) at once. Returns
-    the bytes written. Branch-free on ASCII."""
+    must say whether ``byte_map`` lowers A-Z (and maps nothing else from 0x20 to 0x7F):
+    printable ASCII with single spaces is then copied (and lowered) up to 64 bytes at once
+    (SSE2 on x86-64), else eight at once. Returns the bytes written. Branch-free on ASCII."""
     cdef Py_ssize_t n = starts.shape[0], nws = ws.shape[0], d, i, e, j, m
     cdef int64_t o = 0, first, extra, cp, spaces, retry
     cdef int r, last = 0
