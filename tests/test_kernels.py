@@ -475,6 +475,17 @@ def test_estimate_pairs_matches_oracle(rows_):
         assert est[i] == pytest.approx(np.mean(sig[a] == sig[b]))
 
 
+def assert_segments_become_sorted_sets(sets: list[list[int]]) -> None:
+    """:func:`sort_unique_segments` of the 32-bit ``sets`` laid out one after another gives each
+    one's distinct values in order."""
+    hashes = np.array([x for s in sets for x in s], dtype=np.uint32)
+    offsets = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(s) for s in sets], out=offsets[1:])
+    ends = sort_unique_segments(hashes, offsets, np.arange(len(sets)))
+    for d, s in enumerate(sets):
+        assert hashes[offsets[d]:ends[d]].tolist() == sorted(set(s))
+
+
 @settings(max_examples=60)
 @given(st.lists(st.lists(st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 300),
                                    st.integers(2**24, 2**24 + 300)), max_size=400),
@@ -485,12 +496,7 @@ def test_estimate_pairs_matches_oracle(rows_):
 def test_long_segments_become_sorted_sets(sets):
     """Segments long enough for the radix sort (short ones are insertion-sorted), with values
     that share their high bytes (passes skipped) or not."""
-    hashes = np.array([x for s in sets for x in s], dtype=np.uint32)
-    offsets = np.zeros(len(sets) + 1, np.int64)
-    np.cumsum([len(s) for s in sets], out=offsets[1:])
-    ends = sort_unique_segments(hashes, offsets, np.arange(len(sets)))
-    for d, s in enumerate(sets):
-        assert hashes[offsets[d]:ends[d]].tolist() == sorted(set(s))
+    assert_segments_become_sorted_sets(sets)
 
 
 @settings(max_examples=80)
@@ -508,12 +514,7 @@ def test_spread_segments_become_sorted_sets(sizes, seed, crowd):
         c = min(crowd, n)
         v[n - c:] = (v[n - c:] & 0xFFFF) | 0xABCD0000
         sets.append(rng.permutation(v).tolist())
-    hashes = np.array([x for s in sets for x in s], dtype=np.uint32)
-    offsets = np.zeros(len(sets) + 1, np.int64)
-    np.cumsum([len(s) for s in sets], out=offsets[1:])
-    ends = sort_unique_segments(hashes, offsets, np.arange(len(sets)))
-    for d, s in enumerate(sets):
-        assert hashes[offsets[d]:ends[d]].tolist() == sorted(set(s))
+    assert_segments_become_sorted_sets(sets)
 
 
 @settings(max_examples=40)
