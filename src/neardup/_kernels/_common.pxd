@@ -69,10 +69,14 @@ cdef extern from *:
         x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
         return (int)((x * 0x0101010101010101ULL) >> 56);
     }
-    /* bit i set where p[i] == c, for i in [0, 64): four SSE2 compares on x86-64, else eight
-       words tested for a zero byte (exactly: no false positive from a borrow) */
+    /* SSE2, which every x86-64 has: the kernels' 64-byte steps (ND_SSE2 defined) */
     #if defined(__SSE2__) || defined(_M_X64)
     #include <emmintrin.h>
+    #define ND_SSE2 1
+    #endif
+    /* bit i set where p[i] == c, for i in [0, 64): four SSE2 compares on x86-64, else eight
+       words tested for a zero byte (exactly: no false positive from a borrow) */
+    #if defined(ND_SSE2)
     static inline uint64_t nd_byte_mask64(const uint8_t* p, uint8_t c) {
         const __m128i v = _mm_set1_epi8((char)c);
         uint64_t m = 0;

@@ -24,8 +24,7 @@ cdef extern from *:
        backslash, a control byte, a byte of a multi-byte character), as a bit mask: four
        SSE2 compares each on x86-64. Elsewhere all ones: the caller goes on 8 bytes at a
        time. */
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
+    #if defined(ND_SSE2)
     static inline uint64_t nd_json_special64(const uint8_t* p) {
         const __m128i quote = _mm_set1_epi8(0x22), backslash = _mm_set1_epi8(0x5C),
                       space = _mm_set1_epi8(0x20);

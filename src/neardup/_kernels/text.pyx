@@ -13,8 +13,7 @@ cdef extern from *:
        lower (dst must have room for 64 bytes). Returns its length; *spaces gets the spaces in
        it and *prev whether its last byte is one (unchanged for an empty prefix). Elsewhere
        always 0 (the caller goes on eight bytes at a time). */
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
+    #if defined(ND_SSE2)
     static inline int nd_ascii_block64(const uint8_t* src, uint8_t* dst, int lower, int* prev,
                                        int64_t* spaces) {
         const __m128i space = _mm_set1_epi8(0x20), before_a = _mm_set1_epi8('A' - 1),
