@@ -256,3 +256,17 @@ def test_dedup_scores_the_pairs_its_clusters_imply(catalogue, tmp_path):
     c = s["quality"]["clusters"]
     assert (c["tp"], c["fp"], c["positives"]) == (tp, fp, positives)
     assert c["precision"] == pytest.approx(tp / (tp + fp))
+
+
+def test_the_summary_counts_the_pairs_each_threshold_would_report(catalogue, tmp_path):
+    """``pairs_by_threshold`` tells a user without labels what other thresholds would give:
+    each count is what a run at that threshold reports (no one-to-one matching here)."""
+    offers, _ = catalogue
+    s = dedup_offers(offers, tmp_path / "base")
+    counts = s["pairs_by_threshold"]
+    values = list(counts.values())
+    assert values == sorted(values, reverse=True) and values[0] > values[-1]
+    assert counts[f"{s['threshold']:.2f}"] == s["duplicate_pairs"]
+    for t in ("0.25", "0.60"):
+        other = dedup_offers(offers, tmp_path / t, threshold=float(t))
+        assert other["duplicate_pairs"] == counts[t]

@@ -58,6 +58,20 @@ MODEL_FORMAT = "neardup-offer-pair-model"
 MODEL_VERSION = 2
 
 
+#: The thresholds at which :func:`pairs_by_threshold` counts the pairs a run would report.
+THRESHOLD_GRID = tuple(round(0.2 + 0.05 * i, 2) for i in range(14))  # 0.20 ... 0.85
+
+
+def pairs_by_threshold(scores: np.ndarray) -> dict[str, int]:
+    """How many of the scored pairs (``0`` for a pair :func:`.matcher.one_per_shop` dropped)
+    each threshold of :data:`THRESHOLD_GRID` keeps, before any one-to-one matching: without
+    labels, where the count stops falling steeply is where the duplicates' scores begin."""
+    scores = np.asarray(scores, np.float64)
+    kept = np.sort(scores[scores > 0])
+    return {f"{t:.2f}": int(len(kept) - np.searchsorted(kept, t, side="left"))
+            for t in THRESHOLD_GRID}
+
+
 def save_model(model: PairModel, threshold: float, path: str | os.PathLike) -> None:
     """Save a fitted matcher and its tuned threshold (a pickle: load only files you made)."""
     try:
@@ -190,6 +204,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         "clusters": int((sizes >= 2).sum()), "offers_in_clusters": int(in_cluster.sum()),
         "largest_cluster": int(sizes.max()) if len(sizes) else 0,
         "matcher": "model:" + os.fspath(model) if model else "unsupervised", "threshold": thr,
+        "pairs_by_threshold": pairs_by_threshold(scores),
         "shops_listing_products_more_than_once": sorted(set(offers.shops) - once),
         "blocking": ({"method": "tokens", **block_stats.to_dict()} if block_stats is not None
                      else {"method": "lsh", "num_perm": num_perm, "bands": bands, "rows": rows,
