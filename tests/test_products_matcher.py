@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -472,3 +474,28 @@ def test_an_offer_of_many_model_numbers_does_not_bridge_clusters():
     bridged = offer_clusters(5, left, right, scores, shops, once,
                              [ids[0], ids[1], {"cd200z", "ab100x"}, ids[3], ids[4]])
     assert len(set(bridged.tolist())) == 1
+
+
+def test_a_model_number_that_extends_another_does_not_pair_offers_without_labels(tmp_path):
+    """A suffix on a model number (a colour, a region, a revision) names a variant, another
+    product as often as not: without labels it is no evidence for a pair, and the title
+    cosine, which would count the shared stem, does not speak for it either."""
+    from neardup.products.job import dedup_offers
+
+    models = [("Acme", "ZX2450", "24"), ("Acme", "QV3100", "27"), ("Acme", "KL1200", "22"),
+              ("Bolt", "TR5500", "32"), ("Bolt", "MP7700", "43"), ("Cord", "SE9010", "55")]
+    rows = []
+    for shop in ("a", "b"):
+        for brand, model, size in models:
+            # shop b lists the variant ZX2450W where shop a lists ZX2450
+            number = model + "W" if shop == "b" and model == "ZX2450" else model
+            rows.append((shop, f'{brand} {number} {size}" LED monitor', {}))
+    o = _offers(rows)
+    x = pair_features(describe(o), np.array([0]), np.array([6]))
+    assert x[0, FEATURES.index("id_prefix")] == 1  # zx2450 begins zx2450w
+    s = dedup_offers(o, tmp_path / "out", link=True)
+    found = {tuple(sorted((r["id_a"], r["id_b"]), key=int))
+             for r in map(json.loads, open(tmp_path / "out" / "pairs.jsonl"))}
+    # every other model pairs with its listing in the other shop; the variant does not
+    assert found == {(str(i), str(i + 6)) for i in range(1, 6)}
+    assert s["duplicate_pairs"] == 5
