@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup.evaluate.bootstrap import bootstrap_split
 from neardup.products import Offers
@@ -499,3 +501,50 @@ def test_a_model_number_that_extends_another_does_not_pair_offers_without_labels
     # every other model pairs with its listing in the other shop; the variant does not
     assert found == {(str(i), str(i + 6)) for i in range(1, 6)}
     assert s["duplicate_pairs"] == 5
+
+
+def _shared_numbers_oracle(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """num_shared, num_long, num_unmatched by brute force: the shorter list's numbers that
+    some number of the longer list lies within the tolerance of."""
+    from neardup.products.matcher import NUMBER_TOLERANCE
+
+    short, long_ = (xs, ys) if len(xs) <= len(ys) else (ys, xs)
+    if not short:
+        return 0.0, -1.0, 0.0
+    hit = sum(any(abs(x - y) <= NUMBER_TOLERANCE + 1e-9 for y in long_) for x in short)
+    return float(hit), hit / len(long_), float(len(short) - hit)
+
+
+def test_shared_attribute_numbers_hand_checked():
+    o = _offers([
+        ("s1", "Lumo 46in TV", {"Weight": "33.1 lbs", "Width": '40-1/2"', "Power": "165W"}),
+        ("s2", "Lumo 46in TV", {"Weight": "33.1 lbs.", "Width": "40.5 in", "Height": "26.7",
+                                "Power": "120W", "Contrast": "4,000,000:1"}),
+        ("s3", "Lumo 46in TV", {}),
+    ])
+    d = describe(o)
+    x = pair_features(d, np.array([0, 0]), np.array([1, 2]))
+    f = {name: x[:, i].tolist() for i, name in enumerate(FEATURES)}
+    # 33.1 and 40.5 of the first offer's 3 numbers are on the second's list of 5; 165 is not
+    assert f["num_shared"] == [2.0, 0.0]
+    assert f["num_long"] == [pytest.approx(2 / 5), -1.0]
+    assert f["num_unmatched"] == [1.0, 0.0]
+    assert f["num_match"][0] == pytest.approx(2 / 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["10", "10.05", "33.1", "40-1/2", "40.5", "165",
+                                          "120", "1,080", "1080", "0.5", "26.7", "2012"]),
+                         max_size=6), min_size=2, max_size=6))
+def test_shared_attribute_numbers_match_a_brute_force_count(values):
+    o = _offers([("s", "t", {f"k{j}": v for j, v in enumerate(vs)}) for vs in values])
+    d = describe(o)
+    n = len(values)
+    left, right = np.triu_indices(n, 1)
+    x = pair_features(d, left, right)
+    cols = [FEATURES.index(c) for c in ("num_shared", "num_long", "num_unmatched")]
+    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
+        xs = attribute_numbers(o.attributes[a]).tolist()
+        ys = attribute_numbers(o.attributes[b]).tolist()
+        want = (_shared_numbers_oracle(xs, ys) if xs and ys else (0.0, -1.0, 0.0))
+        assert x[k, cols].tolist() == pytest.approx(list(want))

@@ -26,6 +26,11 @@ can check:
                 -1 when one side states none
 ``num_rare``    how many of the matched numbers at most ``max(2, n/200)`` offers state
 ``num_idf``     ``num_match`` weighted by each number's inverse document frequency
+``num_shared``  how many of the shorter side's numbers the other offer states too (one
+                product's two pages share many: sizes, weights, power, contrast; a sibling
+                model shares a few)
+``num_long``    the share of the longer side's numbers that the shorter side states
+``num_unmatched`` how many of the shorter side's numbers the other offer does not state
 ``value_jac``   Jaccard of the cleaned attribute values (whatever their keys)
 ``seed_jac``    the baseline's similarity: Jaccard of title words and attribute key:value pairs
 ``title_idf``   IDF-weighted Jaccard of the title words
@@ -68,7 +73,8 @@ from .offers import Offers
 FEATURES = ("id_share", "id_prefix", "id_conflict", "id_one", "brand", "size", "unit1", "unit2",
             "unit3", "units_agree", "units_conflict", "same_shop", "title_jac", "mw_jac",
             "num_match", "num_rare", "num_idf", "value_jac", "seed_jac", "title_idf",
-            "value_idf", "desc_jac", "title_cos", "char_jac", "price_ratio")
+            "value_idf", "desc_jac", "title_cos", "char_jac", "price_ratio", "num_shared",
+            "num_long", "num_unmatched")
 
 _MEASURE = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")
 _FRACTION = re.compile(r"(\d+)[- ](\d+)/(\d+)")
@@ -359,12 +365,14 @@ def _number_key(x: float) -> int:
     return int(x)  # 30.38 and 30.3 (one shop rounds, the other truncates) count as one
 
 
-def _number_evidence(d: OfferDescriptions, a: int, b: int) -> tuple[float, float, float]:
+def _number_evidence(d: OfferDescriptions, a: int, b: int
+                     ) -> tuple[float, float, float, float, float, float]:
     """``num_match``, ``num_rare`` (matched numbers that at most ``max(2, n/200)`` offers
-    state) and ``num_idf`` (IDF-weighted share of the shorter side's numbers matched)."""
+    state), ``num_idf`` (IDF-weighted share of the shorter side's numbers matched),
+    ``num_shared``, ``num_long`` and ``num_unmatched`` (module docstring)."""
     na, nb = d.number_lists[a], d.number_lists[b]
     if not na or not nb:
-        return -1.0, 0.0, -1.0
+        return -1.0, 0.0, -1.0, 0.0, -1.0, 0.0
     if len(na) > len(nb):
         a, b, na, nb = b, a, nb, na
     # _matched(na, nb), inlined: this runs for every candidate pair
@@ -377,11 +385,13 @@ def _number_evidence(d: OfferDescriptions, a: int, b: int) -> tuple[float, float
         if i < m and nb[i] - x <= tol:
             hit.append(k)
     if not hit:
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0, 0.0, float(len(na))
     idf, rare = d.number_idf[a], d.number_rare[a]
     total = d.number_idf_total[a]
-    return (len(hit) / len(na), float(sum(rare[k] for k in hit)),
-            sum(idf[k] for k in hit) / total if total > 0 else 0.0)
+    h = len(hit)
+    return (h / len(na), float(sum(rare[k] for k in hit)),
+            sum(idf[k] for k in hit) / total if total > 0 else 0.0,
+            float(h), h / m, float(len(na) - h))
 
 
 def id_relation(a: set[str], b: set[str]) -> str:
@@ -463,6 +473,7 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
         ct = ta & tb
         va, vb = values[a], values[b]
         cv = va & vb
+        nm, nr, ni, n_shared, n_long, n_unmatched = _number_evidence(d, a, b)
         append((
             rel == "share", rel == "prefix", rel == "conflict", rel == "one",
             0 if not ba or not bb else (1 if ba == bb else -1),
@@ -472,7 +483,7 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
             _agree(ma.get(u2), mb.get(u2)),
             agree, conflict, shops[a] == shops[b] and shops[a] != "",
             _jac_n(len(ct), ta, tb), 0.0,
-            *_number_evidence(d, a, b), _jac_n(len(cv), va, vb),
+            nm, nr, ni, _jac_n(len(cv), va, vb),
             0.0,
             _wjac_sum(sum(map(token_idf, ct)), token_weight[a] + token_weight[b]),
             _wjac_sum(sum(map(value_idf, cv)), value_weight[a] + value_weight[b]),
@@ -482,6 +493,7 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
             0.0,
             (min(prices[a], prices[b]) / max(prices[a], prices[b])
              if prices[a] > 0 and prices[b] > 0 else -1.0),
+            n_shared, n_long, n_unmatched,
         ))
     if not rows:
         return np.zeros((0, len(FEATURES)), np.float64)
