@@ -29,7 +29,8 @@ can check:
 ``num_shared``  how many of the shorter side's numbers the other offer states too (one
                 product's two pages share many: sizes, weights, power, contrast; a sibling
                 model shares a few)
-``num_long``    the share of the longer side's numbers that the shorter side states
+``num_long``    the share of the longer side's numbers that the shorter side states (-1 when
+                one side states none; ``num_shared`` and ``num_unmatched`` are 0 then)
 ``num_unmatched`` how many of the shorter side's numbers the other offer does not state
 ``value_jac``   Jaccard of the cleaned attribute values (whatever their keys)
 ``seed_jac``    the baseline's similarity: Jaccard of title words and attribute key:value pairs
