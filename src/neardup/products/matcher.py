@@ -561,9 +561,10 @@ class PairModel:
     """A classifier of feature rows into duplicate / not: a random forest (scikit-learn's
     ``RandomForestClassifier``) fitted on labelled candidate pairs. On the TV data it
     scored 0.777 mean bootstrap test F1 over 15 draws, against 0.766 for gradient-boosted trees
-    and 0.705 for logistic regression (``docs/products.md``); with today's features, over the
-    same 10 draws: 0.812, against 0.779 for histogram gradient boosting, 0.813 for extremely
-    randomised trees and 0.800 with balanced class weights.
+    and 0.705 for logistic regression (``docs/products.md``); with the features of saved-model
+    version 3, over the same 10 draws: 0.812, against 0.779 for histogram gradient boosting,
+    0.813 for extremely randomised trees and 0.800 with balanced class weights (3 rows a
+    leaf).
 
     ``max_tree_samples``: each tree is grown on a bootstrap sample of at most this many rows
     (all rows below it, as a random forest does by default), so that fitting on the candidates
