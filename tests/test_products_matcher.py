@@ -548,3 +548,38 @@ def test_shared_attribute_numbers_match_a_brute_force_count(values):
         ys = attribute_numbers(o.attributes[b]).tolist()
         want = (_shared_numbers_oracle(xs, ys) if xs and ys else (0.0, -1.0, 0.0))
         assert x[k, cols].tolist() == pytest.approx(list(want))
+
+
+def test_a_model_number_written_alike_is_told_from_one_written_differently():
+    o = _offers([
+        ("s1", "Sharp AQUOS 70in LED TV LC-70LE550U", {}),
+        ("s2", "Sharp 70in LED HDTV LC-70LE550U", {}),  # written alike
+        ("s3", "Sharp 70in LED HDTV LC70LE550U", {}),  # no hyphen
+        ("s4", "Vizio 47in E470i-A0 TV", {}),
+        ("s5", "Vizio 47in E470I-A0 TV", {}),  # another case
+        ("s6", "Sharp 70in LED HDTV", {"Model Number": "LC-70LE550U"}),  # in an attribute
+        ("s7", "Sharp 70in LED HDTV", {}),  # none
+    ])
+    d = describe(o)
+    left, right = np.array([0, 0, 3, 0, 2, 0]), np.array([1, 2, 4, 5, 5, 6])
+    x = pair_features(d, left, right)
+    share = x[:, FEATURES.index("id_share")].tolist()
+    written = x[:, FEATURES.index("id_written")].tolist()
+    assert share == [1, 1, 1, 1, 1, 0]  # hyphens and case do not matter to the model number
+    assert written == [1, 0, 0, 1, 0, 0]  # ... but the written form is kept apart
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["LC-70LE550U", "LC70LE550U", "lc-70le550u", "E470i-A0",
+                                 "E470I-A0", "UN46ES6580", "un46es6580", "46in", ""]),
+                min_size=2, max_size=6))
+def test_written_model_numbers_match_a_brute_force_check(models):
+    o = _offers([(f"s{i}", f"Brand {m} TV", {}) for i, m in enumerate(models)])
+    d = describe(o)
+    left, right = np.triu_indices(len(models), 1)
+    x = pair_features(d, left, right)
+    col = FEATURES.index("id_written")
+    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
+        # a model number (5+ characters, letters and 2+ digits) that both titles write alike
+        want = models[a] == models[b] and models[a] not in ("", "46in")
+        assert x[k, col] == want, (models[a], models[b])

@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # the study (and its report) load for evaluate_offers, not fo
 BLOCKINGS = ("tokens", "lsh")
 
 MODEL_FORMAT = "neardup-offer-pair-model"
-MODEL_VERSION = 3
+MODEL_VERSION = 4
 
 
 #: The thresholds at which :func:`pairs_by_threshold` counts the pairs a run would report.
