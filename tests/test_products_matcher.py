@@ -583,3 +583,43 @@ def test_written_model_numbers_match_a_brute_force_check(models):
         # a model number (5+ characters, letters and 2+ digits) that both titles write alike
         want = models[a] == models[b] and models[a] not in ("", "46in")
         assert x[k, col] == want, (models[a], models[b])
+
+
+def test_matched_numbers_weighted_by_how_few_offers_state_them_hand_checked():
+    o = _offers([
+        ("s1", "Lumo 32in TV", {"Weight": "19.9 lbs", "Width": "30.7 in"}),
+        ("s2", "Lumo 32in TV", {"Weight": "19.9 lbs.", "Width": '30-3/4"'}),
+        ("s3", "Lumo 32in TV", {"Width": "30.7"}),
+        ("s4", "Lumo 32in TV", {"Depth": "30.2"}),  # 30 too, but not within the tolerance
+    ])
+    x = pair_features(describe(o), np.array([0, 0, 1, 0]), np.array([1, 2, 2, 3]))
+    got = x[:, FEATURES.index("num_idf_sum")].tolist()
+    # 19.9 is stated by 2 of the 4 offers, 30.7 (30.75 within the tolerance) by 3 of them
+    assert got == pytest.approx([np.log(4 / 2) + np.log(4 / 3), np.log(4 / 3), np.log(4 / 3),
+                                 0.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["10", "10.05", "33.1", "40-1/2", "40.5", "165",
+                                          "120", "1,080", "0.5", "26.7", "26.75", "2012"]),
+                         max_size=5), min_size=2, max_size=6))
+def test_matched_number_weights_match_a_brute_force_count(values):
+    from neardup.products.matcher import NUMBER_TOLERANCE
+
+    o = _offers([("s", "t", {f"k{j}": v for j, v in enumerate(vs)}) for vs in values])
+    n = len(values)
+    lists = [attribute_numbers(a).tolist() for a in o.attributes]
+    every = [x for v in lists for x in v]
+    tol = NUMBER_TOLERANCE + 1e-9
+
+    def near(x):
+        return sum(abs(x - y) <= tol for y in every)
+
+    left, right = np.triu_indices(n, 1)
+    x = pair_features(describe(o), left, right)
+    col = FEATURES.index("num_idf_sum")
+    for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
+        short, long_ = ((lists[a], lists[b]) if len(lists[a]) <= len(lists[b])
+                        else (lists[b], lists[a]))
+        want = sum(np.log(n / near(v)) for v in short if any(abs(v - y) <= tol for y in long_))
+        assert x[k, col] == pytest.approx(want, abs=1e-9)
