@@ -611,7 +611,7 @@ class PairModel:
     and 0.705 for logistic regression (``docs/products.md``); with the features of saved-model
     version 3, over the same 10 draws: 0.812, against 0.779 for histogram gradient boosting,
     0.813 for extremely randomised trees and 0.800 with balanced class weights (3 rows a
-    leaf).
+    leaf), measured before version 4 added ``id_written`` and ``num_idf_sum``.
 
     ``max_tree_samples``: each tree is grown on a bootstrap sample of at most this many rows
     (all rows below it, as a random forest does by default), so that fitting on the candidates
