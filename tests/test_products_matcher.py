@@ -532,16 +532,23 @@ def test_shared_attribute_numbers_hand_checked():
     assert f["num_match"][0] == pytest.approx(2 / 3)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["10", "10.05", "33.1", "40-1/2", "40.5", "165",
-                                          "120", "1,080", "1080", "0.5", "26.7", "2012"]),
-                         max_size=6), min_size=2, max_size=6))
-def test_shared_attribute_numbers_match_a_brute_force_count(values):
+#: lists of attribute values of a few offers, with numbers near one another and fractions
+_NUMBER_VALUES = st.lists(st.lists(st.sampled_from(
+    ["10", "10.05", "33.1", "40-1/2", "40.5", "165", "120", "1,080", "1080", "0.5", "26.7",
+     "26.75", "2012"]), max_size=6), min_size=2, max_size=6)
+
+
+def _numbered_pairs(values):
+    """Offers with these attribute values, every pair of them, and the pairs' features."""
     o = _offers([("s", "t", {f"k{j}": v for j, v in enumerate(vs)}) for vs in values])
-    d = describe(o)
-    n = len(values)
-    left, right = np.triu_indices(n, 1)
-    x = pair_features(d, left, right)
+    left, right = np.triu_indices(len(values), 1)
+    return o, left, right, pair_features(describe(o), left, right)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_NUMBER_VALUES)
+def test_shared_attribute_numbers_match_a_brute_force_count(values):
+    o, left, right, x = _numbered_pairs(values)
     cols = [FEATURES.index(c) for c in ("num_shared", "num_long", "num_unmatched")]
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
         xs = attribute_numbers(o.attributes[a]).tolist()
@@ -600,13 +607,11 @@ def test_matched_numbers_weighted_by_how_few_offers_state_them_hand_checked():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["10", "10.05", "33.1", "40-1/2", "40.5", "165",
-                                          "120", "1,080", "0.5", "26.7", "26.75", "2012"]),
-                         max_size=5), min_size=2, max_size=6))
+@given(_NUMBER_VALUES)
 def test_matched_number_weights_match_a_brute_force_count(values):
     from neardup.products.matcher import NUMBER_TOLERANCE
 
-    o = _offers([("s", "t", {f"k{j}": v for j, v in enumerate(vs)}) for vs in values])
+    o, left, right, x = _numbered_pairs(values)
     n = len(values)
     lists = [attribute_numbers(a).tolist() for a in o.attributes]
     every = [x for v in lists for x in v]
@@ -615,8 +620,6 @@ def test_matched_number_weights_match_a_brute_force_count(values):
     def near(x):
         return sum(abs(x - y) <= tol for y in every)
 
-    left, right = np.triu_indices(n, 1)
-    x = pair_features(describe(o), left, right)
     col = FEATURES.index("num_idf_sum")
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
         short, long_ = ((lists[a], lists[b]) if len(lists[a]) <= len(lists[b])
