@@ -624,5 +624,15 @@ def test_matched_number_weights_match_a_brute_force_count(values):
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
         short, long_ = ((lists[a], lists[b]) if len(lists[a]) <= len(lists[b])
                         else (lists[b], lists[a]))
-        want = sum(np.log(n / near(v)) for v in short if any(abs(v - y) <= tol for y in long_))
+        want = sum(max(np.log(n / near(v)), 0.0) for v in short
+                   if any(abs(v - y) <= tol for y in long_))
         assert x[k, col] == pytest.approx(want, abs=1e-9)
+
+
+def test_a_number_stated_near_itself_by_every_offer_weighs_nothing():
+    # each offer states 10 and 10.05 (two numbers within the tolerance): 4 numbers near each
+    # of them among 2 offers; the weight stays 0, never negative
+    o = _offers([("s1", "t", {"a": "10", "b": "10.05"}), ("s2", "t", {"a": "10", "b": "10.05"})])
+    x = pair_features(describe(o), np.array([0]), np.array([1]))
+    assert x[0, FEATURES.index("num_idf_sum")] == 0.0
+    assert x[0, FEATURES.index("num_shared")] == 2.0

@@ -157,7 +157,8 @@ class OfferDescriptions:
     number_lists: list[list[float]]
     number_idf: list[list[float]]
     number_rare: list[list[bool]]
-    #: per number, the log of the offers over those that state a number within the tolerance
+    #: per number, ``log(n / c)``: ``c`` the numbers of all ``n`` offers within the tolerance
+    #: of it (``num_idf_sum``)
     number_near_idf: list[list[float]]
     number_idf_total: list[float]
     token_weight: list[float]
@@ -287,11 +288,13 @@ def _near_idf(number_lists: list[list[float]], n: int) -> list[list[float]]:
     flat = [x for v in number_lists for x in v]
     if not flat:
         return [[] for _ in number_lists]
-    allv = np.sort(np.asarray(flat, np.float64))
+    x = np.asarray(flat, np.float64)
+    allv = np.sort(x)
     tol = NUMBER_TOLERANCE + 1e-9
-    flat_a = np.asarray(flat, np.float64)
-    c = np.searchsorted(allv, flat_a + tol, "right") - np.searchsorted(allv, flat_a - tol, "left")
-    idf = np.log(n / np.maximum(c, 1)).tolist()
+    c = np.searchsorted(allv, x + tol, "right") - np.searchsorted(allv, x - tol, "left")
+    # an offer may state two numbers within the tolerance of one another: c may pass n, and a
+    # number that common weighs nothing (never negative)
+    idf = np.log(n / np.clip(c, 1, n)).tolist()
     out, k = [], 0
     for v in number_lists:
         out.append(idf[k:k + len(v)])
