@@ -614,11 +614,11 @@ def test_matched_number_weights_match_a_brute_force_count(values):
     o, left, right, x = _numbered_pairs(values)
     n = len(values)
     lists = [attribute_numbers(a).tolist() for a in o.attributes]
-    every = [x for v in lists for x in v]
+    every = [u for v in lists for u in v]
     tol = NUMBER_TOLERANCE + 1e-9
 
-    def near(x):
-        return sum(abs(x - y) <= tol for y in every)
+    def near(u):
+        return sum(abs(u - y) <= tol for y in every)
 
     col = FEATURES.index("num_idf_sum")
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):

@@ -416,10 +416,10 @@ def _number_key(x: float) -> int:
 
 
 def _number_evidence(d: OfferDescriptions, a: int, b: int
-                     ) -> tuple[float, float, float, float, float, float]:
+                     ) -> tuple[float, float, float, float, float, float, float]:
     """``num_match``, ``num_rare`` (matched numbers that at most ``max(2, n/200)`` offers
     state), ``num_idf`` (IDF-weighted share of the shorter side's numbers matched),
-    ``num_shared``, ``num_long`` and ``num_unmatched`` (module docstring)."""
+    ``num_shared``, ``num_long``, ``num_unmatched`` and ``num_idf_sum`` (module docstring)."""
     na, nb = d.number_lists[a], d.number_lists[b]
     if not na or not nb:
         return -1.0, 0.0, -1.0, 0.0, -1.0, 0.0, 0.0
