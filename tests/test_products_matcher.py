@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -636,3 +637,78 @@ def test_a_number_stated_near_itself_by_every_offer_weighs_nothing():
     x = pair_features(describe(o), np.array([0]), np.array([1]))
     assert x[0, FEATURES.index("num_idf_sum")] == 0.0
     assert x[0, FEATURES.index("num_shared")] == 2.0
+
+
+@pytest.mark.parametrize("text, spelled, not_spelled", [
+    ("Sony DSC-W120/P Camera", {"dscw120p", "dscw120"}, set()),
+    ("Canon PowerShot SX110 IS Digital Camera", {"sx110is", "sx110"}, {"powershotsx110"}),
+    ("TomTom Mount Kit - 9S00.006", {"9s00006"}, set()),
+    ("Electrolux Homecare #EL012A Filter", {"el012a"}, {"#el012a"}),
+    ("Samsung UN55ES6500FXZA TV", {"un55es6500fxza"}, {"un55es6500"}),
+    ("Samsung Refurbished PN58C680-RB", {"pn58c680rb"}, {"pn58c680"}),  # hyphens join
+    ("Monitor 1920 X 1080 RS 232", set(), {"x1080", "rs232", "1920x1080"}),
+])
+def test_spellings_join_a_model_number_written_in_pieces(text, spelled, not_spelled):
+    from neardup.products.matcher import spellings
+
+    got = spellings([text])
+    assert spelled <= got
+    assert not (not_spelled & got)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="ab1-/. #", max_size=6), max_size=8))
+def test_spellings_are_runs_of_whole_words(pieces):
+    from neardup.products.matcher import SPELL_RUN, SPELL_TAIL, spellings
+
+    text = " ".join(pieces)
+    words = [w for w in re.split(r"[^0-9a-z]+", text.lower().replace("-", "")) if w]
+    want = set()  # brute force: every run that starts with a word of letters and digits
+    for i, w in enumerate(words):
+        if len(w) < 2 or w.isdigit() or w.isalpha():
+            continue
+        for j in range(i + 1, min(i + SPELL_RUN, len(words)) + 1):
+            if j > i + 1 and len(words[j - 1]) > SPELL_TAIL:
+                break
+            want.add("".join(words[i:j]))
+    assert spellings([text]) == want
+
+
+def test_a_model_number_written_in_pieces_is_shared():
+    o = _offers([
+        ("abt", "Sony Pink Cyber-Shot Digital Camera - DSCW120P", {}),
+        ("buy", "Sony Cyber-shot DSC-W120 Digital Camera - Pink - DSCW120/P", {}),
+        ("buy", "Sony Cyber-shot DSC-W120 Digital Camera - Silver - DSCW120/S", {}),
+        ("abt", "Canon PowerShot Silver Digital Camera - SX110IS", {}),
+        ("buy", "Canon PowerShot SX110 IS Digital Camera - Silver", {}),
+    ])
+    d = describe(o)
+    assert "dscw120p" in d.ids[1] and "dscw120p" not in d.ids[2]
+    assert "sx110is" in d.ids[4]
+    x = pair_features(d, np.array([0, 0, 3]), np.array([1, 2, 4]))
+    assert x[:, FEATURES.index("id_share")].tolist() == [1, 0, 1]
+    assert x[:, FEATURES.index("id_written")].tolist() == [0, 0, 0]  # written differently
+
+
+def test_brands_from_titles_without_a_brand_column():
+    from neardup.products.candidates import brands_of, title_brands
+
+    o = _offers([
+        ("abt", "Danby Designer Portable Dishwasher - DDW1805WH", {}),
+        ("buy", "Danby DDW497W Countertop Dishwasher", {}),
+        ("buy", "Portable Dishwasher DDW1805W (White)", {}),
+        ("abt", "Sony Bud Style Headphones - MDRED12LPSLV", {}),
+        ("buy", "Bass Lover Earbuds by Sony - MDRED12LP/SLV", {}),
+        ("buy", "Sony DVP-NS700H/B DVD Player", {}),
+    ])
+    # danby and sony begin titles of both sources; portable and bass only one source's
+    assert title_brands(o) == {"danby", "sony"}
+    # a title that begins with no known brand has none, rather than a guessed one
+    assert brands_of(o) == ["danby", "danby", "", "sony", "sony", "sony"]
+    d = describe(o)
+    x = pair_features(d, np.array([0, 3]), np.array([2, 4]))
+    assert x[:, FEATURES.index("brand")].tolist() == [0, 1]
+    # one source: each title's first word, as before
+    one = _offers([(s.replace("buy", "abt"), t, a) for s, t, a in zip(o.shops, o.titles,
+                                                                       o.attributes)])
+    assert brands_of(one)[2] == "portable"

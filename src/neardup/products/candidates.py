@@ -213,13 +213,14 @@ def learn_brands(offers: Offers, attribute_names: Sequence[str] = BRAND_ATTRIBUT
 
 
 def offer_brands(offers: Offers, vocab: frozenset[str], units: UnitMap | None = None,
-                 look: int = 4, attribute_names: Sequence[str] = BRAND_ATTRIBUTES
-                 ) -> list[str]:
+                 look: int = 4, attribute_names: Sequence[str] = BRAND_ATTRIBUTES,
+                 guess: bool = True) -> list[str]:
     """Each offer's brand: the one it states (the brand word of an attribute named like
     ``attribute_names``, case-insensitive: a brand column), else the first of its first
     ``look`` title words in ``vocab``, else its first title word (shops put the brand first;
-    the vocabulary catches "TV Samsung ..."). Brand words hold a letter and are not stop
-    words (:func:`_brand_word`); ``""`` when an offer has none."""
+    the vocabulary catches "TV Samsung ..."). Without ``guess``, the first title word in
+    ``vocab`` wherever it stands, else none. Brand words hold a letter and are not stop words
+    (:func:`_brand_word`); ``""`` when an offer has none."""
     wanted = {a.lower() for a in attribute_names}
     out = []
     for title, attrs in zip(offers.titles, offers.attributes):
@@ -229,9 +230,42 @@ def offer_brands(offers: Offers, vocab: frozenset[str], units: UnitMap | None = 
                 stated = _brand_word(v, units)
                 if stated:
                     break
-        out.append(stated or _brand_word(title, units, look, vocab) or
-                   _brand_word(title, units, None, vocab))
+        if stated:
+            out.append(stated)
+        elif guess:
+            out.append(_brand_word(title, units, look, vocab) or
+                       _brand_word(title, units, None, vocab))
+        else:
+            word = _brand_word(title, units, None, vocab)
+            out.append(word if word in vocab else "")
     return out
+
+
+def title_brands(offers: Offers, units: UnitMap | None = None) -> frozenset[str]:
+    """Brand vocabulary learned from titles, for catalogues without a brand column: the words
+    that begin titles (:func:`_brand_word`) in two sources or more. Shops put the brand first,
+    but a title may begin with a product line or a noun ("Portable Dishwasher ...", "Bass
+    Lover Earbuds"); a word two shops both begin titles with is rarely that. Empty for offers
+    of one source."""
+    sources: dict[str, set[str]] = {}
+    for title, shop in zip(offers.titles, offers.shops):
+        w = _brand_word(title, units, None, frozenset())
+        if w:
+            sources.setdefault(w, set()).add(shop)
+    return frozenset(w for w, s in sources.items() if len(s) >= 2)
+
+
+def brands_of(offers: Offers, units: UnitMap | None = None) -> list[str]:
+    """Each offer's brand (:func:`offer_brands`) with the vocabulary the data offers: the
+    values of a brand column (:func:`learn_brands`) where there is one; else the words that
+    begin titles in several sources (:func:`title_brands`), and then a title that begins with
+    none of them has no known brand (``""``) rather than a guessed one; else (one source, no
+    brand column) each title's first word."""
+    vocab = learn_brands(offers, units=units)
+    if vocab:
+        return offer_brands(offers, vocab, units)
+    vocab = title_brands(offers, units)
+    return offer_brands(offers, vocab, units, guess=not vocab)
 
 
 def _unit_words(words: set[str], unit: str) -> set[str]:
@@ -298,7 +332,7 @@ def blocking_candidates(offers: Offers, units: UnitMap | None = None, max_df: in
         key_unit = main_unit(offers, units, words)
     if key_unit is not None:
         if brands is None:
-            brands = offer_brands(offers, learn_brands(offers, units=units), units)
+            brands = brands_of(offers, units)
         keyed: dict[tuple[str, str], list[int]] = {}
         for i, s in enumerate(words):
             for w in _unit_words(s, key_unit):

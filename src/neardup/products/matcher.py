@@ -9,7 +9,9 @@ becomes a row of :data:`FEATURES` (:func:`pair_features`), all of them plain evi
 can check:
 
 ==============  ============================================================================
-``id_share``    both titles carry a model number and share one
+``id_share``    both titles carry a model number and share one (also where one offer writes
+                it in pieces, ``DSC-W120/P`` or ``SX110 IS``, that another writes whole:
+                :func:`spelled_ids`)
 ``id_prefix``   no shared model number, but one is a prefix of the other (6+ characters)
 ``id_conflict`` both carry model numbers, none shared or prefix-related
 ``id_one``      only one of the two carries a model number
@@ -78,7 +80,7 @@ import numpy as np
 
 from .._records import record
 from .blocking import offer_tokens, squared_token_weights
-from .candidates import learn_brands, main_unit, offer_brands
+from .candidates import brands_of, main_unit, offer_brands
 from .modelwords import UnitMap, clean_text, model_ids, title_model_words
 from .offers import Offers
 
@@ -187,7 +189,7 @@ def offer_parts(offers: Offers, units: UnitMap | None = None,
     (:func:`select_parts`)."""
     words = [set(title_model_words(t, units)) for t in offers.titles]
     keys = tuple(k.lower() for k in model_keys)
-    ids, written = [], []
+    ids, written, spelled = [], [], []
     for w, title, attrs in zip(words, offers.titles, offers.attributes):
         found = model_ids(w)
         texts = [title]
@@ -197,6 +199,7 @@ def offer_parts(offers: Offers, units: UnitMap | None = None,
                 texts.append(v)
         ids.append(found)
         written.append(_written_ids(texts, found, units) if found else set())
+        spelled.append(spellings(texts))
     values, kv = [], []
     for attrs in offers.attributes:
         cv = {k: clean_text(v, units) for k, v in attrs.items()}
@@ -214,7 +217,7 @@ def offer_parts(offers: Offers, units: UnitMap | None = None,
         "block": offer_tokens(offers, units),
         "grams": [_grams(t, units) for t in offers.titles],
         "prices": [_price(a) for a in offers.attributes],
-        "written": written,
+        "written": written, "spelled": spelled,
     }
 
 
@@ -224,6 +227,46 @@ _RAW_WORDS = re.compile(r"[^\s()'\"/,\[\]]+")
 def _written_ids(texts: list[str], ids: set[str], units: UnitMap | None) -> set[str]:
     """The model numbers ``ids`` as ``texts`` write them (case, hyphens)."""
     return {w for t in texts for w in _RAW_WORDS.findall(t) if clean_text(w, units) in ids}
+
+
+#: :func:`spellings`: the most words joined, and the longest word that may follow another
+SPELL_RUN = 3
+SPELL_TAIL = 4
+_SPELL_SPLIT = re.compile(r"[^0-9a-z]+")
+
+
+def spellings(texts: Sequence[str]) -> frozenset[str]:
+    """The ways ``texts`` may write a model number in pieces, lower-cased: each word that holds
+    a letter and a digit, alone and joined with the next one or two words of at most
+    :data:`SPELL_TAIL` characters. Words are split at every character that is not a Latin
+    letter, a digit or a hyphen; hyphens join, as in :func:`.modelwords.clean_text`. A shop
+    writes ``DSC-W120/P``, ``SX110 IS``, ``9S00.006`` or ``#EL012A`` where another writes
+    ``DSCW120P``, ``SX110IS``, ``9S00006`` or ``EL012A``: the run joins the pieces. A run
+    never ends inside a word (neither ``UN55ES6500FXZA`` nor ``PN58C680-RB``, a refurbished
+    set, spells the model number without its suffix) nor starts with a word without digits
+    (``1920 X 1080`` does not spell ``X1080``, nor ``RS 232`` ``RS232``)."""
+    out: set[str] = set()
+    for t in texts:
+        words = [w for w in _SPELL_SPLIT.split(t.lower().replace("-", "")) if w]
+        for i, w in enumerate(words):
+            if len(w) < 2 or w.isdigit() or w.isalpha():
+                continue
+            run = w
+            out.add(run)
+            for tail in words[i + 1:i + SPELL_RUN]:
+                if len(tail) > SPELL_TAIL:
+                    break
+                run += tail
+                out.add(run)
+    return frozenset(out)
+
+
+def spelled_ids(ids: Sequence[set[str]], spelled: Sequence[frozenset[str]]) -> list[set[str]]:
+    """Each offer's model numbers, with the model numbers of the other offers that it spells in
+    pieces (:func:`spellings`): ``DSC-W120/P`` states ``dscw120p`` where another offer of the
+    catalogue writes ``DSCW120P``."""
+    known = set().union(*ids) if ids else set()
+    return [s | (sp & known) if not known.isdisjoint(sp) else s for s, sp in zip(ids, spelled)]
 
 
 def select_parts(parts: dict[str, list], rows) -> dict[str, list]:
@@ -236,7 +279,7 @@ def describe(offers: Offers, units: UnitMap | None = None,
              brand_vocab: frozenset[str] | None = None, model_keys: Sequence[str] = ("model",),
              parts: dict[str, list] | None = None) -> OfferDescriptions:
     """Describe every offer once (module docstring). ``brand_vocab``: brands to recognise
-    (default: learned from brand-like attributes, :func:`.candidates.learn_brands`).
+    (default: learned from the data, :func:`.candidates.brands_of`).
     ``model_keys``: attributes whose name contains one of these (case-insensitive) may state
     the model number; their model words count as the offer's model numbers too. ``parts``:
     :func:`offer_parts` of these offers, if already made (with the same ``units`` and
@@ -244,11 +287,12 @@ def describe(offers: Offers, units: UnitMap | None = None,
     frequencies) is computed here."""
     if parts is None:
         parts = offer_parts(offers, units, model_keys)
-    words, ids, measures, tokens = parts["words"], parts["ids"], parts["measures"], parts["tokens"]
+    words, measures, tokens = parts["words"], parts["measures"], parts["tokens"]
+    ids = spelled_ids(parts["ids"], parts["spelled"])
     values, kv, number_lists = parts["values"], parts["kv"], parts["number_lists"]
     number_keys, desc, block = parts["number_keys"], parts["desc"], parts["block"]
-    vocab = learn_brands(offers, units=units) if brand_vocab is None else brand_vocab
-    brands = same_brands(offer_brands(offers, vocab, units), ids)
+    brands = same_brands(brands_of(offers, units) if brand_vocab is None
+                         else offer_brands(offers, brand_vocab, units), ids)
     unit = main_unit(offers, units, words)
     freq = Counter(u for m in measures for u in m)
     others = tuple(u for u, _ in freq.most_common() if u != unit)[:3]
