@@ -712,3 +712,17 @@ def test_brands_from_titles_without_a_brand_column():
     one = _offers([(s.replace("buy", "abt"), t, a) for s, t, a in zip(o.shops, o.titles,
                                                                        o.attributes)])
     assert brands_of(one)[2] == "portable"
+
+
+def test_forest_scores_do_not_depend_on_how_threads_sum_the_trees():
+    # rows with equal features but different labels: leaves vote fractions, and a sum of
+    # fractions in another order differs in its last bits
+    rng = np.random.default_rng(0)
+    x = np.zeros((4000, len(FEATURES)))
+    x[:, :6] = rng.integers(0, 3, (4000, 6))
+    y = (x[:, 0] + rng.random(4000)) > 1.8
+    model = PairModel(n_estimators=100, n_jobs=2).fit(x, y)
+    ref = model.score(x)
+    for jobs in (1, 2, 1, 2):
+        model._clf.set_params(n_jobs=jobs)
+        assert np.array_equal(model.score(x), ref)

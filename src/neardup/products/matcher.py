@@ -691,10 +691,10 @@ class PairModel:
         return self
 
     def score(self, x: np.ndarray) -> np.ndarray:
-        """Probability of being a duplicate, per row."""
+        """Probability of being a duplicate, per row (:func:`_steady`)."""
         if len(x) == 0:
             return np.zeros(0)
-        return self._clf.predict_proba(x)[:, 1]
+        return _steady(self._clf.predict_proba(x)[:, 1])
 
     def out_of_fold(self, x: np.ndarray, y: np.ndarray, folds: int = 5) -> np.ndarray:
         """Scores of the training rows from models that did not see them (for tuning a
@@ -707,8 +707,21 @@ class PairModel:
         if k < 2:
             return self.fit(x, y).score(x)
         for tr, te in StratifiedKFold(k, shuffle=True, random_state=0).split(x, y):
-            out[te] = self._forest(len(tr)).fit(x[tr], y[tr]).predict_proba(x[te])[:, 1]
+            out[te] = _steady(self._forest(len(tr)).fit(x[tr], y[tr]).predict_proba(x[te])[:, 1])
         return out
+
+
+#: :func:`_steady`: the decimals a forest's probability keeps
+SCORE_DECIMALS = 12
+
+
+def _steady(p: np.ndarray) -> np.ndarray:
+    """A forest's probabilities rounded to :data:`SCORE_DECIMALS` decimals. The trees' votes
+    are summed by threads in whatever order they finish, so the last bits of a score vary from
+    run to run when the machine is busy (leaves of rows with equal features but different
+    labels vote fractions); a threshold tuned to one score then keeps or drops its ties by
+    chance, and the same study gave different F1."""
+    return np.round(p, SCORE_DECIMALS)
 
 
 def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
