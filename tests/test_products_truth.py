@@ -251,3 +251,19 @@ def test_errors_name_the_file_and_line(tmp_path):
     j = _write(tmp_path / "bad.jsonl", '{"entity": "x", "id": "s0//0"}\n{"id": "s1//1"}\n')
     with pytest.raises(InputError, match=r"bad.jsonl:2: expected the keys entity and id"):
         load_truth(j, offers)
+
+
+def test_bare_ids_against_ids_qualified_with_their_file_say_how_to_write_them(tmp_path):
+    ids = ["abt/0", "abt/1", "abt/2", "buy/0", "buy/2", "buy/5"]
+    offers = Offers(ids=ids, shops=[i.split("/")[0] for i in ids], titles=ids,
+                    attributes=[{} for _ in ids], sources=ids, descriptions=[""] * len(ids))
+    f = _write(tmp_path / "gt.csv", "D1|D2\n0|2\n1|5\n")
+    with pytest.raises(InputError, match=r"gt.csv: .*bare ids such as '0'.*--qualify-ids.*"
+                                         r"FILE/ID, such as 'abt/0' or 'buy/0'"):
+        load_truth(f, offers)
+    ok = _write(tmp_path / "ok.csv", "D1|D2\nabt/0|buy/2\nabt/1|buy/5\n")
+    assert len(load_truth(ok, offers).positives()[0]) == 2
+    # ids that are neither: the general message, which names the separator and the format
+    other = _write(tmp_path / "other.csv", "D1|D2\n7|8\n9|10\n")
+    with pytest.raises(InputError, match=r"--truth-format"):
+        load_truth(other, offers)

@@ -374,6 +374,21 @@ def _json_cells(rec: dict, shape: str) -> list | None:
     return out
 
 
+def _bare_hint(sample: list[list[str]], known: set) -> str:
+    """Where the offers' ids carry their file's name (``--qualify-ids``) and the truth's cells
+    are bare ids: how to write them."""
+    bare: dict[str, list[str]] = {}
+    for i in known:
+        if "/" in i:
+            bare.setdefault(i.rsplit("/", 1)[1], []).append(i)
+    cell = next((c for r in sample for c in r if c in bare), None)
+    if cell is None:
+        return ""
+    like = " or ".join(repr(i) for i in sorted(bare[cell])[:3])
+    return (f": they hold bare ids such as {cell!r}, but the offers' ids carry their file's "
+            f"name (--qualify-ids); write each as FILE/ID, such as {like}")
+
+
 def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, name: str,
             delim: str) -> tuple[str, tuple[int, ...], bool]:
     """``(shape, columns, header)``: the shape, the cell positions of (entity, id) or (a, b)
@@ -415,10 +430,10 @@ def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, 
             elif any(holds_ids):
                 shape = "pairs"  # the unknown ids are then reported as such
             else:
+                fix = _bare_hint(sample, known) or f"{how}; give format= / --truth-format"
                 raise InputError(f"cannot tell the shape of the truth: no column holds known "
-                                 f"offer ids in its first {len(sample)} rows{how}; give "
-                                 "format= / --truth-format", path=name, reason="unknown_shape",
-                                 whole_file=True)
+                                 f"offer ids in its first {len(sample)} rows{fix}", path=name,
+                                 reason="unknown_shape", whole_file=True)
     need = {"pairs": 2, "entities": 2, "labelled_pairs": 3}[shape]
     if width != need:
         raise InputError(f"a truth of {shape} has {need} columns, got {width}{how}", path=name,
