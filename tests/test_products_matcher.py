@@ -426,7 +426,7 @@ def test_one_per_shop_equals_checking_each_pair_against_its_rivals(seed):
 def test_describe_from_parts_made_once_equals_describing_the_part():
     from dataclasses import fields
 
-    from neardup.products.matcher import offer_parts, select_parts
+    from neardup.products.matcher import code_parts, offer_parts, select_parts
     from neardup.products.study import subset
 
     offers, _ = make_catalogue(60, seed=8)
@@ -440,6 +440,11 @@ def test_describe_from_parts_made_once_equals_describing_the_part():
             assert [v.tolist() for v in x] == [v.tolist() for v in y]
         else:
             assert x == y, f.name
+    # sets coded once for the whole catalogue: the part's Jaccard features are the same
+    c = describe(part, parts=select_parts(code_parts(parts), rows))
+    assert c._index is not None
+    left, right = np.triu_indices(len(part), 1)
+    assert np.array_equal(pair_features(a, left, right), pair_features(c, left, right))
 
 
 def test_compiled_jaccard_features_equal_set_jaccard():

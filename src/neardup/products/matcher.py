@@ -174,7 +174,8 @@ class OfferDescriptions:
     #: the model numbers of ``ids`` as the offer writes them (case and hyphens kept)
     written: list[set[str]]
     #: the word sets of :data:`_INDEXED` as sorted integer sets, made at the first
-    #: :func:`pair_features` (:func:`_set_index`)
+    #: :func:`pair_features` (:func:`_set_index`), or by :func:`describe` from the coded sets
+    #: of :func:`code_parts`
     _index: dict | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -323,7 +324,8 @@ def describe(offers: Offers, units: UnitMap | None = None,
                              _seed_sets(tokens, kv),
                              block, bweight,
                              [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
-                             parts["grams"], parts["prices"], parts["written"])
+                             parts["grams"], parts["prices"], parts["written"],
+                             _joined_index(parts["coded"]) if "coded" in parts else None)
 
 
 def _near_idf(number_lists: list[list[float]], n: int) -> list[list[float]]:
@@ -504,6 +506,38 @@ def id_relation(a: set[str], b: set[str]) -> str:
 #: field each one reads
 _INDEXED = {"mw_jac": "words", "seed_jac": "seed_sets", "desc_jac": "desc_tokens",
             "char_jac": "grams"}
+
+
+#: :func:`code_parts`: the entry of :func:`offer_parts` that each :data:`_INDEXED` set comes
+#: from (``seed_sets`` from two)
+_PART_SETS = {"mw_jac": "words", "desc_jac": "desc", "char_jac": "grams"}
+
+
+def code_parts(parts: dict[str, list]) -> dict[str, list]:
+    """``parts`` (:func:`offer_parts`) with each offer's :data:`_INDEXED` sets as sorted
+    ``uint32`` arrays, coded once for the whole catalogue (``"coded"``). A study describes
+    many parts of one catalogue: with these, each part's set index is a concatenation
+    (:func:`describe`) rather than a new coding of every set."""
+    sets = {f: parts[name] for f, name in _PART_SETS.items()}
+    sets["seed_jac"] = _seed_sets(parts["tokens"], parts["kv"])
+    coded = {}
+    for f, col in sets.items():
+        vocab: dict[str, int] = {}
+        coded[f] = [np.array(sorted({vocab.setdefault(t, len(vocab)) for t in x}), np.uint32)
+                    for x in col]
+    return {**parts, "coded": [dict(zip(coded, v)) for v in zip(*coded.values())]}
+
+
+def _joined_index(coded: list[dict[str, np.ndarray]]) -> dict[str, tuple]:
+    """The set index of :func:`_indexed_jaccards` from the coded sets of :func:`code_parts`."""
+    out = {}
+    for f in _INDEXED:
+        arrays = [c[f] for c in coded]
+        off = np.zeros(len(arrays) + 1, np.int64)
+        np.cumsum([len(a) for a in arrays], out=off[1:])
+        flat = np.concatenate(arrays) if arrays else np.zeros(0, np.uint32)
+        out[f] = (flat.astype(np.uint32, copy=False), off)
+    return out
 
 
 def _set_index(sets: list[set[str]]) -> tuple[np.ndarray, np.ndarray]:

@@ -48,6 +48,7 @@ from .matcher import (
     PairModel,
     _jac,
     _seed_sets,
+    code_parts,
     describe,
     offer_parts,
     one_per_shop,
@@ -297,7 +298,7 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
         res.partial_truth = (f"{lab:,} offers labelled: only pairs of two labelled offers are "
                              "fitted on and scored")
     sj = FEATURES.index("seed_jac")
-    parts = offer_parts(offers, cfg.units)  # what each offer is on its own, made once
+    parts = code_parts(offer_parts(offers, cfg.units))  # what each offer is on its own, made once
     for b in range(cfg.bootstraps):
         train_rows, test_rows = bootstrap_split(len(offers), rng)
         tr = _prepare(offers, truth, train_rows, cfg, sweep, parts)
