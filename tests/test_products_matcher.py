@@ -731,3 +731,36 @@ def test_forest_scores_do_not_depend_on_how_threads_sum_the_trees():
     for jobs in (1, 2, 1, 2):
         model._clf.set_params(n_jobs=jobs)
         assert np.array_equal(model.score(x), ref)
+
+
+_HASHING_SCRIPT = """
+import hashlib, json
+import numpy as np
+from neardup.products.blocking import token_blocking
+from neardup.products.matcher import describe, one_per_shop, pair_features, rule_score
+from neardup.products.synth import make_catalogue
+
+offers, _ = make_catalogue(150, seed=3)
+d = describe(offers)
+left, right, w, _ = token_blocking(offers, per_offer=6, tokens=d.block_tokens)
+x = pair_features(d, left, right)
+s = one_per_shop(left, right, rule_score(x), d, x)
+print(json.dumps([hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+                  for a in (left, right, w, x, s)]))
+"""
+
+
+def test_matching_does_not_depend_on_the_process_string_hashing():
+    # sets iterate in an order that changes with PYTHONHASHSEED: token numbers taken in that
+    # order reorder tied candidates, and float sums over a set differ in their last bits
+    import os
+    import subprocess
+    import sys
+
+    got = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", _HASHING_SCRIPT], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        got.append(json.loads(out))
+    assert got[0] == got[1] == got[2]

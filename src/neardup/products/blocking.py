@@ -111,12 +111,15 @@ class BlockingStats:
 
 def _token_columns(tokens: list[set[str]]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """The offers' tokens as a sparse matrix: ``rows`` (offer) and ``cols`` (token number),
-    ``int64``, and the token numbers by token."""
+    ``int64``, and the token numbers by token. Tokens are numbered in order of first
+    appearance, each offer's in sorted order: a set's order changes with the process's string
+    hashing, and with it the order of tied candidates, which decides ties downstream (the
+    mutually best pair per shop), so the same input would give other outputs."""
     vocab: dict[str, int] = {}
     rows_l: list[int] = []
     cols_l: list[int] = []
     for i, toks in enumerate(tokens):
-        for t in toks:
+        for t in sorted(toks):
             cols_l.append(vocab.setdefault(t, len(vocab)))
             rows_l.append(i)
     return np.asarray(rows_l, np.int64), np.asarray(cols_l, np.int64), vocab

@@ -306,7 +306,7 @@ def describe(offers: Offers, units: UnitMap | None = None,
     def idf(c: int) -> float:
         got = logs.get(c)
         if got is None:
-            got = logs[c] = float(np.log(n / c))
+            got = logs[c] = _exact(float(np.log(n / c)))
         return got
 
     number_idf = [[idf(number_df[k]) for k in v] for v in number_keys]
@@ -314,7 +314,7 @@ def describe(offers: Offers, units: UnitMap | None = None,
     number_near_idf = _near_idf(number_lists, n)
     token_idf = {t: idf(c) for t, c in Counter(t for s in tokens for t in s).items()}
     value_idf = {t: idf(c) for t, c in Counter(t for s in values for t in s).items()}
-    bweight = squared_token_weights(block)
+    bweight = {t: _exact(v) for t, v in squared_token_weights(block).items()}
     return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
                              values, kv, unit, others, dict(number_df), token_idf, value_idf,
                              desc, number_lists, number_idf, number_rare, number_near_idf,
@@ -326,6 +326,18 @@ def describe(offers: Offers, units: UnitMap | None = None,
                              [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
                              parts["grams"], parts["prices"], parts["written"],
                              _joined_index(parts["coded"]) if "coded" in parts else None)
+
+
+#: :func:`_exact`: weights are whole multiples of ``1 / WEIGHT_QUANTUM``
+WEIGHT_QUANTUM = 2.0 ** 32
+
+
+def _exact(w: float) -> float:
+    """``w`` rounded to a whole multiple of ``1 / WEIGHT_QUANTUM``. The features sum word
+    weights over sets, in the order a set iterates, which changes with the process's string
+    hashing; sums of such multiples (below ``2 ** 20``) are exact in any order, so that the
+    features, and ties at a threshold, do not change from one run to the next."""
+    return round(w * WEIGHT_QUANTUM) / WEIGHT_QUANTUM
 
 
 def _near_idf(number_lists: list[list[float]], n: int) -> list[list[float]]:
