@@ -45,7 +45,7 @@ import csv
 import gzip
 import io
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -589,7 +589,7 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
             if r is None:
                 if on_error == "fail":
                     raise InputError(f"unknown id {str(v)!r} (not among the {len(offers):,} "
-                                     f"offers loaded){_qualified_hint(str(v), offers)}",
+                                     f"offers loaded){_qualified_hint(str(v), offers.ids)}",
                                      path=name, line=line, reason="unknown_id")
                 break
             got.append(r)
@@ -609,16 +609,16 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
     return left, right, counts
 
 
-def _qualified_hint(v: str, offers: Offers) -> str:
-    """Where offers' ids carry their file's name (``--qualify-ids``) and the truth names a bare
-    id: how to write it."""
+def _qualified_hint(v: str, ids: Iterable[str]) -> str:
+    """Where offers' ids (``ids``) carry their file's name (``--qualify-ids``) and the truth
+    names a bare id: how to write it."""
     if "/" in v:
         return ""
-    like = next((i for i in offers.ids if i.endswith("/" + v)), None)
-    if like is None:
+    like = sorted(i for i in ids if i.endswith("/" + v))[:3]
+    if not like:
         return ""
     return (f"; the offers' ids carry their file's name (--qualify-ids): write it as FILE/ID, "
-            f"such as {like!r}")
+            f"such as {' or '.join(map(repr, like))}")
 
 
 def labels_from_pairs(n: int, left: np.ndarray, right: np.ndarray) -> list[str]:

@@ -532,11 +532,7 @@ def code_parts(parts: dict[str, list]) -> dict[str, list]:
     (:func:`describe`) rather than a new coding of every set."""
     sets = {f: parts[name] for f, name in _PART_SETS.items()}
     sets["seed_jac"] = _seed_sets(parts["tokens"], parts["kv"])
-    coded = {}
-    for f, col in sets.items():
-        vocab: dict[str, int] = {}
-        coded[f] = [np.array(sorted({vocab.setdefault(t, len(vocab)) for t in x}), np.uint32)
-                    for x in col]
+    coded = {f: [np.array(c, np.uint32) for c in _code_sets(col)] for f, col in sets.items()}
     return {**parts, "coded": [dict(zip(coded, v)) for v in zip(*coded.values())]}
 
 
@@ -552,11 +548,16 @@ def _joined_index(coded: list[dict[str, np.ndarray]]) -> dict[str, tuple]:
     return out
 
 
+def _code_sets(sets: Sequence[set[str]]) -> list[list[int]]:
+    """Each set as the sorted distinct numbers of its members, numbered by first appearance."""
+    vocab: dict[str, int] = {}
+    return [sorted({vocab.setdefault(t, len(vocab)) for t in s}) for s in sets]
+
+
 def _set_index(sets: list[set[str]]) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, offsets)``: each set as the sorted distinct ``uint32`` ids of its members
     (``ids[offsets[i]:offsets[i + 1]]``), ids numbered by first appearance."""
-    vocab: dict[str, int] = {}
-    coded = [sorted({vocab.setdefault(t, len(vocab)) for t in s}) for s in sets]
+    coded = _code_sets(sets)
     off = np.zeros(len(sets) + 1, np.int64)
     np.cumsum([len(c) for c in coded], out=off[1:])
     flat = np.fromiter((x for c in coded for x in c), np.uint32, int(off[-1]))

@@ -376,17 +376,14 @@ def _json_cells(rec: dict, shape: str) -> list | None:
 
 def _bare_hint(sample: list[list[str]], known: set) -> str:
     """Where the offers' ids carry their file's name (``--qualify-ids``) and the truth's cells
-    are bare ids: how to write them."""
-    bare: dict[str, list[str]] = {}
-    for i in known:
-        if "/" in i:
-            bare.setdefault(i.rsplit("/", 1)[1], []).append(i)
+    are bare ids: how to write them (:func:`.loaders._qualified_hint`)."""
+    from .loaders import _qualified_hint
+
+    bare = {i.rsplit("/", 1)[1] for i in known if "/" in i}
     cell = next((c for r in sample for c in r if c in bare), None)
     if cell is None:
         return ""
-    like = " or ".join(repr(i) for i in sorted(bare[cell])[:3])
-    return (f": they hold bare ids such as {cell!r}, but the offers' ids carry their file's "
-            f"name (--qualify-ids); write each as FILE/ID, such as {like}")
+    return f": they hold bare ids such as {cell!r}{_qualified_hint(cell, known)}"
 
 
 def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, name: str,
@@ -493,7 +490,7 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
         r = row_of.get(str(v)) if not isinstance(v, (dict, list, type(None))) else None
         if r is None:
             bad(f"unknown id {str(v)!r} (not among the {len(offers):,} offers loaded)"
-                f"{_qualified_hint(str(v), offers)}", line, "unknown_id", "unknown_id")
+                f"{_qualified_hint(str(v), offers.ids)}", line, "unknown_id", "unknown_id")
         return r
 
     items: list[tuple[int, list]] = []
