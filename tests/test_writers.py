@@ -776,6 +776,55 @@ def test_table_stream_in_parts_equals_write_table(tmp_path, fmt):
         assert parts.read_bytes() == whole.read_bytes()
 
 
+@pytest.mark.parametrize("rows", [0, 1, 1000])
+def test_parquet_writer_writes_the_bytes_of_pyarrow_parquet(rows):
+    rng = np.random.default_rng(rows)
+    table = pa.table({
+        "id": pa.array([f"d{i}é" for i in range(rows)], type=pa.string()),
+        "cluster": rng.integers(0, 50, rows),
+        "similarity": rng.random(rows).astype(np.float32),
+        "exact": pa.array(rng.random(rows) < 0.5, type=pa.bool_()),
+        "members": pa.array([[i, i + 1] for i in range(rows)], type=pa.list_(pa.int64())),
+    })
+    want = io.BytesIO()
+    pq.write_table(table, want)
+    for parts in ([table], [table.slice(0, rows // 3), table.slice(rows // 3)]):
+        got = io.BytesIO()
+        w = writers.parquet_writer(got, table.schema)
+        for part in parts:
+            w.write_table(part)
+        w.close()
+        if len(parts) == 1:
+            assert got.getvalue() == want.getvalue()
+        assert pq.read_table(io.BytesIO(got.getvalue())).equals(table)
+
+
+def test_parquet_writer_falls_back_to_pyarrow_parquet(monkeypatch):
+    # a pyarrow release whose writer class no longer takes one of the options
+    monkeypatch.setitem(writers._PARQUET_DEFAULTS, "no_such_option", 1)
+    table = pa.table({"a": [1, 2, 3]})
+    got = io.BytesIO()
+    w = writers.parquet_writer(got, table.schema)
+    assert isinstance(w, pq.ParquetWriter)
+    w.write_table(table)
+    w.close()
+    assert pq.read_table(io.BytesIO(got.getvalue())).equals(table)
+
+
+def test_dedup_writes_parquet_without_pyarrow_file_systems(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"text": "one two three four five six"}\n' * 2)
+    code = ("import sys\nfrom neardup.cli import main\n"
+            f"assert main(['dedup', {str(corpus)!r}, '-o', {str(tmp_path / 'out')!r}, '--quiet'])"
+            " == 0\nprint(sorted(m for m in ('pyarrow.parquet', 'pyarrow.fs', 'ssl')"
+            " if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[]"]
+    assert pq.read_table(tmp_path / "out" / "clusters.parquet").num_rows == 2  # a row a member
+    assert pq.read_table(tmp_path / "out" / "pairs.parquet").num_rows == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # neardup dedup end to end: the old writers and the new ones write the same bytes
 

@@ -245,6 +245,30 @@ def _arrow_array(col: Any) -> Any:
     return pa.array(col, type=pa.string() if len(col) == 0 else None)
 
 
+#: The options ``pyarrow.parquet.ParquetWriter`` gives pyarrow's own writer by default (pyarrow
+#: 14 to 26), which :func:`parquet_writer` passes it so that the files are the same byte for byte.
+_PARQUET_DEFAULTS = {"version": "2.6", "compression": "snappy", "use_dictionary": True,
+                     "write_statistics": True, "data_page_version": "1.0",
+                     "writer_engine_version": "V2"}
+
+
+def parquet_writer(sink: BinaryIO, schema: Any) -> Any:
+    """A Parquet writer of ``schema`` into the open binary file ``sink`` (``write_table(t)``,
+    ``close()``) that does not import ``pyarrow.parquet``: that module loads pyarrow's file
+    systems (S3, GCS, HDFS, Azure) and with them ``ssl``, 10-30 ms of every ``dedup`` run that
+    only writes two small tables. pyarrow's own writer class with the defaults of
+    ``pyarrow.parquet.ParquetWriter`` (a test checks the files are identical); where a pyarrow
+    release changes that class, ``pyarrow.parquet.ParquetWriter`` itself."""
+    try:
+        from pyarrow._parquet import ParquetWriter
+
+        return ParquetWriter(sink, schema, **_PARQUET_DEFAULTS)
+    except (ImportError, TypeError, ValueError):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(sink, schema)
+
+
 def arrow_table(columns: Mapping[str, Any]) -> Any:
     import pyarrow as pa
 
@@ -332,9 +356,12 @@ def write_table(path_stem: str | os.PathLike, columns: Mapping[str, np.ndarray |
         return _write_atomic(final, lambda f: write_jsonl_table(f, columns, n))
     table = arrow_table(columns)
     if fmt == "parquet":
-        import pyarrow.parquet as pq
+        def write(f: BinaryIO) -> None:
+            w = parquet_writer(f, table.schema)
+            w.write_table(table)
+            w.close()
 
-        return _write_atomic(final, lambda f: pq.write_table(table, f))
+        return _write_atomic(final, write)
     import pyarrow.csv as pcsv
 
     return _write_atomic(final, lambda f: pcsv.write_csv(table, f))
@@ -376,9 +403,7 @@ class TableStream:
         if self.writer is None:
             self.schema = table.schema  # the first part's (a CSVWriter does not keep it)
             if self.fmt == "parquet":
-                import pyarrow.parquet as pq
-
-                self.writer = pq.ParquetWriter(f, self.schema)
+                self.writer = parquet_writer(f, self.schema)
             else:
                 import pyarrow.csv as pcsv
 
