@@ -177,6 +177,8 @@ class OfferDescriptions:
     #: :func:`pair_features` (:func:`_set_index`), or by :func:`describe` from the coded sets
     #: of :func:`code_parts`
     _index: dict | None = field(default=None, repr=False, compare=False)
+    #: the offers as arrays for the features kernel, made at the first :func:`pair_features`
+    _arrays: tuple | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.shops)
@@ -582,7 +584,94 @@ def _indexed_jaccards(d: OfferDescriptions, left: np.ndarray, right: np.ndarray
 
 
 def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])``."""
+    """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])``, by
+    the compiled kernel (:mod:`neardup._kernels.offers`) and, for the plain Jaccards, the
+    overlap kernel. :func:`_pair_features_py` is the same in plain Python (the tests' oracle)."""
+    from .._kernels import offers as _k
+    from .._threads import parallel
+
+    left = np.ascontiguousarray(left, np.int64)
+    right = np.ascontiguousarray(right, np.int64)
+    n = len(d)
+    if len(left) and (min(left.min(), right.min()) < 0 or max(left.max(), right.max()) >= n):
+        raise IndexError(f"pairs must hold offer numbers 0..{n - 1}")
+    x = np.zeros((len(left), len(FEATURES)), np.float64)
+    if not len(left):
+        return x
+    if d._arrays is None:
+        d._arrays = _kernel_arrays(d)
+    k = d._arrays
+    tol = NUMBER_TOLERANCE + 1e-9
+    parallel(lambda lo, hi: _k.pair_rows(left, right, *k, tol, x, lo, hi), len(left),
+             min_weight=1 << 12)
+    for f, col in _indexed_jaccards(d, left, right).items():
+        x[:, FEATURES.index(f)] = col
+    return x
+
+
+def _coded(sets: Sequence[set[str]], weight: dict[str, float] | None = None
+           ) -> tuple[np.ndarray, ...]:
+    """``(flat, offsets)`` of the sets as sorted codes (:func:`_code_sets`), with the weight of
+    each code when ``weight`` is given; the vocabulary (code -> member) last."""
+    vocab: dict[str, int] = {}
+    coded = [sorted({vocab.setdefault(t, len(vocab)) for t in s}) for s in sets]
+    off = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(c) for c in coded], out=off[1:])
+    flat = np.fromiter((x for c in coded for x in c), np.uint32, int(off[-1]))
+    words = list(vocab)
+    if weight is None:
+        return flat, off, words
+    return flat, off, np.array([weight[t] for t in words], np.float64), words
+
+
+def _kernel_arrays(d: OfferDescriptions) -> tuple:
+    """The arguments of ``pair_rows`` up to ``tol`` that describe the offers of ``d``."""
+    t_flat, t_off, t_w, _ = _coded(d.tokens, d.token_idf)
+    v_flat, v_off, v_w, _ = _coded(d.values, d.value_idf)
+    b_flat, b_off, b_w, _ = _coded(d.block_tokens, d.block_weight)
+    i_flat, i_off, id_words = _coded(d.ids)
+    encoded = [w.encode("utf-8", "surrogatepass") for w in id_words]
+    i_start = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(e) for e in encoded], out=i_start[1:])
+    i_text = np.frombuffer(b"".join(encoded), np.uint8)
+    i_chars = np.array([len(w) for w in id_words], np.int64)
+    w_flat, w_off, _ = _coded(d.written)
+    unit_code: dict[str, int] = {}
+    value_code: dict[str, int] = {}
+    keys = [sorted((unit_code.setdefault(u, len(unit_code)) << 32)
+                   | value_code.setdefault(v, len(value_code))
+                   for u, vals in m.items() for v in vals) for m in d.measures]
+    m_off = np.zeros(len(keys) + 1, np.int64)
+    np.cumsum([len(k) for k in keys], out=m_off[1:])
+    m_flat = np.fromiter((x for k in keys for x in k), np.uint64, int(m_off[-1]))
+    units = d.units + ("",) * (3 - len(d.units))
+    special = np.array([unit_code.get(u, -1) for u in units[:3]], np.int64)
+    main = unit_code.get(d.main_unit, -1) if d.main_unit is not None else -1
+    brand_code: dict[str, int] = {}
+    brand = np.array([brand_code.setdefault(b, len(brand_code)) if b else -1
+                      for b in d.brands], np.int64)
+    shop_code: dict[str, int] = {}
+    shop = np.array([shop_code.setdefault(x, len(shop_code)) if x else -1 for x in d.shops],
+                    np.int64)
+    n_off = np.zeros(len(d.number_lists) + 1, np.int64)
+    np.cumsum([len(v) for v in d.number_lists], out=n_off[1:])
+    size = int(n_off[-1])
+    n_val = np.fromiter((x for v in d.number_lists for x in v), np.float64, size)
+    n_idf = np.fromiter((x for v in d.number_idf for x in v), np.float64, size)
+    n_rare = np.fromiter((x for v in d.number_rare for x in v), np.uint8, size)
+    n_near = np.fromiter((x for v in d.number_near_idf for x in v), np.float64, size)
+    f64 = np.float64
+    return (t_flat, t_off, t_w, np.asarray(d.token_weight, f64),
+            v_flat, v_off, v_w, np.asarray(d.value_weight, f64),
+            b_flat, b_off, b_w, np.asarray(d.block_norm, f64),
+            i_flat, i_off, i_text, i_start, i_chars, w_flat, w_off,
+            m_flat, m_off, main, special, brand, shop, np.asarray(d.prices, f64),
+            n_val, n_off, n_idf, n_rare, n_near, np.asarray(d.number_idf_total, f64))
+
+
+def _pair_features_py(d: OfferDescriptions, left: np.ndarray, right: np.ndarray
+                      ) -> np.ndarray:
+    """:func:`pair_features` in plain Python, a pair at a time (the kernel's oracle)."""
     left = np.ascontiguousarray(left, np.int64)
     right = np.ascontiguousarray(right, np.int64)
     units = d.units + ("",) * (3 - len(d.units))
