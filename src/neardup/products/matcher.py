@@ -75,6 +75,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import field
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -275,7 +276,8 @@ def spelled_ids(ids: Sequence[set[str]], spelled: Sequence[frozenset[str]]) -> l
 def select_parts(parts: dict[str, list], rows) -> dict[str, list]:
     """The entries of :func:`offer_parts` of the offers at ``rows``, in that order."""
     rows = np.asarray(rows).tolist()
-    return {k: [v[i] for i in rows] for k, v in parts.items()}
+    # what is not a list holds for the whole catalogue (code_parts' vocabularies)
+    return {k: [v[i] for i in rows] if isinstance(v, list) else v for k, v in parts.items()}
 
 
 def describe(offers: Offers, units: UnitMap | None = None,
@@ -317,17 +319,21 @@ def describe(offers: Offers, units: UnitMap | None = None,
     token_idf = {t: idf(c) for t, c in Counter(t for s in tokens for t in s).items()}
     value_idf = {t: idf(c) for t, c in Counter(t for s in values for t in s).items()}
     bweight = {t: _exact(v) for t, v in squared_token_weights(block).items()}
-    return OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
+    d = OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
                              values, kv, unit, others, dict(number_df), token_idf, value_idf,
                              desc, number_lists, number_idf, number_rare, number_near_idf,
                              [sum(v) for v in number_idf],
                              [sum(token_idf[t] for t in s) for s in tokens],
                              [sum(value_idf[t] for t in s) for s in values],
-                             _seed_sets(tokens, kv),
+                             parts["seed_sets"] if "seed_sets" in parts
+                             else _seed_sets(tokens, kv),
                              block, bweight,
                              [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
                              parts["grams"], parts["prices"], parts["written"],
                              _joined_index(parts["coded"]) if "coded" in parts else None)
+    if "kernel" in parts:
+        d._arrays = _kernel_arrays(d, parts["kernel"], parts["kernel_vocab"])
+    return d
 
 
 #: :func:`_exact`: weights are whole multiples of ``1 / WEIGHT_QUANTUM``
@@ -531,11 +537,25 @@ def code_parts(parts: dict[str, list]) -> dict[str, list]:
     """``parts`` (:func:`offer_parts`) with each offer's :data:`_INDEXED` sets as sorted
     ``uint32`` arrays, coded once for the whole catalogue (``"coded"``). A study describes
     many parts of one catalogue: with these, each part's set index is a concatenation
-    (:func:`describe`) rather than a new coding of every set."""
+    (:func:`describe`) rather than a new coding of every set. Also ``"seed_sets"`` (the
+    baseline's sets), and the features kernel's sets (``"kernel"``, per offer) with their
+    vocabularies (``"kernel_vocab"``, for the whole catalogue: :func:`select_parts` keeps it
+    whole)."""
     sets = {f: parts[name] for f, name in _PART_SETS.items()}
     sets["seed_jac"] = _seed_sets(parts["tokens"], parts["kv"])
     coded = {f: [np.array(c, np.uint32) for c in _code_sets(col)] for f, col in sets.items()}
-    return {**parts, "coded": [dict(zip(coded, v)) for v in zip(*coded.values())]}
+    # the sets of the features kernel (:func:`_kernel_arrays`), and their vocabularies: the
+    # weights of a part's words are looked up by code
+    kernel, vocab = {}, {}
+    for name in ("tokens", "values", "block", "written"):
+        flat, off, vocab[name] = _coded(parts[name])
+        kernel[name] = np.split(flat, off[1:-1]) if len(off) > 1 else []
+    keys, vocab["units"] = _measure_keys(parts["measures"])
+    kernel["measures"] = [np.array(k, np.uint64) for k in keys]
+    return {**parts, "seed_sets": sets["seed_jac"],
+            "coded": [dict(zip(coded, v)) for v in zip(*coded.values())],
+            "kernel": [dict(zip(kernel, v)) for v in zip(*kernel.values())],
+            "kernel_vocab": vocab}
 
 
 def _joined_index(coded: list[dict[str, np.ndarray]]) -> dict[str, tuple]:
@@ -624,26 +644,35 @@ def _coded(sets: Sequence[set[str]], weight: dict[str, float] | None = None
     return flat, off, np.array([weight[t] for t in words], np.float64), words
 
 
-def _kernel_arrays(d: OfferDescriptions) -> tuple:
-    """The arguments of ``pair_rows`` up to ``tol`` that describe the offers of ``d``."""
-    t_flat, t_off, t_w, _ = _coded(d.tokens, d.token_idf)
-    v_flat, v_off, v_w, _ = _coded(d.values, d.value_idf)
-    b_flat, b_off, b_w, _ = _coded(d.block_tokens, d.block_weight)
+def _kernel_arrays(d: OfferDescriptions, coded: list[dict] | None = None,
+                   vocab: dict | None = None) -> tuple:
+    """The arguments of ``pair_rows`` up to ``tol`` that describe the offers of ``d``; with the
+    ``"kernel"`` sets and ``"kernel_vocab"`` of :func:`code_parts` (of these offers, in
+    order), the word sets are joined rather than coded again."""
+    if coded is None or vocab is None:
+        t_flat, t_off, t_w, _ = _coded(d.tokens, d.token_idf)
+        v_flat, v_off, v_w, _ = _coded(d.values, d.value_idf)
+        b_flat, b_off, b_w, _ = _coded(d.block_tokens, d.block_weight)
+        w_flat, w_off, _ = _coded(d.written)
+        keys, unit_code = _measure_keys(d.measures)
+        m_flat, m_off = _joined([np.array(k, np.uint64) for k in keys], np.uint64)
+    else:
+        t_flat, t_off = _joined([c["tokens"] for c in coded], np.uint32)
+        v_flat, v_off = _joined([c["values"] for c in coded], np.uint32)
+        b_flat, b_off = _joined([c["block"] for c in coded], np.uint32)
+        w_flat, w_off = _joined([c["written"] for c in coded], np.uint32)
+        m_flat, m_off = _joined([c["measures"] for c in coded], np.uint64)
+        # a part's weights by code (words of other parts: never looked up)
+        t_w = np.array([d.token_idf.get(t, 0.0) for t in vocab["tokens"]], np.float64)
+        v_w = np.array([d.value_idf.get(t, 0.0) for t in vocab["values"]], np.float64)
+        b_w = np.array([d.block_weight.get(t, 0.0) for t in vocab["block"]], np.float64)
+        unit_code = vocab["units"]
     i_flat, i_off, id_words = _coded(d.ids)
     encoded = [w.encode("utf-8", "surrogatepass") for w in id_words]
     i_start = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(e) for e in encoded], out=i_start[1:])
     i_text = np.frombuffer(b"".join(encoded), np.uint8)
     i_chars = np.array([len(w) for w in id_words], np.int64)
-    w_flat, w_off, _ = _coded(d.written)
-    unit_code: dict[str, int] = {}
-    value_code: dict[str, int] = {}
-    keys = [sorted((unit_code.setdefault(u, len(unit_code)) << 32)
-                   | value_code.setdefault(v, len(value_code))
-                   for u, vals in m.items() for v in vals) for m in d.measures]
-    m_off = np.zeros(len(keys) + 1, np.int64)
-    np.cumsum([len(k) for k in keys], out=m_off[1:])
-    m_flat = np.fromiter((x for k in keys for x in k), np.uint64, int(m_off[-1]))
     units = d.units + ("",) * (3 - len(d.units))
     special = np.array([unit_code.get(u, -1) for u in units[:3]], np.int64)
     main = unit_code.get(d.main_unit, -1) if d.main_unit is not None else -1
@@ -656,10 +685,10 @@ def _kernel_arrays(d: OfferDescriptions) -> tuple:
     n_off = np.zeros(len(d.number_lists) + 1, np.int64)
     np.cumsum([len(v) for v in d.number_lists], out=n_off[1:])
     size = int(n_off[-1])
-    n_val = np.fromiter((x for v in d.number_lists for x in v), np.float64, size)
-    n_idf = np.fromiter((x for v in d.number_idf for x in v), np.float64, size)
-    n_rare = np.fromiter((x for v in d.number_rare for x in v), np.uint8, size)
-    n_near = np.fromiter((x for v in d.number_near_idf for x in v), np.float64, size)
+    n_val = np.fromiter(chain.from_iterable(d.number_lists), np.float64, size)
+    n_idf = np.fromiter(chain.from_iterable(d.number_idf), np.float64, size)
+    n_rare = np.fromiter(chain.from_iterable(d.number_rare), np.uint8, size)
+    n_near = np.fromiter(chain.from_iterable(d.number_near_idf), np.float64, size)
     f64 = np.float64
     return (t_flat, t_off, t_w, np.asarray(d.token_weight, f64),
             v_flat, v_off, v_w, np.asarray(d.value_weight, f64),
@@ -667,6 +696,26 @@ def _kernel_arrays(d: OfferDescriptions) -> tuple:
             i_flat, i_off, i_text, i_start, i_chars, w_flat, w_off,
             m_flat, m_off, main, special, brand, shop, np.asarray(d.prices, f64),
             n_val, n_off, n_idf, n_rare, n_near, np.asarray(d.number_idf_total, f64))
+
+
+def _measure_keys(measures: Sequence[dict[str, set[str]]]
+                  ) -> tuple[list[list[int]], dict[str, int]]:
+    """Each offer's title measures as sorted keys ``unit << 32 | value`` (units and values
+    numbered by first appearance), and the units' numbers."""
+    unit_code: dict[str, int] = {}
+    value_code: dict[str, int] = {}
+    keys = [sorted((unit_code.setdefault(u, len(unit_code)) << 32)
+                   | value_code.setdefault(v, len(value_code))
+                   for u, vals in m.items() for v in vals) for m in measures]
+    return keys, unit_code
+
+
+def _joined(arrays: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """``(flat, offsets)`` of the arrays one after another."""
+    off = np.zeros(len(arrays) + 1, np.int64)
+    np.cumsum([len(a) for a in arrays], out=off[1:])
+    flat = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+    return flat, off
 
 
 def _pair_features_py(d: OfferDescriptions, left: np.ndarray, right: np.ndarray

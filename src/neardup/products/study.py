@@ -47,7 +47,6 @@ from .matcher import (
     FEATURES,
     PairModel,
     _jac,
-    _seed_sets,
     code_parts,
     describe,
     offer_parts,
@@ -362,7 +361,7 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
     res.summary = summarise(res.runs, default)
     # the baseline's similarity of the true pairs and of all candidates, whole data
     # the baseline's similarity of the candidates (whole data, default setting): only it
-    seeds = _seed_sets(parts["tokens"], parts["kv"])
+    seeds = parts["seed_sets"]
     d = describe(offers, cfg.units) if cfg.blocking == "lsh" else None
     wl, wr = _candidates(offers, d, cfg, [default])[default]
     sim = np.fromiter((_jac(seeds[a], seeds[b]) for a, b in zip(wl.tolist(), wr.tolist())),
