@@ -180,6 +180,8 @@ class OfferDescriptions:
     _index: dict | None = field(default=None, repr=False, compare=False)
     #: the offers as arrays for the features kernel, made at the first :func:`pair_features`
     _arrays: tuple | None = field(default=None, repr=False, compare=False)
+    #: :func:`_shop_codes`
+    _shop_codes: tuple | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.shops)
@@ -932,12 +934,20 @@ def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
     if once is None:
         counts_a = counts_b = np.ones(len(weak), bool)
     else:
-        names, code = np.unique(np.asarray(d.shops, dtype=object), return_inverse=True)
+        names, code = _shop_codes(d)
         clean = np.fromiter((n in once for n in names), bool, len(names))
         counts_a, counts_b = clean[code[ra]], clean[code[la]]
     lose = (counts_a & (rival_a > s)) | (counts_b & (rival_b > s))
     out[weak[lose]] = 0.0
     return out
+
+
+def _shop_codes(d: OfferDescriptions) -> tuple[np.ndarray, np.ndarray]:
+    """The shops' names, sorted, and each offer's shop as a number among them (made once per
+    description: :func:`one_per_shop` runs for every setting of a study)."""
+    if d._shop_codes is None:
+        d._shop_codes = np.unique(np.asarray(d.shops, dtype=object), return_inverse=True)
+    return d._shop_codes
 
 
 def _best_rivals(d: OfferDescriptions, left: np.ndarray, right: np.ndarray, v: np.ndarray,
@@ -948,7 +958,7 @@ def _best_rivals(d: OfferDescriptions, left: np.ndarray, right: np.ndarray, v: n
     leaving out ``b`` (``a``) itself and the offers that share a model number with it (one
     product listed twice by a shop is not a rival of itself): for all pairs at once."""
     m = len(left)
-    names, code = np.unique(np.asarray(d.shops, dtype=object), return_inverse=True)
+    names, code = _shop_codes(d)
     node = np.concatenate([left, right])
     other = np.concatenate([right, left])
     val = np.concatenate([v, v]).astype(np.float64)

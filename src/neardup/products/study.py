@@ -317,6 +317,7 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
         model_tr = model.score(tr.xall) if model is not None else np.zeros(len(tr.xall))
         model_tr[tr.idx[default][known]] = oof
         model_te = model.score(te.xall) if model is not None else np.zeros(len(te.xall))
+        otr, ote = shops_listing_once(tr.desc), shops_listing_once(te.desc)
         for key in sweep:
             if key not in tr.pairs or key not in te.pairs:  # too many pairs: not run
                 res.skipped_bandings.add(key)
@@ -335,7 +336,6 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
             ytr = tr.truth.is_match(tl, trr)[ktr]
             s_model_tr = model_tr[tr.idx[key]]
             s_model_te = model_te[te.idx[key]]
-            otr, ote = shops_listing_once(tr.desc), shops_listing_once(te.desc)
             scores = {
                 "seed000": (xtr[:, sj], xte[:, sj]),
                 "rule": (one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr, otr),
