@@ -296,3 +296,114 @@ def passages(a: list, b: list, fa: list[tuple[int, int]], fb: list[tuple[int, in
             out.append(((i0, i1), (j0, j1), sum(r[2] for r in grp), grp))
     out.sort(key=lambda p: (p[0], p[1]))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Product matching: the pair features (``neardup._kernels.offers`` with the overlap kernel)
+
+
+def product_pair_features(d, left, right):
+    """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])`` of the
+    offers described by ``d`` (``neardup.products.matcher.OfferDescriptions``), a pair at a
+    time with Python sets, as the module docstring of ``neardup.products.matcher`` defines
+    them. The plain Jaccards are rounded to ``float32``, as the overlap kernel returns them."""
+    import numpy as np
+
+    from neardup.products.matcher import FEATURES, NUMBER_TOLERANCE
+
+    def jac32(a, b):
+        inter = len(a & b)
+        u = len(a) + len(b) - inter
+        return float(np.float32(inter / u)) if u else 0.0
+
+    def jac(a, b):
+        inter = len(a & b)
+        u = len(a) + len(b) - inter
+        return inter / u if u else 0.0
+
+    def wjac(common, w, total):
+        inter = sum(w[t] for t in sorted(common))
+        return inter / (total - inter) if total - inter > 0 else 0.0
+
+    def agree(a, b):
+        return 0 if not a or not b else (1 if a & b else -1)
+
+    def relation(a, b):
+        if a and b:
+            if a & b:
+                return "share"
+            if any(min(len(x), len(y)) >= 6 and (x.startswith(y) or y.startswith(x))
+                   for x in a for y in b):
+                return "prefix"
+            return "conflict"
+        return "one" if a or b else "none"
+
+    def numbers(a, b):
+        na, nb = d.number_lists[a], d.number_lists[b]
+        if not na or not nb:
+            return -1.0, 0.0, -1.0, 0.0, -1.0, 0.0, 0.0
+        if len(na) > len(nb):
+            a, b, na, nb = b, a, nb, na
+        tol = NUMBER_TOLERANCE + 1e-9
+        # a number matches when the first of the other side's at or above x - tol is within
+        # tol of it
+        hit = [k for k, x in enumerate(na)
+               if any(y >= x - tol for y in nb)
+               and min(y for y in nb if y >= x - tol) - x <= tol]
+        if not hit:
+            return 0.0, 0.0, 0.0, 0.0, 0.0, float(len(na)), 0.0
+        total = d.number_idf_total[a]
+        idf = 0.0
+        near = 0.0
+        for k in hit:
+            idf += d.number_idf[a][k]
+            near += d.number_near_idf[a][k]
+        return (len(hit) / len(na), float(sum(d.number_rare[a][k] for k in hit)),
+                idf / total if total > 0 else 0.0, float(len(hit)), len(hit) / len(nb),
+                float(len(na) - len(hit)), near)
+
+    units = list(d.units) + [""] * (3 - len(d.units))
+    rows = []
+    for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
+        rel = relation(d.ids[a], d.ids[b])
+        ma, mb = d.measures[a], d.measures[b]
+        shared_units = [u for u in ma.keys() & mb.keys() if u != d.main_unit]
+        ba, bb = d.brands[a], d.brands[b]
+        pa, pb = d.prices[a], d.prices[b]
+        ka, kb = d.block_tokens[a], d.block_tokens[b]
+        if d.block_norm[a] > 0 and d.block_norm[b] > 0:
+            cos = min(sum(d.block_weight[t] for t in sorted(ka & kb))
+                      / (d.block_norm[a] * d.block_norm[b]), 1.0)
+        else:
+            cos = 0.0
+        nm, nr, ni, n_shared, n_long, n_unmatched, n_near = numbers(a, b)
+        row = {
+            "id_share": rel == "share", "id_prefix": rel == "prefix",
+            "id_conflict": rel == "conflict", "id_one": rel == "one",
+            "id_written": rel == "share" and bool(d.written[a] & d.written[b]),
+            "brand": 0 if not ba or not bb else (1 if ba == bb else -1),
+            "size": agree(ma.get(d.main_unit), mb.get(d.main_unit)),
+            "unit1": agree(ma.get(units[0]), mb.get(units[0])),
+            "unit2": agree(ma.get(units[1]), mb.get(units[1])),
+            "unit3": agree(ma.get(units[2]), mb.get(units[2])),
+            "units_agree": sum(1 for u in shared_units if ma[u] & mb[u]),
+            "units_conflict": sum(1 for u in shared_units if not ma[u] & mb[u]),
+            "same_shop": d.shops[a] == d.shops[b] and d.shops[a] != "",
+            "title_jac": jac(d.tokens[a], d.tokens[b]),
+            "mw_jac": jac32(d.words[a], d.words[b]),
+            "num_match": nm, "num_rare": nr, "num_idf": ni, "num_shared": n_shared,
+            "num_long": n_long, "num_unmatched": n_unmatched, "num_idf_sum": n_near,
+            "value_jac": jac(d.values[a], d.values[b]),
+            "seed_jac": jac32(d.seed_sets[a], d.seed_sets[b]),
+            "title_idf": wjac(d.tokens[a] & d.tokens[b], d.token_idf,
+                              d.token_weight[a] + d.token_weight[b]),
+            "value_idf": wjac(d.values[a] & d.values[b], d.value_idf,
+                              d.value_weight[a] + d.value_weight[b]),
+            "desc_jac": jac32(d.desc_tokens[a], d.desc_tokens[b]),
+            "title_cos": cos,
+            "char_jac": jac32(d.grams[a], d.grams[b]),
+            "price_ratio": min(pa, pb) / max(pa, pb) if pa > 0 and pb > 0 else -1.0,
+        }
+        assert set(row) == set(FEATURES)
+        rows.append([float(row[f]) for f in FEATURES])
+    return np.array(rows, np.float64).reshape(-1, len(FEATURES))

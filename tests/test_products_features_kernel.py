@@ -1,5 +1,5 @@
-"""The compiled pair-features kernel against its plain-Python oracle (``_pair_features_py``,
-the loop it replaced): equal value for value on generated catalogues, on every pair and on
+"""The compiled pair-features kernel against its plain-Python oracle
+(``oracles.product_pair_features``, sets a pair at a time): equal value for value on generated catalogues, on every pair and on
 hand-picked edge cases (unicode model numbers, prefixes, measures, prices, numbers)."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import product_pair_features as oracle_features
 
 from neardup._kernels import offers as kernel
 from neardup.products import Offers
 from neardup.products.blocking import token_blocking
 from neardup.products.matcher import (
     FEATURES,
-    _pair_features_py,
     code_parts,
     describe,
     offer_parts,
@@ -62,10 +62,10 @@ def test_kernel_equals_the_python_loop_on_generated_catalogues(seed):
     offers, _ = make_catalogue(40, seed=seed)
     d = describe(offers)
     left, right = _all_pairs(len(offers))
-    _same(pair_features(d, left, right), _pair_features_py(d, left, right))
+    _same(pair_features(d, left, right), oracle_features(d, left, right))
     # and on the pairs of a blocking, in both orders
     bl, br, _, _ = token_blocking(offers, per_offer=5)
-    _same(pair_features(d, br, bl), _pair_features_py(d, br, bl))
+    _same(pair_features(d, br, bl), oracle_features(d, br, bl))
 
 
 def test_kernel_equals_the_python_loop_on_a_study_part():
@@ -77,7 +77,7 @@ def test_kernel_equals_the_python_loop_on_a_study_part():
     part = subset(offers, rows)
     d = describe(part, parts=select_parts(parts, rows))
     left, right = _all_pairs(len(part))
-    _same(pair_features(d, left, right), _pair_features_py(d, left, right))
+    _same(pair_features(d, left, right), oracle_features(d, left, right))
 
 
 EDGE = [
@@ -99,7 +99,7 @@ def test_kernel_equals_the_python_loop_on_edge_cases():
     d = describe(offers)
     left, right = _all_pairs(len(offers))
     x = pair_features(d, left, right)
-    _same(x, _pair_features_py(d, left, right))
+    _same(x, oracle_features(d, left, right))
     col = {f: i for i, f in enumerate(FEATURES)}
     # the cases the rows were written for occur
     assert x[:, col["id_prefix"]].any() and x[:, col["id_share"]].any()
@@ -116,7 +116,7 @@ def test_model_number_prefixes_count_characters_not_bytes():
     assert d.ids == [{"écr12"}, {"écr12x"}, {"écra12"}, {"écra12x"}]
     left, right = np.array([0, 2]), np.array([1, 3])
     x = pair_features(d, left, right)
-    _same(x, _pair_features_py(d, left, right))
+    _same(x, oracle_features(d, left, right))
     c = FEATURES.index("id_prefix")
     assert x[:, c].tolist() == [0.0, 1.0]
 
@@ -153,5 +153,5 @@ def catalogues(draw):
 def test_kernel_equals_the_python_loop_on_drawn_catalogues(rows):
     d = describe(_offers(rows))
     left, right = _all_pairs(len(rows))
-    _same(pair_features(d, left, right), _pair_features_py(d, left, right))
-    _same(pair_features(d, right, left), _pair_features_py(d, right, left))
+    _same(pair_features(d, left, right), oracle_features(d, left, right))
+    _same(pair_features(d, right, left), oracle_features(d, right, left))

@@ -461,24 +461,6 @@ def _jac(a: set, b: set) -> float:
     return inter / u if u else 0.0
 
 
-def _agree(a: set | None, b: set | None) -> int:
-    if not a or not b:
-        return 0
-    return 1 if a & b else -1
-
-
-def _matched(a: list[float], b: list[float]) -> list[int]:
-    """Positions in ``a`` (sorted) of the numbers that ``b`` (sorted) states too, within
-    :data:`NUMBER_TOLERANCE`."""
-    tol = NUMBER_TOLERANCE + 1e-9
-    out = []
-    for k, x in enumerate(a):
-        i = bisect.bisect_left(b, x - tol)
-        if i < len(b) and b[i] - x <= tol:
-            out.append(k)
-    return out
-
-
 def _number_key(x: float) -> int:
     return int(x)  # 30.38 and 30.3 (one shop rounds, the other truncates) count as one
 
@@ -493,7 +475,6 @@ def _number_evidence(d: OfferDescriptions, a: int, b: int
         return -1.0, 0.0, -1.0, 0.0, -1.0, 0.0, 0.0
     if len(na) > len(nb):
         a, b, na, nb = b, a, nb, na
-    # _matched(na, nb), inlined: this runs for every candidate pair
     tol = NUMBER_TOLERANCE + 1e-9
     m = len(nb)
     left = bisect.bisect_left
@@ -608,7 +589,7 @@ def _indexed_jaccards(d: OfferDescriptions, left: np.ndarray, right: np.ndarray
 def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])``, by
     the compiled kernel (:mod:`neardup._kernels.offers`) and, for the plain Jaccards, the
-    overlap kernel. :func:`_pair_features_py` is the same in plain Python (the tests' oracle)."""
+    overlap kernel (``tests/oracles.py`` has the same in plain Python, the tests' oracle)."""
     from .._kernels import offers as _k
     from .._threads import parallel
 
@@ -718,91 +699,6 @@ def _joined(arrays: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarr
     np.cumsum([len(a) for a in arrays], out=off[1:])
     flat = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
     return flat, off
-
-
-def _pair_features_py(d: OfferDescriptions, left: np.ndarray, right: np.ndarray
-                      ) -> np.ndarray:
-    """:func:`pair_features` in plain Python, a pair at a time (the kernel's oracle)."""
-    left = np.ascontiguousarray(left, np.int64)
-    right = np.ascontiguousarray(right, np.int64)
-    units = d.units + ("",) * (3 - len(d.units))
-    u0, u1, u2 = units[:3]
-    main = d.main_unit
-    ids, measures, brands, shops = d.ids, d.measures, d.brands, d.shops
-    tokens, values = d.tokens, d.values
-    token_weight, value_weight = d.token_weight, d.value_weight
-    token_idf, value_idf = d.token_idf.__getitem__, d.value_idf.__getitem__
-    block, bweight, bnorm = d.block_tokens, d.block_weight.__getitem__, d.block_norm
-    prices, written = d.prices, d.written
-    rows = []
-    append = rows.append
-    for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
-        ia, ib = ids[a], ids[b]
-        rel = ("share" if ia & ib else id_relation(ia, ib)) if ia and ib else (
-            "one" if ia or ib else "none")
-        ma, mb = measures[a], measures[b]
-        agree = conflict = 0
-        for u in ma.keys() & mb.keys():
-            if u == main:
-                continue
-            if ma[u] & mb[u]:
-                agree += 1
-            else:
-                conflict += 1
-        ba, bb = brands[a], brands[b]
-        ta, tb = tokens[a], tokens[b]
-        ct = ta & tb
-        va, vb = values[a], values[b]
-        cv = va & vb
-        nm, nr, ni, n_shared, n_long, n_unmatched, n_near = _number_evidence(d, a, b)
-        append((
-            rel == "share", rel == "prefix", rel == "conflict", rel == "one",
-            0 if not ba or not bb else (1 if ba == bb else -1),
-            _agree(ma.get(main), mb.get(main)),
-            _agree(ma.get(u0), mb.get(u0)),
-            _agree(ma.get(u1), mb.get(u1)),
-            _agree(ma.get(u2), mb.get(u2)),
-            agree, conflict, shops[a] == shops[b] and shops[a] != "",
-            _jac_n(len(ct), ta, tb), 0.0,
-            nm, nr, ni, _jac_n(len(cv), va, vb),
-            0.0,
-            _wjac_sum(sum(map(token_idf, ct)), token_weight[a] + token_weight[b]),
-            _wjac_sum(sum(map(value_idf, cv)), value_weight[a] + value_weight[b]),
-            0.0,
-            (min(sum(map(bweight, block[a] & block[b])) / (bnorm[a] * bnorm[b]), 1.0)
-             if bnorm[a] > 0 and bnorm[b] > 0 else 0.0),
-            0.0,
-            (min(prices[a], prices[b]) / max(prices[a], prices[b])
-             if prices[a] > 0 and prices[b] > 0 else -1.0),
-            n_shared, n_long, n_unmatched,
-            rel == "share" and not written[a].isdisjoint(written[b]), n_near,
-        ))
-    if not rows:
-        return np.zeros((0, len(FEATURES)), np.float64)
-    x = np.array(rows, np.float64)
-    for f, col in _indexed_jaccards(d, left, right).items():
-        x[:, FEATURES.index(f)] = col
-    return x
-
-
-def _jac_n(inter: int, a: set, b: set) -> float:
-    """:func:`_jac` of two sets whose intersection has ``inter`` elements."""
-    u = len(a) + len(b) - inter
-    return inter / u if u else 0.0
-
-
-def _wjac_sum(inter: float, total: float) -> float:
-    """:func:`_wjac` from the summed weight of the shared words."""
-    union = total - inter
-    return inter / union if union > 0 else 0.0
-
-
-def _wjac(common: set, total: float, w: dict) -> float:
-    """IDF-weighted Jaccard from the shared words and the two sides' total weights: rare
-    shared words count more than common ones."""
-    inter = sum(w[t] for t in common)
-    union = total - inter
-    return inter / union if union > 0 else 0.0
 
 
 #: Weights of :func:`rule_score`, the matcher used when no labelled pairs are at hand.
