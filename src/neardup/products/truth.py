@@ -34,7 +34,7 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import field
 
 import numpy as np
@@ -481,16 +481,18 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
               "bad_rows": 0, "self_pairs": 0, "repeated": 0}
     width = {"pairs": 2, "entities": 2, "labelled_pairs": 3}[shape]
 
-    def bad(msg: str, line: int, reason: str, key: str) -> None:
+    def bad(msg: str | Callable[[], str], line: int, reason: str, key: str) -> None:
         if on_error == "fail":
-            raise InputError(msg, path=name, line=line, reason=reason)
+            raise InputError(msg() if callable(msg) else msg, path=name, line=line,
+                             reason=reason)
         counts[key] += 1
 
     def rid(v: object, line: int) -> int | None:
         r = row_of.get(str(v)) if not isinstance(v, (dict, list, type(None))) else None
-        if r is None:
-            bad(f"unknown id {str(v)!r} (not among the {len(offers):,} offers loaded)"
-                f"{_qualified_hint(str(v), offers.ids)}", line, "unknown_id", "unknown_id")
+        if r is None:  # the hint reads every offer id: only for the error that stops the run
+            bad(lambda: f"unknown id {str(v)!r} (not among the {len(offers):,} offers loaded)"
+                        f"{_qualified_hint(str(v), offers.ids)}", line, "unknown_id",
+                "unknown_id")
         return r
 
     items: list[tuple[int, list]] = []
