@@ -65,14 +65,14 @@ def _oracle(tokens, shops, link, comparisons, boost):
 def _fallback_oracle(tokens, shops, link, comparisons, boost, co_occurring):
     """The fallback pairs by definition: an offer in no co-occurring pair, with its tokens that
     some offer it may be paired with holds, rarest first (fewest such offers, then fewest
-    offers, then first seen); those offers holding the rarest one, narrowed while more than
+    offers, then first seen, each offer's tokens in sorted order); those offers holding the rarest one, narrowed while more than
     ceil(comparisons) to those also holding the next (a token none of them holds skipped);
     the first ceil(comparisons) of them; each pair weighted by the cosine over all the tokens
     the two share."""
     n = len(tokens)
     vid: dict[str, int] = {}
     for s in tokens:
-        for t in s:
+        for t in sorted(s):  # not a set's order, which changes with the string hashing
             vid.setdefault(t, len(vid))
     df = {t: sum(t in s for s in tokens) for t in vid}
     limit = math.ceil(comparisons)

@@ -59,6 +59,7 @@ from dataclasses import asdict
 import numpy as np
 from xxhash import xxh3_64_intdigest
 
+from .._arrays import sorted_unique
 from .._records import record
 from ..config import SketchConfig
 from ..errors import ConfigError
@@ -286,7 +287,7 @@ def _co_occurring(rows: np.ndarray, cols: np.ndarray, keep: np.ndarray, weight: 
 
     # every pair of every block, with the block's token weight
     lefts, rights, ws = [empty], [empty], [np.zeros(0)]
-    for s in np.unique(sizes).tolist():
+    for s in sorted_unique(sizes).tolist():
         blocks = starts[sizes == s]
         iu, ju = np.triu_indices(s, 1)
         if len(iu) == 0:
@@ -384,7 +385,8 @@ def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.nda
         return empty, empty, np.zeros(0), 0
     a = np.concatenate(fl)
     z = np.concatenate(fr)
-    key = np.unique(np.minimum(a, z) * n + np.maximum(a, z))  # two such offers: one pair
+    # two such offers: one pair
+    key = sorted_unique(np.minimum(a, z) * n + np.maximum(a, z), overwrite=True)
     a, z = key // n, key % n
     return a, z, _cosines(okey, nv, sq, norm, a, z), len(fl)
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from xxhash import xxh3_64_intdigest
 
+from .._arrays import sorted_unique
 from ..config import SketchConfig
 from ..lsh import candidate_pairs
 from ..sketch import sketch
@@ -55,8 +56,8 @@ def model_word_sets(offers: Offers, units: UnitMap | None = None, attributes: bo
                 ws.update("v:" + w for w in value_model_words(v, units))
         if brands is not None and brands[i]:
             ws.add("b:" + brands[i])
-        sets.append(np.unique(np.fromiter((xxh3_64_intdigest(w.encode(), seed) for w in ws),
-                                          np.uint64, len(ws))))
+        sets.append(sorted_unique(np.fromiter((xxh3_64_intdigest(w.encode(), seed) for w in ws),
+                                              np.uint64, len(ws)), overwrite=True))
     offsets = np.zeros(len(sets) + 1, np.int64)
     np.cumsum([len(s) for s in sets], out=offsets[1:])
     hashes = np.concatenate(sets) if sets else np.zeros(0, np.uint64)
