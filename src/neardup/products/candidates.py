@@ -182,7 +182,8 @@ def _brand_word(text: str, units: UnitMap | None, look: int | None = None,
     word ("The Nikon ...", ": Dell"); for a title, the first in ``vocab``, else the first of
     letters only. ``""`` when there is none."""
     toks = clean_text(text, units).split(" ")[:look]
-    words = [t for t in toks if t and t not in _stop_words() and any(c.isalpha() for c in t)]
+    stop = _stop_words()
+    words = [t for t in toks if t and t not in stop and any(c.isalpha() for c in t)]
     if vocab is not None:
         hit = next((t for t in words if t in vocab), None)
         if hit is not None:
