@@ -50,12 +50,17 @@ COLUMNS = {"id_share": C_ID_SHARE, "id_prefix": C_ID_PREFIX, "id_conflict": C_ID
            "num_idf_sum": C_NUM_IDF_SUM, "width": N_COLUMNS}
 
 
-cdef inline int64_t shared(const uint32_t* h, int64_t a0, int64_t a1, int64_t b0,
+ctypedef fused code_t:
+    uint32_t
+    uint64_t
+
+
+cdef inline int64_t shared(const code_t* h, int64_t a0, int64_t a1, int64_t b0,
                            int64_t b1, const double* w, double* wsum) noexcept nogil:
-    """How many codes the sorted runs h[a0:a1] and h[b0:b1] share; with ``w``, their summed
-    weights added to ``wsum``."""
+    """How many codes the sorted runs h[a0:a1] and h[b0:b1] share; with ``w`` (``uint32``
+    codes only), their summed weights added to ``wsum``."""
     cdef int64_t n = 0
-    cdef uint32_t x, y
+    cdef code_t x, y
     while a0 < a1 and b0 < b1:
         x = h[a0]
         y = h[b0]
@@ -158,7 +163,7 @@ def pair_rows(const int64_t[::1] left, const int64_t[::1] right,
     cdef const int64_t* istart = &i_start[0]
     cdef const int64_t* ichars = &i_chars[0] if i_chars.shape[0] else NULL
     cdef const double* nv = &n_val[0] if n_val.shape[0] else NULL
-    cdef uint64_t ka, kb
+    cdef const uint64_t* mf = &m_flat[0] if m_flat.shape[0] else NULL
     with nogil:
         for p in range(lo, hi):
             a = left[p]
@@ -202,17 +207,7 @@ def pair_rows(const int64_t[::1] left, const int64_t[::1] right,
                 je = j
                 while je < m_off[b + 1] and <int64_t>(m_flat[je] >> 32) == ua:
                     je += 1
-                r = -1
-                while i < ie and j < je:
-                    ka = m_flat[i]
-                    kb = m_flat[j]
-                    if ka < kb:
-                        i += 1
-                    elif kb < ka:
-                        j += 1
-                    else:
-                        r = 1
-                        break
+                r = 1 if shared(mf, i, ie, j, je, NULL, NULL) else -1
                 if ua == main_unit:
                     main_r = r
                 else:
