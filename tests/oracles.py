@@ -339,28 +339,27 @@ def product_pair_features(d, left, right):
         return "one" if a or b else "none"
 
     def numbers(a, b):
-        na, nb = d.number_lists[a], d.number_lists[b]
-        if not na or not nb:
+        if not d.number_lists[a] or not d.number_lists[b]:
             return -1.0, 0.0, -1.0, 0.0, -1.0, 0.0, 0.0
-        if len(na) > len(nb):
-            a, b, na, nb = b, a, nb, na
+        # the offer with fewer numbers (the first on a tie) against the other's numbers
+        s, o = sorted((a, b), key=lambda i: len(d.number_lists[i]))
+        xs, ys = d.number_lists[s], d.number_lists[o]
         tol = NUMBER_TOLERANCE + 1e-9
         # a number matches when the first of the other side's at or above x - tol is within
         # tol of it
-        hit = [k for k, x in enumerate(na)
-               if any(y >= x - tol for y in nb)
-               and min(y for y in nb if y >= x - tol) - x <= tol]
+        hit = [k for k, x in enumerate(xs)
+               if any(y >= x - tol for y in ys)
+               and min(y for y in ys if y >= x - tol) - x <= tol]
         if not hit:
-            return 0.0, 0.0, 0.0, 0.0, 0.0, float(len(na)), 0.0
-        total = d.number_idf_total[a]
-        idf = 0.0
-        near = 0.0
+            return 0.0, 0.0, 0.0, 0.0, 0.0, float(len(xs)), 0.0
+        idf = near = 0.0
         for k in hit:
-            idf += d.number_idf[a][k]
-            near += d.number_near_idf[a][k]
-        return (len(hit) / len(na), float(sum(d.number_rare[a][k] for k in hit)),
-                idf / total if total > 0 else 0.0, float(len(hit)), len(hit) / len(nb),
-                float(len(na) - len(hit)), near)
+            idf += d.number_idf[s][k]
+            near += d.number_near_idf[s][k]
+        total = d.number_idf_total[s]
+        return (len(hit) / len(xs), float(sum(d.number_rare[s][k] for k in hit)),
+                idf / total if total > 0 else 0.0, float(len(hit)), len(hit) / len(ys),
+                float(len(xs) - len(hit)), near)
 
     units = list(d.units) + [""] * (3 - len(d.units))
     rows = []
