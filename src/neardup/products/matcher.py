@@ -178,7 +178,8 @@ class OfferDescriptions:
     #: :func:`pair_features` (:func:`_set_index`), or by :func:`describe` from the coded sets
     #: of :func:`code_parts`
     _index: dict | None = field(default=None, repr=False, compare=False)
-    #: the offers as arrays for the features kernel, made at the first :func:`pair_features`
+    #: the offers as arrays for the features kernel (:func:`_kernel_arrays`), made at the first
+    #: :func:`pair_features`, or by :func:`describe` from the sets of :func:`code_parts`
     _arrays: tuple | None = field(default=None, repr=False, compare=False)
     #: :func:`_shop_codes`
     _shop_codes: tuple | None = field(default=None, repr=False, compare=False)
@@ -322,17 +323,17 @@ def describe(offers: Offers, units: UnitMap | None = None,
     value_idf = {t: idf(c) for t, c in Counter(t for s in values for t in s).items()}
     bweight = {t: _exact(v) for t, v in squared_token_weights(block).items()}
     d = OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
-                             values, kv, unit, others, dict(number_df), token_idf, value_idf,
-                             desc, number_lists, number_idf, number_rare, number_near_idf,
-                             [sum(v) for v in number_idf],
-                             [sum(token_idf[t] for t in s) for s in tokens],
-                             [sum(value_idf[t] for t in s) for s in values],
-                             parts["seed_sets"] if "seed_sets" in parts
-                             else _seed_sets(tokens, kv),
-                             block, bweight,
-                             [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
-                             parts["grams"], parts["prices"], parts["written"],
-                             _joined_index(parts["coded"]) if "coded" in parts else None)
+                          values, kv, unit, others, dict(number_df), token_idf, value_idf,
+                          desc, number_lists, number_idf, number_rare, number_near_idf,
+                          [sum(v) for v in number_idf],
+                          [sum(token_idf[t] for t in s) for s in tokens],
+                          [sum(value_idf[t] for t in s) for s in values],
+                          parts["seed_sets"] if "seed_sets" in parts
+                          else _seed_sets(tokens, kv),
+                          block, bweight,
+                          [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
+                          parts["grams"], parts["prices"], parts["written"],
+                          _joined_index(parts["coded"]) if "coded" in parts else None)
     if "kernel" in parts:
         d._arrays = _kernel_arrays(d, parts["kernel"], parts["kernel_vocab"])
     return d
@@ -553,19 +554,18 @@ def _joined_index(coded: list[dict[str, np.ndarray]]) -> dict[str, tuple]:
     return out
 
 
-def _code_sets(sets: Sequence[set[str]]) -> list[list[int]]:
-    """Each set as the sorted distinct numbers of its members, numbered by first appearance."""
-    vocab: dict[str, int] = {}
+def _code_sets(sets: Sequence[set[str]], vocab: dict[str, int] | None = None
+               ) -> list[list[int]]:
+    """Each set as the sorted distinct numbers of its members, numbered by first appearance
+    (in ``vocab``, member -> number, when given)."""
+    vocab = {} if vocab is None else vocab
     return [sorted({vocab.setdefault(t, len(vocab)) for t in s}) for s in sets]
 
 
 def _set_index(sets: list[set[str]]) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, offsets)``: each set as the sorted distinct ``uint32`` ids of its members
     (``ids[offsets[i]:offsets[i + 1]]``), ids numbered by first appearance."""
-    coded = _code_sets(sets)
-    off = np.zeros(len(sets) + 1, np.int64)
-    np.cumsum([len(c) for c in coded], out=off[1:])
-    flat = np.fromiter((x for c in coded for x in c), np.uint32, int(off[-1]))
+    flat, off, _ = _coded(sets)
     return flat, off
 
 
@@ -617,7 +617,7 @@ def _coded(sets: Sequence[set[str]], weight: dict[str, float] | None = None
     """``(flat, offsets)`` of the sets as sorted codes (:func:`_code_sets`), with the weight of
     each code when ``weight`` is given; the vocabulary (code -> member) last."""
     vocab: dict[str, int] = {}
-    coded = [sorted({vocab.setdefault(t, len(vocab)) for t in s}) for s in sets]
+    coded = _code_sets(sets, vocab)
     off = np.zeros(len(sets) + 1, np.int64)
     np.cumsum([len(c) for c in coded], out=off[1:])
     flat = np.fromiter((x for c in coded for x in c), np.uint32, int(off[-1]))
