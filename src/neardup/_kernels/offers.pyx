@@ -1,12 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Product-matching kernel: the rows of pair features that do not come from plain Jaccard
-(see :func:`neardup.products.matcher.pair_features`, whose plain-Python loop,
-``_pair_features_py``, is the oracle the tests compare this with, value for value).
+(see :func:`neardup.products.matcher.pair_features`; ``product_pair_features`` in
+``tests/oracles.py`` computes them with Python sets, and the tests compare the two value for
+value).
 
-Every set arrives as sorted distinct ``uint32`` codes per offer (``flat[off[i]:off[i + 1]]``);
-word weights are whole multiples of ``2 ** -32``, so their sums here equal the plain loop's in
-any order. The numbers' matching follows ``_number_evidence`` step by step (the same binary
-search, the same sums in the same order)."""
+Every set arrives as sorted distinct codes per offer (``flat[off[i]:off[i + 1]]``); word
+weights are whole multiples of ``2 ** -32``, so their sums here are exact in any order. The
+numbers' matching follows ``matcher._number_evidence`` step by step (the same binary search,
+the same sums in the same order)."""
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
@@ -147,7 +148,7 @@ def pair_rows(const int64_t[::1] left, const int64_t[::1] right,
     sorted values per offer, each with its IDF, rarity and near-IDF, ``n_total`` the IDF sum
     per offer; ``tol`` the matching tolerance."""
     cdef Py_ssize_t p
-    cdef int64_t a, b, c, na, nb, i, j, ie, je, k, m, h, rare, ua, ub, s
+    cdef int64_t a, b, c, na, nb, i, j, ie, je, k, m, h, rare, ua, ub
     cdef int r, main_r, sp0, sp1, sp2, agree, conflict
     cdef double ws, x, pa, pb, idfsum, nearsum, total
     cdef double* row

@@ -245,8 +245,9 @@ def _arrow_array(col: Any) -> Any:
     return pa.array(col, type=pa.string() if len(col) == 0 else None)
 
 
-#: The options ``pyarrow.parquet.ParquetWriter`` gives pyarrow's own writer by default (pyarrow
-#: 14 to 26), which :func:`parquet_writer` passes it so that the files are the same byte for byte.
+#: The options ``pyarrow.parquet.ParquetWriter`` gives pyarrow's own writer by default (read
+#: from pyarrow 26), which :func:`parquet_writer` passes it so that the files are the same byte
+#: for byte (a test compares them with the installed pyarrow).
 _PARQUET_DEFAULTS = {"version": "2.6", "compression": "snappy", "use_dictionary": True,
                      "write_statistics": True, "data_page_version": "1.0",
                      "writer_engine_version": "V2"}

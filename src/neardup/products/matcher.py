@@ -544,14 +544,7 @@ def code_parts(parts: dict[str, list]) -> dict[str, list]:
 
 def _joined_index(coded: list[dict[str, np.ndarray]]) -> dict[str, tuple]:
     """The set index of :func:`_indexed_jaccards` from the coded sets of :func:`code_parts`."""
-    out = {}
-    for f in _INDEXED:
-        arrays = [c[f] for c in coded]
-        off = np.zeros(len(arrays) + 1, np.int64)
-        np.cumsum([len(a) for a in arrays], out=off[1:])
-        flat = np.concatenate(arrays) if arrays else np.zeros(0, np.uint32)
-        out[f] = (flat.astype(np.uint32, copy=False), off)
-    return out
+    return {f: _joined([c[f] for c in coded], np.uint32) for f in _INDEXED}
 
 
 def _code_sets(sets: Sequence[set[str]], vocab: dict[str, int] | None = None
@@ -659,12 +652,7 @@ def _kernel_arrays(d: OfferDescriptions, coded: list[dict] | None = None,
     units = d.units + ("",) * (3 - len(d.units))
     special = np.array([unit_code.get(u, -1) for u in units[:3]], np.int64)
     main = unit_code.get(d.main_unit, -1) if d.main_unit is not None else -1
-    brand_code: dict[str, int] = {}
-    brand = np.array([brand_code.setdefault(b, len(brand_code)) if b else -1
-                      for b in d.brands], np.int64)
-    shop_code: dict[str, int] = {}
-    shop = np.array([shop_code.setdefault(x, len(shop_code)) if x else -1 for x in d.shops],
-                    np.int64)
+    brand, shop = _label_codes(d.brands), _label_codes(d.shops)
     n_off = np.zeros(len(d.number_lists) + 1, np.int64)
     np.cumsum([len(v) for v in d.number_lists], out=n_off[1:])
     size = int(n_off[-1])
@@ -691,6 +679,12 @@ def _measure_keys(measures: Sequence[dict[str, set[str]]]
                    | value_code.setdefault(v, len(value_code))
                    for u, vals in m.items() for v in vals) for m in measures]
     return keys, unit_code
+
+
+def _label_codes(labels: Sequence[str]) -> np.ndarray:
+    """Each label as a number, by first appearance; -1 for an empty one (no brand, no shop)."""
+    code: dict[str, int] = {}
+    return np.array([code.setdefault(x, len(code)) if x else -1 for x in labels], np.int64)
 
 
 def _joined(arrays: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
