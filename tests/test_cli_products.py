@@ -264,3 +264,29 @@ def test_the_blocking_line_says_which_offers_were_compared_by_their_rarest_word(
     text = _blocking_text({**base, "fallback_offers": 1200, "offers_without_candidates": 3})
     assert "1,200 offers whose shared words are all too common compared with" in text
     assert "3 offers in no candidate pair (they share no word" in text
+
+
+def test_two_catalogues_numbered_alike_with_a_truth_of_bare_ids(tmp_path, capsys):
+    # the clean-clean benchmark shape: two '#'-separated files numbering their records from 0,
+    # and a truth listing (first file's id, second file's id)
+    (tmp_path / "amazon.csv").write_text(
+        "id#title#description#manufacturer#price\n"
+        "0#clickart 950 000 - premier image pack (dvd-rom)##broderbund#0.0\n"
+        "1#adobe premiere pro cs3 upgrade#upgrade version#adobe#299.0\n")
+    (tmp_path / "gp.csv").write_text(
+        "id#title#description#manufacturer#price\n"
+        "0#adobe premiere pro cs3 software upgrade#video editing#adobe#294.99\n"
+        "1#broderbund clickart 950000 premier image pack#clip art##22.5\n"
+        "2#norton antivirus 2007#antivirus#symantec#39.99\n")
+    (tmp_path / "gt.csv").write_text("D1#D2\n0#1\n1#0\n")
+    out = tmp_path / "o"
+    rc = main(["products", "dedup", str(tmp_path / "amazon.csv"), str(tmp_path / "gp.csv"),
+               "--sep", "#", "--link", "--qualify-ids", "--truth", str(tmp_path / "gt.csv"),
+               "-o", str(out)])
+    assert rc == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "ids read as amazon/ID in D1, gp/ID in D2" in shown
+    s = json.loads((out / "summary.json").read_text())
+    assert s["quality"]["truth"]["ids_by_file"] == {"D1": "amazon", "D2": "gp"}
+    assert s["quality"]["truth"]["positive_pairs"] == 2
+    assert s["quality"]["blocking"]["positives"] == 2

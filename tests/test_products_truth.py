@@ -285,3 +285,90 @@ def test_skipped_unknown_ids_do_not_search_the_offers_for_a_hint(tmp_path, monke
     with pytest.raises(InputError, match=r"lab.csv:3: unknown id 'gone0'"):
         load_truth(f, offers)
     assert calls == ["gone0"]
+
+
+def _two_files(left: list[str], right: list[str]) -> Offers:
+    ids = [f"abt/{i}" for i in left] + [f"buy/{i}" for i in right]
+    return Offers(ids=ids, shops=[i.split("/")[0] for i in ids], titles=ids,
+                  attributes=[{} for _ in ids], sources=ids, descriptions=[""] * len(ids),
+                  id_prefixes=["abt", "buy"])
+
+
+def _listed(t: Truth, offers: Offers) -> set:
+    """The truth's known pairs as (id, id, match), checked one pair at a time."""
+    out = set()
+    for a, b in itertools.combinations(range(len(offers.ids)), 2):
+        if t.is_known([a], [b])[0]:
+            out.add((offers.ids[a], offers.ids[b], bool(t.is_match([a], [b])[0])))
+    return out
+
+
+def test_bare_id_pairs_of_two_qualified_files_are_read_column_by_file(tmp_path):
+    # clean-clean benchmarks number both files' records alike and write the truth as bare ids,
+    # the first column the first file's; both files have offers numbered 0, 1 and 2
+    offers = _two_files(["0", "1", "2"], ["0", "1", "2", "5"])
+    positional = load_truth(_write(tmp_path / "gt.csv", "D1#D2\n0#2\n1#5\n2#0\n"), offers)
+    qualified = load_truth(_write(tmp_path / "q.csv", "abt/0,buy/2\nabt/1,buy/5\nabt/2,buy/0\n"),
+                           offers)
+    assert _listed(positional, offers) == _listed(qualified, offers)
+    assert ("abt/0", "buy/2", True) in _listed(positional, offers)
+    assert ("abt/0", "buy/0", False) in _listed(positional, offers)  # complete negatives
+    assert positional.counts["ids_by_file"] == {"D1": "abt", "D2": "buy"}
+    assert positional.counts["header"] == 1 and positional.counts["rows"] == 3
+    # no header: by position, named by column number
+    t = load_truth(_write(tmp_path / "nh.csv", "0,2\n1,5\n"), offers)
+    assert t.counts["ids_by_file"] == {"column 1": "abt", "column 2": "buy"}
+    assert t.counts["header"] == 0 and len(t.positives()[0]) == 2
+    # a header that names the files goes by the names, whatever their order
+    t = load_truth(_write(tmp_path / "named.csv", "buy_id,abt_id\n2,0\n5,1\n"), offers)
+    assert t.counts["ids_by_file"] == {"buy_id": "buy", "abt_id": "abt"}
+    assert _listed(t, offers) == _listed(load_truth(
+        _write(tmp_path / "n2.csv", "abt/0,buy/2\nabt/1,buy/5\n"), offers), offers)
+
+
+def test_bare_id_labelled_pairs_of_two_qualified_files(tmp_path):
+    offers = _two_files(["0", "1", "2"], ["0", "1", "2"])
+    f = _write(tmp_path / "test.csv",
+               "ltable_id,rtable_id,label\n0,1,1\n0,0,0\n2,2,0\n1,2,1\n")
+    t = load_truth(f, offers)
+    assert t.shape == "labelled_pairs"
+    assert t.counts["ids_by_file"] == {"ltable_id": "abt", "rtable_id": "buy"}
+    assert _listed(t, offers) == {("abt/0", "buy/1", True), ("abt/0", "buy/0", False),
+                                  ("abt/2", "buy/2", False), ("abt/1", "buy/2", True)}
+    # the label column first
+    g = _write(tmp_path / "lab_first.csv", "label,a,b\n1,0,1\n0,0,0\n0,2,2\n1,1,2\n")
+    assert _listed(load_truth(g, offers), offers) == _listed(t, offers)
+
+
+def test_bare_ids_by_file_keep_errors_and_leave_other_truths_alone(tmp_path):
+    offers = _two_files(["0", "1", "2"], ["0", "1", "2"])
+    # an id the file does not hold: named as read, with its line
+    bad = _write(tmp_path / "bad.csv", "D1,D2\n0,1\n1,2\n2,7\n")
+    with pytest.raises(InputError, match=r"bad.csv:4: unknown id 'buy/7'"):
+        load_truth(bad, offers)
+    assert load_truth(bad, offers, on_error="skip").counts["unknown_id"] == 1
+    # ids written with their file's name are read as written
+    t = load_truth(_write(tmp_path / "q.csv", "abt/0,buy/1\n"), offers)
+    assert "ids_by_file" not in t.counts
+    # entity ids (one id column) are not pairs: the hint to qualify them stays
+    with pytest.raises(InputError, match=r"e.csv:2: unknown id '0'.*write it as FILE/ID"):
+        load_truth(_write(tmp_path / "e.csv", "entity,id\nx,0\nx,1\n"), offers)
+    # three files: which file a column means is not known
+    three = Offers(ids=["a/0", "b/0", "c/0"], shops=["a", "b", "c"], titles=["t"] * 3,
+                   attributes=[{}, {}, {}], sources=["s"] * 3, descriptions=[""] * 3,
+                   id_prefixes=["a", "b", "c"])
+    with pytest.raises(InputError, match=r"bare ids such as '0'"):
+        load_truth(_write(tmp_path / "t3.csv", "x,y\n0,0\n"), three)
+
+
+def test_loaded_offers_name_their_files_in_the_order_given(tmp_path):
+    from neardup.products.loaders import load_offers
+
+    a = _write(tmp_path / "zeta.csv", "id,title\n0,Lumo LM46X210 TV\n1,Other 55 inch\n")
+    b = _write(tmp_path / "alpha.csv", "id,title\n0,Lumo LM-46X210 46 inch\n")
+    offers, _ = load_offers([a, b], qualify_ids=True)
+    assert offers.id_prefixes == ["zeta", "alpha"]
+    assert load_offers([a, b][:1])[0].id_prefixes == []
+    t = load_truth(_write(tmp_path / "gt.csv", "zeta,alpha\n0,0\n"), offers)
+    assert t.counts["ids_by_file"] == {"zeta": "zeta", "alpha": "alpha"}
+    assert _listed(t, offers) >= {("zeta/0", "alpha/0", True), ("zeta/1", "alpha/0", False)}

@@ -148,7 +148,8 @@ def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
                         "not UTF-8) or a codec name such as cp1252, used strictly")
     p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help=ON_ERROR_HELP)
     p.add_argument("--qualify-ids", action="store_true", help="prefix ids with the file name, "
-                   "for shops whose ids collide")
+                   "for shops whose ids collide (a truth of bare id pairs for two files is "
+                   "then read as first file, second file)")
     p.add_argument("--num-perm", type=int, default=240, metavar="K",
                    help="MinHash values per offer's model-word set, for LSH blocking "
                         "(default: 240)")
@@ -329,7 +330,13 @@ def _truth_text(t: dict) -> str:
            else "listed")
     return (f"{shape}: {t['labelled_offers']:,} of {t['offers']:,} offers labelled, "
             f"{t['positive_pairs']:,} matching and {t['negative_pairs']:,} non-matching pairs "
-            f"known (non-matches: {neg})")
+            f"known (non-matches: {neg})" + _by_file_text(t.get("ids_by_file")))
+
+
+def _by_file_text(by_file: dict | None) -> str:
+    if not by_file:
+        return ""
+    return "; ids read as " + ", ".join(f"{f}/ID in {c}" for c, f in by_file.items())
 
 
 def _quality_rows(q: dict) -> Rows:

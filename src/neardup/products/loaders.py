@@ -306,6 +306,8 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
          "on_error": on_error, "qualify_ids": qualify_ids, "sep": sep,
          "roles": _check_roles(roles)}
     offers = Offers()
+    if qualify_ids:
+        offers.id_prefixes = list(dict.fromkeys(_stem(os.fspath(p)) for p in paths))
     labels: list[str | None] = []
     b = _Builder(a, offers, labels)
     tv_files = []

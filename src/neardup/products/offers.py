@@ -44,6 +44,9 @@ class Offers:
     formats: set[str] = field(default_factory=set)
     #: fields (columns) of the records that nothing read -> how many records had them
     unused_fields: dict[str, int] = field(default_factory=dict)
+    #: with ids qualified by their file (``qualify_ids``): the names put before the ids
+    #: (``NAME/ID``), one per input file, in the order the files were given
+    id_prefixes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -20,6 +20,12 @@ pairs; one, beside a column whose values repeat: entities; three columns: the on
 is the label). A first row in which
 no cell is a known id or a label value is a header. ``format=`` names the shape outright.
 
+Where the offers come from two files with ids qualified by their file's name
+(``--qualify-ids``: ``abt/0``) and a pair list names bare ids (``0,2``), the first id column is
+read as the first file's ids and the second as the second's (by the files' names where the
+header names them, such as ``abt_id,buy_id``), as clean-clean benchmarks write their truth; the
+summary says which column was read as which file's (``ids_by_file``).
+
 An unknown id is an :class:`.InputError` naming the file and line (``on_error="fail"``) or is
 counted (``"skip"``); a pair labelled both 1 and 0 is always an error naming both lines. An
 id given two entities joins them into one (their pairs' union; counted). Self pairs and
@@ -386,6 +392,48 @@ def _bare_hint(sample: list[list[str]], known: set) -> str:
     return f": they hold bare ids such as {cell!r}{_qualified_hint(cell, known)}"
 
 
+def _ids_by_file(rows: list[tuple[int, list]], prefixes: Sequence[str], known: set
+                 ) -> tuple[list[tuple[int, list]], dict[str, str] | None]:
+    """A pair list of bare ids against the offers of two files whose ids carry their file's
+    name (``--qualify-ids``), as clean-clean benchmarks write it (``D1,D2`` or
+    ``ltable_id,rtable_id,label``: the first id column names offers of the first file, the
+    second of the second): the rows with those ids written ``FILE/ID``, and which column was
+    read as which file's; the columns go by the files' names where the header names them
+    (``abt_id,buy_id``), else by position. Unchanged (and ``None``) where any id is known as
+    written, where the columns are not two ids (and a label), or where fewer than half of the
+    first rows' ids are then known."""
+    width = len(rows[0][1])
+    if len(prefixes) != 2 or width not in (2, 3) or any(len(r) != width for _, r in rows):
+        return rows, None
+    sample = [[str(c) for c in r] for _, r in rows[:_SAMPLE + 1]]
+    if any(c in known for r in sample for c in r):
+        return rows, None
+    data = sample[1:] or sample
+    cols = [0, 1]
+    if width == 3:
+        labels = [j for j in range(3) if all(_label(r[j]) is not None for r in data)]
+        lab = 2 if 2 in labels or not labels else labels[0]
+        cols = [j for j in range(3) if j != lab]
+    first = sample[0]
+    names = [_name(first[j]).removeprefix("id").strip("_") for j in cols]
+    files = [p.lower() for p in prefixes]
+    order = list(prefixes)
+    if sorted(names) == sorted(files) and names[0] != names[1]:
+        order = [prefixes[files.index(n)] for n in names]
+    fix = dict(zip(cols, order))
+
+    def qualified(r: list) -> list:
+        return [f"{fix[j]}/{c}" if j in fix else c for j, c in enumerate(r)]
+
+    hits = sum(all(qualified(r)[j] in known for j in cols) for r in data)
+    if hits * 2 < len(data):
+        return rows, None
+    header = not all(qualified(first)[j] in known for j in cols)
+    label = [first[j] if header else f"column {j + 1}" for j in cols]
+    return ([(line, qualified([str(c) for c in r])) for line, r in rows],
+            dict(zip(label, order)))
+
+
 def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, name: str,
             delim: str) -> tuple[str, tuple[int, ...], bool]:
     """``(shape, columns, header)``: the shape, the cell positions of (entity, id) or (a, b)
@@ -476,9 +524,14 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
     if not rows:
         raise InputError("empty truth file", path=name, reason="empty", whole_file=True)
     row_of = {rid: i for i, rid in enumerate(offers.ids)}
+    by_file = None
+    if not is_jsonl and format in ("auto", "pairs", "labelled_pairs"):
+        rows, by_file = _ids_by_file(rows, offers.id_prefixes, set(row_of))
     shape, cols, header = _layout(rows, is_jsonl, set(row_of), format, name, delim)
     counts = {"rows": len(rows) - header, "header": int(header), "unknown_id": 0,
               "bad_rows": 0, "self_pairs": 0, "repeated": 0}
+    if by_file is not None:
+        counts["ids_by_file"] = by_file
     width = {"pairs": 2, "entities": 2, "labelled_pairs": 3}[shape]
 
     def bad(msg: str | Callable[[], str], line: int, reason: str, key: str) -> None:
