@@ -319,6 +319,9 @@ def test_bare_id_pairs_of_two_qualified_files_are_read_column_by_file(tmp_path):
     t = load_truth(_write(tmp_path / "nh.csv", "0,2\n1,5\n"), offers)
     assert t.counts["ids_by_file"] == {"column 1": "abt", "column 2": "buy"}
     assert t.counts["header"] == 0 and len(t.positives()[0]) == 2
+    # JSONL lists likewise
+    t = load_truth(_write(tmp_path / "gt.jsonl", "[0, 2]\n[1, 5]\n[2, 0]\n"), offers)
+    assert _listed(t, offers) == _listed(qualified, offers)
     # a header that names the files goes by the names, whatever their order
     t = load_truth(_write(tmp_path / "named.csv", "buy_id,abt_id\n2,0\n5,1\n"), offers)
     assert t.counts["ids_by_file"] == {"buy_id": "buy", "abt_id": "abt"}

@@ -21,7 +21,8 @@ is the label). A first row in which
 no cell is a known id or a label value is a header. ``format=`` names the shape outright.
 
 Where the offers come from two files with ids qualified by their file's name
-(``--qualify-ids``: ``abt/0``) and a pair list names bare ids (``0,2``), the first id column is
+(``--qualify-ids``: ``abt/0``) and a pair list names bare ids (``0,2``, JSONL ``[0, 2]``), the
+first id column is
 read as the first file's ids and the second as the second's (by the files' names where the
 header names them, such as ``abt_id,buy_id``), as clean-clean benchmarks write their truth; the
 summary says which column was read as which file's (``ids_by_file``).
@@ -525,7 +526,7 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
         raise InputError("empty truth file", path=name, reason="empty", whole_file=True)
     row_of = {rid: i for i, rid in enumerate(offers.ids)}
     by_file = None
-    if not is_jsonl and format in ("auto", "pairs", "labelled_pairs"):
+    if format in ("auto", "pairs", "labelled_pairs"):  # CSV rows, or JSONL lists
         rows, by_file = _ids_by_file(rows, offers.id_prefixes, set(row_of))
     shape, cols, header = _layout(rows, is_jsonl, set(row_of), format, name, delim)
     counts = {"rows": len(rows) - header, "header": int(header), "unknown_id": 0,
