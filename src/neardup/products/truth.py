@@ -22,10 +22,9 @@ no cell is a known id or a label value is a header. ``format=`` names the shape 
 
 Where the offers come from two files with ids qualified by their file's name
 (``--qualify-ids``: ``abt/0``) and a pair list names bare ids (``0,2``, JSONL ``[0, 2]``), the
-first id column is
-read as the first file's ids and the second as the second's (by the files' names where the
-header names them, such as ``abt_id,buy_id``), as clean-clean benchmarks write their truth; the
-summary says which column was read as which file's (``ids_by_file``).
+first id column is read as the first file's ids and the second as the second's (by the files'
+names where the header names them, such as ``abt_id,buy_id``), as clean-clean benchmarks write
+their truth; the summary says which column was read as which file's (``ids_by_file``).
 
 An unknown id is an :class:`.InputError` naming the file and line (``on_error="fail"``) or is
 counted (``"skip"``); a pair labelled both 1 and 0 is always an error naming both lines. An
