@@ -350,6 +350,11 @@ def test_bare_ids_by_file_keep_errors_and_leave_other_truths_alone(tmp_path):
     with pytest.raises(InputError, match=r"bad.csv:4: unknown id 'buy/7'"):
         load_truth(bad, offers)
     assert load_truth(bad, offers, on_error="skip").counts["unknown_id"] == 1
+    short = _write(tmp_path / "short.csv", "D1,D2\n0,1\n1\n2,2\n")
+    with pytest.raises(InputError, match=r"short.csv:3: expected 2 fields"):
+        load_truth(short, offers)
+    t = load_truth(short, offers, on_error="skip")
+    assert t.counts["bad_rows"] == 1 and len(t.positives()[0]) == 2
     # ids written with their file's name are read as written
     t = load_truth(_write(tmp_path / "q.csv", "abt/0,buy/1\n"), offers)
     assert "ids_by_file" not in t.counts

@@ -403,9 +403,9 @@ def _ids_by_file(rows: list[tuple[int, list]], prefixes: Sequence[str], known: s
     written, where the columns are not two ids (and a label), or where fewer than half of the
     first rows' ids are then known."""
     width = len(rows[0][1])
-    if len(prefixes) != 2 or width not in (2, 3) or any(len(r) != width for _, r in rows):
+    if len(prefixes) != 2 or width not in (2, 3):
         return rows, None
-    sample = [[str(c) for c in r] for _, r in rows[:_SAMPLE + 1]]
+    sample = [[str(c) for c in r] for _, r in rows[:_SAMPLE + 1] if len(r) == width]
     if any(c in known for r in sample for c in r):
         return rows, None
     data = sample[1:] or sample
@@ -430,8 +430,9 @@ def _ids_by_file(rows: list[tuple[int, list]], prefixes: Sequence[str], known: s
         return rows, None
     header = not all(qualified(first)[j] in known for j in cols)
     label = [first[j] if header else f"column {j + 1}" for j in cols]
-    return ([(line, qualified([str(c) for c in r])) for line, r in rows],
-            dict(zip(label, order)))
+    # a row of another width is left as it is, for the error that names its line
+    return ([(line, qualified([str(c) for c in r]) if len(r) == width else r)
+             for line, r in rows], dict(zip(label, order)))
 
 
 def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, name: str,
