@@ -406,7 +406,7 @@ def _ids_by_file(rows: list[tuple[int, list]], prefixes: Sequence[str], known: s
     if len(prefixes) != 2 or width not in (2, 3):
         return rows, None
     sample = [[str(c) for c in r] for _, r in rows[:_SAMPLE + 1] if len(r) == width]
-    if any(c in known for r in sample for c in r):
+    if not sample or any(c in known for r in sample for c in r):
         return rows, None
     data = sample[1:] or sample
     cols = [0, 1]
@@ -525,10 +525,11 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
     if not rows:
         raise InputError("empty truth file", path=name, reason="empty", whole_file=True)
     row_of = {rid: i for i, rid in enumerate(offers.ids)}
+    known = set(row_of)
     by_file = None
     if format in ("auto", "pairs", "labelled_pairs"):  # CSV rows, or JSONL lists
-        rows, by_file = _ids_by_file(rows, offers.id_prefixes, set(row_of))
-    shape, cols, header = _layout(rows, is_jsonl, set(row_of), format, name, delim)
+        rows, by_file = _ids_by_file(rows, offers.id_prefixes, known)
+    shape, cols, header = _layout(rows, is_jsonl, known, format, name, delim)
     counts = {"rows": len(rows) - header, "header": int(header), "unknown_id": 0,
               "bad_rows": 0, "self_pairs": 0, "repeated": 0}
     if by_file is not None:
