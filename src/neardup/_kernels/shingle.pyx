@@ -29,6 +29,7 @@ cdef extern from *:
     #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) \
         && __GNUC__ >= 11
     #define ND_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+    #define ND_CLONES_ON 1
     #else
     #define ND_CLONES
     #endif
@@ -41,44 +42,43 @@ cdef extern from *:
 
     /* out[j] = fmix64(FNV fold, from GOLDEN, of tok[j*offset : j*offset + width], ^ width) */
     #if defined(__GNUC__)
-    /* eight 64-bit lanes (GCC's and Clang's vector extensions: one AVX-512 register, two of
-       AVX2, four of SSE2), loaded and stored with memcpy (no alignment assumed) */
+    /* Several shingles at once in 64-bit vector lanes (GCC's and Clang's vector extensions),
+       loaded and stored with memcpy (no alignment assumed): eight with AVX-512 (one register,
+       vpmullq), four elsewhere. Eight lanes on AVX2 measured 1.6x slower for the whole
+       shingling and sketching than four: GCC kept such a vector on the stack and multiplied
+       it lane by lane. */
+    typedef uint64_t nd_u64x4 __attribute__((vector_size(32)));
     typedef uint64_t nd_u64x8 __attribute__((vector_size(64)));
-    #define ND_LANES 1
-    #endif
-
-    ND_CLONES static void nd_combine(const uint64_t* tok, int64_t m, int64_t offset,
-                                     int64_t width, uint64_t* out) {
-        int64_t j = 0;
-    #if defined(ND_LANES)
-        if (offset == 1) {
-            for (; j + 8 <= m; j += 8) {
-                nd_u64x8 h = {ND_GOLDEN, ND_GOLDEN, ND_GOLDEN, ND_GOLDEN,
-                              ND_GOLDEN, ND_GOLDEN, ND_GOLDEN, ND_GOLDEN}, t;
-                for (int64_t q = 0; q < width; q++) {
-                    memcpy(&t, tok + j + q, sizeof t);
-                    h = (h ^ t) * ND_FNV_PRIME;
-                }
-                h ^= (uint64_t)width;
-                h ^= h >> 33;
-                h *= 0xFF51AFD7ED558CCDULL;
-                h ^= h >> 33;
-                h *= 0xC4CEB9FE1A85EC53ULL;
-                h ^= h >> 33;
-                memcpy(out + j, &h, sizeof h);
-            }
+    #define ND_COMBINE_LANES(VT, L)                                                 \
+        for (; j + L <= m; j += L) {                                                \
+            VT h = ((VT){0}) ^ ND_GOLDEN, t;                                        \
+            for (int64_t q = 0; q < width; q++) {                                   \
+                memcpy(&t, tok + j + q, sizeof t);                                  \
+                h = (h ^ t) * ND_FNV_PRIME;                                         \
+            }                                                                       \
+            h ^= (uint64_t)width;                                                   \
+            h ^= h >> 33;                                                           \
+            h *= 0xFF51AFD7ED558CCDULL;                                             \
+            h ^= h >> 33;                                                           \
+            h *= 0xC4CEB9FE1A85EC53ULL;                                             \
+            h ^= h >> 33;                                                           \
+            memcpy(out + j, &h, sizeof h);                                          \
         }
     #else
-        if (offset == 1) {
-            for (; j + 8 <= m; j += 8) {
-                uint64_t h[8];
-                for (int l = 0; l < 8; l++) h[l] = ND_GOLDEN;
-                for (int64_t q = 0; q < width; q++)
-                    for (int l = 0; l < 8; l++) h[l] = nd_fnv_step(h[l], tok[j + l + q]);
-                for (int l = 0; l < 8; l++) out[j + l] = nd_fmix64(h[l] ^ (uint64_t)width);
-            }
+    /* eight shingles at a time in plain arrays, for the compiler to vectorise if it can */
+    #define ND_COMBINE_LANES(VT, L)                                                 \
+        for (; j + 8 <= m; j += 8) {                                                \
+            uint64_t h[8];                                                          \
+            for (int l = 0; l < 8; l++) h[l] = ND_GOLDEN;                           \
+            for (int64_t q = 0; q < width; q++)                                     \
+                for (int l = 0; l < 8; l++) h[l] = nd_fnv_step(h[l], tok[j + l + q]); \
+            for (int l = 0; l < 8; l++) out[j + l] = nd_fmix64(h[l] ^ (uint64_t)width); \
         }
     #endif
+
+    /* the shingles from j on, one at a time */
+    static inline void nd_combine_rest(const uint64_t* tok, int64_t j, int64_t m,
+                                       int64_t offset, int64_t width, uint64_t* out) {
         for (; j < m; j++) {
             const uint64_t* t = tok + j * offset;
             uint64_t h = ND_GOLDEN;
@@ -86,6 +86,54 @@ cdef extern from *:
             out[j] = nd_fmix64(h ^ (uint64_t)width);
         }
     }
+
+    #if defined(ND_CLONES_ON)
+    __attribute__((target("arch=x86-64-v4")))
+    static void nd_combine_v4(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
+                              uint64_t* out) {
+        int64_t j = 0;
+        if (offset == 1) {
+            ND_COMBINE_LANES(nd_u64x8, 8)
+        }
+        nd_combine_rest(tok, j, m, offset, width, out);
+    }
+
+    __attribute__((target_clones("arch=x86-64-v3", "default")))
+    static void nd_combine_v3(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
+                              uint64_t* out) {
+        int64_t j = 0;
+        if (offset == 1) {
+            ND_COMBINE_LANES(nd_u64x4, 4)
+        }
+        nd_combine_rest(tok, j, m, offset, width, out);
+    }
+
+    /* the AVX-512 build where the processor has x86-64-v4's instructions, else the
+       clones' own choice (AVX2 or plain x86-64) */
+    static void nd_combine(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
+                           uint64_t* out) {
+        static int v4 = -1;  /* found once; threads that race here find the same */
+        if (v4 < 0) {
+            __builtin_cpu_init();
+            v4 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                 && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")
+                 && __builtin_cpu_supports("avx512cd");
+        }
+        if (v4)
+            nd_combine_v4(tok, m, offset, width, out);
+        else
+            nd_combine_v3(tok, m, offset, width, out);
+    }
+    #else
+    static void nd_combine(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
+                           uint64_t* out) {
+        int64_t j = 0;
+        if (offset == 1) {
+            ND_COMBINE_LANES(nd_u64x4, 4)
+        }
+        nd_combine_rest(tok, j, m, offset, width, out);
+    }
+    #endif
 
     /* For hashes[0:n] (n <= ND_BLOCK): the OPH bin (multiply-shift of the high 32 bits of
        fmix64(hash ^ s_bin) onto [0, k)) and the value (its low 32 bits) of each. */
