@@ -87,26 +87,21 @@ cdef extern from *:
         }
     }
 
-    #if defined(ND_CLONES_ON)
-    __attribute__((target("arch=x86-64-v4")))
-    static void nd_combine_v4(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
-                              uint64_t* out) {
-        int64_t j = 0;
-        if (offset == 1) {
-            ND_COMBINE_LANES(nd_u64x8, 8)
+    /* nd_combine's definition under the name NAME, compiled with ATTR, L lanes of type VT */
+    #define ND_COMBINE_FN(NAME, ATTR, VT, L)                                        \
+        ATTR static void NAME(const uint64_t* tok, int64_t m, int64_t offset,        \
+                              int64_t width, uint64_t* out) {                         \
+            int64_t j = 0;                                                          \
+            if (offset == 1) {                                                      \
+                ND_COMBINE_LANES(VT, L)                                             \
+            }                                                                       \
+            nd_combine_rest(tok, j, m, offset, width, out);                         \
         }
-        nd_combine_rest(tok, j, m, offset, width, out);
-    }
 
-    __attribute__((target_clones("arch=x86-64-v3", "default")))
-    static void nd_combine_v3(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
-                              uint64_t* out) {
-        int64_t j = 0;
-        if (offset == 1) {
-            ND_COMBINE_LANES(nd_u64x4, 4)
-        }
-        nd_combine_rest(tok, j, m, offset, width, out);
-    }
+    #if defined(ND_CLONES_ON)
+    ND_COMBINE_FN(nd_combine_v4, __attribute__((target("arch=x86-64-v4"))), nd_u64x8, 8)
+    ND_COMBINE_FN(nd_combine_v3, __attribute__((target_clones("arch=x86-64-v3", "default"))),
+                  nd_u64x4, 4)
 
     /* the AVX-512 build where the processor has x86-64-v4's instructions, else the
        clones' own choice (AVX2 or plain x86-64) */
@@ -125,14 +120,7 @@ cdef extern from *:
             nd_combine_v3(tok, m, offset, width, out);
     }
     #else
-    static void nd_combine(const uint64_t* tok, int64_t m, int64_t offset, int64_t width,
-                           uint64_t* out) {
-        int64_t j = 0;
-        if (offset == 1) {
-            ND_COMBINE_LANES(nd_u64x4, 4)
-        }
-        nd_combine_rest(tok, j, m, offset, width, out);
-    }
+    ND_COMBINE_FN(nd_combine, , nd_u64x4, 4)
     #endif
 
     /* For hashes[0:n] (n <= ND_BLOCK): the OPH bin (multiply-shift of the high 32 bits of
