@@ -24,7 +24,8 @@ cdef extern from *:
     /* The hashing loops that run once per shingle, written so that the compiler vectorises
        them (eight 64-bit lanes with AVX-512, four with AVX2), and compiled for those and for
        plain x86-64 where the C library picks one at load time (GCC's target_clones, on x86-64
-       Linux); elsewhere, once, for the build's target. Each computes exactly what the scalar
+       Linux; nd_combine picks its AVX-512 build itself, as its lane count differs);
+       elsewhere, once, for the build's target. Each computes exactly what the scalar
        definitions compute: the vector lanes only do several shingles at once. */
     #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) \
         && __GNUC__ >= 11
