@@ -26,6 +26,7 @@ from neardup.verify import (
     jaccard_pairs,
     overlap_pairs,
     sort_unique_segments,
+    unsorted_overlap_pairs,
 )
 
 u64 = st.integers(min_value=0, max_value=2**64 - 1)
@@ -754,6 +755,67 @@ def test_id_table_rejects_what_is_not_a_string_and_leaves_the_batch_out():
         table.claim(["b"], np.zeros(2, np.int64))
 
 
+def segments(sets: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``sets`` laid out one after another: 32-bit values and offsets."""
+    hashes = np.array([x for s in sets for x in s], dtype=np.uint32)
+    offsets = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(s) for s in sets], out=offsets[1:])
+    return hashes, offsets
+
+
+# values that crowd one slot of the table: equal low bits, and equal after the multiplication's
+# top bits for small tables (multiples of a large power of two)
+_slot_crowd = st.one_of(st.integers(0, 40), st.integers(0, 2**32 - 1),
+                        st.integers(0, 15).map(lambda i: i << 28),
+                        st.integers(0, 255).map(lambda i: (i << 24) | 7))
+
+
+@given(st.lists(st.lists(_slot_crowd, max_size=60), min_size=1, max_size=8), st.data())
+def test_unsorted_overlap_matches_python_sets(sets, data):
+    """Jaccard and containment of unsorted segments with repeats, by a hash table per pair:
+    the values of Python sets, and exactly those of sorting and merging; the segments are left
+    as they were."""
+    hashes, offsets = segments(sets)
+    n = len(sets)
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               max_size=12))
+    left = np.array([p[0] for p in pairs], np.int64)
+    right = np.array([p[1] for p in pairs], np.int64)
+    before = hashes.copy()
+    jac = unsorted_overlap_pairs(hashes, offsets, left, right)
+    con = unsorted_overlap_pairs(hashes, offsets, left, right, containment=True)
+    assert np.array_equal(hashes, before)
+    for i, (a, b) in enumerate(pairs):
+        sa, sb = set(sets[a]), set(sets[b])
+        assert jac[i] == pytest.approx(oracles.jaccard(sa, sb), abs=1e-6)
+        assert con[i] == pytest.approx(len(sa & sb) / len(sa) if sa else 1.0, abs=1e-6)
+    ends = sort_unique_segments(hashes, offsets, np.arange(n))
+    assert np.array_equal(jac, overlap_pairs(hashes, offsets[:-1], ends, left, right))
+    assert np.array_equal(con, overlap_pairs(hashes, offsets[:-1], ends, left, right,
+                                             containment=True))
+
+
+def test_unsorted_overlap_of_large_sets_and_many_pairs():
+    """Sets of thousands of values after small ones (the table grows), and more pairs in one
+    call than the table's stamps count before they are cleared (16,383)."""
+    from neardup._kernels import verify as kernels
+
+    rng = np.random.default_rng(5)
+    big = rng.integers(0, 2**32, 6000, dtype=np.uint64)
+    sets = [[1, 2, 3], [3, 4], big[:5000].tolist(), big[1000:].tolist() + [7] * 50,
+            [5, 5, 5], []]
+    hashes, offsets = segments(sets)
+    left = rng.integers(0, len(sets), 40_000)
+    right = rng.integers(0, len(sets), 40_000)
+    out = np.empty(len(left), np.float32)
+    kernels.pair_overlap_unsorted(hashes, offsets, left, right, 0, out, 0, len(left))
+    expect = {(a, b): oracles.jaccard(set(sets[a]), set(sets[b]))
+              for a in range(len(sets)) for b in range(len(sets))}
+    assert expect[2, 3] == pytest.approx(4000 / 6001)
+    for i in range(len(left)):
+        assert out[i] == pytest.approx(expect[left[i], right[i]], abs=1e-6)
+
+
 def test_out_of_range_inputs_are_errors_not_memory_reads():
     """The compiled kernels index without checking: what they index by is checked first."""
     sh = csr([[1, 2, 3], [2, 3]])
@@ -771,6 +833,13 @@ def test_out_of_range_inputs_are_errors_not_memory_reads():
     h32 = np.array([3, 1, 2], np.uint32)
     with pytest.raises(ValueError, match="segment numbers"):
         sort_unique_segments(h32, np.array([0, 2, 3]), np.array([2]))
+    with pytest.raises(ValueError, match="rows 0..1"):
+        unsorted_overlap_pairs(h32, np.array([0, 2, 3]), np.array([0]), np.array([2]))
+    with pytest.raises(ValueError, match="within the 3 values"):
+        unsorted_overlap_pairs(h32, np.array([0, 2, 4]), np.array([0]), np.array([1]))
+    with pytest.raises(TypeError, match="uint32"):
+        unsorted_overlap_pairs(h32.astype(np.uint64), np.array([0, 2, 3]), np.array([0]),
+                               np.array([1]))
     with pytest.raises(ValueError, match="rows 0..2"):
         connected_components(3, np.array([0]), np.array([3]))
     with pytest.raises(ValueError, match="rank has 2 values"):

@@ -2,8 +2,9 @@
 """Verification kernels: exact overlap of sorted sets, MinHash estimates, sorting the 32-bit
 shingle fingerprints of a document set (see :mod:`neardup.verify`)."""
 
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 from ._common cimport radix_sort
 
@@ -146,5 +147,101 @@ def sort_unique_segments(uint32_t[::1] hashes, const int64_t[::1] offsets,
             ends[d] = a + u
     free(tmp)
     free(cnt)
+    if failed:
+        raise MemoryError()
+
+
+cdef extern from *:
+    """
+    /* The sizes of two sets given as unsorted 32-bit values with repeats, a[0:na] and
+       b[0:nb], and of their intersection, by one open-addressing table of (value, stamp):
+       a slot is taken in this pair when its stamp's upper bits are this pair's generation
+       (so the table is never cleared between pairs); the two low bits say whether the value
+       came from a (1), from b only (2), or from both (3). cap: a power of two >= 2 (na + nb)
+       slots. Sorting each document's values first and merging measured 3x slower for the
+       candidates of a million documents (each document is in about two pairs). */
+    static inline void nd_set_sizes(const uint32_t* a, int64_t na, const uint32_t* b,
+                                    int64_t nb, uint32_t* keys, uint16_t* stamps, int bits,
+                                    uint32_t gen, int64_t* ua, int64_t* ub, int64_t* inter) {
+        uint32_t mask = ((uint32_t)1 << bits) - 1, x, s;
+        uint16_t st, g = (uint16_t)(gen << 2);
+        int sh = 32 - bits;
+        int64_t i, u = 0, v = 0, c = 0;
+        for (i = 0; i < na; i++) {
+            x = a[i];
+            s = (uint32_t)(x * 2654435761u) >> sh;
+            for (;;) {
+                st = stamps[s];
+                if ((st & ~3u) != g) { keys[s] = x; stamps[s] = g | 1u; u++; break; }
+                if (keys[s] == x) break;
+                s = (s + 1) & mask;
+            }
+        }
+        for (i = 0; i < nb; i++) {
+            x = b[i];
+            s = (uint32_t)(x * 2654435761u) >> sh;
+            for (;;) {
+                st = stamps[s];
+                if ((st & ~3u) != g) { keys[s] = x; stamps[s] = g | 2u; v++; break; }
+                if (keys[s] == x) {
+                    if ((st & 3u) == 1u) { stamps[s] = g | 3u; v++; c++; }
+                    break;
+                }
+                s = (s + 1) & mask;
+            }
+        }
+        *ua = u; *ub = v; *inter = c;
+    }
+    """
+    void set_sizes "nd_set_sizes"(const uint32_t* a, int64_t na, const uint32_t* b, int64_t nb,
+                                  uint32_t* keys, uint16_t* stamps, int bits, uint32_t gen,
+                                  int64_t* ua, int64_t* ub, int64_t* inter) noexcept nogil
+
+
+def pair_overlap_unsorted(const uint32_t[::1] hashes, const int64_t[::1] offsets,
+                          const int64_t[::1] left, const int64_t[::1] right, int containment,
+                          float[::1] out, Py_ssize_t lo, Py_ssize_t hi):
+    """Jaccard (or, with ``containment``, ``|A & B| / |A|``) of the sets of the unsorted
+    segments ``hashes[offsets[d]:offsets[d+1]]`` (repeats allowed) of each pair
+    ``(left[p], right[p])``, ``p`` in [lo, hi)."""
+    cdef Py_ssize_t p
+    cdef int64_t a, b, ma, mb, ua, ub, inter, union
+    cdef int bits, cap_bits = 0
+    cdef uint32_t gen = 0
+    cdef uint32_t* keys = NULL
+    cdef uint16_t* stamps = NULL
+    cdef const uint32_t* h = &hashes[0] if hashes.shape[0] else NULL
+    cdef int failed = 0
+    with nogil:
+        for p in range(lo, hi):
+            a = left[p]
+            b = right[p]
+            ma = offsets[a + 1] - offsets[a]
+            mb = offsets[b + 1] - offsets[b]
+            bits = 4
+            while (<int64_t>1 << bits) < 2 * (ma + mb):
+                bits += 1
+            if bits > cap_bits or gen >= (1u << 14) - 1:
+                if bits > cap_bits:
+                    free(keys)
+                    free(stamps)
+                    cap_bits = bits if bits > 10 else 10
+                    keys = <uint32_t*>malloc((<size_t>1 << cap_bits) * sizeof(uint32_t))
+                    stamps = <uint16_t*>malloc((<size_t>1 << cap_bits) * sizeof(uint16_t))
+                    if keys == NULL or stamps == NULL:
+                        failed = 1
+                        break
+                memset(stamps, 0, (<size_t>1 << cap_bits) * sizeof(uint16_t))
+                gen = 0
+            gen += 1
+            set_sizes(h + offsets[a], ma, h + offsets[b], mb, keys, stamps, bits, gen, &ua, &ub,
+                      &inter)
+            if containment == 0:
+                union = ua + ub - inter
+                out[p] = (<double>inter / union) if union > 0 else 1.0
+            else:
+                out[p] = (<double>inter / ua) if ua > 0 else 1.0
+    free(keys)
+    free(stamps)
     if failed:
         raise MemoryError()

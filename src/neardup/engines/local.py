@@ -4,8 +4,8 @@
 documents arrive (:meth:`Deduplicator.add`); ``LSH -> verify -> cluster`` runs once over all
 documents (:meth:`Deduplicator.finish`). Only one copy of each exact-duplicate group is shingled
 and sketched. What is kept between chunks is the index: for exact verification, the LSH band keys
-of each distinct text (8 bytes per band) and its shingle hashes as 32-bit fingerprints (sorted
-into sets only for the documents that LSH proposes); for estimated verification, its signature
+of each distinct text (8 bytes per band) and its shingle hashes as 32-bit fingerprints (compared,
+as they are, for the pairs that LSH proposes); for estimated verification, its signature
 instead. Never the texts themselves.
 
 :func:`dedup_files` is the file job on top of it (``neardup dedup``): inputs read through
@@ -39,7 +39,7 @@ from ..result import JACCARD, MINHASH, Result
 from ..stages import NoProgress, Progress, RunSummary, fingerprint_chunk, sketch_chunk
 from ..text.normalize import is_arrow_strings, normalize
 from ..validate import check_choice, check_int
-from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments
+from ..verify import estimate_pairs, unsorted_overlap_pairs
 
 if TYPE_CHECKING:
     from ..io import OutputOptions, ReadOptions
@@ -382,10 +382,7 @@ class Deduplicator:
 
         self._stage("verify", 0, len(left))
         if self._exact:
-            # Only the documents in candidate pairs need their shingles as sorted sets; every
-            # member of a cluster and its representative are among them.
-            sh_end = sort_unique_segments(sh_hashes, sh_off, np.concatenate([left, right]))
-            sim = overlap_pairs(sh_hashes, sh_off[:-1], sh_end, left, right)
+            sim = unsorted_overlap_pairs(sh_hashes, sh_off, left, right)
             method = JACCARD
         else:
             sim = estimate_pairs(sigs, left, right)
@@ -401,9 +398,8 @@ class Deduplicator:
         members = np.flatnonzero(rep_u != np.arange(U))
         sim_u = np.ones(U, np.float32)
         if len(members):
-            sim_u[members] = (overlap_pairs(sh_hashes, sh_off[:-1], sh_end, members,
-                                            rep_u[members]) if self._exact
-                              else estimate_pairs(sigs, members, rep_u[members]))
+            sim_u[members] = (unsorted_overlap_pairs(sh_hashes, sh_off, members, rep_u[members])
+                              if self._exact else estimate_pairs(sigs, members, rep_u[members]))
 
         # expand from distinct texts to every document
         rows_all = np.arange(n, dtype=np.int64)
