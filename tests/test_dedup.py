@@ -140,6 +140,13 @@ def test_chain_of_edits_is_split_by_strict_mode():
     assert len(set(strict.labels.tolist())) > 1
     assert np.all(strict.similarity >= 0.6)
     assert np.any(comp.similarity < 0.6)  # the chain's far end is far from the representative
+    # each document's similarity to its representative: a verified pair's (looked up) or, for
+    # the chain's far members, computed; both the Jaccard of the shingle sets
+    sets = [set(oracles.shingle_hashes(normalize_text(t), "word", 2)) for t in chain]
+    for r in (comp, strict):
+        for i, rep in enumerate(r.representative):
+            assert r.similarity[i] == pytest.approx(oracles.jaccard(sets[i], sets[rep]),
+                                                    abs=1e-6)
 
 
 def test_exact_duplicates_first_and_empty_documents():

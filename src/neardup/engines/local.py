@@ -398,8 +398,16 @@ class Deduplicator:
         members = np.flatnonzero(rep_u != np.arange(U))
         sim_u = np.ones(U, np.float32)
         if len(members):
-            sim_u[members] = (unsorted_overlap_pairs(sh_hashes, sh_off, members, rep_u[members])
-                              if self._exact else estimate_pairs(sigs, members, rep_u[members]))
+            # most members are verified neighbours of their representative: their similarity
+            # is known; the others' is computed
+            reps = rep_u[members]
+            known, found = _pair_lookup(U, left, right, sim, members, reps)
+            todo = ~found
+            if todo.any():
+                known[todo] = (unsorted_overlap_pairs(sh_hashes, sh_off, members[todo],
+                                                      reps[todo]) if self._exact
+                               else estimate_pairs(sigs, members[todo], reps[todo]))
+            sim_u[members] = known
 
         # expand from distinct texts to every document
         rows_all = np.arange(n, dtype=np.int64)
@@ -437,6 +445,24 @@ class Deduplicator:
             self.run_summary.skipped = {"total": self._skipped, "by_reason": {
                 str(SkipReason.NON_STRING_FIELD): self._skipped}}
         return self.run_summary.to_dict()
+
+
+def _pair_lookup(n: int, left: np.ndarray, right: np.ndarray, values: np.ndarray,
+                 a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``values`` of the pairs ``(a[i], b[i])`` among the pairs ``(left, right)`` of rows
+    ``0..n-1``, in either order: ``(found values, or 0, found mask)``."""
+    out = np.zeros(len(a), values.dtype)
+    if len(left) == 0 or len(a) == 0:
+        return out, np.zeros(len(a), bool)
+    n = np.int64(n)
+    keys = np.minimum(left, right) * n + np.maximum(left, right)
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    want = np.minimum(a, b) * n + np.maximum(a, b)
+    at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    found = keys[at] == want
+    out[found] = values[order[at[found]]]
+    return out, found
 
 
 def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
