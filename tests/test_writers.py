@@ -494,6 +494,29 @@ def test_copy_by_spans_notices_a_shorter_file(tmp_path):
                            spans=spans[:2])
 
 
+def test_copy_start_is_announced_once_in_the_writing_thread(tmp_path):
+    """:func:`writers.on_copy_start`: the callback runs once, in the thread that writes, when
+    the kept lines start being copied (after the preparation that needs the GIL), and not for
+    the next write unless set again."""
+    import threading
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(b'{"text":"%d"}\n' % i for i in range(50)))
+    locations, spans = _read_with_spans([path])
+    keep = np.arange(50) % 3 != 0
+    calls = []
+    writers.on_copy_start(lambda: calls.append(threading.get_ident()))
+    try:
+        write_deduplicated([path], keep, tmp_path / "a", locations=locations, spans=spans)
+        write_deduplicated([path], keep, tmp_path / "b", locations=locations, spans=spans)
+    finally:
+        writers.on_copy_start(None)
+    assert calls == [threading.get_ident()]
+    expect = b"".join(b'{"text":"%d"}\n' % i for i in range(50) if i % 3)
+    assert (tmp_path / "a" / "in.jsonl").read_bytes() == expect
+    assert (tmp_path / "b" / "in.jsonl").read_bytes() == expect
+
+
 def test_compressed_sources_have_no_spans(tmp_path):
     path = tmp_path / "in.jsonl.gz"
     path.write_bytes(gzip.compress(b'{"text":"a"}\n{"text":"b"}\n'))

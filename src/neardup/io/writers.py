@@ -16,6 +16,7 @@ import io
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -646,6 +647,24 @@ class _Writeback:
                 self.start = None
 
 
+_copying = threading.local()
+
+
+def on_copy_start(callback: Any) -> None:
+    """Have ``callback()`` called once, in this thread, when a copy of this thread's next
+    :func:`write_deduplicated` hands its bytes to the threads that copy them outside the GIL
+    (``None``: no longer). A caller that runs other Python work beside the copy waits for it,
+    so that the copy's own preparation is not held up by that work."""
+    _copying.callback = callback
+
+
+def _copy_starting() -> None:
+    callback = getattr(_copying, "callback", None)
+    if callback is not None:
+        _copying.callback = None
+        callback()
+
+
 def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray,
                  threads: int | None = None) -> bool:
     """Append the bytes ``[starts[i], ends[i])`` of the file ``path`` to ``out``, in order,
@@ -690,6 +709,7 @@ def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray
         bounds[-1] = len(run_starts)
         jobs = [(run_starts[a:b].tolist(), run_ends[a:b].tolist(), dest[a:b].tolist())
                 for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        _copy_starting()
         if len(jobs) == 1:
             ok = _copy_runs(src, dst, *jobs[0])
         else:
@@ -762,6 +782,7 @@ def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarra
         return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, lo, hi, last, block,
                            not direct)
 
+    _copy_starting()
     if len(jobs) <= 1:
         codes = [job(j) for j in jobs]
     else:
