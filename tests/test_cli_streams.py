@@ -111,14 +111,11 @@ import sys
 import time
 from neardup.cli import main
 
-import neardup.io
-from neardup.io import writers
-
 def interrupted(*a, **k):
-    writers._copy_starting()  # the copy is under way: the tables are written meanwhile
-    time.sleep(0.5)
+    time.sleep(0.5)  # the tables, written meanwhile, are in place
     raise KeyboardInterrupt
 
+import neardup.io
 neardup.io.write_deduplicated = interrupted
 sys.exit(main(["dedup", {str(NEWS)!r}, "--id-field", "id", "-o", "out", "--quiet"]))
 """

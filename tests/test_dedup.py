@@ -278,3 +278,100 @@ def test_prefetch_keeps_order_raises_in_place_and_stops_on_close():
     with _Prefetch(endless()) as p:
         assert next(iter(p)) == 0
     assert closed.wait(5)  # leaving the block stopped the reader thread and closed its source
+
+
+class _Recording:
+    """A KeepStream that records the pieces it is told."""
+
+    def __init__(self, n):
+        from neardup.io.writers import KeepStream
+
+        self.inner = KeepStream(n)
+        self.pieces = []
+
+    @property
+    def decided(self):
+        return self.inner.decided
+
+    def decide(self, flags):
+        self.pieces.append(len(flags))
+        self.inner.decide(flags)
+
+    def fail(self, error):
+        self.inner.fail(error)
+
+
+@pytest.mark.parametrize("cluster,keep,verify", [("components", "first", "exact"),
+                                                 ("strict", "longest", "exact"),
+                                                 ("components", "longest", "estimate"),
+                                                 ("strict", "first", "estimate")])
+def test_keep_flags_told_in_order_match_the_result(cluster, keep, verify):
+    """Verification and clustering cut into groups of candidates, deciding the documents in
+    order (for the corpus to be written meanwhile): the flags told are the result's, told in
+    several pieces, and the result is the one of deciding all at once."""
+    from neardup.engines.local import Deduplicator
+
+    texts, _ = make_corpus(1500, dup_fraction=0.4, seed=3, words=(20, 60))
+    texts = texts + texts[:50] + [""] * 3  # exact duplicates and empty documents too
+    runs = []
+    for told in (False, True):
+        d = Deduplicator(threshold=0.7, shingle="word:3", cluster=cluster, keep=keep,
+                         verify=verify)
+        for s in range(0, len(texts), 400):
+            d.add(texts[s:s + 400])
+        rec = _Recording(len(texts)) if told else None
+        runs.append((d.finish(rec), rec))
+    (base, _), (result, rec) = runs
+    assert rec.decided == len(texts) and len(rec.pieces) >= 4
+    assert np.array_equal(rec.inner.array, result.keep)
+    assert np.array_equal(result.keep, base.keep)
+    assert np.array_equal(result.representative, base.representative)
+    assert np.array_equal(result.labels, base.labels)
+    assert np.array_equal(result.similarity, base.similarity)
+    for col in ("left", "right", "similarity"):
+        assert np.array_equal(getattr(result.pairs, col), getattr(base.pairs, col))
+    assert (~result.keep).sum() > 100
+
+
+def test_a_failed_finish_tells_the_keep_stream(monkeypatch):
+    """An error in verification (here: LSH out of memory) reaches whoever waits for flags."""
+    import neardup.engines.local as local
+    from neardup.errors import ConfigError
+    from neardup.io.writers import KeepStream
+
+    def no_room(*a, **k):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(local, "candidates_from_keys", no_room)
+    d = local.Deduplicator()
+    d.add(["a b c d e f g", "a b c d e f g h"])
+    stream = KeepStream(2)
+    with pytest.raises(MemoryError):
+        d.finish(stream)
+    with pytest.raises(ConfigError, match="stopped before it decided"):
+        stream.wait(2)
+
+
+def test_a_run_that_fails_while_deciding_leaves_no_output(tmp_path, monkeypatch):
+    """The corpus copy starts before verification: when verification fails, the copy stops,
+    and the run leaves no file of its own (the output folder it made stays empty)."""
+    import json
+
+    import neardup.engines.local as local
+    from neardup.engines.local import dedup_files
+
+    src = tmp_path / "in.jsonl"
+    texts, _ = make_corpus(300, seed=4, words=(20, 40))
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+
+    def no_room(*a, **k):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(local, "candidates_from_keys", no_room)
+    with pytest.raises(MemoryError):
+        dedup_files([src], tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+    monkeypatch.undo()
+    summary = dedup_files([src], tmp_path / "out")
+    assert summary["kept"] == len((tmp_path / "out" / "deduplicated" / "in.jsonl")
+                                  .read_text().splitlines())

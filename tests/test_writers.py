@@ -84,6 +84,7 @@ def old_copy_jsonl(stream, src, staged, keep, lines, spans=None):
     base = stream.count
     if base + len(lines) > keep.n:
         raise ConfigError("keep has fewer flags than the inputs hold records")
+    keep.ready()  # flags decided while the corpus is written: all of them
     wanted = iter(lines[keep.array[base:base + len(lines)]].tolist())
     stream.count += len(lines)
     nxt = next(wanted, None)
@@ -492,29 +493,6 @@ def test_copy_by_spans_notices_a_shorter_file(tmp_path):
     with pytest.raises(ConfigError, match="spans has shape"):
         write_deduplicated([path], np.ones(3, bool), tmp_path / "out", locations=locations,
                            spans=spans[:2])
-
-
-def test_copy_start_is_announced_once_in_the_writing_thread(tmp_path):
-    """:func:`writers.on_copy_start`: the callback runs once, in the thread that writes, when
-    the kept lines start being copied (after the preparation that needs the GIL), and not for
-    the next write unless set again."""
-    import threading
-
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join(b'{"text":"%d"}\n' % i for i in range(50)))
-    locations, spans = _read_with_spans([path])
-    keep = np.arange(50) % 3 != 0
-    calls = []
-    writers.on_copy_start(lambda: calls.append(threading.get_ident()))
-    try:
-        write_deduplicated([path], keep, tmp_path / "a", locations=locations, spans=spans)
-        write_deduplicated([path], keep, tmp_path / "b", locations=locations, spans=spans)
-    finally:
-        writers.on_copy_start(None)
-    assert calls == [threading.get_ident()]
-    expect = b"".join(b'{"text":"%d"}\n' % i for i in range(50) if i % 3)
-    assert (tmp_path / "a" / "in.jsonl").read_bytes() == expect
-    assert (tmp_path / "b" / "in.jsonl").read_bytes() == expect
 
 
 def test_compressed_sources_have_no_spans(tmp_path):
@@ -927,3 +905,104 @@ def test_a_writer_without_parents_never_brings_back_a_removed_folder(tmp_path, k
         with pytest.raises(OutputError):
             writers.concat_files([src, src], dest, "jsonl", parents=False)
         assert not run.exists()
+
+def _feed(stream, flags, steps, delay=0.0):
+    """Decide ``flags`` on ``stream`` in ``steps`` pieces, from another thread."""
+    import threading
+    import time
+
+    cuts = sorted({0, len(flags), *steps})
+
+    def run():
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            time.sleep(delay)
+            stream.decide(flags[a:b])
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lengths=st.lists(st.integers(1, 9000), min_size=1, max_size=60),
+       seed=st.integers(0, 2**16), steps=st.lists(st.integers(0, 60), max_size=6),
+       fail_direct=st.booleans())
+def test_kept_lines_are_copied_as_their_flags_are_decided(tmp_path_factory, monkeypatch,
+                                                          lengths, seed, steps, fail_direct):
+    """A JSONL file whose keep flags arrive in pieces: each piece's kept lines are copied as it
+    comes (past the page cache in whole blocks, the last one padded and cut; or through it
+    where direct writes are refused), and the output is the kept lines, byte for byte."""
+    from neardup._kernels import copyout
+    from neardup.io.writers import KeepStream
+
+    tmp = tmp_path_factory.mktemp("stream")
+    rng = np.random.default_rng(seed)
+    lines = [orjson.dumps({"text": "x" * (n - 13)}) + b"\n" for n in lengths]
+    path = tmp / "in.jsonl"
+    path.write_bytes(b"".join(lines))
+    locations, spans = _read_with_spans([path])
+    flags = rng.random(len(lines)) < 0.7
+    monkeypatch.setattr(writers, "_DIRECT_COPY", 0)  # small files take the streaming copy too
+    monkeypatch.setattr(writers, "_PARALLEL_COPY", 4096)  # and two threads
+    calls = []
+    packed = copyout.copy_packed
+
+    def copy_packed(*a):
+        calls.append(a[-1])  # writeback: through the page cache
+        if fail_direct and not a[-1]:
+            return errno.EINVAL
+        return packed(*a)
+
+    monkeypatch.setattr(copyout, "copy_packed", copy_packed)
+    stream = KeepStream(len(lines))
+    feeder = _feed(stream, flags, steps)
+    written = write_deduplicated([path], stream, tmp / "out", locations=locations, spans=spans)
+    feeder.join()
+    expect = b"".join(x for x, k in zip(lines, flags) if k)
+    assert written == [tmp / "out" / "in.jsonl"]
+    assert written[0].read_bytes() == expect
+    if flags.any():
+        assert calls  # the streaming copy ran (by blocks of this process)
+    if fail_direct and calls:
+        assert calls[-1] is True
+
+
+def test_a_failed_decision_stops_the_copy_and_leaves_nothing(tmp_path, monkeypatch):
+    """The deciding side fails after deciding some flags: the copy stops with a clear error and
+    its temporary output is removed; a file that shrank meanwhile is named."""
+    from neardup.io.writers import KeepStream
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(b'{"text":"%05d"}\n' % i for i in range(2000)))
+    locations, spans = _read_with_spans([path])
+    monkeypatch.setattr(writers, "_DIRECT_COPY", 0)
+    stream = KeepStream(2000)
+    stream.decide(np.ones(500, bool))
+    stream.fail(MemoryError())
+    with pytest.raises(ConfigError, match="stopped before it decided"):
+        write_deduplicated([path], stream, tmp_path / "out", locations=locations, spans=spans)
+    assert list((tmp_path / "out").iterdir()) == []
+    stream = KeepStream(2000)
+    stream.decide(np.ones(2000, bool))
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ConfigError, match="shorter than when it was read"):
+        write_deduplicated([path], stream, tmp_path / "out", locations=locations, spans=spans)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_other_inputs_wait_for_every_flag(tmp_path):
+    """A CSV file (rows rewritten, not copied by bytes): written once every flag is decided,
+    from another thread meanwhile, with the same rows as from a plain array."""
+    from neardup.io.writers import KeepStream
+
+    path = tmp_path / "in.csv"
+    path.write_text("id,text\n" + "".join(f"{i},text {i}\n" for i in range(40)))
+    flags = np.arange(40) % 4 != 1
+    stream = KeepStream(40)
+    feeder = _feed(stream, flags, [5, 17, 30], delay=0.05)
+    out = write_deduplicated([path], stream, tmp_path / "a")
+    feeder.join()
+    write_deduplicated([path], flags, tmp_path / "b")
+    assert out[0].read_bytes() == (tmp_path / "b" / "in.csv").read_bytes()
+    with pytest.raises(ValueError, match="41 flags decided for 40"):
+        stream.decide(np.ones(1, bool))

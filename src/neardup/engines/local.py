@@ -2,7 +2,8 @@
 
 ``read -> normalise -> fingerprint (exact groups) -> shingle -> sketch`` runs per chunk as
 documents arrive (:meth:`Deduplicator.add`); ``LSH -> verify -> cluster`` runs once over all
-documents (:meth:`Deduplicator.finish`). Only one copy of each exact-duplicate group is shingled
+documents (:meth:`Deduplicator.finish`), which can tell which documents are kept in document
+order as it decides them, so that :func:`dedup_files` copies the deduplicated corpus meanwhile. Only one copy of each exact-duplicate group is shingled
 and sketched. What is kept between chunks is the index: for exact verification, the LSH band keys
 of each distinct text (8 bytes per band) and its shingle hashes as 32-bit fingerprints (compared,
 as they are, for the pairs that LSH proposes); for estimated verification, its signature
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,7 +30,12 @@ from .._columns import IdColumn, TextColumn, id_column, select, text_column, to_
 from .._log import get_logger
 from .._malloc import tune_malloc
 from .._threads import get_num_threads, set_num_threads
-from ..cluster import cluster_representatives, labels_from_reps, preference_rank
+from ..cluster import (
+    cluster_representatives,
+    connected_components,
+    labels_from_reps,
+    preference_rank,
+)
 from ..config import DedupConfig, ShingleConfig, config_from, flat_defaults
 from ..errors import ConfigError, InputError, OutputError, SkipReason
 from ..exact import FingerprintTable
@@ -44,6 +49,7 @@ from ..verify import estimate_pairs, unsorted_overlap_pairs
 
 if TYPE_CHECKING:
     from ..io import OutputOptions, ReadOptions
+    from ..io.writers import KeepStream
 
 __all__ = ["Deduplicator", "dedup", "dedup_files", "write_result"]
 
@@ -323,12 +329,22 @@ class Deduplicator:
         if self._on_stage is not None:
             self._on_stage(name, done, total)
 
-    def finish(self) -> Result:
-        """Run LSH, verification and clustering over everything added; return the result."""
+    def finish(self, keep: KeepStream | None = None) -> Result:
+        """Run LSH, verification and clustering over everything added; return the result.
+
+        ``keep`` (optional, :class:`neardup.io.writers.KeepStream` of one flag per document):
+        told which documents are kept (``result.keep``) in document order as they are decided,
+        verification and clustering going through the candidate pairs in the order of their
+        groups' first documents, so that the corpus can be written meanwhile. The result is the
+        same with it and without."""
         before = get_num_threads()
         set_num_threads(self.workers)
         try:
-            result = self._finish()
+            result = self._finish(keep)
+        except BaseException as e:
+            if keep is not None:
+                keep.fail(e)
+            raise
         finally:
             set_num_threads(before)
         s = result.summary
@@ -340,7 +356,7 @@ class Deduplicator:
                         self._skipped)
         return result
 
-    def _finish(self) -> Result:
+    def _finish(self, keep_out: KeepStream | None = None) -> Result:
         if self._finished:
             raise RuntimeError("finish() was already called on this Deduplicator")
         self._finished = True
@@ -383,19 +399,28 @@ class Deduplicator:
 
         self._stage("verify", 0, len(left))
         if self._exact:
-            sim = unsorted_overlap_pairs(sh_hashes, sh_off, left, right)
+            def measure(a, b):
+                return unsorted_overlap_pairs(sh_hashes, sh_off, a, b)
             method = JACCARD
         else:
-            sim = estimate_pairs(sigs, left, right)
+            def measure(a, b):
+                return estimate_pairs(sigs, a, b)
             method = MINHASH
+        rank = preference_rank(U, cfg.cluster.keep, ulen, ufp)
+        rep_u = None
+        if keep_out is not None and len(left):
+            sim, rep_u = _decide_in_order(U, n, left, right, thr, cfg.cluster.method, rank,
+                                          group, urow, measure, keep_out)
+        else:
+            sim = measure(left, right)
         ok = sim >= thr
         left, right, sim = left[ok], right[ok], sim[ok]
         self._stage("verify", cstats.candidates, cstats.candidates)
         t0 = self._tick("verify", t0)
 
         self._stage("cluster", 0, 1)
-        rank = preference_rank(U, cfg.cluster.keep, ulen, ufp)
-        rep_u = cluster_representatives(U, left, right, cfg.cluster.method, rank)
+        if rep_u is None:
+            rep_u = cluster_representatives(U, left, right, cfg.cluster.method, rank)
         members = np.flatnonzero(rep_u != np.arange(U))
         sim_u = np.ones(U, np.float32)
         if len(members):
@@ -405,9 +430,7 @@ class Deduplicator:
             known, found = _pair_lookup(U, left, right, sim, members, reps)
             todo = ~found
             if todo.any():
-                known[todo] = (unsorted_overlap_pairs(sh_hashes, sh_off, members[todo],
-                                                      reps[todo]) if self._exact
-                               else estimate_pairs(sigs, members[todo], reps[todo]))
+                known[todo] = measure(members[todo], reps[todo])
             sim_u[members] = known
 
         # expand from distinct texts to every document
@@ -419,6 +442,8 @@ class Deduplicator:
         representative[has] = urow[rep_u[g]]
         similarity[has] = sim_u[g]
         labels = labels_from_reps(representative)
+        if keep_out is not None:
+            keep_out.decide(_kept_rows(keep_out.decided, n, group, urow, rep_u))
 
         # every pair known to be a duplicate: the verified edges between distinct texts and
         # the pairs their exact groups imply (see neardup.expand)
@@ -446,6 +471,65 @@ class Deduplicator:
             self.run_summary.skipped = {"total": self._skipped, "by_reason": {
                 str(SkipReason.NON_STRING_FIELD): self._skipped}}
         return self.run_summary.to_dict()
+
+
+#: the batches that verification and clustering are cut into when their decisions are
+#: wanted in document order (:func:`_decide_in_order`)
+_DECISION_BATCHES = 8
+
+
+def _kept_rows(a: int, b: int, group: np.ndarray, urow: np.ndarray, rep_u: np.ndarray
+               ) -> np.ndarray:
+    """Whether each document of the rows ``[a, b)`` is kept: an empty one always, another if it
+    is the first of its text and its text represents itself or its cluster."""
+    g = group[a:b]
+    keep = g < 0
+    has = ~keep
+    keep[has] = urow[rep_u[g[has]]] == np.arange(a, b, dtype=np.int64)[has]
+    return keep
+
+
+def _decide_in_order(U: int, n: int, left: np.ndarray, right: np.ndarray, thr, method: str,
+                     rank: np.ndarray, group: np.ndarray, urow: np.ndarray, measure,
+                     keep_out: KeepStream) -> tuple[np.ndarray, np.ndarray]:
+    """Verify the candidate pairs and cluster the distinct texts group by group of candidates
+    (connected by candidate pairs), in the order of their groups' first texts, and tell
+    ``keep_out`` which documents are kept as soon as every text before them is decided.
+    Returns the pairs' similarities (in their order) and each text's representative, which are
+    those of verifying and clustering all pairs at once: a text's cluster lies within its group
+    of candidates, where the clustering depends only on the verified pairs and the ranks."""
+    comp = connected_components(U, left, right)  # each text's group: its first text
+    first = comp[left]
+    order = np.argsort(first, kind="stable")
+    first = first[order]
+    m = len(order)
+    cuts = {0, m}
+    for k in range(1, _DECISION_BATCHES):  # about equal parts, never splitting a group
+        at = k * m // _DECISION_BATCHES
+        cuts.add(int(np.searchsorted(first, first[at], side="left")))
+    cuts = sorted(cuts)
+    sim = np.empty(m, np.float32)
+    rep_u = np.arange(U, dtype=np.int64)
+    decided = 0  # documents told
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        idx = order[a:b]
+        la, rb = left[idx], right[idx]
+        s = measure(la, rb)
+        sim[idx] = s
+        ok = s >= thr
+        if ok.any():
+            texts, pos = np.unique(np.concatenate((la[ok], rb[ok])), return_inverse=True)
+            k = int(ok.sum())
+            reps = cluster_representatives(len(texts), pos[:k], pos[k:], method,
+                                           rank[texts])
+            rep_u[texts] = texts[reps]
+        # every text before the next group's first is decided, and so is every document
+        # before that text's first document
+        upto = n if b == m else int(urow[first[b]])
+        if upto > decided:
+            keep_out.decide(_kept_rows(decided, upto, group, urow, rep_u))
+            decided = upto
+    return sim, rep_u
 
 
 def _pair_lookup(n: int, left: np.ndarray, right: np.ndarray, values: np.ndarray,
@@ -665,23 +749,31 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
         ids.fix(dd._ids, np.concatenate(locations) if locations else [])
         progress.finish("read")
         t_ingest = time.perf_counter() - t0
-        for stage in ("candidates", "verify", "cluster"):
-            progress.start(stage, None)
-        result = dd.finish()
+        # Everything was read and checked: only now is anything written. The outputs of a run
+        # are all there, with summary.json written last, or none of them: a failure or an
+        # interrupt removes what this run had written (each file is itself written under a
+        # temporary name). The deduplicated corpus is copied while verification and clustering
+        # decide which documents are kept, in document order.
+        prepare_outdir(outdir)
+        (outdir / "summary.json").unlink(missing_ok=True)  # an earlier run's: no longer true
+        corpus = (_CorpusCopy(paths, outdir, read_opts, locations, spans, len(dd))
+                  if out_opts.write_corpus else None)
+        try:
+            for stage in ("candidates", "verify", "cluster"):
+                progress.start(stage, None)
+            result = dd.finish(None if corpus is None else corpus.keep)
+        except BaseException as e:
+            if corpus is not None:
+                corpus.abandon(e)
+            raise
         for stage in ("candidates", "verify", "cluster"):
             progress.finish(stage)
 
-    # Everything was read and checked: only now is anything written. The outputs of a run are
-    # all there, with summary.json written last, or none of them: a failure or an interrupt
-    # removes what this run had written (each file is itself written under a temporary name).
     progress.start("write", None)
     t0 = time.perf_counter()
-    prepare_outdir(outdir)
-    (outdir / "summary.json").unlink(missing_ok=True)  # an earlier run's: no longer true
     committed: list[Path] = []
     try:
-        outputs = _write_outputs(result, paths, outdir, out_opts, read_opts, locations, spans,
-                                 committed)
+        outputs = _write_outputs(result, outdir, out_opts, corpus, committed)
         if index is not None:
             index.close()
             os.replace(index_tmp, save_index)
@@ -703,54 +795,74 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
     return summary
 
 
-def _write_outputs(result, paths, outdir, out_opts, read_opts, locations, spans,
-                   committed: list[Path]) -> dict[str, Any]:
-    """Write the tables and the deduplicated corpus; add each path to ``committed`` as soon as
-    it is in place."""
-    from ..io import write_deduplicated
+class _CorpusCopy:
+    """The deduplicated corpus, written on a thread of its own from the keep flags of
+    :attr:`keep` (a :class:`~neardup.io.writers.KeepStream`) as they are decided."""
 
-    if not out_opts.write_corpus:
+    def __init__(self, paths, outdir: Path, read_opts, locations: list, spans: list,
+                 n: int):
+        from ..io import write_deduplicated
+        from ..io.writers import KeepStream
+
+        self.keep = KeepStream(n)
+        self.folder = outdir / "deduplicated"
+        self._folder_existed = self.folder.exists()
+        locs = np.concatenate(locations) if locations else np.zeros(0, np.int64)
+        spans_all = (np.concatenate(spans) if spans and all(x is not None for x in spans)
+                     else None)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="neardup-write")
+        self._future = self._pool.submit(write_deduplicated, paths, self.keep, self.folder,
+                                         locations=locs, spans=spans_all, options=read_opts)
+
+    def failed(self) -> bool:
+        return self._future.done() and self._future.exception() is not None
+
+    def wait(self) -> tuple[list[Path], BaseException | None]:
+        """Wait for the copy: the paths written, or the error that stopped it."""
+        try:
+            error = self._future.exception()
+            return ([] if error is not None else self._future.result()), error
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def abandon(self, error: BaseException) -> None:
+        """Tell the copy that no more flags come (``error`` stopped the run), wait for it to
+        stop (it then leaves nothing of its own) and remove the folder it made."""
+        self.keep.fail(error)
+        self.wait()
+        self.remove_folder()
+
+    def remove_folder(self) -> None:
+        """Remove the output's folder if this run made it and it is empty."""
+        if not self._folder_existed:
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()
+
+
+def _write_outputs(result, outdir, out_opts, corpus: _CorpusCopy | None,
+                   committed: list[Path]) -> dict[str, Any]:
+    """Write the tables while the corpus is being copied (both mostly outside the GIL: Arrow's
+    writer, the system's copy); add each path to ``committed`` as soon as it is in place."""
+    if corpus is None:
         outputs = write_result(result, outdir, out_opts.format)
         committed.extend(Path(p) for p in outputs.values())
         return outputs
-    # The corpus is copied on a thread of its own while this one writes the tables (both mostly
-    # outside the GIL: the system's copy, Arrow's writer). The tables wait until the copy is
-    # under way: their Python work (the ids) held the GIL that the copy's preparation needs,
-    # and started the copy 0.3 s late for a million documents.
-    from ..io import writers
-
-    keep = result.keep
-    locs = np.concatenate(locations) if locations else np.zeros(0, np.int64)
-    spans = (np.concatenate(spans) if spans and all(x is not None for x in spans) else None)
-    started = threading.Event()
-
-    def copy_corpus() -> list[Path]:
-        writers.on_copy_start(started.set)
-        try:
-            return write_deduplicated(paths, keep, outdir / "deduplicated", locations=locs,
-                                      spans=spans, options=read_opts)
-        finally:
-            writers.on_copy_start(None)
-            started.set()
-
     table_error: BaseException | None = None
     outputs: dict[str, Any] = {}
-    with ThreadPoolExecutor(1, thread_name_prefix="neardup-write") as pool:
-        corpus = pool.submit(copy_corpus)
-        try:
-            started.wait()
-            if not (corpus.done() and corpus.exception() is not None):
-                outputs = write_result(result, outdir, out_opts.format)
-                committed.extend(Path(p) for p in outputs.values())
-        except BaseException as e:  # noqa: BLE001  (raised once the corpus is done)
-            table_error = e
-        finally:
-            # what the corpus wrote is this run's too, whatever happened here meanwhile
-            if corpus.exception() is None:
-                written = corpus.result()
-                committed.extend(Path(p) for p in written)
-    if corpus.exception() is not None:  # if the corpus failed, its error is the one raised
-        raise corpus.exception()
+    written: list[Path] = []
+    try:
+        if not corpus.failed():
+            outputs = write_result(result, outdir, out_opts.format)
+            committed.extend(Path(p) for p in outputs.values())
+    except BaseException as e:  # noqa: BLE001  (raised once the corpus is done)
+        table_error = e
+    finally:
+        # what the corpus wrote is this run's too, whatever happened here meanwhile
+        written, corpus_error = corpus.wait()
+        committed.extend(Path(p) for p in written)
+    if corpus_error is not None:  # if the corpus failed, its error is the one raised
+        corpus.remove_folder()
+        raise corpus_error
     if table_error is not None:
         raise table_error
     outputs["deduplicated"] = [str(p) for p in written]

@@ -38,7 +38,7 @@ from .readers import (
     split_compression,
 )
 
-__all__ = ["OUTPUT_FORMATS", "Staged", "TableStream", "arrow_table", "concat_files",
+__all__ = ["OUTPUT_FORMATS", "KeepStream", "Staged", "TableStream", "arrow_table", "concat_files",
            "deduplicated_names", "prepare_outdir", "write_deduplicated",
            "write_deduplicated_part", "write_json_atomic", "write_jsonl_table", "write_table"]
 
@@ -486,15 +486,84 @@ def _output_names(sources: Sequence[_Source]) -> list[str]:
     return out
 
 
+class KeepStream:
+    """Keep flags decided in record order while the corpus is being written.
+
+    The deciding side (a deduplication's verification and clustering, batch by batch) calls
+    :meth:`decide` with the flags of the next records, in order, or :meth:`fail` if it cannot
+    go on. :func:`write_deduplicated` given a ``KeepStream`` copies the kept lines of a large
+    uncompressed JSONL input as their flags arrive, so that the disk works while the rest is
+    decided; for every other input it waits until all flags are decided."""
+
+    def __init__(self, n: int):
+        self.array = np.zeros(n, np.bool_)
+        self.n = n
+        self._decided = 0
+        self._error: BaseException | None = None
+        self._cond = threading.Condition()
+
+    @property
+    def decided(self) -> int:
+        """The number of records whose flag is decided (the first ones)."""
+        return self._decided
+
+    def decide(self, flags: Any) -> None:
+        """The flags of the next records."""
+        flags = np.asarray(flags, np.bool_).reshape(-1)
+        with self._cond:
+            a = self._decided
+            if a + len(flags) > self.n:
+                raise ValueError(f"{a + len(flags)} flags decided for {self.n} records")
+            self.array[a:a + len(flags)] = flags
+            self._decided = a + len(flags)
+            self._cond.notify_all()
+
+    def fail(self, error: BaseException) -> None:
+        """The deciding side stopped: whoever waits gets an error instead of flags."""
+        with self._cond:
+            self._error = error
+            self._cond.notify_all()
+
+    def wait(self, end: int) -> int:
+        """Wait until at least the first ``end`` flags (at most all) are decided and return
+        how many are: raises if the deciding side stopped before."""
+        end = min(end, self.n)
+        with self._cond:
+            while self._decided < end and self._error is None:
+                self._cond.wait()
+            if self._decided < end:
+                raise ConfigError("the deduplication stopped before it decided which records "
+                                  "to keep") from self._error
+            return self._decided
+
+
 class _Keep:
     def __init__(self, keep: Any):
+        self.stream = keep if isinstance(keep, KeepStream) else None
+        if self.stream is not None:
+            self.array = self.stream.array
+            self.n = self.stream.n
+            self._flags: list[bool] | None = None
+            return
         arr = np.asarray(keep)
         if arr.ndim != 1 or arr.dtype != np.bool_:
             raise ConfigError(f"keep must be a one-dimensional bool array, got dtype {arr.dtype} "
                               f"and shape {arr.shape}")
         self.array = arr
-        self.flags = arr.tolist()
-        self.n = len(self.flags)
+        self._flags = arr.tolist()
+        self.n = len(self._flags)
+
+    def ready(self) -> None:
+        """Wait until every flag is decided (a :class:`KeepStream`'s)."""
+        if self.stream is not None:
+            self.stream.wait(self.n)
+
+    @property
+    def flags(self) -> list[bool]:
+        if self._flags is None:
+            self.ready()
+            self._flags = self.array.tolist()
+        return self._flags
 
     def __call__(self, index: int) -> bool:
         if index >= self.n:
@@ -647,24 +716,6 @@ class _Writeback:
                 self.start = None
 
 
-_copying = threading.local()
-
-
-def on_copy_start(callback: Any) -> None:
-    """Have ``callback()`` called once, in this thread, when a copy of this thread's next
-    :func:`write_deduplicated` hands its bytes to the threads that copy them outside the GIL
-    (``None``: no longer). A caller that runs other Python work beside the copy waits for it,
-    so that the copy's own preparation is not held up by that work."""
-    _copying.callback = callback
-
-
-def _copy_starting() -> None:
-    callback = getattr(_copying, "callback", None)
-    if callback is not None:
-        _copying.callback = None
-        callback()
-
-
 def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray,
                  threads: int | None = None) -> bool:
     """Append the bytes ``[starts[i], ends[i])`` of the file ``path`` to ``out``, in order,
@@ -709,7 +760,6 @@ def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray
         bounds[-1] = len(run_starts)
         jobs = [(run_starts[a:b].tolist(), run_ends[a:b].tolist(), dest[a:b].tolist())
                 for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-        _copy_starting()
         if len(jobs) == 1:
             ok = _copy_runs(src, dst, *jobs[0])
         else:
@@ -752,25 +802,43 @@ def _copy_direct(src: int, out: BinaryIO, run_starts: np.ndarray, run_ends: np.n
 
 def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarray,
                  dest: np.ndarray, total: int, threads: int, direct: bool) -> bool | None:
-    """Copy the runs to ``dest`` onward in ``dst`` through blocks of this process (the
+    """Copy the runs to ``dest[0]`` onward in ``dst`` through blocks of this process (the
     compiled :func:`~neardup._kernels.copyout.copy_packed`), ``threads`` threads each writing
     its share of the output (cut at multiples of 4,096 bytes). With ``direct`` (``dst`` opened
     with ``O_DIRECT``) the last block is padded and the file truncated after it, and ``None``
     means that the file system refused the writes. ``False``: the source ended early."""
+    base = int(dest[0])
+    done = _copy_packed_range(src, dst, run_starts, run_ends, dest, base, base + total,
+                              threads, direct, direct)
+    if done is None:
+        os.ftruncate(dst, base)
+    elif done and direct:
+        os.ftruncate(dst, base + total)  # the last block's padding
+    return done
+
+
+def _copy_packed_range(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarray,
+                       dest: np.ndarray, lo: int, hi: int, threads: int, direct: bool,
+                       last: bool) -> bool | None:
+    """The bytes ``[lo, hi)`` of the output that the runs make (run ``i``: the source's bytes
+    ``[run_starts[i], run_ends[i])``, written at ``dest[i]``; ``dest`` has one more value, the
+    end of the last run). With ``direct``, ``lo`` is a multiple of 4,096 bytes and so is ``hi``
+    unless ``last``: the last block is then padded (the caller truncates the file). ``None``:
+    the file system refused direct writes; ``False``: the source ended early."""
     from .._kernels.copyout import copy_packed
 
-    base = int(dest[0])
+    total = hi - lo
     shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
-    cuts = [base] + [(base + k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN
-                     for k in range(1, shares)] + [base + total]
+    cuts = [lo] + [(lo + k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN
+                   for k in range(1, shares)] + [hi]
     jobs = []
     for k in range(shares):
-        lo, hi = cuts[k], cuts[k + 1]
-        if hi <= lo:
+        a, b = cuts[k], cuts[k + 1]
+        if b <= a:
             continue
-        r0 = int(np.searchsorted(dest[1:], lo, side="right"))  # the run holding byte lo
-        r1 = int(np.searchsorted(dest[:-1], hi, side="left"))  # the runs starting before hi
-        jobs.append((r0, r1, lo, hi, direct and k == shares - 1))
+        r0 = int(np.searchsorted(dest[1:], a, side="right"))  # the run holding byte a
+        r1 = int(np.searchsorted(dest[:-1], b, side="left"))  # the runs starting before b
+        jobs.append((r0, r1, a, b, direct and last and k == shares - 1))
 
     # through the page cache: smaller pieces, each sent to disk as soon as it is written, so
     # that the file's fsync waits for the last piece only (17 MB: 13 ms of waiting before),
@@ -778,11 +846,10 @@ def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarra
     block = _DIRECT_BLOCK if direct else _PACKED_BLOCK
 
     def job(j: tuple) -> int:
-        r0, r1, lo, hi, last = j
-        return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, lo, hi, last, block,
+        r0, r1, a, b, pad = j
+        return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, a, b, pad, block,
                            not direct)
 
-    _copy_starting()
     if len(jobs) <= 1:
         codes = [job(j) for j in jobs]
     else:
@@ -791,16 +858,94 @@ def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarra
         with ThreadPoolExecutor(len(jobs), thread_name_prefix="neardup-copy") as pool:
             codes = list(pool.map(job, jobs))
     if direct and any(c == errno.EINVAL for c in codes):  # no direct writes on this system
-        os.ftruncate(dst, base)
         return None
     for c in codes:
         if c > 0:
             raise OSError(c, os.strerror(c))
-    if any(c < 0 for c in codes):
-        return False
-    if direct:
-        os.ftruncate(dst, base + total)  # the last block's padding
-    return True
+    return not any(c < 0 for c in codes)
+
+
+def _copy_streaming(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray,
+                    keep: _Keep, first: int, threads: int | None = None) -> bool:
+    """Append the lines ``[starts[i], ends[i])`` of the file ``path`` whose keep flag
+    (record ``first + i`` of ``keep.stream``) is true to ``out``, in order, as the flags are
+    decided: each time more are, their kept lines are copied (past the page cache where the
+    system allows it: :func:`_copy_direct`), up to the last whole block of the output so far.
+    ``False`` when the file is shorter than the last line (it changed since it was read)."""
+    assert keep.stream is not None
+    n = len(starts)
+    out.flush()
+    dst = out.fileno()
+    base = out.tell()
+    if threads is None:
+        from .._threads import get_num_threads
+
+        threads = get_num_threads()
+    src = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    mode = None
+    try:
+        if n and os.fstat(src).st_size < int(ends[-1]):
+            return False
+        flag = getattr(os, "O_DIRECT", 0)
+        if flag and base % _DIRECT_ALIGN == 0:
+            import fcntl
+
+            try:
+                mode = fcntl.fcntl(dst, fcntl.F_GETFL)
+                fcntl.fcntl(dst, fcntl.F_SETFL, mode | flag)
+            except OSError:  # a file system without direct writes
+                mode = None
+        direct = mode is not None
+        # the runs of kept lines not yet wholly written: source bytes and place in the output
+        r_starts = r_ends = r_dest = np.zeros(0, np.int64)
+        pos = done = base  # the end of the output so far, and of what is written
+        i = 0
+        while True:
+            final = i >= n
+            if not final:
+                j = min(keep.stream.wait(first + i + 1) - first, n)
+                flags = keep.array[first + i:first + j]
+                s, e = starts[i:j][flags], ends[i:j][flags]
+                i = j
+                if len(s):
+                    cut = np.flatnonzero(s[1:] != e[:-1]) + 1
+                    rs = s[np.concatenate(([0], cut))]
+                    re_ = e[np.concatenate((cut - 1, [len(s) - 1]))]
+                    sizes = re_ - rs
+                    r_starts = np.concatenate((r_starts, rs))
+                    r_ends = np.concatenate((r_ends, re_))
+                    r_dest = np.concatenate((r_dest, pos + np.cumsum(sizes) - sizes))
+                    pos += int(sizes.sum())
+            hi = pos if final or not direct else pos // _DIRECT_ALIGN * _DIRECT_ALIGN
+            if hi > done:
+                dest = np.concatenate((r_dest, [pos]))
+                ok = _copy_packed_range(src, dst, r_starts, r_ends, dest, done, hi, threads,
+                                        direct, final)
+                if ok is None:  # no direct writes here after all: through the page cache
+                    import fcntl
+
+                    fcntl.fcntl(dst, fcntl.F_SETFL, mode)
+                    mode = None
+                    direct = False
+                    os.ftruncate(dst, done)
+                    continue
+                if not ok:
+                    return False
+                done = hi
+                whole = int(np.searchsorted(dest[1:], done, side="right"))  # written in full
+                r_starts, r_ends, r_dest = r_starts[whole:], r_ends[whole:], r_dest[whole:]
+            if final:
+                break
+        if direct and pos > base:
+            os.ftruncate(dst, pos)  # the last block's padding
+        return True
+    finally:
+        if mode is not None:
+            import fcntl
+
+            fcntl.fcntl(dst, fcntl.F_SETFL, mode)
+        os.close(src)
+        out.seek(0, os.SEEK_END)
 
 
 def _copy_runs(src: int, dst: int, starts: list[int], ends: list[int], dest: list[int]) -> bool:
@@ -853,6 +998,19 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep
     if base + len(lines) > keep.n:
         raise ConfigError(f"keep has {keep.n} flags but the inputs hold more records: keep "
                           "must come from reading the same inputs with the same options")
+    if (keep.stream is not None and spans is not None and src.compression is None
+            and hasattr(os, "pwrite") and src.path is not None and len(lines)):
+        # flags still being decided: copy as they come, where every line's bytes are known
+        starts, ends = spans[:, 0], spans[:, 1]
+        if (int(ends[-1]) - int(starts[0]) >= _DIRECT_COPY and lines[0] >= 1
+                and (np.diff(lines) > 0).all() and (starts >= 0).all()
+                and (ends > starts).all() and (starts[1:] >= ends[:-1]).all()):
+            stream.count += len(lines)
+            if _copy_streaming(src.path, f, starts, ends, keep, base):
+                return
+            raise ConfigError(f"{src.name}: is shorter than when it was read: it changed "
+                              "meanwhile")
+    keep.ready()
     flags = keep.array[base:base + len(lines)]
     wanted = lines[flags]
     stream.count += len(lines)
@@ -967,8 +1125,10 @@ def _write_source(stream: _RecordStream, src: _Source, staged: Staged, keep: _Ke
     lines are copied without parsing them. ``False``: the source held nothing readable (a
     Parquet file), and nothing was written."""
     if src.fmt == "jsonl" and lines is not None:
-        _copy_jsonl(stream, src, staged, keep, lines, spans)
-    elif src.fmt == "jsonl":
+        _copy_jsonl(stream, src, staged, keep, lines, spans)  # waits for the flags itself
+        return True
+    keep.ready()
+    if src.fmt == "jsonl":
         _write_jsonl(stream, src, staged, keep)
     elif src.fmt == "json":
         _write_json_array(stream, src, staged, keep)
