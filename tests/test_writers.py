@@ -850,13 +850,23 @@ def _corpus(path: Path) -> None:
     path.write_bytes(("\ufeff" + "".join(lines)).encode()[:-1])  # a BOM, no final newline
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
-def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, own_strings, monkeypatch):
+@pytest.mark.parametrize("fmt,streamed", [("parquet", False), ("csv", False),
+                                          ("jsonl", False), ("jsonl", True)])
+def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, streamed, own_strings, monkeypatch):
+    """``streamed``: the corpus copied while its keep flags are decided, as large inputs are
+    (a byte order mark, CR LF endings, blank and malformed lines in between)."""
     src = tmp_path / "corpus.jsonl"
     _corpus(src)
     args = ["dedup", str(src), "--id-field", "id", "--on-error", "skip", "--quiet",
             "--output-format", fmt]
+    calls = []
+    if streamed:
+        monkeypatch.setattr(writers, "_DIRECT_COPY", 0)
+        streaming = writers._copy_streaming
+        monkeypatch.setattr(writers, "_copy_streaming",
+                            lambda *a, **k: calls.append(1) or streaming(*a, **k))
     assert main([*args, "-o", str(tmp_path / "new")]) == 0
+    assert len(calls) == streamed
     monkeypatch.setattr(writers, "_arrow_array", arrow_array_oracle)
     monkeypatch.setattr(writers, "_copy_jsonl", old_copy_jsonl)
     monkeypatch.setattr(writers, "write_jsonl_table", write_jsonl_table_oracle)
