@@ -375,3 +375,35 @@ def test_a_run_that_fails_while_deciding_leaves_no_output(tmp_path, monkeypatch)
     summary = dedup_files([src], tmp_path / "out")
     assert summary["kept"] == len((tmp_path / "out" / "deduplicated" / "in.jsonl")
                                   .read_text().splitlines())
+
+
+def test_a_second_run_replaces_the_corpus_and_a_failed_one_leaves_it_out(tmp_path,
+                                                                          monkeypatch):
+    """Running again into the same folder replaces the earlier corpus (removed before the new
+    one is written); a run that fails after reading leaves neither corpus nor summary."""
+    import json
+
+    import neardup.engines.local as local
+    from neardup.engines.local import dedup_files
+
+    src = tmp_path / "in.jsonl"
+    texts, _ = make_corpus(200, seed=5, words=(20, 40))
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    out = tmp_path / "out"
+    first = dedup_files([src], out)
+    corpus = out / "deduplicated" / "in.jsonl"
+    corpus.write_text("an earlier run's corpus\n")
+    again = dedup_files([src], out, config=local.DedupConfig())
+    assert again["kept"] == first["kept"] == len(corpus.read_text().splitlines())
+
+    def no_room(*a, **k):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(local, "candidates_from_keys", no_room)
+    with pytest.raises(MemoryError):
+        dedup_files([src], out)
+    assert not corpus.exists() and not (out / "summary.json").exists()
+    # the earlier run's tables stay until replaced, and its folder, emptied
+    assert sorted(p.name for p in out.iterdir()) == ["clusters.parquet", "deduplicated",
+                                                     "pairs.parquet"]
+    assert list((out / "deduplicated").iterdir()) == []
