@@ -1016,3 +1016,20 @@ def test_other_inputs_wait_for_every_flag(tmp_path):
     assert out[0].read_bytes() == (tmp_path / "b" / "in.csv").read_bytes()
     with pytest.raises(ValueError, match="41 flags decided for 40"):
         stream.decide(np.ones(1, bool))
+
+
+@given(values=st.lists(st.text(max_size=6), max_size=30), data=st.data())
+def test_take_strings_gathers_rows_like_python(values, data):
+    """:func:`writers.take_strings`: the rows of an Arrow string array (a slice of one too),
+    gathered from its buffers, are Python's indexing of the same strings."""
+    values = [v for v in values if v.encode("utf-8", "surrogatepass").decode("utf-8", "ignore")
+              == v]  # Arrow strings hold no lone surrogates
+    start = data.draw(st.integers(0, len(values)))
+    arr = pa.array(values, type=pa.string())[start:]
+    part = values[start:]
+    rows = data.draw(st.lists(st.integers(0, max(len(part) - 1, 0)),
+                              max_size=40 if part else 0))
+    got = writers.take_strings(arr, np.array(rows, dtype=np.int64))
+    assert got.type == pa.string() and got.to_pylist() == [part[r] for r in rows]
+    assert writers.take_strings(pa.array(["a", None]), np.array([0])) is None
+    assert writers.take_strings(pa.array(["a"], type=pa.large_string()), np.array([0])) is None
