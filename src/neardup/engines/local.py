@@ -645,9 +645,9 @@ def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str
     # Arrow tables: the ids made into one string array, which the other id columns index
     # (a million ids: 0.25 s of building strings instead of 0.5 s), and the pairs written on
     # a thread of their own while the clusters are (Arrow's writer works outside the GIL)
-    from ..io.writers import _arrow_array, take_strings
+    from ..io.writers import arrow_array, take_strings
 
-    ids = _arrow_array(cols["id"])
+    ids = arrow_array(cols["id"])
     p = result.pairs
     taken = [take_strings(ids, rows) for rows in (result.representative, p.left, p.right)]
     if all(t is not None for t in taken):

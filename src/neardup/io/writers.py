@@ -217,6 +217,12 @@ def _string_array(values: list) -> Any:
                                                   pa.py_buffer(data)])
 
 
+def arrow_array(col: Any) -> Any:
+    """One column as :func:`write_table` makes it an Arrow array (numpy arrays of numbers or
+    bools shared, strings built from one UTF-8 buffer; an Arrow array as it is)."""
+    return _arrow_array(col)
+
+
 def take_strings(arr: Any, rows: np.ndarray) -> Any:
     """``arr[rows]`` for an Arrow string array without nulls (``rows``: integers), gathered from
     its buffers with numpy: what ``arr.take(rows)`` gives, without loading ``pyarrow.compute``
@@ -858,7 +864,8 @@ def _copy_packed_range(src: int, dst: int, run_starts: np.ndarray, run_ends: np.
 
     total = hi - lo
     shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
-    cuts = [lo] + [(lo + k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN
+    # (a cut never before lo: lo need not be a multiple of 4,096 through the page cache)
+    cuts = [lo] + [max(lo, (lo + k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN)
                    for k in range(1, shares)] + [hi]
     jobs = []
     for k in range(shares):
