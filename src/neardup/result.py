@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -120,7 +121,9 @@ class Result:
         ]
 
     # -- tables -------------------------------------------------------------------------------
-    def columns(self, table: Literal["clusters", "pairs"] = "clusters") -> dict[str, np.ndarray]:
+    def columns(self, table: Literal["clusters", "pairs"] = "clusters",
+                id_column: Callable[[np.ndarray | None], Any] | None = None
+                ) -> dict[str, np.ndarray]:
         """The columns of a table as NumPy arrays, as ``neardup dedup`` writes them:
 
         - ``"clusters"``: one row per document: ``id``, ``cluster``, ``representative`` (its
@@ -129,14 +132,23 @@ class Result:
         - ``"pairs"``: one row per duplicate pair: ``id_a``, ``id_b``, ``similarity``,
           ``method`` ("fingerprint", "jaccard" or "minhash"), ``implied`` (True where the pair
           was not compared itself: its similarity follows from exact-duplicate groups).
+
+        ``id_column`` (optional): makes a column of ids from the rows it is given (``None``: all
+        rows in order), in place of the NumPy object arrays (a writer's own string arrays).
         """
-        ids = np.asarray(self.ids, dtype=object)
+        if id_column is None:
+            ids = np.asarray(self.ids, dtype=object)
+
+            def id_column(rows):
+                return ids if rows is None else ids[rows]
         if table == "clusters":
-            return {"id": ids, "cluster": self.labels, "representative": ids[self.representative],
+            return {"id": id_column(None), "cluster": self.labels,
+                    "representative": id_column(self.representative),
                     "similarity": self.similarity, "keep": self.keep}
         if table == "pairs":
             p = self.pairs
-            return {"id_a": ids[p.left], "id_b": ids[p.right], "similarity": p.similarity,
+            return {"id_a": id_column(p.left), "id_b": id_column(p.right),
+                    "similarity": p.similarity,
                     "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
                     "implied": p.implied}
         from .errors import ConfigError

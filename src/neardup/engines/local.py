@@ -3,8 +3,8 @@
 ``read -> normalise -> fingerprint (exact groups) -> shingle -> sketch`` runs per chunk as
 documents arrive (:meth:`Deduplicator.add`); ``LSH -> verify -> cluster`` runs once over all
 documents (:meth:`Deduplicator.finish`), which can tell which documents are kept in document
-order as it decides them, so that :func:`dedup_files` copies the deduplicated corpus meanwhile. Only one copy of each exact-duplicate group is shingled
-and sketched. What is kept between chunks is the index: for exact verification, the LSH band keys
+order as it decides them, so that :func:`dedup_files` copies the deduplicated corpus meanwhile.
+Only one copy of each exact-duplicate group is shingled and sketched. What is kept between chunks is the index: for exact verification, the LSH band keys
 of each distinct text (8 bytes per band) and its shingle hashes as 32-bit fingerprints (compared,
 as they are, for the pairs that LSH proposes); for estimated verification, its signature
 instead. Never the texts themselves.
@@ -635,24 +635,28 @@ def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str
     """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
     from ..io import write_table
 
-    cols = result.columns("clusters")
-    del cols["keep"]  # the file's columns, as they have always been
-    pcols = result.columns("pairs")
     if fmt == "jsonl":
+        cols = result.columns("clusters")
+        del cols["keep"]  # the file's columns, as they have always been
         clusters = write_table(outdir / "clusters", cols, fmt)
-        pairs = write_table(outdir / "pairs", pcols, fmt)
+        pairs = write_table(outdir / "pairs", result.columns("pairs"), fmt)
         return {"clusters": str(clusters), "pairs": str(pairs)}
     # Arrow tables: the ids made into one string array, which the other id columns index
     # (a million ids: 0.25 s of building strings instead of 0.5 s), and the pairs written on
     # a thread of their own while the clusters are (Arrow's writer works outside the GIL)
     from ..io.writers import arrow_array, take_strings
 
-    ids = arrow_array(cols["id"])
-    p = result.pairs
-    taken = [take_strings(ids, rows) for rows in (result.representative, p.left, p.right)]
-    if all(t is not None for t in taken):
-        cols["id"] = ids
-        cols["representative"], pcols["id_a"], pcols["id_b"] = taken
+    ids = arrow_array(result.ids)
+
+    def id_column(rows):
+        if rows is None:
+            return ids
+        taken = take_strings(ids, rows)  # None: not a plain string array
+        return taken if taken is not None else arrow_array(ids.to_numpy(False)[rows])
+
+    cols = result.columns("clusters", id_column)
+    del cols["keep"]  # the file's columns, as they have always been
+    pcols = result.columns("pairs", id_column)
     with ThreadPoolExecutor(1, thread_name_prefix="neardup-tables") as pool:
         pairs_done = pool.submit(write_table, outdir / "pairs", pcols, fmt)
         clusters = None
