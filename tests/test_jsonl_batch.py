@@ -260,3 +260,69 @@ def test_after_last_newline_is_found_from_the_end(size, newlines, start):
     start = min(start, size)
     expected = bytes(data).rfind(b"\n", start) + 1
     assert readers._after_last_newline(memoryview(data), start) == expected
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3000), st.booleans()), max_size=40),
+       st.sampled_from([1, 7, 64, 4096]), st.sampled_from([1, 100, 5000, 1 << 16]))
+def test_mapped_blocks_are_cut_as_read_blocks(tmp_path_factory, lines, first, block):
+    """A regular file's blocks come from a memory map: the same blocks, cut at the same
+    places, as those read into buffers (long lines, a last line without its newline)."""
+    data = b"".join(b"x" * n + (b"\n" if nl else b"") for n, nl in lines)
+    path = tmp_path_factory.mktemp("map") / "in.jsonl"
+    path.write_bytes(data)
+    block = max(block, first)
+    with open(path, "rb") as f:
+        read = [bytes(b) for b in readers._read_blocks(f, first, block)]
+    with open(path, "rb") as f:
+        assert readers._MappedBlocks.usable(f)
+        mapped = readers._MappedBlocks(f, first, block)
+        got = []
+        for b in mapped:
+            got.append(bytes(b))
+            assert mapped.position == sum(map(len, got))
+    assert got == read
+    assert b"".join(got) == data
+
+
+def test_file_read_through_the_map_equals_its_bytes(tmp_path, tiny_blocks):
+    """The batch path over a file (mapped) gives what it gives over the same bytes in memory."""
+    rows = [{"id": f"r{i}", "text": f"text {i} " + "w" * (i % 50)} for i in range(300)]
+    rows[40] = {"id": "r40", "text": 5}  # a line for the line reader
+    data = b"".join(orjson.dumps(r) + b"\n" for r in rows) + b'{"id": "last", "text": "end"}'
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(data)
+    opts = ReadOptions(id_field="id", on_error="skip", chunk_size=50)
+
+    def read(source, **kw):
+        report = SkipReport()
+        out = []
+        for ch in read_documents(source, options=opts, report=report, arrow=True, **kw):
+            t = ch.texts if isinstance(ch.texts, list) else ch.texts.to_pylist()
+            out.extend(zip(ch.ids, t, np.asarray(ch.locations).tolist()))
+        return out, report.to_dict()
+
+    from_file = read([path])
+    assert from_file == read(data, name=str(path))
+    assert len(from_file[0]) == 300 and from_file[1]["total"] == 1
+
+
+def test_file_cut_short_while_read_is_read_on_line_by_line(tmp_path, monkeypatch):
+    """A file truncated between two blocks: the map is left before the bytes gone are touched
+    (which would stop the process) and the rest is read line by line, as after a read error."""
+    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(readers, "JSONL_FIRST_BLOCK_BYTES", 4096)
+    line = orjson.dumps({"text": "some words " * 8}) + b"\n"
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(line * 2000)
+    keep_lines = 150
+    got = 0
+    opts = ReadOptions(chunk_size=50)
+    for i, ch in enumerate(read_documents([path], options=opts, report=SkipReport(),
+                                          arrow=True)):
+        if i == 0:
+            assert not isinstance(ch.texts, list)  # read by blocks
+            with open(path, "r+b") as f:
+                f.truncate(len(line) * keep_lines)
+        got += len(ch)
+    assert got == keep_lines

@@ -15,6 +15,7 @@ instead. Never the texts themselves.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import time
@@ -59,6 +60,13 @@ log = get_logger(__name__)
 
 #: the flat keyword parameters of :func:`dedup` and :class:`Deduplicator`
 _FLAT = frozenset(flat_defaults())
+
+# Chunks ahead of the stage after them: the file reader's (read and parsed, not yet normalised)
+# and the sketching worker's (normalised and fingerprinted, not yet sketched). With one chunk
+# ahead each stage waited for the slowest, and the two cores of a small machine were idle 15%
+# of the ingestion; a few chunks of queue (some MB each) keep both busy.
+_READ_AHEAD = 3
+_SKETCH_QUEUE = 3
 
 
 def _worker_init(threads: int) -> None:
@@ -146,7 +154,8 @@ class Deduplicator:
     :func:`neardup._threads.set_num_threads`; all available processors unless changed).
 
     Pipelining: the compiled stages of a chunk (shingle, sketch) run on a worker thread without
-    the GIL while the caller reads and normalises the next chunk; at most one chunk is in flight.
+    the GIL while the caller reads and normalises the next chunks; at most three chunks wait
+    for it.
     Stage timings are therefore seconds of work per stage, and stages overlap.
     """
 
@@ -197,7 +206,8 @@ class Deduplicator:
         self._finished = False
         self._t_first: float | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._pending: Future | None = None
+        self._pending: collections.deque[Future] = collections.deque()
+        self._sketch_error: BaseException | None = None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -269,7 +279,8 @@ class Deduplicator:
         self._ufp.append(fp.fp_hi)
         t0 = self._tick("fingerprint", t0)
 
-        self._wait()
+        while len(self._pending) >= _SKETCH_QUEUE:
+            self._wait_one()
         if self._executor is None:
             # the kernels' thread count is per calling thread: the worker gets ``workers``. (All
             # threads for the worker measured faster than leaving one core to the main thread,
@@ -277,9 +288,20 @@ class Deduplicator:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch",
                                                 initializer=_worker_init,
                                                 initargs=(self.workers,))
-        self._pending = self._executor.submit(self._sketch_chunk, fp)
+        self._pending.append(self._executor.submit(self._sketch_chunk, fp))
 
     def _sketch_chunk(self, fp) -> None:
+        # chunks are sketched in order; once one failed, the ones queued after it are not
+        # (their error is the first one's, raised by whoever waits for them)
+        if self._sketch_error is not None:
+            raise self._sketch_error
+        try:
+            self._sketch_one(fp)
+        except BaseException as e:
+            self._sketch_error = e
+            raise
+
+    def _sketch_one(self, fp) -> None:
         cfg = self.config
         t0 = time.perf_counter()
         # Exact verification: the kernel writes the shingle fingerprints straight into the
@@ -302,9 +324,12 @@ class Deduplicator:
 
     def _wait(self) -> None:
         """Wait for the chunk in flight; re-raise its error, if any."""
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()
+        while self._pending:
+            self._wait_one()
+
+    def _wait_one(self) -> None:
+        """Wait for the oldest chunk in flight; re-raise its error, if any."""
+        self._pending.popleft().result()
 
     def close(self) -> None:
         """Stop the worker thread (``finish`` does this; call it when abandoning a run)."""
@@ -752,7 +777,7 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
         t_read = time.perf_counter()
         ids = IdInfo()
         reader = read_documents(paths, report=report, options=read_opts, arrow=True, ids=ids)
-        with _Prefetch(reader) as chunks:
+        with _Prefetch(reader, _READ_AHEAD) as chunks:
             for chunk in chunks:
                 read_time += time.perf_counter() - t_read
                 dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
