@@ -380,6 +380,55 @@ def test_band_keys_and_candidates_match_oracle(rows_, br):
     assert np.all(left < right)
 
 
+@given(st.lists(st.lists(st.integers(0, 2**32 - 1), min_size=12, max_size=12), min_size=1,
+                max_size=30),
+       st.sampled_from([(3, 4), (4, 3), (6, 2), (12, 1), (2, 5)]), st.data())
+def test_band_keys_written_through_addresses_equal_the_oracle(rows_, br, data):
+    """The pipeline's kernel writes each band's keys into an array of its own (a store's free
+    end) for a range of signatures: the same keys as the oracle, nothing outside the range."""
+    from neardup._kernels.lsh import band_keys_into
+
+    bands, rows = br
+    sig = np.array(rows_, dtype=np.uint32)
+    n = len(sig)
+    lo = data.draw(st.integers(0, n))
+    hi = data.draw(st.integers(lo, n))
+    outs = [np.full(n, 7, np.uint64) for _ in range(bands)]
+    band_keys_into(sig, bands, rows, np.array([o.ctypes.data for o in outs], np.uint64), lo, hi)
+    for b in range(bands):
+        for i in range(n):
+            want = oracles.band_key(rows_[i], b, rows) if lo <= i < hi else 7
+            assert int(outs[b][i]) == want
+    with pytest.raises(ValueError, match="one address per band"):
+        band_keys_into(sig, bands, rows, np.zeros(bands - 1, np.uint64), 0, n)
+
+
+@pytest.mark.parametrize("scheme", ["oph", "classic"])
+def test_sketch_chunk_keys_into_stores_equal_band_keys_of_signatures(scheme):
+    """Band keys computed by the sketching threads as they write each part's signatures, into
+    the caller's arrays or its own: those of the whole signature matrix."""
+    from neardup.exact import FingerprintTable
+    from neardup.stages import fingerprint_chunk, sketch_chunk
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(60)]
+    texts = [" ".join(rng.choice(words, int(rng.integers(0, 400)))) for _ in range(700)]
+    texts += texts[:50]  # exact repeats: only the first copy is sketched
+    fp = fingerprint_chunk(normalize(texts), FingerprintTable())
+    shingle_cfg, cfg = ShingleConfig(), SketchConfig(scheme=scheme)
+    sigs, _, _ = shingle_sketch(fp.batch, shingle_cfg, cfg, fp.docs)
+    expected = band_keys(sigs, 16, 8)
+    own = sketch_chunk(fp, shingle_cfg, cfg, (16, 8))
+    assert isinstance(own.keys, np.ndarray) and np.array_equal(own.keys, expected)
+    outs = [np.empty(len(fp.docs), np.uint64) for _ in range(16)]
+    into = sketch_chunk(fp, shingle_cfg, cfg, (16, 8), keys_out=outs)
+    assert all(a is b for a, b in zip(into.keys, outs))
+    assert np.array_equal(np.stack(outs), expected)
+    assert np.array_equal(into.shingles, own.shingles)
+    with pytest.raises(ValueError, match="16 writable uint64"):
+        sketch_chunk(fp, shingle_cfg, cfg, (16, 8), keys_out=outs[:15])
+
+
 @given(st.lists(st.lists(st.integers(0, 3), min_size=8, max_size=8), min_size=1, max_size=40),
        st.integers(1, 7), st.booleans())
 def test_candidates_from_chunked_keys_equal_candidates_of_signatures(rows_, chunk, overwrite):

@@ -92,7 +92,8 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray | float
 
 def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = None,
                    cfg: SketchConfig | None = None, docs: np.ndarray | None = None,
-                   h32_out: Callable[[int], np.ndarray] | None = None
+                   h32_out: Callable[[int], np.ndarray] | None = None,
+                   rows_done: Callable[[np.ndarray, int, int], object] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Shingle and sketch the documents ``docs`` (default all) of a normalised batch in one pass.
 
@@ -101,6 +102,10 @@ def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = N
     document's shingle hashes (unsorted, with repeats) for exact verification. ``h32_out(m)``,
     if given, supplies the ``uint32[m]`` array the fingerprints are written to (the pipeline
     passes the free end of its index, so they are written once, by the parallel kernel).
+    ``rows_done(signatures, lo, hi)``, if given, is called by the thread that wrote the rows
+    ``[lo, hi)``, right after (the pipeline computes their LSH band keys there, in parallel
+    and while the rows are in the processor's cache). With the classic scheme it is called
+    once, for all rows.
     """
     shingle_cfg = shingle_cfg or ShingleConfig()
     cfg = cfg or SketchConfig()
@@ -114,7 +119,10 @@ def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = N
             out = h32_out(len(h32))
             out[:] = h32
             h32 = out
-        return sketch(sh, cfg), h32, sh.offsets
+        sig = sketch(sh, cfg)
+        if rows_done is not None:
+            rows_done(sig, 0, len(sig))
+        return sig, h32, sh.offsets
     s_bin, s_probe = _seed_words(cfg.seed)
     units, counts = shingle_counts(batch, docs, shingle_cfg)
     out_off = np.zeros(len(docs) + 1, np.int64)
@@ -126,6 +134,10 @@ def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = N
     sig = np.empty((len(docs), cfg.num_perm), np.uint32)
     args = (batch.data, batch.offsets, docs, kind_code(shingle_cfg), shingle_cfg.k,
             shingle_cfg.offset, s_bin, s_probe, units, out_off, h32, sig)
-    parallel(lambda lo, hi: _k.shingle_oph(*args, lo, hi), len(docs), counts + cfg.num_perm,
-             min_weight=1 << 16)
+    def part(lo: int, hi: int) -> None:
+        _k.shingle_oph(*args, lo, hi)
+        if rows_done is not None:
+            rows_done(sig, lo, hi)
+
+    parallel(part, len(docs), counts + cfg.num_perm, min_weight=1 << 16)
     return sig, h32, out_off

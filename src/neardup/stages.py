@@ -18,11 +18,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ._kernels import lsh as _lsh_k
 from ._records import record
 from ._version import __version__
 from .config import DedupConfig, ShingleConfig, SketchConfig
+from .errors import ConfigError
 from .exact import FingerprintTable, fingerprints
-from .lsh import CandidateStats, band_keys, s_curve
+from .lsh import CandidateStats, s_curve
 from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
 
@@ -90,14 +92,39 @@ def fingerprint_chunk(batch: NormalizedBatch, table: FingerprintTable | None = N
 
 def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig,
                  bands_rows: tuple[int, int] | None,
-                 out: Callable[[int], np.ndarray] | None = None) -> Sketched:
+                 out: Callable[[int], np.ndarray] | None = None,
+                 keys_out: Sequence[np.ndarray] | None = None) -> Sketched:
     """Shingle and sketch the new distinct texts of ``fp`` in one pass; with ``bands_rows``
     keep only their LSH band keys, without it their signatures. ``out(m)`` may supply the
-    ``uint32[m]`` array the shingle fingerprints are written to (an engine's growing store)."""
-    sigs, h32, off = shingle_sketch(fp.batch, shingle, sketch, fp.docs, out)
+    ``uint32[m]`` array the shingle fingerprints are written to (an engine's growing store),
+    ``keys_out`` one ``uint64[G]`` array per band for the keys (its stores' free ends: the keys
+    are then written there by the parallel kernel, and ``keys`` is that list instead of an
+    array)."""
     if bands_rows is None:
+        sigs, h32, off = shingle_sketch(fp.batch, shingle, sketch, fp.docs, out)
         return Sketched(None, sigs, h32, off)
-    return Sketched(band_keys(sigs, *bands_rows), None, h32, off)
+    bands, rows = bands_rows
+    n = len(fp.docs)
+    keys = None
+    if keys_out is None:
+        keys = np.empty((bands, n), np.uint64)
+        keys_out = list(keys)
+    if len(keys_out) != bands or any(k.dtype != np.uint64 or k.shape != (n,)
+                                     or not k.flags.c_contiguous or not k.flags.writeable
+                                     for k in keys_out):
+        raise ValueError(f"keys_out must be {bands} writable uint64[{n}] arrays")
+    addresses = np.array([k.ctypes.data for k in keys_out], np.uint64)
+    if bands * rows > sketch.num_perm:
+        raise ConfigError(f"bands*rows={bands}*{rows} is invalid: it exceeds the signature "
+                          f"length {sketch.num_perm}")
+
+    def keys_of(sig: np.ndarray, lo: int, hi: int) -> None:
+        if sig.dtype != np.uint32:
+            sig = sig.astype(np.uint32)  # the classic scheme's 32-bit values, as band_keys
+        _lsh_k.band_keys_into(sig, bands, rows, addresses, lo, hi)
+
+    _, h32, off = shingle_sketch(fp.batch, shingle, sketch, fp.docs, out, keys_of)
+    return Sketched(list(keys_out) if keys is None else keys, None, h32, off)
 
 
 def ingest_chunk(texts: Sequence[str], config: DedupConfig,

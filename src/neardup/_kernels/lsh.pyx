@@ -28,6 +28,27 @@ def band_keys(const sig_t[:, ::1] sig, int64_t bands, int64_t rows, uint64_t[:, 
                 keys[b, i] = fmix64(h)
 
 
+def band_keys_into(const uint32_t[:, ::1] sig, int64_t bands, int64_t rows,
+                   const uint64_t[::1] addresses, Py_ssize_t lo, Py_ssize_t hi):
+    """:func:`band_keys` of signatures ``[lo, hi)``, band ``b``'s keys written to the
+    ``uint64`` array at address ``addresses[b]`` (element ``i`` for signature ``i``): the
+    arrays of a caller that holds them alive, one per band, such as the free ends of its
+    growing stores."""
+    cdef Py_ssize_t i
+    cdef int64_t b, r, base
+    cdef uint64_t h
+    if addresses.shape[0] < bands:
+        raise ValueError("one address per band is needed")
+    with nogil:
+        for i in range(lo, hi):
+            for b in range(bands):
+                h = GOLDEN ^ <uint64_t>b
+                base = b * rows
+                for r in range(rows):
+                    h = fnv_step(h, sig[i, base + r])
+                (<uint64_t*>(<size_t>addresses[b]))[i] = fmix64(h)
+
+
 def pack_ids(uint64_t[::1] keys, uint64_t keep):
     """Replace the bits of ``keys[i]`` outside the mask ``keep`` by ``i``, in place."""
     cdef Py_ssize_t i

@@ -304,19 +304,23 @@ class Deduplicator:
     def _sketch_one(self, fp) -> None:
         cfg = self.config
         t0 = time.perf_counter()
-        # Exact verification: the kernel writes the shingle fingerprints straight into the
-        # index, so its fresh pages are touched once, by all threads (not copied afterwards).
+        # Exact verification: the kernel writes the shingle fingerprints and the band keys
+        # straight into their stores, so their fresh pages are touched once, by all threads
+        # (not copied afterwards by this one while the others wait).
+        g = len(fp.docs)
+        keys_out = [store.reserve(g) for store in self._keys] if self._exact else None
         sk = sketch_chunk(fp, cfg.shingle, cfg.sketch,
                           self._bands_rows if self._exact else None,
-                          self._sh.reserve if self._exact else None)
+                          self._sh.reserve if self._exact else None, keys_out)
         del fp
         m = len(sk.shingles)
-        sk.shingles = None  # the index's view: it must go before the index can grow again
+        # the stores' views: they must go before the stores can grow again
+        sk.shingles = sk.keys = keys_out = None
         self._shingles_total += m
         if self._exact:
             self._sh.commit(m)
-            for store, row in zip(self._keys, sk.keys):
-                store.append(row)
+            for store in self._keys:
+                store.commit(g)
             self._shsize.append(sk.sizes)
         else:
             self._sigs.append(sk.signatures)
