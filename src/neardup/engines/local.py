@@ -502,9 +502,10 @@ class Deduplicator:
         return self.run_summary.to_dict()
 
 
-#: the batches that verification and clustering are cut into when their decisions are
-#: wanted in document order (:func:`_decide_in_order`)
-_DECISION_BATCHES = 8
+#: where verification and clustering are cut into batches (fractions of the candidate pairs)
+#: when their decisions are wanted in document order (:func:`_decide_in_order`): small first
+#: batches, so that the copy of the corpus, which waits for the first decisions, starts soon
+_DECISION_CUTS = (1 / 32, 1 / 16, 1 / 8, 2 / 8, 3 / 8, 4 / 8, 5 / 8, 6 / 8, 7 / 8)
 
 
 def _kept_rows(a: int, b: int, group: np.ndarray, urow: np.ndarray, rep_u: np.ndarray
@@ -533,8 +534,8 @@ def _decide_in_order(U: int, n: int, left: np.ndarray, right: np.ndarray, thr, m
     first = first[order]
     m = len(order)
     cuts = {0, m}
-    for k in range(1, _DECISION_BATCHES):  # about equal parts, never splitting a group
-        at = k * m // _DECISION_BATCHES
+    for f in _DECISION_CUTS:  # never splitting a group
+        at = min(int(f * m), m - 1)
         cuts.add(int(np.searchsorted(first, first[at], side="left")))
     cuts = sorted(cuts)
     sim = np.empty(m, np.float32)
