@@ -748,6 +748,41 @@ def test_corpus_as_the_local_engine_writes_it(scheduler, tmp_path, partitioned):
         {i for i in kept_ids if i.startswith("p")}
 
 
+def test_stopping_a_run_waits_for_its_tasks_still_running(scheduler, tmp_path):
+    """A cancelled task that has started runs on to its end on its worker (a worker cannot
+    stop a thread), and may write into the run's folders meanwhile: stopping a run waits until
+    none of its tasks runs anywhere, so that removing its folders afterwards leaves nothing.
+    (Without the wait, a part still being written left an empty temporary folder behind.)"""
+    import uuid
+
+    from neardup.engines.dask.context import _running, wait_stopped
+
+    client = scheduler[1]
+    tok = uuid.uuid4().hex[:8]
+    started, ended = tmp_path / "started", tmp_path / "ended"
+
+    def slow(a: str, b: str) -> None:
+        import time as _time
+
+        open(a, "w").close()
+        _time.sleep(1.5)
+        open(b, "w").close()
+
+    fut = client.submit(slow, str(started), str(ended), key=f"neardup-part-{tok}-0",
+                        pure=False)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert started.exists()
+    assert sum(client.run(_running, tok).values()) == 1
+    assert sum(client.run(_running, "other-run").values()) == 0
+    client.cancel([fut])
+    assert not ended.exists()  # cancelled, still running
+    assert wait_stopped(client, tok, timeout=60)
+    assert ended.exists()
+    assert sum(client.run(_running, tok).values()) == 0
+
+
 def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
     """An input vanishes while the workers write the corpus: the error names it, the pending
     writes are stopped and nothing of the run is left (its output folder is removed)."""

@@ -11,21 +11,26 @@ ctypedef fused sig_t:
     uint64_t
 
 
+cdef inline uint64_t band_key(const sig_t* row, int64_t b, int64_t rows) noexcept nogil:
+    """The key of band ``b`` of one signature ``row``: FNV over its ``rows`` values, then
+    fmix64."""
+    cdef uint64_t h = GOLDEN ^ <uint64_t>b
+    cdef int64_t r
+    for r in range(b * rows, (b + 1) * rows):
+        h = fnv_step(h, row[r])
+    return fmix64(h)
+
+
 def band_keys(const sig_t[:, ::1] sig, int64_t bands, int64_t rows, uint64_t[:, ::1] keys,
               Py_ssize_t lo, Py_ssize_t hi):
     """``keys[b, i]``: a 64-bit hash of the ``rows`` values of band ``b`` of signature ``i``,
     for ``i`` in [lo, hi)."""
     cdef Py_ssize_t i
-    cdef int64_t b, r, base
-    cdef uint64_t h
+    cdef int64_t b
     with nogil:
         for i in range(lo, hi):
             for b in range(bands):
-                h = GOLDEN ^ <uint64_t>b
-                base = b * rows
-                for r in range(rows):
-                    h = fnv_step(h, sig[i, base + r])
-                keys[b, i] = fmix64(h)
+                keys[b, i] = band_key(&sig[i, 0], b, rows)
 
 
 def band_keys_into(const uint32_t[:, ::1] sig, int64_t bands, int64_t rows,
@@ -35,18 +40,13 @@ def band_keys_into(const uint32_t[:, ::1] sig, int64_t bands, int64_t rows,
     arrays of a caller that holds them alive, one per band, such as the free ends of its
     growing stores."""
     cdef Py_ssize_t i
-    cdef int64_t b, r, base
-    cdef uint64_t h
+    cdef int64_t b
     if addresses.shape[0] < bands:
         raise ValueError("one address per band is needed")
     with nogil:
         for i in range(lo, hi):
             for b in range(bands):
-                h = GOLDEN ^ <uint64_t>b
-                base = b * rows
-                for r in range(rows):
-                    h = fnv_step(h, sig[i, base + r])
-                (<uint64_t*>(<size_t>addresses[b]))[i] = fmix64(h)
+                (<uint64_t*>(<size_t>addresses[b]))[i] = band_key(&sig[i, 0], b, rows)
 
 
 def pack_ids(uint64_t[::1] keys, uint64_t keep):

@@ -95,6 +95,16 @@ class RunContext:
         self.futures.append(fut)
         return fut
 
+    def stop(self) -> None:
+        """Cancel this run's tasks and wait until none of them runs on any worker any more:
+        a worker cannot stop a task that has started, whose function then runs on to its end
+        and may still write into this run's folders (which the caller is about to remove)."""
+        import contextlib
+
+        with contextlib.suppress(Exception):
+            self.client.cancel(self.futures)
+        wait_stopped(self.client, self.tok)
+
     def done(self) -> None:
         """The tasks so far are finished and gathered: what a lost worker held need not be
         computed again."""
@@ -105,3 +115,26 @@ class RunContext:
         path = self.work / name
         path.mkdir()
         return str(path)
+
+
+def _running(tok: str, dask_worker: Any = None) -> int:
+    """On a worker: how many tasks whose key holds ``tok`` are running in its threads."""
+    keys = list(getattr(dask_worker, "active_keys", ()))
+    return sum(1 for k in keys if tok in str(k))
+
+
+def wait_stopped(client: Any, tok: str, timeout: float = 60.0) -> bool:
+    """Wait until no task whose key holds ``tok`` (a run's token) runs on any worker, at most
+    ``timeout`` seconds; ``False`` if some still ran then (or the workers could not be
+    asked)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            running = client.run(_running, tok)
+        except Exception:  # noqa: BLE001  (workers gone: nothing of theirs runs on)
+            return False
+        if not any(running.values()):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)

@@ -3,7 +3,6 @@ steps run in order over one :class:`~neardup.engines.dask.context.RunContext`.""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import uuid
@@ -116,8 +115,7 @@ def _run(client, paths: list[Path], outdir: Path, config: DedupConfig, read_opts
                 [] if work_dir is None else [(work_dir, "the work folder")]))
             summary = run_steps(ctx)
         except BaseException as e:
-            with contextlib.suppress(Exception):
-                client.cancel(ctx.futures)
+            ctx.stop()  # nothing of this run writes any more when its folders are removed
             if isinstance(e, OSError):  # a task's, on a worker (the client's are OutputError)
                 raise worker_os_error(e, paths) from e
             raise

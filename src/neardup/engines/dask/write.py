@@ -14,7 +14,6 @@ folder of that name per input file holding one part per partition (see :class:`C
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from dataclasses import replace
@@ -427,10 +426,7 @@ class Corpus:
         return [str(final / name) for name in self.written]
 
     def discard(self) -> None:
-        """Stop the writes (waiting for those under way) and remove the folder."""
-        from distributed import wait
-
-        with contextlib.suppress(Exception):
-            self.ctx.client.cancel(self.futures)
-            wait(self.futures, timeout=60)
+        """Stop the writes (waiting for those under way to end on the workers) and remove the
+        folder."""
+        self.ctx.stop()
         self.staged.discard()
