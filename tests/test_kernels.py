@@ -793,6 +793,58 @@ def test_id_table_matches_a_dictionary(ops, capacity):
         assert len(table) == len(oracle)
 
 
+_UTF8_ID = st.text(st.characters(blacklist_categories=("Cs",)), max_size=4)  # valid UTF-8
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("bytes"), st.lists(_UTF8_ID, max_size=6)),
+                          st.tuples(st.just("strings"), st.lists(_UTF8_ID, max_size=6)),
+                          st.tuples(st.just("one"), _UTF8_ID)), max_size=40),
+       st.integers(1, 64), st.integers(0, 5))
+def test_id_table_claims_ids_from_their_bytes_as_from_their_strings(ops, capacity, pad):
+    """The reader claims the ids of a block from the scanner's bytes: the same answers and the
+    same table as claiming their strings (a batch whole or not at all, codes kept)."""
+    from neardup.exact import IdTable
+
+    table = IdTable(capacity)
+    oracle: dict[str, int] = {}
+    code = 0
+    for op, arg in ops:
+        if op == "one":
+            assert table.setdefault(arg, code) == oracle.setdefault(arg, code)
+            code += 1
+            continue
+        codes = np.arange(code, code + len(arg), dtype=np.int64)
+        code += len(arg)
+        ok = len(set(arg)) == len(arg) and oracle.keys().isdisjoint(arg)
+        if op == "strings":
+            assert table.claim(list(arg), codes) == ok
+        else:  # the ids' UTF-8 one after another, after some other bytes
+            raw = [x.encode("utf-8") for x in arg]
+            buf = np.frombuffer(b"#" * pad + b"".join(raw) + b"#", np.uint8)
+            offsets = pad + np.concatenate(([0], np.cumsum([len(r) for r in raw]))).astype(
+                np.int64)
+            assert table.claim_utf8(buf, offsets, codes) == ok
+        if ok:
+            oracle.update(zip(arg, codes.tolist()))
+        assert len(table) == len(oracle)
+    for x, c in oracle.items():  # every id answers with its first code, from its string
+        assert table.setdefault(x, 10**9) == c
+
+
+def test_id_table_from_bytes_checks_its_offsets():
+    from neardup.exact import IdTable
+
+    table = IdTable()
+    buf = np.frombuffer(b"abc", np.uint8)
+    with pytest.raises(ValueError, match="outside its buffer"):
+        table.claim_utf8(buf, np.array([0, 4], np.int64), np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match="one offset more"):
+        table.claim_utf8(buf, np.array([0], np.int64), np.zeros(1, np.int64))
+    assert len(table) == 0
+    assert table.claim_utf8(buf, np.array([0, 1, 3], np.int64), np.array([4, 5], np.int64))
+    assert table.setdefault("a", 9) == 4 and table.setdefault("bc", 9) == 5
+
+
 def test_id_table_rejects_what_is_not_a_string_and_leaves_the_batch_out():
     from neardup.exact import IdTable
 

@@ -160,7 +160,7 @@ cdef class IdTable:
                 self._put(old_hi[s], old_lo[s], old_code[s])
         del keep
 
-    cdef inline Py_ssize_t _slot(self, uint64_t h, uint64_t w) noexcept:
+    cdef inline Py_ssize_t _slot(self, uint64_t h, uint64_t w) noexcept nogil:
         """The slot of the digest ``(h, w)``: where it is, or the empty slot it would take."""
         cdef Py_ssize_t s = <Py_ssize_t>(w & self.mask)
         while self.t_code[s] >= 0 and not (self.t_lo[s] == w and self.t_hi[s] == h):
@@ -221,7 +221,47 @@ cdef class IdTable:
         self.size += n
         return True
 
-    cdef _undo(self, Py_ssize_t[::1] taken, Py_ssize_t k):
+    def claim_utf8(self, const uint8_t[::1] buf, const int64_t[::1] offsets,
+                   const int64_t[::1] codes):
+        """:meth:`claim` of the ids whose UTF-8 bytes are ``buf[offsets[i]:offsets[i+1]]``
+        (valid UTF-8, as the JSONL scanner hands them over): the digests of their strings,
+        taken from the bytes, without making the strings and without the GIL."""
+        import numpy as np
+
+        cdef Py_ssize_t i, s, n = codes.shape[0]
+        cdef XXH128_hash_t h
+        cdef const uint8_t* p = &buf[0] if buf.shape[0] else NULL
+        cdef bint ok = True
+        if offsets.shape[0] < n + 1:
+            raise ValueError("claim_utf8 needs one offset more than codes")
+        for i in range(n):
+            if codes[i] < 0:
+                raise ValueError("codes must be >= 0")
+            if offsets[i] < 0 or offsets[i + 1] < offsets[i] or offsets[i + 1] > buf.shape[0]:
+                raise ValueError("claim_utf8: an id lies outside its buffer")
+        self._reserve(n)
+        taken_a = np.empty(n, np.intp)
+        cdef Py_ssize_t[::1] taken = taken_a
+        with nogil:
+            for i in range(n):
+                if offsets[i + 1] == offsets[i]:
+                    h = XXH3_128bits(NULL, 0)
+                else:
+                    h = XXH3_128bits(p + offsets[i], <size_t>(offsets[i + 1] - offsets[i]))
+                s = self._slot(h.high64, h.low64)
+                if self.t_code[s] >= 0:  # seen before, or twice in this batch
+                    self._undo(taken, i)
+                    ok = False
+                    break
+                self.t_hi[s] = h.high64
+                self.t_lo[s] = h.low64
+                self.t_code[s] = codes[i]
+                taken[i] = s
+        if ok:
+            self.size += n
+        return ok
+
+    cdef void _undo(self, Py_ssize_t[::1] taken, Py_ssize_t k) noexcept nogil:
         """Empty the slots of the first ``k`` ids of a batch, the last taken first: undoing
         linear-probing insertions in reverse order gives back the table as it was."""
         cdef Py_ssize_t j

@@ -1304,6 +1304,10 @@ class ArrowBatch:
     text_bytes: int
     first: int = 0
     spans: Any = None
+    # the ids' UTF-8 bytes as the scanner wrote them (``id_offsets``: one more than ids, into
+    # ``id_bytes``), for checking that they are new without their strings
+    id_bytes: Any = None
+    id_offsets: Any = None
 
     def __len__(self) -> int:
         return len(self.locations)
@@ -1359,11 +1363,14 @@ class _BlockParser:
                 k = stop - pos
                 texts = pa.Array.from_buffers(
                     pa.large_string(), k, [None, pa.py_buffer(offsets[pos:stop + 1]), text_buf])
-                ids = None
+                ids = id_offs = None
                 if self.id_key is not None:
-                    ids = decode_ids(id_out, id_offsets[pos:stop + 1], k)
+                    id_offs = id_offsets[pos:stop + 1]
+                    ids = decode_ids(id_out, id_offs, k)
                 text_bytes = int(offsets[stop] - offsets[pos])
-                yield pos, stop, ArrowBatch(texts, ids, locations[pos:stop], text_bytes)
+                yield pos, stop, ArrowBatch(texts, ids, locations[pos:stop], text_bytes,
+                                            id_bytes=None if ids is None else id_out,
+                                            id_offsets=id_offs)
             if stop < n:
                 yield stop  # for the line reader
                 offsets[stop + 1] = offsets[stop]
@@ -1646,7 +1653,10 @@ class RecordStream:
             return True
         import numpy as np
 
-        return seen.claim(batch.ids, np.ascontiguousarray(batch.locations, np.int64))
+        codes = np.ascontiguousarray(batch.locations, np.int64)
+        if batch.id_bytes is not None:  # the digests from the bytes, outside the GIL
+            return seen.claim_utf8(batch.id_bytes, batch.id_offsets, codes)
+        return seen.claim(batch.ids, codes)
 
     def _block_records(self, src: _Source, block: bytes | memoryview, lines: _BlockLines,
                        lineno: int, base: int | None, bom: int, first: int,
