@@ -148,4 +148,3 @@ def keep_repeats(uint64_t[::1] packed, int table_bits):
                 m += 1
     free(seen)
     return m
-

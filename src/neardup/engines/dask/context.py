@@ -8,6 +8,7 @@ scratch folder.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,8 +100,6 @@ class RunContext:
         """Cancel this run's tasks and wait until none of them runs on any worker any more:
         a worker cannot stop a task that has started, whose function then runs on to its end
         and may still write into this run's folders (which the caller is about to remove)."""
-        import contextlib
-
         with contextlib.suppress(Exception):
             self.client.cancel(self.futures)
         wait_stopped(self.client, self.tok)
