@@ -96,13 +96,18 @@ def lsh_params(lsh, num_perm: int) -> tuple[int, int]:
     return choose_bands(lsh.threshold, num_perm, lsh.min_recall)
 
 
+def check_banding(bands: int, rows: int, num_perm: int) -> None:
+    """Raise :class:`ConfigError` unless ``bands`` bands of ``rows`` rows fit in a signature of
+    ``num_perm`` values."""
+    if bands * rows > num_perm:
+        raise ConfigError(
+            f"bands*rows={bands}*{rows} is invalid: it exceeds the signature length {num_perm}")
+
+
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """One 64-bit key per (band, document): ``uint64[bands, n]``."""
     sig = np.ascontiguousarray(signatures)
-    if bands * rows > sig.shape[1]:
-        raise ConfigError(
-            f"bands*rows={bands}*{rows} is invalid: it exceeds the signature length {sig.shape[1]}"
-        )
+    check_banding(bands, rows, sig.shape[1])
     if sig.dtype not in (np.uint32, np.uint64):
         sig = sig.astype(np.uint64)
     n = sig.shape[0]

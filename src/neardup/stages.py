@@ -22,9 +22,8 @@ from ._kernels import lsh as _lsh_k
 from ._records import record
 from ._version import __version__
 from .config import DedupConfig, ShingleConfig, SketchConfig
-from .errors import ConfigError
 from .exact import FingerprintTable, fingerprints
-from .lsh import CandidateStats, s_curve
+from .lsh import CandidateStats, check_banding, s_curve
 from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
 
@@ -114,13 +113,9 @@ def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig
                                      for k in keys_out):
         raise ValueError(f"keys_out must be {bands} writable uint64[{n}] arrays")
     addresses = np.array([k.ctypes.data for k in keys_out], np.uint64)
-    if bands * rows > sketch.num_perm:
-        raise ConfigError(f"bands*rows={bands}*{rows} is invalid: it exceeds the signature "
-                          f"length {sketch.num_perm}")
+    check_banding(bands, rows, sketch.num_perm)
 
-    def keys_of(sig: np.ndarray, lo: int, hi: int) -> None:
-        if sig.dtype != np.uint32:
-            sig = sig.astype(np.uint32)  # the classic scheme's 32-bit values, as band_keys
+    def keys_of(sig: np.ndarray, lo: int, hi: int) -> None:  # sig: uint32, either scheme
         _lsh_k.band_keys_into(sig, bands, rows, addresses, lo, hi)
 
     _, h32, off = shingle_sketch(fp.batch, shingle, sketch, fp.docs, out, keys_of)

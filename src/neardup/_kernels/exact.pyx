@@ -194,30 +194,21 @@ cdef class IdTable:
         change nothing and return ``False``."""
         import numpy as np
 
-        cdef Py_ssize_t i, s, n = len(ids)
+        cdef Py_ssize_t i, n = len(ids)
         cdef XXH128_hash_t h
         if codes.shape[0] != n:
             raise ValueError("claim needs one code per id")
-        for i in range(n):
-            if codes[i] < 0:
-                raise ValueError("codes must be >= 0")
-        self._reserve(n)
+        self._check_codes(codes, n)
         taken_a = np.empty(n, np.intp)
         cdef Py_ssize_t[::1] taken = taken_a
         for i in range(n):
             try:
                 h = str_digest(ids[i])
             except BaseException:
-                self._undo(taken, i)
+                self._undo(&taken[0], i)
                 raise
-            s = self._slot(h.high64, h.low64)
-            if self.t_code[s] >= 0:  # seen before, or twice in this batch
-                self._undo(taken, i)
+            if not self._take(h, codes[i], &taken[0], i):
                 return False
-            self.t_hi[s] = h.high64
-            self.t_lo[s] = h.low64
-            self.t_code[s] = codes[i]
-            taken[i] = s
         self.size += n
         return True
 
@@ -228,18 +219,16 @@ cdef class IdTable:
         taken from the bytes, without making the strings and without the GIL."""
         import numpy as np
 
-        cdef Py_ssize_t i, s, n = codes.shape[0]
+        cdef Py_ssize_t i, n = codes.shape[0]
         cdef XXH128_hash_t h
         cdef const uint8_t* p = &buf[0] if buf.shape[0] else NULL
         cdef bint ok = True
         if offsets.shape[0] < n + 1:
             raise ValueError("claim_utf8 needs one offset more than codes")
         for i in range(n):
-            if codes[i] < 0:
-                raise ValueError("codes must be >= 0")
             if offsets[i] < 0 or offsets[i + 1] < offsets[i] or offsets[i + 1] > buf.shape[0]:
                 raise ValueError("claim_utf8: an id lies outside its buffer")
-        self._reserve(n)
+        self._check_codes(codes, n)
         taken_a = np.empty(n, np.intp)
         cdef Py_ssize_t[::1] taken = taken_a
         with nogil:
@@ -248,20 +237,36 @@ cdef class IdTable:
                     h = XXH3_128bits(NULL, 0)
                 else:
                     h = XXH3_128bits(p + offsets[i], <size_t>(offsets[i + 1] - offsets[i]))
-                s = self._slot(h.high64, h.low64)
-                if self.t_code[s] >= 0:  # seen before, or twice in this batch
-                    self._undo(taken, i)
+                if not self._take(h, codes[i], &taken[0], i):
                     ok = False
                     break
-                self.t_hi[s] = h.high64
-                self.t_lo[s] = h.low64
-                self.t_code[s] = codes[i]
-                taken[i] = s
         if ok:
             self.size += n
         return ok
 
-    cdef void _undo(self, Py_ssize_t[::1] taken, Py_ssize_t k) noexcept nogil:
+    cdef _check_codes(self, const int64_t[::1] codes, Py_ssize_t n):
+        """Raise unless every code of a batch of ``n`` is >= 0; then make room for it."""
+        cdef Py_ssize_t i
+        for i in range(n):
+            if codes[i] < 0:
+                raise ValueError("codes must be >= 0")
+        self._reserve(n)
+
+    cdef inline bint _take(self, XXH128_hash_t h, int64_t code, Py_ssize_t* taken,
+                           Py_ssize_t i) noexcept nogil:
+        """Put the ``i``-th id of a batch (digest ``h``) in its slot, noted in ``taken``; if it
+        was seen before (or earlier in the batch) undo the batch so far and return False."""
+        cdef Py_ssize_t s = self._slot(h.high64, h.low64)
+        if self.t_code[s] >= 0:
+            self._undo(taken, i)
+            return False
+        self.t_hi[s] = h.high64
+        self.t_lo[s] = h.low64
+        self.t_code[s] = code
+        taken[i] = s
+        return True
+
+    cdef void _undo(self, Py_ssize_t* taken, Py_ssize_t k) noexcept nogil:
         """Empty the slots of the first ``k`` ids of a batch, the last taken first: undoing
         linear-probing insertions in reverse order gives back the table as it was."""
         cdef Py_ssize_t j
