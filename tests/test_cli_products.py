@@ -56,10 +56,12 @@ def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
                 f.write(f"{members[0]},{members[k]}\n")
     rc = main(["products", "eval", *map(str, SHOPS), "--truth-pairs", str(tmp_path / "pairs.csv"),
                "--bootstraps", "2", "--num-perm", "24", "--bands", "12", "--rows", "2",
-               "-o", str(tmp_path / "rep2"), "--json"])
+               "-o", str(tmp_path / "rep2"), "--json", "--model-seed", "4"])
     assert rc == 0
     s2 = json.loads(capsys.readouterr().out)
     assert s2["true_pairs"] == s["true_pairs"]
+    # the forest's random state is the user's and is written with the rest of the settings
+    assert s["config"]["model_seed"] == 0 and s2["config"]["model_seed"] == 4
 
 
 def test_products_eval_with_one_bootstrap_prints_no_spread(tmp_path, capsys):

@@ -764,3 +764,18 @@ def test_matching_does_not_depend_on_the_process_string_hashing():
                              capture_output=True, text=True).stdout
         got.append(json.loads(out))
     assert got[0] == got[1] == got[2]
+
+
+def test_study_grows_its_forest_with_the_model_seed(catalogue):
+    offers, labels = catalogue
+
+    def thresholds(model_seed: int) -> list[float]:
+        res = run_study(offers, labels, StudyConfig(bootstraps=1, seed=1, model_seed=model_seed))
+        return [r["threshold"] for r in res.runs if r["method"] == "neardup"]
+
+    # the same state gives the same study; another state another forest, whose out-of-fold
+    # scores (and so the thresholds tuned on them) differ
+    assert thresholds(0) == thresholds(0)
+    assert thresholds(0) != thresholds(5)
+    with pytest.raises(ValueError, match="model_seed"):
+        StudyConfig(model_seed=-1)

@@ -319,7 +319,7 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
         x = pair_features(d, left, right)
         known = truth.is_known(left, right)  # fitted and tuned on the pairs of known truth
         y = truth.is_match(left, right)[known]
-        model = PairModel()
+        model = PairModel(random_state=cfg.model_seed)
         oof = model.out_of_fold(x[known], y)
         model.fit(x[known], y)
         raw = model.score(x) if not known.all() else oof
