@@ -277,9 +277,8 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
                           "model id) or --truth-file FILE (matching id pairs, entity ids or "
                           "labelled pairs)")
     cfg = StudyConfig(bootstraps=a.bootstraps, seed=a.seed, model_seed=a.model_seed,
-                      num_perm=a.num_perm,
-                      bands=a.bands, rows=a.rows, max_df=a.max_df, link=a.link,
-                      blocking=a.blocking, per_offer=a.candidates_per_offer)
+                      num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df,
+                      link=a.link, blocking=a.blocking, per_offer=a.candidates_per_offer)
     say = None if a.quiet or a.json else (lambda m: print(m, file=sys.stderr))
     s = evaluate_offers(offers, labels if a.truth_file else list(labels), a.output, cfg,
                         save_model_to=a.save_model, progress=say)
