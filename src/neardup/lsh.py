@@ -25,7 +25,7 @@ from ._arrays import sorted_unique
 from ._kernels import lsh as _k
 from ._records import record
 from ._threads import get_num_threads, parallel
-from .config import check_threshold
+from .config import check_banding, check_threshold
 from .errors import ConfigError
 from .validate import check_int, check_real
 
@@ -96,18 +96,10 @@ def lsh_params(lsh, num_perm: int) -> tuple[int, int]:
     return choose_bands(lsh.threshold, num_perm, lsh.min_recall)
 
 
-def check_banding(bands: int, rows: int, num_perm: int) -> None:
-    """Raise :class:`ConfigError` unless ``bands`` bands of ``rows`` rows fit in a signature of
-    ``num_perm`` values."""
-    if bands * rows > num_perm:
-        raise ConfigError(
-            f"bands*rows={bands}*{rows} is invalid: it exceeds the signature length {num_perm}")
-
-
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """One 64-bit key per (band, document): ``uint64[bands, n]``."""
     sig = np.ascontiguousarray(signatures)
-    check_banding(bands, rows, sig.shape[1])
+    check_banding(sig.shape[1], bands, rows)
     if sig.dtype not in (np.uint32, np.uint64):
         sig = sig.astype(np.uint64)
     n = sig.shape[0]

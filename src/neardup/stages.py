@@ -21,9 +21,9 @@ import numpy as np
 from ._kernels import lsh as _lsh_k
 from ._records import record
 from ._version import __version__
-from .config import DedupConfig, ShingleConfig, SketchConfig
+from .config import DedupConfig, ShingleConfig, SketchConfig, check_banding
 from .exact import FingerprintTable, fingerprints
-from .lsh import CandidateStats, check_banding, s_curve
+from .lsh import CandidateStats, s_curve
 from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
 
@@ -113,7 +113,7 @@ def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig
                                      for k in keys_out):
         raise ValueError(f"keys_out must be {bands} writable uint64[{n}] arrays")
     addresses = np.array([k.ctypes.data for k in keys_out], np.uint64)
-    check_banding(bands, rows, sketch.num_perm)
+    check_banding(sketch.num_perm, bands, rows)
 
     def keys_of(sig: np.ndarray, lo: int, hi: int) -> None:  # sig: uint32, either scheme
         _lsh_k.band_keys_into(sig, bands, rows, addresses, lo, hi)
