@@ -52,6 +52,28 @@ def test_tune_threshold_matches_brute_force(pairs, missed):
     assert f1 == pytest.approx(best) and f1_at(t) == pytest.approx(best)
 
 
+@given(st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.booleans()), max_size=25),
+       st.integers(0, 5), st.integers(0, 6), st.integers(0, 6))
+def test_tune_threshold_with_pairs_kept_otherwise(pairs, missed, kept_true, kept_false):
+    """Brute force over every cut and "none of these": the pairs kept otherwise count too."""
+    scores = np.array([p[0] for p in pairs])
+    truth = np.array([p[1] for p in pairs], bool)
+    total = int(truth.sum()) + kept_true + missed
+    kept = (kept_true, kept_true + kept_false)
+    t, f1 = tune_threshold(scores, truth, total, kept=kept)
+
+    def f1_at(th):
+        pred = scores >= th
+        tp = int((pred & truth).sum()) + kept[0]
+        return 2 * tp / (int(pred.sum()) + kept[1] + total) if total else 0.0
+
+    options = [f1_at(th) for th in set(scores.tolist())] if truth.any() else []
+    best = max(options + [f1_at(float("inf"))])
+    assert f1 == pytest.approx(best) and f1_at(t) == pytest.approx(best)
+    if truth.any() and kept[1] == 0:  # nothing kept otherwise: a cut at a score, as before
+        assert t in set(scores.tolist())
+
+
 def test_subset_pairs_renumbers():
     left, right, mask = subset_pairs(np.array([0, 2, 5]), np.array([2, 3, 4]), np.array([4, 0, 2]),
                                      n=6)

@@ -79,7 +79,9 @@ def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path, monkeypatch
     assert float(rows["neardup"]["f1"]) == pytest.approx(
         next(r["f1"] for r in s["summary"] if r["method"] == "neardup"))
     model, thr = load_model(tmp_path / "m.pkl")
-    assert 0 <= thr <= 1
+    assert 0 <= thr.main <= 1 and s["model"]["threshold"] == thr.main
+    one = s["model"]["threshold_one_sided"]  # tuned on its own, written in the summary
+    assert one == (None if np.isinf(thr.one_sided) else thr.one_sided)
     out = dedup_offers(offers, tmp_path / "out", model=str(tmp_path / "m.pkl"), num_perm=24,
                        bands=12, rows=2)  # looser banding: more of the true pairs are candidates
     _, found = _found_pairs(tmp_path / "out")
@@ -87,6 +89,57 @@ def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path, monkeypatch
     truth = {tuple(sorted((offers.ids[a], offers.ids[b]))) for a, b in zip(tl, tr)}
     assert out["matcher"].startswith("model:")
     assert len(found & truth) / len(truth) >= 0.8 and len(found & truth) / len(found) >= 0.9
+
+
+def test_saved_thresholds_apply_by_kind_of_pair(catalogue, tmp_path):
+    """A saved model's two thresholds: the one-sided one decides the pairs where only one
+    offer names a model number, the main one the others; ``threshold=`` sets one for all. A
+    model file of format 4 (one threshold) is still read."""
+    import pickle
+
+    from neardup.products.job import MODEL_FORMAT, save_model
+    from neardup.products.matcher import FEATURES, PairModel, Thresholds
+
+    offers, labels = catalogue
+    rng = np.random.default_rng(0)
+    x = rng.random((400, len(FEATURES)))
+    col = FEATURES.index
+    # duplicates: a shared model number, or one side's only and similar titles
+    y = (x[:, col("id_share")] > 0.5) | ((x[:, col("id_one")] > 0.5)
+                                         & (x[:, col("title_jac")] > 0.3))
+    model = PairModel(n_estimators=20).fit(x, y)
+    runs = {}
+    for name, thr in {"both": Thresholds(0.3, 0.55), "main": Thresholds(0.3),
+                      "never": Thresholds(0.3, float("inf"))}.items():
+        save_model(model, thr, tmp_path / f"{name}.pkl")
+        assert load_model(tmp_path / f"{name}.pkl")[1] == thr
+        runs[name] = dedup_offers(offers, tmp_path / name, model=str(tmp_path / f"{name}.pkl"))
+        runs[name]["pairs"] = [json.loads(line) for line in open(tmp_path / name / "pairs.jsonl")]
+    assert "threshold_one_sided" not in runs["main"]
+    assert runs["both"]["threshold_one_sided"] == 0.55
+    assert runs["never"]["threshold_one_sided"] is None
+
+    def one_sided(r):
+        a, b = r["evidence"]["model_numbers"]
+        return bool(a) != bool(b)
+
+    main = runs["main"]["pairs"]
+    assert any(one_sided(r) for r in main) and any(not one_sided(r) for r in main)
+    expect = [r for r in main if not one_sided(r) or r["score"] >= 0.55]
+    assert 0 < len(expect) < len(main) and any(one_sided(r) for r in expect)
+    assert [(r["id_a"], r["id_b"]) for r in runs["both"]["pairs"]] == \
+        [(r["id_a"], r["id_b"]) for r in expect]
+    assert [r for r in runs["never"]["pairs"] if one_sided(r)] == []
+    # one threshold given: it holds for every pair
+    over = dedup_offers(offers, tmp_path / "over", model=str(tmp_path / "both.pkl"),
+                        threshold=0.3)
+    assert over["duplicate_pairs"] == runs["main"]["duplicate_pairs"]
+    assert "threshold_one_sided" not in over
+    # format 4: one threshold, for every pair
+    with open(tmp_path / "v4.pkl", "wb") as f:
+        pickle.dump({"format": MODEL_FORMAT, "version": 4, "features": list(FEATURES),
+                     "threshold": 0.3, "model": model}, f)
+    assert load_model(tmp_path / "v4.pkl")[1] == Thresholds(0.3)
 
 
 def test_load_model_rejects_other_files(tmp_path):

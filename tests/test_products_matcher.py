@@ -779,3 +779,37 @@ def test_study_grows_its_forest_with_the_model_seed(catalogue):
     assert thresholds(0) != thresholds(5)
     with pytest.raises(ValueError, match="model_seed"):
         StudyConfig(model_seed=-1)
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]), st.booleans(),
+                          st.booleans()), min_size=1, max_size=30), st.integers(0, 4))
+def test_tune_thresholds_against_brute_force(rows, missed):
+    """``main`` is the best single threshold; ``one_sided`` then the best threshold of the
+    one-sided pairs (or none of them) with ``main`` fixed for the others, over every choice."""
+    from neardup.evaluate.bootstrap import tune_threshold
+    from neardup.products.matcher import FEATURES, tune_thresholds
+
+    scores = np.array([r[0] for r in rows])
+    truth = np.array([r[1] for r in rows], bool)
+    x = np.zeros((len(rows), len(FEATURES)))
+    x[:, FEATURES.index("id_one")] = [r[2] for r in rows]
+    one = x[:, FEATURES.index("id_one")] > 0
+    total = int(truth.sum()) + missed
+    t = tune_thresholds(scores, truth, total, x)
+    assert t.main == tune_threshold(scores, truth, total)[0]
+    if not truth.any() or not one.any():
+        assert t.one_sided is None
+        return
+
+    def f1(keep):
+        return 2 * int((keep & truth).sum()) / (int(keep.sum()) + total)
+
+    def kept(side):
+        return t.__class__(t.main, side).keep(scores, x)
+
+    options = [f1(kept(side)) for side in [*set(scores[one].tolist()), float("inf")]]
+    assert f1(kept(t.one_sided)) == pytest.approx(max(options))
+    assert f1(kept(t.one_sided)) >= f1(kept(None)) - 1e-12  # never worse than one threshold
+    # keep: at least the pair's own threshold, and above 0
+    assert np.array_equal(kept(t.one_sided), np.where(one, scores >= t.one_sided,
+                                                      scores >= t.main) & (scores > 0))

@@ -36,8 +36,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "`neardup products eval --save-model` (default: a training-free score, the "
                     "larger of a rule score and the title cosine)")
     pd.add_argument("--threshold", type=float, default=None, metavar="S",
-                    help="pair score from which two offers are duplicates (default: "
-                    "the model's tuned one, or 0.45 for the training-free score)")
+                    help="pair score from which two offers are duplicates, one for every "
+                    "pair (default: the model's tuned thresholds, one for pairs where only one "
+                    "offer names a model number and one for the others; 0.45 for the "
+                    "training-free score)")
     _add_blocking_args(pd)
     pd.add_argument("--one-to-one", action="store_true",
                     help="each offer matches at most one offer of each other shop (clean "
@@ -253,7 +255,7 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
         ("duplicates", f"{s['duplicate_pairs']:,} pairs in {s['clusters']:,} clusters "
                        f"({s['offers_in_clusters']:,} offers, largest "
                        f"{s['largest_cluster']})"),
-        ("matcher", f"{s['matcher']}, threshold {s['threshold']:.3f}"),
+        ("matcher", f"{s['matcher']}, threshold {_threshold_text(s)}"),
         *(_quality_rows(s["quality"]) if "quality" in s else []),
         ("time", f"{s['seconds']:.2f} s"),
         ("outputs", str(a.output).rstrip("/") + "/  pairs.jsonl, clusters.csv, "
@@ -285,6 +287,15 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
     print_summary(a, s, f"neardup products eval ({a.bootstraps} bootstraps, test sets)",
                   lambda: _eval_rows(s), json_default=float)
     return EXIT_OK
+
+
+def _threshold_text(s: dict) -> str:
+    text = f"{s['threshold']:.3f}"
+    if "threshold_one_sided" in s:  # a trained model's own threshold for one-sided pairs
+        one = s["threshold_one_sided"]
+        text += (f" ({one:.3f} where only one offer names a model number)" if one is not None
+                 else " (none kept where only one offer names a model number)")
+    return text
 
 
 def _mode_text(s: dict) -> str:

@@ -56,21 +56,30 @@ def subset_pairs(left: np.ndarray, right: np.ndarray, keep: np.ndarray, n: int
     return pos[left[mask]], pos[right[mask]], mask
 
 
-def tune_threshold(scores: np.ndarray, is_true: np.ndarray, total_true: int) -> tuple[float, float]:
+def tune_threshold(scores: np.ndarray, is_true: np.ndarray, total_true: int,
+                   kept: tuple[int, int] = (0, 0)) -> tuple[float, float]:
     """The score threshold (pairs with ``score >= t`` are duplicates) that maximises F1 when the
     scored candidates hold ``is_true`` duplicates and ``total_true`` duplicates exist in all
     (recall counts the ones the candidates missed). Returns ``(threshold, f1)``; with no true
-    pair or no candidate, ``(inf, 0.0)``."""
+    pair or no candidate, ``(inf, 0.0)``.
+
+    ``kept``: ``(duplicates, pairs)`` that other pairs, decided otherwise, already contribute
+    (a threshold for one kind of pair, the others' fixed): F1 counts them too, and keeping
+    none of these pairs (``inf``) is a choice when it scores best."""
     scores = np.asarray(scores, np.float64)
     is_true = np.asarray(is_true, np.bool_)
+    tp0, k0 = (int(kept[0]), int(kept[1]))
+    none = 2 * tp0 / (k0 + total_true) if total_true > 0 else 0.0
     if len(scores) == 0 or total_true == 0 or not is_true.any():
-        return float("inf"), 0.0
+        return float("inf"), none
     order = np.argsort(-scores, kind="stable")
     s = scores[order]
-    tp = np.cumsum(is_true[order])
-    k = np.arange(1, len(s) + 1)
+    tp = tp0 + np.cumsum(is_true[order])
+    k = k0 + np.arange(1, len(s) + 1)
     # only cut between distinct scores: a threshold keeps every pair with an equal score
     last = np.r_[s[1:] != s[:-1], True]
     f1 = np.where(last, 2 * tp / (k + total_true), -1.0)
     best = int(np.argmax(f1))
+    if k0 and none > f1[best]:
+        return float("inf"), none
     return float(s[best]), float(f1[best])

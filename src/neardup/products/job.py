@@ -35,12 +35,14 @@ from .matcher import (
     FEATURES,
     RULE_THRESHOLD,
     PairModel,
+    Thresholds,
     describe,
     evidence,
     offer_clusters,
     one_per_shop,
     pair_features,
     shops_listing_once,
+    tune_thresholds,
     unique_mapping,
     unsupervised_score,
 )
@@ -55,7 +57,9 @@ if TYPE_CHECKING:  # the study (and its report) load for evaluate_offers, not fo
 BLOCKINGS = ("tokens", "lsh")
 
 MODEL_FORMAT = "neardup-offer-pair-model"
-MODEL_VERSION = 4
+#: version 5 carries :class:`.matcher.Thresholds` (version 4, one threshold, is still read)
+MODEL_VERSION = 5
+_READ_VERSIONS = (4, 5)
 
 
 #: The thresholds at which :func:`pairs_by_threshold` counts the pairs a run would report.
@@ -72,19 +76,21 @@ def pairs_by_threshold(scores: np.ndarray) -> dict[str, int]:
             for t in THRESHOLD_GRID}
 
 
-def save_model(model: PairModel, threshold: float, path: str | os.PathLike) -> None:
-    """Save a fitted matcher and its tuned threshold (a pickle: load only files you made)."""
+def save_model(model: PairModel, thresholds: Thresholds, path: str | os.PathLike) -> None:
+    """Save a fitted matcher and its tuned thresholds (a pickle: load only files you made)."""
     try:
         with open(path, "wb") as f:
             pickle.dump({"format": MODEL_FORMAT, "version": MODEL_VERSION,
-                         "features": list(FEATURES), "threshold": threshold, "model": model}, f)
+                         "features": list(FEATURES), "threshold": thresholds.main,
+                         "threshold_one_sided": thresholds.one_sided, "model": model}, f)
     except OSError as e:
         raise OutputError(f"cannot write the model to {os.fspath(path)}: {e.strerror or e}"
                           ) from e
 
 
-def load_model(path: str | os.PathLike) -> tuple[PairModel, float]:
-    """``(model, threshold)`` saved by :func:`save_model`; a clear error for anything else."""
+def load_model(path: str | os.PathLike) -> tuple[PairModel, Thresholds]:
+    """``(model, thresholds)`` saved by :func:`save_model` (or by a neardup whose model files
+    held one threshold: it holds for every pair); a clear error for anything else."""
     from .._extras import require
 
     require("sklearn", "products", "a trained product matcher (--model)")
@@ -100,11 +106,13 @@ def load_model(path: str | os.PathLike) -> tuple[PairModel, float]:
                          reason="bad_model") from e
     if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
         raise InputError("not a neardup offer model", path=name, reason="bad_model")
-    if obj.get("version") != MODEL_VERSION or obj.get("features") != list(FEATURES):
+    if obj.get("version") not in _READ_VERSIONS or obj.get("features") != list(FEATURES):
         raise InputError(f"model version {obj.get('version')} with other features than this "
                          f"neardup's; make it again with `neardup products eval --save-model`",
                          path=name, reason="bad_model")
-    return obj["model"], float(obj["threshold"])
+    one = obj.get("threshold_one_sided")
+    return obj["model"], Thresholds(float(obj["threshold"]),
+                                    None if one is None else float(one))
 
 
 def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None = None,
@@ -116,7 +124,8 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     """Find duplicate offers (candidates by LSH, scored, one listing per shop, thresholded,
     clustered) and write the outputs listed in the module docstring. ``model``: a file saved
     by ``neardup products eval --save-model`` (default: the training-free rule score).
-    ``threshold`` overrides the model's tuned one (or :data:`.matcher.RULE_THRESHOLD`).
+    ``threshold``: one threshold for every pair, in place of the model's tuned ones (or of
+    :data:`.matcher.RULE_THRESHOLD`).
 
     ``blocking``: how candidate pairs are found: ``"tokens"`` (default: title tokens, a budget
     of ``per_offer`` pairs per offer, :mod:`.blocking`) or ``"lsh"`` (MinHash LSH over model
@@ -135,9 +144,9 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     check_real("threshold", threshold, 0.0, 1.0, none=True, allowed="a score between 0 and 1")
     t0 = time.perf_counter()
     out = prepare_outdir(outdir)
-    fitted, thr = (load_model(model) if model else (None, RULE_THRESHOLD))
+    fitted, thr = (load_model(model) if model else (None, Thresholds(RULE_THRESHOLD)))
     if threshold is not None:
-        thr = threshold
+        thr = Thresholds(threshold)
     d = describe(offers, units)
     within = 0
     block_stats = None
@@ -163,7 +172,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         raw = unsupervised_score(x, x[:, FEATURES.index("title_cos")],
                                  (shop[left] == shop[right]) & clean)
     scores = one_per_shop(left, right, raw, d, x, once)
-    keep = (scores >= thr) & (scores > 0)
+    keep = thr.keep(scores, x)
     if one_to_one:
         picked = np.flatnonzero(keep)
         keep[picked] = unique_mapping(left[picked], right[picked], scores[picked],
@@ -203,7 +212,10 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         "duplicate_pairs": int(keep.sum()),
         "clusters": int((sizes >= 2).sum()), "offers_in_clusters": int(in_cluster.sum()),
         "largest_cluster": int(sizes.max()) if len(sizes) else 0,
-        "matcher": "model:" + os.fspath(model) if model else "unsupervised", "threshold": thr,
+        "matcher": "model:" + os.fspath(model) if model else "unsupervised",
+        "threshold": thr.main,
+        **({"threshold_one_sided": thr.to_dict()["one_sided"]} if thr.one_sided is not None
+           else {}),
         "pairs_by_threshold": pairs_by_threshold(scores),
         "shops_listing_products_more_than_once": sorted(set(offers.shops) - once),
         "blocking": ({"method": "tokens", **block_stats.to_dict()} if block_stats is not None
@@ -286,7 +298,6 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
     from .._extras import require
 
     require("sklearn", "products", "neardup products eval (its trained matcher)")
-    from ..evaluate.bootstrap import tune_threshold
     from .report import write_report
     from .study import StudyConfig, run_study
     from .truth import Truth, check_truth
@@ -325,8 +336,12 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
         raw = model.score(x) if not known.all() else oof
         raw[known] = oof
         oof = one_per_shop(left, right, raw, d, x, shops_listing_once(d))[known]
-        thr, _ = tune_threshold(oof, y, len(truth.positives()[0]))
+        total = len(truth.positives()[0])
+        if cfg.link:  # only pairs across sources are candidates, and count
+            total = int(across_sources(*truth.positives(), offers.shops).sum())
+        thr = tune_thresholds(oof, y, total, x[known])
         save_model(model, thr, save_model_to)
-        summary["model"] = {"path": save_model_to, "threshold": thr}
+        summary["model"] = {"path": save_model_to, "threshold": thr.main,
+                            "threshold_one_sided": thr.to_dict()["one_sided"]}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     return summary

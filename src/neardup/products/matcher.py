@@ -832,6 +832,57 @@ def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
     return out
 
 
+@record(frozen=True)
+class Thresholds:
+    """Where a trained matcher's scores become duplicates: pairs scoring at least ``main``,
+    and among the pairs where only one offer names a model number (``id_one``) those scoring
+    at least ``one_sided`` (``None``: ``main`` for them too; ``inf``: none of them).
+
+    A trained model's scores of one-sided pairs are calibrated on the catalogue it was fitted
+    on, where about 1% of such candidates match; a threshold of their own, tuned with the
+    other pairs' threshold fixed (:func:`tune_thresholds`), lifted the TV study's mean test F1
+    over four forest states (``docs/products.md``)."""
+
+    main: float
+    one_sided: float | None = None
+
+    def keep(self, scores: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Which pairs (``scores``, their feature rows ``x``) are duplicates: at least their
+        threshold, and above 0 (0: dropped by :func:`one_per_shop`)."""
+        scores = np.asarray(scores, np.float64)
+        thr = np.full(len(scores), self.main)
+        if self.one_sided is not None:
+            thr[x[:, FEATURES.index("id_one")] > 0] = self.one_sided
+        return (scores >= thr) & (scores > 0)
+
+    def to_dict(self) -> dict:
+        """``{"main": t, "one_sided": t}`` for a summary (``one_sided``: ``None`` when no
+        one-sided pair is kept)."""
+        one = self.main if self.one_sided is None else self.one_sided
+        return {"main": self.main, "one_sided": None if np.isinf(one) else one}
+
+
+def tune_thresholds(scores: np.ndarray, is_true: np.ndarray, total_true: int,
+                    x: np.ndarray) -> Thresholds:
+    """:class:`Thresholds` that maximise F1 on labelled pairs (``scores``: out-of-fold, after
+    :func:`one_per_shop`; ``x`` their feature rows; ``total_true`` duplicates exist in all):
+    ``main`` tuned on every pair, then ``one_sided`` on the one-sided pairs with the others
+    kept at ``main``."""
+    from ..evaluate.bootstrap import tune_threshold
+
+    scores = np.asarray(scores, np.float64)
+    is_true = np.asarray(is_true, np.bool_)
+    main, _ = tune_threshold(scores, is_true, total_true)
+    one = x[:, FEATURES.index("id_one")] > 0
+    if not one.any() or np.isinf(main):
+        return Thresholds(main)
+    rest = ~one & (scores >= main) & (scores > 0)
+    kept = (int((rest & is_true).sum()), int(rest.sum()))
+    sel = one & (scores > 0)  # a one-sided pair at 0 is never kept
+    side, _ = tune_threshold(scores[sel], is_true[sel], total_true, kept=kept)
+    return Thresholds(main, side)
+
+
 def _shop_codes(d: OfferDescriptions) -> tuple[np.ndarray, np.ndarray]:
     """The shops' names, sorted, and each offer's shop as a number among them (made once per
     description: :func:`one_per_shop` runs for every setting of a study)."""

@@ -55,6 +55,7 @@ from .matcher import (
     rule_score,
     select_parts,
     shops_listing_once,
+    tune_thresholds,
 )
 from .modelwords import UnitMap
 from .offers import Offers
@@ -350,12 +351,18 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
                             one_per_shop(el, er, s_model_te, te.desc, xte, ote)),
             }
             for method, (s_tr, s_te) in scores.items():
-                thr, _ = tune_threshold(s_tr[ktr], ytr, tr.total_true)
-                keep = s_te >= thr
-                if method != "seed000":  # 0: not this offer's best listing in that shop
-                    keep &= s_te > 0
+                extra = {}
+                if method == "neardup":  # the trained matcher: a threshold for one-sided pairs
+                    t = tune_thresholds(s_tr[ktr], ytr, tr.total_true, xtr[ktr])
+                    thr, keep = t.main, t.keep(s_te, xte)
+                    extra["threshold_one_sided"] = t.to_dict()["one_sided"]
+                else:
+                    thr, _ = tune_threshold(s_tr[ktr], ytr, tr.total_true)
+                    keep = s_te >= thr
+                    if method != "seed000":  # 0: not this offer's best listing in that shop
+                        keep &= s_te > 0
                 m = _metrics(el[keep], er[keep], te)
-                res.runs.append({**base, "method": method, "threshold": thr,
+                res.runs.append({**base, "method": method, "threshold": thr, **extra,
                                  "precision": m["precision"], "recall": m["recall"],
                                  "f1": m["f1"], "predicted": m["predicted"],
                                  "unknown": m["unknown"]})
@@ -386,9 +393,13 @@ def summarise(runs: list[dict], key: Key) -> list[dict]:
         if not rows:
             continue
         row = {"method": method, **key_fields(key), "bootstraps": len(rows)}
-        for k in ("fraction", "pc", "pq", "f1_star", "precision", "recall", "f1", "threshold"):
-            v = np.array([r[k] for r in rows], np.float64)
-            row[k] = float(v.mean())
+        for k in ("fraction", "pc", "pq", "f1_star", "precision", "recall", "f1", "threshold",
+                  "threshold_one_sided"):
+            # a one-sided threshold of None: that draw kept no one-sided pair
+            v = np.array([r[k] for r in rows if r.get(k) is not None], np.float64)
+            if k == "threshold_one_sided" and not any(k in r for r in rows):
+                continue
+            row[k] = float(v.mean()) if len(v) else None
             row[k + "_sd"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
         out.append(row)
     return out
