@@ -172,6 +172,11 @@ def test_study_on_a_synthetic_catalogue(catalogue):
     runs = [r for r in res.runs if r["method"] == "neardup"]
     assert {r["bootstrap"] for r in runs} == {0, 1}
     assert all(0 <= r["precision"] <= 1 and 0 <= r["recall"] <= 1 for r in runs)
+    # the trained matcher's rows carry the threshold its one-sided pairs met; the others not
+    assert all("threshold_one_sided" in r for r in runs)
+    assert not any("threshold_one_sided" in r for r in res.runs if r["method"] != "neardup")
+    assert "threshold_one_sided" in summary["neardup"]
+    assert "threshold_one_sided" not in summary["rule"]
     assert len(res.distributions["true_pairs"]) > 0
     assert res.distributions["true_pairs"].mean() > res.distributions["candidates"].mean()
 
@@ -784,10 +789,11 @@ def test_study_grows_its_forest_with_the_model_seed(catalogue):
 @given(st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]), st.booleans(),
                           st.booleans()), min_size=1, max_size=30), st.integers(0, 4))
 def test_tune_thresholds_against_brute_force(rows, missed):
-    """``main`` is the best single threshold; ``one_sided`` then the best threshold of the
-    one-sided pairs (or none of them) with ``main`` fixed for the others, over every choice."""
+    """``main`` starts as the best single threshold; the result is the best ``one_sided`` for
+    its ``main`` and the best ``main`` for its ``one_sided`` (over every cut, and keeping no
+    one-sided pair), never worse than one threshold for all."""
     from neardup.evaluate.bootstrap import tune_threshold
-    from neardup.products.matcher import FEATURES, tune_thresholds
+    from neardup.products.matcher import FEATURES, Thresholds, tune_thresholds
 
     scores = np.array([r[0] for r in rows])
     truth = np.array([r[1] for r in rows], bool)
@@ -795,21 +801,47 @@ def test_tune_thresholds_against_brute_force(rows, missed):
     x[:, FEATURES.index("id_one")] = [r[2] for r in rows]
     one = x[:, FEATURES.index("id_one")] > 0
     total = int(truth.sum()) + missed
-    t = tune_thresholds(scores, truth, total, x)
-    assert t.main == tune_threshold(scores, truth, total)[0]
-    if not truth.any() or not one.any():
-        assert t.one_sided is None
+    t = tune_thresholds(scores, truth, total, x, min_group=1)
+    single = tune_threshold(scores, truth, total)[0]
+    live = one & (scores > 0)
+    if not (live & truth).any() or not (live & ~truth).any():
+        assert t == Thresholds(single)
         return
+    # with the default, so few one-sided pairs get no threshold of their own
+    assert tune_thresholds(scores, truth, total, x) == Thresholds(single)
 
-    def f1(keep):
+    def f1(main, side):
+        keep = Thresholds(main, side).keep(scores, x)
         return 2 * int((keep & truth).sum()) / (int(keep.sum()) + total)
 
-    def kept(side):
-        return t.__class__(t.main, side).keep(scores, x)
-
-    options = [f1(kept(side)) for side in [*set(scores[one].tolist()), float("inf")]]
-    assert f1(kept(t.one_sided)) == pytest.approx(max(options))
-    assert f1(kept(t.one_sided)) >= f1(kept(None)) - 1e-12  # never worse than one threshold
+    cuts = [*set(scores.tolist()), float("inf")]
+    best = f1(t.main, t.one_sided)
+    assert best == pytest.approx(max(f1(t.main, c) for c in cuts))
+    # main: a cut at a score, or above every score (none of the others kept)
+    assert best == pytest.approx(max(f1(c, t.one_sided) for c in [*cuts[:-1], 2.0]))
+    assert t.main < 2.0
+    assert best >= f1(single, None) - 1e-12
     # keep: at least the pair's own threshold, and above 0
-    assert np.array_equal(kept(t.one_sided), np.where(one, scores >= t.one_sided,
-                                                      scores >= t.main) & (scores > 0))
+    assert np.array_equal(Thresholds(t.main, t.one_sided).keep(scores, x),
+                          np.where(one, scores >= t.one_sided, scores >= t.main) & (scores > 0))
+
+
+def test_one_sided_threshold_needs_enough_labelled_pairs_of_both_kinds():
+    """One-sided duplicates scored below the other pairs' non-duplicates: a threshold of their
+    own keeps them, but only where their labelled pairs hold MIN_GROUP_PAIRS of each kind
+    (with few non-duplicates the best threshold is just the lowest duplicate's score)."""
+    from neardup.products.matcher import FEATURES, MIN_GROUP_PAIRS, Thresholds, tune_thresholds
+
+    def case(n_other):
+        # others: 100 duplicates at 0.8-0.99, 100 non-duplicates at 0.4-0.6; one-sided:
+        # MIN_GROUP_PAIRS duplicates at 0.3-0.39 and n_other non-duplicates at 0.1-0.2
+        scores = np.r_[np.linspace(0.8, 0.99, 100), np.linspace(0.4, 0.6, 100),
+                       np.linspace(0.3, 0.39, MIN_GROUP_PAIRS), np.linspace(0.1, 0.2, n_other)]
+        truth = np.r_[np.ones(100), np.zeros(100), np.ones(MIN_GROUP_PAIRS),
+                      np.zeros(n_other)].astype(bool)
+        x = np.zeros((len(scores), len(FEATURES)))
+        x[200:, FEATURES.index("id_one")] = 1
+        return tune_thresholds(scores, truth, int(truth.sum()), x)
+
+    assert case(MIN_GROUP_PAIRS - 1) == Thresholds(0.8)  # one threshold for all
+    assert case(MIN_GROUP_PAIRS) == Thresholds(0.8, 0.3)  # every duplicate kept, nothing else

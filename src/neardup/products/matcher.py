@@ -840,8 +840,8 @@ class Thresholds:
 
     A trained model's scores of one-sided pairs are calibrated on the catalogue it was fitted
     on, where about 1% of such candidates match; a threshold of their own, tuned with the
-    other pairs' threshold fixed (:func:`tune_thresholds`), lifted the TV study's mean test F1
-    over four forest states (``docs/products.md``)."""
+    other pairs' threshold fixed and the two tuned in turn (:func:`tune_thresholds`), lifted
+    the TV study's mean test F1 over four forest states (``docs/products.md``)."""
 
     main: float
     one_sided: float | None = None
@@ -862,24 +862,53 @@ class Thresholds:
         return {"main": self.main, "one_sided": None if np.isinf(one) else one}
 
 
+#: :func:`tune_thresholds`: the most rounds of tuning one threshold with the other fixed
+TUNE_ROUNDS = 10
+#: :func:`tune_thresholds`: the one-sided pairs get a threshold of their own only where their
+#: labelled pairs hold at least this many duplicates and this many other pairs. With few
+#: non-duplicates the best threshold is the lowest duplicate's score, and the fewer the pairs
+#: the higher that minimum lies (a feed of camera pages whose labelled one-sided pairs were
+#: 20 duplicates and 1 other: 0.95 against 0.93 for all pairs, and test recall fell)
+MIN_GROUP_PAIRS = 20
+
+
 def tune_thresholds(scores: np.ndarray, is_true: np.ndarray, total_true: int,
-                    x: np.ndarray) -> Thresholds:
+                    x: np.ndarray, min_group: int = MIN_GROUP_PAIRS) -> Thresholds:
     """:class:`Thresholds` that maximise F1 on labelled pairs (``scores``: out-of-fold, after
-    :func:`one_per_shop`; ``x`` their feature rows; ``total_true`` duplicates exist in all):
-    ``main`` tuned on every pair, then ``one_sided`` on the one-sided pairs with the others
-    kept at ``main``."""
+    :func:`one_per_shop`; ``x`` their feature rows; ``total_true`` duplicates exist in all).
+    ``main`` starts as the best single threshold of every pair; then, in turn, ``one_sided``
+    is tuned on the one-sided pairs with the others kept at ``main``, and ``main`` on the
+    others with the one-sided pairs kept at ``one_sided``, until neither moves (F1 never
+    falls from one step to the next; at most :data:`TUNE_ROUNDS` rounds). One threshold for
+    all (``one_sided`` ``None``) where the one-sided pairs scoring above 0 hold fewer than
+    ``min_group`` (:data:`MIN_GROUP_PAIRS`) duplicates or fewer than that many other pairs,
+    or none of either."""
     from ..evaluate.bootstrap import tune_threshold
 
     scores = np.asarray(scores, np.float64)
     is_true = np.asarray(is_true, np.bool_)
     main, _ = tune_threshold(scores, is_true, total_true)
     one = x[:, FEATURES.index("id_one")] > 0
-    if not one.any() or np.isinf(main):
+    live = scores > 0  # a pair at 0 is never kept
+    side_rows, rest_rows = one & live, ~one & live
+    matching = int((side_rows & is_true).sum())
+    if np.isinf(main) or min(matching, int(side_rows.sum()) - matching) < min_group:
         return Thresholds(main)
-    rest = ~one & (scores >= main) & (scores > 0)
-    kept = (int((rest & is_true).sum()), int(rest.sum()))
-    sel = one & (scores > 0)  # a one-sided pair at 0 is never kept
-    side, _ = tune_threshold(scores[sel], is_true[sel], total_true, kept=kept)
+
+    def tuned(rows: np.ndarray, other: np.ndarray) -> float:
+        kept = (int((other & is_true).sum()), int(other.sum()))
+        return tune_threshold(scores[rows], is_true[rows], total_true, kept=kept)[0]
+
+    side = None
+    for _ in range(TUNE_ROUNDS):
+        new_side = tuned(side_rows, rest_rows & (scores >= main))
+        new_main = tuned(rest_rows, side_rows & (scores >= new_side))
+        if np.isinf(new_main):  # none of the others kept: just above the best of them
+            new_main = (float(np.nextafter(scores[rest_rows].max(), np.inf))
+                        if rest_rows.any() else main)
+        if (new_side, new_main) == (side, main):
+            break
+        side, main = new_side, new_main
     return Thresholds(main, side)
 
 

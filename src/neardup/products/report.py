@@ -205,7 +205,9 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
     text = [f"# {title}", "",
             f"{res.n_offers:,} offers, {res.n_true_pairs:,} {_truth_words(res)}; "
             f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); {_blocking_text(cfg)}; "
-            f"thresholds tuned on each training part; {res.seconds:.1f} s.", "",
+            f"thresholds tuned on each training part (the random forest's: one for pairs "
+            f"where only one offer names a model number, one for the others); "
+            f"{res.seconds:.1f} s.", "",
             (f"## Test sets at the default budget, {cfg.per_offer:g} candidate pairs per offer"
              if tokens else "## Test sets at the default banding")
             + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"), "",
