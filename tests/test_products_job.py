@@ -326,3 +326,27 @@ def test_the_summary_counts_the_pairs_each_threshold_would_report(catalogue, tmp
     for t in ("0.25", "0.60"):
         other = dedup_offers(offers, tmp_path / t, threshold=float(t))
         assert other["duplicate_pairs"] == counts[t]
+
+
+def test_saved_linked_model_counts_only_pairs_across_sources(catalogue, tmp_path, monkeypatch):
+    """With link, no candidate pairs two offers of one source: the saved model's thresholds are
+    tuned against the matching pairs across sources (brute force here), not all of them."""
+    from neardup.products import job
+
+    offers, labels = catalogue
+    labels = list(labels)
+    alpha = [i for i, s in enumerate(offers.shops) if s == "alpha"]
+    for a, b in zip(alpha[0:10:2], alpha[1:10:2]):  # five pairs within one shop match too
+        labels[b] = labels[a]
+    across = sum(labels[i] == labels[j] and offers.shops[i] != offers.shops[j]
+                 for i in range(len(labels)) for j in range(i + 1, len(labels)))
+    within = sum(labels[i] == labels[j] and offers.shops[i] == offers.shops[j]
+                 for i in range(len(labels)) for j in range(i + 1, len(labels)))
+    assert within >= 5
+    totals = []
+    real = job.tune_thresholds
+    monkeypatch.setattr(job, "tune_thresholds",
+                        lambda s, y, total, x: totals.append(total) or real(s, y, total, x))
+    evaluate_offers(offers, labels, tmp_path / "rep", StudyConfig(bootstraps=1, link=True),
+                    save_model_to=str(tmp_path / "m.pkl"))
+    assert totals == [across]

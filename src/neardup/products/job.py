@@ -214,7 +214,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
         "largest_cluster": int(sizes.max()) if len(sizes) else 0,
         "matcher": "model:" + os.fspath(model) if model else "unsupervised",
         "threshold": thr.main,
-        **({"threshold_one_sided": thr.to_dict()["one_sided"]} if thr.one_sided is not None
+        **({"threshold_one_sided": thr.one_sided_shown} if thr.one_sided is not None
            else {}),
         "pairs_by_threshold": pairs_by_threshold(scores),
         "shops_listing_products_more_than_once": sorted(set(offers.shops) - once),
@@ -342,6 +342,6 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
         thr = tune_thresholds(oof, y, total, x[known])
         save_model(model, thr, save_model_to)
         summary["model"] = {"path": save_model_to, "threshold": thr.main,
-                            "threshold_one_sided": thr.to_dict()["one_sided"]}
+                            "threshold_one_sided": thr.one_sided_shown}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     return summary

@@ -855,11 +855,12 @@ class Thresholds:
             thr[x[:, FEATURES.index("id_one")] > 0] = self.one_sided
         return (scores >= thr) & (scores > 0)
 
-    def to_dict(self) -> dict:
-        """``{"main": t, "one_sided": t}`` for a summary (``one_sided``: ``None`` when no
-        one-sided pair is kept)."""
+    @property
+    def one_sided_shown(self) -> float | None:
+        """The threshold one-sided pairs meet, as a summary shows it: ``main`` where they
+        have none of their own, ``None`` where none of them is kept."""
         one = self.main if self.one_sided is None else self.one_sided
-        return {"main": self.main, "one_sided": None if np.isinf(one) else one}
+        return None if np.isinf(one) else one
 
 
 #: :func:`tune_thresholds`: the most rounds of tuning one threshold with the other fixed

@@ -355,7 +355,7 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
                 if method == "neardup":  # the trained matcher: a threshold for one-sided pairs
                     t = tune_thresholds(s_tr[ktr], ytr, tr.total_true, xtr[ktr])
                     thr, keep = t.main, t.keep(s_te, xte)
-                    extra["threshold_one_sided"] = t.to_dict()["one_sided"]
+                    extra["threshold_one_sided"] = t.one_sided_shown
                 else:
                     thr, _ = tune_threshold(s_tr[ktr], ytr, tr.total_true)
                     keep = s_te >= thr
