@@ -46,6 +46,7 @@ from .candidates import across_sources, banded_candidates, bandings, model_word_
 from .matcher import (
     FEATURES,
     PairModel,
+    Thresholds,
     _jac,
     code_parts,
     describe,
@@ -354,15 +355,13 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
                 extra = {}
                 if method == "neardup":  # the trained matcher: a threshold for one-sided pairs
                     t = tune_thresholds(s_tr[ktr], ytr, tr.total_true, xtr[ktr])
-                    thr, keep = t.main, t.keep(s_te, xte)
                     extra["threshold_one_sided"] = t.one_sided_shown
                 else:
-                    thr, _ = tune_threshold(s_tr[ktr], ytr, tr.total_true)
-                    keep = s_te >= thr
-                    if method != "seed000":  # 0: not this offer's best listing in that shop
-                        keep &= s_te > 0
+                    t = Thresholds(tune_threshold(s_tr[ktr], ytr, tr.total_true)[0])
+                # 0: not this offer's best listing in that shop (the baseline has no such rule)
+                keep = t.keep(s_te, xte) if method != "seed000" else s_te >= t.main
                 m = _metrics(el[keep], er[keep], te)
-                res.runs.append({**base, "method": method, "threshold": thr, **extra,
+                res.runs.append({**base, "method": method, "threshold": t.main, **extra,
                                  "precision": m["precision"], "recall": m["recall"],
                                  "f1": m["f1"], "predicted": m["predicted"],
                                  "unknown": m["unknown"]})
@@ -395,10 +394,10 @@ def summarise(runs: list[dict], key: Key) -> list[dict]:
         row = {"method": method, **key_fields(key), "bootstraps": len(rows)}
         for k in ("fraction", "pc", "pq", "f1_star", "precision", "recall", "f1", "threshold",
                   "threshold_one_sided"):
+            if not any(k in r for r in rows):  # the trained matcher's rows only
+                continue
             # a one-sided threshold of None: that draw kept no one-sided pair
             v = np.array([r[k] for r in rows if r.get(k) is not None], np.float64)
-            if k == "threshold_one_sided" and not any(k in r for r in rows):
-                continue
             row[k] = float(v.mean()) if len(v) else None
             row[k + "_sd"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
         out.append(row)
