@@ -80,7 +80,6 @@ from itertools import chain
 import numpy as np
 
 from .._records import record
-from ..evaluate.bootstrap import tune_threshold
 from .blocking import offer_tokens, squared_token_weights
 from .candidates import brands_of, main_unit, offer_brands
 from .modelwords import UnitMap, clean_text, model_ids, title_model_words
@@ -885,6 +884,9 @@ def tune_thresholds(scores: np.ndarray, is_true: np.ndarray, total_true: int,
     all (``one_sided`` ``None``) where the one-sided pairs scoring above 0 hold fewer than
     ``min_group`` (:data:`MIN_GROUP_PAIRS`) duplicates or fewer than that many other pairs,
     or none of either."""
+    # here, not at the top: `products dedup` loads none of the evaluation modules
+    from ..evaluate.bootstrap import tune_threshold
+
     scores = np.asarray(scores, np.float64)
     is_true = np.asarray(is_true, np.bool_)
     main, _ = tune_threshold(scores, is_true, total_true)
