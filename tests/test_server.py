@@ -466,6 +466,31 @@ def test_openapi_describes_fields(client: TestClient) -> None:
     assert client.get("/docs").status_code == 200
 
 
+def test_openapi_documents_every_status_the_service_answers(client: TestClient) -> None:
+    """A client generated from the OpenAPI document knows every status it can get: the
+    middleware's refusals (400 Host, 408 slow body, 503 busy with Retry-After) on every
+    operation, and 507 (index full) where something is added."""
+    spec = client.get("/openapi.json").json()
+    adding = {("post", "/documents"), ("post", "/documents:batch"), ("post", "/check")}
+    seen = 0
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            codes = set(op["responses"])
+            want = {"400", "408", "422", "500", "503"} | ({"507"} if (method, path) in adding
+                                                         else set())
+            if path == "/health":
+                continue  # answers without the API's errors (a liveness probe)
+            assert want <= codes, (method, path, sorted(codes))
+            assert "Retry-After" in op["responses"]["503"]["headers"], (method, path)
+            assert all(op["responses"][c]["description"] for c in codes)
+            seen += 1
+    assert seen >= 10
+    # and the service does answer 507 where the document says so
+    full = local_client(create_app(Index(), max_documents=0))
+    r = full.post("/documents", json={"id": "a", "text": "one two three"})
+    assert r.status_code == 507 and "507" in spec["paths"]["/documents"]["post"]["responses"]
+
+
 def test_page_and_static_files(client: TestClient) -> None:
     r = client.get("/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
@@ -567,15 +592,21 @@ BAD_IDS = [("a\x00b", "U+0000"), ("tab\tid", "U+0009"), ("esc\x1b[31m", "U+001B"
            ("del\x7f", "U+007F"), ("nel\x85", "U+0085"),
            ("sku-\u202e4321", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
            ("x\u2066y\u2069", "U+2066 (LEFT-TO-RIGHT ISOLATE)"),
-           ("line\u2028sep", "U+2028 (LINE SEPARATOR)")]
+           ("line\u2028sep", "U+2028 (LINE SEPARATOR)"),
+           # characters that do not print: an id holding one prints as another id
+           ("sku\u200b1", "U+200B (ZERO WIDTH SPACE)"), ("Ω-\u200d-zwj", "U+200D (ZERO WIDTH JOINER)"),
+           ("\ufeffsku", "U+FEFF (ZERO WIDTH NO-BREAK SPACE)"),
+           ("mark\u200e", "U+200E (LEFT-TO-RIGHT MARK)"), ("ar\u061cb", "U+061C (ARABIC LETTER MARK)"),
+           ("soft\u00adhyphen", "U+00AD (SOFT HYPHEN)"), ("w\u2060j", "U+2060 (WORD JOINER)")]
 
 
 @pytest.mark.parametrize("bad,char", BAD_IDS)
 def test_ids_with_control_or_bidi_characters_are_refused(client: TestClient, index: Index,
                                                          bad: str, char: str) -> None:
     at = next(i for i, c in enumerate(bad) if f"U+{ord(c):04X}" == char.split()[0])
-    why = (f"contains {char} at character {at}; an id may not hold control characters, line "
-           "separators or bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069)")
+    why = (f"contains {char} at character {at}; an id may not hold characters that do not "
+           "print: control characters, line separators, zero-width and other format "
+           "characters, bidirectional marks, overrides and isolates")
     text = "a perfectly ordinary text about kettles"
     for path, body, field in [
             ("/documents", {"id": bad, "text": text}, "id"),
@@ -598,10 +629,35 @@ def test_ids_with_control_or_bidi_characters_are_refused(client: TestClient, ind
 
 
 def test_ids_that_are_plain_unicode_are_kept(client: TestClient, index: Index) -> None:
-    for doc_id in ["sku/1 ü 東京 😀", "a b", "Ω-\u200d-zwj", "x" * 1024]:
+    for doc_id in ["sku/1 ü 東京 😀", "a b", "Ω-ω", "x" * 1024]:
         r = client.post("/documents", json={"id": doc_id, "text": "some words " + doc_id})
         assert r.status_code == 201, (doc_id, r.text)
         assert client.get(f"/documents/{doc_id}").json()["id"] == doc_id
+
+
+def test_ids_are_one_id_whatever_their_unicode_form(client: TestClient, index: Index) -> None:
+    """An id is kept in Unicode NFC form: "café" with a combining accent (NFD, as macOS file
+    names have it) and with a precomposed é name one document on every path."""
+    import unicodedata
+
+    nfc, nfd = "café-ø", unicodedata.normalize("NFD", "café-ø")
+    assert nfc != nfd
+    text = "an espresso machine with a steam wand and a milk jug"
+    assert client.post("/documents", json={"id": nfd, "text": text}).json() == {"id": nfc}
+    assert index.get(nfc) == text and nfd not in index
+    for doc_id in (nfc, nfd):
+        assert client.get(f"/documents/{doc_id}").json() == {"id": nfc, "text": text}
+    r = client.post("/documents", json={"id": nfc, "text": text + " again"})
+    assert r.status_code == 409
+    r = client.post("/documents:batch", json={"documents": [
+        {"id": "new", "text": "a grinder"}, {"id": nfc, "text": "b"}]})
+    assert r.status_code == 409 and "new" not in index
+    r = client.post("/documents:batch", json={"documents": [
+        {"id": nfc + "2", "text": "a grinder"}, {"id": nfd + "2", "text": "b"}]})
+    assert r.status_code == 422 and "appears twice in the batch" in detail(r)
+    assert client.post("/check", json={"id": nfd, "text": text}).json()["matches"] == []
+    assert client.get("/documents", params={"after": "caf"}).json()["ids"] == [nfc]
+    assert client.delete(f"/documents/{nfd}").status_code == 204 and len(index) == 0
 
 
 EMPTY = "text: is empty or only white space; a document needs at least one word"

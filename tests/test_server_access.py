@@ -205,6 +205,54 @@ def test_every_read_route_needs_a_key_and_a_read_key_is_enough(keyed: Server) ->
         assert anonymous.get("/no/such/route").status_code == 401
 
 
+def test_one_key_header_at_most(keyed: Server) -> None:
+    """Two key headers are refused, whichever comes last (a proxy or a client library that
+    adds its own must not decide which key is used); a proxy's own login is not a key."""
+    h = [("Authorization", f"Bearer {READ_KEY}"), ("Authorization", f"Bearer {WRITE_KEY}"),
+         ("X-API-Key", READ_KEY), ("X-API-Key", WRITE_KEY)]
+    with httpx.Client(base_url=keyed.url, timeout=30) as c:
+        for headers, said in [([h[0], h[1]], "2 Authorization headers"),
+                              ([h[1], h[0]], "2 Authorization headers"),
+                              ([h[2], h[3]], "2 X-API-Key headers"),
+                              ([h[0], h[3]], "both an Authorization: Bearer header and an "
+                                             "X-API-Key header"),
+                              ([h[3], h[0]], "both an Authorization: Bearer header and an "
+                                             "X-API-Key header")]:
+            for path in ("/stats", "/health"):
+                r = c.get(path, headers=httpx.Headers(headers))
+                assert r.status_code == 400, (headers, r.text)
+                assert r.json()["detail"] == (f"the request sends {said}: send one API key, in "
+                                              "one 'Authorization: Bearer KEY' or one "
+                                              "'X-API-Key: KEY' header")
+            no_key_shown(r.text)
+        # one key: answered; a Basic login of a proxy beside an X-API-Key: the X-API-Key counts
+        assert c.get("/stats", headers=httpx.Headers([h[2]])).status_code == 200
+        basic = ("Authorization", "Basic dXNlcjpwYXNz")
+        r = c.post("/documents", json={"id": "via-proxy", "text": TEXT + " proxy"},
+                   headers=httpx.Headers([basic, ("X-API-Key", WRITE_KEY)]))
+        assert r.status_code == 201, r.text
+        assert c.delete("/documents/via-proxy", headers={"X-API-Key": WRITE_KEY}
+                        ).status_code == 204
+
+
+def test_any_host_name_needs_keys(tmp_path: Path) -> None:
+    """'--allowed-host *' without keys would open the service to DNS rebinding: refused before
+    anything is created, unless every client is declared trusted."""
+    db = tmp_path / "new.db"
+    r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", "--index", str(db),
+                        "--create", "--allowed-host", "*", "--port", str(_free_port())],
+                       env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "--allowed-host '*' without API keys" in r.stderr and "DNS rebinding" in r.stderr
+    assert not db.exists()
+    srv = serve(tmp_path, "--allowed-host", "*", "--allow-unauthenticated")
+    try:
+        with srv.client() as c:
+            assert c.get("/stats", headers={"Host": "rebound.example"}).status_code == 200
+    finally:
+        srv.stop()
+
+
 def test_the_page_its_files_health_and_docs_need_no_key(keyed: Server) -> None:
     with keyed.client() as c:
         for path in ("/", "/static/app.js", "/static/style.css", "/docs", "/openapi.json"):

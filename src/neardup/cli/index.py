@@ -283,7 +283,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
     keys = ApiKeys.configured(a.api_keys_file, os.environ,
                               log=lambda m: print(f"neardup serve: {m}", file=sys.stderr,
                                                   flush=True))
-    check_binding(a.host, keys, a.allow_unauthenticated)  # before an index is created
+    # before an index is created
+    check_binding(a.host, keys, a.allow_unauthenticated, a.allowed_host or ())
     if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
         raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
                           f"{a.index}` or pass --create")
@@ -444,7 +445,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ac.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
                     help="a Host name clients use to reach the service, besides the bound "
                          "address, localhost, 127.0.0.1 and [::1]; '*' for any (behind a "
-                         "proxy that checks it); repeatable")
+                         "proxy that checks it; needs API keys or --allow-unauthenticated); "
+                         "repeatable")
     ac.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
                     help="a web origin (https://app.example.com) whose pages may send "
                          "requests that change something (the service's own page always "

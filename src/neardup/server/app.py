@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import secrets
 import sqlite3
 import sys
 import threading
-import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import field
@@ -68,6 +66,7 @@ from .access import (
     is_loopback,
     origin_allowed,
 )
+from .ids import id_problem, normal_id
 from .passages import passages_for_display
 
 STATIC = Path(__file__).parent / "static"
@@ -121,29 +120,11 @@ def _valid_unicode(s: str) -> str:
     return s
 
 
-#: Characters an id may not hold: C0 and C1 controls (NUL included), DEL, the line and paragraph
-#: separators, and the bidirectional embeddings, overrides and isolates, which make an id print
-#: as another one ("Trojan source").
-_BAD_ID_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def id_problem(doc_id: str) -> str | None:
-    """What is wrong with ``doc_id`` as an id (the same rule for JSON and uploads), or None."""
-    m = _BAD_ID_CHARS.search(doc_id)
-    if m is None:
-        return None
-    c = m.group()
-    name = unicodedata.name(c, "")
-    return (f"contains U+{ord(c):04X}{f' ({name})' if name else ''} at character {m.start()}; "
-            "an id may not hold control characters, line separators or bidirectional "
-            "overrides and isolates (U+202A-U+202E, U+2066-U+2069)")
-
-
 def _valid_id(s: str) -> str:
     problem = id_problem(s)
     if problem is not None:
         raise ValueError(problem)
-    return s
+    return normal_id(s)
 
 
 #: Why an empty text is refused, the same words on every path.
@@ -174,8 +155,10 @@ class _Strict(BaseModel):
 
 
 class DocumentIn(_Strict):
-    id: DocId = Field(description="Your id of the document (a non-empty string without control "
-                                  "characters or bidirectional overrides).")
+    id: DocId = Field(description="Your id of the document: a non-empty string of characters "
+                                  "that print (no control, zero-width or other format "
+                                  "characters, no bidirectional marks), kept in Unicode NFC "
+                                  "form.")
     text: DocText = Field(description="The document's text (not empty or only white space).")
 
 
@@ -358,8 +341,38 @@ class PairOut(BaseModel):
     passages: list[Passage] = Field(description="Passages the two texts share.")
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 415, 422)}
+#: What each error status means for a client (every error body is an :class:`ErrorOut`).
+_STATUS_MEANING = {
+    400: "A malformed request: a bad header, an unknown Host name, invalid UTF-8, more than "
+         "one API key.",
+    401: "No API key, or one the service does not know (see `WWW-Authenticate`).",
+    403: "The key's role may not do this, or a web page of another origin sent it.",
+    404: "No such document, collection or endpoint.",
+    408: "The request's headers or body did not arrive in time; send it again at once.",
+    409: "The id is already in the index (nothing was added).",
+    413: "The body, a text or a batch is over the service's limit.",
+    415: "The wrong content type (JSON bodies, multipart uploads).",
+    422: "Invalid fields: `detail` names each one.",
+    500: "An error of the service: nothing is shown of it; the service's log has it under "
+         "the request's id.",
+    503: "The service or its index cannot answer right now (busy, too many requests, the "
+         "backend unreachable or changed): try again after `Retry-After` seconds where it is "
+         "given.",
+    507: "No room: the index holds the most documents the service keeps, or its disk is "
+         "full.",
+}
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.",
+                                "schema": {"type": "integer"}}}
+
+
+def _error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {c: {"model": ErrorOut, "description": _STATUS_MEANING[c],
+                **({"headers": _RETRY_AFTER} if c == 503 else {})} for c in codes}
+
+
+#: The errors every endpoint of the API may answer, and those of the endpoints that add
+_ERRORS = _error_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 500, 503)
+_WRITE_ERRORS = _error_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 500, 503, 507)
 
 #: How keys are sent, for the OpenAPI schema (the middleware reads them; see ``_key_of``).
 _BEARER = HTTPBearer(auto_error=False, scheme_name="bearer",
@@ -692,6 +705,10 @@ class _Guard:
             scope[ROLE_SCOPE_KEY] = "write"  # no keys: everyone may do everything
             return None
         self.api_keys.reload_if_changed()
+        repeated = _repeated_key_headers(scope.get("headers", []))
+        if repeated is not None:
+            return _error(400, f"the request sends {repeated}: send one API key, in one "
+                               "'Authorization: Bearer KEY' or one 'X-API-Key: KEY' header")
         key, how = _key_of(headers)
         role = self.api_keys.role(key) if key else None
         scope[ROLE_SCOPE_KEY] = role
@@ -710,6 +727,21 @@ class _Guard:
                            "replaced; ask the service's operator for the current one",
                       headers={"WWW-Authenticate": 'Bearer realm="neardup", '
                                                    'error="invalid_token"'})
+
+
+def _repeated_key_headers(raw: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """How a request sends more than one key, in words (never the keys), or None: two
+    ``Authorization`` headers, two ``X-API-Key`` headers, or a bearer key and an ``X-API-Key``
+    (an ``Authorization`` of another scheme, from a proxy's own login, is not a key)."""
+    auth = [v for k, v in raw if k.lower() == b"authorization"]
+    api = sum(1 for k, _ in raw if k.lower() == b"x-api-key")
+    if len(auth) > 1:
+        return f"{len(auth)} Authorization headers"
+    if api > 1:
+        return f"{api} X-API-Key headers"
+    if api and auth and auth[0].strip()[:7].lower() == b"bearer ":
+        return "both an Authorization: Bearer header and an X-API-Key header"
+    return None
 
 
 def _key_of(headers: dict[str, str]) -> tuple[str | None, str]:
@@ -1013,7 +1045,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return _error(500, "internal error (reported in the service's log)")
 
     # -- the index -------------------------------------------------------------------------
-    @app.post("/documents", status_code=201, response_model=Created, responses=_ERRORS,
+    @app.post("/documents", status_code=201, response_model=Created, responses=_WRITE_ERRORS,
               tags=["index"], summary="Add one document", dependencies=[write, there])
     def add_document(doc: DocumentIn) -> Created:
         """Add a document; 409 if its id is already in the index."""
@@ -1022,7 +1054,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         index.add(doc.id, doc.text)
         return Created(id=doc.id)
 
-    @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_ERRORS,
+    @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_WRITE_ERRORS,
               tags=["index"], summary="Add many documents, all or none", dependencies=[write, there])
     def add_documents(batch: BatchIn) -> BatchOut:
         """Add documents in one transaction; 409 naming an id already present (nothing added)."""
@@ -1051,7 +1083,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         limit: Annotated[int, Query(ge=1, le=1000, description="Ids per page.")] = 100,
     ) -> IdPage:
         """Ids in code-point order, `limit` at a time; follow `next` until it is null."""
-        ids = index.list_ids(after, limit)
+        ids = index.list_ids(None if after is None else normal_id(after), limit)
         return IdPage(ids=ids, next=ids[-1] if len(ids) == limit else None)
 
     @app.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=_ERRORS,
@@ -1059,6 +1091,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     def get_document(doc_id: str) -> DocumentOut:
         """The stored text of a document; 404 if the id is unknown. Percent-encode the id; an id
         `.` or `..` must be sent as `%2E` or `%2E%2E` (clients drop dot segments from paths)."""
+        doc_id = normal_id(doc_id)
         try:
             return DocumentOut(id=doc_id, text=index.get(doc_id))
         except KeyError:
@@ -1068,6 +1101,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                 summary="Remove a document", dependencies=[write, there])
     def delete_document(doc_id: str) -> Response:
         """Remove a document; 404 if the id is unknown."""
+        doc_id = normal_id(doc_id)
         if not index.remove(doc_id):
             raise HTTPException(404, f"no document with id {doc_id!r}")
         return Response(status_code=204)
@@ -1100,7 +1134,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                         unique=not matches and complete, threshold=threshold,
                         matches_capped=capped, incomplete=not complete)
 
-    @app.post("/check", response_model=CheckOut, responses=_ERRORS, tags=["search"],
+    @app.post("/check", response_model=CheckOut, responses=_WRITE_ERRORS, tags=["search"],
               summary="Is this text new? With the passages it shares", dependencies=[there])
     def check(c: CheckIn, role: Role = read) -> CheckOut:
         """Whether `text` repeats indexed documents: the matches, and for the best
@@ -1169,7 +1203,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                                            else None))
 
     @app.get("/stats", tags=["service"], summary="Index and service statistics",
-             dependencies=[read, there])
+             responses=_ERRORS, dependencies=[read, there])
     def stats() -> dict[str, Any]:
         """The index's statistics (backend, documents, threshold, bands, ...), request counts
         and the number of collections kept."""
@@ -1308,8 +1342,18 @@ def _version() -> str:
     return __version__
 
 
-def check_binding(host: str, api_keys: ApiKeys | None, allow_unauthenticated: bool) -> None:
-    """Refuse to serve without keys on an address other machines reach, unless asked to."""
+def check_binding(host: str, api_keys: ApiKeys | None, allow_unauthenticated: bool,
+                  allowed_hosts: Sequence[str] = ()) -> None:
+    """Refuse to serve without keys on an address other machines reach, or under any Host
+    name (``*`` in ``allowed_hosts``), unless asked to."""
+    if api_keys is None and not allow_unauthenticated and any(
+            h.strip() == "*" for h in allowed_hosts):
+        raise ConfigError(
+            "--allowed-host '*' without API keys would let any web page that a browser on "
+            "this machine opens use the service under its own name (DNS rebinding): it could "
+            "read, add and delete documents. Give keys (--api-keys-file PATH, or the "
+            "environment variables NEARDUP_API_KEY_READ / NEARDUP_API_KEY_WRITE), name the "
+            "hosts instead of '*', or pass --allow-unauthenticated if every client is trusted")
     if api_keys is None and not allow_unauthenticated and not is_loopback(host):
         raise ConfigError(
             f"--host {host} makes the service reachable from other machines, and no API key "
@@ -1340,7 +1384,7 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
 
     import uvicorn
 
-    check_binding(host, api_keys, allow_unauthenticated)
+    check_binding(host, api_keys, allow_unauthenticated, allowed_hosts)
     hosts = HostRules.for_binding(host, port, allowed_hosts)
     app_options = {"api_keys": api_keys, "allowed_hosts": hosts.entries,
                    "allowed_origins": allowed_origins, "cors_origins": cors_origins, **limits}
