@@ -321,7 +321,7 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
     r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
     assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False,
                  "reused": [], "reused_capped": False, "reuse_incomplete": False,
-                 "matches_capped": False,
+                 "matches_capped": False, "passages_incomplete": False, "texts_capped": False,
                  "passages_indexed": True, "min_passage_words": 16}
 
 
