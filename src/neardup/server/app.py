@@ -829,6 +829,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     counts = _Counts()
     app.state.index = index
     app.state.collections = collections
+    app.state.uploads = uploads
     app.state.api_keys = api_keys
     app.add_middleware(_Guard, body_seconds=body_seconds,
                        max_upload_bytes=max_upload_bytes, counts=counts, hosts=hosts,
