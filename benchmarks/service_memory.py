@@ -49,7 +49,7 @@ def memory_mb(pid: int) -> dict[str, float]:
 
 def copies_file(records: int, distinct: int, rng: random.Random) -> bytes:
     """``records`` JSONL records of ``distinct`` short texts, in random order."""
-    texts = [f"item {i} {rng.choice(VOCAB)}" for i in range(distinct)]
+    texts = [f"shop item {i} {rng.choice(VOCAB)}" for i in range(distinct)]
     return b"".join(json.dumps({"text": texts[rng.randrange(distinct)]}).encode() + b"\n"
                     for _ in range(records))
 

@@ -258,7 +258,7 @@ def test_pair_view_of_two_large_texts() -> None:
     t0 = time.perf_counter()
     p = c.get(f"/collections/{cid}/pair", params={"a": "a", "b": "b"}).json()
     seconds = time.perf_counter() - t0
-    if not p["incomplete"]:  # else cut by its 0.5 s budget on a loaded machine
+    if not p["incomplete"]:  # else cut by its 0.8 s budget on a loaded machine
         assert p["passages"] == shared_passages(a, b, 5, max_occurrences=8) and p["passages"]
     assert seconds < 3, seconds
 

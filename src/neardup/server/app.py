@@ -106,7 +106,7 @@ MAX_MATCHES = 1000
 CHECK_TEXT_BYTES = 4_000_000
 #: seconds ``/collections/{cid}/pair`` may spend finding the shared passages (``incomplete``
 #: says when it stopped)
-PAIR_SECONDS = 0.5
+PAIR_SECONDS = 0.8
 
 _JSON_ENDPOINTS = frozenset({"/documents", "/documents:batch", "/query", "/check"})
 _UPLOAD_ENDPOINTS = frozenset({"/collections"})
