@@ -321,7 +321,7 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
     r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
     assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False,
                  "reused": [], "reused_capped": False, "reuse_incomplete": False,
-                 "matches_capped": False,
+                 "matches_capped": False, "passages_incomplete": False, "texts_capped": False,
                  "passages_indexed": True, "min_passage_words": 16}
 
 
@@ -658,6 +658,16 @@ def test_ids_are_one_id_whatever_their_unicode_form(client: TestClient, index: I
     assert client.post("/check", json={"id": nfd, "text": text}).json()["matches"] == []
     assert client.get("/documents", params={"after": "caf"}).json()["ids"] == [nfc]
     assert client.delete(f"/documents/{nfd}").status_code == 204 and len(index) == 0
+    # an upload: the two forms are one id, the second a repeat, in whichever order they come
+    for first, second in ((nfd, nfc), (nfc, nfd)):
+        lines = [json.dumps({"sku": first, "text": text}), json.dumps({"sku": "x", "text": "y"}),
+                 json.dumps({"sku": second, "text": text})]
+        r = client.post("/collections", files={"file": ("x.jsonl", "\n".join(lines).encode())},
+                        data={"id_field": "sku"})
+        got = r.json()
+        assert got["documents"] == 2 and got["skipped"] == {"duplicate_id": 1}, got
+        assert got["skipped_examples"][0]["line"] == 3
+        assert nfc in r.text and nfd not in r.text
 
 
 EMPTY = "text: is empty or only white space; a document needs at least one word"

@@ -297,7 +297,11 @@ def cmd_serve(a: argparse.Namespace) -> int:
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
         max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
         body_seconds=a.body_timeout, max_documents=a.max_documents,
-        header_seconds=a.header_timeout,
+        header_seconds=a.header_timeout, check_text_bytes=a.check_text_bytes,
+        collection_memory_bytes=a.collection_memory_mb * 1_000_000,
+        collection_disk_bytes=a.collection_disk_mb * 1_000_000,
+        collection_folder=a.collection_folder, max_collections=a.max_collections,
+        concurrent_uploads=a.concurrent_uploads,
         allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
         allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
     return EXIT_OK
@@ -429,6 +433,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                     help="time a client has to send a whole request body; a slower one gets "
                          "408 (default: 30)")
+    sv.add_argument("--check-text-bytes", type=int, default=4_000_000, metavar="N",
+                    help="most bytes of matched texts one /check answer carries; the other "
+                         "matches come without their text (default: 4 MB)")
+    co = sv.add_argument_group(
+        "uploaded collections", "The page's uploads (POST /collections) are deduplicated a "
+        "few at a time and kept for the side-by-side view: the most recently used in memory, "
+        "older ones in a private temporary folder (removed when the service stops), the "
+        "least recently used dropped beyond the limits (a client is then told to upload the "
+        "file again).")
+    co.add_argument("--collection-memory-mb", type=int, default=256, metavar="MB",
+                    help="memory for the collections kept (default: 256); the service's peak "
+                         "is about this plus the work of the uploads being deduplicated "
+                         "(--concurrent-uploads)")
+    co.add_argument("--collection-disk-mb", type=int, default=2000, metavar="MB",
+                    help="disk space for the collections moved out of memory (default: "
+                         "2000; 0: keep none on disk)")
+    co.add_argument("--collection-folder", default=None, metavar="DIR",
+                    help="where the private folder of the collections on disk is made "
+                         "(default: the system's temporary folder, TMPDIR)")
+    co.add_argument("--max-collections", type=int, default=8, metavar="N",
+                    help="collections kept at most, in memory and on disk (default: 8)")
+    co.add_argument("--concurrent-uploads", type=int, default=2, metavar="N",
+                    help="uploads deduplicated at once; more get 503 with Retry-After "
+                         "(default: 2)")
     ac = sv.add_argument_group(
         "access", "API keys have a role: read (query, check, get, list, stats) or write "
         "(also add, delete and upload). They come from a key file and from the environment "

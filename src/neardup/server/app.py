@@ -22,13 +22,13 @@ import secrets
 import sqlite3
 import sys
 import threading
-from collections import Counter, OrderedDict
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import numpy as np
 from fastapi import (
     Depends,
     FastAPI,
@@ -66,8 +66,22 @@ from .access import (
     is_loopback,
     origin_allowed,
 )
+from .collections import (
+    COLLECTION_DISK_BYTES,
+    COLLECTION_MEMORY_BYTES,
+    COLLECTION_SHINGLE,
+    CONCURRENT_UPLOADS,
+    MAX_COLLECTIONS,
+    Collection,
+    CollectionStore,
+    UploadSlots,
+    known_pairs,
+    read_upload,
+    summary_json,
+    upload_format,
+)
 from .ids import id_problem, normal_id
-from .passages import passages_for_display
+from .passages import passages_within, word_keys
 
 STATIC = Path(__file__).parent / "static"
 #: Passages that one ``/check`` answer carries at most (``reused_capped`` says when more were
@@ -86,12 +100,12 @@ CHECK_DETAILS = 10
 #: Matches one ``/query`` or ``/check`` answer carries at most, best first (``matches_capped``
 #: says when more reached the threshold).
 MAX_MATCHES = 1000
-#: Collections kept in memory (least recently used dropped first).
-MAX_COLLECTIONS = 8
-#: Skipped records of an upload named with their line number.
-MAX_SKIP_EXAMPLES = 5
-#: Shingles of an uploaded collection (``neardup.dedup``'s default), also the passage size.
-COLLECTION_SHINGLE = "word:5"
+#: UTF-8 bytes of matched texts one ``/check`` answer carries at most (``texts_capped`` says
+#: when a match comes without its text).
+CHECK_TEXT_BYTES = 4_000_000
+#: seconds ``/collections/{cid}/pair`` may spend finding the shared passages (``incomplete``
+#: says when it stopped)
+PAIR_SECONDS = 0.8
 
 _JSON_ENDPOINTS = frozenset({"/documents", "/documents:batch", "/query", "/check"})
 _UPLOAD_ENDPOINTS = frozenset({"/collections"})
@@ -231,10 +245,12 @@ class CheckIn(_Strict):
 
 class CheckMatch(MatchOut):
     text: str | None = Field(default=None, description=(
-        f"The match's stored text (for the {CHECK_DETAILS} best matches only)."))
+        f"The match's stored text (for the {CHECK_DETAILS} best matches only, while the "
+        "answer's texts stay within its byte budget: see `texts_capped`)."))
     passages: list[Passage] = Field(default_factory=list, description=(
         "Passages the checked text shares with the match (offsets into the checked text, "
-        "`a`, and into the match's text, `b`)."))
+        "`a`, and into the match's text, `b`); for the matches that come with their text, "
+        "as far as the time budget allows (see `passages_incomplete`)."))
 
 
 class ReusedOut(BaseModel):
@@ -265,6 +281,14 @@ class CheckOut(BaseModel):
         "best ones."))
     reused_capped: bool = Field(default=False, description=(
         "True if more passages were found than the response carries."))
+    passages_incomplete: bool = Field(default=False, description=(
+        f"True if the passages of some of the best matches were not found within the "
+        f"{CHECK_SECONDS:g} s the check may take: those matches come with their text and "
+        "without passages (or with the passages found so far)."))
+    texts_capped: bool = Field(default=False, description=(
+        f"True if some of the best matches or reused texts come with `text` null because the "
+        f"answer carries at most {CHECK_TEXT_BYTES:,} bytes of matched texts (UTF-8) in all; "
+        "fetch them with GET /documents/{id}."))
     reuse_incomplete: bool = Field(default=False, description=(
         f"True if not every indexed text that may share a passage was compared (more than "
         f"{CHECK_CANDIDATES}, or {CHECK_SECONDS:g} s spent): the answer may miss some, and "
@@ -326,7 +350,10 @@ class CollectionOut(BaseModel):
     cluster_method: str = Field(description="'components' or 'strict'.")
     clusters: list[ClusterOut] = Field(description="Clusters of two or more near-duplicates, "
                                                    "largest first.")
-    pairs: int = Field(description="Verified near-duplicate pairs.")
+    pairs: int = Field(description=(
+        "Pairs of documents known to be near-duplicates: the verified pairs of distinct texts "
+        "and those their exact copies imply (every two copies of a text, and every copy of "
+        "one text with every copy of a near-duplicate of it), counted, not listed."))
     duplicates: int = Field(description="Documents that repeat a representative.")
 
 
@@ -335,10 +362,14 @@ class PairOut(BaseModel):
     a: DocumentOut = Field(description="The first document.")
     b: DocumentOut = Field(description="The second document.")
     similarity: float | None = Field(description=(
-        "Their verified Jaccard similarity if the run compared them (a pair, or a member and "
-        "its representative); null otherwise."))
+        "Their Jaccard similarity where the run knows it exactly: 1 for two copies of one "
+        "text (after normalisation), the verified similarity of their texts where the run "
+        "compared them (a pair, or a member and its representative); null otherwise."))
     same_cluster: bool = Field(description="Whether they are in the same cluster.")
     passages: list[Passage] = Field(description="Passages the two texts share.")
+    incomplete: bool = Field(default=False, description=(
+        f"True if not every shared passage was found within {PAIR_SECONDS:g} s: `passages` "
+        "holds those found."))
 
 
 #: What each error status means for a client (every error body is an :class:`ErrorOut`).
@@ -412,21 +443,7 @@ def _role_dependencies(api_keys: ApiKeys | None) -> tuple[Any, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Collections kept in memory
-
-
-@record
-class Collection:
-    """An uploaded collection and its deduplication, kept for the side-by-side view."""
-
-    summary: dict[str, Any]
-    ids: list[str]
-    texts: list[str]
-    labels: np.ndarray
-    row_of: dict[str, int]
-    pair_similarity: dict[tuple[int, int], float]
-    rep_similarity: np.ndarray
-    representative: np.ndarray
+# Request counts
 
 
 @record
@@ -448,124 +465,6 @@ class _Counts:
         with self.lock:
             return {"total": self.total, "by_endpoint": dict(sorted(self.by_endpoint.items())),
                     "by_status": dict(sorted(self.by_status.items()))}
-
-
-class _LRU:
-    """A thread-safe mapping that keeps the ``size`` most recently used entries."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._d: OrderedDict[str, Collection] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def put(self, key: str, value: Collection) -> None:
-        with self._lock:
-            self._d[key] = value
-            self._d.move_to_end(key)
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
-
-    def get(self, key: str) -> Collection | None:
-        with self._lock:
-            got = self._d.get(key)
-            if got is not None:
-                self._d.move_to_end(key)
-            return got
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-
-# ---------------------------------------------------------------------------------------------
-# Uploads: read by neardup.io; what is left here is the service's policy
-
-
-#: The formats an upload may have.
-UPLOAD_FORMATS = ("csv", "jsonl")
-
-
-def _upload_format(filename: str | None, content_type: str | None, head: bytes) -> str:
-    """"csv" or "jsonl", from the file name's suffix, else its content type, else its content
-    (:func:`neardup.io.detect_format`); compressed uploads are refused."""
-    # the readers and the batch engine load with the first upload, not with the service
-    from ..io import detect_format, split_compression
-
-    try:
-        fmt: str | None = detect_format(name=filename or "", content_type=content_type,
-                                        head=head)
-    except InputError:
-        fmt = None
-    if fmt not in UPLOAD_FORMATS or split_compression(filename or "")[1] is not None:
-        ctype = (content_type or "").split(";")[0].strip().lower()
-        raise HTTPException(415, f"upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
-                                 f"{filename or 'a file without a name'!r} ({ctype or 'no type'})")
-    return fmt
-
-
-@record
-class _Upload:
-    """The records of an upload, and those left out: counted by reason, the first few with
-    their line."""
-
-    ids: list[str]
-    texts: list[str]
-    skipped: dict[str, int]
-    examples: list[dict[str, Any]]
-
-
-def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
-                 id_field: str | None, max_text_bytes: int) -> _Upload:
-    """Read an upload with :func:`neardup.io.record_stream`: bad records are skipped and counted
-    (texts over ``max_text_bytes`` and empty texts too); ids are the line numbers without
-    ``id_field``. A problem with the whole file (no header, no such column, no record) is a
-    422."""
-    from ..io import ReadOptions, SkipReport, record_stream
-
-    options = ReadOptions(text_fields=(text_field,), id_field=id_field, format=fmt,
-                          on_error="skip", skip_empty=True, max_text_bytes=max_text_bytes,
-                          default_id="{line}" if id_field is None else None)
-    report = SkipReport()
-    stream = record_stream(data, options, report, name=filename or "upload")
-    out = _Upload([], [], report.counts, [])
-
-    def example(err: InputError) -> None:
-        if len(out.examples) < MAX_SKIP_EXAMPLES:
-            out.examples.append({"line": err.line, "reason": str(err.reason),
-                                 "message": err.detail})
-
-    for item in stream.with_errors():
-        if isinstance(item, InputError):
-            if item.whole_file:
-                raise HTTPException(422, _file_problem(item, fmt, filename, text_field,
-                                                       stream.header is not None))
-            example(item)
-            continue
-        problem = (f"field {id_field!r} is an empty string; an id must not be empty"
-                   if not item.id else  # an id names a document in the service's URLs
-                   f"field {id_field!r} {id_problem(item.id)}" if id_problem(item.id) else None)
-        if problem is not None:
-            err = InputError(problem, line=item.line, reason=SkipReason.BAD_ID)
-            report.add(err)
-            example(err)
-            continue
-        out.ids.append(item.id)
-        out.texts.append(item.text)
-    return out
-
-
-def _file_problem(err: InputError, fmt: str, filename: str | None, text_field: str,
-                  header_seen: bool) -> str:
-    """The 422 message of an error about the whole upload, in the terms of the form."""
-    if err.reason is SkipReason.EMPTY_FILE:
-        if fmt == "csv" and not header_seen:
-            return ("the CSV file is empty: it needs a header row naming the text column "
-                    f"({text_field!r}) and at least one row")
-        return (f"no usable record in {filename or 'the file'!r} (text field {text_field!r}): "
-                "it is empty")
-    if err.reason is SkipReason.MISSING_FIELD and err.field is not None:
-        # "'sku' is not a column of the CSV header (...)", said of the form field naming it
-        return f"{'text_field' if err.field == text_field else 'id_field'} {err.detail}"
-    return err.detail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -895,7 +794,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                max_large_requests: int = 2,
                api_keys: ApiKeys | None = None, allowed_hosts: Sequence[str] | None = None,
                allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (),
-               body_seconds: float = 30.0) -> FastAPI:
+               body_seconds: float = 30.0, check_text_bytes: int = CHECK_TEXT_BYTES,
+               max_collections: int = MAX_COLLECTIONS,
+               collection_memory_bytes: int = COLLECTION_MEMORY_BYTES,
+               collection_disk_bytes: int = COLLECTION_DISK_BYTES,
+               concurrent_uploads: int = CONCURRENT_UPLOADS,
+               collection_folder: str | None = None) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
@@ -913,10 +817,32 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     state-changing requests besides the service's own (403 for the others);
     ``cors_origins``: origins whose scripts may call the API cross-origin (CORS; off without
     them), allowed to change things too.
+
+    ``check_text_bytes``: UTF-8 bytes of matched texts one ``/check`` answer carries at most
+    (the others' ``text`` null, ``texts_capped``). Uploaded collections: ``max_collections``
+    kept at most, the most recently used in memory up to ``collection_memory_bytes``, the
+    others in a private temporary folder (under ``collection_folder``, default the system's
+    temporary folder; removed when the application shuts down) up to
+    ``collection_disk_bytes``, the least recently used dropped beyond (404: upload again);
+    ``concurrent_uploads``: uploads deduplicated at once (503 with ``Retry-After`` beyond).
     """
     max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, 1)
     max_text_bytes = check_int("max_text_bytes", max_text_bytes, 1)
     max_batch = check_int("max_batch", max_batch, 1)
+    check_text_bytes = check_int("check_text_bytes", check_text_bytes, 0)
+    collections = CollectionStore(
+        check_int("collection_memory_bytes", collection_memory_bytes, 0),
+        check_int("collection_disk_bytes", collection_disk_bytes, 0),
+        check_int("max_collections", max_collections, 1), collection_folder)
+    uploads = UploadSlots(check_int("concurrent_uploads", concurrent_uploads, 1))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> Any:
+        try:
+            yield
+        finally:  # the collections kept on disk go with the service
+            collections.close()
+
     hosts = HostRules(LOOPBACK_NAMES if allowed_hosts is None else allowed_hosts)
     cors = check_origins(cors_origins, "CORS origin")
     origins = sorted(set(check_origins(allowed_origins, "allowed origin")) | set(cors))
@@ -930,11 +856,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             "them (with the passages they share), and deduplicate an uploaded CSV or JSONL "
             "collection. Similarities are verified Jaccard similarities of word-shingle sets. "
             "Errors are `{\"detail\": \"message\"}` with a 4xx status."),
+        lifespan=lifespan,
     )
     counts = _Counts()
-    collections = _LRU(MAX_COLLECTIONS)
     app.state.index = index
     app.state.collections = collections
+    app.state.uploads = uploads
     app.state.api_keys = api_keys
     app.add_middleware(_Guard, body_seconds=body_seconds,
                        max_upload_bytes=max_upload_bytes, counts=counts, hosts=hosts,
@@ -1148,6 +1075,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             raise HTTPException(403, "adding a text (add=true) needs an API key with the "
                                      f"write role; the key sent has the {role} role (a check "
                                      "without add=true needs only a read key)")
+        deadline = time.monotonic() + CHECK_SECONDS  # passages too are found within it
         _check_size(c.text, max_text_bytes, "the text")
         threshold = _threshold(c.threshold)
         added = False
@@ -1181,22 +1109,42 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         matches = matches[:MAX_MATCHES]
         top = matches[:CHECK_DETAILS]
         texts = index.get_texts([m.id for m in top]) if top else {}
+        rtexts = index.get_texts([m.id for m in reused[:CHECK_DETAILS]]) if reused else {}
+        room = [check_text_bytes]  # bytes of texts the answer may still carry
+        cut = {"texts": False, "passages": False}
+        keys = word_keys(c.text) if texts else None
+
+        def carried(text: str | None) -> str | None:
+            """``text`` if the answer has room for it, else None (and the answer says so)."""
+            if text is None:
+                return None
+            size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+            if size > room[0]:
+                cut["texts"] = True
+                return None
+            room[0] -= size
+            return text
+
         out = []
         for i, m in enumerate(matches):
-            text = texts.get(m.id) if i < CHECK_DETAILS else None
-            passages = passages_for_display(c.text, text, k_index) if text else []
+            text = carried(texts.get(m.id)) if i < CHECK_DETAILS else None
+            passages: list = []
+            if text and not cut["passages"]:
+                passages, complete = passages_within(c.text, text, k_index, deadline=deadline,
+                                                     keys_a=keys)
+                cut["passages"] = not complete
             out.append(CheckMatch(id=m.id, similarity=m.similarity, text=text,
                                   passages=passages))
-        rtexts = index.get_texts([m.id for m in reused[:CHECK_DETAILS]]) if reused else {}
         rout = [ReusedOut(id=m.id, share=round(m.share_query, 4),
                           share_source=round(m.share_source, 4),
-                          text=rtexts.get(m.id) if i < CHECK_DETAILS else None,
+                          text=carried(rtexts.get(m.id)) if i < CHECK_DETAILS else None,
                           passages=[Passage(a=p.a_chars, b=p.b_chars, words=p.words)
                                     for p in m.passages])
                 for i, m in enumerate(reused)]
         return CheckOut(unique=not matches and not reused and not incomplete,
                         threshold=threshold, matches=out, added=added, reused=rout,
                         reused_capped=capped, reuse_incomplete=incomplete,
+                        passages_incomplete=cut["passages"], texts_capped=cut["texts"],
                         matches_capped=matches_capped,
                         passages_indexed=index.passages is not None,
                         min_passage_words=(index.passages.shortest if index.passages
@@ -1209,6 +1157,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         and the number of collections kept."""
         return jsonable_encoder({**_shown_stats(index.stats()), "requests": counts.to_dict(),
                                  "collections": len(collections),
+                                 "collections_kept": collections.usage(),
                                  "limits": {"max_upload_bytes": max_upload_bytes,
                                             "max_text_bytes": max_text_bytes,
                                             "max_batch": max_batch}})
@@ -1245,14 +1194,22 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                         "its representative).")] = "components",
     ) -> CollectionOut:
         """Parse the file in memory, deduplicate it with `neardup.dedup` and keep the result
-        (the last 8 uploads) for `GET /collections/{collection_id}`. Records
-        that cannot be read are counted in `skipped`."""
+        for `GET /collections/{collection_id}` and the side-by-side view (the most recent
+        uploads, within the service's memory and disk limits). Records that cannot be read are
+        counted in `skipped`. 503 with `Retry-After` while other uploads are being
+        deduplicated."""
+        with uploads.take():
+            body = _upload(file, text_field, id_field or None, threshold, cluster)
+        return Response(body, status_code=201, media_type="application/json")
+
+    def _upload(file: UploadFile, text_field: str, id_field: str | None, threshold: float,
+                cluster: str) -> bytes:
         data = file.file.read(max_upload_bytes + 1)
         if len(data) > max_upload_bytes:
             raise HTTPException(413, f"the file is over the limit of {max_upload_bytes} bytes")
-        id_field = id_field or None
-        fmt = _upload_format(file.filename, file.content_type, data[:64])
-        parsed = _read_upload(data, file.filename, fmt, text_field, id_field, max_text_bytes)
+        fmt = upload_format(file.filename, file.content_type, data[:64])
+        parsed = read_upload(data, file.filename, fmt, text_field, id_field, max_text_bytes)
+        del data
         if not parsed.texts:
             why = "; ".join(f"line {e['line']}: {e['message']}" for e in parsed.examples)
             raise HTTPException(422, f"no usable record in {file.filename or 'the file'!r}"
@@ -1260,43 +1217,36 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                                                                         else ": it is empty"))
         from ..engines.local import dedup
 
+        # the compared pairs only: a group of g copies is g - 1 pairs, not g (g - 1) / 2
         result = dedup(parsed.texts, parsed.ids, threshold=threshold, cluster=cluster,
-                       shingle=COLLECTION_SHINGLE)
-        clusters = [
-            ClusterOut(cluster=c["cluster"], size=c["size"], representative=c["representative"],
-                       members=[Member(id=m["id"], similarity_to_representative=round(
-                           m["similarity"], 6)) for m in c["members"]])
-            for c in result.clusters()]
+                       shingle=COLLECTION_SHINGLE, pairs="edges")
         cid = secrets.token_hex(8)
-        p = result.pairs
-        out = CollectionOut(
-            collection_id=cid, filename=file.filename, format=fmt, id_field=id_field,
-            documents=len(parsed.ids),
-            skipped=dict(sorted(parsed.skipped.items())),
-            skipped_examples=[SkipExample(**e) for e in parsed.examples], threshold=threshold,
-            cluster_method=cluster, clusters=clusters, pairs=len(p),
-            duplicates=int(len(result.duplicate_rows)))
-        collections.put(cid, Collection(
-            summary=out.model_dump(), ids=parsed.ids, texts=parsed.texts, labels=result.labels,
-            row_of={x: i for i, x in enumerate(parsed.ids)},
-            pair_similarity={(int(a), int(b)): float(s) for a, b, s in
-                             zip(p.left.tolist(), p.right.tolist(), p.similarity.tolist())},
-            rep_similarity=result.similarity, representative=result.representative))
-        return out
+        col = Collection.build(parsed.ids, parsed.texts, result, b"")
+        meta = {"collection_id": cid, "filename": file.filename, "format": fmt,
+                "id_field": id_field, "documents": len(parsed.ids),
+                "skipped": dict(sorted(parsed.skipped.items())),
+                "skipped_examples": [SkipExample(**e).model_dump() for e in parsed.examples],
+                "threshold": threshold, "cluster_method": cluster, "clusters": None,
+                "pairs": known_pairs(col), "duplicates": int(len(result.duplicate_rows))}
+        col.summary = summary_json(meta, parsed.ids, result)
+        del parsed, result
+        collections.put(cid, col)
+        return col.summary
 
     def _collection(cid: str) -> Collection:
         got = collections.get(cid)
         if got is None:
-            raise HTTPException(404, f"no collection {cid!r} (only the last {MAX_COLLECTIONS} "
-                                     "uploads are kept; upload the file again)")
+            raise HTTPException(404, f"no collection {cid!r}: this service keeps the most "
+                                     f"recent uploads only (at most {max_collections}, within "
+                                     "its memory and disk limits); upload the file again")
         return got
 
     @app.get("/collections/{cid}", response_model=CollectionOut, responses=_ERRORS,
              tags=["collections"], summary="A deduplicated collection again",
              dependencies=[read])
-    def get_collection(cid: str) -> CollectionOut:
+    def get_collection(cid: str) -> Response:
         """The result of an earlier upload; 404 once it has been dropped."""
-        return CollectionOut(**_collection(cid).summary)
+        return Response(_collection(cid).summary, media_type="application/json")
 
     @app.get("/collections/{cid}/pair", response_model=PairOut, responses=_ERRORS,
              tags=["collections"], summary="Two documents side by side", dependencies=[read])
@@ -1304,28 +1254,26 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                  a: Annotated[str, Query(min_length=1, description="Id of the first document.")],
                  b: Annotated[str, Query(min_length=1, description="Id of the second document.")]
                  ) -> PairOut:
-        """Both texts and the passages they share (offsets into each)."""
+        """Both texts, their similarity where the run knows it, and the passages they share
+        (offsets into each), found within a time budget (`incomplete` says when cut)."""
+        deadline = time.monotonic() + PAIR_SECONDS
         col = _collection(cid)
         rows = []
         for name, x in (("a", a), ("b", b)):
-            r = col.row_of.get(x)
+            r = col.row_of(x)
             if r is None:
                 raise HTTPException(404, f"{name}: no document {x!r} in collection {cid!r}")
             rows.append(r)
         ra, rb = rows
-        sim: float | None = col.pair_similarity.get((min(ra, rb), max(ra, rb)))
-        if sim is None and ra == rb:
-            sim = 1.0
-        elif sim is None and int(col.representative[rb]) == ra:
-            sim = float(col.rep_similarity[rb])
-        elif sim is None and int(col.representative[ra]) == rb:
-            sim = float(col.rep_similarity[ra])
-        ta, tb = col.texts[ra], col.texts[rb]
+        sim = col.similarity(ra, rb)
+        ta, tb = col.text(ra), col.text(rb)
+        passages, complete = passages_within(ta, tb, int(COLLECTION_SHINGLE[5:]),
+                                             deadline=deadline)
         return PairOut(collection_id=cid, a=DocumentOut(id=a, text=ta),
                        b=DocumentOut(id=b, text=tb),
                        similarity=None if sim is None else round(sim, 6),
-                       same_cluster=bool(col.labels[ra] == col.labels[rb]),
-                       passages=passages_for_display(ta, tb, int(COLLECTION_SHINGLE[5:])))
+                       same_cluster=col.same_cluster(ra, rb), passages=passages,
+                       incomplete=not complete)
 
     # -- the web page ----------------------------------------------------------------------
     @app.get("/", include_in_schema=False)

@@ -1,0 +1,463 @@
+"""Uploaded collections: read, deduplicated, and kept for the side-by-side view within budgets.
+
+``POST /collections`` reads a CSV or JSONL upload (:func:`read_upload`), deduplicates it with
+:func:`neardup.dedup` and keeps what the page asks for later (:class:`Collection`) in a
+:class:`CollectionStore`. What is kept is compact and of a size known in advance:
+
+- the texts and ids as one UTF-8 buffer each with ``int64`` offsets, the ids found again by a
+  sorted array of their hashes (``searchsorted``, the id itself compared);
+- the exact-duplicate groups as one ``head`` array (each document's group's first row) and the
+  verified edges between groups as sorted ``int64`` keys with their similarities: the run keeps
+  the compared pairs only (``pairs="edges"``), never the ``g (g - 1) / 2`` pairs of a group of
+  ``g`` copies (see :mod:`neardup.expand`), and the similarity of any two documents is still
+  known exactly where the run knows it (:meth:`Collection.similarity`);
+- the answer to the upload as serialized JSON bytes.
+
+The store keeps the most recently used collections in memory up to a byte budget, moves the
+others to files in a private temporary folder of the service (mode 0700, removed when the
+service stops) up to a disk budget, and drops the least recently used beyond it. Uploads are
+deduplicated ``max_concurrent`` at a time (:class:`UploadSlots`; a 503 beyond), so that the
+service's peak memory is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from fastapi import HTTPException
+
+from .._records import record
+from ..errors import InputError, SkipReason
+
+#: Collections kept at most, in memory and on disk together (least recently used dropped first).
+MAX_COLLECTIONS = 8
+#: Bytes of collections kept in memory; the others are moved to the service's temporary folder.
+COLLECTION_MEMORY_BYTES = 256_000_000
+#: Bytes of collections kept on disk; the least recently used are dropped beyond.
+COLLECTION_DISK_BYTES = 2_000_000_000
+#: Uploads deduplicated at once (503 beyond).
+CONCURRENT_UPLOADS = 2
+#: Skipped records of an upload named with their line number.
+MAX_SKIP_EXAMPLES = 5
+#: Shingles of an uploaded collection (``neardup.dedup``'s default), also the passage size.
+COLLECTION_SHINGLE = "word:5"
+#: The formats an upload may have.
+UPLOAD_FORMATS = ("csv", "jsonl")
+
+#: The arrays of a :class:`Collection`, as its files on disk are named.
+_ARRAYS = ("ids_buf", "ids_off", "id_hash", "id_row", "texts_buf", "texts_off", "head",
+           "labels", "representative", "rep_similarity", "edge_key", "edge_similarity")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading an upload: neardup.io reads it; what is left here is the service's policy
+
+
+def upload_format(filename: str | None, content_type: str | None, head: bytes) -> str:
+    """"csv" or "jsonl", from the file name's suffix, else its content type, else its content
+    (:func:`neardup.io.detect_format`); compressed uploads are refused (415)."""
+    # the readers and the batch engine load with the first upload, not with the service
+    from ..io import detect_format, split_compression
+
+    try:
+        fmt: str | None = detect_format(name=filename or "", content_type=content_type,
+                                        head=head)
+    except InputError:
+        fmt = None
+    if fmt not in UPLOAD_FORMATS or split_compression(filename or "")[1] is not None:
+        ctype = (content_type or "").split(";")[0].strip().lower()
+        raise HTTPException(415, f"upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
+                                 f"{filename or 'a file without a name'!r} ({ctype or 'no type'})")
+    return fmt
+
+
+@record
+class Upload:
+    """The records of an upload, and those left out: counted by reason, the first few with
+    their line."""
+
+    ids: list[str]
+    texts: list[str]
+    skipped: dict[str, int]
+    examples: list[dict[str, Any]]
+
+
+def read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
+                id_field: str | None, max_text_bytes: int) -> Upload:
+    """Read an upload with :func:`neardup.io.record_stream`: bad records are skipped and counted
+    (texts over ``max_text_bytes`` and empty texts too); ids are the line numbers without
+    ``id_field``. A problem with the whole file (no header, no such column, no record) is a
+    422."""
+    from ..io import ReadOptions, SkipReport, record_stream
+    from .ids import id_problem, normal_id  # the same rule for ids sent as JSON
+
+    options = ReadOptions(text_fields=(text_field,), id_field=id_field, format=fmt,
+                          on_error="skip", skip_empty=True, max_text_bytes=max_text_bytes,
+                          default_id="{line}" if id_field is None else None)
+    report = SkipReport()
+    stream = record_stream(data, options, report, name=filename or "upload")
+    out = Upload([], [], report.counts, [])
+    seen: set[str] = set()
+
+    def example(err: InputError) -> None:
+        if len(out.examples) < MAX_SKIP_EXAMPLES:
+            out.examples.append({"line": err.line, "reason": str(err.reason),
+                                 "message": err.detail})
+
+    for item in stream.with_errors():
+        if isinstance(item, InputError):
+            if item.whole_file:
+                raise HTTPException(422, _file_problem(item, fmt, filename, text_field,
+                                                       stream.header is not None))
+            example(item)
+            continue
+        problem = (f"field {id_field!r} is an empty string; an id must not be empty"
+                   if not item.id else  # an id names a document in the service's URLs
+                   f"field {id_field!r} {id_problem(item.id)}" if id_problem(item.id) else None)
+        doc_id = normal_id(item.id)
+        if problem is None and doc_id in seen:
+            # the reader tells repeated ids apart as written; two forms of one id are one id
+            err = InputError(f"duplicate id {doc_id!r} (in another Unicode form; ids are "
+                             "kept in NFC form)", line=item.line, field=id_field,
+                             reason=SkipReason.DUPLICATE_ID)
+            report.add(err)
+            example(err)
+            continue
+        if problem is not None:
+            err = InputError(problem, line=item.line, reason=SkipReason.BAD_ID)
+            report.add(err)
+            example(err)
+            continue
+        seen.add(doc_id)
+        out.ids.append(doc_id)
+        out.texts.append(item.text)
+    return out
+
+
+def _file_problem(err: InputError, fmt: str, filename: str | None, text_field: str,
+                  header_seen: bool) -> str:
+    """The 422 message of an error about the whole upload, in the terms of the form."""
+    if err.reason is SkipReason.EMPTY_FILE:
+        if fmt == "csv" and not header_seen:
+            return ("the CSV file is empty: it needs a header row naming the text column "
+                    f"({text_field!r}) and at least one row")
+        return (f"no usable record in {filename or 'the file'!r} (text field {text_field!r}): "
+                "it is empty")
+    if err.reason is SkipReason.MISSING_FIELD and err.field is not None:
+        # "'sku' is not a column of the CSV header (...)", said of the form field naming it
+        return f"{'text_field' if err.field == text_field else 'id_field'} {err.detail}"
+    return err.detail
+
+
+# ---------------------------------------------------------------------------------------------
+# A deduplicated collection, compactly
+
+
+def _pack(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``strings`` as one UTF-8 buffer (``uint8``) and ``int64[n + 1]`` byte offsets."""
+    encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+    off = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=off[1:])
+    return np.frombuffer(b"".join(encoded), np.uint8), off
+
+
+def _id_hashes(ids: list[str]) -> np.ndarray:
+    return np.fromiter((hash(x) for x in ids), np.int64, len(ids))
+
+
+class Collection:
+    """An uploaded collection and its deduplication, as kept for the side-by-side view.
+
+    Per document row ``i``: its id and text (in ``ids_buf`` / ``texts_buf`` at the offsets),
+    ``head[i]`` the first row of its exact-duplicate group (``i`` itself for a text seen once),
+    ``labels[i]`` its cluster, ``representative[i]`` and ``rep_similarity[i]``. ``edge_key``:
+    the verified edges between groups, ``min(head) * n + max(head)``, sorted, and their
+    ``edge_similarity``. ``summary``: the upload's answer, JSON. Arrays may be read-only maps of
+    the files of a collection kept on disk."""
+
+    __slots__ = ("summary", *_ARRAYS)
+
+    def __init__(self, summary: bytes, **arrays: np.ndarray):
+        self.summary = summary
+        for name in _ARRAYS:
+            setattr(self, name, arrays[name])
+
+    @classmethod
+    def build(cls, ids: list[str], texts: list[str], result: Any, summary: bytes) -> Collection:
+        """From the records and the :class:`~neardup.Result` of ``dedup(..., pairs="edges")``:
+        its pairs are each copy with its group's first document (method "fingerprint") and
+        the verified edges between groups' first documents."""
+        from ..result import FINGERPRINT
+
+        n = len(ids)
+        p = result.pairs
+        copy = p.method == FINGERPRINT
+        head = np.arange(n, dtype=np.int64)
+        head[p.right[copy]] = p.left[copy]
+        el, er = p.left[~copy], p.right[~copy]
+        key = np.minimum(el, er) * n + np.maximum(el, er)
+        order = np.argsort(key, kind="stable")
+        id_hash = _id_hashes(ids)
+        id_row = np.argsort(id_hash, kind="stable")
+        ids_buf, ids_off = _pack(ids)
+        texts_buf, texts_off = _pack(texts)
+        small = np.int32 if n < 2**31 else np.int64
+        return cls(summary, ids_buf=ids_buf, ids_off=ids_off, id_hash=id_hash[id_row],
+                   id_row=id_row.astype(small), texts_buf=texts_buf, texts_off=texts_off,
+                   head=head.astype(small), labels=np.asarray(result.labels).astype(small),
+                   representative=np.asarray(result.representative).astype(small),
+                   rep_similarity=np.asarray(result.similarity, np.float32),
+                   edge_key=key[order], edge_similarity=p.similarity[~copy][order]
+                   .astype(np.float32))
+
+    def __len__(self) -> int:
+        return len(self.head)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes it holds."""
+        return len(self.summary) + sum(getattr(self, a).nbytes for a in _ARRAYS)
+
+    def _str(self, buf: str, row: int) -> str:
+        off = getattr(self, buf + "_off")
+        return bytes(getattr(self, buf + "_buf")[off[row]:off[row + 1]]).decode(
+            "utf-8", "surrogatepass")
+
+    def id(self, row: int) -> str:
+        return self._str("ids", row)
+
+    def text(self, row: int) -> str:
+        return self._str("texts", row)
+
+    def row_of(self, doc_id: str) -> int | None:
+        """The row of the document ``doc_id``, or None."""
+        h = hash(doc_id)
+        lo = int(np.searchsorted(self.id_hash, h, "left"))
+        hi = int(np.searchsorted(self.id_hash, h, "right"))
+        for r in self.id_row[lo:hi].tolist():
+            if self.id(r) == doc_id:
+                return r
+        return None
+
+    def similarity(self, a: int, b: int) -> float | None:
+        """The similarity of rows ``a`` and ``b`` where the run knows it exactly: 1.0 inside an
+        exact-duplicate group; the edge's similarity for members of two groups joined by a
+        verified edge; a member's similarity to its representative (or a copy of it); else
+        None."""
+        ha, hb = int(self.head[a]), int(self.head[b])
+        if ha == hb:
+            return 1.0
+        key = min(ha, hb) * len(self) + max(ha, hb)
+        at = int(np.searchsorted(self.edge_key, key))
+        if at < len(self.edge_key) and int(self.edge_key[at]) == key:
+            return float(self.edge_similarity[at])
+        if int(self.head[int(self.representative[b])]) == ha:
+            return float(self.rep_similarity[b])
+        if int(self.head[int(self.representative[a])]) == hb:
+            return float(self.rep_similarity[a])
+        return None
+
+    def same_cluster(self, a: int, b: int) -> bool:
+        return bool(self.labels[a] == self.labels[b])
+
+    # -- on disk ---------------------------------------------------------------------------
+    def save(self, folder: Path) -> None:
+        """Write it into ``folder`` (new): one ``.npy`` file per array, the summary as JSON."""
+        folder.mkdir(mode=0o700)
+        for name in _ARRAYS:
+            np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(self, name)))
+        (folder / "summary.json").write_bytes(self.summary)
+
+    @classmethod
+    def load(cls, folder: Path) -> Collection:
+        """A collection saved in ``folder``, its arrays mapped read-only (not read into
+        memory)."""
+        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+        return cls((folder / "summary.json").read_bytes(), **arrays)
+
+
+def known_pairs(col: Collection) -> int:
+    """Pairs of documents known to be near-duplicates: every two copies of an exact group, and
+    every member of one group with every member of the other for each verified edge."""
+    n = len(col)
+    if n == 0:
+        return 0
+    size = np.bincount(np.asarray(col.head, np.int64), minlength=n).astype(np.int64)
+    within = int((size * (size - 1) // 2).sum())
+    key = np.asarray(col.edge_key)
+    cross = int((size[key // n] * size[key % n]).sum())
+    return within + cross
+
+
+def summary_json(meta: dict[str, Any], ids: list[str], result: Any) -> bytes:
+    """The upload's answer (``CollectionOut``) as JSON: ``meta`` (every field in the model's
+    order, ``clusters`` a placeholder) with the clusters of two or more
+    documents, largest first, their members in document order. Built a cluster at a time, not
+    as models of every member."""
+    import orjson
+
+    labels = np.asarray(result.labels)
+    sizes = np.bincount(labels) if len(labels) else np.zeros(0, np.int64)
+    big = np.flatnonzero(sizes >= 2)
+    rows = np.flatnonzero(sizes[labels] >= 2) if len(big) else np.zeros(0, np.int64)
+    rows = rows[np.lexsort((rows, labels[rows]))]  # by cluster, then row
+    first = np.searchsorted(labels[rows], big)  # where each cluster's rows start
+    parts = []
+    for c in sorted(range(len(big)), key=lambda c: (-int(sizes[big[c]]), int(big[c]))):
+        members = rows[first[c]:first[c] + int(sizes[big[c]])].tolist()
+        sims = result.similarity[members].tolist()
+        parts.append(orjson.dumps({
+            "cluster": int(big[c]), "size": len(members),
+            "representative": ids[int(result.representative[members[0]])],
+            "members": [{"id": ids[r], "similarity_to_representative": round(s, 6)}
+                        for r, s in zip(members, sims)]}))
+    keys = list(meta)
+    at = keys.index("clusters")
+    before = orjson.dumps({k: meta[k] for k in keys[:at]})
+    after = orjson.dumps({k: meta[k] for k in keys[at + 1:]})
+    return b"".join([before[:-1], b',"clusters":[', b",".join(parts), b"],", after[1:]])
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+@record
+class _Kept:
+    collection: Collection | None  # in memory, or None: on disk at ``folder``
+    nbytes: int
+    folder: Path | None = None
+
+
+class CollectionStore:
+    """Collections by id, the most recently used in memory up to ``memory_bytes``, the others
+    in files of a private temporary folder up to ``disk_bytes``, at most ``max_collections`` in
+    all; the least recently used are dropped first. Thread-safe. :meth:`close` removes the
+    folder (also done when the store is garbage collected or the process exits)."""
+
+    def __init__(self, memory_bytes: int = COLLECTION_MEMORY_BYTES,
+                 disk_bytes: int = COLLECTION_DISK_BYTES,
+                 max_collections: int = MAX_COLLECTIONS, parent: str | None = None):
+        self.memory_bytes = memory_bytes
+        self.disk_bytes = disk_bytes
+        self.max_collections = max_collections
+        self._parent = parent
+        self._d: OrderedDict[str, _Kept] = OrderedDict()
+        self._lock = threading.Lock()
+        self._folder: Path | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    # -- the folder ------------------------------------------------------------------------
+    @property
+    def folder(self) -> Path | None:
+        """The private folder of the collections on disk (None until the first is written)."""
+        return self._folder
+
+    def _make_folder(self) -> Path:
+        if self._folder is None:
+            # mkdtemp: mode 0700, a name no one else can take
+            self._folder = Path(tempfile.mkdtemp(prefix="neardup-collections-",
+                                                 dir=self._parent))
+            self._finalizer = weakref.finalize(self, shutil.rmtree, str(self._folder), True)
+        return self._folder
+
+    def close(self) -> None:
+        """Forget every collection and remove the folder."""
+        with self._lock:
+            self._d.clear()
+            if self._finalizer is not None:
+                self._finalizer()
+            self._folder = self._finalizer = None
+
+    # -- the collections -------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def usage(self) -> dict[str, int]:
+        """Collections and bytes kept in memory and on disk."""
+        with self._lock:
+            mem = [k.nbytes for k in self._d.values() if k.collection is not None]
+            disk = [k.nbytes for k in self._d.values() if k.collection is None]
+        return {"in_memory": len(mem), "memory_bytes": sum(mem), "on_disk": len(disk),
+                "disk_bytes": sum(disk)}
+
+    def put(self, cid: str, col: Collection) -> bool:
+        """Keep ``col`` as the most recently used; False if it is over both budgets (not
+        kept)."""
+        nbytes = col.nbytes
+        with self._lock:
+            self._d[cid] = _Kept(col, nbytes)
+            self._d.move_to_end(cid)
+            self._enforce()
+            return cid in self._d
+
+    def get(self, cid: str) -> Collection | None:
+        """The collection ``cid`` (made the most recently used), or None if not kept."""
+        with self._lock:
+            kept = self._d.get(cid)
+            if kept is None:
+                return None
+            self._d.move_to_end(cid)
+            if kept.collection is not None:
+                return kept.collection
+            folder = kept.folder
+        try:
+            return Collection.load(folder)
+        except FileNotFoundError:  # dropped meanwhile
+            return None
+
+    def _used(self, in_memory: bool) -> int:
+        return sum(k.nbytes for k in self._d.values() if (k.collection is not None) == in_memory)
+
+    def _drop(self, cid: str) -> None:
+        kept = self._d.pop(cid)
+        if kept.folder is not None:
+            shutil.rmtree(kept.folder, ignore_errors=True)
+
+    def _enforce(self) -> None:
+        while len(self._d) > self.max_collections:
+            self._drop(next(iter(self._d)))
+        while self._used(True) > self.memory_bytes:  # the least recently used to disk
+            cid, kept = next((c, k) for c, k in self._d.items() if k.collection is not None)
+            if kept.nbytes > self.disk_bytes:
+                self._drop(cid)
+                continue
+            folder = self._make_folder() / cid
+            try:
+                kept.collection.save(folder)
+            except OSError:
+                shutil.rmtree(folder, ignore_errors=True)
+                self._drop(cid)
+                continue
+            kept.collection, kept.folder = None, folder
+        while self._used(False) > self.disk_bytes:
+            self._drop(next(c for c, k in self._d.items() if k.collection is None))
+
+
+class UploadSlots:
+    """At most ``n`` uploads deduplicated at once: :meth:`take` is a context manager that
+    answers 503 with ``Retry-After`` when none is free."""
+
+    def __init__(self, n: int = CONCURRENT_UPLOADS):
+        self.n = n
+        self._sem = threading.BoundedSemaphore(n)
+
+    @contextlib.contextmanager
+    def take(self) -> Iterator[None]:
+        if not self._sem.acquire(blocking=False):
+            raise HTTPException(503, f"{self.n} upload{'s are' if self.n > 1 else ' is'} being "
+                                     "deduplicated; send the file again in a few seconds",
+                                headers={"Retry-After": "5"})
+        try:
+            yield
+        finally:
+            self._sem.release()
