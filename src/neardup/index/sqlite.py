@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from .._log import get_logger
 from ..errors import OutputError
 from ..validate import check_choice, check_int
 from .storage import (
@@ -54,6 +55,8 @@ CREATE TABLE IF NOT EXISTS texts (handle INTEGER PRIMARY KEY, text BLOB);
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 """
+
+log = get_logger(__name__)
 
 _CHUNK = 500  # host parameters per IN (...) list, well under SQLite's limit
 _COMPOUND = 400  # probes per compound SELECT (SQLite's limit: 500 terms)
@@ -108,6 +111,7 @@ class SQLiteStorage(Storage):
         self._abs = os.path.abspath(self.path)
         self._uri = "file:" + quote(self._abs) + "?mode=rw"
         self._file: tuple[int, int] | None = None
+        self._salvaged = False
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
@@ -145,10 +149,45 @@ class SQLiteStorage(Storage):
                 "opened; nothing is read or written in the new file (a write that gets this "
                 "error was not kept)")
 
+    def _moved(self) -> bool:
+        """Whether the file's name no longer leads to the file opened."""
+        try:
+            st = os.stat(self._abs)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != self._file
+
+    def _salvage(self, conn: sqlite3.Connection) -> None:
+        """Once the file was deleted, moved away or replaced: move the commits still in the
+        write-ahead log (``NAME-wal``, found by name) into the file opened, and empty the log,
+        so that the file moved away holds every write acknowledged, and a file put in its
+        place never has this index's log applied to it (that would corrupt it). A log some
+        reader holds is left as it is after a second."""
+        with self._all_lock:
+            if self._salvaged:
+                return
+            self._salvaged = True
+        try:
+            conn.execute("PRAGMA busy_timeout=1000")
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+        except sqlite3.Error as e:
+            log.warning("%s: the index file changed; its write-ahead log could not be "
+                        "moved into it: %s", self.path.name, e)
+            return
+        if busy:
+            log.warning("%s: the index file changed; its write-ahead log was held by a reader "
+                        "and is left as it is", self.path.name)
+
     def _conn(self, create: bool = False) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
-            self._check_file()
+            try:
+                self._check_file()
+            except IndexChangedError:
+                if self._local.depth == 0 and not self._salvaged:
+                    self._salvage(conn)
+                raise
             return conn
         try:
             # the first connection may make the file (create=True); the others open it only
@@ -412,6 +451,8 @@ class SQLiteStorage(Storage):
         return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan}
 
     def close(self):
+        if self._file is not None and not self._salvaged and self._all and self._moved():
+            self._salvage(self._all[0])  # closing no longer checkpoints a moved file
         with self._all_lock:
             for conn in self._all:
                 try:
