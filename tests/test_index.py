@@ -285,3 +285,92 @@ def test_texts_are_stored_compressed(tmp_path):
     legacy.add("p", "plain text here")
     assert legacy.storage.get("p")["text"] == "plain text here" and legacy.get("p") == \
         "plain text here"
+
+
+# -- opening an existing index only; a file that goes away; a full database -------------------
+
+
+def test_create_false_opens_an_existing_index_only(tmp_path, redis_server):
+    import sqlite3
+
+    from neardup.index import IndexNotFoundError
+
+    missing = tmp_path / "missing.db"
+    with pytest.raises(IndexNotFoundError, match="no such index file"):
+        Index(missing, create=False)
+    assert not missing.exists()
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(IndexNotFoundError, match="holds no neardup index"):
+        Index(other, create=False)
+    assert [r[0] for r in sqlite3.connect(other).execute(
+        "SELECT name FROM sqlite_master")] == ["t"]  # left as it was
+    Index(tmp_path / "ix.db").close()
+    Index(tmp_path / "ix.db", create=False).close()
+    url = f"{redis_server}?prefix=none{uuid.uuid4().hex[:8]}"
+    with pytest.raises(IndexNotFoundError, match="lost its data.*appendonly yes"):
+        Index(url, create=False)
+    import redis
+
+    assert redis.Redis.from_url(redis_server).keys(url.rsplit("=", 1)[1] + ":*") == []
+
+
+def test_a_deleted_file_is_never_recreated_nor_written(tmp_path):
+    from neardup.index import IndexChangedError
+
+    path = tmp_path / "ix.db"
+    ix = Index(path)
+    ix.add("a", "one two three four")
+    path.unlink()
+    errors = []
+
+    def use() -> None:  # a thread that had no connection yet
+        try:
+            ix.add("b", "five six seven eight")
+        except IndexChangedError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=use)
+    t.start()
+    t.join()
+    assert errors and "was deleted or moved away" in errors[0]
+    with pytest.raises(IndexChangedError):
+        ix.add("c", "nine ten eleven twelve")  # a thread with a connection
+    with pytest.raises(IndexChangedError):
+        ix.query("one two three four")
+    assert not path.exists()
+    ix.close()
+
+
+def test_a_full_database_is_an_index_full_error_and_nothing_of_the_batch_is_kept(tmp_path):
+    from neardup.index import IndexFullError
+
+    ix = Index(tmp_path / "ix.db", storage_options={"max_bytes": 100 * 1024})
+    big = " ".join(f"w{k}" for k in range(3000))
+    added = 0
+    with pytest.raises(IndexFullError, match="no room for this write"):
+        for i in range(100):
+            ix.add_many([(f"{i}-{j}", f"{i} {j} {big}") for j in range(3)])
+            added += 3
+    assert added and len(ix) == added and ix.storage.check()["orphan_keys"] == 0
+    assert not ix.storage._conn().in_transaction  # the write lock is free again
+    ix.remove("0-0")
+    ix.add("small", "a short text")
+    ix.close()
+
+
+def test_a_redis_password_apart_from_the_url(redis_with_password):
+    from conftest import REDIS_PASSWORD
+
+    from neardup.errors import ConfigError, OutputError
+
+    plain = redis_with_password.replace(f":{REDIS_PASSWORD}@", "") + "?prefix=pwlib"
+    with pytest.raises(OutputError) as e:
+        Index(plain)
+    assert REDIS_PASSWORD not in str(e.value)
+    with Index(plain, storage_options={"password": REDIS_PASSWORD}) as ix:
+        ix.add("a", "one two three")
+        assert len(ix) == 1
+        ix.storage.drop()
+    with pytest.raises(ConfigError, match="given twice"):
+        Index(redis_with_password, storage_options={"password": REDIS_PASSWORD})

@@ -949,6 +949,7 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     db = tmp_path / "run.db"
+    Index(str(db)).close()  # run() serves an existing index only
     server_app.run(str(db), port=8123, max_batch=5)
     assert seen == {"host": "127.0.0.1", "port": 8123,
                     "health": {"status": "ok", "documents": 1}}

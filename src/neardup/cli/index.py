@@ -39,16 +39,70 @@ def _shown(target: str) -> str:
     return redact_location(target)
 
 
-def _open(target: str, must_exist: bool = True):
-    from ..index import Index
+#: The environment variable that may hold the password of a Redis index.
+REDIS_PASSWORD_ENV = "NEARDUP_REDIS_PASSWORD"
 
-    if must_exist and not _is_url(target) and not Path(target).exists():
-        raise OutputError(f"{target}: no such index; create it with `neardup index create "
-                          f"{target}`")
-    idx = Index(target)
-    if must_exist and _is_url(target) and len(idx) == 0 and idx.storage.read_meta() is None:
-        raise OutputError(f"{_shown(target)}: no such index")
-    return idx
+
+def _say(command: str, message: str) -> None:
+    print(f"neardup {command}: {message}", file=sys.stderr, flush=True)
+
+
+def _storage_options(a: argparse.Namespace, target: str, command: str = "index") -> dict:
+    """The backend's options for ``target``: a Redis index's password from
+    ``--redis-password-file`` or the environment (never echoed), and a warning on stderr
+    when the URL itself holds one (a command line is visible to every user of the machine)."""
+    import os
+    from urllib.parse import parse_qsl, urlsplit
+
+    file = getattr(a, "redis_password_file", None)
+    env = os.environ.get(REDIS_PASSWORD_ENV) or None
+    if not _is_url(target):
+        if file is not None:
+            raise ConfigError(f"--redis-password-file is for an index in Redis; {target} is "
+                              "an SQLite file")
+        return {}
+    try:
+        parts = urlsplit(target)
+        in_url = bool(parts.password) or any(k == "password" for k, _ in parse_qsl(parts.query))
+    except ValueError:
+        in_url = False  # the backend says what is wrong with the URL
+    given = [name for name, there in (("in the URL", in_url), ("--redis-password-file", file),
+                                      (REDIS_PASSWORD_ENV, env)) if there]
+    if len(given) > 1:
+        raise ConfigError(f"the Redis password is given more than once ({', '.join(given)}); "
+                          "give it once")
+    if in_url:
+        _say(command, f"warning: the Redis password is in the URL on the command line, where other "
+                f"users of this machine can see it (ps); give it with --redis-password-file "
+                f"PATH or the environment variable {REDIS_PASSWORD_ENV} instead")
+        return {}
+    if file is not None:
+        try:
+            password = Path(file).read_text(encoding="utf-8").strip("\r\n")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"--redis-password-file {file}: cannot read it "
+                              f"({getattr(e, 'strerror', None) or e.__class__.__name__})"
+                              ) from None
+        if not password or "\n" in password:
+            raise ConfigError(f"--redis-password-file {file}: holds no password (one line "
+                              "expected)")
+        return {"password": password}
+    return {"password": env} if env else {}
+
+
+def _open(a: argparse.Namespace, target: str, command: str = "index"):
+    """An existing index (an IndexNotFoundError, saying how to make one, for a missing one:
+    never a new, empty index made by a command that reads or adds)."""
+    from ..index import Index, IndexNotFoundError
+
+    options = _storage_options(a, target, command)
+    try:
+        return Index(target, create=False, storage_options=options)
+    except IndexNotFoundError as e:
+        if _is_url(target):
+            raise
+        raise IndexNotFoundError(f"{target}: no such index; create it with `neardup index "
+                                 f"create {target}`") from e
 
 
 def cmd_index_create(a: argparse.Namespace) -> int:
@@ -60,7 +114,8 @@ def cmd_index_create(a: argparse.Namespace) -> int:
     if a.passages and a.no_texts:
         raise ConfigError("--passages needs the texts: leave out --no-texts")
     idx = Index(a.index, config=config, store_text=not a.no_texts,
-                passages=True if a.passages else None)
+                passages=True if a.passages else None,
+                storage_options=_storage_options(a, a.index))
     if _is_url(a.index) and len(idx):
         raise OutputError(f"{_shown(a.index)}: an index with documents exists under this "
                           "prefix")
@@ -86,7 +141,7 @@ def cmd_index_add(a: argparse.Namespace) -> int:
     from ..index import DuplicateIdError
     from ..io import IdInfo, ReadOptions, SkipReport, id_options, ids_text, read_documents
 
-    idx = _open(a.index)
+    idx = _open(a, a.index)
     report = SkipReport()
     t0 = time.perf_counter()
     added = 0
@@ -146,7 +201,7 @@ def _query_texts(a: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def cmd_index_query(a: argparse.Namespace) -> int:
-    idx = _open(a.index)
+    idx = _open(a, a.index)
     try:
         results = []
         for name, text in _query_texts(a):
@@ -184,7 +239,7 @@ def cmd_index_query(a: argparse.Namespace) -> int:
 
 
 def cmd_index_remove(a: argparse.Namespace) -> int:
-    idx = _open(a.index)
+    idx = _open(a, a.index)
     try:
         gone = idx.storage.delete(list(a.ids))
         left = len(idx)
@@ -200,7 +255,7 @@ def cmd_index_remove(a: argparse.Namespace) -> int:
 
 
 def cmd_index_stats(a: argparse.Namespace) -> int:
-    idx = _open(a.index)
+    idx = _open(a, a.index)
     try:
         st = idx.stats()
     finally:
@@ -234,7 +289,7 @@ def cmd_stream(a: argparse.Namespace) -> int:
     # not checked for repeats here (the index rejects an id it already holds)
     options = ReadOptions(format="jsonl", text_fields=(a.text_field,), id_field=a.id_field,
                           on_error="skip", default_id="stdin:{line}", unique_ids=False)
-    idx = _open(a.index)
+    idx = _open(a, a.index, "stream")
     counts = {"lines": 0, "unique": 0, "duplicate": 0, "errors": 0}
     out = sys.stdout
     try:
@@ -285,15 +340,20 @@ def cmd_serve(a: argparse.Namespace) -> int:
                                                   flush=True))
     # before an index is created
     check_binding(a.host, keys, a.allow_unauthenticated, a.allowed_host or ())
-    if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
-        raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
-                          f"{a.index}` or pass --create")
-    if a.create and not _is_url(a.index) and not Path(a.index).exists():
-        from ..index import Index
+    from ..index import Index, IndexNotFoundError
 
-        # a new index for the uniqueness check: it finds copied passages too (adding is
-        # slower, which a page that adds one text at a time does not feel)
-        Index(a.index, passages=True).close()
+    options = _storage_options(a, a.index, "serve")
+    if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
+        raise IndexNotFoundError(f"{a.index}: no such index; create it with `neardup index "
+                                 f"create {a.index}` or pass --create")
+    if a.create:
+        try:
+            Index(a.index, create=False, storage_options=options).close()
+        except IndexNotFoundError:
+            # a new index for the uniqueness check: it finds copied passages too (adding is
+            # slower, which a page that adds one text at a time does not feel)
+            Index(a.index, passages=True, storage_options=options).close()
+            _say("serve", f"created a new, empty index: {_shown(a.index)}")
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
         max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
         body_seconds=a.body_timeout, max_documents=a.max_documents,
@@ -301,7 +361,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
         collection_memory_bytes=a.collection_memory_mb * 1_000_000,
         collection_disk_bytes=a.collection_disk_mb * 1_000_000,
         collection_folder=a.collection_folder, max_collections=a.max_collections,
-        concurrent_uploads=a.concurrent_uploads,
+        concurrent_uploads=a.concurrent_uploads, storage_options=options,
         allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
         allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
     return EXIT_OK
@@ -311,6 +371,14 @@ def cmd_serve(a: argparse.Namespace) -> int:
 COMMANDS = {"index": "an online index: create, add, query, remove, stats",
             "stream": "deduplicate a JSONL stream on stdin against an index",
             "serve": "HTTP service and web page over an index"}
+
+
+def _add_redis_password(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument("--redis-password-file", metavar="PATH",
+                   help="a file holding the password of a Redis index (one line); or set the "
+                        f"environment variable {REDIS_PASSWORD_ENV}. A password in the URL "
+                        "works too, but other users of the machine see it in the command "
+                        "line")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -331,6 +399,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "Index.check) find passages copied into otherwise different texts; "
                         "adding documents is about 5x slower and the index ~35%% larger "
                         "(default: whole-text near-duplicates only)")
+    _add_redis_password(c)
     add_param_args(c, clustering=False)
     add_running_args(c, json_help="print the index's parameters as JSON on stdout")
     c.set_defaults(func=cmd_index_create, acyclic=True)
@@ -339,6 +408,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          description="Add the documents of JSONL, CSV, TSV or Parquet files or "
                          "text folders, in transactional batches.")
     ad.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    _add_redis_password(ad)
     g = add_input_args(ad, id_help=ID_DETECT_HELP + " (row numbers must not be in the index "
                        "already)")
     g.add_argument("--batch-size", type=int, default=1000, metavar="N",
@@ -351,6 +421,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         description="Print the near-duplicates of each text: id and verified "
                         "Jaccard similarity, highest first.")
     q.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    _add_redis_password(q)
     q.add_argument("text", nargs="*", metavar="TEXT", help="texts to query with")
     q.add_argument("--file", action="append", metavar="PATH",
                    help="a UTF-8 text file to query with (- for stdin); repeatable")
@@ -367,6 +438,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     r = isub.add_parser("remove", help="remove documents by id")
     r.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    _add_redis_password(r)
     r.add_argument("ids", nargs="+", metavar="ID", help="ids of the documents to remove")
     r.add_argument("--strict", action="store_true",
                    help=f"exit {InputError.exit_code} if an id was not found")
@@ -375,6 +447,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     s = isub.add_parser("stats", help="parameters and counts")
     s.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    _add_redis_password(s)
     s.add_argument("--json", action="store_true",
                    help="print the parameters and counts as JSON on stdout")
     s.set_defaults(func=cmd_index_stats, acyclic=True)
@@ -386,6 +459,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "if it is the text indexed under that id, else an error. Bad lines give "
                         "an error line and are counted.")
     st.add_argument("index", metavar="INDEX", help=INDEX_HELP)
+    _add_redis_password(st)
     st.add_argument("--text-field", default="text", metavar="FIELD",
                     help="field holding the text (default: text)")
     st.add_argument("--id-field", default="id", metavar="FIELD",
@@ -412,7 +486,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--index", required=True, metavar="INDEX", help=INDEX_HELP)
     sv.add_argument("--create", action="store_true", help="create the index if missing, with "
                     "default parameters and passage fingerprints (so that the page finds "
-                    "copied passages too)")
+                    "copied passages too); without it, a missing SQLite file or a Redis "
+                    "prefix that holds no index (a Redis server that lost its data) is an "
+                    "error")
+    _add_redis_password(sv)
     sv.add_argument("--host", default="127.0.0.1",
                     help="address to bind (default: 127.0.0.1, this machine only); another "
                          "address needs API keys, or --allow-unauthenticated")

@@ -1,14 +1,18 @@
 """Online near-duplicate index: :class:`Index` over a storage backend (memory, SQLite, Redis)."""
 
-from .core import CheckResult, Index, IndexChangedError, Match
+from .core import CheckResult, Index, Match
 from .storage import (
     FORMAT_VERSION,
     DuplicateIdError,
     IndexBusyError,
+    IndexChangedError,
+    IndexFullError,
+    IndexNotFoundError,
     MemoryStorage,
     Storage,
     StoredDoc,
 )
 
 __all__ = ["CheckResult", "Index", "IndexChangedError", "Match", "Storage", "StoredDoc", "MemoryStorage",
-           "DuplicateIdError", "IndexBusyError", "FORMAT_VERSION"]
+           "DuplicateIdError", "IndexBusyError", "IndexFullError", "IndexNotFoundError",
+           "FORMAT_VERSION"]

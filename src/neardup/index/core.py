@@ -27,7 +27,7 @@ import numpy as np
 from .._records import record
 from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
-from ..errors import ConfigError, InputError, NeardupError, SkipReason
+from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
 from ..reuse import (
     PassageConfig,
@@ -43,18 +43,21 @@ from ..reuse import (
 from ..stages import ingest_chunk
 from ..validate import check_int, check_str
 from ..verify import overlap_pairs, sort_unique_segments
-from .storage import FORMAT_VERSION, DuplicateIdError, MemoryStorage, Storage, StoredDoc
+from .storage import (
+    FORMAT_VERSION,
+    DuplicateIdError,
+    IndexChangedError,
+    IndexNotFoundError,
+    MemoryStorage,
+    Storage,
+    StoredDoc,
+)
 
 #: the keyword parameters of :class:`Index` that are those of :class:`~neardup.DedupConfig`
 _FLAT = frozenset(flat_defaults())
 
 # Parameters that change what is stored; the rest (threshold of a query, bucket cap) may vary.
 _STORED_SECTIONS = ("normalize", "shingle", "sketch")
-
-
-class IndexChangedError(NeardupError):
-    """The backend no longer holds the index that was opened: its data is gone (a Redis
-    server restarted without persistence comes back empty) or it holds another index."""
 
 
 @record
@@ -88,7 +91,8 @@ class Match:
         yield self.similarity
 
 
-def _open_storage(target: str | os.PathLike | Storage | None, **options: Any) -> Storage:
+def _open_storage(target: str | os.PathLike | Storage | None, create: bool = True,
+                  **options: Any) -> Storage:
     if target is None or target == ":memory:":
         return MemoryStorage()
     if isinstance(target, Storage):
@@ -100,7 +104,7 @@ def _open_storage(target: str | os.PathLike | Storage | None, **options: Any) ->
         return RedisStorage(s, **options)
     from .sqlite import SQLiteStorage
 
-    return SQLiteStorage(s, **options)
+    return SQLiteStorage(s, create=create, **options)
 
 
 class Index:
@@ -112,6 +116,11 @@ class Index:
     or ``config=``. A new index stores them; an existing one is opened with its stored
     parameters, and passing different ones is a :class:`~neardup.ConfigError`.
     ``store_text``: keep each text (needed to show passages side by side; default ``True``).
+    ``create=False`` opens an existing index only: a target that holds none (no such SQLite
+    file; a Redis prefix without an index, as after a Redis server that lost its data) is an
+    :class:`IndexNotFoundError` instead of a new, empty index. ``storage_options``: keywords
+    of the backend (SQLite: ``timeout``, ``synchronous``, ``max_bytes``; Redis: ``password``,
+    ``lock_timeout``).
     """
 
     def __init__(self, target: str | os.PathLike | Storage | None = None, *,
@@ -126,13 +135,15 @@ class Index:
                  strip_punctuation: bool | None = None, strip_digits: bool | None = None,
                  strip_stopwords: bool | None = None, config: DedupConfig | None = None,
                  store_text: bool = True, storage_options: dict[str, Any] | None = None,
-                 passages: PassageConfig | bool | None = None):
+                 passages: PassageConfig | bool | None = None, create: bool = True):
         # None: not given (a new index takes DedupConfig's default, an existing one its own)
         params = {k: v for k, v in locals().items() if k in _FLAT and v is not None}
+        if not isinstance(create, bool):
+            raise ConfigError(f"create={create!r} is invalid: True or False")
         if config is not None and params:
             raise ConfigError("pass either config= or the keyword parameters, not both "
                               f"(given: config and {', '.join(sorted(params))})")
-        self.storage = _open_storage(target, **(storage_options or {}))
+        self.storage = _open_storage(target, create, **(storage_options or {}))
         self._no_passages = _NO_PASSAGES
         self._local = threading.local()  # per thread: whether the last verification was whole
         given = config or (DedupConfig.from_kwargs(**params) if params else None)
@@ -140,6 +151,20 @@ class Index:
         if passages is not None and not isinstance(passages, (bool, PassageConfig)):
             raise ConfigError(f"passages={passages!r} is invalid: True, False or a "
                               "neardup.PassageConfig")
+        if meta is None and not create:
+            self.storage.close()
+            if self.storage.kind == "redis":  # its server may have come back without its data
+                from .redact import redact_location
+
+                raise IndexNotFoundError(
+                    f"{redact_location(self.storage.url)} (prefix {self.storage.prefix!r}): "
+                    "holds no neardup index. If "
+                    "one was kept there, the Redis server has lost its data (a server "
+                    "restarted without persistence comes back empty: run it with "
+                    "`appendonly yes`); create a new index with `neardup index create` or "
+                    "Index(..., create=True)")
+            raise IndexNotFoundError(f"{target}: holds no neardup index; create one with "
+                                     "`neardup index create` or Index(..., create=True)")
         if meta is None:
             # a random identity stored with the data: a backend that comes back empty or
             # holding another index is told apart (verify_identity)

@@ -84,7 +84,10 @@ def _split_url(url: str) -> tuple[str, str]:
 class RedisStorage(Storage):
     kind = "redis"
 
-    def __init__(self, url: str, *, prefix: str | None = None, lock_timeout: float = 5.0):
+    def __init__(self, url: str, *, prefix: str | None = None, lock_timeout: float = 5.0,
+                 password: str | None = None):
+        """``password``: the Redis password, when it is not in ``url`` (where the command
+        lines of other users' processes would show it)."""
         from .._extras import require
 
         redis = require("redis", "redis", "an index in Redis")
@@ -94,8 +97,16 @@ class RedisStorage(Storage):
         if not self.prefix or any(c.isspace() for c in self.prefix):
             raise ConfigError(f"prefix={self.prefix!r} is invalid: a non-empty word")
         self.url = plain
+        if password is not None:
+            parts = urlsplit(plain)
+            if parts.password or any(k == "password" for k, _ in parse_qsl(parts.query)):
+                raise ConfigError(f"{redact_location(plain)}: the Redis password is given "
+                                  "twice, in the URL and apart from it; give it once")
+            if not isinstance(password, str) or not password:
+                raise ConfigError("password: a non-empty string")
         try:
-            self.r = redis.Redis.from_url(plain)
+            self.r = redis.Redis.from_url(plain, **({} if password is None
+                                                    else {"password": password}))
             self.r.ping()
         except (redis.RedisError, ValueError) as e:
             # the message names the server, never its password

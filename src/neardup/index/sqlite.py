@@ -10,7 +10,10 @@ batch that returned is in the file (WAL with ``synchronous=NORMAL`` survives a k
 ``synchronous="full"`` also survives a power cut, at a cost per commit).
 
 Each thread gets its own connection (SQLite connections are not shared between threads); WAL
-lets readers go on while one writer commits. Other processes may open the same file.
+lets readers go on while one writer commits. Other processes may open the same file. Only the
+first connection may create the file; each use checks (one ``stat``) that the file's name still
+leads to the file opened, and a write is checked before and after its commit, so that a write
+into a file deleted or replaced meanwhile fails rather than being lost.
 """
 
 from __future__ import annotations
@@ -23,12 +26,22 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
+from .._log import get_logger
 from ..errors import OutputError
 from ..validate import check_choice, check_int
-from .storage import DuplicateIdError, Storage, StoredDoc, check_batch_ids
+from .storage import (
+    DuplicateIdError,
+    IndexChangedError,
+    IndexFullError,
+    IndexNotFoundError,
+    Storage,
+    StoredDoc,
+    check_batch_ids,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,6 +55,8 @@ CREATE TABLE IF NOT EXISTS texts (handle INTEGER PRIMARY KEY, text BLOB);
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 """
+
+log = get_logger(__name__)
 
 _CHUNK = 500  # host parameters per IN (...) list, well under SQLite's limit
 _COMPOUND = 400  # probes per compound SELECT (SQLite's limit: 500 terms)
@@ -65,23 +80,47 @@ def _signed(keys: np.ndarray) -> list[int]:
 
 
 class SQLiteStorage(Storage):
+    """An index in one SQLite file. ``create=False``: the file must hold an index already
+    (:class:`IndexNotFoundError` otherwise). ``max_bytes``: the most the file may grow to (a
+    write beyond fails as SQLite's "database or disk is full" does); None: no limit.
+
+    The storage keeps to the file it opened (its device and inode): it never makes a file
+    after that, and a file deleted, moved away or replaced while in use is an
+    :class:`IndexChangedError` on the next read or write, never an empty index."""
+
     kind = "sqlite"
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "normal",
-                 timeout: float = 60.0, part_docs: int = PART_DOCS):
+                 timeout: float = 60.0, part_docs: int = PART_DOCS, create: bool = True,
+                 max_bytes: int | None = None):
         check_choice("synchronous", synchronous, ("normal", "full"))
+        check_int("max_bytes", max_bytes, 4096, none=True)
         self.path = Path(path)
         if self.path.is_dir():
             raise OutputError(f"{self.path}: is a directory, not an index file")
         if not self.path.parent.is_dir():
             raise OutputError(f"{self.path}: the folder {self.path.parent} does not exist")
+        if not create and not self.path.exists():
+            raise IndexNotFoundError(f"{self.path}: no such index file")
         self._sync = synchronous.upper()
         self._timeout = timeout
+        self._max_bytes = max_bytes
+        # the one file this storage uses, by absolute name and by (device, inode): connections
+        # after the first open that file only (never create one), and every use checks that the
+        # name still leads to it (see _check_file)
+        self._abs = os.path.abspath(self.path)
+        self._uri = "file:" + quote(self._abs) + "?mode=rw"
+        self._file: tuple[int, int] | None = None
+        self._salvaged = False
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._wlock = threading.Lock()
-        conn = self._conn()
+        conn = self._conn(create=create)
+        if not create and conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                                       "AND name = 'meta'").fetchone() is None:
+            self.close()
+            raise IndexNotFoundError(f"{self.path}: holds no neardup index")
         try:
             conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
@@ -93,28 +132,101 @@ class SQLiteStorage(Storage):
             "SELECT value FROM counts WHERE name = 'part_docs'").fetchone()[0])
 
     # -- connections ------------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
+    def _check_file(self) -> None:
+        """:class:`IndexChangedError` unless the file's name still leads to the file opened (one
+        ``stat``): a file deleted or moved away, or another file put in its place, is never
+        read or written as if it were the index."""
+        try:
+            st = os.stat(self._abs)
+        except FileNotFoundError:
+            raise IndexChangedError(
+                f"the index file {self.path.name} was deleted or moved away after it was "
+                "opened; nothing is read or written until it is back under its name (a "
+                "write that gets this error was not kept)") from None
+        if (st.st_dev, st.st_ino) != self._file:
+            raise IndexChangedError(
+                f"the index file {self.path.name} was replaced by another file after it was "
+                "opened; nothing is read or written in the new file (a write that gets this "
+                "error was not kept)")
+
+    def _moved(self) -> bool:
+        """Whether the file's name no longer leads to the file opened."""
+        try:
+            st = os.stat(self._abs)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != self._file
+
+    def _salvage(self, conn: sqlite3.Connection) -> None:
+        """Once the file was deleted, moved away or replaced: move the commits still in the
+        write-ahead log (``NAME-wal``, found by name) into the file opened, and empty the log,
+        so that the file moved away holds every write acknowledged, and a file put in its
+        place never has this index's log applied to it (that would corrupt it). A log some
+        reader holds is left as it is after a second."""
+        with self._all_lock:
+            if self._salvaged:
+                return
+            self._salvaged = True
+        try:
+            conn.execute("PRAGMA busy_timeout=1000")
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+        except sqlite3.Error as e:
+            log.warning("%s: the index file changed; its write-ahead log could not be "
+                        "moved into it: %s", self.path.name, e)
+            return
+        if busy:
+            log.warning("%s: the index file changed; its write-ahead log was held by a reader "
+                        "and is left as it is", self.path.name)
+
+    def _conn(self, create: bool = False) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is not None:
             try:
-                conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
-                                       check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
-            except sqlite3.DatabaseError as e:
-                raise OutputError(f"{self.path}: cannot open as an SQLite index ({e})") from e
-            conn.execute(f"PRAGMA synchronous={self._sync}")
-            conn.execute("PRAGMA cache_size=-65536")  # 64 MB per connection
-            conn.execute("PRAGMA mmap_size=4294967296")  # reads share the OS page cache
-            conn.execute("PRAGMA temp_store=MEMORY")
-            self._local.conn = conn
-            self._local.depth = 0
-            with self._all_lock:
-                self._all.append(conn)
+                self._check_file()
+            except IndexChangedError:
+                if self._local.depth == 0 and not self._salvaged:
+                    self._salvage(conn)
+                raise
+            return conn
+        try:
+            # the first connection may make the file (create=True); the others open it only
+            target = self._abs if create else self._uri
+            conn = sqlite3.connect(target, timeout=self._timeout, isolation_level=None,
+                                   check_same_thread=False, uri=not create)
+            if self._file is None:
+                st = os.stat(self._abs)
+                self._file = (st.st_dev, st.st_ino)
+            self._check_file()
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as e:
+            if conn is not None:
+                conn.close()
+            if self._file is not None and not os.path.exists(self._abs):
+                self._check_file()  # deleted: say so
+            raise OutputError(f"{self.path}: cannot open as an SQLite index ({e})") from e
+        except IndexChangedError:
+            conn.close()
+            raise
+        conn.execute(f"PRAGMA synchronous={self._sync}")
+        conn.execute("PRAGMA cache_size=-65536")  # 64 MB per connection
+        conn.execute("PRAGMA mmap_size=4294967296")  # reads share the OS page cache
+        conn.execute("PRAGMA temp_store=MEMORY")
+        if self._max_bytes is not None:  # a full database then, as a full disk would be
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count={max(1, self._max_bytes // page)}")
+        self._local.conn = conn
+        self._local.depth = 0
+        with self._all_lock:
+            self._all.append(conn)
         return conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, or a part of the enclosing one (see :meth:`exclusive`)."""
+        """One write transaction, or a part of the enclosing one (see :meth:`exclusive`). The
+        file is checked once the write lock is held, before the commit and after it: a write
+        into a file deleted or replaced meanwhile is an :class:`IndexChangedError`, never a
+        success (what it wrote went to a file no one will open again)."""
         conn = self._conn()
         if self._local.depth:
             yield conn
@@ -126,14 +238,26 @@ class SQLiteStorage(Storage):
             conn.execute("BEGIN IMMEDIATE")
             self._local.depth = 1
             try:
+                self._check_file()
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
+                self._check_file()
                 conn.execute("COMMIT")
+            except BaseException as e:
+                # SQLite may have rolled back already (a full disk, an I/O error)
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                if (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_FULL:
+                    raise IndexFullError(
+                        f"{self.path.name}: no room for this write: the disk is full, or the "
+                        "index file reached its size limit (" + str(e) + "); nothing of it "
+                        "was kept") from e
+                raise
             finally:
                 self._local.depth = 0
+            self._check_file()  # deleted or replaced during the commit: not kept
 
     @contextmanager
     def exclusive(self):
@@ -327,6 +451,8 @@ class SQLiteStorage(Storage):
         return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan}
 
     def close(self):
+        if self._file is not None and not self._salvaged and self._all and self._moved():
+            self._salvage(self._all[0])  # closing no longer checkpoints a moved file
         with self._all_lock:
             for conn in self._all:
                 try:

@@ -21,13 +21,30 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, OutputError, SkipReason
+from ..errors import InputError, NeardupError, OutputError, SkipReason
 
 FORMAT_VERSION = 1
 
 
 class IndexBusyError(OutputError):
     """The index's lock stayed held by another client longer than a write waits for it."""
+
+
+class IndexChangedError(NeardupError):
+    """The backend no longer holds the index that was opened: its data is gone (a Redis
+    server restarted without persistence comes back empty; an SQLite file deleted or moved
+    away) or it holds another index (a file put in its place). A write that raises it was not
+    kept."""
+
+
+class IndexFullError(OutputError):
+    """A write found no room: the disk is full, or the index reached its size limit (SQLite's
+    "database or disk is full"). Nothing of that write was kept."""
+
+
+class IndexNotFoundError(OutputError):
+    """Opened with ``create=False``, the target holds no index (no such SQLite file, or no
+    index under the Redis URL's prefix)."""
 
 
 class DuplicateIdError(InputError):

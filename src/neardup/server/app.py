@@ -52,7 +52,7 @@ from starlette.middleware.cors import CORSMiddleware
 from .._log import get_logger
 from .._records import record
 from ..errors import ConfigError, InputError, SkipReason
-from ..index import DuplicateIdError, Index, IndexBusyError, IndexChangedError
+from ..index import DuplicateIdError, Index, IndexBusyError, IndexChangedError, IndexFullError
 from ..index.redact import redact_location
 from ..validate import check_int
 from .access import (
@@ -941,19 +941,41 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     @app.exception_handler(IndexChangedError)
     async def _changed(request: Request, exc: IndexChangedError) -> JSONResponse:
+        log.error("the index is not there as opened (%s %s): %s", request.method,
+                  request.url.path, exc)
         return _error(503, f"{exc}: this service will not answer from it; restart the "
                            "service to serve the backend as it is now")
+
+    @app.exception_handler(IndexFullError)
+    async def _full(request: Request, exc: IndexFullError) -> JSONResponse:
+        log.error("the index has no room (%s %s): %s", request.method, request.url.path, exc)
+        return _error(507, f"the index has no room: {exc}; the operator must free disk space "
+                           "(or raise the index's size limit)")
 
     @app.exception_handler(sqlite3.OperationalError)
     async def _sqlite(request: Request, exc: sqlite3.OperationalError) -> JSONResponse:
         if _busy(exc):
             return _error(503, "the index is busy: another process holds its write lock; "
                                "try again in a moment", {"Retry-After": "1"})
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code
+        if code == sqlite3.SQLITE_FULL:  # outside a write transaction (the library's own)
+            log.error("the index has no room (%s %s): %s", request.method, request.url.path,
+                      exc)
+            return _error(507, "the index has no room: the disk is full, or the index file "
+                               "reached its size limit; nothing was written; the operator "
+                               "must free disk space (or raise the index's size limit)")
+        if code == sqlite3.SQLITE_READONLY:
+            log.error("the index cannot be written (%s %s): %s", request.method,
+                      request.url.path, exc)
+            return _error(503, "the index's SQLite file cannot be written (a read-only file "
+                               "system, or no write permission); nothing was written; the "
+                               "operator must make it writable")
         msg = str(exc).lower()
-        if "unable to open" in msg or "disk i/o" in msg or "readonly" in msg:
+        if "unable to open" in msg or "disk i/o" in msg:
             log.error("index error on %s %s: %s", request.method, request.url.path, exc)
-            return _error(503, "the index's SQLite file cannot be used right now (see the "
-                               "service's log); try again later", {"Retry-After": "5"})
+            return _error(503, "the index's SQLite file cannot be used right now (a disk "
+                               "error, see the service's log); nothing was written; try again "
+                               "later", {"Retry-After": "5"})
         log.error("internal error on %s %s: %r", request.method, request.url.path, exc)
         return _error(500, "internal error (reported in the service's log)")
 
@@ -1319,8 +1341,9 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         api_keys: ApiKeys | None = None, allow_unauthenticated: bool = False,
         allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = (),
         cors_origins: Sequence[str] = (), header_seconds: float = 10.0,
-        **limits: Any) -> None:
-    """Open ``Index(index_target)``, serve it with uvicorn until interrupted, then close it.
+        storage_options: dict[str, Any] | None = None, **limits: Any) -> None:
+    """Open ``Index(index_target, create=False)`` (an existing index only, with the backend's
+    ``storage_options``), serve it with uvicorn until interrupted, then close it.
 
     ``limits``: the keyword limits of :func:`create_app`; ``header_seconds``: time a client
     has to send a request's headers (408 and the connection closed beyond). Without ``api_keys`` the service
@@ -1337,8 +1360,13 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     app_options = {"api_keys": api_keys, "allowed_hosts": hosts.entries,
                    "allowed_origins": allowed_origins, "cors_origins": cors_origins, **limits}
     sqlite_target = not str(index_target).startswith(("redis://", "rediss://", "unix://"))
-    index = Index(index_target, storage_options={"timeout": SQLITE_BUSY_SECONDS}
-                  if sqlite_target and index_target not in (None, ":memory:") else None)
+    # an index that is there only: a missing one (a deleted file, a Redis server that lost its
+    # data) is an IndexNotFoundError, never a new, empty index served as if nothing happened
+    options = dict(storage_options or {})
+    if sqlite_target and index_target not in (None, ":memory:"):
+        options.setdefault("timeout", SQLITE_BUSY_SECONDS)
+    index = Index(index_target, storage_options=options,
+                  create=index_target in (None, ":memory:"))
     try:
         app = create_app(index, **app_options)
         url = f"http://{host_entry(host, port)}"
