@@ -274,15 +274,21 @@ def cmd_stream(a: argparse.Namespace) -> int:
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
+    import logging
     import os
 
-    from ..server import run
+    from ..server import logs, run
     from ..server.access import ApiKeys
     from ..server.app import check_binding
 
+    try:  # first, so that what follows is logged where the operator asked
+        logs.configure(a.log_level, a.log_file)
+    except OSError as e:
+        raise OutputError(f"--log-file {a.log_file}: {e.strerror or e}") from None
+    keys_log = logging.getLogger("neardup.server.access")
     keys = ApiKeys.configured(a.api_keys_file, os.environ,
-                              log=lambda m: print(f"neardup serve: {m}", file=sys.stderr,
-                                                  flush=True))
+                              log=lambda m: keys_log.warning(m) if "not reloaded" in m
+                              else keys_log.info(m))
     check_binding(a.host, keys, a.allow_unauthenticated)  # before an index is created
     if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
         raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
@@ -296,7 +302,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
     run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
         max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
         body_seconds=a.body_timeout, max_documents=a.max_documents,
-        header_seconds=a.header_timeout,
+        header_seconds=a.header_timeout, max_requests=a.max_requests,
+        max_connections=a.max_connections, log_level=a.log_level, log_file=a.log_file,
         allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
         allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
     return EXIT_OK
@@ -428,6 +435,25 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                     help="time a client has to send a whole request body; a slower one gets "
                          "408 (default: 30)")
+    sv.add_argument("--max-requests", type=int, default=64, metavar="N",
+                    help="requests handled at once, counted once their headers have "
+                         "arrived; more get 503 with Retry-After (default: 64)")
+    sv.add_argument("--max-connections", type=int, default=1000, metavar="N",
+                    help="connections kept open at once; beyond, the one that has waited "
+                         "longest without sending a whole request (half-open or idle) is "
+                         "closed to make room. The open-file limit is raised to fit if it "
+                         "can be (default: 1000)")
+    lg = sv.add_argument_group(
+        "log", "The service logs its start and stop (address, index, limits; never a key), "
+        "its errors with the request ID the client was given, the index's backend faults, "
+        "and one line per request (client, method, path without its query string, status, "
+        "time, request ID). Keys, passwords and document texts are never logged.")
+    lg.add_argument("--log-file", metavar="PATH",
+                    help="append the log to this file instead of stderr; it is reopened when "
+                         "moved or removed, so logrotate needs no copytruncate")
+    lg.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                    default="info", help="least severe records logged: 'warning' leaves out "
+                    "the request lines and the start and stop (default: info)")
     ac = sv.add_argument_group(
         "access", "API keys have a role: read (query, check, get, list, stats) or write "
         "(also add, delete and upload). They come from a key file and from the environment "
