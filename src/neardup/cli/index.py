@@ -285,27 +285,30 @@ def cmd_serve(a: argparse.Namespace) -> int:
         logs.configure(a.log_level, a.log_file)
     except OSError as e:
         raise OutputError(f"--log-file {a.log_file}: {e.strerror or e}") from None
-    keys_log = logging.getLogger("neardup.server.access")
-    keys = ApiKeys.configured(a.api_keys_file, os.environ,
-                              log=lambda m: keys_log.warning(m) if "not reloaded" in m
-                              else keys_log.info(m))
-    check_binding(a.host, keys, a.allow_unauthenticated)  # before an index is created
-    if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
-        raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
-                          f"{a.index}` or pass --create")
-    if a.create and not _is_url(a.index) and not Path(a.index).exists():
-        from ..index import Index
+    try:
+        keys_log = logging.getLogger("neardup.server.access")
+        keys = ApiKeys.configured(a.api_keys_file, os.environ,
+                                  log=lambda m: keys_log.warning(m) if "not reloaded" in m
+                                  else keys_log.info(m))
+        check_binding(a.host, keys, a.allow_unauthenticated)  # before an index is created
+        if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
+            raise OutputError(f"{a.index}: no such index; create it with `neardup index create "
+                              f"{a.index}` or pass --create")
+        if a.create and not _is_url(a.index) and not Path(a.index).exists():
+            from ..index import Index
 
-        # a new index for the uniqueness check: it finds copied passages too (adding is
-        # slower, which a page that adds one text at a time does not feel)
-        Index(a.index, passages=True).close()
-    run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
-        max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
-        body_seconds=a.body_timeout, max_documents=a.max_documents,
-        header_seconds=a.header_timeout, max_requests=a.max_requests,
-        max_connections=a.max_connections, log_level=a.log_level, log_file=a.log_file,
-        allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
-        allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
+            # a new index for the uniqueness check: it finds copied passages too (adding is
+            # slower, which a page that adds one text at a time does not feel)
+            Index(a.index, passages=True).close()
+        run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
+            max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
+            body_seconds=a.body_timeout, max_documents=a.max_documents,
+            header_seconds=a.header_timeout, max_requests=a.max_requests,
+            max_connections=a.max_connections, log_level=a.log_level, log_file=a.log_file,
+            allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
+            allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
+    finally:
+        logs.reset()
     return EXIT_OK
 
 

@@ -1448,6 +1448,7 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     finally:
         index.close()
         log.info("%s: stopped, the index closed", url)
+        logs.reset()
 
 
 def _exit_quietly(*_: Any) -> None:

@@ -32,10 +32,14 @@ class _MaskPasswords(logging.Formatter):
         return _URL_PASSWORD.sub(r"\1***@", super().format(record))
 
 
+#: what :func:`configure` changed, per logger (level, propagate), for :func:`reset`
+_before: dict[str, tuple[int, bool]] = {}
+
+
 def configure(level: str = "info", file: str | Path | None = None) -> logging.Handler:
     """Send the service's log to ``file`` (appended to; reopened when it is moved or removed,
     as logrotate does) or to stderr, from ``level`` up. Called again, it replaces the handler
-    it set before."""
+    it set before; :func:`reset` undoes it."""
     if level.lower() not in LEVELS:
         raise ValueError(f"log level {level!r}: use one of {', '.join(LEVELS)}")
     handler: logging.Handler
@@ -46,12 +50,29 @@ def configure(level: str = "info", file: str | Path | None = None) -> logging.Ha
     handler.setFormatter(_MaskPasswords(FORMAT))
     handler.set_name("neardup-serve")
     number = getattr(logging, level.upper())
+    _remove()
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        _before.setdefault(name, (logger.level, logger.propagate))
+        logger.addHandler(handler)
+        logger.setLevel(number)
+        logger.propagate = False
+    return handler
+
+
+def reset() -> None:
+    """Undo :func:`configure`: its handler closed, the loggers as they were."""
+    _remove()
+    for name, (level, propagate) in _before.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    _before.clear()
+
+
+def _remove() -> None:
     for name in LOGGERS:
         logger = logging.getLogger(name)
         for old in [h for h in logger.handlers if h.get_name() == "neardup-serve"]:
             logger.removeHandler(old)
             old.close()
-        logger.addHandler(handler)
-        logger.setLevel(number)
-        logger.propagate = False
-    return handler
