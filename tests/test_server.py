@@ -5,6 +5,7 @@ random requests that must never get a 5xx."""
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import warnings
@@ -941,8 +942,13 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     def fake_run(app: Any, host: str, port: int, **options: Any) -> None:
         seen.update(host=host, port=port)
-        assert options["limit_concurrency"] == server_app.CONCURRENCY  # bounded connections
+        # requests are limited in the service, connections by the protocol: not by uvicorn,
+        # whose limit counts connections (half-open ones too)
+        assert options["limit_concurrency"] is None
+        assert app.max_requests == server_app.CONCURRENCY
+        assert options["http"].max_connections == 1000
         assert options["timeout_keep_alive"] == server_app.KEEP_ALIVE_SECONDS
+        assert options["access_log"] is False  # its lines hold query strings
         c = TestClient(app, base_url=f"http://localhost:{port}")
         c.post("/documents", json={"id": "a", "text": "served"})
         seen["health"] = c.get("/health").json()
@@ -950,9 +956,14 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(uvicorn, "run", fake_run)
     db = tmp_path / "run.db"
     Index(str(db)).close()  # run() serves an existing index only
+    neardup_logger = logging.getLogger("neardup")
+    before = (neardup_logger.level, neardup_logger.propagate, list(neardup_logger.handlers))
     server_app.run(str(db), port=8123, max_batch=5)
     assert seen == {"host": "127.0.0.1", "port": 8123,
                     "health": {"status": "ok", "documents": 1}}
+    # the log it set up is undone when it returns
+    after = (neardup_logger.level, neardup_logger.propagate, list(neardup_logger.handlers))
+    assert after == before
     with Index(str(db)) as idx:
         assert idx.get("a") == "served"
 

@@ -103,8 +103,9 @@ def test_any_other_error_is_a_json_500_that_shows_nothing(monkeypatch):
     monkeypatch.setattr(idx, "query_within", boom)
     c = TestClient(app, base_url="http://localhost", raise_server_exceptions=False)
     r = c.post("/query", json={"text": "anything"})
+    rid = r.headers["x-request-id"]
     assert r.status_code == 500 and r.json() == {
-        "detail": "internal error (reported in the service's log)"}
+        "detail": f"internal error (reported in the service's log as request ID {rid})"}
     assert "secret" not in r.text
 
 

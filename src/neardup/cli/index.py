@@ -329,41 +329,52 @@ def cmd_stream(a: argparse.Namespace) -> int:
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
+    import logging
     import os
 
-    from ..server import run
+    from ..server import logs, run
     from ..server.access import ApiKeys
     from ..server.app import check_binding
 
-    keys = ApiKeys.configured(a.api_keys_file, os.environ,
-                              log=lambda m: print(f"neardup serve: {m}", file=sys.stderr,
-                                                  flush=True))
-    # before an index is created
-    check_binding(a.host, keys, a.allow_unauthenticated, a.allowed_host or ())
-    from ..index import Index, IndexNotFoundError
+    try:  # first, so that what follows is logged where the operator asked
+        logs.configure(a.log_level, a.log_file)
+    except OSError as e:
+        raise OutputError(f"--log-file {a.log_file}: {e.strerror or e}") from None
+    try:
+        keys_log = logging.getLogger("neardup.server.access")
+        keys = ApiKeys.configured(a.api_keys_file, os.environ,
+                                  log=lambda m: keys_log.warning(m) if "not reloaded" in m
+                                  else keys_log.info(m))
+        # before an index is created
+        check_binding(a.host, keys, a.allow_unauthenticated, a.allowed_host or ())
+        from ..index import Index, IndexNotFoundError
 
-    options = _storage_options(a, a.index, "serve")
-    if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
-        raise IndexNotFoundError(f"{a.index}: no such index; create it with `neardup index "
-                                 f"create {a.index}` or pass --create")
-    if a.create:
-        try:
-            Index(a.index, create=False, storage_options=options).close()
-        except IndexNotFoundError:
-            # a new index for the uniqueness check: it finds copied passages too (adding is
-            # slower, which a page that adds one text at a time does not feel)
-            Index(a.index, passages=True, storage_options=options).close()
-            _say("serve", f"created a new, empty index: {_shown(a.index)}")
-    run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
-        max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
-        body_seconds=a.body_timeout, max_documents=a.max_documents,
-        header_seconds=a.header_timeout, check_text_bytes=a.check_text_bytes,
-        collection_memory_bytes=a.collection_memory_mb * 1_000_000,
-        collection_disk_bytes=a.collection_disk_mb * 1_000_000,
-        collection_folder=a.collection_folder, max_collections=a.max_collections,
-        concurrent_uploads=a.concurrent_uploads, storage_options=options,
-        allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
-        allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
+        options = _storage_options(a, a.index, "serve")
+        if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
+            raise IndexNotFoundError(f"{a.index}: no such index; create it with `neardup "
+                                     f"index create {a.index}` or pass --create")
+        if a.create:
+            try:
+                Index(a.index, create=False, storage_options=options).close()
+            except IndexNotFoundError:
+                # a new index for the uniqueness check: it finds copied passages too (adding
+                # is slower, which a page that adds one text at a time does not feel)
+                Index(a.index, passages=True, storage_options=options).close()
+                _say("serve", f"created a new, empty index: {_shown(a.index)}")
+        run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
+            max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
+            body_seconds=a.body_timeout, max_documents=a.max_documents,
+            header_seconds=a.header_timeout, check_text_bytes=a.check_text_bytes,
+            collection_memory_bytes=a.collection_memory_mb * 1_000_000,
+            collection_disk_bytes=a.collection_disk_mb * 1_000_000,
+            collection_folder=a.collection_folder, max_collections=a.max_collections,
+            concurrent_uploads=a.concurrent_uploads, storage_options=options,
+            max_requests=a.max_requests, max_connections=a.max_connections,
+            log_level=a.log_level, log_file=a.log_file,
+            allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
+            allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
+    finally:
+        logs.reset()
     return EXIT_OK
 
 
@@ -534,6 +545,25 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     co.add_argument("--concurrent-uploads", type=int, default=2, metavar="N",
                     help="uploads deduplicated at once; more get 503 with Retry-After "
                          "(default: 2)")
+    sv.add_argument("--max-requests", type=int, default=64, metavar="N",
+                    help="requests handled at once, counted once their headers have "
+                         "arrived; more get 503 with Retry-After (default: 64)")
+    sv.add_argument("--max-connections", type=int, default=1000, metavar="N",
+                    help="connections kept open at once; beyond, the one that has waited "
+                         "longest without sending a whole request (half-open or idle) is "
+                         "closed to make room. The open-file limit is raised to fit if it "
+                         "can be (default: 1000)")
+    lg = sv.add_argument_group(
+        "log", "The service logs its start and stop (address, index, limits; never a key), "
+        "its errors with the request ID the client was given, the index's backend faults, "
+        "and one line per request (client, method, path without its query string, status, "
+        "time, request ID). Keys, passwords and document texts are never logged.")
+    lg.add_argument("--log-file", metavar="PATH",
+                    help="append the log to this file instead of stderr; it is reopened when "
+                         "moved or removed, so logrotate needs no copytruncate")
+    lg.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                    default="info", help="least severe records logged: 'warning' leaves out "
+                    "the request lines and the start and stop (default: info)")
     ac = sv.add_argument_group(
         "access", "API keys have a role: read (query, check, get, list, stats) or write "
         "(also add, delete and upload). They come from a key file and from the environment "

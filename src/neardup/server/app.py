@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import secrets
 import sqlite3
-import sys
 import threading
 import time
 from collections import Counter
@@ -80,6 +79,7 @@ from .collections import (
     summary_json,
     upload_format,
 )
+from .front import LOGGED_SCOPE_KEY, add_headers, request_id
 from .ids import id_problem, normal_id
 from .passages import passages_within, word_keys
 
@@ -494,10 +494,13 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         status = [500]
+        keys = self.api_keys  # a key sent as the request ID is not taken (nor logged)
+        rid = request_id(scope, None if keys is None else lambda v: keys.role(v) is not None)
 
         async def send_counting(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                add_headers(message, rid)
             await send(message)
 
         try:
@@ -661,8 +664,8 @@ def _key_of(headers: dict[str, str]) -> tuple[str | None, str]:
 
 log = get_logger(__name__)
 
-#: requests the service handles at once (uvicorn answers 503 beyond), and the seconds an idle
-#: keep-alive connection stays open
+#: requests the service handles at once by default (503 beyond; see front.py), and the
+#: seconds an idle keep-alive connection stays open
 CONCURRENCY = 64
 KEEP_ALIVE_SECONDS = 5
 
@@ -954,7 +957,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     @app.exception_handler(sqlite3.OperationalError)
     async def _sqlite(request: Request, exc: sqlite3.OperationalError) -> JSONResponse:
+        rid = request_id(request.scope)
         if _busy(exc):
+            log.warning("the index is busy (another process holds its SQLite write lock): "
+                        "503 to %s %s, request ID %s", request.method, request.url.path, rid)
             return _error(503, "the index is busy: another process holds its write lock; "
                                "try again in a moment", {"Retry-After": "1"})
         code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code
@@ -972,16 +978,28 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                                "operator must make it writable")
         msg = str(exc).lower()
         if "unable to open" in msg or "disk i/o" in msg:
-            log.error("index error on %s %s: %s", request.method, request.url.path, exc)
+            log.error("index error on %s %s, request ID %s: %s", request.method,
+                      request.url.path, rid, exc)
             return _error(503, "the index's SQLite file cannot be used right now (a disk "
-                               "error, see the service's log); nothing was written; try again "
-                               "later", {"Retry-After": "5"})
-        log.error("internal error on %s %s: %r", request.method, request.url.path, exc)
-        return _error(500, "internal error (reported in the service's log)")
+                               f"error, see the service's log, request ID {rid}); nothing was "
+                               "written; try again later", {"Retry-After": "5"})
+        return _internal_error(request, exc)
+
+    def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+        rid = request_id(request.scope)
+        log.error("internal error on %s %s, request ID %s", request.method, request.url.path,
+                  rid, exc_info=exc)
+        request.scope[LOGGED_SCOPE_KEY] = True
+        return _error(500, f"internal error (reported in the service's log as request ID "
+                           f"{rid})", {"X-Request-ID": rid})
 
     async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
+        rid = request_id(request.scope)
+        log.warning("the index's Redis server cannot be reached (%s): 503 to %s %s, request "
+                    "ID %s", type(exc).__name__, request.method, request.url.path, rid)
         return _error(503, "the index's Redis server cannot be reached; try again in a "
-                           "moment (the service reconnects by itself)", {"Retry-After": "5"})
+                           "moment (the service reconnects by itself)",
+                      {"Retry-After": "5", "X-Request-ID": rid})
 
     for kind in _redis_errors():
         app.add_exception_handler(kind, _redis_down)
@@ -990,8 +1008,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         if _unreachable(exc):  # a Redis error under another one
             return await _redis_down(request, exc)
-        log.error("internal error on %s %s: %r", request.method, request.url.path, exc)
-        return _error(500, "internal error (reported in the service's log)")
+        return _internal_error(request, exc)
 
     # -- the index -------------------------------------------------------------------------
     @app.post("/documents", status_code=201, response_model=Created, responses=_WRITE_ERRORS,
@@ -1333,29 +1350,70 @@ def check_binding(host: str, api_keys: ApiKeys | None, allow_unauthenticated: bo
             "the network is trusted")
 
 
-def _say(message: str) -> None:
-    print(f"neardup serve: {message}", file=sys.stderr, flush=True)
+def _named(index_target: str) -> str:
+    """The index as the log names it: a URL without its password, a file by its name."""
+    target = str(index_target)
+    if target.startswith(("redis://", "rediss://", "unix://")):
+        return redact_location(target)
+    return target if target in ("", ":memory:") else Path(target).name
+
+
+def _open_files_for(connections: int) -> int:
+    """Raise the soft limit of open files toward the hard one so that ``connections`` sockets
+    fit beside the index's files and the log; the connections that fit (all, or fewer)."""
+    spare = 64
+    try:
+        import resource
+    except ImportError:  # no such limit here
+        return connections
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = connections + spare
+    if soft != resource.RLIM_INFINITY and soft < need:
+        new = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft != resource.RLIM_INFINITY and soft < need:
+        fit = max(soft - spare, 1)
+        log.warning("open files are limited to %d (ulimit -n): at most %d connections instead "
+                    "of %d (--max-connections)", soft, fit, connections)
+        return fit
+    return connections
 
 
 def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         api_keys: ApiKeys | None = None, allow_unauthenticated: bool = False,
         allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = (),
         cors_origins: Sequence[str] = (), header_seconds: float = 10.0,
+        max_requests: int = CONCURRENCY, max_connections: int = 1000,
+        log_level: str = "info", log_file: str | Path | None = None,
         storage_options: dict[str, Any] | None = None, **limits: Any) -> None:
     """Open ``Index(index_target, create=False)`` (an existing index only, with the backend's
     ``storage_options``), serve it with uvicorn until interrupted, then close it.
 
     ``limits``: the keyword limits of :func:`create_app`; ``header_seconds``: time a client
-    has to send a request's headers (408 and the connection closed beyond). Without ``api_keys`` the service
-    binds to a loopback address only (:class:`~neardup.ConfigError` otherwise), unless
-    ``allow_unauthenticated``. The Host names answered are the bound address, localhost,
-    127.0.0.1 and [::1] with ``port``, and ``allowed_hosts``. A key file is read again on SIGHUP
-    and whenever it changes. What it does is said on stderr, never a key."""
+    has to send a request's headers (408 and the connection closed beyond);
+    ``max_requests``: requests handled at once, counted from the arrival of their headers
+    (JSON 503 with Retry-After beyond); ``max_connections``: connections open at once (beyond,
+    the one waiting longest for a request, half-open or idle, is closed to make room). Without
+    ``api_keys`` the service binds to a loopback address only (:class:`~neardup.ConfigError`
+    otherwise), unless ``allow_unauthenticated``. The Host names answered are the bound
+    address, localhost, 127.0.0.1 and [::1] with ``port``, and ``allowed_hosts``. A key file is
+    read again on SIGHUP and whenever it changes. The service logs (:mod:`.logs`) to stderr,
+    or to ``log_file``, from ``log_level`` up: its start and stop, its errors, and a line per
+    request; never a key or a document's text."""
     import signal
 
     import uvicorn
 
+    from . import logs
+    from .front import Front
+    from .protocol import BoundedH11Protocol
+
+    max_requests = check_int("max_requests", max_requests, 1)
+    max_connections = check_int("max_connections", max_connections, 1)
     check_binding(host, api_keys, allow_unauthenticated, allowed_hosts)
+    logs.configure(log_level, log_file)
     hosts = HostRules.for_binding(host, port, allowed_hosts)
     app_options = {"api_keys": api_keys, "allowed_hosts": hosts.entries,
                    "allowed_origins": allowed_origins, "cors_origins": cors_origins, **limits}
@@ -1367,31 +1425,50 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         options.setdefault("timeout", SQLITE_BUSY_SECONDS)
     index = Index(index_target, storage_options=options,
                   create=index_target in (None, ":memory:"))
+    url = f"http://{host_entry(host, port)}"
     try:
         app = create_app(index, **app_options)
-        url = f"http://{host_entry(host, port)}"
         if api_keys is None:
-            _say(f"{url}: no API key configured: anyone who can reach this address can read, "
-                 "add and delete documents" + (" (it is reachable from this machine only)"
-                                                if is_loopback(host) else ""))
+            log.warning("%s: no API key configured: anyone who can reach this address can "
+                        "read, add and delete documents%s", url,
+                        " (it is reachable from this machine only)" if is_loopback(host)
+                        else "")
         else:
-            _say(f"{url}: API keys needed: {api_keys.describe()}")
+            log.info("%s: API keys needed: %s", url, api_keys.describe())
             if api_keys.file is not None and hasattr(signal, "SIGHUP"):
                 # read on a thread of its own: the handler interrupts the main thread, which
                 # may hold the keys' lock at that moment
                 signal.signal(signal.SIGHUP, lambda *_: threading.Thread(
                     target=api_keys.reload, name="neardup-reload-keys", daemon=True).start())
         if not is_loopback(host) and not allowed_hosts and not hosts.any:
-            _say(f"answers to the Host names {', '.join(hosts.entries)} only: add the names "
-                 "clients use to reach it with --allowed-host NAME")
-        # bounded: at most CONCURRENCY requests at once (503 beyond), idle connections closed
-        # after KEEP_ALIVE_SECONDS, request headers within HEADER_SECONDS (protocol.py), request
-        # bodies within body_seconds (create_app)
-        from .protocol import BoundedH11Protocol
-
-        protocol = type("Protocol", (BoundedH11Protocol,), {"header_seconds": header_seconds})
-        uvicorn.run(app, host=host, port=port, limit_concurrency=CONCURRENCY,
+            log.warning("answers to the Host names %s only: add the names clients use to reach "
+                        "it with --allowed-host NAME", ", ".join(hosts.entries))
+        max_connections = _open_files_for(max_connections)
+        log.info("serving the index %s (%s documents) at %s: at most %d requests handled at "
+                 "once and %d connections open, request headers within %g s, idle "
+                 "connections closed after %d s", _named(index_target), f"{len(index):,}",
+                 url, max_requests, max_connections, header_seconds, KEEP_ALIVE_SECONDS)
+        # bounded: at most max_requests requests at once (Front: 503 beyond), max_connections
+        # connections (the protocol closes the one waiting longest for a request to make
+        # room), idle connections closed after KEEP_ALIVE_SECONDS, request headers within
+        # header_seconds (protocol.py), request bodies within body_seconds (create_app)
+        protocol = type("Protocol", (BoundedH11Protocol,), {
+            "header_seconds": header_seconds, "max_connections": max_connections})
+        keys = api_keys
+        front = Front(app, max_requests=max_requests,
+                      refused_id=None if keys is None else lambda v: keys.role(v) is not None)
+        with contextlib.suppress(ValueError):  # not on the main thread: left as it is
+            # uvicorn stops gracefully on SIGTERM, then raises it again: exit through the
+            # `finally` below (the index closed, the stop logged) rather than die at once
+            signal.signal(signal.SIGTERM, _exit_quietly)
+        uvicorn.run(front, host=host, port=port, limit_concurrency=None,
                     timeout_keep_alive=KEEP_ALIVE_SECONDS, h11_max_incomplete_event_size=65536,
-                    http=protocol)
+                    http=protocol, log_config=None, access_log=False)
     finally:
         index.close()
+        log.info("%s: stopped, the index closed", url)
+        logs.reset()
+
+
+def _exit_quietly(*_: Any) -> None:
+    raise SystemExit(0)
