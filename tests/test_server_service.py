@@ -218,3 +218,66 @@ def test_request_ids_and_masked_passwords():
                                "cannot reach %s", ("redis://:s3cret@cache:6379/0",), None)
     out = _MaskPasswords("%(message)s").format(record)
     assert out == "cannot reach redis://:***@cache:6379/0"
+
+
+def _partial_post(port: int, path: str, length: int, sent: bytes = b"{") -> socket.socket:
+    """A POST whose headers announce ``length`` bytes of body, of which only ``sent`` came."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % (path.encode(), port, length) + sent)
+    return s
+
+
+def test_request_bodies_held_at_once_stay_within_their_budget(tmp_path: Path):
+    """Bodies are read whole before they are handled: the bytes announced by the bodies being
+    received count against --body-memory-mb, a body beyond gets a JSON 503 with Retry-After at
+    once, and room comes back when a body is done. A slow body sent where no endpoint reads one
+    is not waited for; a body that stops half way gets a 408 with Retry-After."""
+    srv = serve(tmp_path, "--body-memory-mb", "10", "--max-upload-bytes", "8000000",
+                "--body-timeout", "3")
+    try:
+        held = _partial_post(srv.port, "/documents:batch", 7_000_000)
+        time.sleep(0.5)
+        with srv.client() as c:
+            t = time.monotonic()
+            r = c.post("/query", content=b'{"text": "' + b"word " * 700_000 + b'"}',
+                       headers={"Content-Type": "application/json"})
+            assert r.status_code == 503 and r.headers["retry-after"] == "2", r.text
+            assert "limit of 10 MB of request bodies at once" in r.json()["detail"]
+            assert time.monotonic() - t < 3
+            # small bodies still fit beside the held one
+            assert c.post("/query", json={"text": "a small query"}).status_code == 200
+            # the held body never arrives: 408 with Retry-After, and its room is given back
+            got = _response(held)
+            assert b" 408 " in got.split(b"\r\n")[0] and b"retry-after: 1" in got.lower()
+            held.close()
+            r = c.post("/query", content=b'{"text": "' + b"word " * 700_000 + b'"}',
+                       headers={"Content-Type": "application/json"})
+            # read whole this time, and judged by the endpoint (a text over --max-text-bytes)
+            assert r.status_code == 413 and "the text is 3500000 bytes" in r.text, r.text
+            # a body sent to the page is not waited for: answered at once
+            slow = _partial_post(srv.port, "/health", 1000)
+            t = time.monotonic()
+            slow.settimeout(10)
+            first = slow.recv(4096).split(b"\r\n")[0]
+            assert b" 405 " in first and time.monotonic() - t < 2, first
+            slow.close()
+    finally:
+        srv.stop()
+
+
+def test_over_its_memory_limit_the_service_takes_no_new_work_and_says_so(tmp_path: Path):
+    """--max-memory-mb below what the process needs: requests that bring work get a JSON 503
+    with Retry-After, reads without a body go on, and the log says why."""
+    log = tmp_path / "serve.log"
+    srv = serve(tmp_path, "--max-memory-mb", "1", "--log-file", str(log))
+    try:
+        with srv.client() as c:
+            r = c.post("/documents", json={"id": "a", "text": "one two three four five"})
+            assert r.status_code == 503 and r.headers["retry-after"] == "5", r.text
+            assert "memory limit (--max-memory-mb)" in r.json()["detail"]
+            assert c.get("/health").json() == {"status": "ok", "documents": 0}
+            assert c.get("/documents").status_code == 200
+    finally:
+        srv.stop()
+    assert "over its limit of 1 MB (--max-memory-mb)" in log.read_text()

@@ -369,6 +369,9 @@ def cmd_serve(a: argparse.Namespace) -> int:
             collection_disk_bytes=a.collection_disk_mb * 1_000_000,
             collection_folder=a.collection_folder, max_collections=a.max_collections,
             concurrent_uploads=a.concurrent_uploads, storage_options=options,
+            max_memory_bytes=a.max_memory_mb * 1_000_000,
+            body_memory_bytes=(max(64_000_000, a.max_upload_bytes) if a.body_memory_mb is None
+                               else a.body_memory_mb * 1_000_000),
             max_requests=a.max_requests, max_connections=a.max_connections,
             log_level=a.log_level, log_file=a.log_file,
             allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
@@ -545,6 +548,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     co.add_argument("--concurrent-uploads", type=int, default=2, metavar="N",
                     help="uploads deduplicated at once; more get 503 with Retry-After "
                          "(default: 2)")
+    sv.add_argument("--max-memory-mb", type=int, default=1000, metavar="MB",
+                    help="the service's memory limit: while its own memory (not counting the "
+                         "index file it reads) is over it, requests that bring work (adds, "
+                         "checks, uploads) get 503 with Retry-After, and reads go on "
+                         "(default: 1000)")
+    sv.add_argument("--body-memory-mb", type=int, default=None, metavar="MB",
+                    help="request bodies held in memory at once; a body beyond gets 503 with "
+                         "Retry-After (default: 64, or --max-upload-bytes if larger)")
     sv.add_argument("--max-requests", type=int, default=64, metavar="N",
                     help="requests handled at once, counted once their headers have "
                          "arrived; more get 503 with Retry-After (default: 64)")

@@ -81,6 +81,12 @@ from .collections import (
 )
 from .front import LOGGED_SCOPE_KEY, add_headers, request_id
 from .ids import id_problem, normal_id
+from .memory import (
+    BODY_MEMORY_BYTES,
+    BodyBudget,
+    MemoryCeiling,
+    release_free_memory,
+)
 from .passages import passages_within, word_keys
 
 STATIC = Path(__file__).parent / "static"
@@ -109,6 +115,8 @@ PAIR_SECONDS = 0.8
 
 _JSON_ENDPOINTS = frozenset({"/documents", "/documents:batch", "/query", "/check"})
 _UPLOAD_ENDPOINTS = frozenset({"/collections"})
+#: The endpoints that read a request body (POST only).
+_BODY_ENDPOINTS = _JSON_ENDPOINTS | _UPLOAD_ENDPOINTS
 #: What anyone may fetch without a key: the page and its files, liveness, the API's
 #: documentation (the page asks for a key when the API answers 401).
 PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/openapi.json"})
@@ -479,10 +487,13 @@ class _Guard:
 
     def __init__(self, app: Callable[..., Awaitable[None]], max_upload_bytes: int,
                  counts: _Counts, hosts: HostRules, origins: list[str],
-                 api_keys: ApiKeys | None, body_seconds: float = 30.0):
+                 api_keys: ApiKeys | None, body_seconds: float = 30.0,
+                 bodies: BodyBudget | None = None, ceiling: MemoryCeiling | None = None):
         self.app = app
         self.body_seconds = body_seconds
         self.limit = max_upload_bytes
+        self.bodies = bodies or BodyBudget(BODY_MEMORY_BYTES)
+        self.ceiling = ceiling or MemoryCeiling(None)
         self.counts = counts
         self.hosts = hosts
         self.origins = origins
@@ -503,19 +514,23 @@ class _Guard:
                 add_headers(message, rid)
             await send(message)
 
+        held = [0]  # body bytes reserved in the budget, given back when the request is done
         try:
-            error = await self._check(scope, receive)
+            error = await self._check(scope, receive, held)
             if isinstance(error, JSONResponse):
                 await error(scope, receive, send_counting)
             else:
                 await self.app(scope, error, send_counting)
         finally:
+            if held[0]:
+                self.bodies.give(held[0])
             endpoint = scope.get("endpoint")
             self.counts.add(getattr(endpoint, "__name__", "other"), status[0])
 
-    async def _check(self, scope: MutableMapping[str, Any], receive: Callable
-                     ) -> JSONResponse | Callable:
-        """A response refusing the request, or the ``receive`` to run it with."""
+    async def _check(self, scope: MutableMapping[str, Any], receive: Callable,
+                     held: list[int]) -> JSONResponse | Callable:
+        """A response refusing the request, or the ``receive`` to run it with (the bytes of
+        its body reserved in the budget go into ``held``)."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         method, path = scope["method"], scope["path"]
@@ -543,8 +558,20 @@ class _Guard:
             if path in _UPLOAD_ENDPOINTS and media != "multipart/form-data":
                 return _error(415, f"{path} takes a multipart/form-data upload with a 'file' "
                                    f"field (got {ctype or 'no Content-Type'!r})")
+        if method != "POST" or path not in _BODY_ENDPOINTS:
+            # no endpoint here reads a body: none is waited for (a slow body sent to the page
+            # or to /health must not hold a request slot)
+            return receive
+        if self.ceiling.over():
+            return _error(503, "the service is at its memory limit (--max-memory-mb) and "
+                               "takes no new work until it falls; try again in a moment",
+                          {"Retry-After": "5"})
         # Read the whole body (bounded) so that its size and encoding are known before parsing;
-        # a client that stops sending gets a 408 instead of holding the request open.
+        # a client that stops sending gets a 408 instead of holding the request open. The
+        # bodies held at once stay within their budget: the announced length is reserved
+        # before anything is read, a body without one as it arrives.
+        if length is not None and not self._reserve(int(length), held):
+            return self._bodies_full()
         chunks: list[bytes] = []
         size = 0
         deadline = asyncio.get_running_loop().time() + self.body_seconds
@@ -555,13 +582,15 @@ class _Guard:
             except asyncio.TimeoutError:
                 return _error(408, f"the request body did not arrive within "
                                    f"{self.body_seconds:g} s: send it at once",
-                              {"Connection": "close"})
+                              {"Connection": "close", "Retry-After": "1"})
             if message["type"] == "http.disconnect":
                 return _error(400, "the client disconnected before sending the whole body")
             body = message.get("body", b"")
             size += len(body)
             if size > self.limit:
                 return _error(413, f"the request body is over the limit of {self.limit} bytes")
+            if size > held[0] and not self._reserve(size - held[0], held):
+                return self._bodies_full()
             chunks.append(body)
             if not message.get("more_body", False):
                 break
@@ -581,6 +610,17 @@ class _Guard:
             return await receive()
 
         return replay
+
+    def _reserve(self, n: int, held: list[int]) -> bool:
+        if not self.bodies.take(n):
+            return False
+        held[0] += n
+        return True
+
+    def _bodies_full(self) -> JSONResponse:
+        return _error(503, f"the service is receiving its limit of "
+                           f"{self.bodies.limit / 1e6:g} MB of request bodies at once "
+                           "(--body-memory-mb); try again in a moment", {"Retry-After": "2"})
 
     def _access(self, scope: MutableMapping[str, Any], headers: dict[str, str], method: str,
                 path: str) -> JSONResponse | None:
@@ -802,7 +842,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                collection_memory_bytes: int = COLLECTION_MEMORY_BYTES,
                collection_disk_bytes: int = COLLECTION_DISK_BYTES,
                concurrent_uploads: int = CONCURRENT_UPLOADS,
-               collection_folder: str | None = None) -> FastAPI:
+               collection_folder: str | None = None,
+               body_memory_bytes: int = BODY_MEMORY_BYTES,
+               max_memory_bytes: int | None = None) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
@@ -828,6 +870,11 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     temporary folder; removed when the application shuts down) up to
     ``collection_disk_bytes``, the least recently used dropped beyond (404: upload again);
     ``concurrent_uploads``: uploads deduplicated at once (503 with ``Retry-After`` beyond).
+
+    Memory (:mod:`.memory`): ``body_memory_bytes``, the request bodies held at once (at least
+    ``max_upload_bytes``; 503 with ``Retry-After`` for a body beyond); ``max_memory_bytes``:
+    while the process's own memory is over it, requests that bring a body are answered 503
+    (None: no ceiling; ``neardup serve`` sets 1 GB).
     """
     max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, 1)
     max_text_bytes = check_int("max_text_bytes", max_text_bytes, 1)
@@ -838,6 +885,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         check_int("collection_disk_bytes", collection_disk_bytes, 0),
         check_int("max_collections", max_collections, 1), collection_folder)
     uploads = UploadSlots(check_int("concurrent_uploads", concurrent_uploads, 1))
+    body_memory_bytes = check_int("body_memory_bytes", body_memory_bytes, 1)
+    if body_memory_bytes < max_upload_bytes:
+        raise ConfigError(f"body_memory_bytes={body_memory_bytes} is invalid: at least "
+                          f"max_upload_bytes ({max_upload_bytes}), or the largest body "
+                          "allowed could never be read")
+    ceiling = MemoryCeiling(check_int("max_memory_bytes", max_memory_bytes, 1, none=True))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -868,7 +921,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     app.state.api_keys = api_keys
     app.add_middleware(_Guard, body_seconds=body_seconds,
                        max_upload_bytes=max_upload_bytes, counts=counts, hosts=hosts,
-                       origins=origins, api_keys=api_keys)
+                       origins=origins, api_keys=api_keys,
+                       bodies=BodyBudget(body_memory_bytes), ceiling=ceiling)
     if cors:  # outside the guard, so that preflights (which carry no key) are answered
         app.add_middleware(_Cors, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
@@ -1238,7 +1292,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         counted in `skipped`. 503 with `Retry-After` while other uploads are being
         deduplicated."""
         with uploads.take():
-            body = _upload(file, text_field, id_field or None, threshold, cluster)
+            try:
+                body = _upload(file, text_field, id_field or None, threshold, cluster)
+            finally:
+                # the upload's working memory (its texts, the dedup's arrays) is free now:
+                # handed back, so that the process's memory stays that of what it keeps
+                release_free_memory()
         return Response(body, status_code=201, media_type="application/json")
 
     def _upload(file: UploadFile, text_field: str, id_field: str | None, threshold: float,
