@@ -342,7 +342,12 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0?prefix={prefix}"
 
     def save(self) -> None:
-        self.client.save()
+        """Write the RDB file (in the background, polled: a blocking SAVE of a large index
+        outlasts the client's socket timeout)."""
+        self.client.bgsave()
+        time.sleep(0.5)
+        while self.client.info("persistence")["rdb_bgsave_in_progress"]:
+            time.sleep(0.5)
 
     def memory(self) -> dict:
         info = self.client.info("memory")
@@ -363,7 +368,10 @@ class RedisServer:
 def start_server(target: str, port: int, keys_file: Path, log: Path) -> subprocess.Popen:
     """``neardup serve --index TARGET --api-keys-file KEYS`` once it answers ``/health``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_API_KEY")}
-    env["PYTHONPATH"] = str(ROOT / "src")
+    # the caller's PYTHONPATH after src/: a sitecustomize.py there can patch the server for
+    # an experiment
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [
+        os.environ.get("PYTHONPATH")])])
     err = open(log, "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", target,
                              "--port", str(port), "--api-keys-file", str(keys_file)],
@@ -413,21 +421,27 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
     keys_file = tmp / "keys.txt"
     keys_file.write_text(f"read:{keys['read']}\nwrite:{keys['write']}\n")
     keys_file.chmod(0o600)
-    port = free_port()
-    log = Path(a.results) / "service-scale-server.log"
-    proc = start_server(target, port, keys_file, log)
+    ports = [free_port() for _ in range(a.servers)]
+    servers: list[subprocess.Popen] = []
     spy = None
     try:
+        for k, port in enumerate(ports):
+            servers.append(start_server(target, port, keys_file,
+                                        Path(a.results) / f"service-scale-server-{k}.log"))
+        proc = servers[0]
         ctx = mp.get_context("fork")
         barrier = ctx.Barrier(a.readers + a.writers + 1)
         t_start, t_warm, t_end = (ctx.Value("d", 0.0) for _ in range(3))
         queue = ctx.Queue()
-        procs = [ctx.Process(target=_client, args=("reader", port, keys["read"], b, barrier,
-                                                   t_start, t_warm, t_end, queue))
-                 for b in readers]
-        procs += [ctx.Process(target=_client, args=("writer", port, keys["write"], b, barrier,
-                                                    t_start, t_warm, t_end, queue))
-                  for b in writers]
+        # with --servers N, client k talks to server k mod N (the writer to the last one)
+        procs = [ctx.Process(target=_client, args=("reader", ports[k % len(ports)],
+                                                   keys["read"], b, barrier, t_start, t_warm,
+                                                   t_end, queue))
+                 for k, b in enumerate(readers)]
+        procs += [ctx.Process(target=_client, args=("writer", ports[-1 - w % len(ports)],
+                                                    keys["write"], b, barrier, t_start, t_warm,
+                                                    t_end, queue))
+                  for w, b in enumerate(writers)]
         for p in procs:
             p.start()
         now = time.monotonic()
@@ -436,7 +450,7 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
         t_end.value = now + 0.5 + a.warmup + a.seconds
         barrier.wait()
         time.sleep(max(t_warm.value - time.monotonic(), 0))
-        cpu0 = proc_cpu(proc.pid)
+        cpu0 = sum(proc_cpu(p.pid) for p in servers)
         if a.py_spy:
             spy = subprocess.Popen(
                 [a.py_spy_exe, "record", "--pid", str(proc.pid), "--duration",
@@ -445,19 +459,22 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
                  *(["--idle"] if a.py_spy_idle else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(max(t_end.value - time.monotonic(), 0))
-        server_cpu = proc_cpu(proc.pid) - cpu0
+        server_cpu = sum(proc_cpu(p.pid) for p in servers) - cpu0
         got = [queue.get(timeout=a.seconds + 600) for _ in procs]
         for p in procs:
             p.join(60)
-        mem = proc_mem(proc.pid)
+        mems = [proc_mem(p.pid) for p in servers]
+        mem = {k: round(sum(m.get(k, 0) for m in mems), 1) for k in ("VmHWM", "VmRSS")}
         if spy is not None:
             spy.wait(120)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for p in servers:
+            p.terminate()
+        for p in servers:
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
 
     records = [r for g in got for r in g["records"]]
@@ -552,6 +569,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--readers", type=int, default=4, help="reader processes")
     ap.add_argument("--writers", type=int, default=1, choices=[0, 1, 2],
                     help="writer processes (0: readers alone)")
+    ap.add_argument("--servers", type=int, default=1,
+                    help="service processes on the same index (an experiment: client k talks "
+                         "to server k mod N; CPU and RSS are summed; py-spy samples the "
+                         "first)")
     ap.add_argument("--writer-batch", type=int, default=1000, help="documents per batch request")
     ap.add_argument("--writer-docs", type=int, default=None,
                     help="new documents built for each writer (default: 3,000 per measured "
@@ -593,7 +614,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for backend in (["sqlite", "redis"] if a.backend == "both" else [a.backend]):
         res = run_backend(backend, a, corpus)
-        res.update({"seconds": a.seconds, "warmup": a.warmup, "readers": a.readers,
+        res.update({"seconds": a.seconds, "servers": a.servers, "warmup": a.warmup,
+                    "readers": a.readers,
                     "writers": a.writers, "writer_batch": a.writer_batch,
                     "check_share": a.check_share, "new_share": a.new_share,
                     "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
