@@ -229,6 +229,49 @@ def test_sqlite_file_is_wal_and_checks(tmp_path):
         Index(tmp_path / "missing" / "x.db")
 
 
+def test_sqlite_log_is_started_again_while_readers_never_pause(tmp_path, monkeypatch):
+    """Readers that follow each other without a pause (a service under load) keep SQLite's
+    own checkpoints from starting the write-ahead log again: it grew by every write. The
+    writer now empties it once it holds WAL_RESET_BYTES, and every write stays readable."""
+    import os
+
+    from neardup.index import sqlite as sqlite_backend
+
+    monkeypatch.setattr(sqlite_backend, "WAL_RESET_BYTES", 64 << 10)
+    path = tmp_path / "busy.db"
+    texts = [" ".join(f"w{(i * 7919 + j * 31) % 5000}" for j in range(120)) for i in range(1200)]
+    with Index(path, passages=True) as idx:
+        stop = threading.Event()
+        reads = [0]
+
+        def reader() -> None:
+            while not stop.is_set():
+                idx.query(texts[reads[0] % len(texts)])
+                reads[0] += 1
+
+        threads = [threading.Thread(target=reader) for _ in range(3)]
+        for t in threads:
+            t.start()
+        largest = 0
+        try:
+            for b in range(0, len(texts), 20):
+                idx.add_many((str(i), texts[i]) for i in range(b, b + 20))
+                largest = max(largest, os.stat(f"{path}-wal").st_size)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        assert reads[0] > 30  # the readers did overlap the writes
+        # the writes went well past the reset size (without the reset, the log grew to 13 MB
+        # beside this 2 MB file) ...
+        assert os.stat(path).st_size > 16 * (64 << 10)
+        assert largest < 4 * (64 << 10)  # ... and the log never held more than a few writes
+        assert len(idx) == len(texts)
+        for i in (0, 599, 1199):
+            assert tuple(idx.query(texts[i])[0]) == (str(i), 1.0)
+        assert idx.storage.check()["integrity"] == "ok"
+
+
 def test_sqlite_band_tables_split_by_handle(tmp_path):
     """Small band tables (17 documents each) give the same answers as one table."""
     texts, _ = make_corpus(150, dup_fraction=0.5, seed=8, words=(40, 80), kinds=("edit",))

@@ -1174,3 +1174,16 @@ def test_a_query_with_a_spent_time_budget_says_it_is_incomplete(monkeypatch: pyt
     with local_client(create_app(idx)) as c:
         r = c.post("/query", json={"text": make_text(random.Random(99))}).json()
     assert r["incomplete"] is False and r["unique"] is True  # no candidate at all: complete
+
+
+def test_requests_run_on_the_threads_given() -> None:
+    """``threads``: the endpoints' work runs on at most that many threads (each keeps its own
+    SQLite connection), instead of Starlette's default 40."""
+    import anyio.to_thread
+
+    with TestClient(create_app(Index(), threads=3)) as c:
+        assert c.portal.call(
+            lambda: anyio.to_thread.current_default_thread_limiter().total_tokens) == 3
+        assert c.post("/query", json={"text": "some words"}).status_code == 200
+    with pytest.raises(neardup.ConfigError, match="threads"):
+        create_app(Index(), threads=0)

@@ -369,7 +369,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
             collection_disk_bytes=a.collection_disk_mb * 1_000_000,
             collection_folder=a.collection_folder, max_collections=a.max_collections,
             concurrent_uploads=a.concurrent_uploads, storage_options=options,
-            max_memory_bytes=a.max_memory_mb * 1_000_000,
+            max_memory_bytes=a.max_memory_mb * 1_000_000, threads=a.threads,
             body_memory_bytes=(max(64_000_000, a.max_upload_bytes) if a.body_memory_mb is None
                                else a.body_memory_mb * 1_000_000),
             max_requests=a.max_requests, max_connections=a.max_connections,
@@ -556,6 +556,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--body-memory-mb", type=int, default=None, metavar="MB",
                     help="request bodies held in memory at once; a body beyond gets 503 with "
                          "Retry-After (default: 64, or --max-upload-bytes if larger)")
+    sv.add_argument("--threads", type=int, default=16, metavar="N",
+                    help="threads that run requests' work at once, each with its own "
+                         "connection to an SQLite index; other requests wait for one "
+                         "(default: 16)")
     sv.add_argument("--max-requests", type=int, default=64, metavar="N",
                     help="requests handled at once, counted once their headers have "
                          "arrived; more get 503 with Retry-After (default: 64)")

@@ -58,6 +58,9 @@ INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 
 log = get_logger(__name__)
 
+#: the size of the write-ahead log at which a write starts it again (see ``_reset_log``)
+WAL_RESET_BYTES = 64 << 20
+
 _CHUNK = 500  # host parameters per IN (...) list, well under SQLite's limit
 _COMPOUND = 400  # probes per compound SELECT (SQLite's limit: 500 terms)
 
@@ -258,6 +261,30 @@ class SQLiteStorage(Storage):
             finally:
                 self._local.depth = 0
             self._check_file()  # deleted or replaced during the commit: not kept
+            self._reset_log(conn)
+
+    def _reset_log(self, conn: sqlite3.Connection) -> None:
+        """Start the write-ahead log again once it holds ``WAL_RESET_BYTES`` (called by the
+        writer after its commit, the write lock of this process held). SQLite's own checkpoints
+        copy the log into the file but start it again only at a moment when no reader uses it,
+        which never comes while readers follow each other without a pause (a service under
+        load): the log then grows without end (3 GB in a minute of a million-document index
+        under four readers and a writer), and every read searches it. A ``TRUNCATE``
+        checkpoint waits (within the busy timeout) for the readers of the log to finish, then
+        empties it."""
+        try:
+            size = os.stat(self._abs + "-wal").st_size
+        except OSError:
+            return
+        if size >= WAL_RESET_BYTES:
+            # a short wait: a reader of another process that stays long is not waited for
+            conn.execute(f"PRAGMA busy_timeout={int(min(self._timeout, 1.0) * 1000)}")
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError:  # busy: the next write tries again
+                pass
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
 
     @contextmanager
     def exclusive(self):

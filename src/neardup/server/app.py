@@ -101,6 +101,10 @@ CHECK_SECONDS = 2.0
 #: when it stopped)
 QUERY_SECONDS = 2.0
 
+#: Threads that run the endpoints' work, by default (Starlette's default is 40: as many SQLite
+#: connections, each with a page cache of up to 64 MB, and as many threads taking turns at the
+#: interpreter on a machine with a few cores).
+THREADS = 16
 #: Matches of ``/check`` that come with their text and shared passages.
 CHECK_DETAILS = 10
 #: Matches one ``/query`` or ``/check`` answer carries at most, best first (``matches_capped``
@@ -844,7 +848,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                concurrent_uploads: int = CONCURRENT_UPLOADS,
                collection_folder: str | None = None,
                body_memory_bytes: int = BODY_MEMORY_BYTES,
-               max_memory_bytes: int | None = None) -> FastAPI:
+               max_memory_bytes: int | None = None, threads: int = THREADS) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
@@ -874,7 +878,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     Memory (:mod:`.memory`): ``body_memory_bytes``, the request bodies held at once (at least
     ``max_upload_bytes``; 503 with ``Retry-After`` for a body beyond); ``max_memory_bytes``:
     while the process's own memory is over it, requests that bring a body are answered 503
-    (None: no ceiling; ``neardup serve`` sets 1 GB).
+    (None: no ceiling; ``neardup serve`` sets 1 GB). ``threads``: the threads that run the
+    endpoints' work at once (the others wait for one); each keeps its own connection to an
+    SQLite index, with its page cache.
     """
     max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, 1)
     max_text_bytes = check_int("max_text_bytes", max_text_bytes, 1)
@@ -892,8 +898,14 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                           "allowed could never be read")
     ceiling = MemoryCeiling(check_int("max_memory_bytes", max_memory_bytes, 1, none=True))
 
+    threads = check_int("threads", threads, 1)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
+        import anyio.to_thread
+
+        # the threads the endpoints run on (each keeps its own SQLite connection and cache)
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         try:
             yield
         finally:  # the collections kept on disk go with the service
