@@ -1181,7 +1181,7 @@ def test_requests_run_on_the_threads_given() -> None:
     SQLite connection), instead of Starlette's default 40."""
     import anyio.to_thread
 
-    with TestClient(create_app(Index(), threads=3)) as c:
+    with TestClient(create_app(Index(), threads=3), base_url="http://localhost") as c:
         assert c.portal.call(
             lambda: anyio.to_thread.current_default_thread_limiter().total_tokens) == 3
         assert c.post("/query", json={"text": "some words"}).status_code == 200
