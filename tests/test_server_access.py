@@ -83,10 +83,15 @@ def serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
           index: str | None = None, host: str = "127.0.0.1") -> Server:
     """`neardup serve --create` on a free port; returns once /health answers (it needs no key)."""
     port = _free_port()
-    log = tmp_path / f"serve-{port}.log"
     cmd = [sys.executable, "-m", "neardup.cli", "serve", "--index",
            index or str(tmp_path / "shop.db"), "--create", "--host", host, "--port", str(port),
            *args]
+    return start_server(cmd, tmp_path / f"serve-{port}.log", port, env)
+
+
+def start_server(cmd: list[str], log: Path, port: int, env: dict[str, str] | None = None
+                 ) -> Server:
+    """The server process of ``cmd`` (its output in ``log``), once /health answers."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=_env(env), stdout=out, stderr=subprocess.STDOUT)
     srv = Server(proc, port, log)

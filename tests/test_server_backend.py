@@ -21,7 +21,7 @@ pytest.importorskip("fastapi")
 
 import httpx  # noqa: E402
 from conftest import REDIS_PASSWORD, _ready, _start_redis  # noqa: E402
-from test_server_access import Server, _env, _free_port, serve  # noqa: E402
+from test_server_access import Server, _env, _free_port, serve, start_server  # noqa: E402
 
 from neardup import Index  # noqa: E402
 from neardup.cli import main  # noqa: E402
@@ -35,22 +35,7 @@ def _text(i: int) -> str:
 def _start(cmd: list[str], tmp_path: Path, port: int, env: dict[str, str] | None = None
            ) -> Server:
     """A server process from ``cmd``; returns once /health answers."""
-    log = tmp_path / f"server-{port}.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, env=_env(env), stdout=out, stderr=subprocess.STDOUT)
-    srv = Server(proc, port, log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the server exited: {srv.output()[-3000:]}")
-        try:
-            if httpx.get(f"{srv.url}/health", timeout=2).status_code == 200:
-                return srv
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    srv.stop()
-    raise AssertionError(f"the server did not start: {srv.output()[-3000:]}")
+    return start_server(cmd, tmp_path / f"server-{port}.log", port, env)
 
 
 def _serve_cmd(index: str, port: int, *args: str) -> list[str]:
@@ -118,8 +103,20 @@ def test_writes_racing_a_move_are_kept_or_refused_never_lost(tmp_path: Path):
     db, moved = tmp_path / "shop.db", tmp_path / "moved.db"
     ids = [f"doc-{i}" for i in range(400)]
 
-    def move_soon() -> None:
-        time.sleep(0.4)
+    def move_soon() -> None:  # once some writes are in (a fixed delay misses on a busy machine)
+        import sqlite3
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                n = conn.execute("SELECT value FROM counts WHERE name = 'documents'"
+                                 ).fetchone()[0]
+            finally:
+                conn.close()
+            if n >= 20:
+                break
+            time.sleep(0.005)
         os.rename(db, moved)
 
     try:
