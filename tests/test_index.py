@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import uuid
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from oracles import normalize as ref_normalize
 
 import neardup
 from neardup import ConfigError, DuplicateIdError, Index, InputError
+from neardup.index import sqlite as sqlite_backend
 from neardup.synth import make_corpus
 
 BASE = ("the quick brown fox jumps over the lazy dog and then runs far away into the deep "
@@ -235,7 +237,6 @@ def test_sqlite_log_is_started_again_while_readers_never_pause(tmp_path, monkeyp
     writer now empties it once it holds WAL_RESET_BYTES, and every write stays readable."""
     import os
 
-    from neardup.index import sqlite as sqlite_backend
 
     monkeypatch.setattr(sqlite_backend, "WAL_RESET_BYTES", 64 << 10)
     path = tmp_path / "busy.db"
@@ -281,7 +282,8 @@ def test_sqlite_band_tables_split_by_handle(tmp_path):
     for idx in (small, one):
         idx.add_many(zip(ids, texts), batch_size=40)
         idx.remove_many(ids[::9])
-    assert len(small.storage._parts(small.storage._conn())) == 9
+    tables = small.storage._parts(small.storage._conn())
+    assert len([t for t in tables if t != sqlite_backend._RECENT]) == 9
     for t in texts[::5]:
         assert small.query(t) == one.query(t)
     assert small.storage.check()["orphan_keys"] == 0
@@ -289,6 +291,51 @@ def test_sqlite_band_tables_split_by_handle(tmp_path):
     again = Index(tmp_path / "small.db")  # the split is read from the file
     assert again.storage.part_docs == 17 and again.query(texts[1]) == one.query(texts[1])
     again.close()
+
+
+def test_sqlite_recent_keys_are_found_and_merged_by_handle(tmp_path, monkeypatch):
+    """New band keys go to the table of recent keys, merged into the tables by handle once it
+    holds RECENT_DOCS documents: answers are those of an index in memory at every step, before
+    and after merges, removals included, and no key is left behind."""
+    monkeypatch.setattr(sqlite_backend, "RECENT_DOCS", 100)
+    texts, _ = make_corpus(260, dup_fraction=0.5, seed=3, words=(40, 80), kinds=("edit",))
+    ids = [f"d{i}" for i in range(len(texts))]
+    disk = Index(tmp_path / "r.db", storage_options={"part_docs": 64}, threshold=0.6,
+                 passages=True)
+    mem = Index(threshold=0.6, passages=True)
+    st = disk.storage
+
+    def rows(table: str) -> int:
+        return st._conn().execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+    seen_recent = seen_merged = False
+    for b in range(0, len(texts), 30):
+        part = list(zip(ids[b:b + 30], texts[b:b + 30]))
+        for idx in (disk, mem):
+            idx.add_many(part)
+            idx.remove_many(ids[b:b + 30:7])
+        recent = rows(sqlite_backend._RECENT)
+        seen_recent |= recent > 0
+        seen_merged |= recent == 0 and len(disk) > 0
+        for t in texts[max(0, b - 40):b + 30:6]:
+            assert disk.query(t) == mem.query(t)
+            assert disk.check(t).reused == mem.check(t).reused
+    assert seen_recent and seen_merged
+    tables = [t for t in st._parts(st._conn()) if t != sqlite_backend._RECENT]
+    assert tables == [f"bands_{g}" for g in range(5)]  # 260 handles, 64 a table
+    assert st.check() == {"integrity": "ok", "documents": len(disk), "counted": len(disk),
+                          "orphan_keys": 0}
+    # every key of every document is in the table of its handle or among the recent ones
+    conn = st._conn()
+    for doc_id in ids[1::37]:
+        handle, keys = conn.execute("SELECT handle, keys FROM docs WHERE id = ?",
+                                    (doc_id,)).fetchone()
+        want = len(np.unique(np.frombuffer(keys, "<u8")))
+        got = sum(conn.execute(f"SELECT COUNT(*) FROM {t} WHERE handle = ?", (handle,)
+                               ).fetchone()[0]
+                  for t in (f"bands_{handle // 64}", sqlite_backend._RECENT))
+        assert got == want, doc_id
+    disk.close()
 
 
 def test_list_ids_pages_in_code_point_order(make_index):

@@ -70,6 +70,17 @@ _COMPOUND = 400  # probes per compound SELECT (SQLite's limit: 500 terms)
 # tables they stay bounded, for a query cost of one probe per band and table.
 PART_DOCS = 1 << 17
 
+# Even so, a batch of 1,000 documents puts ~73,000 keys (with passage fingerprints) on random
+# pages of a table of up to PART_DOCS documents, and its commit rewrites most of them (0.57 s
+# of a batch at a million documents). New keys therefore go to a small table of recent keys
+# first (0.11-0.29 s a batch), which is merged into the tables by handle, in key order, once it
+# holds RECENT_DOCS documents (1.2 s for 20,000 documents: 0.06 s a batch). The recent table is
+# named like a table of handles no index reaches (RECENT_PART), so that every reader, this
+# version's and those before it, probes it with the others.
+RECENT_DOCS = 1 << 14
+RECENT_PART = 1 << 40
+_RECENT = f"bands_{RECENT_PART}"
+
 _PART_SQL = """CREATE TABLE IF NOT EXISTS bands_{g} (
     key INTEGER NOT NULL,
     handle INTEGER NOT NULL,
@@ -337,18 +348,32 @@ class SQLiteStorage(Storage):
             if sizes.sum():
                 keys = np.concatenate([d.keys for d in docs]).astype(np.uint64)
                 handles = np.repeat(np.arange(base, base + len(docs), dtype=np.int64), sizes)
-                part = handles // self.part_docs
-                order = np.lexsort((keys.view(np.int64), part))  # table, then B-tree order
-                keys, handles, part = keys[order], handles[order], part[order]
-                cuts = np.flatnonzero(np.diff(part)) + 1
-                for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(part)]):
-                    g = int(part[lo])
-                    conn.execute(_PART_SQL.format(g=g))
-                    conn.executemany(f"INSERT OR IGNORE INTO bands_{g} (key, handle) "
-                                     "VALUES (?, ?)",
-                                     zip(_signed(keys[lo:hi]), handles[lo:hi].tolist()))
+                order = np.lexsort((handles, keys.view(np.int64)))  # B-tree order
+                conn.execute(_PART_SQL.format(g=RECENT_PART))
+                conn.executemany(f"INSERT OR IGNORE INTO {_RECENT} (key, handle) VALUES (?, ?)",
+                                 zip(_signed(keys[order]), handles[order].tolist()))
             conn.execute("UPDATE counts SET value = value + ? WHERE name = 'documents'",
                          (len(docs),))
+            conn.execute("INSERT OR IGNORE INTO counts VALUES ('recent_docs', 0)")
+            conn.execute("UPDATE counts SET value = value + ? WHERE name = 'recent_docs'",
+                         (len(docs),))
+            recent = conn.execute("SELECT value FROM counts WHERE name = 'recent_docs'"
+                                  ).fetchone()[0]
+            if recent >= min(RECENT_DOCS, self.part_docs):
+                self._merge_recent(conn)
+
+    def _merge_recent(self, conn: sqlite3.Connection) -> None:
+        """Move the recent keys into the tables of their handles, in key order (inside the
+        caller's write transaction)."""
+        lo, hi = conn.execute(f"SELECT MIN(handle), MAX(handle) FROM {_RECENT}").fetchone()
+        if lo is not None:
+            for g in range(lo // self.part_docs, hi // self.part_docs + 1):
+                conn.execute(_PART_SQL.format(g=g))
+                conn.execute(f"INSERT OR IGNORE INTO bands_{g} (key, handle) SELECT key, handle "
+                             f"FROM {_RECENT} WHERE handle >= ? AND handle < ? ORDER BY key, "
+                             "handle", (g * self.part_docs, (g + 1) * self.part_docs))
+            conn.execute(f"DELETE FROM {_RECENT}")
+        conn.execute("UPDATE counts SET value = 0 WHERE name = 'recent_docs'")
 
     def delete(self, ids):
         out = []
@@ -361,9 +386,12 @@ class SQLiteStorage(Storage):
                     continue
                 handle, keys = row
                 if keys:
-                    conn.executemany(f"DELETE FROM bands_{handle // self.part_docs} WHERE key = ? "
-                                     "AND handle = ?",
-                                     [(k, handle) for k in _signed(np.frombuffer(keys, "<u8"))])
+                    pairs = [(k, handle) for k in _signed(np.frombuffer(keys, "<u8"))]
+                    tables = {t for t in self._parts(conn)
+                              if t in (f"bands_{handle // self.part_docs}", _RECENT)}
+                    for table in sorted(tables):  # its keys are in one of the two
+                        conn.executemany(f"DELETE FROM {table} WHERE key = ? AND handle = ?",
+                                         pairs)
                 conn.execute("DELETE FROM docs WHERE handle = ?", (handle,))
                 conn.execute("DELETE FROM texts WHERE handle = ?", (handle,))
             if any(out):
