@@ -376,10 +376,9 @@ class SQLiteStorage(Storage):
 
     def holders(self, keys, cap):
         conn = self._conn()
-        signed = _signed(keys)
-        where = {k: j for j, k in enumerate(signed)}
-        pos: list[int] = []
-        got: list[int] = []
+        as_signed = np.ascontiguousarray(keys, np.uint64).view(np.int64)
+        signed = as_signed.tolist()
+        rows: list[tuple[int, int]] = []
         for table in self._parts(conn):
             # as in candidates: a capped probe per key, _COMPOUND keys a statement; each row
             # names its key (the table's B-tree holds it: no extra read)
@@ -388,10 +387,13 @@ class SQLiteStorage(Storage):
                 sql = " UNION ALL ".join(
                     f"SELECT * FROM (SELECT key, handle FROM {table} WHERE key = ? "
                     f"LIMIT {int(cap)})" for _ in part)
-                for k, h in conn.execute(sql, part):
-                    pos.append(where[k])
-                    got.append(h)
-        return np.asarray(pos, np.int64), np.asarray(got, np.int64)
+                rows += conn.execute(sql, part).fetchall()
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        got = np.array(rows, np.int64)
+        order = np.argsort(as_signed, kind="stable")
+        pos = order[np.searchsorted(as_signed, got[:, 0], sorter=order)]
+        return pos.astype(np.int64), np.ascontiguousarray(got[:, 1])
 
     def texts_of(self, handles):
         conn = self._conn()
