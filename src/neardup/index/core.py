@@ -421,12 +421,12 @@ class Index:
         out).
 
         Candidates: the indexed texts that share a passage fingerprint with ``text``, except
-        that a fingerprint held by ``bucket_cap`` (500) indexed texts or more is a common
-        phrase, which alone does not make a text a candidate. So every indexed text sharing a
-        run of ``guaranteed_words`` (16) words or more with ``text`` is compared, unless each
-        fingerprint it shares with ``text`` is that common. Candidates are ranked by how many
-        of ``text``'s fingerprints they share (common ones included), most first, before any
-        text is read.
+        that a fingerprint held by ``bucket_cap`` (500 by default) indexed texts or more is a
+        common phrase, which alone does not make a text a candidate. So every indexed text
+        sharing a run of ``guaranteed_words`` (16) words or more with ``text`` is compared,
+        unless each fingerprint it shares with ``text`` is that common. Candidates are ranked
+        by how many of ``text``'s fingerprints they share (common ones included), most first,
+        before any text is read.
 
         Bounded work: at most ``max_candidates`` of them (the highest ranked) are compared,
         and with ``time_budget`` (seconds) no new batch of them is started once it is spent;
@@ -479,7 +479,7 @@ class Index:
                     break
             kept.append(m)
             total += len(m.passages)
-        return CheckResult(matches, kept, capped, incomplete, dict(stored))
+        return CheckResult(matches, kept, capped, incomplete, dict(stored[:len(found)]))
 
     def _ranked_candidates(self, keys: np.ndarray) -> np.ndarray:
         """The handles of the texts holding a passage fingerprint of ``keys`` (distinct) that
