@@ -175,6 +175,43 @@ def test_passages_with_many_texts_equal_one_pair_at_a_time():
     assert len(some) == 64  # the first batch is always compared, no other one after it
 
 
+def test_passages_with_texts_of_any_script_equal_one_pair_at_a_time():
+    """Texts with non-ASCII words (accents, ß, CJK, emoji) and HTML tags: the passages and
+    their character ranges are those of each pair compared alone."""
+    from neardup.reuse import passages_with
+
+    rng = random.Random(11)
+    odd = ["café", "Straße", "naïve", "日本語", "🙂x", "ÉCOLE", "ﬁne", "Ωmega"]
+
+    def words(seed: int, n: int) -> list[str]:
+        r = random.Random(seed)
+        return [r.choice(odd) if r.random() < 0.2 else f"w{r.randrange(4000)}"
+                for _ in range(n)]
+
+    source = words(1, 300)
+    for cfg in (PassageConfig(), PassageConfig(strip_html=True)):
+        texts = []
+        for i in range(80):
+            own = words(50 + i, 100)
+            at = rng.randrange(0, 250)
+            copied = source[at:at + rng.randrange(10, 50)]
+            if cfg.strip_html and copied:
+                copied[len(copied) // 2] = "<b>" + copied[len(copied) // 2] + "</b>"
+            texts.append(" ".join(own[:50] + copied + own[50:]))
+        texts.append("ascii only " + " ".join(source[:40]))
+        query = " ".join(source)
+        found, _ = passages_with(query, texts, cfg, batch=32)
+        want = [reused_passages(query, t, cfg) for t in texts]
+        assert [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in f]
+                for f in found] == [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched)
+                                     for p in w] for w in want]
+        assert sum(bool(w) for w in want) > 30
+        for t, f in zip(texts, found):  # the ranges hold the same words in both texts
+            for p in f:
+                a = query[p.a_chars[0]:p.a_chars[1]].split()
+                assert a[0] == t[p.b_chars[0]:p.b_chars[1]].split()[0] or cfg.strip_html
+
+
 def test_check_answers_bad_and_extreme_input():
     """Empty and white-space texts, texts shorter than a passage and binary junk get defined
     answers; a 10 MB text that copies many indexed texts is answered with its passages capped

@@ -399,7 +399,13 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
             break
         part = texts[s0:s0 + batch]
         n = len(part)
-        words, woff = words_many(part)
+        # one split gives the words and where they are (the ranges of the passages found)
+        data, off = _encode(part)
+        words, woff, w_start, w_end, foreign = _split(data, off, True)
+        for t in np.unique(np.searchsorted(woff, np.flatnonzero(foreign), side="right")
+                           - 1).tolist():  # the texts with non-ASCII words: keyed here
+            w = slice(woff[t], woff[t + 1])
+            _key_foreign(data[off[t]:off[t + 1]], words[w], w_start[w], w_end[w], foreign[w])
         sizes.extend(np.diff(woff).tolist())
         fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
         order = np.lexsort((fpos, fh, fdoc))
@@ -415,7 +421,8 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
             cfg.max_gap, cfg.min_match, cfg.max_occurrences, cfg.shortest)
         found: list[list[Passage]] = [[] for _ in range(n)]
         if len(rows):
-            b_start, b_end = _char_ranges(part, rows[:, 0], rows[:, 3], rows[:, 4])
+            b_start, b_end = _ranges_in(part, data, off, woff, w_start, w_end, rows[:, 0],
+                                        rows[:, 3], rows[:, 4])
             a_st, a_en = q.starts, q.ends
             for (p, i0, i1, j0, j1, matched, r0, nr), bs, be in zip(
                     rows.tolist(), b_start.tolist(), b_end.tolist()):
@@ -426,6 +433,24 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
                 f.sort(key=lambda x: (x.a_words, x.b_words))
         out.extend(found)
     return out, sizes
+
+
+def _ranges_in(texts: Sequence[str], data: np.ndarray, off: np.ndarray, woff: np.ndarray,
+               starts: np.ndarray, ends: np.ndarray, doc: np.ndarray, w0: np.ndarray,
+               w1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_char_ranges` from a split already made (:func:`_split` with ``where``: the
+    words' byte offsets in each text): ``[start of word w0, end of word w1 - 1)`` in
+    ``texts[doc]``, in characters."""
+    first, last = woff[doc] + w0, woff[doc] + w1 - 1
+    a, b = starts[first], ends[last]
+    for t in np.unique(doc).tolist():
+        if texts[t].isascii():
+            continue
+        chars = np.zeros(off[t + 1] - off[t] + 1, np.int64)  # bytes -> characters
+        np.cumsum((data[off[t]:off[t + 1]] & 0xC0) != 0x80, out=chars[1:])
+        at = doc == t
+        a[at], b[at] = chars[a[at]], chars[b[at]]
+    return a, b
 
 
 def reuse_share(passages: Sequence[Passage], n_words: int, side: str = "a") -> float:
