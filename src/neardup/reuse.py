@@ -189,6 +189,8 @@ _PUNCT = np.zeros(256, np.uint8)
 _PUNCT[np.frombuffer(ASCII_PUNCTUATION.encode("ascii"), np.uint8)] = 1
 _NO_U64 = np.zeros(0, np.uint64)
 _NO_I64 = np.zeros(0, np.int64)
+#: k-grams up to which texts are winnowed in one pass (with room for every k-gram)
+_ONE_PASS = 1 << 20
 
 
 def word_hashes(keys: Sequence[str]) -> np.ndarray:
@@ -816,6 +818,19 @@ def fingerprints_many_flat(words: np.ndarray, word_offsets: np.ndarray, k: int, 
         coef[t] = mult | 1
         mult = (mult * 0x9E3779B97F4A7C15 + t + 1) & 0xFFFFFFFFFFFFFFFF
     weights = np.diff(woff)
+    room = np.maximum(weights - k + 1, 0)  # k-grams per text: the most it can keep
+    if 0 < room.sum() <= _ONE_PASS:
+        # few words (a check's candidates): one pass into room for every k-gram, positions
+        # first set to -1, then the kept ones closed up (no counting pass before)
+        roff = np.zeros(n + 1, np.int64)
+        np.cumsum(room, out=roff[1:])
+        out_h = np.empty(int(roff[-1]), np.uint64)
+        out_pos = np.full(int(roff[-1]), -1, np.int64)
+        parallel(lambda lo, hi: winnow(words, woff, coef, window, _NO_I64, out_h, out_pos,
+                                       roff, lo, hi), n, weights)
+        kept = out_pos >= 0
+        return (out_h[kept], np.repeat(np.arange(n, dtype=np.int64), room)[kept],
+                out_pos[kept])
     counts = np.zeros(n, np.int64)
     parallel(lambda lo, hi: winnow(words, woff, coef, window, counts, _NO_U64, _NO_I64,
                                    _NO_I64, lo, hi), n, weights)
