@@ -175,6 +175,43 @@ def test_passages_with_many_texts_equal_one_pair_at_a_time():
     assert len(some) == 64  # the first batch is always compared, no other one after it
 
 
+def test_passages_with_texts_of_any_script_equal_one_pair_at_a_time():
+    """Texts with non-ASCII words (accents, ß, CJK, emoji) and HTML tags: the passages and
+    their character ranges are those of each pair compared alone."""
+    from neardup.reuse import passages_with
+
+    rng = random.Random(11)
+    odd = ["café", "Straße", "naïve", "日本語", "🙂x", "ÉCOLE", "ﬁne", "Ωmega"]
+
+    def words(seed: int, n: int) -> list[str]:
+        r = random.Random(seed)
+        return [r.choice(odd) if r.random() < 0.2 else f"w{r.randrange(4000)}"
+                for _ in range(n)]
+
+    source = words(1, 300)
+    for cfg in (PassageConfig(), PassageConfig(strip_html=True)):
+        texts = []
+        for i in range(80):
+            own = words(50 + i, 100)
+            at = rng.randrange(0, 250)
+            copied = source[at:at + rng.randrange(10, 50)]
+            if cfg.strip_html and copied:
+                copied[len(copied) // 2] = "<b>" + copied[len(copied) // 2] + "</b>"
+            texts.append(" ".join(own[:50] + copied + own[50:]))
+        texts.append("ascii only " + " ".join(source[:40]))
+        query = " ".join(source)
+        found, _ = passages_with(query, texts, cfg, batch=32)
+        want = [reused_passages(query, t, cfg) for t in texts]
+        assert [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in f]
+                for f in found] == [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched)
+                                     for p in w] for w in want]
+        assert sum(bool(w) for w in want) > 30
+        for t, f in zip(texts, found):  # the ranges hold the same words in both texts
+            for p in f:
+                a = query[p.a_chars[0]:p.a_chars[1]].split()
+                assert a[0] == t[p.b_chars[0]:p.b_chars[1]].split()[0] or cfg.strip_html
+
+
 def test_check_answers_bad_and_extreme_input():
     """Empty and white-space texts, texts shorter than a passage and binary junk get defined
     answers; a 10 MB text that copies many indexed texts is answered with its passages capped
@@ -215,3 +252,130 @@ def test_a_long_text_probes_thousands_of_passage_keys_in_sqlite(tmp_path):
     assert len(fingerprints(tw.hashes, 5, 12)) > 1000
     got = ix.check(text)
     assert [m.id for m in got.reused] == ["src"] and got.reused[0].passages[0].words == 60
+
+
+def _keys_of(ix: Index, text: str):
+    """The passage keys of ``text`` as a check looks them up (an oracle's input)."""
+    from neardup.reuse import fingerprints, text_words
+
+    return ix._passage_keys(fingerprints(text_words(text, keep_keys=False).hashes, 5, 12))
+
+
+def test_common_phrases_alone_make_no_candidate(target):
+    """A fingerprint held by bucket_cap indexed texts or more is a common phrase: the texts
+    that share only such fingerprints are not compared; every other text that shares a
+    passage is, with the passages a comparison of the two texts finds (brute force)."""
+    cap = 4
+    ix = Index(target, threshold=0.8, passages=True, bucket_cap=cap)
+    common, rare = _words(900, 40), _words(901, 40)
+    docs = {}
+    for i in range(7):  # the common phrase in 7 texts (> cap), the rare one in 3 (< cap)
+        docs[f"c{i}"] = " ".join(_words(1000 + i, 60) + common + _words(1100 + i, 60))
+    for i in range(3):
+        docs[f"r{i}"] = " ".join(_words(1200 + i, 60) + rare + _words(1300 + i, 60))
+    source = _words(1400, 200)
+    docs["src"] = " ".join(source)
+    docs.update({f"o{i}": " ".join(_words(1500 + i, 150)) for i in range(10)})
+    ix.add_many(docs.items())
+    text = " ".join(_words(2000, 50) + common + _words(2001, 50) + rare + _words(2002, 50)
+                    + source[30:60] + _words(2003, 50))
+    # the oracle: every indexed text's fingerprints, who holds each of the text's keys
+    keys = set(_keys_of(ix, text).tolist())
+    held = {d: keys & set(_keys_of(ix, t).tolist()) for d, t in docs.items()}
+    holders = {k: sum(k in h for h in held.values()) for k in keys}
+    candidates = {d for d, h in held.items() if any(holders[k] < cap for k in h)}
+    want = {}
+    for d in sorted(candidates):
+        found = reused_passages(text, docs[d])
+        if found:
+            want[d] = [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in found]
+    got = ix.check(text)
+    assert {m.id: [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in m.passages]
+            for m in got.reused} == want
+    assert {"r0", "r1", "r2", "src"} <= set(want) and not got.incomplete
+    # the rule bites: texts that share the 40-word common phrase only are left out
+    left_out = {d for d in docs if d.startswith("c") and d not in candidates}
+    assert left_out and all(reused_passages(text, docs[d]) for d in left_out)
+    assert set(got.texts) == candidates and all(got.texts[d] == docs[d] for d in candidates)
+    ix.close()
+
+
+def test_candidates_are_ranked_by_shared_fingerprints_and_cut_from_the_bottom(target):
+    """Candidates are ranked by how many of the text's fingerprints they share (most first,
+    then the oldest), as counted from every text's own fingerprints; ``max_candidates`` keeps
+    the top of that ranking."""
+    ix = Index(target, threshold=0.8, passages=True)
+    sources = {f"s{i}": _words(3000 + i, 200) for i in range(6)}
+    docs = {d: " ".join(w) for d, w in sources.items()}
+    docs.update({f"o{i}": " ".join(_words(3100 + i, 150)) for i in range(10)})
+    ix.add_many(docs.items())
+    parts = _words(3200, 30)
+    for i, n in enumerate([20, 120, 45, 17, 80, 30]):  # words copied from each source
+        parts += sources[f"s{i}"][10:10 + n] + _words(3300 + i, 25)
+    text = " ".join(parts)
+    keys = set(_keys_of(ix, text).tolist())
+    order = list(docs)  # insertion order: the order of the handles
+    shared = {d: len(keys & set(_keys_of(ix, t).tolist())) for d, t in docs.items()}
+    want = sorted((d for d in docs if shared[d]), key=lambda d: (-shared[d], order.index(d)))
+    ranked = ix._ranked_candidates(_keys_of(ix, text))
+    assert [d for d, _ in ix.storage.texts_of(ranked.tolist())] == want
+    assert want[0] == "s1" and len(want) == 6
+    full = ix.check(text)
+    assert sorted(m.id for m in full.reused) == sorted(want) and not full.incomplete
+    for n in (1, 3):
+        few = ix.check(text, max_candidates=n)
+        assert few.incomplete and not few.unique
+        assert sorted(m.id for m in few.reused) == sorted(want[:n])
+        assert [m for m in full.reused if m.id in want[:n]] == few.reused
+    ix.close()
+
+
+def test_storages_name_holders_and_read_texts_by_handle(target):
+    """``holders`` gives per key what ``candidates`` gives for that key alone; ``texts_of``
+    gives ids and stored texts in the order asked, without the removed ones."""
+    import numpy as np
+
+    ix = Index(target, threshold=0.8, passages=True, bucket_cap=3)
+    shared = _words(4000, 30)
+    docs = {f"t{i}": " ".join(_words(4100 + i, 40) + shared) for i in range(5)}
+    ix.add_many(docs.items())
+    keys = _keys_of(ix, " ".join(shared + _words(4100, 40)))
+    pos, handles = ix.storage.holders(keys, 3)
+    assert pos.dtype == np.int64 and handles.dtype == np.int64
+    for j, k in enumerate(keys.tolist()):
+        mine = handles[pos == j].tolist()
+        assert len(mine) <= 3 and len(set(mine)) == len(mine)
+        alone = ix.storage.candidates(np.array([k], np.uint64), 3)
+        if len(alone) < 3:
+            assert sorted(mine) == sorted(alone)
+        else:
+            assert len(mine) == 3
+    every = ix.storage.candidates(keys, 100)
+    assert set(handles.tolist()) <= set(every)
+    by_handle = ix.storage.texts_of(every[::-1])
+    assert [d for d, _ in by_handle] == [d for d, _ in ix.storage.shingles(every[::-1])]
+    assert all(ix._unpack(t) == docs[d] for d, t in by_handle)
+    ix.remove(by_handle[0][0])
+    assert [d for d, _ in ix.storage.texts_of(every[::-1])] == [d for d, _ in by_handle[1:]]
+    ix.close()
+
+
+def test_a_backend_without_its_own_holders_and_texts_of_checks_the_same():
+    """The default ``Storage.holders`` and ``texts_of`` (for backends made elsewhere) answer
+    as the backends' own do."""
+    from neardup.index.storage import MemoryStorage, Storage
+
+    class Plain(MemoryStorage):
+        holders = Storage.holders
+        texts_of = Storage.texts_of
+
+    docs = _corpus()
+    own, plain = Index(passages=True, bucket_cap=3), Index(Plain(), passages=True, bucket_cap=3)
+    text = " ".join(_words(100, 40) + docs["doc7"].split()[50:110] + docs["doc12"].split()[:30])
+    for ix in (own, plain):
+        ix.add_many(docs.items())
+    a, b = own.check(text), plain.check(text)
+    assert a == b and a.texts == b.texts and [m.id for m in a.reused] == ["doc7", "doc12"]
+    keys = _keys_of(own, text)
+    assert [x.tolist() for x in own.storage.holders(keys, 3)] == \
+        [x.tolist() for x in plain.storage.holders(keys, 3)]

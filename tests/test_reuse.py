@@ -448,12 +448,17 @@ def test_word_keys_fast_path_equals_the_word_by_word_keys(text):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(texts, max_size=8), st.integers(1, 4), st.integers(1, 6))
 def test_fingerprints_of_many_texts_equal_one_by_one(docs, k, window):
+    from unittest import mock
+
+    from neardup import reuse
     from neardup.reuse import fingerprints_many, word_hashes
 
-    h, doc, pos = fingerprints_many([word_hashes(d) for d in docs], k, window)
     want = [(hh, d, p) for d, words in enumerate(docs)
             for hh, p in reference_fingerprints(words, k, window)]
-    assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
+    for one_pass in (reuse._ONE_PASS, 0):  # few k-grams: one pass; many: counted first
+        with mock.patch.object(reuse, "_ONE_PASS", one_pass):
+            h, doc, pos = fingerprints_many([word_hashes(d) for d in docs], k, window)
+        assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
 
 
 @settings(max_examples=500, deadline=None)

@@ -326,6 +326,33 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
                  "passages_indexed": True, "min_passage_words": 16}
 
 
+def test_check_shows_the_texts_it_compared_without_reading_them_again(
+        index: Index, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The texts a check compared are those shown: the answer is the one given when every
+    shown text is read from the index again, and no text is read twice."""
+    index.add_many(corpus.items())
+    copied = " ".join(corpus["doc-3"].split()[10:50])
+    texts = [edit(random.Random(2), corpus["doc-0"], 1),
+             make_text(random.Random(7)) + " " + copied + " " + make_text(random.Random(8))]
+    reads: list[list[str]] = []
+    real = index.get_texts
+    monkeypatch.setattr(index, "get_texts", lambda ids: reads.append(list(ids)) or real(ids))
+    with local_client(create_app(index)) as c:
+        now = [c.post("/check", json={"text": t}).json() for t in texts]
+    assert reads == [] and now[0]["matches"] and now[1]["reused"]
+    check = Index.check
+
+    def forgetful(self, *args, **kwargs):  # as before: no texts at hand, all read again
+        got = check(self, *args, **kwargs)
+        got.texts = {}
+        return got
+
+    monkeypatch.setattr(Index, "check", forgetful)
+    with local_client(create_app(index)) as c:
+        before = [c.post("/check", json={"text": t}).json() for t in texts]
+    assert now == before and reads
+
+
 def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
         client: TestClient, index: Index, corpus: dict[str, str]) -> None:
     """A new text that copies 40 words of an indexed one inside otherwise new writing: no

@@ -189,6 +189,8 @@ _PUNCT = np.zeros(256, np.uint8)
 _PUNCT[np.frombuffer(ASCII_PUNCTUATION.encode("ascii"), np.uint8)] = 1
 _NO_U64 = np.zeros(0, np.uint64)
 _NO_I64 = np.zeros(0, np.int64)
+#: k-grams up to which texts are winnowed in one pass (with room for every k-gram)
+_ONE_PASS = 1 << 20
 
 
 def word_hashes(keys: Sequence[str]) -> np.ndarray:
@@ -399,7 +401,13 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
             break
         part = texts[s0:s0 + batch]
         n = len(part)
-        words, woff = words_many(part)
+        # one split gives the words and where they are (the ranges of the passages found)
+        data, off = _encode(part)
+        words, woff, w_start, w_end, foreign = _split(data, off, True)
+        for t in np.unique(np.searchsorted(woff, np.flatnonzero(foreign), side="right")
+                           - 1).tolist():  # the texts with non-ASCII words: keyed here
+            w = slice(woff[t], woff[t + 1])
+            _key_foreign(data[off[t]:off[t + 1]], words[w], w_start[w], w_end[w], foreign[w])
         sizes.extend(np.diff(woff).tolist())
         fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
         order = np.lexsort((fpos, fh, fdoc))
@@ -415,7 +423,8 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
             cfg.max_gap, cfg.min_match, cfg.max_occurrences, cfg.shortest)
         found: list[list[Passage]] = [[] for _ in range(n)]
         if len(rows):
-            b_start, b_end = _char_ranges(part, rows[:, 0], rows[:, 3], rows[:, 4])
+            b_start, b_end = _ranges_in(part, data, off, woff, w_start, w_end, rows[:, 0],
+                                        rows[:, 3], rows[:, 4])
             a_st, a_en = q.starts, q.ends
             for (p, i0, i1, j0, j1, matched, r0, nr), bs, be in zip(
                     rows.tolist(), b_start.tolist(), b_end.tolist()):
@@ -426,6 +435,24 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
                 f.sort(key=lambda x: (x.a_words, x.b_words))
         out.extend(found)
     return out, sizes
+
+
+def _ranges_in(texts: Sequence[str], data: np.ndarray, off: np.ndarray, woff: np.ndarray,
+               starts: np.ndarray, ends: np.ndarray, doc: np.ndarray, w0: np.ndarray,
+               w1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_char_ranges` from a split already made (:func:`_split` with ``where``: the
+    words' byte offsets in each text): ``[start of word w0, end of word w1 - 1)`` in
+    ``texts[doc]``, in characters."""
+    first, last = woff[doc] + w0, woff[doc] + w1 - 1
+    a, b = starts[first], ends[last]
+    for t in np.unique(doc).tolist():
+        if texts[t].isascii():
+            continue
+        chars = np.zeros(off[t + 1] - off[t] + 1, np.int64)  # bytes -> characters
+        np.cumsum((data[off[t]:off[t + 1]] & 0xC0) != 0x80, out=chars[1:])
+        at = doc == t
+        a[at], b[at] = chars[a[at]], chars[b[at]]
+    return a, b
 
 
 def reuse_share(passages: Sequence[Passage], n_words: int, side: str = "a") -> float:
@@ -791,6 +818,19 @@ def fingerprints_many_flat(words: np.ndarray, word_offsets: np.ndarray, k: int, 
         coef[t] = mult | 1
         mult = (mult * 0x9E3779B97F4A7C15 + t + 1) & 0xFFFFFFFFFFFFFFFF
     weights = np.diff(woff)
+    room = np.maximum(weights - k + 1, 0)  # k-grams per text: the most it can keep
+    if 0 < room.sum() <= _ONE_PASS:
+        # few words (a check's candidates): one pass into room for every k-gram, positions
+        # first set to -1, then the kept ones closed up (no counting pass before)
+        roff = np.zeros(n + 1, np.int64)
+        np.cumsum(room, out=roff[1:])
+        out_h = np.empty(int(roff[-1]), np.uint64)
+        out_pos = np.full(int(roff[-1]), -1, np.int64)
+        parallel(lambda lo, hi: winnow(words, woff, coef, window, _NO_I64, out_h, out_pos,
+                                       roff, lo, hi), n, weights)
+        kept = out_pos >= 0
+        return (out_h[kept], np.repeat(np.arange(n, dtype=np.int64), room)[kept],
+                out_pos[kept])
     counts = np.zeros(n, np.int64)
     parallel(lambda lo, hi: winnow(words, woff, coef, window, counts, _NO_U64, _NO_I64,
                                    _NO_I64, lo, hi), n, weights)

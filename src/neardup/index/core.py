@@ -65,12 +65,17 @@ class CheckResult:
     """What :meth:`Index.check` found: whole-text ``matches`` (:class:`Match`), the indexed
     texts ``reused`` in passages (:class:`~neardup.reuse.ReuseMatch`), whether the
     passages were ``capped`` (some left out by ``max_passages``) and whether the search was
-    ``incomplete`` (some candidate texts not compared: ``max_candidates``, ``time_budget``)."""
+    ``incomplete`` (some candidate texts not compared: ``max_candidates``, ``time_budget``);
+    ``texts``: the indexed texts compared, by id (not compared for equality)."""
 
     matches: list[Match]
     reused: list[ReuseMatch]
     capped: bool = False
     incomplete: bool = False
+    #: the indexed texts compared, by id (those of ``reused`` among them), for showing them
+    #: beside the passages without reading them again
+    texts: dict[str, str] = dataclasses.field(default_factory=dict, repr=False,
+                                              compare=False)
 
     @property
     def unique(self) -> bool:
@@ -415,11 +420,19 @@ class Index:
         passages in all (the most reused texts first; ``capped`` says whether some were left
         out).
 
-        Bounded work: at most ``max_candidates`` indexed texts (those sharing a passage
-        fingerprint with ``text``) are compared, and with ``time_budget`` (seconds) no new
-        batch of them is started once it is spent; ``incomplete`` then says that some were
-        not compared (the answer may miss sources, and :attr:`CheckResult.unique` is false).
-        An index built without passage fingerprints raises :class:`ConfigError`."""
+        Candidates: the indexed texts that share a passage fingerprint with ``text``, except
+        that a fingerprint held by ``bucket_cap`` (500 by default) indexed texts or more is a
+        common phrase, which alone does not make a text a candidate. So every indexed text
+        sharing a run of ``guaranteed_words`` (16) words or more with ``text`` is compared,
+        unless each fingerprint it shares with ``text`` is that common. Candidates are ranked
+        by how many of ``text``'s fingerprints they share (common ones included), most first,
+        before any text is read.
+
+        Bounded work: at most ``max_candidates`` of them (the highest ranked) are compared,
+        and with ``time_budget`` (seconds) no new batch of them is started once it is spent;
+        ``incomplete`` then says that some were not compared (the answer may miss sources,
+        and :attr:`CheckResult.unique` is false). An index built without passage fingerprints
+        raises :class:`ConfigError`."""
         import time
 
         if self.passages is None:
@@ -439,11 +452,11 @@ class Index:
         q = text_words(blank_tags(text) if cfg.strip_html else text, keep_keys=False)
         q.text = text
         keys = self._passage_keys(fingerprints(q.hashes, cfg.k, cfg.window))
-        handles = self.storage.candidates(keys, self.bucket_cap) if len(keys) else []
+        handles = self._ranked_candidates(keys)
         incomplete = len(handles) > max_candidates
         handles = handles[:max_candidates]
-        ids = [i for i, _ in self.storage.shingles(handles)] if handles else []
-        stored = [(i, t) for i, t in self.get_texts(ids).items() if t is not None]
+        rows = self.storage.texts_of(handles.tolist()) if len(handles) else []
+        stored = [(i, self._unpack(t)) for i, t in rows if t is not None]
         found, sizes = passages_with(q, [t for _, t in stored], cfg, deadline=deadline)
         incomplete = incomplete or len(found) < len(stored) or not verified
         out = []
@@ -466,7 +479,24 @@ class Index:
                     break
             kept.append(m)
             total += len(m.passages)
-        return CheckResult(matches, kept, capped, incomplete)
+        return CheckResult(matches, kept, capped, incomplete, dict(stored[:len(found)]))
+
+    def _ranked_candidates(self, keys: np.ndarray) -> np.ndarray:
+        """The handles of the texts holding a passage fingerprint of ``keys`` (distinct) that
+        is not common (held by fewer than ``bucket_cap`` texts), ranked by the number of
+        ``keys`` each holds (most first; then oldest first)."""
+        if len(keys) == 0:
+            return np.zeros(0, np.int64)
+        cap = self.bucket_cap
+        pos, handles = self.storage.holders(keys, cap)
+        if len(handles) == 0:
+            return handles
+        common = np.bincount(pos, minlength=len(keys)) >= cap  # per key: held by cap or more
+        uniq, inv, shared = np.unique(handles, return_inverse=True, return_counts=True)
+        rare = np.zeros(len(uniq), bool)
+        rare[inv[~common[pos]]] = True
+        cand, shared = uniq[rare], shared[rare]
+        return cand[np.lexsort((cand, -shared))]
 
     def query_id(self, id: str | int, threshold: float | None = None,  # noqa: A002
                  top_k: int | None = None) -> list[Match]:

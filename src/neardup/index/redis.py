@@ -159,6 +159,24 @@ class RedisStorage(Storage):
                 out[int(h)] = None
         return list(out)
 
+    def holders(self, keys, cap):
+        pipe = self.r.pipeline(transaction=False)
+        for k in np.asarray(keys, np.uint64).tolist():
+            pipe.srandmember(self._k("b", k), cap)
+        pos: list[int] = []
+        got: list[int] = []
+        for j, members in enumerate(pipe.execute()):
+            pos += [j] * len(members)
+            got += [int(h) for h in members]
+        return np.asarray(pos, np.int64), np.asarray(got, np.int64)
+
+    def texts_of(self, handles):
+        pipe = self.r.pipeline(transaction=False)
+        for h in handles:
+            pipe.hmget(self._k("d", h), "id", "text")
+        return [(doc_id.decode(), text) for doc_id, text in pipe.execute()
+                if doc_id is not None]  # text: bytes as stored (None if not kept)
+
     def shingles(self, handles):
         pipe = self.r.pipeline(transaction=False)
         for h in handles:

@@ -429,6 +429,39 @@ class SQLiteStorage(Storage):
                     out[h] = None
         return list(out)
 
+    def holders(self, keys, cap):
+        conn = self._conn()
+        as_signed = np.ascontiguousarray(keys, np.uint64).view(np.int64)
+        signed = as_signed.tolist()
+        rows: list[tuple[int, int]] = []
+        for table in self._parts(conn):
+            # as in candidates: a capped probe per key, _COMPOUND keys a statement; each row
+            # names its key (the table's B-tree holds it: no extra read)
+            for s in range(0, len(signed), _COMPOUND):
+                part = signed[s:s + _COMPOUND]
+                sql = " UNION ALL ".join(
+                    f"SELECT * FROM (SELECT key, handle FROM {table} WHERE key = ? "
+                    f"LIMIT {int(cap)})" for _ in part)
+                rows += conn.execute(sql, part).fetchall()
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        got = np.array(rows, np.int64)
+        order = np.argsort(as_signed, kind="stable")
+        pos = order[np.searchsorted(as_signed, got[:, 0], sorter=order)]
+        return pos.astype(np.int64), np.ascontiguousarray(got[:, 1])
+
+    def texts_of(self, handles):
+        conn = self._conn()
+        rows: dict[int, tuple[str, str | bytes | None]] = {}
+        handles = list(handles)
+        for s in range(0, len(handles), _CHUNK):
+            part = handles[s:s + _CHUNK]
+            for h, doc_id, text in conn.execute(
+                    f"SELECT d.handle, d.id, t.text FROM docs d LEFT JOIN texts t "
+                    f"USING (handle) WHERE d.handle IN ({','.join('?' * len(part))})", part):
+                rows[h] = (doc_id, text)
+        return [rows[h] for h in handles if h in rows]
+
     def shingles(self, handles):
         conn = self._conn()
         rows: dict[int, tuple[str, np.ndarray]] = {}

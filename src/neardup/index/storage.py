@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -101,9 +102,31 @@ class Storage(ABC):
     def candidates(self, keys: np.ndarray, cap: int) -> list[int]:
         """Distinct handles of documents sharing any of ``keys`` (at most ``cap`` per key)."""
 
+    def holders(self, keys: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+        """Who holds each of ``keys`` (distinct): ``(position, handle)`` pairs (``int64`` arrays), one per
+        document holding ``keys[position]``, at most ``cap`` per key (SQLite: per band table),
+        so that a caller can count both the documents of a key and the keys of a document.
+        This default asks :meth:`candidates` one key at a time; backends answer at once."""
+        keys = np.asarray(keys, np.uint64)
+        pos: list[int] = []
+        got: list[int] = []
+        for j in range(len(keys)):
+            hs = self.candidates(keys[j:j + 1], cap)
+            pos += [j] * len(hs)
+            got += hs
+        return np.asarray(pos, np.int64), np.asarray(got, np.int64)
+
     @abstractmethod
     def shingles(self, handles: Sequence[int]) -> list[tuple[str, np.ndarray]]:
         """``(id, shingles)`` for each handle still present (removed ones are left out)."""
+
+    def texts_of(self, handles: Sequence[int]) -> list[tuple[str, str | bytes | None]]:
+        """``(id, text as stored)`` for each handle still present, in the order given (removed
+        ones are left out), without reading shingles where the backend can. This default
+        reads the ids with :meth:`shingles`, then the texts by id."""
+        ids = [i for i, _ in self.shingles(handles)]
+        texts = self.get_texts(ids)
+        return [(i, texts[i]) for i in ids if i in texts]
 
     @abstractmethod
     def get(self, doc_id: str) -> dict[str, Any] | None:
@@ -203,9 +226,25 @@ class MemoryStorage(Storage):
                         out[h] = None
         return list(out)
 
+    def holders(self, keys, cap):
+        pos: list[int] = []
+        got: list[int] = []
+        with self._lock:
+            for j, k in enumerate(np.asarray(keys, np.uint64).tolist()):
+                bucket = self._bands.get(k)
+                if bucket:
+                    hs = list(islice(bucket, cap))
+                    pos += [j] * len(hs)
+                    got += hs
+        return np.asarray(pos, np.int64), np.asarray(got, np.int64)
+
     def shingles(self, handles):
         with self._lock:
             return [(d.id, d.shingles) for h in handles if (d := self._docs.get(h)) is not None]
+
+    def texts_of(self, handles):
+        with self._lock:
+            return [(d.id, d.text) for h in handles if (d := self._docs.get(h)) is not None]
 
     def get(self, doc_id):
         with self._lock:

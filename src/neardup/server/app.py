@@ -1175,6 +1175,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         with _heavy(c.text):
             return _check(c, role)
 
+    def _texts(ids: list[str], have: dict[str, str]) -> dict[str, str | None]:
+        """The texts of ``ids``: those in ``have``, the others read from the index."""
+        missing = [i for i in ids if i not in have]
+        got = index.get_texts(missing) if missing else {}
+        return {i: have[i] if i in have else got[i] for i in ids if i in have or i in got}
+
     def _check(c: CheckIn, role: Role) -> CheckOut:
         if c.add and not allows(role, "write"):
             raise HTTPException(403, "adding a text (add=true) needs an API key with the "
@@ -1213,8 +1219,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         matches_capped = len(matches) > MAX_MATCHES
         matches = matches[:MAX_MATCHES]
         top = matches[:CHECK_DETAILS]
-        texts = index.get_texts([m.id for m in top]) if top else {}
-        rtexts = index.get_texts([m.id for m in reused[:CHECK_DETAILS]]) if reused else {}
+        # the texts the check compared are at hand; only the others are read
+        have = found.texts if found is not None else {}
+        texts = _texts([m.id for m in top], have)
+        rtexts = _texts([m.id for m in reused[:CHECK_DETAILS]], have)
         room = [check_text_bytes]  # bytes of texts the answer may still carry
         cut = {"texts": False, "passages": False}
         keys = word_keys(c.text) if texts else None
