@@ -3,8 +3,9 @@
 Tables: ``meta`` (parameters and format version, as JSON), ``docs`` (handle, id, shingles,
 band keys), ``texts`` (handle, text: apart, so that the rows a query reads stay small and pack
 densely into pages), ``bands_0``, ``bands_1``, ... (band key -> handle, ``WITHOUT ROWID``
-B-trees, one per 131,072 consecutive handles, so a lookup is one probe per band and table and
-inserts touch only the newest table) and ``counts``. Every batch is one ``BEGIN IMMEDIATE`` transaction,
+B-trees, one per 131,072 consecutive handles, so a lookup is one probe per band and table; new
+keys go first to a small table of recent keys, merged into those by handle every 16,384
+documents, so that a batch rewrites few pages) and ``counts``. Every batch is one ``BEGIN IMMEDIATE`` transaction,
 so a process killed in the middle of a batch leaves the file as it was before that batch, and a
 batch that returned is in the file (WAL with ``synchronous=NORMAL`` survives a killed process;
 ``synchronous="full"`` also survives a power cut, at a cost per commit).
