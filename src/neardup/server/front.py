@@ -20,6 +20,9 @@ from .._log import get_logger
 
 #: requests handled at once, by default (503 beyond)
 MAX_REQUESTS = 64
+#: paths answered whatever the number of requests being handled: liveness, which costs
+#: nothing, so that a service at its limit is not taken for a dead one and restarted
+UNLIMITED_PATHS = frozenset({"/health"})
 #: where a request's ID is kept in its ASGI scope
 REQUEST_ID_SCOPE_KEY = "neardup.request_id"
 #: set in the scope by an exception handler that has logged the request's error
@@ -120,7 +123,7 @@ class Front:
                 add_headers(message, rid)
             await send(message)
 
-        if self.active >= self.max_requests:
+        if self.active >= self.max_requests and scope.get("path") not in UNLIMITED_PATHS:
             self.turned_away += 1
             if self.turned_away == 1 or self.turned_away % 100 == 0:
                 log.warning("%d requests are being handled, the limit (--max-requests): "
