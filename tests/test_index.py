@@ -4,6 +4,7 @@ checked against brute-force Jaccard and against the batch engine."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import numpy as np
@@ -466,3 +467,26 @@ def test_a_redis_password_apart_from_the_url(redis_with_password):
         ix.storage.drop()
     with pytest.raises(ConfigError, match="given twice"):
         Index(redis_with_password, storage_options={"password": REDIS_PASSWORD})
+
+
+def test_a_redis_batch_answered_late_is_reported_done(redis_server):
+    """A batch script runs to its end once Redis starts it, so its client must wait for the
+    answer: with the driver's default 5 s socket timeout, a batch Redis answered after 7 s
+    (its writes paused by another client, as a busy or loaded server delays them) was
+    reported as failed although it was in the index."""
+    import redis as redis_client
+
+    prefix = f"late{uuid.uuid4().hex[:8]}"
+    idx = Index(f"{redis_server}?prefix={prefix}")
+    other = redis_client.Redis.from_url(redis_server)
+    try:
+        other.execute_command("CLIENT", "PAUSE", 7000, "WRITE")
+        t = time.monotonic()
+        assert idx.add_many([("a", BASE), ("b", BASE + " and more words here")]) == 2
+        assert time.monotonic() - t > 5  # it was answered late, and waited for
+        assert len(idx) == 2 and idx.get("a") == BASE
+    finally:
+        other.execute_command("CLIENT", "UNPAUSE")
+        other.close()
+        idx.storage.drop()
+        idx.close()
