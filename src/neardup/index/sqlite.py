@@ -452,27 +452,23 @@ class SQLiteStorage(Storage):
         return pos.astype(np.int64), np.ascontiguousarray(got[:, 1])
 
     def texts_of(self, handles):
-        conn = self._conn()
-        rows: dict[int, tuple[str, str | bytes | None]] = {}
-        handles = list(handles)
-        for s in range(0, len(handles), _CHUNK):
-            part = handles[s:s + _CHUNK]
-            for h, doc_id, text in conn.execute(
-                    f"SELECT d.handle, d.id, t.text FROM docs d LEFT JOIN texts t "
-                    f"USING (handle) WHERE d.handle IN ({','.join('?' * len(part))})", part):
-                rows[h] = (doc_id, text)
-        return [rows[h] for h in handles if h in rows]
+        return self._by_handle("SELECT d.handle, d.id, t.text FROM docs d LEFT JOIN texts t "
+                               "USING (handle) WHERE d.handle IN", handles, lambda t: t)
 
     def shingles(self, handles):
+        return self._by_handle("SELECT handle, id, shingles FROM docs WHERE handle IN", handles,
+                               lambda b: np.frombuffer(b, "<u4").astype(np.uint32, copy=False))
+
+    def _by_handle(self, select: str, handles: Sequence[int], value: Any) -> list[tuple]:
+        """``(id, value(column))`` of the rows of ``select`` (``handle, id, column ...
+        WHERE handle IN``) for ``handles``, in their order; handles not there left out."""
         conn = self._conn()
-        rows: dict[int, tuple[str, np.ndarray]] = {}
+        rows: dict[int, tuple[str, Any]] = {}
         handles = list(handles)
         for s in range(0, len(handles), _CHUNK):
             part = handles[s:s + _CHUNK]
-            for h, doc_id, blob in conn.execute(
-                    f"SELECT handle, id, shingles FROM docs WHERE handle IN "
-                    f"({','.join('?' * len(part))})", part):
-                rows[h] = (doc_id, np.frombuffer(blob, "<u4").astype(np.uint32, copy=False))
+            for h, doc_id, got in conn.execute(f"{select} ({','.join('?' * len(part))})", part):
+                rows[h] = (doc_id, value(got))
         return [rows[h] for h in handles if h in rows]
 
     def get(self, doc_id):
