@@ -529,3 +529,34 @@ def test_a_redis_batch_raced_by_another_client_leaves_nothing(redis_server):
         a.storage.drop()
         a.close()
         b.close()
+
+
+def test_a_redis_removal_takes_every_band_key_back(redis_server):
+    """Removed documents are gone at once; their band keys are taken back a few documents a
+    script: none is left pointing at a removed document, and answers are those of an index
+    in memory."""
+    import redis as redis_client
+
+    prefix = f"rm{uuid.uuid4().hex[:8]}"
+    idx, mem = Index(f"{redis_server}?prefix={prefix}", passages=True), Index(passages=True)
+    texts = [f"{BASE} number {i} " + " ".join(f"w{i % 7}x{k}" for k in range(30))
+             for i in range(100)]
+    r = redis_client.Redis.from_url(redis_server)
+    try:
+        for ix in (idx, mem):
+            ix.add_many([(f"d{i}", t) for i, t in enumerate(texts)])
+        handles = {r.hget(f"{prefix}:ids", f"d{i}") for i in range(0, 100, 3)}
+        gone = [f"d{i}" for i in range(0, 100, 3)] + ["never-there"]
+        assert idx.remove_many(gone) == mem.remove_many(gone) == 34
+        assert len(idx) == len(mem) == 66
+        left = set()
+        for key in r.scan_iter(match=f"{prefix}:b:*", count=1000):
+            left |= r.smembers(key) & handles
+        assert not left
+        for t in texts[::9]:
+            assert idx.query(t) == mem.query(t)
+            assert idx.check(t).reused == mem.check(t).reused
+    finally:
+        r.close()
+        idx.storage.drop()
+        idx.close()

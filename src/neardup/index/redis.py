@@ -6,7 +6,8 @@ Layout under a key prefix (``redis://host:6379/0?prefix=shop``, default prefix `
 ``{p}:b:{key}`` (set of handles per band key). Inserts and removals run as Lua scripts, which
 Redis executes atomically: a batch is stored whole or, if an id is already present, not at all
 (its band keys are added by scripts of ``BAND_DOCS`` documents before the documents are stored
-at once, so that no script holds Redis for long; see ``_RESERVE``).
+at once, and taken back after a removal, so that no script holds Redis for long; see
+``_RESERVE``).
 ``check_and_add`` holds a Redis lock (``{p}:lock``) so that it is atomic across clients.
 A single Redis server (or a primary with replicas) is supported, not Redis Cluster: the scripts
 touch keys they compute.
@@ -90,6 +91,8 @@ return {'ok', tostring(n)}
 #: documents whose band keys one script adds (~10 ms of the server with passages)
 BAND_DOCS = 32
 
+# A removal takes the documents away at once (one short script: they are gone for every
+# reader), then takes their band keys back BAND_DOCS documents a script, as a batch adds them.
 _DELETE = """
 local p = ARGV[1]
 local out = {}
@@ -98,16 +101,10 @@ for i = 2, #ARGV do
   local h = redis.call('HGET', p .. ':ids', id)
   if h then
     local dk = p .. ':d:' .. h
-    local keys = redis.call('HGET', dk, 'keys')
-    if keys then
-      for k in string.gmatch(keys, '%S+') do
-        redis.call('SREM', p .. ':b:' .. k, h)
-      end
-    end
+    out[#out + 1] = {h, redis.call('HGET', dk, 'keys') or ''}
     redis.call('DEL', dk)
     redis.call('HDEL', p .. ':ids', id)
     redis.call('ZREM', p .. ':order', id)
-    out[#out + 1] = 1
   else
     out[#out + 1] = 0
   end
@@ -215,7 +212,12 @@ class RedisStorage(Storage):
     def delete(self, ids):
         if not ids:
             return []
-        return [bool(x) for x in self._delete(args=[self.prefix, *ids])]
+        got = self._delete(args=[self.prefix, *ids])
+        gone = [x for x in got if x != 0]
+        for lo in range(0, len(gone), BAND_DOCS):
+            self._unbands(args=[self.prefix, *(v for h, keys in gone[lo:lo + BAND_DOCS]
+                                               for v in (h, keys))])
+        return [x != 0 for x in got]
 
     def candidates(self, keys, cap):
         pipe = self.r.pipeline(transaction=False)
