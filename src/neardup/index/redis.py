@@ -47,25 +47,19 @@ end
 return {'ok', tostring(redis.call('INCRBY', p .. ':next', #ARGV - 1))}
 """
 
-_BANDS = """
+# ARGV: prefix, then handle and its band keys (separated by spaces) for each document; the
+# handle is added to (SADD) or taken from (SREM) the set of each of its keys
+_BAND_KEYS = """
 local p = ARGV[1]
 for i = 2, #ARGV, 2 do
   for k in string.gmatch(ARGV[i + 1], '%S+') do
-    redis.call('SADD', p .. ':b:' .. k, ARGV[i])
+    redis.call('COMMAND', p .. ':b:' .. k, ARGV[i])
   end
 end
 return 1
 """
-
-_UNBANDS = """
-local p = ARGV[1]
-for i = 2, #ARGV, 2 do
-  for k in string.gmatch(ARGV[i + 1], '%S+') do
-    redis.call('SREM', p .. ':b:' .. k, ARGV[i])
-  end
-end
-return 1
-"""
+_BANDS = _BAND_KEYS.replace("COMMAND", "SADD")
+_UNBANDS = _BAND_KEYS.replace("COMMAND", "SREM")
 
 _COMMIT = """
 local p = ARGV[1]
