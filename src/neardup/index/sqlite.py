@@ -183,9 +183,7 @@ class SQLiteStorage(Storage):
                 return
             self._salvaged = True
         try:
-            conn.execute("PRAGMA busy_timeout=1000")
-            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+            busy = self._truncate_log(conn)
         except sqlite3.Error as e:
             log.warning("%s: the index file changed; its write-ahead log could not be "
                         "moved into it: %s", self.path.name, e)
@@ -289,14 +287,20 @@ class SQLiteStorage(Storage):
         except OSError:
             return
         if size >= WAL_RESET_BYTES:
-            # a short wait: a reader of another process that stays long is not waited for
-            conn.execute(f"PRAGMA busy_timeout={int(min(self._timeout, 1.0) * 1000)}")
             try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                self._truncate_log(conn)
             except sqlite3.OperationalError:  # busy: the next write tries again
                 pass
-            finally:
-                conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+
+    def _truncate_log(self, conn: sqlite3.Connection) -> bool:
+        """Copy the write-ahead log into the file and empty it (a ``TRUNCATE`` checkpoint),
+        waiting at most a second for its readers (a reader of another process that stays long
+        is not waited for); whether a reader kept it from being emptied."""
+        conn.execute(f"PRAGMA busy_timeout={int(min(self._timeout, 1.0) * 1000)}")
+        try:
+            return bool(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
 
     @contextmanager
     def exclusive(self):
