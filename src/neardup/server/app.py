@@ -79,7 +79,7 @@ from .collections import (
     summary_json,
     upload_format,
 )
-from .front import LOGGED_SCOPE_KEY, add_headers, request_id
+from .front import LOGGED_SCOPE_KEY, MAX_CONNECTIONS, MAX_REQUESTS, add_headers, request_id
 from .ids import id_problem, normal_id
 from .memory import (
     BODY_MEMORY_BYTES,
@@ -710,7 +710,7 @@ log = get_logger(__name__)
 
 #: requests the service handles at once by default (503 beyond; see front.py), and the
 #: seconds an idle keep-alive connection stays open
-CONCURRENCY = 64
+CONCURRENCY = MAX_REQUESTS
 KEEP_ALIVE_SECONDS = 5
 
 #: seconds a request waits for another process's SQLite write lock before a 503 (the
@@ -1464,7 +1464,7 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         api_keys: ApiKeys | None = None, allow_unauthenticated: bool = False,
         allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = (),
         cors_origins: Sequence[str] = (), header_seconds: float = 10.0,
-        max_requests: int = CONCURRENCY, max_connections: int = 1000,
+        max_requests: int = CONCURRENCY, max_connections: int = MAX_CONNECTIONS,
         log_level: str = "info", log_file: str | Path | None = None,
         storage_options: dict[str, Any] | None = None, **limits: Any) -> None:
     """Open ``Index(index_target, create=False)`` (an existing index only, with the backend's

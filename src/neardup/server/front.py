@@ -20,6 +20,8 @@ from .._log import get_logger
 
 #: requests handled at once, by default (503 beyond)
 MAX_REQUESTS = 64
+#: connections kept open at once, by default (the protocol's bound, :mod:`.protocol`)
+MAX_CONNECTIONS = 1000
 #: paths answered whatever the number of requests being handled: liveness, which costs
 #: nothing, so that a service at its limit is not taken for a dead one and restarted
 UNLIMITED_PATHS = frozenset({"/health"})

@@ -21,12 +21,11 @@ from typing import Any
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .._log import get_logger
+from .front import MAX_CONNECTIONS
 
 #: seconds a client has to send a request's headers, from the first byte of the request (or
 #: the opening of the connection)
 HEADER_SECONDS = 10.0
-#: connections kept open at once, by default
-MAX_CONNECTIONS = 1000
 
 log = get_logger(__name__)
 
