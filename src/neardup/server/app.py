@@ -809,8 +809,14 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     return "; ".join(msgs)
 
 
+def _utf8_size(text: str) -> int:
+    """``text``'s size in UTF-8 bytes (as :func:`neardup.io.utf8_len`, which the service does
+    not load before an upload)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def _check_size(text: str, limit: int, what: str) -> None:
-    n = len(text) if text.isascii() else len(text.encode("utf-8"))
+    n = _utf8_size(text)
     if n > limit:
         raise HTTPException(413, f"{what} is {n} bytes; the limit is {limit} bytes")
 
@@ -1231,7 +1237,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             """``text`` if the answer has room for it, else None (and the answer says so)."""
             if text is None:
                 return None
-            size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+            size = _utf8_size(text)
             if size > room[0]:
                 cut["texts"] = True
                 return None
