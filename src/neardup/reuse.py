@@ -410,7 +410,7 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
             _key_foreign(data[off[t]:off[t + 1]], words[w], w_start[w], w_end[w], foreign[w])
         sizes.extend(np.diff(woff).tolist())
         fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
-        order = np.lexsort((fpos, fh, fdoc))
+        order = _by_text_then_hash(fdoc, fh, n)
         all_words = np.concatenate([q.hashes, words])
         all_woff = np.concatenate([[0], len(q) + woff]).astype(np.int64)
         all_fh = np.concatenate([fq[0], fh[order]])
@@ -435,6 +435,15 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
                 f.sort(key=lambda x: (x.a_words, x.b_words))
         out.extend(found)
     return out, sizes
+
+
+def _by_text_then_hash(doc: np.ndarray, hashes: np.ndarray, n: int) -> np.ndarray:
+    """The order of fingerprints by text, then hash, then position, from the winnowing's
+    order (by text, then position): two stable sorts, the second of small integers (a radix
+    sort): faster than ``np.lexsort((pos, hashes, doc))`` (1.6x for 4,000)."""
+    by_hash = np.argsort(hashes, kind="stable")
+    small = np.int16 if n < (1 << 15) else np.int32 if n < (1 << 31) else np.int64
+    return by_hash[np.argsort(doc[by_hash].astype(small), kind="stable")]
 
 
 def _ranges_in(texts: Sequence[str], data: np.ndarray, off: np.ndarray, woff: np.ndarray,
@@ -622,7 +631,7 @@ def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
     fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
     left, right, common = _candidate_pairs(fh, fdoc, n, max_doc_freq)
     # each text's fingerprints sorted by hash, then position (the kernel merges them)
-    order = np.lexsort((fpos, fh, fdoc))
+    order = _by_text_then_hash(fdoc, fh, n)
     sfh, sfpos = fh[order], fpos[order]
     foff = np.searchsorted(fdoc[order], np.arange(n + 1))
     del order

@@ -62,8 +62,23 @@ log = get_logger(__name__)
 #: the size of the write-ahead log at which a write starts it again (see ``_reset_log``)
 WAL_RESET_BYTES = 64 << 20
 
-_CHUNK = 500  # host parameters per IN (...) list, well under SQLite's limit
-_COMPOUND = 400  # probes per compound SELECT (SQLite's limit: 500 terms)
+_CHUNK = 512  # host parameters per IN (...) list, well under SQLite's limit
+_COMPOUND = 256  # probes per compound SELECT (SQLite's limit: 500 terms)
+#: Statements each connection keeps prepared: the probe statements come in a few sizes per
+#: table (see _padded), and preparing one of hundreds of terms costs more than running it.
+_STATEMENTS = 1024
+
+
+def _padded(values: list, most: int) -> list[list]:
+    """``values`` in lists of at most ``most``, each padded with None (SQL NULL, which no
+    ``=`` or ``IN`` matches) to a power of two of at least 8: the statements made for them
+    come in a few sizes, so that each connection prepares them once and reuses them."""
+    out = []
+    for s in range(0, len(values), most):
+        part = values[s:s + most]
+        size = max(8, 1 << (len(part) - 1).bit_length())
+        out.append(part + [None] * (min(size, most) - len(part)))
+    return out
 
 # Band keys live in one table per PART_DOCS consecutive handles. A commit rewrites every B-tree
 # page it touches, and the keys of a batch land on random pages: in one table for the whole
@@ -206,7 +221,8 @@ class SQLiteStorage(Storage):
             # the first connection may make the file (create=True); the others open it only
             target = self._abs if create else self._uri
             conn = sqlite3.connect(target, timeout=self._timeout, isolation_level=None,
-                                   check_same_thread=False, uri=not create)
+                                   check_same_thread=False, uri=not create,
+                                   cached_statements=_STATEMENTS)
             if self._file is None:
                 st = os.stat(self._abs)
                 self._file = (st.st_dev, st.st_ino)
@@ -425,8 +441,7 @@ class SQLiteStorage(Storage):
         for table in self._parts(conn):
             # a statement per table and _COMPOUND keys (SQLite allows 500 terms in a compound
             # SELECT; a long text has thousands of passage keys): a capped probe per key
-            for s in range(0, len(keys), _COMPOUND):
-                part = keys[s:s + _COMPOUND]
+            for part in _padded(keys, _COMPOUND):
                 sql = " UNION ALL ".join(
                     f"SELECT * FROM (SELECT handle FROM {table} WHERE key = ? LIMIT {int(cap)})"
                     for _ in part)
@@ -442,8 +457,7 @@ class SQLiteStorage(Storage):
         for table in self._parts(conn):
             # as in candidates: a capped probe per key, _COMPOUND keys a statement; each row
             # names its key (the table's B-tree holds it: no extra read)
-            for s in range(0, len(signed), _COMPOUND):
-                part = signed[s:s + _COMPOUND]
+            for part in _padded(signed, _COMPOUND):
                 sql = " UNION ALL ".join(
                     f"SELECT * FROM (SELECT key, handle FROM {table} WHERE key = ? "
                     f"LIMIT {int(cap)})" for _ in part)
@@ -468,9 +482,7 @@ class SQLiteStorage(Storage):
         WHERE handle IN``) for ``handles``, in their order; handles not there left out."""
         conn = self._conn()
         rows: dict[int, tuple[str, Any]] = {}
-        handles = list(handles)
-        for s in range(0, len(handles), _CHUNK):
-            part = handles[s:s + _CHUNK]
+        for part in _padded(list(handles), _CHUNK):
             for h, doc_id, got in conn.execute(f"{select} ({','.join('?' * len(part))})", part):
                 rows[h] = (doc_id, value(got))
         return [rows[h] for h in handles if h in rows]
