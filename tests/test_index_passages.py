@@ -7,10 +7,14 @@ from __future__ import annotations
 import random
 import uuid
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import neardup
 from neardup import ConfigError, Index, PassageConfig, reused_passages
+from neardup.index.core import _unique_by_text
 
 
 def _words(seed: int, n: int) -> list[str]:
@@ -379,3 +383,16 @@ def test_a_backend_without_its_own_holders_and_texts_of_checks_the_same():
     keys = _keys_of(own, text)
     assert [x.tolist() for x in own.storage.holders(keys, 3)] == \
         [x.tolist() for x in plain.storage.holders(keys, 3)]
+
+
+@given(st.lists(st.lists(st.integers(0, 7), max_size=9), min_size=1, max_size=12))
+def test_passage_keys_of_a_batch_are_each_texts_distinct_keys(per_text):
+    """The passage keys a batch stores per text: each text's distinct keys, sorted, as
+    ``np.unique`` of that text's keys alone gives them (empty texts included)."""
+    keys = np.array([k for ks in per_text for k in ks], np.uint64)
+    text = np.repeat(np.arange(len(per_text)), [len(ks) for ks in per_text])
+    got = _unique_by_text(keys, text, len(per_text))
+    assert len(got) == len(per_text)
+    for ks, g in zip(per_text, got):
+        assert g.dtype == np.uint64
+        assert g.tolist() == sorted(set(ks))

@@ -260,11 +260,12 @@ class Index:
 
     # -- encoding ---------------------------------------------------------------------------
     def encode(self, texts: Sequence[str], ids: Sequence[str] | None = None, *,
-               passages: bool = True) -> list[StoredDoc]:
+               passages: bool = True, keep_text: bool = True) -> list[StoredDoc]:
         """Shingle and sketch ``texts`` once, as the batch engine does: one
-        :class:`StoredDoc` each (ids default to ``""``; texts kept if ``store_text``). Its
-        ``keys`` are the LSH band keys, then (with ``passages``, where the index finds
-        passages) the keys of its passage fingerprints."""
+        :class:`StoredDoc` each (ids default to ``""``; texts kept, compressed, if
+        ``store_text`` and ``keep_text``: a query stores nothing). Its ``keys`` are the LSH
+        band keys, then (with ``passages``, where the index finds passages) the keys of its
+        passage fingerprints."""
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(f"text at position {i} is {type(t).__name__}, not str",
@@ -289,15 +290,14 @@ class Index:
             cfg = self.passages
             ptexts = [blank_tags(t) for t in texts] if cfg.strip_html else texts
             fh, fdoc, _ = fingerprints_many_flat(*words_many(ptexts), cfg.k, cfg.window)
-            salted = _salt(fh)
-            cuts = np.searchsorted(fdoc, np.arange(n + 1))
-            extra = [np.unique(salted[cuts[i]:cuts[i + 1]]) for i in range(n)]
+            extra = _unique_by_text(_salt(fh), fdoc, n)
         for i, g in enumerate(fp.group.tolist()):
             k = keys[:, g].copy() if g >= 0 else none64
             if extra is not None and g >= 0:
                 k = np.concatenate([k, extra[i]])
             out.append(StoredDoc(id="" if ids is None else ids[i],
-                                 text=self._pack(texts[i]) if self.store_text else None,
+                                 text=(self._pack(texts[i]) if self.store_text and keep_text
+                                       else None),
                                  shingles=h32[off[g]:ends[g]].copy() if g >= 0 else none32,
                                  keys=k))
         return out
@@ -393,8 +393,8 @@ class Index:
         if not (isinstance(seconds, (int, float)) and seconds > 0):
             raise ConfigError(f"seconds={seconds!r} is invalid: above 0")
         deadline = time.monotonic() + float(seconds)
-        matches = self._verify(self.encode([text], passages=False)[0], threshold,
-                               deadline=deadline)
+        doc = self.encode([text], passages=False, keep_text=False)[0]
+        matches = self._verify(doc, threshold, deadline=deadline)
         complete = self._local.complete
         return (matches[:top_k] if top_k is not None else matches), complete
 
@@ -405,7 +405,8 @@ class Index:
         index's; below it, LSH finds pairs with the probability of its S-curve."""
         threshold = self._check_threshold(threshold)
         check_int("top_k", top_k, 1, none=True)
-        matches = self._verify(self.encode([text], passages=False)[0], threshold)
+        doc = self.encode([text], passages=False, keep_text=False)[0]
+        matches = self._verify(doc, threshold)
         return matches[:top_k] if top_k is not None else matches
 
     def check(self, text: str, *, threshold: float | None = None, min_share: float = 0.0,
@@ -506,7 +507,8 @@ class Index:
         if got is None:
             raise KeyError(id)
         if got["text"] is not None:
-            doc = self.encode([self._unpack(got["text"])])[0]
+            doc = self.encode([self._unpack(got["text"])], passages=False,
+                              keep_text=False)[0]
         else:
             raise ConfigError("query_id needs the texts: this index was built with "
                               "store_text=False")
@@ -638,6 +640,17 @@ def _salt(fingerprints: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         return (fingerprints.astype(np.uint64) ^ _PASSAGE_SALT) * np.uint64(0x9E3779B97F4A7C15)
 _zstd_local = threading.local()
+
+
+def _unique_by_text(keys: np.ndarray, text: np.ndarray, n: int) -> list[np.ndarray]:
+    """The distinct ``keys`` of each of ``n`` texts, sorted (``text``: the text of each key,
+    non-decreasing), by one sort of them all rather than a ``np.unique`` per text."""
+    order = np.lexsort((keys, text))
+    k, t = keys[order], text[order]
+    keep = np.ones(len(k), bool)
+    keep[1:] = (k[1:] != k[:-1]) | (t[1:] != t[:-1])
+    k, t = k[keep], t[keep]
+    return np.split(k, np.searchsorted(t, np.arange(1, n)))
 
 
 def _compressor():
