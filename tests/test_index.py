@@ -560,3 +560,42 @@ def test_a_redis_removal_takes_every_band_key_back(redis_server):
         r.close()
         idx.storage.drop()
         idx.close()
+
+
+@pytest.mark.parametrize("n_keys", [0, 1, 7, 8, 9, 255, 256, 257, 700])
+def test_sqlite_probes_of_any_size_answer_as_the_memory_backend(tmp_path, n_keys):
+    """The SQLite backend probes keys and reads handles in statements of a few padded sizes
+    (padding that matches nothing): for any number of keys and handles, across the padding
+    and chunk boundaries, it answers as the in-memory backend does."""
+    from neardup.index.storage import StoredDoc
+
+    rng = np.random.default_rng(n_keys)
+    pool = rng.integers(1, 2**63, 900, dtype=np.int64).astype(np.uint64)
+    docs = [StoredDoc(id=f"d{i:04d}", text=f"text {i}",
+                      shingles=np.arange(3, dtype=np.uint32),
+                      keys=np.unique(rng.choice(pool, int(rng.integers(1, 6)))))
+            for i in range(600)]
+    mem, lite = neardup.index.MemoryStorage(), sqlite_backend.SQLiteStorage(tmp_path / "p.db")
+    for s in (mem, lite):
+        s.insert(docs)
+    keys = np.unique(rng.choice(pool, n_keys, replace=False)) if n_keys else pool[:0]
+
+    def ids(storage, handles):  # handles are each backend's own: compare the ids
+        return [i for i, _ in storage.shingles(list(handles))]
+
+    for cap in (1, 3, 500):
+        pm, hm = mem.holders(keys, cap)
+        pl, hl = lite.holders(keys, cap)
+        assert sorted(zip(pm.tolist(), ids(mem, hm))) == sorted(zip(pl.tolist(), ids(lite, hl)))
+        assert sorted(ids(mem, mem.candidates(keys, cap))) == sorted(
+            ids(lite, lite.candidates(keys, cap)))
+    # every handle, many of them (across the chunks of a read), in a given order; an unknown
+    # one left out
+    order = rng.permutation(600)
+    wanted = [f"d{i:04d}" for i in order]
+    by_id = {i: h for h, i in zip(range(1, 10**6), ids(lite, range(1, 601)))}
+    handles = [by_id[i] for i in wanted] + [10**9]
+    assert [i for i, _ in lite.texts_of(handles)] == wanted
+    assert ids(lite, handles) == wanted
+    assert dict(lite.texts_of(handles)) == {f"d{i:04d}": f"text {i}" for i in range(600)}
+    lite.close()

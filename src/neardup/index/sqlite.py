@@ -482,7 +482,8 @@ class SQLiteStorage(Storage):
         WHERE handle IN``) for ``handles``, in their order; handles not there left out."""
         conn = self._conn()
         rows: dict[int, tuple[str, Any]] = {}
-        for part in _padded(list(handles), _CHUNK):
+        # plain ints: SQLite would take a numpy integer for a blob and match nothing
+        for part in _padded([int(h) for h in handles], _CHUNK):
             for h, doc_id, got in conn.execute(f"{select} ({','.join('?' * len(part))})", part):
                 rows[h] = (doc_id, value(got))
         return [rows[h] for h in handles if h in rows]
