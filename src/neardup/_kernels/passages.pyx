@@ -383,22 +383,37 @@ cdef int64_t winnow_text(const uint64_t* h, int64_t nw, const uint64_t* coef, in
     """Winnow one text of ``nw`` word hashes: its k-gram hashes into ``kh`` (room for
     ``nw``), then of every window of ``window`` of them the rightmost smallest, each position
     once (a text of fewer k-grams: one window, all of them). Writes the kept hashes and
-    positions when ``out_h`` is not NULL; returns how many."""
+    positions when ``out_h`` is not NULL; returns how many.
+
+    The smallest is carried from window to window: while it stays inside, only the k-gram
+    that enters is compared with it (``<=``: the rightmost of equal ones wins); the window is
+    scanned again only when the smallest leaves it (for hashes, in about one step of
+    ``window``: O(1) work per k-gram on average; a rising run rescans at every step, as much
+    work as scanning every window)."""
     cdef int64_t n = nw - k + 1, s, i, best, last = -1, m = 0, w = window
+    cdef uint64_t low
     if n <= 0:
         return 0
     for i in range(n):
         kh[i] = kgram(h, i, coef, k)
     if w > n:
         w = n
+    best = -1
+    low = 0
     for s in range(n - w + 1):
-        best = s
-        for i in range(s + 1, s + w):
-            if kh[i] <= kh[best]:
-                best = i
+        if best < s:  # the smallest left the window (or the first window): scan it
+            best = s
+            low = kh[s]
+            for i in range(s + 1, s + w):
+                if kh[i] <= low:
+                    best = i
+                    low = kh[i]
+        elif kh[s + w - 1] <= low:
+            best = s + w - 1
+            low = kh[best]
         if best != last:
             if out_h != NULL:
-                out_h[m] = kh[best]
+                out_h[m] = low
                 out_pos[m] = best
             m += 1
             last = best
