@@ -26,7 +26,11 @@ def reference_fingerprints(keys: list[str], k: int, window: int) -> list[tuple[i
     window (the rightmost of equal ones), each kept position once."""
     from neardup.reuse import combine_kgrams, word_hashes
 
-    hs = combine_kgrams(word_hashes(keys), k).tolist()
+    return reference_winnowing(combine_kgrams(word_hashes(keys), k).tolist(), window)
+
+
+def reference_winnowing(hs: list[int], window: int) -> list[tuple[int, int]]:
+    """:func:`reference_fingerprints` of the k-gram hashes ``hs``."""
     n = len(hs)
     if n == 0:
         return []
@@ -523,3 +527,133 @@ def test_words_in_the_kernel_equal_the_python_keys(docs):
     h, off = words_many(docs)
     assert off.tolist()[1:] == list(itertools.accumulate(len(word_keys(d)) for d in docs))
     assert h.tolist() == [x for d in docs for x in word_hashes(word_keys(d)).tolist()]
+
+
+#: every character ``str.split()`` splits on: ASCII 9-13 and 28-32, U+0085, U+00A0, U+1680,
+#: U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000
+_ALL_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+#: word characters, among them the non-space ones whose UTF-8 starts like a multi-byte space
+#: (0xC2, 0xE1, 0xE2, 0xE3), a continuation byte like a space's (U+2080: E2 82 80) and
+#: zero-width or format characters that are not white space
+_WORD_CHARS = list("aZq09xYAMzé") + list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\x00\x7f") + list(
+    "\xa9\xc2\xe1\xe2\xe3\u1681\u169a\u200b\u2030\u205e\u2060\u2080\u2122\u3001\u30a2"
+    "\ufeff\U0001f600\ud800«»—ﬁß\u0301")
+_space_runs = st.text(alphabet=st.sampled_from(_ALL_SPACES), min_size=1, max_size=4)
+_words = st.one_of(
+    st.text(alphabet=st.sampled_from(list("abcXYZ019")), min_size=1, max_size=12),
+    st.text(alphabet=st.sampled_from(list("!\"'(),-.:;?[]{}$+<=>^`|~")), min_size=1,
+            max_size=4),  # punctuation (and symbols) only
+    st.text(alphabet=st.sampled_from(_WORD_CHARS), min_size=1, max_size=12),
+    st.text(alphabet=st.sampled_from(list("ab.,")), min_size=20, max_size=90))  # long words
+_split_texts = st.builds(
+    lambda lead, parts, spaced: (lead + "".join(parts)) if spaced else "".join(parts),
+    st.text(alphabet=st.sampled_from(list("ab ")), max_size=70),  # every offset mod 64
+    st.lists(st.one_of(_words, _space_runs), max_size=40), st.booleans())
+
+
+def _expected_split(text: str) -> tuple[list[int], list[int], list[bool], list[int | None]]:
+    """What ``str.split()`` and :func:`word_key` make of ``text``: each word's byte offsets,
+    whether it holds non-ASCII characters, and the hash of the key of an ASCII one."""
+    from neardup.reuse import word_hashes
+    from neardup.text.words import word_key
+
+    starts, ends, foreign, hashes = [], [], [], []
+    at = 0
+    for w in text.split():
+        at = text.index(w, at)
+        starts.append(len(text[:at].encode("utf-8", "surrogatepass")))
+        at += len(w)
+        ends.append(len(text[:at].encode("utf-8", "surrogatepass")))
+        foreign.append(not w.isascii())
+        hashes.append(None if not w.isascii() else int(word_hashes([word_key(w)])[0]))
+    return starts, ends, foreign, hashes
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_split_texts, st.sampled_from(["", " ", "\u3000 \x85\t", "a"])),
+                max_size=8))
+def test_the_split_kernel_equals_str_split(docs):
+    """The compiled split of many texts at once (64 bytes at a time, multi-byte white space
+    across those blocks, texts ending anywhere in one) finds the words of ``str.split()``:
+    their byte offsets, the non-ASCII ones marked, the ASCII ones hashed from their keys."""
+    import numpy as np
+
+    from neardup.reuse import _encode, _split
+
+    data, off = _encode(docs)
+    hashes, woff, starts, ends, foreign = _split(data, off, True)
+    h2, woff2, s2, e2, f2 = _split(data, off, False)
+    assert woff.tolist() == woff2.tolist() and len(s2) == len(e2) == 0
+    assert np.array_equal(foreign, f2) and np.array_equal(hashes[foreign == 0], h2[f2 == 0])
+    for t, d in enumerate(docs):
+        w = slice(woff[t], woff[t + 1])
+        want_s, want_e, want_f, want_h = _expected_split(d)
+        assert starts[w].tolist() == want_s and ends[w].tolist() == want_e
+        assert foreign[w].astype(bool).tolist() == want_f
+        assert [h if not f else None for h, f in zip(hashes[w].tolist(), want_f)] == want_h
+        one = data[off[t]:off[t + 1]]
+        alone = _split(one, np.array([0, len(one)], np.int64), True)
+        assert alone[0][alone[4] == 0].tolist() == [h for h in want_h if h is not None]
+
+
+def _unmix(x: int) -> int:
+    """The inverse of splitmix64's finaliser (the k-gram hash of one word is that of the word
+    hash, its coefficient being 1): the word hash whose 1-gram hash is ``x``."""
+    m = (1 << 64) - 1
+    x ^= (x >> 31) ^ (x >> 62)
+    x = (x * pow(0x94D049BB133111EB, -1, 1 << 64)) & m
+    x ^= (x >> 27) ^ (x >> 54)
+    x = (x * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & m
+    x ^= (x >> 30) ^ (x >> 60)
+    return x
+
+
+_kgram_runs = st.one_of(
+    st.lists(st.integers(0, 3), max_size=60),  # many equal hashes: ties
+    st.lists(st.integers(0, 2**64 - 1), max_size=60),
+    st.builds(sorted, st.lists(st.integers(0, 50), max_size=60)),  # rising: rescans
+    st.builds(lambda v: sorted(v, reverse=True), st.lists(st.integers(0, 50), max_size=60)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_kgram_runs, max_size=6), st.integers(1, 16))
+def test_the_winnowing_kernel_keeps_the_rightmost_smallest_of_every_window(runs, window):
+    """Chosen k-gram hashes (word hashes whose 1-gram hashes they are): equal ones, rising and
+    falling runs (the smallest leaves the window at every step), texts shorter than the
+    window and window 1, in both of the kernel's passes."""
+    from unittest import mock
+
+    import numpy as np
+
+    from neardup import reuse
+    from neardup.reuse import combine_kgrams, fingerprints_many
+
+    words = [np.array([_unmix(x) for x in r], np.uint64) for r in runs]
+    assert [combine_kgrams(w, 1).tolist() for w in words] == runs
+    want = [(h, d, p) for d, r in enumerate(runs) for h, p in reference_winnowing(r, window)]
+    for one_pass in (reuse._ONE_PASS, 0):
+        with mock.patch.object(reuse, "_ONE_PASS", one_pass):
+            h, doc, pos = fingerprints_many(words, 1, window)
+        assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2), max_size=50), max_size=6), st.integers(1, 8),
+       st.integers(1, 16))
+def test_winnowing_word_hashes_with_ties_equals_scanning_every_window(docs, k, window):
+    """Words from three hashes (repeated k-grams, equal k-gram hashes), k up to 8 (more than
+    some texts' words: no k-gram), windows from 1 to more than the k-grams."""
+    from unittest import mock
+
+    import numpy as np
+
+    from neardup import reuse
+    from neardup.reuse import combine_kgrams, fingerprints_many
+
+    words = [np.array(d, np.uint64) for d in docs]
+    want = [(h, t, p) for t, w in enumerate(words)
+            for h, p in reference_winnowing(combine_kgrams(w, k).tolist(), window)]
+    for one_pass in (reuse._ONE_PASS, 0):
+        with mock.patch.object(reuse, "_ONE_PASS", one_pass):
+            h, doc, pos = fingerprints_many(words, k, window)
+        assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want

@@ -16,11 +16,11 @@ extended across gaps at both ends, merged again.
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
-from ._common cimport GOLDEN, fmix64
+from ._common cimport GOLDEN, ctz64, fmix64, load_le64
 
 cdef uint64_t SEED = 0x243F6A8885A308D3ULL
 
@@ -79,27 +79,221 @@ cdef inline int64_t space_at(const uint8_t* d, int64_t i, int64_t e) noexcept no
     return 0
 
 
+# ---------------------------------------------------------------------------------------------
+# Splitting texts into words, as str.split() does
+#
+# A text is read 64 bytes at a time into bit masks (bit j for byte j): its ASCII white space
+# (9-13, 28-32) and its bytes >= 0x80 (SSE2 compares on x86-64, else 8 bytes at a time in a
+# 64-bit word). Of the bytes >= 0x80 only 0xC2, 0xE1, 0xE2 and 0xE3 may start a multi-byte
+# white space: at those ``space_at`` decides, and the bytes of a white space found are set in
+# the mask (some may fall into the next 64 bytes). The interior bytes of a multi-byte white
+# space are continuation bytes (0x80-0xBF), never one of those leads, so this marks exactly the
+# bytes that a byte by byte scan steps over as white space. Words are the runs of bytes
+# between: their starts and ends are read off the masks.
+
+cdef extern from *:
+    """
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <emmintrin.h>
+    #define ND_SPLIT_SSE2 1
+    #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    #define nd_split_popcount(x) __builtin_popcountll(x)
+    #else
+    static inline int nd_split_popcount(uint64_t x) {
+        x = x - ((x >> 1) & 0x5555555555555555ULL);
+        x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+        return (int)((x * 0x0101010101010101ULL) >> 56);
+    }
+    #endif
+    #define ND_SPLIT_HIGH 0x8080808080808080ULL
+    #define ND_SPLIT_REP(c) (0x0101010101010101ULL * (uint64_t)(c))
+    #if !defined(ND_SPLIT_SSE2)
+    /* the top bit of each byte of z as 8 bits (bit j: byte j) */
+    static inline uint64_t nd_split_bits(uint64_t z) {
+        return ((z >> 7) & 0x0101010101010101ULL) * 0x0102040810204080ULL >> 56;
+    }
+    /* 0x80 in each byte of x that is ASCII white space */
+    static inline uint64_t nd_split_ascii_spaces8(uint64_t x) {
+        const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL, high = 0x8080808080808080ULL,
+                       rep = 0x0101010101010101ULL;
+        uint64_t y = x & low7;
+        uint64_t ge9 = y + rep * (0x80 - 9), ge14 = y + rep * (0x80 - 14);
+        uint64_t ge28 = y + rep * (0x80 - 28), ge33 = y + rep * (0x80 - 33);
+        return ((ge9 & ~ge14) | (ge28 & ~ge33)) & high & ~x;
+    }
+    /* 0x80 in each byte of x equal to c (exactly: no borrow crosses bytes) */
+    static inline uint64_t nd_split_eq8(uint64_t x, uint8_t c) {
+        const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL;
+        uint64_t y = x ^ (0x0101010101010101ULL * c);
+        return ~(((y & low7) + low7) | y | low7);
+    }
+    #endif
+    /* bits of the 64 bytes at p: *high, the bytes >= 0x80; returns the ASCII white space */
+    static inline uint64_t nd_split_classify(const uint8_t* p, uint64_t* high) {
+        uint64_t s = 0, h = 0;
+    #if defined(ND_SPLIT_SSE2)
+        const __m128i lo1 = _mm_set1_epi8(8), hi1 = _mm_set1_epi8(14);
+        const __m128i lo2 = _mm_set1_epi8(27), hi2 = _mm_set1_epi8(33);
+        for (int w = 0; w < 4; w++) {
+            __m128i x = _mm_loadu_si128((const __m128i*)(p + 16 * w));
+            /* signed compares: bytes >= 0x80 are negative, never white space */
+            __m128i a = _mm_and_si128(_mm_cmpgt_epi8(x, lo1), _mm_cmplt_epi8(x, hi1));
+            __m128i b = _mm_and_si128(_mm_cmpgt_epi8(x, lo2), _mm_cmplt_epi8(x, hi2));
+            s |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_or_si128(a, b)) << (16 * w);
+            h |= (uint64_t)(uint32_t)_mm_movemask_epi8(x) << (16 * w);
+        }
+    #else
+        for (int w = 0; w < 8; w++) {
+            uint64_t x;
+            memcpy(&x, p + 8 * w, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            x = __builtin_bswap64(x);
+    #endif
+            s |= nd_split_bits(nd_split_ascii_spaces8(x)) << (8 * w);
+            h |= nd_split_bits(x & 0x8080808080808080ULL) << (8 * w);
+        }
+    #endif
+        *high = h;
+        return s;
+    }
+    /* bits of the 64 bytes at p that may start a multi-byte white space: 0xC2, 0xE1-0xE3 */
+    static inline uint64_t nd_split_leads(const uint8_t* p) {
+        uint64_t m = 0;
+    #if defined(ND_SPLIT_SSE2)
+        const __m128i c2 = _mm_set1_epi8((char)0xC2), e1 = _mm_set1_epi8((char)0xE1);
+        const __m128i e2 = _mm_set1_epi8((char)0xE2), e3 = _mm_set1_epi8((char)0xE3);
+        for (int w = 0; w < 4; w++) {
+            __m128i x = _mm_loadu_si128((const __m128i*)(p + 16 * w));
+            __m128i a = _mm_or_si128(_mm_cmpeq_epi8(x, c2), _mm_cmpeq_epi8(x, e1));
+            __m128i b = _mm_or_si128(_mm_cmpeq_epi8(x, e2), _mm_cmpeq_epi8(x, e3));
+            m |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_or_si128(a, b)) << (16 * w);
+        }
+    #else
+        for (int w = 0; w < 8; w++) {
+            uint64_t x;
+            memcpy(&x, p + 8 * w, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            x = __builtin_bswap64(x);
+    #endif
+            m |= nd_split_bits(nd_split_eq8(x, 0xC2) | nd_split_eq8(x, 0xE1)
+                               | nd_split_eq8(x, 0xE2) | nd_split_eq8(x, 0xE3)) << (8 * w);
+        }
+    #endif
+        return m;
+    }
+    """
+    const uint64_t HIGH "ND_SPLIT_HIGH"
+    uint64_t REP "ND_SPLIT_REP"(int c) noexcept nogil
+    int popcount64 "nd_split_popcount"(uint64_t x) noexcept nogil
+    uint64_t classify64 "nd_split_classify"(const uint8_t* p, uint64_t* high) noexcept nogil
+    uint64_t leads64 "nd_split_leads"(const uint8_t* p) noexcept nogil
+
+
+cdef inline uint64_t chunk_spaces(const uint8_t* d, int64_t pos, int64_t e, uint8_t* pad,
+                                  uint64_t* spill, uint64_t* high) noexcept nogil:
+    """Bit j: byte ``pos + j`` of the text ending at ``e`` is white space, for j in [0, 64)
+    (past ``e``: set). ``spill``: the bits of a white space begun in the 64 bytes before, in
+    and out (those of one that goes on past these); ``high``: the bytes >= 0x80;
+    ``pad``: room for 64 bytes."""
+    cdef const uint8_t* p = d + pos
+    cdef uint64_t sp, lead, run
+    cdef int64_t m = e - pos, j, k
+    if m < 64:  # the text's last bytes, padded with spaces
+        memcpy(pad, p, m)
+        memset(pad + m, 32, 64 - m)
+        p = pad
+    sp = classify64(p, high) | spill[0]
+    spill[0] = 0
+    if high[0]:
+        lead = leads64(p)
+        while lead:
+            j = ctz64(lead)
+            lead &= lead - 1
+            k = space_at(d, pos + j, e)
+            if k:
+                run = (1ULL << k) - 1
+                sp |= run << j
+                if j + k > 64:
+                    spill[0] = run >> (64 - j)
+    return sp
+
+
+cdef inline uint64_t lower8(uint64_t w) noexcept nogil:
+    """``w``'s ASCII bytes (each < 0x80) with A-Z made lower case."""
+    cdef uint64_t upper = (w + REP(0x80 - 0x41)) & ~(w + REP(0x80 - 0x5B)) & HIGH
+    return w | (upper >> 2)
+
+
+cdef inline uint64_t ascii_key_hash(const uint8_t* p, int64_t n, const uint8_t* end
+                                    ) noexcept nogil:
+    """``word_hash(p, n, lower)`` for ASCII bytes, 8 at a time (``end``: the buffer's end,
+    up to which 8 bytes may be read at once)."""
+    cdef uint64_t h = SEED ^ (<uint64_t>n * GOLDEN), w
+    cdef int64_t t = 0, r
+    while t + 8 <= n:
+        h = fmix64(h ^ lower8(load_le64(p + t))) + GOLDEN
+        t += 8
+    r = n - t
+    if r:
+        if p + t + 8 <= end:
+            w = load_le64(p + t) & ((1ULL << (8 * r)) - 1)
+        else:
+            w = 0
+            while t < n:
+                w |= (<uint64_t>p[t]) << (8 * (t + r - n))
+                t += 1
+        h = fmix64(h ^ lower8(w)) + GOLDEN
+    return fmix64(h ^ <uint64_t>n)
+
+
 def count_words(const uint8_t[::1] data, const int64_t[::1] offsets, int64_t[::1] counts,
                 Py_ssize_t lo, Py_ssize_t hi):
     """``counts[t]``: how many words ``str.split()`` finds in the UTF-8 text
     ``data[offsets[t]:offsets[t + 1]]``, for ``t`` in [lo, hi)."""
     cdef Py_ssize_t t
-    cdef int64_t i, e, c, sp
+    cdef int64_t pos, e, c
+    cdef uint64_t sp, ns, spill, high, carry
+    cdef uint8_t pad[64]
     cdef const uint8_t* d = &data[0] if data.shape[0] else NULL
     with nogil:
         for t in range(lo, hi):
             c = 0
-            i = offsets[t]
+            pos = offsets[t]
             e = offsets[t + 1]
-            while i < e:
-                sp = space_at(d, i, e)
-                if sp:
-                    i += sp
-                    continue
-                c += 1
-                while i < e and space_at(d, i, e) == 0:
-                    i += 1
+            spill = 0
+            carry = 0
+            while pos < e:
+                sp = chunk_spaces(d, pos, e, pad, &spill, &high)
+                ns = ~sp
+                c += popcount64(ns & ~((ns << 1) | carry))  # word starts
+                carry = ns >> 63
+                pos += 64
             counts[t] = c
+
+
+cdef inline void put_word(const uint8_t* d, const uint8_t* end, int64_t base, int64_t s,
+                          int64_t i, bint other, const uint8_t* punct, bint where,
+                          int64_t w, uint64_t[::1] hashes, int64_t[::1] starts,
+                          int64_t[::1] ends, uint8_t[::1] foreign) noexcept nogil:
+    cdef int64_t a = s, b = i
+    if where:
+        starts[w] = s - base
+        ends[w] = i - base
+    if other:
+        foreign[w] = 1
+        hashes[w] = 0
+        return
+    foreign[w] = 0
+    while a < b and punct[d[a]]:
+        a += 1
+    while b > a and punct[d[b - 1]]:
+        b -= 1
+    if a == b:  # punctuation only: the word as it is
+        a = s
+        b = i
+    hashes[w] = ascii_key_hash(d + a, b - a, end)
 
 
 def text_words(const uint8_t[::1] data, const int64_t[::1] offsets,
@@ -112,49 +306,55 @@ def text_words(const uint8_t[::1] data, const int64_t[::1] offsets,
     ASCII bytes gets the hash of its key (lower case, without the bytes marked in ``punct``
     at its ends unless it is made of them only) and ``foreign`` 0; any other word gets
     ``foreign`` 1 and its hash is left for the caller (NFKC and case folding)."""
-    cdef uint8_t lower[256]
-    cdef bint where = starts.shape[0] > 0, other
+    cdef bint where = starts.shape[0] > 0, pending, other
     cdef Py_ssize_t t
-    cdef int64_t i, e, base, s, a, b, w, sp
+    cdef int64_t pos, e, base, s = 0, w, js, je, jfrom
+    cdef uint64_t sp, ns, spill, high, carry, wstart, wend
+    cdef uint8_t pad[64]
     cdef const uint8_t* d = &data[0] if data.shape[0] else NULL
-    for i in range(256):
-        lower[i] = <uint8_t>(i + 32 if 65 <= i <= 90 else i)
+    cdef const uint8_t* end = d + data.shape[0]
+    cdef const uint8_t* pu = &punct[0]
     with nogil:
         for t in range(lo, hi):
             base = offsets[t]
             e = offsets[t + 1]
             w = word_offsets[t]
-            i = base
-            while i < e:
-                sp = space_at(d, i, e)
-                if sp:
-                    i += sp
-                    continue
-                s = i
-                other = False
-                while i < e and space_at(d, i, e) == 0:
-                    if d[i] >= 0x80:
-                        other = True
-                    i += 1
-                if where:
-                    starts[w] = s - base
-                    ends[w] = i - base
-                if other:
-                    foreign[w] = 1
-                    hashes[w] = 0
-                else:
-                    foreign[w] = 0
-                    a = s
-                    b = i
-                    while a < b and punct[d[a]]:
-                        a += 1
-                    while b > a and punct[d[b - 1]]:
-                        b -= 1
-                    if a == b:  # punctuation only: the word as it is
-                        a = s
-                        b = i
-                    hashes[w] = word_hash(d + a, b - a, lower)
-                w += 1
+            pos = base
+            spill = 0
+            carry = 0
+            pending = False
+            other = False
+            while pos < e:
+                sp = chunk_spaces(d, pos, e, pad, &spill, &high)
+                ns = ~sp
+                wstart = ns & ~((ns << 1) | carry)
+                wend = sp & ((ns << 1) | carry)
+                carry = ns >> 63
+                jfrom = 0
+                while True:
+                    if pending:
+                        if wend == 0:
+                            other = other or (high >> jfrom) != 0
+                            break
+                        je = ctz64(wend)
+                        wend &= wend - 1
+                        other = other or ((high & ((1ULL << je) - 1)) >> jfrom) != 0
+                        put_word(d, end, base, s, pos + je, other, pu, where, w, hashes,
+                                 starts, ends, foreign)
+                        w += 1
+                        pending = False
+                    if wstart == 0:
+                        break
+                    js = ctz64(wstart)
+                    wstart &= wstart - 1
+                    s = pos + js
+                    jfrom = js
+                    other = False
+                    pending = True
+                pos += 64
+            if pending:  # a word up to the text's end, at the end of 64 bytes
+                put_word(d, end, base, s, e, other, pu, where, w, hashes, starts, ends,
+                         foreign)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,22 +383,37 @@ cdef int64_t winnow_text(const uint64_t* h, int64_t nw, const uint64_t* coef, in
     """Winnow one text of ``nw`` word hashes: its k-gram hashes into ``kh`` (room for
     ``nw``), then of every window of ``window`` of them the rightmost smallest, each position
     once (a text of fewer k-grams: one window, all of them). Writes the kept hashes and
-    positions when ``out_h`` is not NULL; returns how many."""
+    positions when ``out_h`` is not NULL; returns how many.
+
+    The smallest is carried from window to window: while it stays inside, only the k-gram
+    that enters is compared with it (``<=``: the rightmost of equal ones wins); the window is
+    scanned again only when the smallest leaves it (for hashes, in about one step of
+    ``window``: O(1) work per k-gram on average; a rising run rescans at every step, as much
+    work as scanning every window)."""
     cdef int64_t n = nw - k + 1, s, i, best, last = -1, m = 0, w = window
+    cdef uint64_t low
     if n <= 0:
         return 0
     for i in range(n):
         kh[i] = kgram(h, i, coef, k)
     if w > n:
         w = n
+    best = -1
+    low = 0
     for s in range(n - w + 1):
-        best = s
-        for i in range(s + 1, s + w):
-            if kh[i] <= kh[best]:
-                best = i
+        if best < s:  # the smallest left the window (or the first window): scan it
+            best = s
+            low = kh[s]
+            for i in range(s + 1, s + w):
+                if kh[i] <= low:
+                    best = i
+                    low = kh[i]
+        elif kh[s + w - 1] <= low:
+            best = s + w - 1
+            low = kh[best]
         if best != last:
             if out_h != NULL:
-                out_h[m] = kh[best]
+                out_h[m] = low
                 out_pos[m] = best
             m += 1
             last = best
