@@ -227,6 +227,15 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / tick
 
 
+def family(pid: int) -> list[int]:
+    """``pid`` and its child processes (the workers of ``neardup serve --workers``)."""
+    out = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with open(task / "children") as f:
+            out += [int(c) for c in f.read().split()]
+    return out
+
+
 def proc_mem(pid: int) -> dict[str, float]:
     out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -377,8 +386,10 @@ class RedisServer:
 # Server
 
 
-def start_server(target: str, port: int, keys_file: Path, log: Path) -> subprocess.Popen:
-    """``neardup serve --index TARGET --api-keys-file KEYS`` once it answers ``/health``."""
+def start_server(target: str, port: int, keys_file: Path, log: Path, workers: int = 1
+                 ) -> subprocess.Popen:
+    """``neardup serve --index TARGET --api-keys-file KEYS --workers N`` once it answers
+    ``/health``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_API_KEY")}
     # the caller's PYTHONPATH after src/: a sitecustomize.py there can patch the server for
     # an experiment
@@ -386,7 +397,8 @@ def start_server(target: str, port: int, keys_file: Path, log: Path) -> subproce
         os.environ.get("PYTHONPATH")])])
     err = open(log, "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", target,
-                             "--port", str(port), "--api-keys-file", str(keys_file)],
+                             "--port", str(port), "--api-keys-file", str(keys_file),
+                             "--workers", str(workers)],
                             env=env, stdout=subprocess.DEVNULL, stderr=err)
     for _ in range(1200):
         if proc.poll() is not None:
@@ -440,7 +452,8 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
     try:
         for k, port in enumerate(ports):
             servers.append(start_server(target, port, keys_file,
-                                        Path(a.results) / f"service-scale-server-{k}.log"))
+                                        Path(a.results) / f"service-scale-server-{k}.log",
+                                        a.workers))
         proc = servers[0]
         ctx = mp.get_context("fork")
         barrier = ctx.Barrier(a.readers + a.writers + 1)
@@ -463,20 +476,22 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
         t_end.value = now + 0.5 + a.warmup + a.seconds
         barrier.wait()
         time.sleep(max(t_warm.value - time.monotonic(), 0))
-        cpu0 = sum(proc_cpu(p.pid) for p in servers)
+        pids = [q for p in servers for q in family(p.pid)]  # the workers too
+        cpu0 = sum(proc_cpu(q) for q in pids)
         if a.py_spy:
             spy = subprocess.Popen(
                 [a.py_spy_exe, "record", "--pid", str(proc.pid), "--duration",
                  str(int(a.seconds)), "--format", "raw", "--rate", "100", "--threads",
                  "--output", str(a.py_spy), "--nonblocking", *(["--gil"] if a.py_spy_gil else []),
+                 *(["--subprocesses"] if a.workers > 1 else []),
                  *(["--idle"] if a.py_spy_idle else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        sleep_sampling(t_end.value, [p.pid for p in servers], anon)
-        server_cpu = sum(proc_cpu(p.pid) for p in servers) - cpu0
+        sleep_sampling(t_end.value, pids, anon)
+        server_cpu = sum(proc_cpu(q) for q in pids) - cpu0
         got = [queue.get(timeout=a.seconds + 600) for _ in procs]
         for p in procs:
             p.join(60)
-        mems = [proc_mem(p.pid) for p in servers]
+        mems = [proc_mem(q) for q in pids]
         mem = {k: round(sum(m.get(k, 0) for m in mems), 1) for k in ("VmHWM", "VmRSS")}
         if spy is not None:
             spy.wait(120)
@@ -583,6 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--readers", type=int, default=4, help="reader processes")
     ap.add_argument("--writers", type=int, default=1, choices=[0, 1, 2],
                     help="writer processes (0: readers alone)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="neardup serve --workers: processes of the service (CPU and memory "
+                         "are summed over them)")
     ap.add_argument("--servers", type=int, default=1,
                     help="service processes on the same index (an experiment: client k talks "
                          "to server k mod N; CPU and RSS are summed; py-spy samples the "

@@ -373,7 +373,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
             body_memory_bytes=(max(64_000_000, a.max_upload_bytes) if a.body_memory_mb is None
                                else a.body_memory_mb * 1_000_000),
             max_requests=a.max_requests, max_connections=a.max_connections,
-            log_level=a.log_level, log_file=a.log_file,
+            workers=a.workers, log_level=a.log_level, log_file=a.log_file,
             allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
             allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
     finally:
@@ -556,6 +556,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--body-memory-mb", type=int, default=None, metavar="MB",
                     help="request bodies held in memory at once; a body beyond gets 503 with "
                          "Retry-After (default: 64, or --max-upload-bytes if larger)")
+    sv.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="processes serving the index side by side, on one port: a process "
+                         "runs Python on one core at a time, so on a machine of N cores N "
+                         "workers answer more requests at once and sooner. The limits below "
+                         "(requests, connections, memory, uploads, threads) hold per worker; "
+                         "uploaded collections are shared. An SQLite file or Redis index "
+                         "(default: 1)")
     sv.add_argument("--threads", type=int, default=16, metavar="N",
                     help="threads that run requests' work at once, each with its own "
                          "connection to an SQLite index; other requests wait for one "

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 import sqlite3
+import sys
 import threading
 import time
 from collections import Counter
@@ -50,7 +52,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from .._log import get_logger
 from .._records import record
-from ..errors import ConfigError, InputError, SkipReason
+from ..errors import ConfigError, InputError, NeardupError, SkipReason
 from ..index import DuplicateIdError, Index, IndexBusyError, IndexChangedError, IndexFullError
 from ..index.redact import redact_location
 from ..validate import check_int
@@ -854,7 +856,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                concurrent_uploads: int = CONCURRENT_UPLOADS,
                collection_folder: str | None = None,
                body_memory_bytes: int = BODY_MEMORY_BYTES,
-               max_memory_bytes: int | None = None, threads: int = THREADS) -> FastAPI:
+               max_memory_bytes: int | None = None, threads: int = THREADS,
+               collections_shared: str | Path | None = None) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
@@ -880,6 +883,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     temporary folder; removed when the application shuts down) up to
     ``collection_disk_bytes``, the least recently used dropped beyond (404: upload again);
     ``concurrent_uploads``: uploads deduplicated at once (503 with ``Retry-After`` beyond).
+    ``collections_shared``: a folder where every collection is kept, for the other processes
+    serving the same index (``neardup serve --workers``) to answer for it too; the budgets then
+    hold for the folder as a whole, and the folder is left in place at shutdown.
 
     Memory (:mod:`.memory`): ``body_memory_bytes``, the request bodies held at once (at least
     ``max_upload_bytes``; 503 with ``Retry-After`` for a body beyond); ``max_memory_bytes``:
@@ -895,7 +901,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     collections = CollectionStore(
         check_int("collection_memory_bytes", collection_memory_bytes, 0),
         check_int("collection_disk_bytes", collection_disk_bytes, 0),
-        check_int("max_collections", max_collections, 1), collection_folder)
+        check_int("max_collections", max_collections, 1), collection_folder,
+        **({} if collections_shared is None else {"shared": Path(collections_shared)}))
     uploads = UploadSlots(check_int("concurrent_uploads", concurrent_uploads, 1))
     body_memory_bytes = check_int("body_memory_bytes", body_memory_bytes, 1)
     if body_memory_bytes < max_upload_bytes:
@@ -1276,6 +1283,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         and the number of collections kept."""
         return jsonable_encoder({**_shown_stats(index.stats()), "requests": counts.to_dict(),
                                  "collections": len(collections),
+                                 "process": os.getpid(),
                                  "collections_kept": collections.usage(),
                                  "limits": {"max_upload_bytes": max_upload_bytes,
                                             "max_text_bytes": max_text_bytes,
@@ -1472,7 +1480,8 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         cors_origins: Sequence[str] = (), header_seconds: float = 10.0,
         max_requests: int = CONCURRENCY, max_connections: int = MAX_CONNECTIONS,
         log_level: str = "info", log_file: str | Path | None = None,
-        storage_options: dict[str, Any] | None = None, **limits: Any) -> None:
+        storage_options: dict[str, Any] | None = None, workers: int = 1,
+        **limits: Any) -> None:
     """Open ``Index(index_target, create=False)`` (an existing index only, with the backend's
     ``storage_options``), serve it with uvicorn until interrupted, then close it.
 
@@ -1486,17 +1495,24 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     address, localhost, 127.0.0.1 and [::1] with ``port``, and ``allowed_hosts``. A key file is
     read again on SIGHUP and whenever it changes. The service logs (:mod:`.logs`) to stderr,
     or to ``log_file``, from ``log_level`` up: its start and stop, its errors, and a line per
-    request; never a key or a document's text."""
+    request; never a key or a document's text.
+
+    ``workers``: processes serving the index side by side (see :func:`_serve_workers`), each
+    with its own limits (``max_requests``, ``max_connections``, the memory and upload limits
+    and threads are per worker), its own connections to the index and its own interpreter, so
+    that requests do not wait for one another's Python code: a Python process runs one thread
+    of Python at a time. Uploaded collections are kept in a folder they share."""
     import signal
 
-    import uvicorn
-
     from . import logs
-    from .front import Front
-    from .protocol import BoundedH11Protocol
 
     max_requests = check_int("max_requests", max_requests, 1)
     max_connections = check_int("max_connections", max_connections, 1)
+    workers = check_int("workers", workers, 1, 256)
+    memory_index = index_target in (None, ":memory:")
+    if workers > 1 and memory_index:
+        raise ConfigError(f"workers={workers}: an index in memory cannot be shared by several "
+                          "processes; serve an SQLite file or a Redis index, or one worker")
     check_binding(host, api_keys, allow_unauthenticated, allowed_hosts)
     logs.configure(log_level, log_file)
     hosts = HostRules.for_binding(host, port, allowed_hosts)
@@ -1506,12 +1522,16 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     # an index that is there only: a missing one (a deleted file, a Redis server that lost its
     # data) is an IndexNotFoundError, never a new, empty index served as if nothing happened
     options = dict(storage_options or {})
-    if sqlite_target and index_target not in (None, ":memory:"):
+    if sqlite_target and not memory_index:
         options.setdefault("timeout", SQLITE_BUSY_SECONDS)
-    index = Index(index_target, storage_options=options,
-                  create=index_target in (None, ":memory:"))
+
+    def open_index() -> Index:
+        return Index(index_target, storage_options=options, create=memory_index)
+
+    index = open_index()
     url = f"http://{host_entry(host, port)}"
     try:
+        # its options checked before the log says more (with workers, each makes its own)
         app = create_app(index, **app_options)
         if api_keys is None:
             log.warning("%s: no API key configured: anyone who can reach this address can "
@@ -1520,39 +1540,182 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
                         else "")
         else:
             log.info("%s: API keys needed: %s", url, api_keys.describe())
-            if api_keys.file is not None and hasattr(signal, "SIGHUP"):
-                # read on a thread of its own: the handler interrupts the main thread, which
-                # may hold the keys' lock at that moment
-                signal.signal(signal.SIGHUP, lambda *_: threading.Thread(
-                    target=api_keys.reload, name="neardup-reload-keys", daemon=True).start())
         if not is_loopback(host) and not allowed_hosts and not hosts.any:
             log.warning("answers to the Host names %s only: add the names clients use to reach "
                         "it with --allowed-host NAME", ", ".join(hosts.entries))
         max_connections = _open_files_for(max_connections)
-        log.info("serving the index %s (%s documents) at %s: at most %d requests handled at "
-                 "once and %d connections open, request headers within %g s, idle "
+        log.info("serving the index %s (%s documents) at %s%s: at most %d requests handled at "
+                 "once and %d connections open%s, request headers within %g s, idle "
                  "connections closed after %d s", _named(index_target), f"{len(index):,}",
-                 url, max_requests, max_connections, header_seconds, KEEP_ALIVE_SECONDS)
-        # bounded: at most max_requests requests at once (Front: 503 beyond), max_connections
-        # connections (the protocol closes the one waiting longest for a request to make
-        # room), idle connections closed after KEEP_ALIVE_SECONDS, request headers within
-        # header_seconds (protocol.py), request bodies within body_seconds (create_app)
-        protocol = type("Protocol", (BoundedH11Protocol,), {
-            "header_seconds": header_seconds, "max_connections": max_connections})
-        keys = api_keys
-        front = Front(app, max_requests=max_requests,
-                      refused_id=None if keys is None else lambda v: keys.role(v) is not None)
-        with contextlib.suppress(ValueError):  # not on the main thread: left as it is
-            # uvicorn stops gracefully on SIGTERM, then raises it again: exit through the
-            # `finally` below (the index closed, the stop logged) rather than die at once
-            signal.signal(signal.SIGTERM, _exit_quietly)
-        uvicorn.run(front, host=host, port=port, limit_concurrency=None,
-                    timeout_keep_alive=KEEP_ALIVE_SECONDS, h11_max_incomplete_event_size=65536,
-                    http=protocol, log_config=None, access_log=False)
+                 url, f" with {workers} worker processes" if workers > 1 else "", max_requests,
+                 max_connections, " per worker" if workers > 1 else "", header_seconds,
+                 KEEP_ALIVE_SECONDS)
+
+        def serve(app: FastAPI, sockets: list | None = None) -> None:
+            import uvicorn
+
+            from .front import Front
+            from .protocol import BoundedH11Protocol
+
+            if api_keys is not None and api_keys.file is not None and hasattr(signal, "SIGHUP"):
+                # read on a thread of its own: the handler interrupts the main thread, which
+                # may hold the keys' lock at that moment
+                signal.signal(signal.SIGHUP, lambda *_: threading.Thread(
+                    target=api_keys.reload, name="neardup-reload-keys", daemon=True).start())
+            # bounded: at most max_requests requests at once (Front: 503 beyond),
+            # max_connections connections (the protocol closes the one waiting longest for a
+            # request to make room), idle connections closed after KEEP_ALIVE_SECONDS, request
+            # headers within header_seconds (protocol.py), request bodies within body_seconds
+            # (create_app)
+            protocol = type("Protocol", (BoundedH11Protocol,), {
+                "header_seconds": header_seconds, "max_connections": max_connections})
+            keys = api_keys
+            front = Front(app, max_requests=max_requests,
+                          refused_id=None if keys is None else lambda v: keys.role(v) is not None)
+            with contextlib.suppress(ValueError):  # not on the main thread: left as it is
+                # uvicorn stops gracefully on SIGTERM, then raises it again: exit through the
+                # callers' `finally` (the index closed, the stop logged) rather than die at once
+                signal.signal(signal.SIGTERM, _exit_quietly)
+            config = uvicorn.Config(front, host=host, port=port, limit_concurrency=None,
+                                    timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                                    h11_max_incomplete_event_size=65536, http=protocol,
+                                    log_config=None, access_log=False)
+            uvicorn.Server(config).run(sockets=sockets)
+
+        if workers == 1:
+            serve(app)
+        else:
+            del app
+            index.close()  # each worker opens its own (a connection must not cross a fork)
+            _serve_workers(workers, host, port, open_index, serve, app_options,
+                           limits.get("collection_folder"))
     finally:
         index.close()
         log.info("%s: stopped, the index closed", url)
         logs.reset()
+
+
+#: a worker that exits this soon after its start is not started again (it would only fail
+#: again: a broken index, a port taken): the service stops
+WORKER_MIN_SECONDS = 10.0
+#: seconds the workers have to finish their requests once asked to stop, then killed
+WORKER_STOP_SECONDS = 30.0
+
+
+def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], Index],
+                   serve: Callable[..., None], app_options: dict[str, Any],
+                   collection_folder: str | None) -> None:
+    """Serve with ``workers`` processes forked from this one, on one listening socket (the
+    system hands each new connection to one of them), until SIGTERM or SIGINT; then each
+    finishes its requests (``WORKER_STOP_SECONDS`` at most) and the collections' folder is
+    removed. A worker that dies is started again, unless it died within
+    ``WORKER_MIN_SECONDS`` of its start (then the service stops). SIGHUP is passed on to the
+    workers (each reads the key file again)."""
+    import multiprocessing
+    import shutil
+    import signal
+    import socket
+    import tempfile
+
+    from . import logs
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # A socket per worker on the same port where the system balances new connections among
+    # them (SO_REUSEPORT: Linux); elsewhere one socket, whose connections go to the worker
+    # that accepts first (a busy one rarely does).
+    balanced = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+    def listen() -> socket.socket:
+        # IPPROTO_TCP named: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+        # connections of a socket that says it is TCP; with it on, a response written in two
+        # parts waits for the client's delayed acknowledgement (40 ms a request)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if balanced:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind((host, port))
+        except OSError as e:
+            sock.close()
+            raise ConfigError(f"cannot listen on {host_entry(host, port)}: "
+                              f"{e.strerror or e}") from None
+        sock.set_inheritable(True)
+        return sock
+
+    socks = [listen()]  # here: a port taken is said before any worker starts
+    if balanced:
+        socks += [listen() for _ in range(workers - 1)]
+    # mkdtemp: mode 0700, a name no one else can take; every worker keeps its collections there
+    shared = tempfile.mkdtemp(prefix="neardup-collections-", dir=collection_folder)
+    ctx = multiprocessing.get_context("fork")
+
+    def main(k: int) -> None:  # in the worker, just forked
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        logs.name_process(f"worker {k}")
+        index = open_index()
+        try:
+            serve(create_app(index, collections_shared=shared, **app_options),
+                  [socks[k] if balanced else socks[0]])
+        finally:
+            index.close()
+
+    def start(k: int) -> tuple[Any, float]:
+        proc = ctx.Process(target=main, args=(k,), name=f"neardup-worker-{k}", daemon=False)
+        proc.start()
+        log.debug("worker %d started (pid %d)", k, proc.pid)
+        return proc, time.monotonic()
+
+    stop = threading.Event()
+    procs: list[tuple[Any, float]] = []
+    failed: str | None = None
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    hup = signal.getsignal(signal.SIGHUP) if hasattr(signal, "SIGHUP") else None
+    try:
+        for sig in old:
+            signal.signal(sig, lambda *_: stop.set())
+        if hup is not None:
+            signal.signal(signal.SIGHUP, lambda *_: [os.kill(p.pid, signal.SIGHUP)
+                                                     for p, _ in procs if p.is_alive()])
+        procs.extend(start(k) for k in range(workers))
+        while not stop.wait(0.2):
+            for k, (proc, began) in enumerate(procs):
+                if proc.is_alive():
+                    continue
+                lived = time.monotonic() - began
+                if lived < WORKER_MIN_SECONDS:
+                    failed = (f"worker {k} (pid {proc.pid}) exited {lived:.1f} s after its start "
+                              f"(exit code {proc.exitcode}): the service stops")
+                    stop.set()
+                    break
+                log.error("worker %d (pid %d) exited (exit code %s); starting another", k,
+                          proc.pid, proc.exitcode)
+                procs[k] = start(k)
+        if failed:
+            log.error(failed)
+    finally:
+        for proc, _ in procs:
+            if proc.is_alive():
+                proc.terminate()  # SIGTERM: uvicorn finishes the requests in hand
+        deadline = time.monotonic() + WORKER_STOP_SECONDS
+        for proc, _ in procs:
+            proc.join(max(deadline - time.monotonic(), 0.1))
+            if proc.is_alive():
+                log.warning("worker pid %d did not stop within %g s: killed", proc.pid,
+                            WORKER_STOP_SECONDS)
+                proc.kill()
+                proc.join()
+        for sock in socks:
+            sock.close()
+        shutil.rmtree(shared, ignore_errors=True)
+        for sig, handler in old.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(sig, handler)
+        if hup is not None:
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGHUP, hup)
+    if failed:
+        raise NeardupError(failed)
 
 
 def _exit_quietly(*_: Any) -> None:

@@ -60,6 +60,16 @@ def configure(level: str = "info", file: str | Path | None = None) -> logging.Ha
     return handler
 
 
+def name_process(label: str) -> None:
+    """Mark every record of this process with ``label`` (a worker of ``neardup serve
+    --workers``: ``worker 2``), after the logger's name."""
+    fmt = _MaskPasswords(FORMAT.replace("%(name)s:", f"%(name)s [{label}]:"))
+    for name in LOGGERS:
+        for h in logging.getLogger(name).handlers:
+            if h.get_name() == "neardup-serve":
+                h.setFormatter(fmt)
+
+
 def reset() -> None:
     """Undo :func:`configure`: its handler closed, the loggers as they were."""
     _remove()
