@@ -513,8 +513,7 @@ class CollectionStore:
                     if os.path.lexists(self._shared / cid):  # put again: replaced
                         self._remove_shared(cid)
                     os.rename(tmp, self._shared / cid)
-                    os.utime(self._shared / cid)  # the most recently used
-                    kept = cid in self._enforce_shared()
+                    kept = cid in self._enforce_shared(newest=cid)
         except OSError:
             kept = False
         finally:
@@ -575,7 +574,8 @@ class CollectionStore:
             while len(self._touched) > 4 * self.max_collections + 64:
                 self._touched.popitem(last=False)
         try:
-            os.utime(folder)
+            t = time.time_ns()  # the clock of puts (the kernel's may be a tick behind)
+            os.utime(folder, ns=(t, t))
         except FileNotFoundError:
             with self._lock:
                 self._touched.pop(cid, None)
@@ -622,14 +622,20 @@ class CollectionStore:
                         continue
         return out
 
-    def _enforce_shared(self) -> set[str]:
-        """Remove the least recently used collections of the shared folder beyond
-        ``max_collections`` and ``disk_bytes`` (the caller holds the exclusive lock); the ids
-        kept."""
+    def _enforce_shared(self, newest: str) -> set[str]:
+        """Make ``newest`` the most recently used collection of the shared folder, and remove
+        the least recently used beyond ``max_collections`` and ``disk_bytes`` (the caller holds
+        the exclusive lock); the ids kept."""
+        assert self._shared is not None
+        found = self._shared_collections(clean=True)
+        # later than every other, even where the clock's ticks are coarser than puts
+        t = max([time.time_ns()] + [m + 1 for m, c, _ in found if c != newest])
+        os.utime(self._shared / newest, ns=(t, t))
+        found = [(t if c == newest else m, c, nbytes) for m, c, nbytes in found]
         kept: set[str] = set()
         count = total = 0
         full = False
-        for _, cid, nbytes in sorted(self._shared_collections(clean=True), reverse=True):
+        for _, cid, nbytes in sorted(found, reverse=True):
             if not full and count < self.max_collections and total + nbytes <= self.disk_bytes:
                 kept.add(cid)
                 count += 1
