@@ -421,7 +421,7 @@ class CollectionStore:
     # -- the collections -------------------------------------------------------------------
     def __len__(self) -> int:
         if self._shared is not None:
-            return len(self._shared_collections())
+            return len(self._counted())
         return len(self._d)
 
     def usage(self) -> dict[str, int]:
@@ -430,7 +430,7 @@ class CollectionStore:
         if self._shared is not None:
             with self._lock:
                 mem = [k.nbytes for k in self._d.values()]
-            disk = [nbytes for _, _, nbytes in self._shared_collections()]
+            disk = [nbytes for _, _, nbytes in self._counted()]
         else:
             with self._lock:
                 mem = [k.nbytes for k in self._d.values() if k.collection is not None]
@@ -595,6 +595,14 @@ class CollectionStore:
             yield
         finally:
             os.close(fd)  # and the lock with it
+
+    def _counted(self) -> list[tuple[int, str, int]]:
+        """The shared folder's collections; none once the folder is gone (the service
+        stopping)."""
+        try:
+            return self._shared_collections()
+        except FileNotFoundError:
+            return []
 
     def _shared_collections(self, clean: bool = False) -> list[tuple[int, str, int]]:
         """``(mtime_ns, cid, bytes)`` of each collection in the shared folder, under its lock;
