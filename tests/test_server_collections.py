@@ -3,22 +3,28 @@
 exact-duplicate groups imply counted but never listed, the memory and disk budgets of the
 collection store, uploads at once, passages against a brute-force oracle and within their time
 budget. The real application through ``TestClient``, and ``benchmarks/service_memory.py`` at a
-tiny size."""
+tiny size. The store's shared mode with real files and real processes: what one store (one
+worker) puts, another gets; the budgets of the shared folder held by processes putting at once;
+recency across stores; ids that would reach outside the folder."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import re
 import stat
+import subprocess
 import sys
+import threading
 import time
 import tracemalloc
 import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,6 +37,13 @@ from oracles import jaccard, normalize, shingle_hashes  # noqa: E402
 import neardup  # noqa: E402
 from neardup import Index  # noqa: E402
 from neardup.server import create_app, shared_passages  # noqa: E402
+from neardup.server.collections import (  # noqa: E402
+    _ARRAYS,
+    COLLECTION_SHINGLE,
+    TOUCH_SECONDS,
+    Collection,
+    CollectionStore,
+)
 from neardup.server.passages import passages_within  # noqa: E402
 from neardup.text.words import word_key  # noqa: E402
 
@@ -320,6 +333,287 @@ def test_vectorised_passages_match_brute_force(a: str, b: str, k: int,
                                                max_occurrences: int | None) -> None:
     assert shared_passages(a, b, k, max_occurrences=max_occurrences) == oracle(
         a, b, k, max_occurrences)
+
+
+# ---------------------------------------------------------------------------------------------
+# The store shared by worker processes
+
+
+def cid_of(k: int) -> str:
+    """A collection id as the service makes them (16 hex digits)."""
+    return f"{k:016x}"
+
+
+def small_collection(seed: int, n: int = 12) -> tuple[list[str], list[str], Collection]:
+    """``n`` documents, the last an exact copy of the first (in capitals), deduplicated as an
+    upload is."""
+    rng = random.Random(seed)
+    texts = [make_text(rng, 30) for _ in range(n - 1)]
+    texts.append(texts[0].upper())
+    ids = [f"s{seed}-{i}" for i in range(n)]
+    result = neardup.dedup(texts, ids, shingle=COLLECTION_SHINGLE, pairs="edges")
+    summary = json.dumps({"seed": seed, "documents": n}).encode()
+    return ids, texts, Collection.build(ids, texts, result, summary)
+
+
+def similarities(col: Collection) -> list[list[float | None]]:
+    return [[col.similarity(a, b) for b in range(len(col))] for a in range(len(col))]
+
+
+def assert_same(got: Collection | None, ids: list[str], texts: list[str],
+                want: Collection) -> None:
+    assert got is not None
+    assert [got.id(r) for r in range(len(got))] == ids
+    assert [got.text(r) for r in range(len(got))] == texts
+    assert got.summary == want.summary
+    for name in _ARRAYS:
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert similarities(got) == similarities(want)
+    assert got.similarity(0, len(got) - 1) == 1.0 and got.row_of(ids[-1]) == len(got) - 1
+
+
+def shared_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o700)  # as the supervisor makes it
+    return folder
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.iterdir())
+
+
+def test_a_collection_put_in_one_shared_store_is_got_by_another(tmp_path: Path) -> None:
+    shared = shared_folder(tmp_path)
+    a, b = CollectionStore(shared=shared), CollectionStore(shared=shared)
+    ids, texts, col = small_collection(1)
+    cid = cid_of(1)
+    assert b.get(cid) is None  # not yet
+    assert a.put(cid, col) is True
+    # written at once, whole, under its id: nothing else left in the folder
+    assert sorted(os.listdir(shared)) == [".lock", cid]
+    assert stat.S_IMODE((shared / cid).stat().st_mode) == 0o700
+    assert a.get(cid) is col  # from a's memory
+    got = b.get(cid)
+    assert_same(got, ids, texts, col)
+    assert isinstance(got.texts_buf, np.memmap)  # mapped from the shared folder
+    assert b.get(cid) is got  # then from b's memory
+    on_disk = folder_bytes(shared / cid)
+    assert b.usage() == {"in_memory": 1, "memory_bytes": col.nbytes, "on_disk": 1,
+                         "disk_bytes": on_disk}
+    assert len(a) == len(b) == 1
+    # beyond its memory budget a store forgets it from memory only
+    c = CollectionStore(memory_bytes=1, shared=shared)
+    ids2, texts2, col2 = small_collection(2)
+    assert c.put(cid_of(2), col2) is True
+    assert c.usage()["in_memory"] == 0 and c.usage()["on_disk"] == 2
+    assert_same(c.get(cid_of(2)), ids2, texts2, col2)
+    assert_same(a.get(cid_of(2)), ids2, texts2, col2)
+    # close() forgets the memory, and leaves the folder and its collections
+    for store in (a, b, c):
+        store.close()
+    assert sorted(os.listdir(shared)) == [".lock", cid, cid_of(2)]
+    assert a.usage() == {"in_memory": 0, "memory_bytes": 0, "on_disk": 2,
+                         "disk_bytes": on_disk + folder_bytes(shared / cid_of(2))}
+    assert_same(CollectionStore(shared=shared).get(cid), ids, texts, col)
+
+
+def test_shared_store_refuses_a_collection_over_the_disk_budget(tmp_path: Path) -> None:
+    shared = shared_folder(tmp_path)
+    ids, texts, col = small_collection(3)
+    store = CollectionStore(disk_bytes=col.nbytes - 1, shared=shared)
+    assert store.put(cid_of(3), col) is False
+    # over it only with the .npy headers: written, measured, removed
+    store = CollectionStore(disk_bytes=col.nbytes, shared=shared)
+    assert store.put(cid_of(3), col) is False
+    assert os.listdir(shared) == [] and store.get(cid_of(3)) is None
+    store = CollectionStore(disk_bytes=col.nbytes + 4096, shared=shared)
+    assert store.put(cid_of(3), col) is True
+    assert_same(CollectionStore(shared=shared).get(cid_of(3)), ids, texts, col)
+
+
+def test_a_get_in_one_shared_store_keeps_a_collection_the_other_evicts(tmp_path: Path) -> None:
+    shared = shared_folder(tmp_path)
+    cols = [small_collection(10 + k) for k in range(5)]
+    a = CollectionStore(max_collections=3, shared=shared)
+    b = CollectionStore(max_collections=3, shared=shared)
+    for k in range(3):
+        assert a.put(cid_of(k), cols[k][2])
+        time.sleep(0.01)
+    assert b.get(cid_of(0)) is not None  # now the most recently used of the folder
+    time.sleep(0.01)
+    assert a.put(cid_of(3), cols[3][2])  # the least recently used goes: 1, not 0
+    assert sorted(x for x in os.listdir(shared) if x != ".lock") == [
+        cid_of(0), cid_of(2), cid_of(3)]
+    assert b.get(cid_of(1)) is None  # gone from the folder, never in b's memory
+    assert_same(b.get(cid_of(0)), *cols[0])
+    # a has 1 in memory still: served until its next touch finds the folder gone
+    time.sleep(TOUCH_SECONDS + 0.05)
+    assert a.get(cid_of(1)) is None and a.usage()["in_memory"] == 2
+    # the disk budget of the whole folder: room for two
+    size = max(folder_bytes(shared / cid_of(k)) for k in (0, 2, 3))
+    size = max(size, len(cols[4][2].summary) + sum(
+        getattr(cols[4][2], name).nbytes + 256 for name in _ARRAYS))
+    assert 3 * min(folder_bytes(shared / cid_of(k)) for k in (0, 2, 3)) > 2 * size  # not 3
+    c = CollectionStore(disk_bytes=2 * size, shared=shared)
+    assert b.get(cid_of(2)) is not None  # touched: 2 more recent than 0
+    time.sleep(0.01)
+    assert c.put(cid_of(4), cols[4][2])
+    assert sorted(x for x in os.listdir(shared) if x != ".lock") == [cid_of(2), cid_of(4)]
+    assert c.usage()["disk_bytes"] <= 2 * size
+
+
+def test_crafted_ids_reach_nothing_outside_the_shared_folder(tmp_path: Path) -> None:
+    shared = shared_folder(tmp_path)
+    ids, texts, col = small_collection(4)
+    store = CollectionStore(shared=shared)
+    good = cid_of(0xC0FFEE)
+    assert store.put(good, col)
+    col.save(tmp_path / "x")  # a collection outside the folder, where "../x" would point
+    (tmp_path / "a").mkdir()
+    crafted = ["../x", "a/b", ".lock", "", "0" * 100_000, good[:-1] + "\x00",
+               good + "\x00", f"../shared/{good}", f"./{good}", "..", ".",
+               "/" + good[1:], good.upper(), good[:-1], good + "0",
+               good + "\n", "\u0660" * 16, str(tmp_path / "x"), "x"]
+
+    def tree() -> dict[str, tuple[int, int]]:
+        return {str(p): (p.stat().st_mtime_ns, p.stat().st_size)
+                for p in sorted(tmp_path.rglob("*"))}
+
+    before = tree()
+    other = CollectionStore(shared=shared)
+    for cid in crafted:
+        assert store.get(cid) is None and other.get(cid) is None, cid
+        with pytest.raises(ValueError, match="not a collection id"):
+            store.put(cid, col)
+    assert tree() == before  # nothing read into a store, created, touched or removed
+    assert other.usage()["in_memory"] == 0
+    assert_same(other.get(good), ids, texts, col)
+
+
+#: Puts the collections ``small_collection(seed)`` of the seeds given into a shared store once
+#: the file ``go`` exists; prints what it put, and when, as JSON.
+WORKER = """
+import json, sys, time
+from pathlib import Path
+from neardup.server.collections import CollectionStore
+from test_server_collections import cid_of, similarities, small_collection
+
+shared, go, max_collections, disk_bytes, *seeds = sys.argv[1:]
+store = CollectionStore(max_collections=int(max_collections), disk_bytes=int(disk_bytes),
+                        shared=Path(shared))
+cols = [(int(s), small_collection(int(s))) for s in seeds]
+print("ready", flush=True)
+while not Path(go).exists():
+    time.sleep(0.001)
+log = []
+for seed, (ids, texts, col) in cols:
+    t0 = time.time_ns()
+    ok = store.put(cid_of(seed), col)
+    log.append({"cid": cid_of(seed), "ok": ok, "t0": t0, "t1": time.time_ns(), "ids": ids,
+                "texts": texts, "summary": col.summary.decode(), "sims": similarities(col)})
+print(json.dumps(log))
+"""
+
+
+def put_at_once(shared: Path, seeds: list[list[int]], max_collections: int, disk_bytes: int,
+                while_putting: Any = None) -> list[dict[str, Any]]:
+    """Each list of seeds put by a process of its own, the processes starting together;
+    ``while_putting()`` is called meanwhile, again and again. What they put."""
+    go = shared.parent / "go"
+    go.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "src"), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(shared), str(go),
+                               str(max_collections), str(disk_bytes), *map(str, s)],
+                              stdout=subprocess.PIPE, text=True, env=env) for s in seeds]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline() == "ready\n"
+        go.touch()
+        while while_putting is not None and any(p.poll() is None for p in procs):
+            while_putting()
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in procs] == [0] * len(procs)
+    return [entry for out in outs for entry in json.loads(out)]
+
+
+def check_shared_folder(shared: Path, log: list[dict[str, Any]], max_collections: int,
+                        disk_bytes: int) -> list[str]:
+    """The folder within its budgets, no temporary or half-removed folder left, each collection
+    whole and as put; the ids kept."""
+    names = sorted(os.listdir(shared))
+    assert ".lock" in names
+    kept = [x for x in names if x != ".lock"]
+    assert 1 <= len(kept) <= max_collections
+    assert sum(folder_bytes(shared / x) for x in kept) <= disk_bytes
+    put = {e["cid"]: e for e in log}
+    reader = CollectionStore(shared=shared)
+    for cid in kept:  # every one whole (not only named as a collection)
+        got = reader.get(cid)
+        want = put[cid]
+        assert got is not None and got.summary == want["summary"].encode()
+        assert [got.id(r) for r in range(len(got))] == want["ids"]
+        assert [got.text(r) for r in range(len(got))] == want["texts"]
+        assert similarities(got) == want["sims"]
+    return kept
+
+
+def test_processes_putting_at_once_keep_the_shared_folder_within_its_budgets(
+        tmp_path: Path) -> None:
+    shared = shared_folder(tmp_path)
+    seeds = [list(range(100, 112)), list(range(200, 212))]
+    sizes = []
+    (tmp_path / "sizes").mkdir()
+    for seed in seeds[0] + seeds[1]:  # on disk
+        small_collection(seed)[2].save(tmp_path / "sizes" / str(seed))
+        sizes.append(folder_bytes(tmp_path / "sizes" / str(seed)))
+    max_collections, disk_bytes = 4, 3 * max(sizes)  # room for 3 on disk, never 4
+    assert 4 * min(sizes) > disk_bytes
+    log = put_at_once(shared, seeds, max_collections, disk_bytes)
+    assert len(log) == 24 and all(e["ok"] for e in log)  # each kept when put
+    kept = set(check_shared_folder(shared, log, max_collections, disk_bytes))
+    assert len(kept) == 3
+    # the most recently used survive: none dropped was put after one kept had been
+    for gone in (e for e in log if e["cid"] not in kept):
+        for survivor in (e for e in log if e["cid"] in kept):
+            assert not survivor["t1"] < gone["t0"], (survivor["cid"], gone["cid"])
+    # and with the budget of collections binding: the 2 most recent
+    log = put_at_once(shared, [[500, 501, 502], [600, 601, 602]], 2, 10**9)
+    kept = set(check_shared_folder(shared, log + log, 2, 10**9))
+    assert len(kept) == 2 and kept <= {e["cid"] for e in log}
+    for gone in (e for e in log if e["cid"] not in kept):
+        for survivor in (e for e in log if e["cid"] in kept):
+            assert not survivor["t1"] < gone["t0"], (survivor["cid"], gone["cid"])
+
+
+def test_gets_while_other_processes_put_and_remove_never_fail(tmp_path: Path) -> None:
+    shared = shared_folder(tmp_path)
+    max_collections, disk_bytes = 2, 10**9
+    reader = CollectionStore(memory_bytes=0, shared=shared)  # loads from the folder each time
+    got: list[int] = []
+    errors: list[BaseException] = []
+
+    def read_all() -> None:
+        for name in os.listdir(shared):
+            try:
+                col = reader.get(name)
+                if col is not None:  # whole: every text readable
+                    assert all(col.text(r) for r in range(len(col))) and len(col) == 12
+                    got.append(len(col))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+    threads_read = threading.Thread(target=lambda: [read_all() for _ in range(20)])
+    threads_read.start()
+    log = put_at_once(shared, [list(range(300, 315)), list(range(400, 415))],
+                      max_collections, disk_bytes, while_putting=read_all)
+    threads_read.join()
+    assert errors == [] and got
+    check_shared_folder(shared, log, max_collections, disk_bytes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,10 @@
 
 The store keeps the most recently used collections in memory up to a byte budget, moves the
 others to files in a private temporary folder of the service (mode 0700, removed when the
-service stops) up to a disk budget, and drops the least recently used beyond it. Uploads are
+service stops) up to a disk budget, and drops the least recently used beyond it. In shared mode
+(``shared=``, for several worker processes behind one socket) every collection is written at
+once into a folder all the workers read, the budgets apply to that folder as a whole, and each
+process keeps the most recently used in memory as a cache. Uploads are
 deduplicated ``max_concurrent`` at a time (:class:`UploadSlots`; a 503 beyond), so that the
 service's peak memory is bounded.
 """
@@ -23,9 +26,14 @@ service's peak memory is bounded.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
+import re
+import secrets
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -52,6 +60,15 @@ MAX_SKIP_EXAMPLES = 5
 COLLECTION_SHINGLE = "word:5"
 #: The formats an upload may have.
 UPLOAD_FORMATS = ("csv", "jsonl")
+
+#: A collection id as the service makes them (``secrets.token_hex(8)``); in shared mode any other
+#: id names no collection, so that no id reaches outside the shared folder.
+COLLECTION_ID = re.compile(r"[0-9a-f]{16}")
+#: Seconds between two updates of a shared collection's recency (its folder's mtime) by a process.
+TOUCH_SECONDS = 1.0
+#: Seconds after which a temporary folder left in the shared folder (by a process that died while
+#: writing a collection) is removed.
+STALE_SECONDS = 3600.0
 
 #: The arrays of a :class:`Collection`, as its files on disk are named.
 _ARRAYS = ("ids_buf", "ids_off", "id_hash", "id_row", "texts_buf", "texts_off", "head",
@@ -342,11 +359,27 @@ class CollectionStore:
     """Collections by id, the most recently used in memory up to ``memory_bytes``, the others
     in files of a private temporary folder up to ``disk_bytes``, at most ``max_collections`` in
     all; the least recently used are dropped first. Thread-safe. :meth:`close` removes the
-    folder (also done when the store is garbage collected or the process exits)."""
+    folder (also done when the store is garbage collected or the process exits).
+
+    Shared mode, for several processes that serve the same collections (``shared``: an existing
+    folder of mode 0700 that the caller makes and removes; the store never removes it): each
+    collection put is written at once into ``shared/<cid>`` (into a temporary name first, then
+    renamed, so that no process ever sees half of one) and also kept in this process's memory,
+    a cache of the most recently used up to ``memory_bytes`` and ``max_collections`` (beyond,
+    forgotten from memory only). :meth:`get` answers from the cache, else loads
+    ``shared/<cid>`` (its arrays mapped, then cached), else None. ``max_collections`` and
+    ``disk_bytes`` apply to the folder as a whole: after writing a collection, the process
+    holds an exclusive ``flock`` of ``shared/.lock`` while it removes the least recently used
+    beyond them, across all processes: a collection's recency is its folder's mtime, which
+    :meth:`get` updates (at most once a :data:`TOUCH_SECONDS` per collection and process). A
+    collection removed by another process may be served from this process's cache until its
+    next update finds it gone. Ids other than :data:`COLLECTION_ID` name no collection (get:
+    None; put: ValueError), so that none reaches outside the folder."""
 
     def __init__(self, memory_bytes: int = COLLECTION_MEMORY_BYTES,
                  disk_bytes: int = COLLECTION_DISK_BYTES,
-                 max_collections: int = MAX_COLLECTIONS, parent: str | None = None):
+                 max_collections: int = MAX_COLLECTIONS, parent: str | None = None,
+                 shared: Path | str | None = None):
         self.memory_bytes = memory_bytes
         self.disk_bytes = disk_bytes
         self.max_collections = max_collections
@@ -355,12 +388,17 @@ class CollectionStore:
         self._lock = threading.Lock()
         self._folder: Path | None = None
         self._finalizer: weakref.finalize | None = None
+        self._shared = None if shared is None else Path(shared)
+        if self._shared is not None and not self._shared.is_dir():
+            raise ValueError(f"shared={str(shared)!r} is not a folder")
+        self._touched: OrderedDict[str, float] = OrderedDict()  # cid: monotonic time
 
     # -- the folder ------------------------------------------------------------------------
     @property
     def folder(self) -> Path | None:
-        """The private folder of the collections on disk (None until the first is written)."""
-        return self._folder
+        """The folder of the collections on disk: the shared folder, else the private one (None
+        until the first is written)."""
+        return self._shared if self._shared is not None else self._folder
 
     def _make_folder(self) -> Path:
         if self._folder is None:
@@ -371,28 +409,40 @@ class CollectionStore:
         return self._folder
 
     def close(self) -> None:
-        """Forget every collection and remove the folder."""
+        """Forget every collection and remove the folder (in shared mode: forget the cache,
+        leave the folder and its collections)."""
         with self._lock:
             self._d.clear()
+            self._touched.clear()
             if self._finalizer is not None:
                 self._finalizer()
             self._folder = self._finalizer = None
 
     # -- the collections -------------------------------------------------------------------
     def __len__(self) -> int:
+        if self._shared is not None:
+            return len(self._counted())
         return len(self._d)
 
     def usage(self) -> dict[str, int]:
-        """Collections and bytes kept in memory and on disk."""
-        with self._lock:
-            mem = [k.nbytes for k in self._d.values() if k.collection is not None]
-            disk = [k.nbytes for k in self._d.values() if k.collection is None]
+        """Collections and bytes kept in memory and on disk (in shared mode: this process's
+        cache, and the shared folder's collections, of all processes)."""
+        if self._shared is not None:
+            with self._lock:
+                mem = [k.nbytes for k in self._d.values()]
+            disk = [nbytes for _, _, nbytes in self._counted()]
+        else:
+            with self._lock:
+                mem = [k.nbytes for k in self._d.values() if k.collection is not None]
+                disk = [k.nbytes for k in self._d.values() if k.collection is None]
         return {"in_memory": len(mem), "memory_bytes": sum(mem), "on_disk": len(disk),
                 "disk_bytes": sum(disk)}
 
     def put(self, cid: str, col: Collection) -> bool:
         """Keep ``col`` as the most recently used; False if it is over both budgets (not
-        kept)."""
+        kept; in shared mode: if it is over ``disk_bytes`` alone or could not be written)."""
+        if self._shared is not None:
+            return self._put_shared(cid, col)
         nbytes = col.nbytes
         with self._lock:
             self._d[cid] = _Kept(col, nbytes)
@@ -402,6 +452,8 @@ class CollectionStore:
 
     def get(self, cid: str) -> Collection | None:
         """The collection ``cid`` (made the most recently used), or None if not kept."""
+        if self._shared is not None:
+            return self._get_shared(cid)
         with self._lock:
             kept = self._d.get(cid)
             if kept is None:
@@ -441,6 +493,187 @@ class CollectionStore:
             kept.collection, kept.folder = None, folder
         while self._used(False) > self.disk_bytes:
             self._drop(next(c for c, k in self._d.items() if k.collection is None))
+
+    # -- shared mode -----------------------------------------------------------------------
+    def _put_shared(self, cid: str, col: Collection) -> bool:
+        if not _is_cid(cid):
+            raise ValueError(f"{cid!r} is not a collection id")
+        assert self._shared is not None
+        with self._lock:  # an older collection of that id is not served any more
+            self._d.pop(cid, None)
+        if col.nbytes > self.disk_bytes:
+            return False
+        tmp = self._shared / f".tmp-{cid}-{os.getpid()}-{secrets.token_hex(4)}"
+        fits = kept = False
+        try:
+            col.save(tmp)
+            fits = _folder_bytes(tmp) <= self.disk_bytes
+            if fits:
+                with self._flock(exclusive=True):
+                    if os.path.lexists(self._shared / cid):  # put again: replaced
+                        self._remove_shared(cid)
+                    os.rename(tmp, self._shared / cid)
+                    kept = cid in self._enforce_shared(newest=cid)
+        except OSError:
+            kept = False
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone after the rename, unless it failed
+        if not (fits and kept):
+            return False
+        with self._lock:
+            self._d[cid] = _Kept(col, col.nbytes)
+            self._enforce_cache()
+            self._touched[cid] = time.monotonic()
+            self._touched.move_to_end(cid)
+        return True
+
+    def _get_shared(self, cid: str) -> Collection | None:
+        if not _is_cid(cid):
+            return None
+        assert self._shared is not None
+        folder = self._shared / cid
+        with self._lock:
+            kept = self._d.get(cid)
+            if kept is not None:
+                self._d.move_to_end(cid)
+        if kept is not None:
+            if self._touch(cid, folder):
+                return kept.collection
+            with self._lock:  # removed by another process: forgotten here too
+                if self._d.get(cid) is kept:
+                    del self._d[cid]
+            return None
+        try:
+            col = Collection.load(folder)
+        except (OSError, ValueError, EOFError):  # not there, or being removed
+            return None
+        if self._touch(cid, folder):
+            with self._lock:
+                self._d[cid] = _Kept(col, col.nbytes)
+                self._d.move_to_end(cid)
+                self._enforce_cache()
+        return col  # loaded whole (its files stay readable while mapped)
+
+    def _enforce_cache(self) -> None:
+        """Forget the least recently used collections beyond the budgets (they stay in the
+        shared folder)."""
+        while self._d and (len(self._d) > self.max_collections
+                           or self._used(True) > self.memory_bytes):
+            self._d.popitem(last=False)
+
+    def _touch(self, cid: str, folder: Path) -> bool:
+        """Make ``cid`` the most recently used in the shared folder (its mtime), at most once a
+        :data:`TOUCH_SECONDS` per process; False if its folder is gone."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._touched.get(cid)
+            if last is not None and now - last < TOUCH_SECONDS:
+                return True
+            self._touched[cid] = now
+            self._touched.move_to_end(cid)
+            while len(self._touched) > 4 * self.max_collections + 64:
+                self._touched.popitem(last=False)
+        try:
+            t = time.time_ns()  # the clock of puts (the kernel's may be a tick behind)
+            os.utime(folder, ns=(t, t))
+        except FileNotFoundError:
+            with self._lock:
+                self._touched.pop(cid, None)
+            return False
+        except OSError:
+            pass
+        return True
+
+    @contextlib.contextmanager
+    def _flock(self, exclusive: bool) -> Iterator[None]:
+        """The shared folder's lock: exclusive to change it, shared to count it."""
+        assert self._shared is not None
+        fd = os.open(self._shared / ".lock",
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # and the lock with it
+
+    def _counted(self) -> list[tuple[int, str, int]]:
+        """The shared folder's collections; none once the folder is gone (the service
+        stopping)."""
+        try:
+            return self._shared_collections()
+        except FileNotFoundError:
+            return []
+
+    def _shared_collections(self, clean: bool = False) -> list[tuple[int, str, int]]:
+        """``(mtime_ns, cid, bytes)`` of each collection in the shared folder, under its lock;
+        ``clean`` (the caller holds the exclusive lock): also remove what processes that died
+        left behind."""
+        assert self._shared is not None
+        out = []
+        with contextlib.ExitStack() as stack:
+            if not clean:
+                stack.enter_context(self._flock(exclusive=False))
+            now = time.time()
+            with os.scandir(self._shared) as entries:
+                for e in entries:
+                    try:
+                        if _is_cid(e.name):
+                            if e.is_dir(follow_symlinks=False):
+                                st = e.stat(follow_symlinks=False)
+                                out.append((st.st_mtime_ns, e.name, _folder_bytes(Path(e.path))))
+                        elif clean and (e.name.startswith(".del-") or (
+                                e.name.startswith(".tmp-")
+                                and now - e.stat(follow_symlinks=False).st_mtime
+                                > STALE_SECONDS)):
+                            shutil.rmtree(e.path, ignore_errors=True)
+                    except FileNotFoundError:
+                        continue
+        return out
+
+    def _enforce_shared(self, newest: str) -> set[str]:
+        """Make ``newest`` the most recently used collection of the shared folder, and remove
+        the least recently used beyond ``max_collections`` and ``disk_bytes`` (the caller holds
+        the exclusive lock); the ids kept."""
+        assert self._shared is not None
+        found = self._shared_collections(clean=True)
+        # later than every other, even where the clock's ticks are coarser than puts
+        t = max([time.time_ns()] + [m + 1 for m, c, _ in found if c != newest])
+        os.utime(self._shared / newest, ns=(t, t))
+        found = [(t if c == newest else m, c, nbytes) for m, c, nbytes in found]
+        kept: set[str] = set()
+        count = total = 0
+        full = False
+        for _, cid, nbytes in sorted(found, reverse=True):
+            if not full and count < self.max_collections and total + nbytes <= self.disk_bytes:
+                kept.add(cid)
+                count += 1
+                total += nbytes
+            else:  # this one and every older one
+                full = True
+                self._remove_shared(cid)
+        return kept
+
+    def _remove_shared(self, cid: str) -> None:
+        """Remove ``shared/<cid>`` (the caller holds the exclusive lock): renamed away at once,
+        so that a process loading it meanwhile finds it gone rather than half of it."""
+        assert self._shared is not None
+        dead = self._shared / f".del-{cid}-{secrets.token_hex(4)}"
+        try:
+            os.rename(self._shared / cid, dead)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(dead, ignore_errors=True)
+
+
+def _is_cid(cid: object) -> bool:
+    return isinstance(cid, str) and COLLECTION_ID.fullmatch(cid) is not None
+
+
+def _folder_bytes(folder: Path) -> int:
+    """Bytes of the files in ``folder`` (a collection's: no subfolder)."""
+    with os.scandir(folder) as entries:
+        return sum(e.stat(follow_symlinks=False).st_size for e in entries
+                   if e.is_file(follow_symlinks=False))
 
 
 class UploadSlots:
