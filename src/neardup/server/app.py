@@ -1576,11 +1576,14 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
                 # uvicorn stops gracefully on SIGTERM, then raises it again: exit through the
                 # callers' `finally` (the index closed, the stop logged) rather than die at once
                 signal.signal(signal.SIGTERM, _exit_quietly)
-            config = uvicorn.Config(front, host=host, port=port, limit_concurrency=None,
-                                    timeout_keep_alive=KEEP_ALIVE_SECONDS,
-                                    h11_max_incomplete_event_size=65536, http=protocol,
-                                    log_config=None, access_log=False)
-            uvicorn.Server(config).run(sockets=sockets)
+            options = {"host": host, "port": port, "limit_concurrency": None,
+                       "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+                       "h11_max_incomplete_event_size": 65536, "http": protocol,
+                       "log_config": None, "access_log": False}
+            if sockets is None:
+                uvicorn.run(front, **options)
+            else:  # a worker: on the sockets made for it
+                uvicorn.Server(uvicorn.Config(front, **options)).run(sockets=sockets)
 
         if workers == 1:
             serve(app)
@@ -1595,9 +1598,10 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         logs.reset()
 
 
-#: a worker that exits this soon after its start is not started again (it would only fail
-#: again: a broken index, a port taken): the service stops
+#: a worker that exits this soon after its start WORKER_EARLY_EXITS times in a row is not
+#: started again (it would only fail again: a broken index, memory short): the service stops
 WORKER_MIN_SECONDS = 10.0
+WORKER_EARLY_EXITS = 3
 #: seconds the workers have to finish their requests once asked to stop, then killed
 WORKER_STOP_SECONDS = 30.0
 
@@ -1605,12 +1609,12 @@ WORKER_STOP_SECONDS = 30.0
 def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], Index],
                    serve: Callable[..., None], app_options: dict[str, Any],
                    collection_folder: str | None) -> None:
-    """Serve with ``workers`` processes forked from this one, on one listening socket (the
-    system hands each new connection to one of them), until SIGTERM or SIGINT; then each
-    finishes its requests (``WORKER_STOP_SECONDS`` at most) and the collections' folder is
-    removed. A worker that dies is started again, unless it died within
-    ``WORKER_MIN_SECONDS`` of its start (then the service stops). SIGHUP is passed on to the
-    workers (each reads the key file again)."""
+    """Serve with ``workers`` processes forked from this one, on one port (the system hands
+    each new connection to one of them), until SIGTERM or SIGINT; then each finishes its
+    requests (``WORKER_STOP_SECONDS`` at most) and the collections' folder is removed. A
+    worker that dies is started again, unless it died within ``WORKER_MIN_SECONDS`` of its
+    start ``WORKER_EARLY_EXITS`` times in a row (then the service stops). SIGHUP is passed on
+    to the workers (each reads the key file again)."""
     import multiprocessing
     import shutil
     import signal
@@ -1678,14 +1682,17 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
             signal.signal(signal.SIGHUP, lambda *_: [os.kill(p.pid, signal.SIGHUP)
                                                      for p, _ in procs if p.is_alive()])
         procs.extend(start(k) for k in range(workers))
+        early = [0] * workers  # exits soon after a start, in a row, per worker
         while not stop.wait(0.2):
             for k, (proc, began) in enumerate(procs):
                 if proc.is_alive():
                     continue
                 lived = time.monotonic() - began
-                if lived < WORKER_MIN_SECONDS:
+                early[k] = early[k] + 1 if lived < WORKER_MIN_SECONDS else 0
+                if early[k] >= WORKER_EARLY_EXITS:
                     failed = (f"worker {k} (pid {proc.pid}) exited {lived:.1f} s after its start "
-                              f"(exit code {proc.exitcode}): the service stops")
+                              f"(exit code {proc.exitcode}), {early[k]} times in a row: the "
+                              "service stops")
                     stop.set()
                     break
                 log.error("worker %d (pid %d) exited (exit code %s); starting another", k,
