@@ -118,6 +118,31 @@ def test_workers_answer_on_one_port_and_share_the_index_and_the_collections(tmp_
             f"/proc/{pid}/status").read_text()
 
 
+def test_few_long_lived_clients_end_up_spread_over_the_workers(tmp_path: Path):
+    """Six clients that keep their connection: a worker holding more than half of them
+    closes one after a response (``Connection: close``), its client reconnects, and the
+    connections end up three and three, whatever the system's first spread."""
+    srv = serve(tmp_path, "--workers", "2")
+    clients = [srv.client() for _ in range(6)]
+    try:
+        closed = 0
+        for _ in range(12):
+            where = []
+            for c in clients:
+                r = c.get("/stats")
+                assert r.status_code == 200
+                closed += r.headers.get("connection") == "close"
+                where.append(r.json()["process"])
+        # the last round: every client answered by the worker of its current connection
+        assert sorted(where.count(p) for p in set(where)) == [3, 3], where
+        out = srv.output()
+    finally:
+        for c in clients:
+            c.close()
+        srv.stop()
+    assert "Traceback" not in out
+
+
 def test_worker_connections_send_responses_at_once(tmp_path: Path):
     """Each response on a kept-alive connection comes at once: with Nagle's algorithm on, the
     second part of a response waited for the client's delayed acknowledgement (~40 ms)."""

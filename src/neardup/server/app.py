@@ -1551,7 +1551,7 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
                  max_connections, " per worker" if workers > 1 else "", header_seconds,
                  KEEP_ALIVE_SECONDS)
 
-        def serve(app: FastAPI, sockets: list | None = None) -> None:
+        def serve(app: FastAPI, sockets: list | None = None, shares: Any = None) -> None:
             import uvicorn
 
             from .front import Front
@@ -1568,10 +1568,12 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
             # headers within header_seconds (protocol.py), request bodies within body_seconds
             # (create_app)
             protocol = type("Protocol", (BoundedH11Protocol,), {
-                "header_seconds": header_seconds, "max_connections": max_connections})
+                "header_seconds": header_seconds, "max_connections": max_connections,
+                "shares": shares})
             keys = api_keys
             front = Front(app, max_requests=max_requests,
-                          refused_id=None if keys is None else lambda v: keys.role(v) is not None)
+                          refused_id=None if keys is None else lambda v: keys.role(v) is not None,
+                          close_after=None if shares is None else shares.over)
             with contextlib.suppress(ValueError):  # not on the main thread: left as it is
                 # uvicorn stops gracefully on SIGTERM, then raises it again: exit through the
                 # callers' `finally` (the index closed, the stop logged) rather than die at once
@@ -1622,6 +1624,7 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
     import tempfile
 
     from . import logs
+    from .front import ConnectionShares
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # A socket per worker on the same port where the system balances new connections among
@@ -1652,6 +1655,9 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
     # mkdtemp: mode 0700, a name no one else can take; every worker keeps its collections there
     shared = tempfile.mkdtemp(prefix="neardup-collections-", dir=collection_folder)
     ctx = multiprocessing.get_context("fork")
+    # the workers' open connections, in shared memory: one over its share closes a connection
+    # after a response, so that few long-lived clients do not all stay on one worker
+    counts = ctx.Array("i", workers, lock=False)
 
     def main(k: int) -> None:  # in the worker, just forked
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -1660,11 +1666,12 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
         index = open_index()
         try:
             serve(create_app(index, collections_shared=shared, **app_options),
-                  [socks[k] if balanced else socks[0]])
+                  [socks[k] if balanced else socks[0]], ConnectionShares(counts, k))
         finally:
             index.close()
 
     def start(k: int) -> tuple[Any, float]:
+        counts[k] = 0  # a worker started again has no connection yet
         proc = ctx.Process(target=main, args=(k,), name=f"neardup-worker-{k}", daemon=False)
         proc.start()
         log.debug("worker %d started (pid %d)", k, proc.pid)

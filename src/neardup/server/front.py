@@ -103,10 +103,14 @@ class Front:
     string, which may hold a key) and logs any error no handler has logged."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], max_requests: int = MAX_REQUESTS,
-                 refused_id: Callable[[str], bool] | None = None):
+                 refused_id: Callable[[str], bool] | None = None,
+                 close_after: Callable[[], bool] | None = None):
         self.app = app
         self.max_requests = max_requests
         self.refused_id = refused_id
+        #: asked at each response: true to close its connection after it (``Connection:
+        #: close``, so the client opens a new one; see :class:`ConnectionShares`)
+        self.close_after = close_after
         self.active = 0
         self.turned_away = 0
 
@@ -123,6 +127,9 @@ class Front:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
                 add_headers(message, rid)
+                if self.close_after is not None and self.close_after():
+                    message["headers"] = [*message.get("headers", ()),
+                                          (b"connection", b"close")]
             await send(message)
 
         if self.active >= self.max_requests and scope.get("path") not in UNLIMITED_PATHS:
@@ -167,3 +174,27 @@ async def _json(send: Callable, status: int, detail: str,
         headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+class ConnectionShares:
+    """The open connections of each worker of ``neardup serve --workers``, in memory the
+    workers share (``counts``: one integer per worker, made before they are forked), so that
+    a worker holding more than its share closes one after a response, and its client's next
+    connection may go to another worker. The system spreads new connections among the
+    workers, but a client keeps its connection: with few clients, one worker could keep most
+    of them (4 of 5 in tests) while the other waits."""
+
+    def __init__(self, counts: Any, worker: int):
+        self.counts = counts
+        self.worker = worker
+
+    def set(self, n: int) -> None:
+        """This worker now has ``n`` connections open."""
+        self.counts[self.worker] = n
+
+    def over(self) -> bool:
+        """Whether this worker holds more connections than its share (the total over the
+        workers, rounded up)."""
+        counts = list(self.counts)
+        share = -(-sum(counts) // len(counts))
+        return counts[self.worker] > share

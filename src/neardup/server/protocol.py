@@ -53,6 +53,9 @@ class BoundedH11Protocol(H11Protocol):
     header_seconds = HEADER_SECONDS
     #: open connections at most (None: no bound)
     max_connections: int | None = MAX_CONNECTIONS
+    #: with workers: where this one says how many connections it has open
+    #: (:class:`~neardup.server.front.ConnectionShares`)
+    shares: Any = None
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -62,6 +65,8 @@ class BoundedH11Protocol(H11Protocol):
         waiting[self] = None
         if self.max_connections is not None and len(self.connections) > self.max_connections:
             self._make_room(waiting)
+        if self.shares is not None:
+            self.shares.set(len(self.connections))
 
     # -- connections waiting for a request, longest waiting first ---------------------------
     def _waiting(self) -> OrderedDict[BoundedH11Protocol, None]:
@@ -156,6 +161,8 @@ class BoundedH11Protocol(H11Protocol):
         self._stop_header_timer()
         self._waiting().pop(self, None)
         super().connection_lost(exc)
+        if self.shares is not None:
+            self.shares.set(len(self.connections))
 
 
 def _address(client: tuple[str, int] | None) -> str:
