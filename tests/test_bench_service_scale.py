@@ -19,11 +19,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "service_scale.py"
 
 
-def _run(tmp_path: Path, corpus: Path, index: Path) -> dict:
+def _run(tmp_path: Path, corpus: Path, index: Path, *args: str) -> dict:
     r = subprocess.run(
         [sys.executable, str(SCRIPT), "--size", "300", "--corpus", str(corpus),
          "--index", str(index), "--results", str(tmp_path / "results"), "--seconds", "2",
-         "--warmup", "0.5", "--readers", "2", "--writer-batch", "20", "--writer-docs", "20000"],
+         "--warmup", "0.5", "--readers", "2", "--writer-batch", "20", "--writer-docs", "20000",
+         *args],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     return json.loads((tmp_path / "results" / "service-scale-sqlite-300.json").read_text())
@@ -50,5 +51,7 @@ def test_service_scale_smoke(tmp_path):
     with Index(index) as idx:  # the writer's documents are gone again
         assert len(idx) == 300 and idx.passages is not None
 
-    again = _run(tmp_path, corpus, index)
+    # again, reusing the index, served by two worker processes (their CPU summed)
+    again = _run(tmp_path, corpus, index, "--workers", "2")
     assert again["build"]["reused"] is True and again["errors"] == 0
+    assert again["cpu_s"]["server"] > 0 and again["server_peak_rss_mb"] > 0
