@@ -1513,6 +1513,9 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     if workers > 1 and memory_index:
         raise ConfigError(f"workers={workers}: an index in memory cannot be shared by several "
                           "processes; serve an SQLite file or a Redis index, or one worker")
+    if workers > 1 and not hasattr(os, "fork"):
+        raise ConfigError(f"workers={workers}: worker processes are forked from the service, "
+                          "which this system cannot do; serve with one worker")
     check_binding(host, api_keys, allow_unauthenticated, allowed_hosts)
     logs.configure(log_level, log_file)
     hosts = HostRules.for_binding(host, port, allowed_hosts)
