@@ -143,6 +143,23 @@ def test_few_long_lived_clients_end_up_spread_over_the_workers(tmp_path: Path):
     assert "Traceback" not in out
 
 
+def test_sighup_reaches_the_workers_and_harms_none(tmp_path: Path):
+    """SIGHUP is passed on to the workers: with a key file each reads it again; without one
+    it changes nothing (no worker dies of it)."""
+    srv = serve(tmp_path, "--workers", "2")
+    try:
+        assert _wait_for(lambda: len(_children(srv.proc.pid)) == 2)
+        workers = set(_children(srv.proc.pid))
+        for _ in range(3):
+            os.kill(srv.proc.pid, signal.SIGHUP)
+            time.sleep(0.3)
+        assert set(_children(srv.proc.pid)) == workers
+        assert _process_of_each_answer(srv, "", 20) == workers
+    finally:
+        out = srv.stop()
+    assert srv.proc.returncode == 0 and "exited" not in out and "Traceback" not in out
+
+
 def test_worker_connections_send_responses_at_once(tmp_path: Path):
     """Each response on a kept-alive connection comes at once: with Nagle's algorithm on, the
     second part of a response waited for the client's delayed acknowledgement (~40 ms)."""

@@ -1665,13 +1665,19 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
     def main(k: int) -> None:  # in the worker, just forked
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        if hasattr(signal, "SIGHUP"):  # the supervisor's handler is not the worker's; serve()
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)  # sets one where keys are reloaded
         logs.name_process(f"worker {k}")
-        index = open_index()
         try:
-            serve(create_app(index, collections_shared=shared, **app_options),
-                  [socks[k] if balanced else socks[0]], ConnectionShares(counts, k))
-        finally:
-            index.close()
+            index = open_index()
+            try:
+                serve(create_app(index, collections_shared=shared, **app_options),
+                      [socks[k] if balanced else socks[0]], ConnectionShares(counts, k))
+            finally:
+                index.close()
+        except Exception as e:  # said in the service's log, not only on stderr
+            log.error("worker %d stopped: %s", k, e, exc_info=e)
+            raise SystemExit(1) from None
 
     def start(k: int) -> tuple[Any, float]:
         counts[k] = 0  # a worker started again has no connection yet
