@@ -26,7 +26,6 @@ service's peak memory is bounded.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import secrets
@@ -587,6 +586,8 @@ class CollectionStore:
     @contextlib.contextmanager
     def _flock(self, exclusive: bool) -> Iterator[None]:
         """The shared folder's lock: exclusive to change it, shared to count it."""
+        import fcntl  # POSIX only, as the shared mode is (worker processes are forked)
+
         assert self._shared is not None
         fd = os.open(self._shared / ".lock",
                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
