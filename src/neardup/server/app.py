@@ -902,7 +902,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         check_int("collection_memory_bytes", collection_memory_bytes, 0),
         check_int("collection_disk_bytes", collection_disk_bytes, 0),
         check_int("max_collections", max_collections, 1), collection_folder,
-        **({} if collections_shared is None else {"shared": Path(collections_shared)}))
+        shared=collections_shared)
     uploads = UploadSlots(check_int("concurrent_uploads", concurrent_uploads, 1))
     body_memory_bytes = check_int("body_memory_bytes", body_memory_bytes, 1)
     if body_memory_bytes < max_upload_bytes:
