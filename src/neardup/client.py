@@ -338,7 +338,7 @@ class Client:
         :class:`ServiceFullError` where the service keeps no more documents."""
         doc = {"id": _doc_id(id), "text": text}
         r = self._send("POST", "/documents", body=_json_bytes(doc), idempotent=False,
-                       ids=[doc["id"]], confirm=[(doc["id"], text)])
+                       confirm=[(doc["id"], text)])
         if r is not None:
             self._raise(r, ids=[doc["id"]])
 
@@ -376,7 +376,7 @@ class Client:
         body = b'{"documents":[' + b",".join(parts) + b"]}"
         ids = [i for i, _ in batch]
         try:
-            r = self._send("POST", "/documents:batch", body=body, idempotent=False, ids=ids,
+            r = self._send("POST", "/documents:batch", body=body, idempotent=False,
                            confirm=batch)
             if r is None:  # kept by the first try (see _send)
                 return len(batch)
@@ -501,7 +501,6 @@ class Client:
 
     def _send(self, method: str, path: str, *, body: bytes | None = None,
               params: dict[str, Any] | None = None, idempotent: bool = True,
-              ids: list[str] | None = None,
               confirm: list[tuple[str, str]] | None = None) -> Any:
         """The service's answer to a request, after the retries; None where ``confirm`` (the
         documents an add sends) was found kept by an earlier try (see below)."""
