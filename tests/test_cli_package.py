@@ -163,7 +163,8 @@ def test_import_neardup_is_light_and_the_public_names_load_on_use():
     got = _run_python(
         "import json, sys\n"
         "import neardup\n"
-        "light = [m for m in ('numba', 'numpy', 'neardup.io') if m in sys.modules]\n"
+        "light = [m for m in ('numba', 'numpy', 'neardup.io', 'neardup.client', 'httpx')\n"
+        "         if m in sys.modules]\n"
         "import neardup.stages\n"  # imports the submodule neardup.sketch
         "from neardup import dedup, Index\n"
         "print(json.dumps({'light': light, 'sketch': callable(neardup.sketch)\n"

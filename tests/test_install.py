@@ -19,7 +19,7 @@ NEWS = ROOT / "examples" / "news.jsonl"
 
 #: distributions that only extras bring (a core install must hold none of them)
 EXTRA_ONLY = ("fastapi", "uvicorn", "python-multipart", "starlette", "redis", "dask",
-              "distributed", "matplotlib", "scikit-learn", "scipy", "pandas", "pyfim")
+              "distributed", "matplotlib", "scikit-learn", "scipy", "pandas", "pyfim", "httpx")
 
 
 @pytest.fixture(scope="module")

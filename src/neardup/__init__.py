@@ -31,6 +31,7 @@ _LAZY = {
     "ClusterConfig": ".config", "DedupConfig": ".config", "LSHConfig": ".config",
     "NormalizeConfig": ".config", "ShingleConfig": ".config", "SketchConfig": ".config",
     "VerifyConfig": ".config", "PairsConfig": ".config",
+    "Client": ".client", "ServiceError": ".client",
     "Deduplicator": ".engines.local", "dedup": ".engines.local", "dedup_files": ".engines.local",
     "DuplicateIdError": ".index", "Index": ".index", "Match": ".index",
     "candidate_pairs": ".lsh", "choose_bands": ".lsh", "s_curve": ".lsh",
@@ -45,7 +46,7 @@ __all__ = [
     "__version__", "dedup", "dedup_files", "Deduplicator", "Index", "Match", "DuplicateIdError",
     "Result", "Pairs", "PassageConfig", "PassageIndex", "reused_passages",
     "DedupConfig", "NormalizeConfig", "ShingleConfig", "SketchConfig", "LSHConfig",
-    "VerifyConfig", "ClusterConfig", "PairsConfig",
+    "VerifyConfig", "ClusterConfig", "PairsConfig", "Client", "ServiceError",
     "NeardupError", "ConfigError", "InputError", "OutputError", "SkipReason",
     "normalize", "shingle", "sketch", "s_curve", "choose_bands", "candidate_pairs",
     "jaccard_pairs", "estimate_pairs", "connected_components", "strict_clusters",
@@ -79,6 +80,7 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
+    from .client import Client, ServiceError
     from .cluster import connected_components, strict_clusters
     from .config import (
         ClusterConfig,

@@ -16,6 +16,8 @@ extra        enables                                               installs
              figures of the product study
 ``fca``      the k-means comparison and the figure of ``neardup    scikit-learn, matplotlib
              fca`` (mining itself needs no extra)
+``client``   :class:`neardup.Client`, the Python client of the     httpx
+             web service
 ``all``      everything above
 ============ ===================================================== ===========================
 
@@ -36,7 +38,7 @@ DISTRIBUTIONS = {
     "fastapi": "fastapi", "starlette": "fastapi", "uvicorn": "uvicorn",
     "multipart": "python-multipart", "python_multipart": "python-multipart",
     "redis": "redis", "dask": "dask", "distributed": "distributed",
-    "matplotlib": "matplotlib", "sklearn": "scikit-learn",
+    "matplotlib": "matplotlib", "sklearn": "scikit-learn", "httpx": "httpx",
 }
 
 
