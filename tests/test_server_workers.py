@@ -197,3 +197,13 @@ def test_workers_report_a_port_in_use_before_starting(tmp_path: Path):
                            timeout=60)
     assert r.returncode == 2, r.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
+
+
+def test_one_worker_on_several_processors_says_how_to_use_them(tmp_path: Path):
+    from neardup._threads import available_cpus
+
+    srv = serve(tmp_path)
+    out = srv.stop()
+    cpus = available_cpus()
+    hint = f"--workers {cpus} answers more requests at once"
+    assert (hint in out) == (cpus > 1), out[-2000:]

@@ -52,6 +52,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from .._log import get_logger
 from .._records import record
+from .._threads import available_cpus
 from ..errors import ConfigError, InputError, NeardupError, SkipReason
 from ..index import DuplicateIdError, Index, IndexBusyError, IndexChangedError, IndexFullError
 from ..index.redact import redact_location
@@ -1547,6 +1548,10 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
             log.warning("answers to the Host names %s only: add the names clients use to reach "
                         "it with --allowed-host NAME", ", ".join(hosts.entries))
         max_connections = _open_files_for(max_connections)
+        cpus = available_cpus()
+        if workers == 1 and cpus > 1 and not memory_index:
+            log.info("one worker process on a machine of %d processors: --workers %d answers "
+                     "more requests at once and sooner", cpus, cpus)
         log.info("serving the index %s (%s documents) at %s%s: at most %d requests handled at "
                  "once and %d connections open%s, request headers within %g s, idle "
                  "connections closed after %d s", _named(index_target), f"{len(index):,}",
