@@ -8,6 +8,7 @@ import json
 import logging
 import random
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -439,6 +440,74 @@ def test_concurrent_check_and_add_adds_one(kind: str, tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert sorted(results) == [False] * 5 + [True] and len(idx) == 1
+    idx.close()
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_checks_search_for_passages_at_most_check_slots_at_once(
+        slots: int, tmp_path: Path, corpus: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six clients check at once: at most ``check_slots`` searches for passages run at the same
+    time, every check is answered (the others wait for their turn), and one that waits its
+    whole time budget is told to try again (503 with Retry-After), its work not done."""
+    import neardup.server.app as app_module
+
+    idx = Index(str(tmp_path / "s.db"), passages=True)
+    idx.add_many(corpus)
+    running, most, lock = [0], [0], threading.Lock()
+    search = idx.check
+
+    def counted(*args: Any, **kwargs: Any) -> Any:  # the index's own search, counted
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.05)  # long enough for the others to arrive meanwhile
+            return search(*args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    idx.check = counted  # type: ignore[method-assign]
+    app = create_app(idx, check_slots=slots)
+    barrier = threading.Barrier(6)
+    got: list[int] = []
+
+    def client(i: int) -> None:
+        c = local_client(app)
+        barrier.wait()
+        got.append(c.post("/check", json={"text": corpus[f"doc-{i}"]}).status_code)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [200] * 6 and most[0] == slots
+    # a check that finds no slot within its budget: 503, Retry-After, nothing searched
+    monkeypatch.setattr(app_module, "CHECK_SECONDS", 0.2)
+    app = create_app(idx, check_slots=1)
+    gate = threading.Event()
+    release = threading.Event()
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        gate.set()
+        release.wait(10)
+        return search(*args, **kwargs)
+
+    idx.check = held  # type: ignore[method-assign]
+    first = threading.Thread(target=lambda: local_client(app).post(
+        "/check", json={"text": corpus["doc-1"]}))
+    first.start()
+    assert gate.wait(10)
+    idx.check = counted  # type: ignore[method-assign]
+    before = most[0], running[0]
+    r = local_client(app).post("/check", json={"text": corpus["doc-2"]})
+    release.set()
+    first.join()
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    assert "try again" in r.json()["detail"]
+    assert (most[0], running[0]) == before  # the second never searched
     idx.close()
 
 

@@ -373,7 +373,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
             body_memory_bytes=(max(64_000_000, a.max_upload_bytes) if a.body_memory_mb is None
                                else a.body_memory_mb * 1_000_000),
             max_requests=a.max_requests, max_connections=a.max_connections,
-            workers=a.workers, log_level=a.log_level, log_file=a.log_file,
+            workers=a.workers, check_slots=a.check_slots, log_level=a.log_level,
+            log_file=a.log_file,
             allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
             allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
     finally:
@@ -563,6 +564,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "(requests, connections, memory, uploads, threads) hold per worker; "
                          "uploaded collections are shared. An SQLite file or Redis index "
                          "(default: 1)")
+    sv.add_argument("--check-slots", type=int, default=1, metavar="N",
+                    help="uniqueness checks (/check) searched at once by a worker; the others "
+                         "wait for their turn within the check's 2 s (then 503 with "
+                         "Retry-After), so that queries and adds are not held up by several "
+                         "of them (default: 1)")
     sv.add_argument("--threads", type=int, default=16, metavar="N",
                     help="threads that run requests' work at once, each with its own "
                          "connection to an SQLite index; other requests wait for one "
