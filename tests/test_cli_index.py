@@ -325,3 +325,25 @@ def test_index_and_stream_run_without_the_cycle_collector_and_make_no_cycles(tmp
             left[n, "stream"] = left_after("stream", db, "--no-add", "--quiet", stdin=records)
     for what in ("add", "query", "stream"):
         assert left[1000, what] <= left[100, what] + 5, left
+
+
+def test_index_query_takes_its_texts_before_and_after_the_options(tmp_path, capsys):
+    """``index query INDEX --top-k 1 TEXT`` as ``index query INDEX TEXT --top-k 1``: the texts
+    may come on either side of the options (argparse alone left those after them over); an
+    unknown option is still refused."""
+    db = str(tmp_path / "q.db")
+    docs = tmp_path / "d.jsonl"
+    texts = {"a": "the quick brown fox jumps over the lazy dog near the river bank today",
+             "b": "a slow green turtle walks under the busy bridge beside the old mill"}
+    docs.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in texts.items()))
+    assert main(["index", "create", db, "--quiet"]) == 0
+    assert main(["index", "add", db, str(docs), "--id-field", "id", "--quiet"]) == 0
+    capsys.readouterr()
+    want = run(capsys, "index", "query", db, texts["a"], texts["b"], "--top-k", "1")
+    assert want[0] == 0 and "\ta\t1.0000" in want[1] and "\tb\t1.0000" in want[1]
+    assert run(capsys, "index", "query", db, "--top-k", "1", texts["a"], texts["b"]) == want
+    assert run(capsys, "index", "query", db, texts["a"], "--top-k", "1", texts["b"]) == want
+    with pytest.raises(SystemExit) as e:
+        main(["index", "query", db, "--top-k", "1", "--bogus", texts["a"]])
+    assert e.value.code == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err

@@ -51,7 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     # the top-level options (--help, --version) take no value: the first other word is the
     # command, or a word that is none, which the parser reports with the list of commands
     command = next((word for word in argv if not word.startswith("-")), "")
-    args = build_parser(command).parse_args(argv)
+    parser = build_parser(command)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse gives a list positional (nargs="*") only the words before the first option
+        # (``index query INDEX --top-k 1 TEXT`` left TEXT over): a command that names its list
+        # positional ``trailing`` takes the words after the options too
+        trailing = getattr(args, "trailing", None)
+        if trailing is None or any(word.startswith("-") for word in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, trailing).extend(extra)
     code = run_command(args)
     # The interpreter's last garbage collection at exit walks every object the imports made
     # (numpy, pyarrow: ~50 ms of a 0.4 s run). Everything the command opened is closed by now;

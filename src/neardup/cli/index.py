@@ -449,7 +449,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "how many words and which share of the text (an index created with "
                         "--passages)")
     q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
-    q.set_defaults(func=cmd_index_query, acyclic=True)
+    q.set_defaults(func=cmd_index_query, acyclic=True, trailing="text")
 
     r = isub.add_parser("remove", help="remove documents by id")
     r.add_argument("index", metavar="INDEX", help=INDEX_HELP)
