@@ -35,6 +35,7 @@ from ..reuse import (
     blank_tags,
     fingerprints,
     fingerprints_many_flat,
+    order_by_text_then_hash,
     passages_with,
     reuse_share,
     text_words,
@@ -645,7 +646,7 @@ _zstd_local = threading.local()
 def _unique_by_text(keys: np.ndarray, text: np.ndarray, n: int) -> list[np.ndarray]:
     """The distinct ``keys`` of each of ``n`` texts, sorted (``text``: the text of each key,
     non-decreasing), by one sort of them all rather than a ``np.unique`` per text."""
-    order = np.lexsort((keys, text))
+    order = order_by_text_then_hash(text, keys, n)
     k, t = keys[order], text[order]
     keep = np.ones(len(k), bool)
     keep[1:] = (k[1:] != k[:-1]) | (t[1:] != t[:-1])
