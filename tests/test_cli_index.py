@@ -283,6 +283,17 @@ def test_index_query_lists_reused_passages(tmp_path, capsys):
     (p,) = m["passages"]
     assert m["id"] == "src" and text[p["a"][0]:p["a"][1]] == " ".join(
         f"s{i}" for i in range(10, 40)) and src[p["b"][0]:p["b"][1]] == text[p["a"][0]:p["a"][1]]
+    # a sentence that 16 indexed texts hold: one common passage, not 16 sources
+    tmpl = " ".join(f"t{i}" for i in range(20))
+    many = tmp_path / "many.jsonl"
+    many.write_text("".join(json.dumps({"id": f"m{j}", "text": " ".join(
+        f"m{j}w{i}" for i in range(30)) + " " + tmpl}) + "\n" for j in range(16)))
+    assert main(["index", "add", db, str(many), "--id-field", "id", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["index", "query", db, "a new start " + tmpl, "--passages"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "text1\tcommon passage of 20 words (characters 12-81) in about 16 indexed texts, "
+        "e.g. m0"]
     plain = str(tmp_path / "plain.db")
     assert main(["index", "create", plain, "--quiet"]) == 0
     assert main(["index", "query", plain, text, "--passages"]) == 2

@@ -33,6 +33,7 @@ import neardup  # noqa: E402
 from neardup.client import (  # noqa: E402
     AuthError,
     CheckAnswer,
+    Common,
     IdTakenError,
     InvalidRequestError,
     QueryAnswer,
@@ -130,6 +131,24 @@ def test_round_trip_matches_the_library(srv: Server):
         assert every == sorted(every) and len(every) == len(set(every)) == stats["documents"]
         assert {i for i, _ in docs} <= set(every)
 
+
+def test_a_passage_many_texts_hold_comes_back_once_as_common(srv: Server):
+    template = ("Orders placed before noon leave our warehouse the same day, and every parcel "
+                "can be returned free of charge within thirty days of its delivery.")
+    docs = [(f"shop-{i}", f"{NEWS[100 + 3 * i]['text'][:400]} {template}") for i in range(17)]
+    with neardup.Client(srv.url, WRITE_KEY) as c:
+        c.add_many(docs)
+        try:
+            got = c.check(UNRELATED + " " + template)
+            assert got.reused == [] and got.matches == [] and not got.unique
+            (common,) = got.common
+            assert isinstance(common, Common) and common.texts == 17
+            assert template in (UNRELATED + " " + template)[common.a[0]:common.a[1]]
+            example = dict(docs)[common.example]
+            assert template in example[common.b[0]:common.b[1]]
+        finally:
+            for d, _ in docs:
+                c.delete(d)
 
 def test_add_many_is_cut_to_the_services_batch_limit(srv: Server):
     docs = {f"batch-{i:02d}": f"document number {i} of a batch, with words of its own {i * 7}"

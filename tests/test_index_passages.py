@@ -265,15 +265,18 @@ def _keys_of(ix: Index, text: str):
     return ix._passage_keys(fingerprints(text_words(text, keep_keys=False).hashes, 5, 12))
 
 
-def test_common_phrases_alone_make_no_candidate(target):
-    """A fingerprint held by bucket_cap indexed texts or more is a common phrase: the texts
-    that share only such fingerprints are not compared; every other text that shares a
-    passage is, with the passages a comparison of the two texts finds (brute force)."""
-    cap = 4
+@pytest.mark.parametrize("cap, common_texts, texts", [(4, 16, 4), (500, 5, 7)])
+def test_common_passages_are_reported_once_not_compared_text_by_text(target, cap, common_texts,
+                                                                       texts):
+    """A fingerprint held by ``common_texts`` indexed texts or more (or bucket_cap, if fewer)
+    is common: the texts that share only such fingerprints are not compared one by one; the
+    common passage is compared with one representative and reported once, with its number of
+    holders (capped at bucket_cap); every other text that shares a passage is compared, with
+    the passages a comparison of the two texts finds (brute force)."""
     ix = Index(target, threshold=0.8, passages=True, bucket_cap=cap)
     common, rare = _words(900, 40), _words(901, 40)
     docs = {}
-    for i in range(7):  # the common phrase in 7 texts (> cap), the rare one in 3 (< cap)
+    for i in range(7):  # the common phrase in 7 texts (> the floor), the rare one in 3 (<)
         docs[f"c{i}"] = " ".join(_words(1000 + i, 60) + common + _words(1100 + i, 60))
     for i in range(3):
         docs[f"r{i}"] = " ".join(_words(1200 + i, 60) + rare + _words(1300 + i, 60))
@@ -281,26 +284,48 @@ def test_common_phrases_alone_make_no_candidate(target):
     docs["src"] = " ".join(source)
     docs.update({f"o{i}": " ".join(_words(1500 + i, 150)) for i in range(10)})
     ix.add_many(docs.items())
-    text = " ".join(_words(2000, 50) + common + _words(2001, 50) + rare + _words(2002, 50)
+    head = _words(2000, 50)
+    text = " ".join(head + common + _words(2001, 50) + rare + _words(2002, 50)
                     + source[30:60] + _words(2003, 50))
+    floor = min(cap, common_texts)
     # the oracle: every indexed text's fingerprints, who holds each of the text's keys
     keys = set(_keys_of(ix, text).tolist())
     held = {d: keys & set(_keys_of(ix, t).tolist()) for d, t in docs.items()}
     holders = {k: sum(k in h for h in held.values()) for k in keys}
-    candidates = {d for d, h in held.items() if any(holders[k] < cap for k in h)}
+    candidates = {d for d, h in held.items() if any(holders[k] < floor for k in h)}
     want = {}
     for d in sorted(candidates):
         found = reused_passages(text, docs[d])
         if found:
             want[d] = [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in found]
-    got = ix.check(text)
+    got = ix.check(text, common_texts=common_texts)
     assert {m.id: [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in m.passages]
             for m in got.reused} == want
-    assert {"r0", "r1", "r2", "src"} <= set(want) and not got.incomplete
-    # the rule bites: texts that share the 40-word common phrase only are left out
-    left_out = {d for d in docs if d.startswith("c") and d not in candidates}
+    assert {"r0", "r1", "r2", "src"} == set(want) and not got.incomplete
+    # the common phrase: once, with its holders, one of them as the example
+    assert len(got.common) == 1
+    c = got.common[0]
+    start = len(" ".join(head)) + 1
+    assert (c.a_words, c.words, c.texts) == ((50, 90), 40, texts)
+    assert c.a_chars == (start, start + len(" ".join(common)))
+    assert c.example in {f"c{i}" for i in range(7)}
+    if cap > 7:  # every holder known: the oldest one
+        assert c.example == "c0"
+    assert docs[c.example][c.b_chars[0]:c.b_chars[1]] == " ".join(common)
+    # the rule bites: the other texts that share the 40-word common phrase are not compared
+    reps = set(got.texts) - candidates
+    assert c.example in reps and all(d.startswith("c") for d in reps)
+    if cap > 7:  # every holder known: one representative
+        assert reps == {"c0"}
+    left_out = {d for d in docs if d.startswith("c")} - reps
     assert left_out and all(reused_passages(text, docs[d]) for d in left_out)
-    assert set(got.texts) == candidates and all(got.texts[d] == docs[d] for d in candidates)
+    assert all(got.texts[d] == docs[d] for d in got.texts)
+    assert not got.unique
+    # with a floor above its holders the phrase is no longer common: each text is compared
+    every = ix.check(text, common_texts=8) if cap > 8 else None
+    if every is not None:
+        assert not every.common
+        assert {m.id for m in every.reused} == set(want) | {f"c{i}" for i in range(7)}
     ix.close()
 
 
@@ -321,7 +346,7 @@ def test_candidates_are_ranked_by_shared_fingerprints_and_cut_from_the_bottom(ta
     order = list(docs)  # insertion order: the order of the handles
     shared = {d: len(keys & set(_keys_of(ix, t).tolist())) for d, t in docs.items()}
     want = sorted((d for d in docs if shared[d]), key=lambda d: (-shared[d], order.index(d)))
-    ranked = ix._ranked_candidates(_keys_of(ix, text))
+    ranked = ix._candidates(_keys_of(ix, text), 16)[3]
     assert [d for d, _ in ix.storage.texts_of(ranked.tolist())] == want
     assert want[0] == "s1" and len(want) == 6
     full = ix.check(text)

@@ -322,7 +322,7 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
     # A new text is unique.
     r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
     assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False,
-                 "reused": [], "reused_capped": False, "reuse_incomplete": False,
+                 "reused": [], "common": [], "reused_capped": False, "reuse_incomplete": False,
                  "matches_capped": False, "passages_incomplete": False, "texts_capped": False,
                  "passages_indexed": True, "min_passage_words": 16}
 
@@ -371,6 +371,33 @@ def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
     assert text[p["a"][0]:p["a"][1]] == copied
     assert source[p["b"][0]:p["b"][1]] == copied and p["words"] == 40
     assert m["text"] == source and 0 < m["share"] < 0.5 and m["share_source"] > 0
+
+
+def test_a_template_passage_many_texts_hold_is_shown_once_as_common(
+        client: TestClient, index: Index) -> None:
+    """A sentence that 20 indexed texts hold (a shipping note in every product text) is one
+    entry of `common`, with its holders counted and one example; those texts are not listed
+    one by one in `reused`, while a text that also shares words of its own is."""
+    template = ("Free delivery within three working days to every address in the country, "
+                "returns accepted for thirty days after purchase without any questions asked")
+    for i in range(20):
+        index.add(f"p-{i:02d}", make_text(random.Random(60 + i), 60) + " " + template)
+    own = make_text(random.Random(99), 60)
+    index.add("copied", own + " " + template)
+    text = make_text(random.Random(100), 50) + " " + template
+    r = client.post("/check", json={"text": text}).json()
+    assert r["matches"] == [] and r["reused"] == [] and r["unique"] is False
+    (c,) = r["common"]
+    # (its edges may take in a word or two around it that happen to agree)
+    assert template in text[c["a"][0]:c["a"][1]] and c["words"] <= len(template.split()) + 4
+    assert c["texts"] == 21 and c["example"].startswith("p-")
+    # a text that copies more of one of them: that one is a source, the template still common
+    r = client.post("/check", json={"text": own[:200] + " " + template, "id": "x",
+                                    "add": True}).json()
+    assert [m["id"] for m in r["reused"]] == ["copied"] and r["added"] is False
+    (c,) = r["common"]
+    assert c["texts"] == 21
+    assert "x" not in index
 
 
 def test_a_check_that_could_not_compare_every_candidate_is_not_unique(

@@ -35,7 +35,7 @@ import re
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -44,7 +44,7 @@ from .errors import ConfigError, NeardupError
 from .index import DuplicateIdError, IndexFullError, Match
 
 __all__ = [
-    "Client", "QueryAnswer", "CheckAnswer", "CheckMatch", "Reused", "Passage",
+    "Client", "QueryAnswer", "CheckAnswer", "CheckMatch", "Reused", "Common", "Passage",
     "ServiceError", "AuthError", "IdTakenError", "InvalidRequestError", "ServiceFullError",
     "ServiceUnavailableError", "ServiceUnreachableError",
 ]
@@ -168,6 +168,20 @@ class Reused:
     passages: tuple[Passage, ...]
 
 
+@dataclass(frozen=True)
+class Common:
+    """A passage of the checked text that many indexed texts hold (a template sentence, a
+    widely quoted text), reported once: ``a``, its character range in the checked text,
+    ``words``, about how many indexed ``texts`` hold it, and one of them, ``example``, with
+    the passage's range there, ``b``."""
+
+    a: tuple[int, int]
+    words: int
+    texts: int
+    example: str
+    b: tuple[int, int]
+
+
 class QueryAnswer(list):
     """What :meth:`Client.query` returns: the list of :class:`neardup.Match`, most similar
     first, with what the service says of it.
@@ -187,11 +201,12 @@ class QueryAnswer(list):
 class CheckAnswer:
     """What :meth:`Client.check` returns.
 
-    ``unique``: no near-duplicate, no indexed text it copies passages from, and every
+    ``unique``: no near-duplicate, no indexed text it shares passages with, and every
     candidate compared. ``matches``: near-duplicates, most similar first
     (:class:`CheckMatch`); ``reused``: indexed texts it copies passages from, most reused
     first (:class:`Reused`; empty where the index finds no passages, see
-    ``passages_indexed``); ``added``: the text was added (``add=True``).
+    ``passages_indexed``); ``common``: its passages that many indexed texts hold, each once
+    (:class:`Common`); ``added``: the text was added (``add=True``).
     ``matches_capped``, ``reused_capped``: more were found than the answer carries;
     ``texts_capped``: some matches come without their text (fetch it with
     :meth:`Client.get`); ``passages_incomplete``: the passages of some matches were not all
@@ -203,6 +218,7 @@ class CheckAnswer:
     matches: list[CheckMatch]
     added: bool
     reused: list[Reused]
+    common: list[Common] = field(default_factory=list)
     matches_capped: bool = False
     reused_capped: bool = False
     passages_incomplete: bool = False
@@ -223,6 +239,8 @@ def _check_answer(body: dict[str, Any]) -> CheckAnswer:
                             _passages(m.get("passages", []))) for m in body["matches"]],
         reused=[Reused(r["id"], r["share"], r["share_source"], r.get("text"),
                        _passages(r["passages"])) for r in body.get("reused", [])],
+        common=[Common(tuple(c["a"]), c["words"], c["texts"], c["example"], tuple(c["b"]))
+                for c in body.get("common", [])],
         matches_capped=body.get("matches_capped", False),
         reused_capped=body.get("reused_capped", False),
         passages_incomplete=body.get("passages_incomplete", False),

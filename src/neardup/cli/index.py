@@ -212,6 +212,8 @@ def cmd_index_query(a: argparse.Namespace) -> int:
                 r["reused"] = [{"id": m.id, "share": round(m.share_query, 4),
                                 "passages": [p.to_dict() for p in m.passages]}
                                for m in found.reused]
+                r["common"] = [{"a": list(p.a_chars), "words": p.words, "texts": p.texts,
+                                "example": p.example} for p in found.common]
             else:
                 matches = idx.query(text, a.threshold, a.top_k)
             r["matches"] = [{"id": m.id, "similarity": m.similarity} for m in matches]
@@ -224,8 +226,8 @@ def cmd_index_query(a: argparse.Namespace) -> int:
         print(json.dumps(results, indent=2))
         return EXIT_OK
     for r in results:
-        reused = r.get("reused", [])
-        if not r["matches"] and not reused:
+        reused, common = r.get("reused", []), r.get("common", [])
+        if not r["matches"] and not reused and not common:
             print(f"{r['query']}: unique (no text at Jaccard >= {threshold:g}"
                   + (f", no shared passage of {shortest}+ words)" if a.passages else ")"))
         for m in r["matches"]:
@@ -235,6 +237,10 @@ def cmd_index_query(a: argparse.Namespace) -> int:
             print(f"{r['query']}\t{m['id']}\treuses {len(m['passages'])} passage"
                   f"{'s' if len(m['passages']) > 1 else ''}, {words} words, "
                   f"{m['share']:.1%} of the text")
+        for p in common:
+            print(f"{r['query']}\tcommon passage of {p['words']} words (characters "
+                  f"{p['a'][0]}-{p['a'][1]}) in about {p['texts']} indexed texts, "
+                  f"e.g. {p['example']}")
     return EXIT_OK
 
 

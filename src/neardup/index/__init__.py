@@ -1,6 +1,6 @@
 """Online near-duplicate index: :class:`Index` over a storage backend (memory, SQLite, Redis)."""
 
-from .core import CheckResult, Index, Match
+from .core import CheckResult, CommonPassage, Index, Match
 from .storage import (
     FORMAT_VERSION,
     DuplicateIdError,
@@ -13,6 +13,6 @@ from .storage import (
     StoredDoc,
 )
 
-__all__ = ["CheckResult", "Index", "IndexChangedError", "Match", "Storage", "StoredDoc", "MemoryStorage",
+__all__ = ["CheckResult", "CommonPassage", "Index", "IndexChangedError", "Match", "Storage", "StoredDoc", "MemoryStorage",
            "DuplicateIdError", "IndexBusyError", "IndexFullError", "IndexNotFoundError",
            "FORMAT_VERSION"]

@@ -55,6 +55,7 @@ from .._records import record
 from .._threads import available_cpus
 from ..errors import ConfigError, InputError, NeardupError, SkipReason
 from ..index import DuplicateIdError, Index, IndexBusyError, IndexChangedError, IndexFullError
+from ..index.core import COMMON_TEXTS
 from ..index.redact import redact_location
 from ..validate import check_int
 from .access import (
@@ -238,6 +239,10 @@ class QueryOut(BaseModel):
     matches: list[MatchOut] = Field(description="Near-duplicates, highest similarity first.")
     unique: bool = Field(description="True if nothing in the index reaches the threshold.")
     threshold: float = Field(description="The threshold used.")
+    common: list[CommonOut] = Field(default_factory=list, description=(
+        f"Passages of the checked text that {COMMON_TEXTS} indexed texts or more hold "
+        "(template sentences, widely quoted text), each once: the texts that share nothing "
+        "else with it are counted here, not listed in `reused`."))
     matches_capped: bool = Field(default=False, description=(
         f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
         "best ones."))
@@ -286,10 +291,21 @@ class ReusedOut(BaseModel):
         "The passages: offsets into the checked text, `a`, and into the indexed text, `b`."))
 
 
+class CommonOut(BaseModel):
+    a: tuple[int, int] = Field(description="[start, end) character offsets in the checked "
+                                           "text.")
+    words: int = Field(description="Number of words in the passage.")
+    texts: int = Field(description=(
+        "About how many indexed texts hold it: at most this many (the fewest texts that hold "
+        "one of its fingerprints, counted up to the index's bucket cap)."))
+    example: str = Field(description="Id of an indexed text that holds it.")
+    b: tuple[int, int] = Field(description="[start, end) character offsets in that text.")
+
+
 class CheckOut(BaseModel):
     unique: bool = Field(description="True if nothing in the index reaches the threshold, "
-                                     "no indexed text shares a passage with the text, and "
-                                     "every candidate was compared.")
+                                     "no indexed text shares a passage with the text (reused "
+                                     "or common), and every candidate was compared.")
     threshold: float = Field(description="The threshold used.")
     matches: list[CheckMatch] = Field(description="Near-duplicates, highest similarity first.")
     added: bool = Field(description="True if the text was added to the index.")
@@ -297,6 +313,10 @@ class CheckOut(BaseModel):
         "Indexed texts the checked text shares passages with (copied text inside otherwise "
         "different texts), most reused first; empty where the index does not find passages "
         "(see `passages_indexed`)."))
+    common: list[CommonOut] = Field(default_factory=list, description=(
+        f"Passages of the checked text that {COMMON_TEXTS} indexed texts or more hold "
+        "(template sentences, widely quoted text), each once: the texts that share nothing "
+        "else with it are counted here, not listed in `reused`."))
     matches_capped: bool = Field(default=False, description=(
         f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
         "best ones."))
@@ -1244,7 +1264,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                 raise HTTPException(422, f"text: {EMPTY_TEXT} (it cannot be added)")
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
-        if c.add and not reused and not incomplete:  # copies passages, or not known: kept out
+        if (c.add and not reused and not incomplete  # copies passages, or not known: kept out
+                and not (found is not None and found.common)):
             _room(1)
             matches = index.check_and_add(c.id, c.text, threshold=threshold)
             added = not matches
@@ -1291,7 +1312,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                           passages=[Passage(a=p.a_chars, b=p.b_chars, words=p.words)
                                     for p in m.passages])
                 for i, m in enumerate(reused)]
-        return CheckOut(unique=not matches and not reused and not incomplete,
+        common = [CommonOut(a=p.a_chars, words=p.words, texts=p.texts, example=p.example,
+                            b=p.b_chars) for p in (found.common if found is not None else [])]
+        return CheckOut(unique=not matches and not reused and not common and not incomplete,
+                        common=common,
                         threshold=threshold, matches=out, added=added, reused=rout,
                         reused_capped=capped, reuse_incomplete=incomplete,
                         passages_incomplete=cut["passages"], texts_capped=cut["texts"],

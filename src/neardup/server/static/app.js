@@ -262,6 +262,7 @@
     const verdict = $("check-verdict");
     const n = result.matches.length;
     const reused = lastCheck.entries.slice(n);
+    const common = result.common || [];
     const passagesNote = result.passages_indexed
       ? " and no passage of " + result.min_passage_words + " words or more is shared" : "";
     verdict.className = "verdict " + (result.unique ? "ok" : "warn");
@@ -270,6 +271,11 @@
       head = "Unique";
       note = " · nothing in the index reaches " + pct(result.threshold) + " similarity" +
         passagesNote;
+    } else if (n === 0 && reused.length === 0 && common.length > 0) {
+      head = "Shares only common passages";
+      note = " · " + plural(common.length, "passage", "passages") + " of this text " +
+        (common.length === 1 ? "is" : "are") + " found in many indexed texts; nothing else " +
+        "is shared";
     } else if (n === 0 && reused.length === 0) {
       head = "Not checked completely";
       note = " · nothing found in the texts compared, but the text shares phrases with more " +
@@ -285,7 +291,18 @@
       note = " from the index: up to " + pct(most) + " of this text" +
         (result.reused_capped ? " (more passages were found than are shown)" : "");
     }
+    if (common.length > 0 && (n > 0 || reused.length > 0)) {
+      note += "; " + plural(common.length, "common passage", "common passages");
+    }
     verdict.replaceChildren(el("strong", {}, head), el("span", { class: "muted" }, note));
+    const units = codePointToUnit(lastCheck.text);
+    $("check-common").hidden = common.length === 0;
+    $("check-common-list").replaceChildren(...common.map((p) => el("li",
+      { dataset: { testid: "common-item" } },
+      el("q", {}, lastCheck.text.slice(units[p.a[0]], units[p.a[1]])),
+      el("span", { class: "muted small" }, " · " + plural(p.words, "word", "words") +
+        ", in about " + plural(p.texts, "indexed text", "indexed texts") + " (e.g. " +
+        p.example + ")"))));
     $("add-row").hidden = !result.unique;
     $("add-message").textContent = result.added ? "Added to the index as “" +
       $("check-id").value.trim() + "”." : "";
