@@ -13,7 +13,9 @@ run benchmarks can be used. Three kinds of text, ``--checks`` of each, drawn wit
 ``new`` (30% edited) and ``planted`` (an indexed text with 30% of its words edited and 60 words
 of another indexed text copied into it). Reports per kind the latency (p50, p90, p99), the
 share of checks that found the text's source among the reused texts (for ``planted``: the text
-the passage was copied from), the share ``incomplete``, and the texts reused and compared (p50).
+the passage was copied from), and of those that found it or (``planted``) reported the copied
+words as a common passage (one that many indexed texts hold, as the corpus reuses paragraphs),
+the share ``incomplete``, and the texts reused and compared and the common passages (p50).
 With ``--max-candidates``, each check is also run with the default and the answers compared:
 the share of the default answer's 10 most reused texts that the cut answer holds.
 """
@@ -92,8 +94,11 @@ def make_texts(corpus: Path, size: int, n: int, seed: int) -> list[dict]:
         at = int(rng.integers(0, max(1, len(words) - 60)))
         body = edit_words(texts[host][1], 0.3, rng, VOCAB).split()
         cut = int(rng.integers(0, len(body) + 1))
+        start = len(" ".join(body[:cut])) + (1 if cut else 0)
+        planted = " ".join(words[at:at + 60])
         out.append({"kind": "planted", "src": texts[src][0],
-                    "text": " ".join(body[:cut] + words[at:at + 60] + body[cut:])})
+                    "text": " ".join(body[:cut] + words[at:at + 60] + body[cut:]),
+                    "span": (start, start + len(planted))})
     return out
 
 
@@ -116,9 +121,14 @@ def main() -> None:
         got = ix.check(q["text"], **kw)
         dt = time.perf_counter() - t
         r = res.setdefault(q["kind"], {k: [] for k in ("ms", "found", "inc", "reused", "cmp",
-                                                       "top10")})
+                                                       "top10", "common", "told")})
         r["ms"].append(dt * 1e3)
         r["found"].append(q["src"] in {m.id for m in got.reused})
+        r["common"].append(len(got.common))
+        # the source, or (planted) the copied words as a passage many indexed texts hold
+        span = q.get("span")
+        r["told"].append(r["found"][-1] or span is not None and any(
+            c.a_chars[0] < span[1] and span[0] < c.a_chars[1] for c in got.common))
         r["inc"].append(got.incomplete)
         r["reused"].append(len(got.reused))
         r["cmp"].append(len(getattr(got, "texts", None) or {}))
@@ -136,6 +146,8 @@ def main() -> None:
                         "p90_ms": round(float(np.percentile(ms, 90)), 1),
                         "p99_ms": round(float(np.percentile(ms, 99)), 1),
                         "source_found": round(float(np.mean(r["found"])), 3),
+                        "source_or_common": round(float(np.mean(r["told"])), 3),
+                        "common_p50": float(np.median(r["common"])),
                         "incomplete": round(float(np.mean(r["inc"])), 3),
                         "reused_p50": float(np.median(r["reused"])),
                         "compared_p50": float(np.median(r["cmp"])),

@@ -589,6 +589,10 @@ def test_sqlite_probes_of_any_size_answer_as_the_memory_backend(tmp_path, n_keys
         assert sorted(zip(pm.tolist(), ids(mem, hm))) == sorted(zip(pl.tolist(), ids(lite, hl)))
         assert sorted(ids(mem, mem.candidates(keys, cap))) == sorted(
             ids(lite, lite.candidates(keys, cap)))
+        # counted without reading the holders: as many as hold the key, up to cap
+        want = [min(sum(int(k) in d.keys.tolist() for d in docs), cap) for k in keys]
+        assert mem.holder_counts(keys, cap).tolist() == want
+        assert lite.holder_counts(keys, cap).tolist() == want
     # every handle, many of them (across the chunks of a read), in a given order; an unknown
     # one left out
     order = rng.permutation(600)

@@ -521,21 +521,26 @@ class Index:
         # (the edges of a passage may take in a few words around a template sentence)
         order = np.argsort(fpos, kind="stable")
         spos, sheld = fpos[order], held[key_of[order]]
+        skey = key_of[order]
         out, pool = [], []
         for (doc_id, _), got, n_source in zip(stored, found, sizes):
             if not got:
                 continue
-            texts = []
+            many = []
             for p in got:
                 lo, hi = np.searchsorted(spos, [p.a_words[0], p.a_words[1] - cfg.k + 1])
-                h = sheld[lo:hi]
-                many = h[h >= floor]
-                texts.append(int(many.min()) if len(many) and 2 * len(many) >= len(h) else 0)
-            if min(texts) < floor:  # reuses something of its own: a source
+                h = skey[lo:hi][sheld[lo:hi] >= floor]
+                many.append(h if len(h) and 2 * len(h) >= hi - lo else None)
+            if any(h is None for h in many):  # reuses something of its own: a source
                 share = reuse_share(got, len(q))
                 if share >= min_share:
                     out.append(ReuseMatch(doc_id, got, share, reuse_share(got, n_source, "b")))
-            pool.extend((p, t, doc_id) for p, t in zip(got, texts) if t >= floor)
+            pool.extend((p, h, doc_id) for p, h in zip(got, many) if h is not None)
+        if pool:  # how many texts hold each common passage: the fewest of its common keys
+            need = np.unique(np.concatenate([h for _, h, _ in pool]))
+            counts = np.zeros(len(keys), np.int64)
+            counts[need] = self.storage.holder_counts(keys[need], self.bucket_cap)
+            pool = [(p, int(counts[h].min()), doc_id) for p, h, doc_id in pool]
         out.sort(key=lambda m: (-m.share_query, m.id))
         if top_k is not None:
             out = out[:top_k]
@@ -557,12 +562,12 @@ class Index:
     def _candidates(self, keys: np.ndarray, floor: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Who holds the passage ``keys`` (distinct) of a checked text: ``(pos, handles)``,
-        a holding each (its key's position in ``keys``, the text's handle; at most
-        ``bucket_cap`` a key), the holders of each key, and the candidates: the texts that
-        hold a key held by fewer than ``floor`` texts, ranked by the number of ``keys`` each
-        holds (most first; then the oldest)."""
+        a holding each (its key's position in ``keys``, the text's handle; ``floor`` a key
+        at most: a common key's holders are not all read), the holders of each key, and the
+        candidates: the texts that hold a key held by fewer than ``floor`` texts, ranked by the
+        number of ``keys`` each was found holding (most first; then the oldest)."""
         if len(keys):
-            pos, handles = self.storage.holders(keys, self.bucket_cap)
+            pos, handles = self.storage.holders(keys, floor)
         else:
             pos, handles = np.zeros(0, np.int64), np.zeros(0, np.int64)
         held = np.bincount(pos, minlength=len(keys))

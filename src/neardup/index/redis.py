@@ -234,6 +234,12 @@ class RedisStorage(Storage):
             got += [int(h) for h in members]
         return np.asarray(pos, np.int64), np.asarray(got, np.int64)
 
+    def holder_counts(self, keys, cap):
+        pipe = self.r.pipeline(transaction=False)
+        for k in np.asarray(keys, np.uint64).tolist():
+            pipe.scard(self._k("b", k))
+        return np.minimum(np.asarray(pipe.execute(), np.int64).reshape(-1), cap)
+
     def texts_of(self, handles):
         pipe = self.r.pipeline(transaction=False)
         for h in handles:

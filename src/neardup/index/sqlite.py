@@ -469,6 +469,22 @@ class SQLiteStorage(Storage):
         pos = order[np.searchsorted(as_signed, got[:, 0], sorter=order)]
         return pos.astype(np.int64), np.ascontiguousarray(got[:, 1])
 
+    def holder_counts(self, keys, cap):
+        conn = self._conn()
+        as_signed = np.ascontiguousarray(keys, np.uint64).view(np.int64)
+        out = np.zeros(len(as_signed), np.int64)
+        where = {k: j for j, k in enumerate(as_signed.tolist())}
+        for table in self._parts(conn):
+            # counted inside SQLite: no row of a holder comes out
+            for part in _padded(list(where), _COMPOUND):
+                sql = " UNION ALL ".join(
+                    f"SELECT k, count(*) FROM (SELECT key AS k FROM {table} WHERE key = ? "
+                    f"LIMIT {int(cap)})" for _ in part)
+                for k, n in conn.execute(sql, part):
+                    if k is not None:
+                        out[where[k]] += n
+        return out
+
     def texts_of(self, handles):
         return self._by_handle("SELECT d.handle, d.id, t.text FROM docs d LEFT JOIN texts t "
                                "USING (handle) WHERE d.handle IN", handles, lambda t: t)

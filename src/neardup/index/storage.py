@@ -116,6 +116,12 @@ class Storage(ABC):
             got += hs
         return np.asarray(pos, np.int64), np.asarray(got, np.int64)
 
+    def holder_counts(self, keys: np.ndarray, cap: int) -> np.ndarray:
+        """How many documents hold each of ``keys`` (distinct), counted up to ``cap`` (SQLite:
+        per band table), without reading who they are where the backend can."""
+        pos, _ = self.holders(keys, cap)
+        return np.bincount(pos, minlength=len(keys)).astype(np.int64)
+
     @abstractmethod
     def shingles(self, handles: Sequence[int]) -> list[tuple[str, np.ndarray]]:
         """``(id, shingles)`` for each handle still present (removed ones are left out)."""
@@ -237,6 +243,11 @@ class MemoryStorage(Storage):
                     pos += [j] * len(hs)
                     got += hs
         return np.asarray(pos, np.int64), np.asarray(got, np.int64)
+
+    def holder_counts(self, keys, cap):
+        with self._lock:
+            return np.array([min(len(self._bands.get(k) or ()), cap)
+                             for k in np.asarray(keys, np.uint64).tolist()], np.int64)
 
     def shingles(self, handles):
         with self._lock:
