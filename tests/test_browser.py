@@ -217,6 +217,39 @@ def test_check_text_with_a_copied_passage_is_not_unique(page: object) -> None:
     assert page.js_errors == []
 
 
+SHIPPING = ("Orders placed before two in the afternoon are shipped the same day, and every "
+            "item can be returned within thirty days for a full refund.")
+
+
+def test_a_template_sentence_many_offers_share_is_shown_once(browser: object,
+                                                            tmp_path: Path) -> None:
+    """A boilerplate-heavy index: 18 offers end with the same shipping sentence. A new offer
+    with that sentence is not listed against 18 texts: the page says it shares only a common
+    passage, shown once with the number of offers that hold it."""
+    expect = sync_api.expect
+    idx = Index(str(tmp_path / "boiler.db"), passages=True)
+    items = ["kettle", "toaster", "lamp", "rug", "chair", "desk", "mirror", "clock", "vase",
+             "towel", "pillow", "blanket", "shelf", "stool", "basket", "candle", "frame", "mug"]
+    idx.add_many([(f"{x}-1", f"A {x} from our own workshop, made by hand in small numbers and "
+                   f"finished with care, model {i}. {SHIPPING}") for i, x in enumerate(items)])
+    for url in _serve_in_thread(create_app(idx)):
+        pg = _new_page(browser, url + "/")
+        pg.get_by_test_id("check-text").fill(NEW_TEXT + " " + SHIPPING)
+        pg.get_by_test_id("check-button").click()
+        verdict = pg.get_by_test_id("check-verdict")
+        expect(verdict).to_contain_text("Shares only common passages")
+        expect(verdict).not_to_contain_text("Unique")
+        expect(pg.get_by_test_id("match-item")).to_have_count(0)
+        common = pg.get_by_test_id("common-item")
+        expect(common).to_have_count(1)
+        expect(common.first).to_contain_text("in about 18 indexed texts")
+        expect(common.first.locator("q")).to_contain_text("shipped the same day")
+        _shot(pg, "06b-check-common-passage")
+        assert pg.js_errors == []
+        pg.context.close()
+    idx.close()
+
+
 def test_api_error_is_shown(page: object) -> None:
     expect = sync_api.expect
     page.get_by_test_id("check-threshold").fill("1.5")
