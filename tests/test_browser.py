@@ -250,6 +250,31 @@ def test_a_template_sentence_many_offers_share_is_shown_once(browser: object,
     idx.close()
 
 
+ZH = ("我们公司成立于二零零五年，专注于研发高品质的家用电器产品，包括电水壶、咖啡机和空气净化器。"
+      "所有产品均通过国家质量认证，并提供两年免费保修服务。欢迎广大客户来电咨询，我们将竭诚为您服务。")
+
+
+def test_a_prefixed_copy_of_a_chinese_text_is_not_unique(browser: object,
+                                                          tmp_path: Path) -> None:
+    """Chinese has no spaces between words: the page still finds a copy of an indexed text
+    with a line added in front, and marks the shared passage in both texts."""
+    expect = sync_api.expect
+    idx = Index(str(tmp_path / "zh.db"), passages=True)
+    idx.add_many([("zh-1", ZH), ("lamp-1", LAMP)])
+    for url in _serve_in_thread(create_app(idx)):
+        pg = _new_page(browser, url + "/")
+        pg.get_by_test_id("check-text").fill("新品上市，限时优惠！" + ZH)
+        pg.get_by_test_id("check-button").click()
+        verdict = pg.get_by_test_id("check-verdict")
+        expect(verdict).to_contain_text("Repeats 1 text")
+        expect(pg.get_by_test_id("match-item").first).to_contain_text("zh-1")
+        assert "".join(_marks(pg, "check-right")) == ZH
+        _shot(pg, "06c-check-chinese-copy")
+        assert pg.js_errors == []
+        pg.context.close()
+    idx.close()
+
+
 def test_api_error_is_shown(page: object) -> None:
     expect = sync_api.expect
     page.get_by_test_id("check-threshold").fill("1.5")

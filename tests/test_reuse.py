@@ -537,7 +537,7 @@ _ALL_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
 #: zero-width or format characters that are not white space
 _WORD_CHARS = list("aZq09xYAMzé") + list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\x00\x7f") + list(
     "\xa9\xc2\xe1\xe2\xe3\u1681\u169a\u200b\u2030\u205e\u2060\u2080\u2122\u3001\u30a2"
-    "\ufeff\U0001f600\ud800«»—ﬁß\u0301")
+    "\ufeff\U0001f600\ud800«»—ﬁß\u0301中文字ひらカナ\u0e17\u0e35\u0e48\U00020001，。")
 _space_runs = st.text(alphabet=st.sampled_from(_ALL_SPACES), min_size=1, max_size=4)
 _words = st.one_of(
     st.text(alphabet=st.sampled_from(list("abcXYZ019")), min_size=1, max_size=12),
@@ -557,15 +557,28 @@ def _expected_split(text: str) -> tuple[list[int], list[int], list[bool], list[i
     from neardup.reuse import word_hashes
     from neardup.text.words import word_key
 
+    from neardup.text.scripts import UNSPACED
+
+    def pieces(word: str) -> list[str]:  # each unspaced character apart, runs between
+        out, run = [], ""
+        for c in word:
+            if UNSPACED.fullmatch(c):
+                out += [run, c] if run else [c]
+                run = ""
+            else:
+                run += c
+        return out + [run] if run else out
+
     starts, ends, foreign, hashes = [], [], [], []
     at = 0
-    for w in text.split():
-        at = text.index(w, at)
-        starts.append(len(text[:at].encode("utf-8", "surrogatepass")))
-        at += len(w)
-        ends.append(len(text[:at].encode("utf-8", "surrogatepass")))
-        foreign.append(not w.isascii())
-        hashes.append(None if not w.isascii() else int(word_hashes([word_key(w)])[0]))
+    for whole in text.split():
+        for w in pieces(whole):
+            at = text.index(w, at)
+            starts.append(len(text[:at].encode("utf-8", "surrogatepass")))
+            at += len(w)
+            ends.append(len(text[:at].encode("utf-8", "surrogatepass")))
+            foreign.append(not w.isascii())
+            hashes.append(None if not w.isascii() else int(word_hashes([word_key(w)])[0]))
     return starts, ends, foreign, hashes
 
 
@@ -574,7 +587,8 @@ def _expected_split(text: str) -> tuple[list[int], list[int], list[bool], list[i
                 max_size=8))
 def test_the_split_kernel_equals_str_split(docs):
     """The compiled split of many texts at once (64 bytes at a time, multi-byte white space
-    across those blocks, texts ending anywhere in one) finds the words of ``str.split()``:
+    across those blocks, texts ending anywhere in one) finds the words of ``str.split()``, each
+    character of a script written without spaces apart (Japanese, Thai, ...):
     their byte offsets, the non-ASCII ones marked, the ASCII ones hashed from their keys."""
     import numpy as np
 

@@ -48,6 +48,8 @@ from ._kernels.passages import text_words as _text_words
 from ._records import record
 from ._threads import parallel
 from .errors import ConfigError
+from .text.scripts import UNSPACED
+from .text.scripts import WORD as WORD_RE
 from .text.words import ASCII_PUNCTUATION, word_key, word_keys
 from .validate import check_int
 
@@ -165,7 +167,7 @@ def text_words(text: str, keep_keys: bool = True) -> TextWords:
     return tw
 
 
-_WORD = re.compile(r"\S+")
+_WORD = WORD_RE
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
@@ -205,10 +207,95 @@ def word_hashes(keys: Sequence[str]) -> np.ndarray:
 
 def _split(data: np.ndarray, offsets: np.ndarray, where: bool
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The words of the UTF-8 texts ``data[offsets[t]:offsets[t + 1]]`` by the kernel:
+    """The words of the UTF-8 texts ``data[offsets[t]:offsets[t + 1]]``:
     ``(hashes, word_offsets, starts, ends, foreign)``; ``foreign`` marks the words whose hash
-    is still to be computed (non-ASCII); ``starts``/``ends`` (byte offsets) only with
-    ``where``."""
+    is still to be computed (non-ASCII); ``starts``/``ends`` (byte offsets in each text) only
+    with ``where``. The kernel splits at white space; the words that hold characters of a
+    script written without spaces are then cut into those characters (each a word) and the
+    runs of other characters between them (:mod:`neardup.text.scripts`)."""
+    got = _split_spaces(data, offsets, where)
+    return _apart(data, offsets, *got, where) if got[4].any() else got
+
+
+def _apart(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, woff: np.ndarray,
+           starts: np.ndarray, ends: np.ndarray, foreign: np.ndarray, where: bool
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_split`'s words with those holding characters of unspaced scripts cut apart."""
+    texts = np.unique(np.searchsorted(woff, np.flatnonzero(foreign), side="right") - 1)
+    cut: dict[int, tuple] = {}  # text -> its words (hashes, starts, ends, foreign), cut
+    for t in texts.tolist():
+        one = data[offsets[t]:offsets[t + 1]]
+        w = slice(woff[t], woff[t + 1])
+        if where:
+            h, st, en, fo = hashes[w], starts[w], ends[w], foreign[w]
+        else:
+            h, _, st, en, fo = _split_spaces(one, np.array([0, len(one)], np.int64), True)
+        raw = one.tobytes()
+        parts = None
+        for j in np.flatnonzero(fo).tolist():
+            word = raw[st[j]:en[j]].decode("utf-8", "surrogatepass")
+            if UNSPACED.search(word) is None:
+                continue
+            if parts is None:
+                parts = {}
+            at, pos, spans = 0, st[j], []
+            for m in WORD_RE.finditer(word):  # byte offsets of each piece
+                pos += len(word[at:m.start()].encode("utf-8", "surrogatepass"))
+                size = len(m.group().encode("utf-8", "surrogatepass"))
+                # an ASCII piece is hashed here, the others are still to be keyed
+                ascii_hash = (int(word_hashes([word_key(m.group())])[0])
+                              if m.group().isascii() else None)
+                spans.append((pos, pos + size, ascii_hash))
+                pos, at = pos + size, m.end()
+            parts[j] = spans
+        if parts is None:
+            continue
+        nh, ns, ne, nf = [], [], [], []
+        for j in range(len(h)):
+            if j in parts:
+                for a, b, ascii_hash in parts[j]:
+                    nh.append(0 if ascii_hash is None else ascii_hash)
+                    ns.append(a)
+                    ne.append(b)
+                    nf.append(ascii_hash is None)
+            else:
+                nh.append(int(h[j]))
+                ns.append(int(st[j]))
+                ne.append(int(en[j]))
+                nf.append(int(fo[j]))
+        cut[t] = (np.array(nh, np.uint64), np.array(ns, np.int64), np.array(ne, np.int64),
+                  np.array(nf, np.uint8))
+    if not cut:
+        return hashes, woff, starts, ends, foreign
+    counts = np.diff(woff)
+    new_counts = counts.copy()
+    for t, got in cut.items():
+        new_counts[t] = len(got[0])
+    nwoff = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(new_counts, out=nwoff[1:])
+    total = int(nwoff[-1])
+    nh, nfo = np.empty(total, np.uint64), np.empty(total, np.uint8)
+    ns, ne = (np.empty(total, np.int64), np.empty(total, np.int64)) if where else (starts, ends)
+    prev = 0  # the texts between the cut ones move as blocks
+    for t in [*sorted(cut), len(counts)]:
+        a, b, shift = woff[prev], woff[t], nwoff[prev] - woff[prev]
+        nh[a + shift:b + shift], nfo[a + shift:b + shift] = hashes[a:b], foreign[a:b]
+        if where:
+            ns[a + shift:b + shift], ne[a + shift:b + shift] = starts[a:b], ends[a:b]
+        if t < len(counts):
+            h, st, en, fo = cut[t]
+            w = slice(nwoff[t], nwoff[t + 1])
+            nh[w], nfo[w] = h, fo
+            if where:
+                ns[w], ne[w] = st, en
+        prev = t + 1
+    return nh, nwoff, ns, ne, nfo
+
+
+def _split_spaces(data: np.ndarray, offsets: np.ndarray, where: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of the UTF-8 texts that the kernel finds between white space (see
+    :func:`_split`)."""
     n = len(offsets) - 1
     weights = np.diff(offsets)
     counts = np.empty(n, np.int64)

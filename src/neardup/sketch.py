@@ -25,7 +25,7 @@ from ._kernels import shingle as _k
 from ._threads import parallel
 from .config import ShingleConfig, SketchConfig
 from .text.normalize import NormalizedBatch
-from .text.shingle import Shingles, kind_code, shingle_batch, shingle_counts
+from .text.shingle import Shingles, kind_code, shingle_batch, shingle_counts, word_batch
 
 EMPTY = np.uint32(0xFFFFFFFF)
 MERSENNE61 = (1 << 61) - 1
@@ -124,6 +124,7 @@ def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = N
             rows_done(sig, 0, len(sig))
         return sig, h32, sh.offsets
     s_bin, s_probe = _seed_words(cfg.seed)
+    batch = word_batch(batch, shingle_cfg)
     units, counts = shingle_counts(batch, docs, shingle_cfg)
     out_off = np.zeros(len(docs) + 1, np.int64)
     np.cumsum(counts, out=out_off[1:])

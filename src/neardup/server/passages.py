@@ -4,7 +4,7 @@ A passage is a maximal run of word k-grams that both texts share *in the same or
 k-gram starting at word ``i`` of ``a`` equals the one starting at word ``j`` of ``b``, and so do
 those at ``(i+1, j+1)``, ... ``(i+m-1, j+m-1)`` (and neither ``(i-1, j-1)`` nor ``(i+m, j+m)``
 match), the words ``a[i:i+m+k-1]`` and ``b[j:j+m+k-1]`` form one passage. Words are maximal runs
-of non-whitespace, compared after NFKC normalisation and case folding; offsets are character
+of non-whitespace (each character of a script written without spaces apart), compared after NFKC normalisation and case folding; offsets are character
 offsets into the *original* strings, so the page can wrap them in ``<mark>`` as they are.
 
 The work is vectorised: each distinct word gets an integer, each k-gram the number of its
@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..text.scripts import UNSPACED, WORD
 from ..text.words import word_key, word_keys, words
 from ..validate import check_int
 
@@ -41,7 +42,12 @@ def _spaces() -> np.ndarray:
 
 def _word_bounds(text: str) -> tuple[np.ndarray, np.ndarray]:
     """Character offsets ``(starts, ends)`` of the words of ``text`` (maximal runs of
-    non-white-space), vectorised."""
+    non-white-space, each character of a script written without spaces apart), vectorised
+    where the text holds no such character."""
+    if not text.isascii() and UNSPACED.search(text) is not None:
+        spans = [m.span() for m in WORD.finditer(text)]
+        return (np.fromiter((a for a, _ in spans), np.int64, len(spans)),
+                np.fromiter((b for _, b in spans), np.int64, len(spans)))
     cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
     solid = np.ones(len(cps) + 2, np.int8)
     solid[0] = solid[-1] = 0

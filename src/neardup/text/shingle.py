@@ -1,7 +1,9 @@
 """Shingling in compiled code: normalised UTF-8 in, sorted unique 64-bit shingle hashes out.
 
 Word shingles: tokens are maximal runs of non-space characters of the normalised text (after
-normalisation, whitespace is single spaces); a shingle is ``k`` consecutive tokens, and
+normalisation, whitespace is single spaces), except that each character of a script written
+without spaces (Chinese, Japanese, Thai, ...: :mod:`neardup.text.scripts`) is a token of its
+own; a shingle is ``k`` consecutive tokens, and
 consecutive shingles start ``offset`` tokens apart. Character shingles: ``k`` consecutive code
 points, ``offset`` apart. A non-empty document with fewer than ``k`` tokens (or characters) gets
 one shingle: all of it. An empty document gets none.
@@ -18,6 +20,7 @@ fused shingle-and-sketch of :mod:`neardup.sketch`, so both produce the same hash
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,8 +30,12 @@ from .._records import record
 from .._threads import parallel
 from ..config import NormalizeConfig, ShingleConfig
 from .normalize import NormalizedBatch, normalize
+from .scripts import words_apart
 
 WORD, CHAR = 0, 1
+#: the first bytes of the UTF-8 characters of 3 and 4 bytes (U+0800 and beyond), among which
+#: those of the unspaced scripts: a fast test that a text needs a closer look
+_WIDE_LEAD = re.compile(rb"[\xe0-\xf4]")
 
 
 @record(frozen=True)
@@ -58,10 +65,58 @@ def kind_code(cfg: ShingleConfig) -> int:
     return WORD if cfg.kind == "word" else CHAR
 
 
+def word_batch(batch: NormalizedBatch, cfg: ShingleConfig) -> NormalizedBatch:
+    """The batch that word shingles are made from: each character of a script written without
+    spaces (Chinese, Japanese, Thai, ...) a word of its own (see :mod:`neardup.text.scripts`);
+    ``batch`` itself for character shingles or where no text holds such a character."""
+    if cfg.kind != "word":
+        return batch
+    nbytes = np.diff(batch.offsets)
+    # these scripts take 3 or 4 bytes a character: only texts with such bytes are looked at
+    wide = np.flatnonzero(nbytes - batch.lengths >= 2)
+    if len(wide) * 8 > len(nbytes):  # many: one pass over all the bytes finds those to read
+        hits = np.flatnonzero(batch.data >= 0xE0)
+        wide = np.intersect1d(wide, np.searchsorted(batch.offsets, hits, side="right") - 1)
+    else:  # a few: each of them
+        raw = memoryview(batch.data)
+        offsets = batch.offsets.tolist()
+        wide = [i for i in wide.tolist()
+                if _WIDE_LEAD.search(raw[offsets[i]:offsets[i + 1]]) is not None]
+    changed: dict[int, bytes] = {}
+    for i in np.asarray(wide, np.int64).tolist():
+        text = batch.text(i)
+        apart = words_apart(text)
+        if apart is not text:
+            changed[i] = apart.encode("utf-8", "surrogatepass")
+    if not changed:
+        return batch
+    rows = np.fromiter(changed, np.int64, len(changed))
+    sizes = nbytes.copy()
+    sizes[rows] = np.fromiter(map(len, changed.values()), np.int64, len(changed))
+    offsets = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    start = 0
+    for i, raw in changed.items():  # the texts before each changed one, in one copy
+        data[offsets[start]:offsets[i]] = batch.data[batch.offsets[start]:batch.offsets[i]]
+        data[offsets[i]:offsets[i + 1]] = np.frombuffer(raw, np.uint8)
+        start = i + 1
+    data[offsets[start]:] = batch.data[batch.offsets[start]:]
+    lengths = batch.lengths.copy()
+    words = None if batch.words is None else batch.words.copy()
+    for i, raw in changed.items():
+        text = raw.decode("utf-8", "surrogatepass")
+        lengths[i] = len(text)
+        if words is not None:
+            words[i] = text.count(" ") + 1 if text else 0
+    return NormalizedBatch(data, offsets, lengths, words)
+
+
 def shingle_batch(batch: NormalizedBatch, cfg: ShingleConfig | None = None,
                   docs: np.ndarray | None = None) -> Shingles:
     """Shingle the documents ``docs`` (row numbers, default all) of a normalised batch."""
     cfg = cfg or ShingleConfig()
+    batch = word_batch(batch, cfg)
     if docs is None:
         docs = np.arange(len(batch), dtype=np.int64)
     docs = np.ascontiguousarray(docs, dtype=np.int64)

@@ -1,6 +1,8 @@
 """Words of a text with their character offsets, compared as the index compares them.
 
-A word is a maximal run of non-white-space characters; its comparison key is the word after
+A word is a maximal run of non-white-space characters, except that each character of a script
+written without spaces (Chinese, Japanese, Thai, ...: :mod:`neardup.text.scripts`) is a word
+of its own; its comparison key is the word after
 NFKC normalisation and case folding (what :func:`neardup.normalize` does to whole texts by
 default), without the punctuation at its ends. Offsets are into the *original*
 string, so that a caller can cut or highlight the words in the text as the user wrote it.
@@ -8,10 +10,10 @@ string, so that a caller can cut or highlight the words in the text as the user 
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
-_WORD = re.compile(r"\S+")
+from .scripts import UNSPACED
+from .scripts import WORD as _WORD
 
 
 def _strip_punctuation(word: str) -> str:
@@ -53,9 +55,11 @@ ASCII_PUNCTUATION = "".join(chr(c) for c in range(128)
 
 def word_keys(text: str) -> list[str]:
     """The comparison keys of the words of ``text``, in order: ``[word_key(w) for w in
-    text.split()]``, with a fast path for ASCII text (one lowercasing of the whole text, then
-    C-level string methods per word)."""
+    text.split()]`` (each character of an unspaced script apart), with a fast path for ASCII
+    text (one lowercasing of the whole text, then C-level string methods per word)."""
     if text.isascii():
         p = ASCII_PUNCTUATION
         return [w.strip(p) or w for w in text.lower().split()]
-    return [word_key(w) for w in text.split()]
+    if UNSPACED.search(text) is None:
+        return [word_key(w) for w in text.split()]
+    return [word_key(w) for w in _WORD.findall(text)]

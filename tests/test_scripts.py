@@ -1,0 +1,115 @@
+"""Text in scripts written without spaces (Chinese, Japanese, Thai) and in mixed texts: each
+such character is a word, so word shingles and passages work on them by default."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import neardup
+from neardup.reuse import reused_passages, text_words
+from neardup.text.scripts import words_apart
+from neardup.text.words import word_keys, words
+
+# Pools of characters to write random texts with (seeded: the same texts every run).
+HAN = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 600))
+KANA_KANJI = "".join(chr(c) for c in range(0x3041, 0x3097)) + "".join(
+    chr(c) for c in range(0x30A1, 0x30FB)) + HAN[:200]
+THAI = "".join(chr(c) for c in range(0x0E01, 0x0E2F)) + "\u0e30\u0e32\u0e34\u0e35\u0e38\u0e40"
+HANGUL = [chr(c) for c in range(0xAC00, 0xAC00 + 400)]
+
+
+def _unspaced(pool: str, n: int, seed: int, punct: str = "，。") -> str:
+    r = random.Random(seed)
+    return "".join(r.choice(pool) if r.random() > 0.06 else r.choice(punct) for _ in range(n))
+
+
+def _korean(n: int, seed: int) -> str:  # Korean is written with spaces between words
+    r = random.Random(seed)
+    return " ".join("".join(r.choice(HANGUL) for _ in range(r.randint(1, 4))) for _ in range(n))
+
+
+def _edit(text: str, seed: int, changes: int = 3) -> str:
+    r = random.Random(seed)
+    chars = list(text)
+    for _ in range(changes):
+        i = r.randrange(len(chars))
+        if not chars[i].isspace():
+            chars[i] = text[r.randrange(len(text))] if not text[i].isspace() else chars[i]
+    return "".join(chars)
+
+
+SCRIPTS = {
+    "chinese": lambda seed: _unspaced(HAN, 160, seed),
+    "japanese": lambda seed: _unspaced(KANA_KANJI, 160, seed, "、。「」"),
+    "thai": lambda seed: _unspaced(THAI, 200, seed, " "),
+    "korean": lambda seed: _korean(60, seed),
+}
+
+
+def test_words_of_a_mixed_text_by_hand():
+    text = "iPhone 15 专业版，256GB 全新 ราคา OK 한국어 단어"
+    # the comma joins the run of other characters after it, and is left out of its key
+    assert word_keys(text) == ["iphone", "15", "专", "业", "版", "256gb", "全", "新",
+                               "ร", "า", "ค", "า", "ok", "한국어", "단어"]
+    got = words(text)
+    assert [text[s:e] for s, e, _ in got][:7] == ["iPhone", "15", "专", "业", "版", "，256GB",
+                                                  "全"]
+    tw = text_words(text)
+    assert tw.spans == [(s, e) for s, e, _ in got]
+    assert words_apart("东京 tower 2020年") == "东 京 tower 2020 年"
+    assert words_apart("plain words") == "plain words"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_dedup_finds_near_copies_in_every_script_by_default(script):
+    """Three planted near-copies among ten texts of one script (a few characters changed, a
+    line added in front) are found with the defaults, and nothing else is paired."""
+    make = SCRIPTS[script]
+    originals = [make(100 + i) for i in range(10)]
+    prefix = make(999)[:12]
+    changes = 1 if script == "korean" else 3  # a Korean change is a whole (short) word
+    copies = [_edit(originals[0], 1, changes), prefix + " " + originals[3],
+              _edit(originals[7], 2, changes)]
+    texts = originals + copies
+    result = neardup.dedup(texts)
+    pairs = {(int(a), int(b)) for a, b in zip(result.pairs.left, result.pairs.right)}
+    assert pairs == {(0, 10), (3, 11), (7, 12)}
+
+
+def test_dedup_of_a_mixed_corpus():
+    """Chinese, Thai, English and mixed offers in one corpus: each near-copy with its source."""
+    en = ("Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil and a "
+          "removable washable limescale filter, cordless on a 360 degree base.")
+    zh = SCRIPTS["chinese"](5)
+    th = SCRIPTS["thai"](6)
+    mixed = "Apple iPhone 15 Pro Max 256GB " + SCRIPTS["chinese"](7)[:80] + " 全新未拆封"
+    texts = [en, zh, th, mixed, en + " Free delivery.", _edit(zh, 3), _edit(th, 4),
+             mixed.replace("256GB", "512GB")]
+    result = neardup.dedup(texts)
+    pairs = {(int(a), int(b)) for a, b in zip(result.pairs.left, result.pairs.right)}
+    assert pairs == {(0, 4), (1, 5), (2, 6), (3, 7)}
+
+
+@pytest.mark.parametrize("script", ["chinese", "japanese", "thai"])
+def test_a_copied_passage_is_found_with_its_offsets(script):
+    make = SCRIPTS[script]
+    source = make(21)
+    copied = source[40:100]
+    new = make(22)[:50] + copied + make(23)[:50]
+    (p,) = reused_passages(new, source)
+    assert new[p.a_chars[0]:p.a_chars[1]] == copied
+    assert source[p.b_chars[0]:p.b_chars[1]] == copied
+
+
+@pytest.mark.parametrize("script", ["chinese", "japanese", "thai"])
+def test_the_index_finds_a_prefixed_copy_and_a_copied_passage(script):
+    make = SCRIPTS[script]
+    ix = neardup.Index(passages=True)
+    ix.add_many([(f"{script}-{i}", make(300 + i)) for i in range(8)])
+    copy = make(999)[:10] + make(302)
+    assert [m.id for m in ix.query(copy)] == [f"{script}-2"]
+    check = ix.check(make(998)[:60] + make(305)[30:90] + make(997)[:60])
+    assert [m.id for m in check.reused] == [f"{script}-5"] and not check.unique
+    assert ix.check(make(996)).unique
