@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neardup
 from neardup.reuse import reused_passages, text_words
@@ -113,3 +115,49 @@ def test_the_index_finds_a_prefixed_copy_and_a_copied_passage(script):
     check = ix.check(make(998)[:60] + make(305)[30:90] + make(997)[:60])
     assert [m.id for m in check.reused] == [f"{script}-5"] and not check.unique
     assert ix.check(make(996)).unique
+
+
+_pieces = st.sampled_from(["plain", "café", "Straße", "中文", "字", "ひらがな", "カタカナ",
+                           "ภาษาไทย", "한국어", "😀", "，", "。", "2020年", "GB", "  ", "\u3000"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_pieces, max_size=30).map(" ".join), max_size=40))
+def test_the_batch_that_word_shingles_read_cuts_every_text_as_words_apart(texts):
+    """``word_batch`` (a pass over the bytes, or a look at each text, by how many texts need
+    it) gives each normalised text with its unspaced characters apart, its length and words
+    counted again; texts without such characters are left as they are."""
+    import numpy as np
+
+    from neardup.config import ShingleConfig
+    from neardup.text.normalize import normalize
+    from neardup.text.shingle import word_batch
+
+    batch = normalize(texts)
+    got = word_batch(batch, ShingleConfig())
+    for i in range(len(texts)):
+        want = words_apart(batch.text(i))
+        assert got.text(i) == want
+        assert got.lengths[i] == len(want)
+        assert got.words[i] == (want.count(" ") + 1 if want else 0)
+    assert word_batch(batch, ShingleConfig.parse("char:5")) is batch
+    # a text at a time gives the same shingles as the batch
+    one = [neardup.shingle([t])[0] for t in texts]
+    many = neardup.shingle(texts)
+    assert all(np.array_equal(a, many[i]) for i, a in enumerate(one))
+
+
+def test_a_few_texts_in_unspaced_scripts_among_many_others():
+    """Both ways of finding the texts to cut (a look at each of a few, one pass over all the
+    bytes for many) cut the same texts."""
+    from neardup.config import ShingleConfig
+    from neardup.text.normalize import normalize
+    from neardup.text.shingle import word_batch
+
+    for n_other in (3, 200):  # many texts to cut among few; few among many
+        texts = ["plain words"] * n_other + ["café crème"] * n_other + ["中文字 ok", "😀 x"]
+        batch = normalize(texts)
+        got = word_batch(batch, ShingleConfig())
+        assert [got.text(i) for i in range(len(texts))] == [
+            words_apart(batch.text(i)) for i in range(len(texts))]
+        assert got.text(2 * n_other) == "中 文 字 ok"
