@@ -155,7 +155,8 @@ def test_a_few_texts_in_unspaced_scripts_among_many_others():
     from neardup.text.shingle import word_batch
 
     for n_other in (3, 200):  # many texts to cut among few; few among many
-        texts = ["plain words"] * n_other + ["café crème"] * n_other + ["中文字 ok", "😀 x"]
+        texts = ["plain words"] * n_other + ["café"] * n_other + ["中文字 ok", "😀 x",
+                                                                   "crème brûlée"]
         batch = normalize(texts)
         got = word_batch(batch, ShingleConfig())
         assert [got.text(i) for i in range(len(texts))] == [
