@@ -162,3 +162,22 @@ def test_a_few_texts_in_unspaced_scripts_among_many_others():
         assert [got.text(i) for i in range(len(texts))] == [
             words_apart(batch.text(i)) for i in range(len(texts))]
         assert got.text(2 * n_other) == "中 文 字 ok"
+
+
+def test_find_reuse_over_a_mixed_corpus():
+    """Discovery of every pair that shares a passage, in a corpus of several scripts: the
+    planted passages, with their offsets, and nothing else."""
+    from neardup.reuse import find_reuse
+
+    zh, ja, th = SCRIPTS["chinese"](41), SCRIPTS["japanese"](42), SCRIPTS["thai"](43)
+    texts = [zh, ja, th,
+             SCRIPTS["chinese"](44)[:40] + zh[20:80],       # 3: copies 60 characters of 0
+             "Intro in English. " + ja[10:70] + " the end",  # 4: copies 60 of 1
+             SCRIPTS["thai"](45)]
+    got = find_reuse(texts)
+    found = {(p["a"], p["b"]) for p in got.passages}
+    assert found == {(0, 3), (1, 4)}
+    for p in got.passages:
+        a, b = texts[p["a"]], texts[p["b"]]
+        assert a[p["a_chars"][0]:p["a_chars"][1]] == b[p["b_chars"][0]:p["b_chars"][1]]
+        assert p["words"] == 60
