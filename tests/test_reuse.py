@@ -555,9 +555,8 @@ def _expected_split(text: str) -> tuple[list[int], list[int], list[bool], list[i
     """What ``str.split()`` and :func:`word_key` make of ``text``: each word's byte offsets,
     whether it holds non-ASCII characters, and the hash of the key of an ASCII one."""
     from neardup.reuse import word_hashes
-    from neardup.text.words import word_key
-
     from neardup.text.scripts import UNSPACED
+    from neardup.text.words import word_key
 
     def pieces(word: str) -> list[str]:  # each unspaced character apart, runs between
         out, run = [], ""

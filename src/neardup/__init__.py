@@ -37,6 +37,7 @@ _LAZY = {
     "candidate_pairs": ".lsh", "choose_bands": ".lsh", "s_curve": ".lsh",
     "Pairs": ".result", "Result": ".result",
     "PassageConfig": ".reuse", "PassageIndex": ".reuse", "reused_passages": ".reuse",
+    "find_reuse": ".reuse",
     "sketch": ".sketch",
     "normalize": ".text", "shingle": ".text",
     "estimate_pairs": ".verify", "jaccard_pairs": ".verify",
@@ -44,7 +45,7 @@ _LAZY = {
 
 __all__ = [
     "__version__", "dedup", "dedup_files", "Deduplicator", "Index", "Match", "DuplicateIdError",
-    "Result", "Pairs", "PassageConfig", "PassageIndex", "reused_passages",
+    "Result", "Pairs", "PassageConfig", "PassageIndex", "reused_passages", "find_reuse",
     "DedupConfig", "NormalizeConfig", "ShingleConfig", "SketchConfig", "LSHConfig",
     "VerifyConfig", "ClusterConfig", "PairsConfig", "Client", "ServiceError",
     "NeardupError", "ConfigError", "InputError", "OutputError", "SkipReason",
@@ -96,7 +97,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
     from .index import DuplicateIdError, Index, Match
     from .lsh import candidate_pairs, choose_bands, s_curve
     from .result import Pairs, Result
-    from .reuse import PassageConfig, PassageIndex, reused_passages
+    from .reuse import PassageConfig, PassageIndex, find_reuse, reused_passages
     from .sketch import sketch
     from .text import normalize, shingle
     from .verify import estimate_pairs, jaccard_pairs

@@ -166,3 +166,80 @@ def select(values: Sequence[Any], rows: np.ndarray | None) -> Sequence[Any]:
     if rows is None:
         return values
     return [values[i] for i in rows.tolist()]
+
+
+# -- whole tables -----------------------------------------------------------------------------
+
+#: the kinds of table the library takes whole, by (top-level module, class name)
+_TABLES = {("pandas", "DataFrame"): "pandas DataFrame", ("polars", "DataFrame"): "polars DataFrame",
+           ("pyarrow", "Table"): "pyarrow Table", ("pyarrow", "RecordBatch"): "pyarrow RecordBatch",
+           ("datasets", "Dataset"): "Hugging Face Dataset"}
+
+
+def table_kind(obj: object) -> str | None:
+    """What kind of table ``obj`` is (a pandas or polars DataFrame, a pyarrow Table or
+    RecordBatch, a Hugging Face Dataset), or None if it is none of them."""
+    return _TABLES.get((type(obj).__module__.split(".")[0], type(obj).__name__))
+
+
+def table_names(table: Any) -> list[str]:
+    """The names of the columns of a whole table (see :func:`table_kind`)."""
+    if type(table).__module__.startswith("pandas"):
+        return [str(c) for c in table.columns]
+    if hasattr(table, "column_names"):  # pyarrow, datasets
+        return list(table.column_names)
+    return list(table.columns)  # polars
+
+
+def _column(table: Any, name: str) -> Any:
+    mod = type(table).__module__.split(".")[0]
+    if mod == "pandas":
+        return table[[c for c in table.columns if str(c) == name][0]]
+    if mod == "pyarrow":
+        return table.column(name)
+    if mod == "datasets":
+        data = getattr(table, "data", None)  # its Arrow table, read in place where it can be
+        if data is not None and getattr(table, "_indices", None) is None:
+            return data.column(name)
+        return table[name]
+    return table[name]  # polars
+
+
+def _pick(table: Any, names: list[str], name: str, option: str, kind: str) -> str:
+    if name in names:
+        return name
+    import difflib
+
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    hint = f"; did you mean {option}={near[0]!r}?" if near else ""
+    raise ConfigError(f"{option}={name!r}: the {kind} has no such column (its columns: "
+                      f"{', '.join(names)}){hint}")
+
+
+def table_columns(texts: Any, ids: Any, text_field: str | None, id_field: str | None, *,
+                  default_id: str | None = "id") -> tuple[Any, Any]:
+    """``(texts, ids)`` as columns: those of ``texts`` when it is a whole table (the column
+    ``text_field``, by default "text"; ``id_field``, by default ``default_id`` where the table
+    has such a column), else ``texts`` and ``ids`` as given. A missing column is an error that
+    lists the table's columns and suggests the nearest."""
+    kind = table_kind(texts)
+    if kind is None:
+        if text_field is not None or id_field is not None:
+            raise ConfigError("text_field and id_field name the columns of a table (a pandas or "
+                              "polars DataFrame, a pyarrow Table, a Hugging Face Dataset); "
+                              f"texts is a {type(texts).__name__}")
+        return texts, ids
+    names = table_names(texts)
+    if text_field is None and "text" not in names:
+        raise ConfigError(f"the {kind} has no column 'text' (its columns: {', '.join(names)}): "
+                          "name the column of the texts with text_field=...")
+    column = _column(texts, _pick(texts, names, text_field or "text", "text_field", kind))
+    if ids is not None:
+        if id_field is not None:
+            raise ConfigError("give ids or id_field, not both")
+        return column, ids
+    if id_field is not None:
+        return column, _column(texts, _pick(texts, names, id_field, "id_field", kind))
+    if default_id is not None and default_id in names:
+        return column, _column(texts, default_id)
+    return column, None

@@ -165,11 +165,11 @@ class Result:
 
     def to_pandas(self, table: Literal["clusters", "pairs"] = "clusters") -> pandas.DataFrame:
         """The ``clusters`` or ``pairs`` table as a ``pandas.DataFrame`` (needs pandas)."""
-        require("pandas", None, "Result.to_pandas")
+        require("pandas", "tables", "Result.to_pandas")
         return self.to_arrow(table).to_pandas()
 
     def to_polars(self, table: Literal["clusters", "pairs"] = "clusters") -> polars.DataFrame:
         """The ``clusters`` or ``pairs`` table as a ``polars.DataFrame`` (needs polars)."""
-        pl = require("polars", None, "Result.to_polars")
+        pl = require("polars", "tables", "Result.to_polars")
         return pl.from_arrow(self.to_arrow(table))
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -648,6 +649,34 @@ class ReuseResult:
         t = {k: v.tolist() for k, v in self.pair_table.items()}
         return [{k: t[k][i] for k in t} for i in range(len(t["a"]))]
 
+    def _table(self, table: str) -> dict[str, np.ndarray]:
+        if table == "pairs":
+            return self.pair_table
+        if table == "passages":
+            return self.passage_table
+        raise ConfigError(f"table={table!r} is invalid: 'pairs' or 'passages'")
+
+    def to_arrow(self, table: str = "pairs") -> Any:
+        """The ``pairs`` or ``passages`` table (:attr:`pair_table`, :attr:`passage_table`) as
+        a ``pyarrow.Table``."""
+        import pyarrow as pa
+
+        return pa.table({k: pa.array(v) for k, v in self._table(table).items()})
+
+    def to_pandas(self, table: str = "pairs") -> Any:
+        """The ``pairs`` or ``passages`` table as a ``pandas.DataFrame`` (needs pandas)."""
+        from ._extras import require
+
+        require("pandas", "tables", "ReuseResult.to_pandas")
+        return self.to_arrow(table).to_pandas()
+
+    def to_polars(self, table: str = "pairs") -> Any:
+        """The ``pairs`` or ``passages`` table as a ``polars.DataFrame`` (needs polars)."""
+        from ._extras import require
+
+        pl = require("polars", "tables", "ReuseResult.to_polars")
+        return pl.from_arrow(self.to_arrow(table))
+
 
 def _union_lengths(group: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                    n_groups: int) -> np.ndarray:
@@ -695,8 +724,8 @@ def _candidate_pairs(fh: np.ndarray, fdoc: np.ndarray, n: int, max_doc_freq: int
     return keys // n, keys % n, common
 
 
-def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
-               max_doc_freq: int = 100) -> ReuseResult:
+def find_reuse(texts: Sequence[str] | Any, config: PassageConfig | None = None, *,
+               max_doc_freq: int = 100, text_field: str | None = None) -> ReuseResult:
     """Every pair of ``texts`` that shares a passage, with the passages (see the module
     docstring; the guarantee holds for every pair whose shared fingerprints are each kept by
     at most ``max_doc_freq`` texts).
@@ -705,9 +734,21 @@ def find_reuse(texts: Sequence[str], config: PassageConfig | None = None, *,
     common fingerprint are candidate pairs, and the compiled kernel compares each candidate
     pair as :func:`reused_passages` does, on several threads. A fingerprint kept by more than
     ``max_doc_freq`` texts (a phrase everybody uses) proposes no pair and is counted in
-    ``stats["common_fingerprints"]``."""
+    ``stats["common_fingerprints"]``.
+
+    ``texts``: strings, a column of a table (pandas, polars, pyarrow, Hugging Face), or a
+    whole table with its texts in the column ``text_field`` (default "text"); documents are
+    their row numbers. ``result.to_pandas()`` / ``to_polars()`` / ``to_arrow()``: the pairs
+    or the passages as a table."""
+    from ._columns import table_columns, text_column
+
     cfg = config or PassageConfig()
     check_int("max_doc_freq", max_doc_freq, 2)
+    texts, _ = table_columns(texts, None, text_field, None, default_id=None)
+    if not isinstance(texts, (list, tuple)) or text_field is not None:
+        texts, _, _ = text_column(texts)
+        if not isinstance(texts, list):
+            texts = texts.to_pylist()
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise ConfigError(f"texts[{i}] is {type(t).__name__}, not str")

@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._arrays import Growable
-from .._columns import IdColumn, TextColumn, id_column, select, text_column, to_arrow
+from .._columns import (
+    IdColumn,
+    TextColumn,
+    id_column,
+    select,
+    table_columns,
+    text_column,
+    to_arrow,
+)
 from .._log import get_logger
 from .._malloc import tune_malloc
 from .._threads import get_num_threads, set_num_threads
@@ -591,12 +599,19 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
           strip_html: bool = False, strip_punctuation: bool = False, strip_digits: bool = False,
           strip_stopwords: bool = False,
           config: DedupConfig | None = None, chunk_size: int = 10_000,
-          workers: int | None = None, on_error: Literal["fail", "skip"] = "fail") -> Result:
-    """Find near-duplicate clusters among ``texts`` and return a :class:`Result`.
+          workers: int | None = None, on_error: Literal["fail", "skip"] = "fail",
+          text_field: str | None = None, id_field: str | None = None,
+          progress: StageCallback | None = None) -> Result:
+    """Find near-duplicate clusters among ``texts`` and return a :class:`Result`
+    (``result.to_pandas()``, ``to_polars()``, ``to_arrow()``: the clusters or the pairs as a
+    table).
 
     ``texts``: a list of ``str``, or a column of a pyarrow table, a pandas or polars data
     frame, a Hugging Face dataset (read in place where it is Arrow); ``ids``: strings or
-    integers (default: row numbers).
+    integers (default: row numbers). Or ``texts`` is the whole table (a pandas or polars
+    DataFrame, a pyarrow Table, a Hugging Face Dataset): ``text_field`` names its column of
+    texts (default "text") and ``id_field`` its ids (default: the column "id" where there is
+    one, else row numbers).
 
     Parameters (their defaults are those of :class:`DedupConfig`):
 
@@ -623,11 +638,19 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
       ``workers``: threads for the compiled stages (default: all processors);
     - ``on_error``: "fail" on a missing text (``None``, a null), or "skip" to leave such
       documents out (``result.summary["skipped"]`` counts them; the ids of the others stay
-      their own, or their row numbers in ``texts``).
+      their own, or their row numbers in ``texts``);
+    - ``progress``: called as ``progress(stage, done, total)``: stage "read" after each chunk
+      of documents is read in (done and total in documents), then "candidates", "verify"
+      (done and total in candidate pairs) and "cluster", each at its start and its end.
     """
     check_int("chunk_size", chunk_size, 1)
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"progress={progress!r} is invalid: a function of (stage, done, "
+                          "total)")
     params = {k: v for k, v in locals().items() if k in _FLAT}
-    d = Deduplicator(config_from(config, params), workers=workers, on_error=on_error)
+    texts, ids = table_columns(texts, ids, text_field, id_field)
+    d = Deduplicator(config_from(config, params), workers=workers, on_error=on_error,
+                     on_stage=progress)
     arrow = to_arrow(texts)
     if arrow is not None:
         texts = arrow
@@ -641,6 +664,8 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
         ids = id_column(ids, len(texts))
     for s in range(0, len(texts), chunk_size):
         d.add(texts[s:s + chunk_size], None if ids is None else ids[s:s + chunk_size])
+        if progress is not None:
+            progress("read", min(s + chunk_size, len(texts)), len(texts))
     if len(texts) == 0:
         d.add([], [] if ids is not None else None)
     return d.finish()

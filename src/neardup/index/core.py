@@ -18,12 +18,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from .._columns import table_columns, table_kind
+from .._columns import table_names as _table_names
 from .._records import record
 from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
@@ -341,11 +343,28 @@ class Index:
         """Add one document; :class:`DuplicateIdError` if ``id`` is present."""
         self.add_many([(id, text)])
 
-    def add_many(self, docs: Iterable[tuple[str, str]] | Any, batch_size: int = 1000) -> int:
+    def add_many(self, docs: Iterable[tuple[str, str]] | Any, batch_size: int = 1000, *,
+                 text_field: str | None = None, id_field: str | None = None,
+                 progress: Callable[[str, int, int | None], Any] | None = None) -> int:
         """Add ``(id, text)`` pairs (or a mapping id -> text) in transactional batches of
-        ``batch_size``; each batch is stored completely or not at all. Returns the number added."""
-        if hasattr(docs, "items"):
+        ``batch_size``; each batch is stored completely or not at all. Returns the number added.
+
+        ``docs`` may also be a whole table (a pandas or polars DataFrame, a pyarrow Table, a
+        Hugging Face Dataset): ``text_field`` names its column of texts (default "text") and
+        ``id_field`` its ids (default "id"). ``progress``: called as ``progress("add", done,
+        total)`` after each batch (``total``: None where ``docs`` does not say its length)."""
+        check_int("batch_size", batch_size, 1)
+        if progress is not None and not callable(progress):
+            raise ConfigError(f"progress={progress!r} is invalid: a function of (stage, done, "
+                              "total)")
+        kind = table_kind(docs)
+        if kind is not None:
+            docs = _table_docs(docs, kind, text_field, id_field)
+        elif text_field is not None or id_field is not None:
+            table_columns(docs, None, text_field, id_field)  # says what they are for
+        elif hasattr(docs, "items"):
             docs = docs.items()
+        total = len(docs) if hasattr(docs, "__len__") else None
         added = 0
         part: list[tuple[str, str]] = []
         for item in docs:
@@ -353,8 +372,12 @@ class Index:
             if len(part) >= batch_size:
                 added += self._add_batch(part)
                 part = []
+                if progress is not None:
+                    progress("add", added, total)
         if part:
             added += self._add_batch(part)
+            if progress is not None:
+                progress("add", added, total)
         return added
 
     def _add_batch(self, part: list[tuple[str, str]]) -> int:
@@ -719,6 +742,22 @@ WORD_HASH = 1
 
 #: mixed into passage fingerprints before they are stored beside the band keys
 _PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
+
+
+def _table_docs(table: Any, kind: str, text_field: str | None, id_field: str | None
+                ) -> list[tuple[str, str]]:
+    """The ``(id, text)`` pairs of a whole table (see :meth:`Index.add_many`)."""
+    from .._columns import id_column, text_column
+
+    if id_field is None and "id" not in _table_names(table):
+        raise ConfigError(f"the {kind} has no column 'id' (its columns: "
+                          f"{', '.join(_table_names(table))}): name the column of the ids with "
+                          "id_field=...")
+    texts, ids = table_columns(table, None, text_field, id_field)
+    texts, _, n = text_column(texts)
+    if not isinstance(texts, list):
+        texts = texts.to_pylist()
+    return list(zip(id_column(ids, n), texts))
 
 
 def _ranked(pos: np.ndarray, handles: np.ndarray, rare: np.ndarray) -> np.ndarray:
