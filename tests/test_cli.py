@@ -108,6 +108,7 @@ def test_bad_input_fails_before_writing(tmp_path, capsys):
     assert main(["dedup", str(src), "-o", str(out), "--quiet"]) == 3
     err = capsys.readouterr().err
     assert "bad.jsonl:3" in err
+    assert "(--on-error skip leaves out the records that are bad and counts them)" in err
     assert not out.exists()
 
     assert main(["dedup", str(src), "-o", str(out), "--quiet", "--on-error", "skip",
@@ -115,6 +116,31 @@ def test_bad_input_fails_before_writing(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["documents"] == 2 and summary["skipped"]["total"] == 1
     assert summary["skipped"]["by_reason"] == {"malformed_json": 1}
+
+
+def test_a_missing_column_names_the_option_that_chooses_another(tmp_path, capsys):
+    """A text column of another name: the error lists the columns, suggests the nearest and
+    names the option that chooses it; a record without the field adds --on-error skip."""
+    csv = tmp_path / "shop.csv"
+    csv.write_text("sku,description\na,a kettle of steel\nb,a lamp of brass\n")
+    out = str(tmp_path / "out")
+    assert main(["dedup", str(csv), "-o", out, "--quiet"]) == 3
+    assert capsys.readouterr().err.strip().endswith(
+        "'text' is not a column of the CSV header (columns: sku, description) "
+        "(name another with --text-field)")
+    assert main(["dedup", str(csv), "-o", out, "--quiet", "--text-field", "descripton"]) == 3
+    assert "did you mean 'description'? (name another with --text-field)" in \
+        capsys.readouterr().err
+    assert main(["dedup", str(csv), "-o", out, "--quiet", "--id-field", "id",
+                 "--text-field", "description"]) == 3
+    assert "(name another with --id-field)" in capsys.readouterr().err
+    assert main(["dedup", str(csv), "-o", out, "--quiet", "--text-field", "description"]) == 0
+    jsonl = tmp_path / "shop.jsonl"
+    jsonl.write_text('{"text": "a kettle"}\n{"body": "a lamp"}\n')
+    assert main(["dedup", str(jsonl), "-o", str(tmp_path / "o2"), "--quiet"]) == 3
+    assert capsys.readouterr().err.strip().endswith(
+        "shop.jsonl:2: no field 'text' (name another with --text-field; "
+        "--on-error skip leaves out the records that are bad and counts them)")
 
 
 def test_missing_path_and_bad_parameters(tmp_path, capsys):

@@ -248,6 +248,27 @@ def skipped_text(sk: dict) -> str:
 
 # -- running ------------------------------------------------------------------------------------
 
+def _way_past(e: NeardupError, args: argparse.Namespace) -> str:
+    """What to add to the error that stopped a command on its input: the option that names
+    another field, for a field the input lacks, and ``--on-error skip``, which goes past bad
+    records, for a bad record (where the command has it)."""
+    from ..errors import InputError, SkipReason
+
+    if not isinstance(e, InputError) or e.reason in (None, "invalid"):
+        return ""
+    hints = []
+    field = getattr(e, "field", None)
+    if field is not None and e.reason == SkipReason.MISSING_FIELD:
+        for name, value in vars(args).items():
+            values = value if isinstance(value, (list, tuple)) else [value]
+            if name.endswith("_field") and field in values:
+                hints.append(f"name another with --{name.replace('_', '-')}")
+                break
+    if getattr(args, "on_error", None) == "fail" and not getattr(e, "whole_file", False):
+        hints.append("--on-error skip leaves out the records that are bad and counts them")
+    return f" ({'; '.join(hints)})" if hints else ""
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Run the command ``args.func`` chose; a :class:`~neardup.errors.NeardupError` becomes its
     message on stderr and its ``exit_code``.
@@ -272,7 +293,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except NeardupError as e:
-        print(f"neardup: error: {e}", file=sys.stderr)
+        print(f"neardup: error: {e}{_way_past(e, args)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         note = getattr(args, "on_interrupt", None) or (

@@ -540,6 +540,14 @@ def _type_name(v: Any) -> str:
     return _JSON_TYPES.get(type(v), type(v).__name__)
 
 
+def _nearest(name: str, names: Sequence[str]) -> str:
+    """", did you mean 'X'" for the name of ``names`` nearest to ``name``, if one is near."""
+    import difflib
+
+    near = difflib.get_close_matches(name, [str(n) for n in names], n=1, cutoff=0.5)
+    return f", did you mean {near[0]!r}?" if near else ""
+
+
 def _record_error(message: str, path: str, line: int | None, field: str | None,
                   reason: SkipReason) -> InputError:
     """An error about a field of one record, whose ``message`` names the field itself."""
@@ -829,8 +837,8 @@ def _csv_records(src: _Source, opts: _Options,
                 absent = next((f for f in wanted if f not in header), None)
                 if absent is not None:
                     err = _record_error(f"{absent!r} is not a column of the {kind} header "
-                                        f"(columns: {', '.join(header)})", name, start, absent,
-                                        SkipReason.MISSING_FIELD)
+                                        f"(columns: {', '.join(header)}){_nearest(absent, header)}",
+                                        name, start, absent, SkipReason.MISSING_FIELD)
                     err.whole_file = True
                     yield err
                     return
@@ -913,7 +921,7 @@ def _parquet_records(src: _Source, opts: _Options,
             for f in [*opts.text_fields, *([id_field] if id_field is not None else [])]:
                 if f not in names:
                     err = _record_error(f"{f!r} is not a column of the Parquet file (columns: "
-                                        f"{', '.join(names)})", name, None, f,
+                                        f"{', '.join(names)}){_nearest(f, names)}", name, None, f,
                                         SkipReason.MISSING_FIELD)
                     err.whole_file = True
                     return err
