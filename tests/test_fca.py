@@ -113,7 +113,7 @@ def test_fca_command_with_reference_and_baseline(tmp_path, capsys):
         f"t{i},t{groups.index(g)}\n" for i, g in enumerate(groups) if groups.index(g) != i)
         + "t0,unknown\n")
     code = main(["fca", str(docs), "--id-field", "id", "-o", str(tmp_path / "out"),
-                 "--shingle-length", "5", "--image-size", "128", "--min-common", "100", "40",
+                 "--shingle", "word:5", "--image-size", "128", "--min-common", "100", "40",
                  "--truth", str(truth), "--baseline-clusters", "8", "--json"])
     s = json.loads(capsys.readouterr().out)
     assert code == 0 and s["reference"]["pairs"] == 8 * 3 and s["reference"]["unknown_id"] == 1
@@ -184,3 +184,20 @@ def test_fca_command_without_min_common(tmp_path, capsys):
     k = default_min_common(64)
     assert [r["threshold"] for r in s["results"]] == [k]
     assert (tmp_path / "out" / f"clusters-k{k}.jsonl").exists()
+
+
+def test_fca_with_its_defaults_finds_the_clusters_of_the_bundled_examples(tmp_path, capsys):
+    """Short texts have fewer shingles than an image holds: the default K comes from the
+    images' median size, so that a first run on the examples finds their near-duplicates."""
+    import json
+    from pathlib import Path
+
+    from neardup.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    code = main(["fca", str(root / "examples" / "news.jsonl"), "-o", str(tmp_path / "out"),
+                 "--truth", str(root / "examples" / "news.truth.jsonl"), "--json"])
+    s = json.loads(capsys.readouterr().out)
+    (r,) = s["results"]
+    assert code == 0 and s["ids"]["field"] == "id" and s["parameters"]["shingle_length"] == 5
+    assert r["clusters"] > 30 and r["precision"] > 0.95 and r["recall"] > 0.6

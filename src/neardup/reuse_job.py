@@ -25,19 +25,32 @@ def reuse_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     ``a_end``, ``b_start``, ``b_end``, ``words``, ``matched_words``), ``pairs`` (one row per
     pair: ``id_a``, ``id_b``, ``passages``, ``reused_words_a``/``_b``, ``share_a``/``_b``) and
     ``summary.json`` into ``outdir``. Returns the summary."""
-    from .io import SkipReport, prepare_outdir, read_documents, write_json_atomic, write_table
+    from .io import (
+        IdInfo,
+        ReadOptions,
+        SkipReport,
+        id_options,
+        prepare_outdir,
+        read_documents,
+        write_json_atomic,
+        write_table,
+    )
 
     cfg = config or PassageConfig()
     t0 = time.perf_counter()
     report = SkipReport()
     ids: list[str] = []
     texts: list[str] = []
+    id_info = IdInfo()
+    locations = []
+    options = ReadOptions(text_fields=tuple(text_fields), on_error=on_error, encoding=encoding,
+                          format=input_format, **id_options(id_field))
     for chunk in read_documents([Path(p) if str(p) != "-" else p for p in paths],
-                                text_fields=tuple(text_fields), id_field=id_field,
-                                on_error=on_error, encoding=encoding, report=report,
-                                fmt=input_format):
+                                report=report, options=options, ids=id_info):
         ids.extend(chunk.ids)
         texts.extend(chunk.texts)
+        locations.append(chunk.locations)
+    id_info.fix(ids, np.concatenate(locations) if locations else [])
     if not texts:
         raise InputError("no documents: the inputs hold no record", reason=SkipReason.EMPTY_FILE)
     t_read = time.perf_counter() - t0
@@ -63,7 +76,8 @@ def reuse_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
                                        "max_occurrences": cfg.max_occurrences,
                                        "strip_html": cfg.strip_html,
                                        "max_doc_freq": max_doc_freq},
-               "inputs": [str(p) for p in paths], "skipped": report.to_dict(),
+               "inputs": [str(p) for p in paths], "ids": id_info.to_dict(),
+               "skipped": report.to_dict(),
                "timings_s": {"read": round(t_read, 3), "find": round(t_find, 3),
                              "write": round(time.perf_counter() - t0 - t_read - t_find, 3)},
                "seconds": round(time.perf_counter() - t0, 3),

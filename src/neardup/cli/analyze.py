@@ -41,14 +41,14 @@ def _corpus_args(p: argparse.ArgumentParser, max_docs_help: str) -> None:
     sample_seed = _default(load_corpus, "seed")
     g = add_input_args(p)
     g.add_argument("--max-docs", type=int, default=None, metavar="N", help=max_docs_help)
-    g.add_argument("--seed", type=int, default=sample_seed,
+    g.add_argument("--sample-seed", type=int, default=sample_seed,
                    help=f"seed of the document sample drawn by --max-docs (default: "
                         f"{sample_seed})")
     p.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
                    help=f"MinHash values per document (default: {d.sketch.num_perm})")
-    p.add_argument("--sketch-seed", type=int, default=d.sketch.seed,
+    p.add_argument("--seed", dest="sketch_seed", type=int, default=d.sketch.seed,
                    help=f"seed of the MinHash functions (default: {d.sketch.seed}, as "
-                        "`neardup dedup`)")
+                        "`neardup dedup --seed`)")
 
 
 def _shingle_arg(p: argparse.ArgumentParser) -> None:
@@ -205,7 +205,7 @@ def _load(a: argparse.Namespace, max_docs: int | None):
     if max_docs is not None and max_docs < 2:
         raise ConfigError(f"--max-docs={max_docs} is invalid: an integer >= 2")
     return load_corpus(a.inputs, text_fields=tuple(a.text_field), id_field=a.id_field,
-                       max_docs=max_docs, seed=a.seed, fmt=a.input_format, encoding=a.encoding,
+                       max_docs=max_docs, seed=a.sample_seed, fmt=a.input_format, encoding=a.encoding,
                        on_error=a.on_error)
 
 

@@ -7,6 +7,7 @@ import argparse
 
 from .common import (
     EXIT_OK,
+    ID_DETECT_HELP,
     Rows,
     add_input_args,
     add_output_args,
@@ -27,24 +28,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        "inverted table (FPmax). Writes clusters-k<K>.jsonl and summary.json; "
                        "with --truth, precision/recall/F1 per K (evaluation.csv, "
                        ".md, .png).")
-    add_input_args(f)
+    add_input_args(f, id_help=ID_DETECT_HELP)
     add_output_args(f, help="output directory: clusters-k<K>.jsonl and summary.json; with "
                     "--truth also evaluation.csv, .md and .png")
-    f.add_argument("--shingle-length", type=int, default=10, metavar="L",
-                   help="units per shingle (default: 10)")
-    f.add_argument("--offset", type=int, default=1, metavar="O",
-                   help="units between the starts of two shingles (default: 1)")
-    f.add_argument("--kind", choices=["word", "char"], default="word",
-                   help="shingle units: words or characters (default: word)")
+    f.add_argument("--shingle", default="word:5", metavar="SPEC",
+                   help="shingles: word:K (K consecutive words) or char:K (K characters), "
+                        "':O' to start one every O (default: word:5, as neardup dedup)")
     f.add_argument("--image-size", type=int, default=256, metavar="N",
                    help="hashes per document image (default: 256)")
     f.add_argument("--min-common", type=int, nargs="+", default=None, metavar="K",
                    help="one or more thresholds, each giving its own clusters: the documents "
                         "of a cluster share at least K of their image hashes (K <= "
-                        "--image-size; higher K, closer duplicates). Default: from the image "
-                        "size N, the K that two documents of Jaccard 0.8 reach with probability "
-                        "about 0.95, floor(N d - 1.645 sqrt(N d (1 - d))) with d = 2 x 0.8 / "
-                        "1.8 (219 for N = 256, 107 for 128)")
+                        "--image-size; higher K, closer duplicates). Default: from the median "
+                        "image size N (--image-size, or fewer hashes for short texts), the K "
+                        "that two documents of Jaccard 0.8 reach with probability about 0.95, "
+                        "floor(N d - 1.645 sqrt(N d (1 - d))) with d = 2 x 0.8 / 1.8 (219 for "
+                        "N = 256, 107 for 128)")
     f.add_argument("--max-doc-freq", type=int, default=None, metavar="M",
                    help="leave out hashes held by more than M images (boilerplate; counted in "
                         "summary.json) (default: keep them all)")
@@ -62,8 +61,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_fca(a: argparse.Namespace) -> int:
     from ..fca.job import fca_files
 
-    s = fca_files(a.inputs, a.output, min_common=a.min_common, length=a.shingle_length,
-                  offset=a.offset, image_size=a.image_size, kind=a.kind,
+    from ..config import ShingleConfig
+
+    sh = ShingleConfig.parse(a.shingle)
+    s = fca_files(a.inputs, a.output, min_common=a.min_common, length=sh.k,
+                  offset=sh.offset, image_size=a.image_size, kind=sh.kind,
                   max_doc_freq=a.max_doc_freq, text_fields=a.text_field, id_field=a.id_field,
                   input_format=a.input_format, encoding=a.encoding, on_error=a.on_error,
                   truth=a.truth, baseline_clusters=a.baseline_clusters or (), seed=a.seed)

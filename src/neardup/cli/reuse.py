@@ -7,6 +7,7 @@ import argparse
 
 from .common import (
     EXIT_OK,
+    ID_DETECT_HELP,
     Rows,
     add_input_args,
     add_output_args,
@@ -29,7 +30,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        "least --min-words words (word k-grams winnowed over a window: every "
                        "shared run of window + k - 1 words is found), merged across small "
                        "edits. Writes passages, pairs and summary.json.")
-    add_input_args(r)
+    add_input_args(r, id_help=ID_DETECT_HELP)
     g = add_output_args(r, help="output directory: passages and pairs tables, summary.json")
     g.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet",
                    help="format of the passages and pairs tables (default: parquet)")

@@ -65,7 +65,7 @@ class FCAResult:
         return out
 
 
-def document_images(texts: Sequence[str], length: int = 10, offset: int = 1,
+def document_images(texts: Sequence[str], length: int = 5, offset: int = 1,
                     image_size: int = 256, kind: str = "word",
                     normalize_cfg: NormalizeConfig | None = None) -> Shingles:
     """Each document's ``image_size`` smallest shingle hashes, sorted: CSR ``Shingles``."""
@@ -155,21 +155,27 @@ def default_min_common(image_size: int, similarity: float = 0.8) -> int:
     return max(1, min(image_size, k))
 
 
-def fca(texts: Sequence[str], min_common: int | Sequence[int], *, length: int = 10,
-        offset: int = 1, image_size: int = 256, kind: str = "word",
+def fca(texts: Sequence[str], min_common: int | Sequence[int] | None = None, *,
+        length: int = 5, offset: int = 1, image_size: int = 256, kind: str = "word",
         max_doc_freq: int | None = None) -> list[FCAResult]:
     """The FCA method end to end: images, inverted table, maximal itemsets for each
     ``min_common``.
     The images and the table are built once; each result's ``seconds`` is its mining time and
-    ``stats["prepare_seconds"]`` the time to build them."""
-    ks = [min_common] if isinstance(min_common, int) else list(min_common)
-    if not ks:
+    ``stats["prepare_seconds"]`` the time to build them. ``min_common`` None:
+    :func:`default_min_common` of the images' median size (``image_size``, or fewer hashes
+    where the documents have fewer shingles: short texts)."""
+    ks = ([] if min_common is None else [min_common] if isinstance(min_common, int)
+          else list(min_common))
+    if min_common is not None and not ks:
         raise ConfigError("min_common: give at least one value")
     for k in ks:
         check_int("min_common", k, 1, image_size,
                   allowed=f"an integer from 1 to image_size={image_size}")
     t0 = time.perf_counter()
     images = document_images(texts, length, offset, image_size, kind)
+    if min_common is None:
+        sizes = np.diff(images.offsets)
+        ks = [default_min_common(max(1, int(np.median(sizes))) if len(sizes) else image_size)]
     tracts, stats = inverted_table(images, max_doc_freq)
     prep = time.perf_counter() - t0
     out = []

@@ -9,16 +9,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._extras import NO_FIGURES, can_plot
 from ..analyze.output import markdown_table
 from ..errors import ConfigError, InputError, SkipReason
 from ..evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
-from ..io import SkipReport, prepare_outdir, read_documents, write_json_atomic
-from .core import default_min_common, fca
+from ..io import (
+    IdInfo,
+    ReadOptions,
+    SkipReport,
+    id_options,
+    prepare_outdir,
+    read_documents,
+    write_json_atomic,
+)
+from .core import fca
 
 
 def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
-              min_common: Sequence[int] | None = None, length: int = 10, offset: int = 1,
+              min_common: Sequence[int] | None = None, length: int = 5, offset: int = 1,
               image_size: int = 256, kind: str = "word", max_doc_freq: int | None = None,
               text_fields: Sequence[str] = ("text",), id_field: str | None = None,
               input_format: str | None = None, encoding: str = "utf-8",
@@ -28,11 +38,9 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     ``clusters-k<K>.jsonl`` (members, common hashes), plus ``summary.json``; with ``truth``
     (a reference file of duplicate pairs or clusters) precision, recall and F1 per threshold and
     for the bisecting k-means baseline per number of clusters, as ``evaluation.csv``, ``.md`` and
-    ``.png``. ``min_common`` defaults to :func:`~neardup.fca.core.default_min_common` of
-    ``image_size`` (pairs at Jaccard 0.8 found with probability about 0.95)."""
+    ``.png``. ``min_common`` defaults to :func:`~neardup.fca.core.default_min_common` of the
+    images' median size (pairs at Jaccard 0.8 found with probability about 0.95)."""
     t_start = time.perf_counter()
-    if min_common is None:
-        min_common = [default_min_common(image_size)]
     if baseline_clusters and truth is None:
         raise ConfigError("--baseline-clusters compares with the reference: give --truth too")
     if baseline_clusters:  # before any work: the comparison needs the fca extra
@@ -42,17 +50,22 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     report = SkipReport()
     ids: list[str] = []
     texts: list[str] = []
-    for chunk in read_documents([Path(p) for p in paths], text_fields=tuple(text_fields),
-                                id_field=id_field, on_error=on_error, encoding=encoding,
-                                report=report, fmt=input_format):
+    id_info = IdInfo()
+    locations = []
+    options = ReadOptions(text_fields=tuple(text_fields), on_error=on_error, encoding=encoding,
+                          format=input_format, **id_options(id_field))
+    for chunk in read_documents([Path(p) for p in paths], report=report, options=options,
+                                ids=id_info):
         ids.extend(chunk.ids)
         texts.extend(chunk.texts)
+        locations.append(chunk.locations)
+    id_info.fix(ids, np.concatenate(locations) if locations else [])
     if not texts:
         raise InputError("no documents to cluster: the inputs hold no record",
                          reason=SkipReason.EMPTY_FILE)
     t_read = time.perf_counter() - t_start
-    results = fca(texts, list(min_common), length=length, offset=offset,
-                  image_size=image_size, kind=kind, max_doc_freq=max_doc_freq)
+    results = fca(texts, None if min_common is None else list(min_common), length=length,
+                  offset=offset, image_size=image_size, kind=kind, max_doc_freq=max_doc_freq)
     reference = None
     ref_counts: dict[str, int] = {}
     if truth is not None:
@@ -85,7 +98,7 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
                      "documents_in_clusters": len(texts), "seconds": round(secs, 3),
                      **pair_scores(pred, reference)})
     summary: dict[str, Any] = {
-        "documents": len(texts), "skipped": report.to_dict(),
+        "documents": len(texts), "ids": id_info.to_dict(), "skipped": report.to_dict(),
         "parameters": {"shingle_length": length, "offset": offset, "image_size": image_size,
                        "kind": kind, "max_doc_freq": max_doc_freq},
         "inverted_table": {k: v for k, v in results[0].stats.items() if k != "clusters"},
