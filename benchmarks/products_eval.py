@@ -70,14 +70,14 @@ def _catalogues(data: Path, tmp: Path) -> dict[str, tuple[list[str], list[str], 
     mon = data / "alaska-monitor" / "monitor_specs.tar.gz"
     mon_t = data / "alaska-monitor" / "monitor_entity_resolution_gt.csv"
     if mon.exists() and mon_t.exists():
-        out["monitor"] = ([str(mon), *pages], ["--truth-file", str(mon_t)],
+        out["monitor"] = ([str(mon), *pages], ["--truth", str(mon_t)],
                           ["--truth", str(mon_t)])
     else:
         print(f"skipped monitor: {mon} or {mon_t} is missing", file=sys.stderr)
     cam = data / "alaska-camera" / "camera_specs.tar.gz"
     cam_t = data / "alaska-camera" / "sigmod_medium_labelled_dataset.csv"
     if cam.exists() and cam_t.exists():
-        out["camera"] = ([str(cam), *pages], ["--truth-file", str(cam_t)],
+        out["camera"] = ([str(cam), *pages], ["--truth", str(cam_t)],
                          ["--truth", str(cam_t)])
         offers, _ = load_offers(cam, format="pages", on_error="skip")
         big = {"www.ebay.com", "www.alibaba.com"}
@@ -93,7 +93,7 @@ def _catalogues(data: Path, tmp: Path) -> dict[str, tuple[list[str], list[str], 
                                         "shop": name, "attributes": offers.attributes[i]})
                             + "\n")
             files.append(str(path))
-        out["feed"] = ([*files, "--on-error", "skip"], ["--truth-file", str(cam_t)],
+        out["feed"] = ([*files, "--on-error", "skip"], ["--truth", str(cam_t)],
                        ["--truth", str(cam_t)])
     else:
         print(f"skipped camera and feed: {cam} or {cam_t} is missing", file=sys.stderr)

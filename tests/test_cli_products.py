@@ -35,7 +35,7 @@ def test_products_dedup_on_the_example_catalogue(tmp_path, capsys):
 
 
 def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "2",
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--bootstraps", "2",
                "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "rep"),
                "--json"])
     assert rc == 0
@@ -54,7 +54,7 @@ def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
         for members in ids.values():
             for k in range(1, len(members)):
                 f.write(f"{members[0]},{members[k]}\n")
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth-pairs", str(tmp_path / "pairs.csv"),
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth", str(tmp_path / "pairs.csv"),
                "--bootstraps", "2", "--num-perm", "24", "--bands", "12", "--rows", "2",
                "-o", str(tmp_path / "rep2"), "--json", "--model-seed", "4"])
     assert rc == 0
@@ -65,18 +65,18 @@ def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
 
 
 def test_products_eval_with_one_bootstrap_prints_no_spread(tmp_path, capsys):
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "1",
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--bootstraps", "1",
                "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "rep")])
     assert rc == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "F1 " in out and "±" not in out
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "2",
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--bootstraps", "2",
                "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "r2")])
     assert rc == 0 and "±" in capsys.readouterr().out
 
 
 def test_products_eval_blocking_options(tmp_path, capsys):
-    common = ["products", "eval", *map(str, SHOPS), "--truth", "product", "--bootstraps", "1"]
+    common = ["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--bootstraps", "1"]
     rc = main([*common, "--candidates-per-offer", "3", "-o", str(tmp_path / "t"), "--json"])
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
@@ -110,7 +110,7 @@ def test_products_errors_are_clear(tmp_path, capsys):
     pairs = tmp_path / "p.csv"
     pairs.write_text(f"{first},nope\n")  # a known id: data, not a header
     shutil.copy(SHOPS[0], tmp_path / "alpha.jsonl")
-    rc = main(["products", "eval", str(tmp_path / "alpha.jsonl"), "--truth-pairs", str(pairs),
+    rc = main(["products", "eval", str(tmp_path / "alpha.jsonl"), "--truth", str(pairs),
                "-o", str(tmp_path / "r")])
     assert rc == 3 and "unknown id 'nope'" in capsys.readouterr().err
     # two shops numbering their offers alike: repeated ids, unless qualified
@@ -189,7 +189,7 @@ def test_products_dedup_scored_against_a_partial_truth(tmp_path, capsys):
 def test_products_eval_with_a_partial_truth(tmp_path, capsys):
     ent, lab, _ = _truth_files(tmp_path)
     small = ["--bootstraps", "2", "--num-perm", "24", "--bands", "12", "--rows", "2"]
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth-file", str(ent), *small,
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth", str(ent), *small,
                "-o", str(tmp_path / "rep"), "--json", "--save-model", str(tmp_path / "m.pkl")])
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
@@ -200,13 +200,13 @@ def test_products_eval_with_a_partial_truth(tmp_path, capsys):
     assert main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "d"),
                  "--model", str(tmp_path / "m.pkl"), "--truth", str(ent), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["quality"]["pairs"]["precision"] >= 0.9
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth-pairs", str(lab), *small,
+    rc = main(["products", "eval", *map(str, SHOPS), "--truth", str(lab), *small,
                "-o", str(tmp_path / "rep2")])
     assert rc == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "known duplicate pairs" in out and "labelled pairs:" in out
-    # --truth COLUMN and a truth file are one truth too many
-    assert main(["products", "eval", *map(str, SHOPS), "--truth", "product", "--truth-file",
+    # --truth-field COLUMN and a truth file are one truth too many
+    assert main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--truth",
                  str(ent), "-o", str(tmp_path / "x")]) == 2
     assert "not both" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"

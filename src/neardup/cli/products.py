@@ -57,13 +57,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _add_offer_input_args(pe)
     add_output_args(pe, help="directory for report.md, the CSV and markdown tables and the PNG "
                     "plots", metavar="REPORTDIR")
-    pe.add_argument("--truth", default=None, metavar="COLUMN", help="the label field or column "
-                    "(offers with equal labels are duplicates; the TV format's modelID is read "
-                    "by default); never used as a feature")
-    pe.add_argument("--truth-file", "--truth-pairs", dest="truth_file", default=None,
-                    metavar="FILE", help="a ground-truth file: matching id pairs (complete), "
-                    "entity_id,id rows or id,id,label rows (partial: only known pairs are "
-                    "trained on and scored); CSV or JSONL")
+    pe.add_argument("--truth", dest="truth_file", default=None, metavar="FILE",
+                    help="a ground-truth file, as products dedup --truth takes it: matching id "
+                    "pairs (complete), entity_id,id rows or id,id,label rows (partial: only "
+                    "known pairs are trained on and scored); CSV or JSONL")
+    pe.add_argument("--truth-field", default=None, metavar="COLUMN", help="or the truth as a "
+                    "label field or column of the offers (offers with equal labels are "
+                    "duplicates; the TV format's modelID is read by default); never used as a "
+                    "feature")
     _add_truth_file_args(pe)
     pe.add_argument("--bootstraps", type=int, default=5, metavar="N",
                     help="bootstrap rounds, each with its own training and test part "
@@ -268,16 +269,16 @@ def cmd_products_eval(a: argparse.Namespace) -> int:
     from ..products.job import evaluate_offers
     from ..products.study import StudyConfig
 
-    if a.truth and a.truth_file:
-        raise ConfigError("give the truth as --truth COLUMN or --truth-file FILE, not both")
-    # the TV format carries its truth (modelID) and returns it whatever --truth says
-    offers, labels = _load_offers_from_args(a, truth_field=a.truth)
+    if a.truth_field and a.truth_file:
+        raise ConfigError("give the truth as --truth FILE or --truth-field COLUMN, not both")
+    # the TV format carries its truth (modelID) and returns it whatever --truth-field says
+    offers, labels = _load_offers_from_args(a, truth_field=a.truth_field)
     if a.truth_file:
         labels = _load_truth_from_args(a, offers, a.truth_file)
     if labels is None:
-        raise ConfigError("no ground truth: give --truth COLUMN (a label per offer, such as a "
-                          "model id) or --truth-file FILE (matching id pairs, entity ids or "
-                          "labelled pairs)")
+        raise ConfigError("no ground truth: give --truth FILE (matching id pairs, entity ids or "
+                          "labelled pairs) or --truth-field COLUMN (a label per offer, such as "
+                          "a model id)")
     cfg = StudyConfig(bootstraps=a.bootstraps, seed=a.seed, model_seed=a.model_seed,
                       num_perm=a.num_perm, bands=a.bands, rows=a.rows, max_df=a.max_df,
                       link=a.link, blocking=a.blocking, per_offer=a.candidates_per_offer)
