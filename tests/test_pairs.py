@@ -83,6 +83,10 @@ def _check_all_pairs(texts: list[str], t: float, max_group: int = 1000) -> neard
             assert sim == pytest.approx(truth[k], abs=2e-3)
     assert s["rows"] == len(p)
     assert s["implied"] == sum(i for _, _, i in got.values())
+    # the three counts of the summary are disjoint and add up to the rows
+    assert s["identical"] == sum(m == 0 and not i for _, m, i in got.values())
+    assert s["verified"] == sum(m != 0 and not i for _, m, i in got.values())
+    assert s["verified"] + s["identical"] + s["implied"] == s["rows"]
     # the edges output is exactly the rows not implied
     e = neardup.dedup(texts, threshold=t, pairs="edges", **EXHAUSTIVE)
     edges = {(int(a), int(b)) for a, b in zip(e.pairs.left, e.pairs.right)}

@@ -74,8 +74,11 @@ class PairCounts:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``pairs`` section of the summary."""
+        # three parts that add up to the rows: the compared pairs, the identical texts paired
+        # with their group's first, and the pairs implied by exact groups (identical or not)
         return {"mode": self.mode, "rows": self.rows, "verified": self.verified,
-                "identical": self.fingerprint, "implied": self.implied,
+                "identical": self.fingerprint - self.implied_fingerprint,
+                "implied": self.implied,
                 "left_out": self.left_out, "max_group": self.max_group,
                 "groups_over_max": self.groups_over, "largest_exact_group": self.largest_group}
 
