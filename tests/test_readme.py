@@ -164,3 +164,51 @@ def test_readme_index_check_example_runs(tmp_path, monkeypatch):
     r = ns["result"]
     assert r.matches == [] and [m.id for m in r.reused] == ["a1"] and not r.unique
     ns["idx"].close()
+
+
+def test_readme_reuse_figure_is_what_the_tool_finds(tmp_path):
+    """The number of pairs the README says `neardup reuse` finds in the examples is what it
+    finds (a changed figure fails here rather than drifting)."""
+    import subprocess
+    import sys
+
+    root = README.parent
+    said = re.search(r"share a sentence or two: ([\d,]+) pairs", README.read_text())
+    assert said is not None
+    out = tmp_path / "reuse-out"
+    r = subprocess.run([sys.executable, "-m", "neardup.cli", "reuse",
+                        str(root / "examples" / "news.jsonl"), "--id-field", "id", "-o", str(out),
+                        "--quiet", "--json"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["pairs"] == int(said.group(1).replace(",", ""))
+
+
+def test_readme_analysis_figures_are_what_the_tool_says(tmp_path):
+    """The table of `neardup analyze` gives the choices and recalls the commands print."""
+    import subprocess
+    import sys
+
+    root = README.parent
+    text = README.read_text()
+    params = re.search(r"at 0\.8 and 128 permutations: neardup (\d+)x(\d+) finds ([\d.]+)% of "
+                       r"pairs exactly at the threshold, datasketch's (\d+)x(\d+) ([\d.]+)%", text)
+    recall = re.search(r"at t = 0\.8 \((\d+)x(\d+)\): (\d+) of (\d+) pairs >= 0\.8 found", text)
+    assert params is not None and recall is not None
+
+    def run(*args: str) -> dict:
+        r = subprocess.run([sys.executable, "-m", "neardup.cli", "analyze", *args, "-o",
+                            str(tmp_path / args[0]), "--json", "--quiet"], capture_output=True,
+                           text=True, cwd=root)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    rows = {r["method"].split()[0]: r for r in run("params", "--thresholds", "0.8")["rows"]}
+    ours, theirs = rows["neardup"], rows["datasketch"]
+    assert (ours["bands"], ours["rows"]) == (int(params.group(1)), int(params.group(2)))
+    assert round(100 * ours["recall_at_threshold"], 1) == float(params.group(3))
+    assert (theirs["bands"], theirs["rows"]) == (int(params.group(4)), int(params.group(5)))
+    assert round(100 * theirs["recall_at_threshold"], 1) == float(params.group(6))
+    got = next(s for s in run("recall", "examples/news.jsonl", "--id-field", "id")["summary"]
+               ["settings"] if s["threshold"] == 0.8)
+    assert (got["bands"], got["rows"], got["found_at_threshold"],
+            got["true_pairs_at_threshold"]) == tuple(int(recall.group(i)) for i in range(1, 5))

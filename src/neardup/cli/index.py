@@ -418,7 +418,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--passages", action="store_true",
                    help="also index passage fingerprints, so that checks (the web page, "
                         "Index.check) find passages copied into otherwise different texts; "
-                        "adding documents is about 5x slower and the index ~35%% larger "
+                        "adding documents is about 3x slower and the index ~40%% larger "
                         "(default: whole-text near-duplicates only)")
     _add_redis_password(c)
     add_param_args(c, clustering=False)
