@@ -162,11 +162,11 @@ def test_study_on_a_synthetic_catalogue(catalogue):
     cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3, seed=1, blocking="lsh")
     res = run_study(offers, labels, cfg)
     summary = {r["method"]: r for r in res.summary}
-    assert set(summary) == {"seed000", "rule", "neardup"}
+    assert set(summary) == {"baseline", "rule", "neardup"}
     # model numbers are missing from one shop's titles: the matchers recover those duplicates
     assert summary["neardup"]["f1"] >= 0.85
     assert summary["rule"]["f1"] >= 0.8
-    assert summary["neardup"]["f1"] > summary["seed000"]["f1"]
+    assert summary["neardup"]["f1"] > summary["baseline"]["f1"]
     assert summary["neardup"]["pc"] >= 0.9 and summary["neardup"]["fraction"] < 0.2
     assert (summary["neardup"]["bands"], summary["neardup"]["rows"]) == (8, 3)
     runs = [r for r in res.runs if r["method"] == "neardup"]
@@ -197,7 +197,7 @@ def test_study_leaves_out_bandings_over_its_pair_bound(catalogue):
     assert res.skipped_bandings and (8, 3) not in res.skipped_bandings
     ran = {(r["bands"], r["rows"]) for r in res.runs}
     assert (8, 3) in ran and not (ran & res.skipped_bandings)
-    assert [r["method"] for r in res.summary] == ["seed000", "rule", "neardup"]
+    assert [r["method"] for r in res.summary] == ["baseline", "rule", "neardup"]
 
 
 def test_study_with_token_blocking_sweeps_budgets_per_offer(catalogue):
@@ -218,10 +218,10 @@ def test_study_with_token_blocking_sweeps_budgets_per_offer(catalogue):
         assert fractions == sorted(fractions) and fractions[0] < fractions[-1]
         assert fractions[budgets.index(0.5)] < fractions[budgets.index(3.0)]
         # the default always runs the classifiers; a budget past max_fraction reports PC/PQ
-        assert set(by[10.0]) == {"seed000", "rule", "neardup"}
+        assert set(by[10.0]) == {"baseline", "rule", "neardup"}
         for k in budgets:
             some = next(iter(by[k].values()))
-            assert set(by[k]) == ({"seed000", "rule", "neardup"} if k == 10.0
+            assert set(by[k]) == ({"baseline", "rule", "neardup"} if k == 10.0
                                   or some["fraction"] <= cfg.max_fraction else {"tokens"})
             assert some["candidates"] <= k * len(offers)  # the test part is smaller
         assert any(set(by[k]) == {"tokens"} for k in budgets)  # the loose budgets
@@ -238,10 +238,10 @@ def test_study_with_token_blocking_sweeps_budgets_per_offer(catalogue):
     assert row["candidates"] == len(cands) and row["fraction"] == pytest.approx(
         len(cands) / (len(part) * (len(part) - 1) / 2))
     summary = {r["method"]: r for r in res.summary}
-    assert set(summary) == {"seed000", "rule", "neardup"}
+    assert set(summary) == {"baseline", "rule", "neardup"}
     assert all(r["per_offer"] == 10.0 and "bands" not in r for r in res.summary)
     assert summary["neardup"]["pc"] >= 0.9
-    assert summary["neardup"]["f1"] >= 0.9 and summary["neardup"]["f1"] > summary["seed000"]["f1"]
+    assert summary["neardup"]["f1"] >= 0.9 and summary["neardup"]["f1"] > summary["baseline"]["f1"]
 
 
 def test_a_shared_model_number_turns_a_brand_or_size_conflict_into_a_penalty():

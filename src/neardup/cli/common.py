@@ -164,8 +164,11 @@ def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
     sk.add_argument("--seed", type=int, default=d.sketch.seed,
                     help=f"hash seed (default: {d.sketch.seed})")
     sk.add_argument("--scheme", choices=SCHEMES, default=d.sketch.scheme,
-                    help="MinHash scheme: oph = one-permutation hashing with optimal "
-                         "densification (default), classic = (a*x+b) mod 2^61-1 per permutation")
+                    help="how the MinHash signature is computed: oph (default) hashes each "
+                         "shingle once and spreads the hashes over the signature's values "
+                         "(fast); classic computes one hash function (a*x+b) mod 2^61-1 per "
+                         "value (the textbook method, slower); both estimate the same Jaccard "
+                         "similarity")
 
     ls = p.add_argument_group("LSH")
     ls.add_argument("--threshold", type=float, default=d.lsh.threshold,
@@ -177,7 +180,9 @@ def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
                     help="lowest probability of finding a pair exactly at the threshold when "
                          f"bands and rows are chosen (default: {d.lsh.min_recall})")
     ls.add_argument("--bucket-cap", type=int, default=d.lsh.bucket_cap, metavar="N",
-                    help="buckets with more documents are linked as a star and reported "
+                    help="a band value shared by more documents than this is not paired "
+                         "all with all: each of them is paired with the bucket's first "
+                         "document only, and the summary counts such buckets "
                          f"(default: {d.lsh.bucket_cap})")
 
     if not clustering:

@@ -24,8 +24,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``fca`` to the CLI's sub-parsers."""
     f = sub.add_parser("fca", help=COMMANDS["fca"],
                        description="Clusters of documents whose images (the N smallest shingle "
-                       "hashes) share at least K hashes: maximal frequent itemsets of the "
-                       "inverted table (FPmax). Writes clusters-k<K>.jsonl and summary.json; "
+                       "hashes) share at least K hashes: the largest such groups, found as "
+                       "maximal frequent itemsets of the table of which documents hold each "
+                       "hash (Formal Concept Analysis). Writes clusters-k<K>.jsonl and "
+                       "summary.json; "
                        "with --truth, precision/recall/F1 per K (evaluation.csv, "
                        ".md, .png).")
     add_input_args(f, id_help=ID_DETECT_HELP)

@@ -13,7 +13,7 @@ every setting of the sweep. The blocking (:attr:`StudyConfig.blocking`) is eithe
 At each setting, three classifiers of the candidate pairs are compared, each with its threshold
 tuned on the training part only:
 
-- ``seed000``: the baseline, Jaccard of title words and attribute key:value pairs;
+- ``baseline``: Jaccard of title words and attribute key:value pairs;
 - ``rule``: neardup's training-free :func:`.matcher.rule_score`, one listing per shop;
 - ``neardup``: a random forest over the pair features (:class:`.matcher.PairModel`),
   fitted on the training part's candidates at the default setting, with out-of-fold scores
@@ -62,7 +62,7 @@ from .modelwords import UnitMap
 from .offers import Offers
 from .truth import Truth, candidate_quality_known, score_pairs
 
-METHODS = ("seed000", "rule", "neardup")
+METHODS = ("baseline", "rule", "neardup")
 
 #: the ways the study finds candidate pairs (:attr:`StudyConfig.blocking`)
 BLOCKINGS = ("tokens", "lsh")
@@ -345,7 +345,7 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
             s_model_tr = model_tr[tr.idx[key]]
             s_model_te = model_te[te.idx[key]]
             scores = {
-                "seed000": (xtr[:, sj], xte[:, sj]),
+                "baseline": (xtr[:, sj], xte[:, sj]),
                 "rule": (one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr, otr),
                          one_per_shop(el, er, rule_score(xte), te.desc, xte, ote)),
                 "neardup": (one_per_shop(tl, trr, s_model_tr, tr.desc, xtr, otr),
@@ -359,7 +359,7 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
                 else:
                     t = Thresholds(tune_threshold(s_tr[ktr], ytr, tr.total_true)[0])
                 # 0: not this offer's best listing in that shop (the baseline has no such rule)
-                keep = t.keep(s_te, xte) if method != "seed000" else s_te >= t.main
+                keep = t.keep(s_te, xte) if method != "baseline" else s_te >= t.main
                 m = _metrics(el[keep], er[keep], te)
                 res.runs.append({**base, "method": method, "threshold": t.main, **extra,
                                  "precision": m["precision"], "recall": m["recall"],
