@@ -212,3 +212,23 @@ def test_readme_analysis_figures_are_what_the_tool_says(tmp_path):
                ["settings"] if s["threshold"] == 0.8)
     assert (got["bands"], got["rows"], got["found_at_threshold"],
             got["true_pairs_at_threshold"]) == tuple(int(recall.group(i)) for i in range(1, 5))
+
+
+def test_readme_products_commands_run_on_the_bundled_offers(tmp_path):
+    """Every `neardup products` line of the README on the bundled offers runs as written
+    (those on a benchmark data set in ../shared are left to the benchmarks)."""
+    import shutil
+    import subprocess
+
+    pytest.importorskip("sklearn")
+    root = README.parent
+    commands = [cmd for cmd, _ in console_commands()
+                if " products " in f" {cmd} " and "../shared" not in cmd]
+    assert len(commands) == 3
+    shutil.copytree(root / "examples", tmp_path / "examples")
+    (tmp_path / ".venv").symlink_to(root / ".venv")
+    for cmd in commands:
+        r = subprocess.run(cmd + " --quiet", shell=True, cwd=tmp_path, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, (cmd, r.stderr[-2000:])
+    assert (tmp_path / "offers-report" / "report.md").exists()
