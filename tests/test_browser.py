@@ -333,6 +333,41 @@ def test_upload_collection_shows_clusters_and_pair(page: object, tmp_path: Path)
     assert page.js_errors == []
 
 
+def test_upload_with_two_text_fields_shows_titles_and_downloads(page: object,
+                                                                tmp_path: Path) -> None:
+    """A CSV whose text is a title and a description: the groups show each offer's title, and
+    the deduplicated list downloads as a CSV file."""
+    import csv
+
+    expect = sync_api.expect
+    page.get_by_test_id("tab-upload").click()
+    f = tmp_path / "offers.csv"
+    with open(f, "w", newline="", encoding="utf-8") as out:
+        w = csv.writer(out)
+        w.writerow(["sku", "name", "details"])
+        w.writerow(["k1", "Steel kettle 1.7 l", KETTLE])
+        w.writerow(["k2", "Kettle, stainless steel", KETTLE_COPY])
+        w.writerow(["r1", "Blue wool rug", NEW_TEXT])
+    page.get_by_test_id("upload-file").set_input_files(str(f))
+    page.get_by_test_id("upload-text-field").fill("name,details")
+    page.get_by_test_id("upload-id-field").fill("sku")
+    page.get_by_test_id("upload-threshold").fill("0.6")
+    page.get_by_test_id("upload-button").click()
+    expect(page.get_by_test_id("upload-summary")).to_contain_text("1 group of repeated texts")
+    titles = page.get_by_test_id("member-title")
+    expect(titles).to_have_count(2)
+    assert titles.all_inner_texts() == ["Steel kettle 1.7 l", "Kettle, stainless steel"]
+    with page.expect_download() as got:
+        page.get_by_test_id("download-kept-csv").click()
+    download = got.value
+    assert download.suggested_filename == "offers-deduplicated.csv"
+    rows = list(csv.reader(open(download.path(), encoding="utf-8")))
+    assert [r[0] for r in rows] == ["id", "k1", "r1"]
+    assert rows[1][1] == "Steel kettle 1.7 l\n" + KETTLE
+    _shot(page, "08b-upload-titles")
+    assert page.js_errors == []
+
+
 def test_upload_of_wrong_file_shows_error(page: object, tmp_path: Path) -> None:
     expect = sync_api.expect
     f = tmp_path / "notes.txt"
@@ -340,7 +375,7 @@ def test_upload_of_wrong_file_shows_error(page: object, tmp_path: Path) -> None:
     page.get_by_test_id("upload-file").set_input_files(str(f))
     page.get_by_test_id("upload-button").click()
     expect(page.get_by_test_id("error")).to_have_text(
-        "Upload a CSV (.csv) or JSON Lines (.jsonl) file; got 'notes.txt' (text/plain)")
+        "Upload a CSV (.csv), JSON Lines (.jsonl) or Parquet (.parquet) file; got 'notes.txt' (text/plain)")
     _shot(page, "09-upload-error")
 
 

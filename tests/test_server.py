@@ -860,10 +860,20 @@ def collection_lines(rng: random.Random, n: int = 30) -> tuple[list[str], list[s
     return ids, texts
 
 
-def to_members(clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_members(clusters: list[dict[str, Any]], titles: dict[str, str] | None = None
+               ) -> list[dict[str, Any]]:
+    """The clusters as an upload's answer gives them; ``titles``: each id's text, whose first
+    line (at most 80 characters) the answer shows beside it."""
+    def title(doc_id: str) -> dict[str, str]:
+        if titles is None:
+            return {}
+        line = titles[doc_id].strip().split("\n")[0].strip()
+        return {"title": line if len(line) <= 80 else line[:77].rstrip() + "..."}
+
     return [{"cluster": c["cluster"], "size": c["size"], "representative": c["representative"],
              "members": [{"id": m["id"], "similarity_to_representative": round(
-                 m["similarity"], 6)} for m in c["members"]]} for c in clusters]
+                 m["similarity"], 6), **title(m["id"])} for m in c["members"]]}
+            for c in clusters]
 
 
 @pytest.mark.parametrize("method", ["components", "strict"])
@@ -876,7 +886,8 @@ def test_collection_jsonl_equals_dedup(client: TestClient, method: str) -> None:
     assert r.status_code == 201, r.text
     got = r.json()
     want = neardup.dedup(texts, ids, threshold=0.7, cluster=method)
-    assert got["clusters"] == to_members(want.clusters()) and got["clusters"]
+    assert got["clusters"] == to_members(want.clusters(), dict(zip(ids, texts)))
+    assert got["clusters"]
     assert got["pairs"] == len(want.pairs)
     assert got["duplicates"] == len(want.duplicate_rows)
     assert got["documents"] == len(ids) and got["skipped"] == {}
@@ -895,6 +906,56 @@ def test_collection_jsonl_equals_dedup(client: TestClient, method: str) -> None:
     assert p["a"] == {"id": rep, "text": ta} and p["b"] == {"id": other["id"], "text": tb}
     assert p["similarity"] == other["similarity_to_representative"] and p["same_cluster"]
     assert p["passages"] == shared_passages(ta, tb, 5, max_occurrences=8) and p["passages"]
+
+
+def test_parquet_upload_with_two_text_fields_and_its_exports(client: TestClient) -> None:
+    """A Parquet file whose text is a title and a description (joined with a newline): the
+    groups show each member's title; the deduplicated list and the groups download as CSV and
+    JSON Lines, equal to what dedup gives for the joined texts."""
+    import csv
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids, descs = collection_lines(random.Random(11))
+    titles = [f"Offer {i}" for i in ids]
+    texts = [f"{t}\n{d}" for t, d in zip(titles, descs)]
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"sku": ids, "title": titles, "description": descs}), buf)
+    r = client.post("/collections", files={"file": ("shop.parquet", buf.getvalue())},
+                    data={"text_field": "title, description", "id_field": "sku",
+                          "threshold": "0.5"})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    want = neardup.dedup(texts, ids, threshold=0.5)
+    assert got["format"] == "parquet" and got["documents"] == len(ids)
+    assert got["clusters"] == to_members(want.clusters(), dict(zip(ids, texts)))
+    assert got["clusters"] and got["clusters"][0]["members"][0]["title"].startswith("Offer ")
+    cid = got["collection_id"]
+    kept = [i for i, k in zip(ids, want.keep.tolist()) if k]
+    e = client.get(f"/collections/{cid}/export", params={"what": "kept", "format": "csv"})
+    assert e.status_code == 200 and e.headers["content-type"].startswith("text/csv")
+    assert e.headers["content-disposition"] == f'attachment; filename="{cid}-kept.csv"'
+    rows = list(csv.reader(io.StringIO(e.text)))
+    assert rows[0] == ["id", "text"] and rows[1:] == [[i, texts[ids.index(i)]] for i in kept]
+    e = client.get(f"/collections/{cid}/export", params={"what": "groups", "format": "jsonl"})
+    lines = [json.loads(x) for x in e.text.splitlines()]
+    rep = want.representative.tolist()
+    assert lines == [{"id": i, "cluster": int(want.labels[r]), "representative": ids[rep[r]],
+                      "similarity": round(float(want.similarity[r]), 6), "kept": rep[r] == r}
+                     for r, i in enumerate(ids)]
+    e = client.get(f"/collections/{cid}/export", params={"what": "groups", "format": "csv"})
+    assert list(csv.reader(io.StringIO(e.text)))[1][4] in ("true", "false")
+    assert client.get(f"/collections/{cid}/export", params={"what": "kept",
+                                                           "format": "jsonl"}).text.count(
+        "\n") == len(kept)
+    assert client.get(f"/collections/{cid}/export",
+                      params={"what": "pairs"}).status_code == 422
+    assert client.get("/collections/0123456789abcdef/export").status_code == 404
+    r = client.post("/collections", files={"file": ("shop.parquet", buf.getvalue())},
+                    data={"text_field": "title,,description"})
+    assert r.status_code == 422 and "separated by commas" in r.json()["detail"]
 
 
 def test_collection_csv_with_line_ids(client: TestClient) -> None:
@@ -916,7 +977,7 @@ def test_collection_csv_with_line_ids(client: TestClient) -> None:
     # Ids are the line numbers where the records start (the header is line 1).
     texts = [a, rows[2][0], rows[3][0], rows[4][0]]
     want = neardup.dedup(texts, ["2", "3", "5", "6"], threshold=0.8)
-    assert got["clusters"] == to_members(want.clusters())
+    assert got["clusters"] == to_members(want.clusters(), dict(zip(["2", "3", "5", "6"], texts)))
     assert [m["id"] for m in got["clusters"][0]["members"]] == ["2", "5"]
 
 
@@ -979,10 +1040,12 @@ def test_collection_csv_skipped_rows(index: Index) -> None:
              "byte)"),
             ("x.csv", b"title\n", 422, "no usable record in 'x.csv' (text field 'title'): it "
                                         "is empty"),
-            ("x.jsonl.gz", b"{}", 415, "upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
-                                      "'x.jsonl.gz' (application/octet-stream)"),
-            ("x.tsv", b"title\na\n", 415, "upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
-                                          "'x.tsv' (application/octet-stream)")]:
+            ("x.jsonl.gz", b"{}", 415, "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
+                                      "(.parquet) file; got 'x.jsonl.gz' "
+                                      "(application/octet-stream)"),
+            ("x.tsv", b"title\na\n", 415, "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
+                                          "(.parquet) file; got 'x.tsv' "
+                                          "(application/octet-stream)")]:
         r = c.post("/collections", files={"file": (name, body, "application/octet-stream")},
                    data={"text_field": "title"})
         assert (r.status_code, detail(r)) == (status, message)
@@ -992,7 +1055,8 @@ def test_collection_errors(client: TestClient) -> None:
     ok = b'{"text": "one two three"}\n'
     cases = [
         ({"files": {"file": ("x.pdf", b"%PDF-1.4", "application/pdf")}}, 415,
-         "upload a CSV (.csv) or JSON Lines (.jsonl) file; got 'x.pdf' (application/pdf)"),
+         "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet (.parquet) file; got 'x.pdf' "
+         "(application/pdf)"),
         ({"files": {"file": ("x.jsonl", b"\n\n")}}, 422,
          "no usable record in 'x.jsonl' (text field 'text'): it is empty"),
         ({"files": {"file": ("x.jsonl", b'{"title": "a"}\n[1]\n')}}, 422,

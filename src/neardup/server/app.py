@@ -355,6 +355,8 @@ class Member(BaseModel):
     id: str = Field(description="Document id (the id field, or the line number of the record).")
     similarity_to_representative: float = Field(
         description="Jaccard similarity to the cluster's representative (1 for itself).")
+    title: str | None = Field(default=None, description=(
+        "The first line of its text (at most 80 characters), to recognise it by."))
 
 
 class ClusterOut(BaseModel):
@@ -1353,13 +1355,15 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     # -- collections -----------------------------------------------------------------------
     @app.post("/collections", status_code=201, response_model=CollectionOut, responses=_ERRORS,
-              tags=["collections"], summary="Deduplicate an uploaded CSV or JSONL file",
+              tags=["collections"], summary="Deduplicate an uploaded CSV, JSONL or Parquet file",
               dependencies=[write])
     def upload_collection(
-        file: Annotated[UploadFile, File(description="A CSV file with a header row, or a JSON "
-                                                     "Lines file (one object per line).")],
-        text_field: Annotated[str, Form(min_length=1, description="Field or column holding "
-                                                                  "the text.")] = "text",
+        file: Annotated[UploadFile, File(description="A CSV file with a header row, a JSON "
+                                                     "Lines file (one object per line) or a "
+                                                     "Parquet file.")],
+        text_field: Annotated[str, Form(min_length=1, description=(
+            "Field or column holding the text; several separated by commas "
+            "('title,description'), whose texts are joined with a newline."))] = "text",
         id_field: Annotated[str | None, Form(description="Field or column holding the id "
                                                          "(default: the line number).")] = None,
         threshold: Annotated[float, Form(gt=0, le=1, description="Jaccard threshold, "
@@ -1408,7 +1412,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                 "skipped_examples": [SkipExample(**e).model_dump() for e in parsed.examples],
                 "threshold": threshold, "cluster_method": cluster, "clusters": None,
                 "pairs": known_pairs(col), "duplicates": int(len(result.duplicate_rows))}
-        col.summary = summary_json(meta, parsed.ids, result)
+        col.summary = summary_json(meta, parsed.ids, result, parsed.texts)
         del parsed, result
         collections.put(cid, col)
         return col.summary
@@ -1427,6 +1431,28 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     def get_collection(cid: str) -> Response:
         """The result of an earlier upload; 404 once it has been dropped."""
         return Response(_collection(cid).summary, media_type="application/json")
+
+    @app.get("/collections/{cid}/export", responses={
+                 **_ERRORS, 200: {"description": "The file (CSV or JSON Lines).",
+                                  "content": {"text/csv": {}, "application/x-ndjson": {}}}},
+             tags=["collections"], summary="The deduplicated list or the groups, as a file",
+             dependencies=[read])
+    def export_collection(
+            cid: str,
+            what: Annotated[Literal["kept", "groups"], Query(description=(
+                "'kept': the deduplicated list (id, text of each cluster's representative and "
+                "of every document in no cluster); 'groups': every document with its cluster, "
+                "representative, similarity to it and whether it is kept."))] = "kept",
+            format: Annotated[Literal["csv", "jsonl"], Query(  # noqa: A002 - the API's word
+                description="'csv' (with a header row) or 'jsonl'.")] = "csv") -> Response:
+        """An uploaded collection's result as a file to download."""
+        from fastapi.responses import StreamingResponse
+
+        col = _collection(cid)
+        media = "text/csv; charset=utf-8" if format == "csv" else "application/x-ndjson"
+        name = f"{cid}-{what}.{format}"
+        return StreamingResponse(col.export(what, format), media_type=media, headers={
+            "Content-Disposition": f'attachment; filename="{name}"'})
 
     @app.get("/collections/{cid}/pair", response_model=PairOut, responses=_ERRORS,
              tags=["collections"], summary="Two documents side by side", dependencies=[read])

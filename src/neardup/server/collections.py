@@ -58,7 +58,9 @@ MAX_SKIP_EXAMPLES = 5
 #: Shingles of an uploaded collection (``neardup.dedup``'s default), also the passage size.
 COLLECTION_SHINGLE = "word:5"
 #: The formats an upload may have.
-UPLOAD_FORMATS = ("csv", "jsonl")
+UPLOAD_FORMATS = ("csv", "jsonl", "parquet")
+#: The formats a collection is exported in.
+EXPORT_FORMATS = ("csv", "jsonl")
 
 #: A collection id as the service makes them (``secrets.token_hex(8)``); in shared mode any other
 #: id names no collection, so that no id reaches outside the shared folder.
@@ -91,8 +93,9 @@ def upload_format(filename: str | None, content_type: str | None, head: bytes) -
         fmt = None
     if fmt not in UPLOAD_FORMATS or split_compression(filename or "")[1] is not None:
         ctype = (content_type or "").split(";")[0].strip().lower()
-        raise HTTPException(415, f"upload a CSV (.csv) or JSON Lines (.jsonl) file; got "
-                                 f"{filename or 'a file without a name'!r} ({ctype or 'no type'})")
+        raise HTTPException(415, f"upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
+                                 f"(.parquet) file; got {filename or 'a file without a name'!r} "
+                                 f"({ctype or 'no type'})")
     return fmt
 
 
@@ -107,16 +110,27 @@ class Upload:
     examples: list[dict[str, Any]]
 
 
+def text_fields(text_field: str) -> tuple[str, ...]:
+    """The fields an upload's ``text_field`` names: one, or several separated by commas
+    ("title,description"), whose texts are joined with a newline."""
+    fields = tuple(f.strip() for f in text_field.split(","))
+    if not all(fields):
+        raise HTTPException(422, f"text_field {text_field!r}: a field name, or several "
+                                 "separated by commas (e.g. 'title,description')")
+    return fields
+
+
 def read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
                 id_field: str | None, max_text_bytes: int) -> Upload:
     """Read an upload with :func:`neardup.io.record_stream`: bad records are skipped and counted
     (texts over ``max_text_bytes`` and empty texts too); ids are the line numbers without
-    ``id_field``. A problem with the whole file (no header, no such column, no record) is a
+    ``id_field``. ``text_field``: one field, or several separated by commas (their texts joined
+    with a newline). A problem with the whole file (no header, no such column, no record) is a
     422."""
     from ..io import ReadOptions, SkipReport, record_stream
     from .ids import id_problem, normal_id  # the same rule for ids sent as JSON
 
-    options = ReadOptions(text_fields=(text_field,), id_field=id_field, format=fmt,
+    options = ReadOptions(text_fields=text_fields(text_field), id_field=id_field, format=fmt,
                           on_error="skip", skip_empty=True, max_text_bytes=max_text_bytes,
                           default_id="{line}" if id_field is None else None)
     report = SkipReport()
@@ -254,6 +268,49 @@ class Collection:
     def text(self, row: int) -> str:
         return self._str("texts", row)
 
+    def export(self, what: str, fmt: str) -> Iterator[bytes]:
+        """The collection as a file, in parts: ``what`` "kept" (the deduplicated list: each
+        cluster's representative and every document in no cluster, ``id`` and ``text``) or
+        "groups" (every document: ``id``, ``cluster``, ``representative``, ``similarity`` to
+        it, ``kept``); ``fmt`` "csv" (with a header row) or "jsonl"."""
+        import csv
+        import io
+
+        import orjson
+
+        n = len(self)
+        rep = np.asarray(self.representative)
+        if what == "kept":
+            cols = ["id", "text"]
+            rows = np.flatnonzero(rep == np.arange(n))
+        else:
+            cols = ["id", "cluster", "representative", "similarity", "kept"]
+            rows = np.arange(n)
+        labels, sims = np.asarray(self.labels), np.asarray(self.rep_similarity)
+
+        def record(i: int) -> list[Any]:
+            if what == "kept":
+                return [self.id(i), self.text(i)]
+            kept = bool(rep[i] == i)
+            return [self.id(i), int(labels[i]), self.id(int(rep[i])),
+                    round(float(sims[i]), 6), kept if fmt == "jsonl" else str(kept).lower()]
+
+        if fmt == "csv":
+            buf = io.StringIO()
+            out = csv.writer(buf, lineterminator="\n")
+            out.writerow(cols)
+        for s in range(0, len(rows), 1000):  # a thousand rows a part
+            part = rows[s:s + 1000].tolist()
+            if fmt == "csv":
+                out.writerows(record(i) for i in part)
+                yield buf.getvalue().encode("utf-8", "surrogatepass")
+                buf.seek(0)
+                buf.truncate()
+            else:
+                yield b"".join(orjson.dumps(dict(zip(cols, record(i)))) + b"\n" for i in part)
+        if fmt == "csv" and not len(rows):
+            yield buf.getvalue().encode("utf-8")
+
     def row_of(self, doc_id: str) -> int | None:
         """The row of the document ``doc_id``, or None."""
         h = hash(doc_id)
@@ -314,11 +371,23 @@ def known_pairs(col: Collection) -> int:
     return within + cross
 
 
-def summary_json(meta: dict[str, Any], ids: list[str], result: Any) -> bytes:
+#: Characters of a member's text that an upload's answer shows as its title.
+TITLE_CHARS = 80
+
+
+def title_of(text: str) -> str:
+    """What the page shows of a document beside its id: its first line, cut at
+    :data:`TITLE_CHARS` characters (with "..." where cut)."""
+    line = text.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 3].rstrip() + "..."
+
+
+def summary_json(meta: dict[str, Any], ids: list[str], result: Any,
+                 texts: list[str] | None = None) -> bytes:
     """The upload's answer (``CollectionOut``) as JSON: ``meta`` (every field in the model's
     order, ``clusters`` a placeholder) with the clusters of two or more
-    documents, largest first, their members in document order. Built a cluster at a time, not
-    as models of every member."""
+    documents, largest first, their members in document order (with ``texts``, each with its
+    title: :func:`title_of`). Built a cluster at a time, not as models of every member."""
     import orjson
 
     labels = np.asarray(result.labels)
@@ -334,7 +403,8 @@ def summary_json(meta: dict[str, Any], ids: list[str], result: Any) -> bytes:
         parts.append(orjson.dumps({
             "cluster": int(big[c]), "size": len(members),
             "representative": ids[int(result.representative[members[0]])],
-            "members": [{"id": ids[r], "similarity_to_representative": round(s, 6)}
+            "members": [{"id": ids[r], "similarity_to_representative": round(s, 6),
+                         **({"title": title_of(texts[r])} if texts is not None else {})}
                         for r, s in zip(members, sims)]}))
     keys = list(meta)
     at = keys.index("clusters")

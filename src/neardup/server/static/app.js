@@ -72,6 +72,30 @@
   }
 
   // The API answers errors as {"detail": "message"}; turn any failure into a readable message.
+  // a file from the service, saved by the browser (the key goes in a header, so a plain link
+  // would not do for a service that needs one)
+  async function download(path, name) {
+    const init = { headers: {} };
+    const key = apiKey() || memoryKey;
+    if (key) init.headers["Authorization"] = "Bearer " + key;
+    const response = await fetch(path, init);
+    if (!response.ok) {
+      let detail = response.status + " " + response.statusText;
+      try {
+        detail = (await response.json()).detail || detail;
+      } catch (e) {
+        // not JSON: the status says it
+      }
+      throw new Error(detail);
+    }
+    const url = URL.createObjectURL(await response.blob());
+    const a = el("a", { href: url, download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+
   async function api(method, path, body) {
     const init = { method, headers: {} };
     const key = apiKey() || memoryKey;
@@ -368,6 +392,22 @@
     }
   }
 
+  for (const btn of document.querySelectorAll("#upload-downloads button")) {
+    btn.addEventListener("click", async () => {
+      clearError();
+      if (!collection) return;
+      const what = btn.dataset.what, format = btn.dataset.format;
+      const stem = (collection.filename || "collection").replace(/\.[^.]*$/, "");
+      try {
+        await download("/collections/" + encodeURIComponent(collection.collection_id) +
+          "/export?" + new URLSearchParams({ what, format }).toString(),
+          stem + "-" + (what === "kept" ? "deduplicated" : "groups") + "." + format);
+      } catch (e) {
+        showError(e.message);
+      }
+    });
+  }
+
   function renderCollection(c) {
     collection = c;
     $("upload-result").hidden = false;
@@ -414,6 +454,7 @@
         const btn = el("button", { type: "button", class: "member" + (isRep ? " rep" : ""),
           dataset: { testid: isRep ? "member-rep" : "member-pair", id: m.id } },
         el("span", { class: "id" }, docLabel(m.id)),
+        el("span", { class: "title", dataset: { testid: "member-title" } }, m.title || ""),
         el("span", { class: "pct" }, isRep ? "kept" : pct(m.similarity_to_representative)));
         if (isRep) btn.disabled = true;
         else btn.addEventListener("click", () => showPair(cl.representative, m.id, btn));
