@@ -61,9 +61,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_fca(a: argparse.Namespace) -> int:
-    from ..fca.job import fca_files
-
     from ..config import ShingleConfig
+    from ..fca.job import fca_files
 
     sh = ShingleConfig.parse(a.shingle)
     s = fca_files(a.inputs, a.output, min_common=a.min_common, length=sh.k,
