@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,32 +24,14 @@ def reuse_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     ``a_end``, ``b_start``, ``b_end``, ``words``, ``matched_words``), ``pairs`` (one row per
     pair: ``id_a``, ``id_b``, ``passages``, ``reused_words_a``/``_b``, ``share_a``/``_b``) and
     ``summary.json`` into ``outdir``. Returns the summary."""
-    from .io import (
-        IdInfo,
-        ReadOptions,
-        SkipReport,
-        id_options,
-        prepare_outdir,
-        read_documents,
-        write_json_atomic,
-        write_table,
-    )
+    from .io import SkipReport, prepare_outdir, read_all, write_json_atomic, write_table
 
     cfg = config or PassageConfig()
     t0 = time.perf_counter()
     report = SkipReport()
-    ids: list[str] = []
-    texts: list[str] = []
-    id_info = IdInfo()
-    locations = []
-    options = ReadOptions(text_fields=tuple(text_fields), on_error=on_error, encoding=encoding,
-                          format=input_format, **id_options(id_field))
-    for chunk in read_documents([Path(p) if str(p) != "-" else p for p in paths],
-                                report=report, options=options, ids=id_info):
-        ids.extend(chunk.ids)
-        texts.extend(chunk.texts)
-        locations.append(chunk.locations)
-    id_info.fix(ids, np.concatenate(locations) if locations else [])
+    ids, texts, id_info = read_all(paths, text_fields=text_fields, id_field=id_field,
+                                   on_error=on_error, encoding=encoding, fmt=input_format,
+                                   report=report)
     if not texts:
         raise InputError("no documents: the inputs hold no record", reason=SkipReason.EMPTY_FILE)
     t_read = time.perf_counter() - t0

@@ -9,21 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._extras import NO_FIGURES, can_plot
 from ..analyze.output import markdown_table
 from ..errors import ConfigError, InputError, SkipReason
 from ..evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
-from ..io import (
-    IdInfo,
-    ReadOptions,
-    SkipReport,
-    id_options,
-    prepare_outdir,
-    read_documents,
-    write_json_atomic,
-)
+from ..io import SkipReport, prepare_outdir, read_all, write_json_atomic
 from .core import fca
 
 
@@ -48,18 +38,9 @@ def fca_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
 
         require("sklearn", "fca", "the k-means comparison (--baseline-clusters)")
     report = SkipReport()
-    ids: list[str] = []
-    texts: list[str] = []
-    id_info = IdInfo()
-    locations = []
-    options = ReadOptions(text_fields=tuple(text_fields), on_error=on_error, encoding=encoding,
-                          format=input_format, **id_options(id_field))
-    for chunk in read_documents([Path(p) for p in paths], report=report, options=options,
-                                ids=id_info):
-        ids.extend(chunk.ids)
-        texts.extend(chunk.texts)
-        locations.append(chunk.locations)
-    id_info.fix(ids, np.concatenate(locations) if locations else [])
+    ids, texts, id_info = read_all(paths, text_fields=text_fields, id_field=id_field,
+                                   on_error=on_error, encoding=encoding, fmt=input_format,
+                                   report=report)
     if not texts:
         raise InputError("no documents to cluster: the inputs hold no record",
                          reason=SkipReason.EMPTY_FILE)

@@ -1854,6 +1854,35 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
     return _chunks(stream, options.chunk_size, arrow)
 
 
+
+def read_all(paths: Sequence[str | os.PathLike], *, text_fields: Sequence[str] = ("text",),
+             id_field: str | None = None, on_error: str = "fail", encoding: str = "utf-8",
+             fmt: str | None = None, report: SkipReport | None = None
+             ) -> tuple[list[str], list[str], IdInfo]:
+    """Every document of ``paths`` in memory, as the file jobs that need them all at once
+    (``neardup fca``, ``neardup reuse``) read them: ``(ids, texts, ids_info)``. Ids as
+    ``neardup dedup`` takes them: the field ``id_field``, or (None) the field ``id`` where every
+    record has one, else row numbers; ``""``: row numbers (:func:`~neardup.io.id_options`)."""
+    from .options import id_options
+
+    ids: list[str] = []
+    texts: list[str] = []
+    info = IdInfo()
+    locations = []
+    options = ReadOptions(text_fields=tuple(text_fields), on_error=on_error, encoding=encoding,
+                          format=fmt, **id_options(id_field))
+    for chunk in read_documents([p if str(p) == "-" else Path(p) for p in paths],
+                                report=report, options=options, ids=info):
+        ids.extend(chunk.ids)
+        texts.extend(chunk.texts)
+        locations.append(chunk.locations)
+    if locations:
+        import numpy as np
+
+        info.fix(ids, np.concatenate(locations))
+    return ids, texts, info
+
+
 _NO_SPAN = (-1, -1)
 
 
