@@ -296,6 +296,7 @@ def test_query_equals_index(client: TestClient, index: Index, corpus: dict[str, 
         r = client.post(path, json={"text": probes[0], "threshold": 0.5})
         assert r.status_code == 422
         assert "below this index's threshold (0.8)" in r.json()["detail"]
+        assert "--" not in r.json()["detail"]  # the service's words, not a command's flags
     # An exact copy is found with similarity 1.
     r = client.post("/query", json={"text": corpus["doc-1"]}).json()
     assert r["matches"][0] == {"id": "doc-1", "similarity": 1.0} and not r["unique"]

@@ -1194,8 +1194,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             raise HTTPException(422, f"threshold: {asked:g} is below this index's threshold "
                                      f"({index.threshold:g}), under which it does not find "
                                      "every near-duplicate; use a threshold of at least "
-                                     f"{index.threshold:g}, or an index created with "
-                                     f"--threshold {asked:g}")
+                                     f"{index.threshold:g} (an index finds texts from the "
+                                     "similarity it was created with)")
         return asked
 
     @app.post("/query", response_model=QueryOut, responses=_ERRORS, tags=["search"],
