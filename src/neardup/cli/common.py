@@ -259,8 +259,8 @@ def _way_past(e: NeardupError, args: argparse.Namespace) -> str:
     records, for a bad record (where the command has it)."""
     from ..errors import InputError, SkipReason
 
-    if not isinstance(e, InputError) or e.reason in (None, "invalid"):
-        return ""
+    if not isinstance(e, InputError) or not isinstance(e.reason, SkipReason):
+        return ""  # not about a record, a field or a file
     hints = []
     field = getattr(e, "field", None)
     if field is not None and e.reason == SkipReason.MISSING_FIELD:
