@@ -232,3 +232,31 @@ def test_readme_products_commands_run_on_the_bundled_offers(tmp_path):
                            text=True)
         assert r.returncode == 0, (cmd, r.stderr[-2000:])
     assert (tmp_path / "offers-report" / "report.md").exists()
+
+
+def test_the_fca_page_shows_what_its_command_writes(tmp_path):
+    """docs/fca.md's console example runs as written, and its table of precision, recall and
+    F1 per threshold and per baseline is what the command writes (evaluation.csv)."""
+    import csv
+    import shutil
+    import subprocess
+
+    pytest.importorskip("sklearn")
+    root = README.parent
+    page = (root / "docs" / "fca.md").read_text()
+    block = re.search(r"```console\n\$ (.*?)```", page, flags=re.S).group(1)
+    cmd = " ".join(part.strip() for part in block.replace("\\\n", " ").split())
+    shutil.copytree(root / "examples", tmp_path / "examples")
+    (tmp_path / ".venv").symlink_to(root / ".venv")
+    r = subprocess.run(cmd + " --quiet", shell=True, cwd=tmp_path, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    shown = re.findall(r"^\| (FPmax|bisecting k-means) \| (?:K = )?(\d+)[^|]*\| ([\d.]+) \| "
+                       r"([\d.]+) \| \*{0,2}([\d.]+)\*{0,2} \|$", page, flags=re.M)
+    assert len(shown) == 9
+    with open(tmp_path / "fca-out" / "evaluation.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    written = {("FPmax" if x["method"] == "fpmax" else "bisecting k-means",
+                x["threshold"] or x["requested_clusters"]):
+               tuple(f"{float(x[k]):.3f}" for k in ("precision", "recall", "f1")) for x in rows}
+    assert {(m, k): (p, r_, f) for m, k, p, r_, f in shown} == written
