@@ -171,7 +171,9 @@
   }
 
   // Fill `container` with `text`, wrapping the [start, end) code-point ranges in <mark>.
-  function renderMarked(container, text, ranges) {
+  // ``text`` with ``ranges`` (code point offsets) marked; with ``diff``, the other way round:
+  // the words outside the ranges (what differs from the other text) are marked
+  function renderMarked(container, text, ranges, diff) {
     container.replaceChildren();
     const toUnit = codePointToUnit(text);
     const sorted = ranges.map((r) => [r[0], r[1]]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
@@ -181,14 +183,27 @@
       if (last && r[0] <= last[1]) last[1] = Math.max(last[1], r[1]);
       else merged.push(r);
     }
+    const gap = (a, b) => {  // text between two ranges: marked, blanks at its edges apart
+      const part = text.slice(a, b);
+      if (!diff || !part.trim()) {
+        if (part) container.append(document.createTextNode(part));
+        return;
+      }
+      const lead = part.length - part.trimStart().length;
+      const tail = part.length - part.trimEnd().length;
+      if (lead) container.append(document.createTextNode(part.slice(0, lead)));
+      container.append(el("mark", { class: "diff" }, part.slice(lead, part.length - tail)));
+      if (tail) container.append(document.createTextNode(part.slice(part.length - tail)));
+    };
     let pos = 0;
     for (const [s, e] of merged) {
       const a = toUnit[s], b = toUnit[e];
-      if (a > pos) container.append(document.createTextNode(text.slice(pos, a)));
-      container.append(el("mark", {}, text.slice(a, b)));
+      if (a > pos) gap(pos, a);
+      const shared = text.slice(a, b);
+      container.append(diff ? document.createTextNode(shared) : el("mark", {}, shared));
       pos = b;
     }
-    if (pos < text.length) container.append(document.createTextNode(text.slice(pos)));
+    if (pos < text.length) gap(pos, text.length);
   }
 
   function sharedNote(passages) {
@@ -243,11 +258,13 @@
       renderMarked($("check-left"), text, []);
       $("check-right").replaceChildren(el("em", {}, "The index keeps no text for this match."));
     } else {
-      renderMarked($("check-left"), text, m.passages.map((p) => p.a));
-      renderMarked($("check-right"), m.text, m.passages.map((p) => p.b));
+      // a near-duplicate: what differs is marked; a text it reuses: the passages it shares
+      const near = m.share === undefined;
+      renderMarked($("check-left"), text, m.passages.map((p) => p.a), near);
+      renderMarked($("check-right"), m.text, m.passages.map((p) => p.b), near);
     }
     $("check-right-title").textContent = m.id + " · " + (m.share === undefined
-      ? pct(m.similarity) + " similar"
+      ? pct(m.similarity) + " similar · the words that differ are marked"
       : "its passages are " + pct(m.share) + " of your text");
   }
 
