@@ -145,7 +145,8 @@ def test_check_near_duplicate_shows_match_and_passages(page: object) -> None:
     page.get_by_test_id("check-text").fill(KETTLE_COPY)
     page.get_by_test_id("check-button").click()
     verdict = page.get_by_test_id("check-verdict")
-    expect(verdict).to_contain_text("Repeats 1 text")
+    expect(verdict).to_contain_text("A near-duplicate of kettle-shop-a")
+    expect(verdict).to_contain_text("repeats 1 text")
     items = page.get_by_test_id("match-item")
     expect(items).to_have_count(1)
     idx_sim = Index()
@@ -154,6 +155,7 @@ def test_check_near_duplicate_shows_match_and_passages(page: object) -> None:
     pct = f"{round(sim * 1000) / 10:.1f}".removesuffix(".0") + "%"
     expect(items.first).to_contain_text("kettle-shop-a")
     expect(items.first).to_contain_text(pct)
+    expect(verdict).to_contain_text(f"({pct} similar)")
     expect(page.get_by_test_id("check-compare")).to_be_visible()
     expect(page.get_by_test_id("check-right-title")).to_contain_text("kettle-shop-a")
     left, right = _marks(page, "check-left"), _marks(page, "check-right")
@@ -186,7 +188,7 @@ def test_check_new_text_is_unique_and_can_be_added(page: object, server: str) ->
     # Checked again, it now repeats the text just added.
     page.get_by_test_id("check-id").fill("")
     page.get_by_test_id("check-button").click()
-    expect(page.get_by_test_id("check-verdict")).to_contain_text("Repeats 1 text")
+    expect(page.get_by_test_id("check-verdict")).to_contain_text("repeats 1 text")
     expect(page.get_by_test_id("match-item").first).to_contain_text("100%")
     _shot(page, "04-check-after-add")
     assert page.js_errors == []
@@ -203,7 +205,7 @@ def test_check_text_with_a_copied_passage_is_not_unique(page: object) -> None:
     page.get_by_test_id("check-text").fill(LAMP_REUSE)
     page.get_by_test_id("check-button").click()
     verdict = page.get_by_test_id("check-verdict")
-    expect(verdict).to_contain_text("Reuses passages of 1 text")
+    expect(verdict).to_contain_text("Reuses passages of 1 text: lamp-shop-a")
     expect(verdict).not_to_contain_text("Unique")
     items = page.get_by_test_id("match-item")
     expect(items).to_have_count(1)
@@ -267,7 +269,7 @@ def test_a_prefixed_copy_of_a_chinese_text_is_not_unique(browser: object,
         pg.get_by_test_id("check-text").fill("新品上市，限时优惠！" + ZH)
         pg.get_by_test_id("check-button").click()
         verdict = pg.get_by_test_id("check-verdict")
-        expect(verdict).to_contain_text("Repeats 1 text")
+        expect(verdict).to_contain_text("A near-duplicate of zh-1")
         expect(pg.get_by_test_id("match-item").first).to_contain_text("zh-1")
         # the line added in front is what differs; nothing of the indexed text does
         assert _marks(pg, "check-left") == ["新品上市，限时优惠！"]
@@ -420,7 +422,7 @@ def test_the_page_asks_for_a_key_and_sends_it(keyed_server: str, browser: object
     expect(pg.get_by_test_id("key-form")).to_be_hidden()
     pg.get_by_test_id("check-text").fill(KETTLE_COPY)
     pg.get_by_test_id("check-button").click()
-    expect(pg.get_by_test_id("check-verdict")).to_contain_text("Repeats 1 text")
+    expect(pg.get_by_test_id("check-verdict")).to_contain_text("A near-duplicate of kettle-shop-a")
     pg.get_by_test_id("check-text").fill(NEW_TEXT)
     pg.get_by_test_id("check-button").click()
     expect(pg.get_by_test_id("check-verdict")).to_contain_text("Unique")

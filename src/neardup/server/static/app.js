@@ -322,14 +322,20 @@
       note = " · nothing found in the texts compared, but the text shares phrases with more " +
         "indexed texts than one check compares: try a shorter text";
     } else if (n > 0) {
-      head = "Repeats " + plural(n, "text", "texts");
-      note = " from the index (" + pct(result.threshold) + " similarity or more)" +
+      // the verdict names the closest text first
+      const best = result.matches[0];
+      head = "A near-duplicate of " + best.id + " (" + pct(best.similarity) + " similar)";
+      note = (n > 1 ? " and of " + plural(n - 1, "more text", "more texts") : "") +
+        " · repeats " + plural(n, "text", "texts") + " from the index (" +
+        pct(result.threshold) + " similarity or more)" +
         (reused.length ? "; passages of " + plural(reused.length, "more text", "more texts") +
           " reused" : "");
     } else {
       const most = Math.max(...reused.map((r) => r.share));
+      const names = reused.slice(0, 3).map((r) => r.id).join(", ");
       head = "Reuses passages of " + plural(reused.length, "text", "texts");
-      note = " from the index: up to " + pct(most) + " of this text" +
+      note = ": " + names + (reused.length > 3 ? " and more" : "") + " · up to " + pct(most) +
+        " of this text" +
         (result.reused_capped ? " (more passages were found than are shown)" : "");
     }
     if (common.length > 0 && (n > 0 || reused.length > 0)) {
