@@ -959,6 +959,34 @@ def test_parquet_upload_with_two_text_fields_and_its_exports(client: TestClient)
     assert r.status_code == 422 and "separated by commas" in r.json()["detail"]
 
 
+def test_an_upload_takes_its_ids_from_the_field_id_as_dedup_does(client: TestClient) -> None:
+    """Without id_field: the field id where every record has one and they are distinct (as
+    neardup dedup takes them), else the line numbers; a CSV column id too."""
+    rng = random.Random(3)
+    a = make_text(rng, 60)
+    texts = [a, edit(rng, a, 1), make_text(rng, 60)]
+
+    def upload(records: list[dict], name: str = "x.jsonl", data: bytes | None = None) -> dict:
+        body = data or "".join(json.dumps(r) + "\n" for r in records).encode()
+        r = client.post("/collections", files={"file": (name, body)})
+        assert r.status_code == 201, r.text
+        return r.json()
+
+    got = upload([{"id": f"sku-{i}", "text": t} for i, t in enumerate(texts)])
+    assert got["id_field"] == "id"
+    assert [m["id"] for m in got["clusters"][0]["members"]] == ["sku-0", "sku-1"]
+    # one record without it, or ids that repeat: line numbers for all
+    lacking = [{"id": "sku-0", "text": texts[0]}, {"text": texts[1]}, {"id": "x", "text": texts[2]}]
+    repeat = [{"id": "same", "text": t} for t in texts]
+    for records in (lacking, repeat):
+        got = upload(records)
+        assert got["id_field"] is None
+        assert [m["id"] for m in got["clusters"][0]["members"]] == ["1", "2"]
+    csv_body = ("id,text\n" + "".join(f"c{i},{t}\n" for i, t in enumerate(texts))).encode()
+    got = upload([], "x.csv", csv_body)
+    assert got["id_field"] == "id" and got["clusters"][0]["representative"] == "c0"
+
+
 def test_collection_csv_with_line_ids(client: TestClient) -> None:
     rng = random.Random(8)
     a = make_text(rng, 80)

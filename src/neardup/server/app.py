@@ -384,8 +384,9 @@ class SkipExample(BaseModel):
 class CollectionOut(BaseModel):
     collection_id: str = Field(description="Use it with GET /collections/{collection_id}.")
     filename: str | None = Field(description="Name of the uploaded file, as sent.")
-    format: Literal["csv", "jsonl"] = Field(description="How the file was read.")
-    id_field: str | None = Field(description="Field of the ids; null: ids are line numbers.")
+    format: Literal["csv", "jsonl", "parquet"] = Field(description="How the file was read.")
+    id_field: str | None = Field(description="Field of the ids (given, or the field id found in "
+                                             "every record); null: ids are line numbers.")
     documents: int = Field(description="Records deduplicated.")
     skipped: dict[str, int] = Field(description="Records left out, counted by reason.")
     skipped_examples: list[SkipExample] = Field(description="The first few records left out.")
@@ -1364,8 +1365,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         text_field: Annotated[str, Form(min_length=1, description=(
             "Field or column holding the text; several separated by commas "
             "('title,description'), whose texts are joined with a newline."))] = "text",
-        id_field: Annotated[str | None, Form(description="Field or column holding the id "
-                                                         "(default: the line number).")] = None,
+        id_field: Annotated[str | None, Form(description=(
+            "Field or column holding the id (default: the field 'id' where every record has "
+            "one and they are distinct, else the line number)."))] = None,
         threshold: Annotated[float, Form(gt=0, le=1, description="Jaccard threshold, "
                                                                  "(0, 1].")] = 0.8,
         cluster: Annotated[Literal["components", "strict"], Form(
@@ -1407,7 +1409,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         cid = secrets.token_hex(8)
         col = Collection.build(parsed.ids, parsed.texts, result, b"")
         meta = {"collection_id": cid, "filename": file.filename, "format": fmt,
-                "id_field": id_field, "documents": len(parsed.ids),
+                "id_field": parsed.id_field, "documents": len(parsed.ids),
                 "skipped": dict(sorted(parsed.skipped.items())),
                 "skipped_examples": [SkipExample(**e).model_dump() for e in parsed.examples],
                 "threshold": threshold, "cluster_method": cluster, "clusters": None,

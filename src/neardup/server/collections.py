@@ -108,6 +108,9 @@ class Upload:
     texts: list[str]
     skipped: dict[str, int]
     examples: list[dict[str, Any]]
+    #: where the ids came from: the field named, the field ``id`` found in every record, or
+    #: None for line numbers
+    id_field: str | None = None
 
 
 def text_fields(text_field: str) -> tuple[str, ...]:
@@ -120,22 +123,62 @@ def text_fields(text_field: str) -> tuple[str, ...]:
     return fields
 
 
+def _may_have_id(data: bytes, fmt: str) -> bool:
+    """Whether an upload may have the field ``id`` in every record, from its first line (its
+    schema for Parquet): otherwise it is not read twice."""
+    if fmt == "parquet":
+        import io
+
+        import pyarrow.parquet as pq
+
+        try:
+            return "id" in pq.read_schema(io.BytesIO(data)).names
+        except Exception:  # noqa: BLE001 - the read that follows says what is wrong
+            return False
+    first = data.lstrip()[:65536].split(b"\n", 1)[0]
+    if fmt == "jsonl":
+        return b'"id"' in first
+    return "id" in (c.strip().strip('"') for c in first.decode("utf-8", "replace").split(","))
+
+
 def read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
                 id_field: str | None, max_text_bytes: int) -> Upload:
     """Read an upload with :func:`neardup.io.record_stream`: bad records are skipped and counted
-    (texts over ``max_text_bytes`` and empty texts too); ids are the line numbers without
-    ``id_field``. ``text_field``: one field, or several separated by commas (their texts joined
-    with a newline). A problem with the whole file (no header, no such column, no record) is a
-    422."""
+    (texts over ``max_text_bytes`` and empty texts too). Ids: the field ``id_field``; without
+    it, as ``neardup dedup`` takes them, the field ``id`` where every record has one and they
+    are distinct, else the line numbers. ``text_field``: one field, or several separated by
+    commas (their texts joined with a newline). A problem with the whole file (no header, no
+    such column, no record) is a 422."""
+    if id_field is None and _may_have_id(data, fmt):
+        try:
+            got = _read_upload(data, filename, fmt, text_field, None, max_text_bytes, True)
+        except InputError as e:
+            if e.reason is not SkipReason.DUPLICATE_ID:
+                raise
+            got = None  # ids that repeat: line numbers
+        if got is not None:
+            return got
+    got = _read_upload(data, filename, fmt, text_field, id_field, max_text_bytes, False)
+    assert got is not None
+    return got
+
+
+def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
+                 id_field: str | None, max_text_bytes: int, detect: bool) -> Upload | None:
+    """:func:`read_upload` with ``id_field``, line numbers, or (``detect``) the field ``id``:
+    None if some record lacks it."""
     from ..io import ReadOptions, SkipReport, record_stream
     from .ids import id_problem, normal_id  # the same rule for ids sent as JSON
 
-    options = ReadOptions(text_fields=text_fields(text_field), id_field=id_field, format=fmt,
-                          on_error="skip", skip_empty=True, max_text_bytes=max_text_bytes,
-                          default_id="{line}" if id_field is None else None)
+    ids = ({"id_field": None, "detect_id": "id"} if detect else
+           {"id_field": id_field, "default_id": "{line}" if id_field is None else None})
+    options = ReadOptions(text_fields=text_fields(text_field), format=fmt, on_error="skip",
+                          skip_empty=True, max_text_bytes=max_text_bytes, **ids)
     report = SkipReport()
     stream = record_stream(data, options, report, name=filename or "upload")
-    out = Upload([], [], report.counts, [])
+    out = Upload([], [], report.counts, [], "id" if detect else id_field)
+    if detect:
+        id_field = "id"
     seen: set[str] = set()
 
     def example(err: InputError) -> None:
@@ -170,6 +213,8 @@ def read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
         seen.add(doc_id)
         out.ids.append(doc_id)
         out.texts.append(item.text)
+    if detect and not stream.ids.from_field:
+        return None  # a record without the field: line numbers for all
     return out
 
 
