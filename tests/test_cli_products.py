@@ -43,6 +43,9 @@ def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
     by = {r["method"]: r for r in s["summary"]}
     assert by["neardup"]["f1"] > by["baseline"]["f1"] and by["neardup"]["f1"] >= 0.85
     assert (tmp_path / "rep" / "sweep.png").exists() and (tmp_path / "rep" / "report.md").exists()
+    # the report says what its abbreviations mean
+    report = (tmp_path / "rep" / "report.md").read_text()
+    assert "*PQ* (pair quality)" in report and "*baseline* (the Jaccard similarity" in report
     # the same truth as a file of id pairs
     ids: dict[str, list[str]] = {}
     for p in SHOPS:

@@ -177,6 +177,17 @@ def _truth_words(res: StudyResult) -> str:
     return f"known duplicate pairs ({res.partial_truth})"
 
 
+#: What the report's columns mean, for a reader who does not know the literature's names.
+LEGEND = ("*fraction*: the share of all pairs of offers compared (the candidates); "
+          "*PC* (pair completeness): the share of the true duplicate pairs among the candidates; "
+          "*PQ* (pair quality): the share of the candidates that are true duplicates; *F1\\**: "
+          "the harmonic mean of PC and PQ (how good the candidates are); *precision*, *recall* "
+          "and *F1*: of the duplicates a method finds among the candidates, against the truth. "
+          "Methods: *baseline* (the Jaccard similarity of title words and attribute values, "
+          "with a tuned threshold), *rule* (neardup's training-free score) and *neardup* (the "
+          "trained random forest).")
+
+
 def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Bootstrap study",
                  published: bool = False) -> dict[str, str]:
     """Write the tables, plots and ``report.md`` into ``outdir`` (created); returns the paths.
@@ -208,6 +219,7 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
             f"thresholds tuned on each training part (the random forest's: one for pairs "
             f"where only one offer names a model number, one for the others); "
             f"{res.seconds:.1f} s.", "",
+            LEGEND, "",
             (f"## Test sets at the default budget, {cfg.per_offer:g} candidate pairs per offer"
              if tokens else "## Test sets at the default banding")
             + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"), "",
