@@ -194,3 +194,29 @@ def test_dedup_runs_without_the_cycle_collector_and_makes_no_cycles(tmp_path, cy
             assert cycle_spy.collections[-1] == []  # no collection during the run
             left[n] = cycle_spy.left()
     assert left[2000] <= left[200] + 5, left
+
+
+def test_inputs_may_come_after_the_options(tmp_path, capsys):
+    """A command's list of inputs (or ids) may go on after its options: the words argparse
+    leaves over are taken as more of them, as a user who adds a file at the end expects."""
+    lines = (Path(__file__).resolve().parents[1] / "examples" / "news.jsonl").read_text(
+        ).splitlines()
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("\n".join(lines[:20]) + "\n")
+    b.write_text("\n".join(lines[20:40]) + "\n")
+    assert main(["dedup", str(a), "-o", str(tmp_path / "o1"), "--quiet", str(b), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == 40
+    assert main(["reuse", str(a), "--quiet", str(b), "-o", str(tmp_path / "o2"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == 40
+    db = str(tmp_path / "i.db")
+    assert main(["index", "create", db, "--quiet"]) == 0
+    assert main(["index", "add", db, str(a), "--id-field", "id", "--quiet", str(b)]) == 0
+    ids = [json.loads(x)["id"] for x in lines[:2]]
+    assert main(["index", "remove", db, ids[0], "--quiet", ids[1]]) == 0
+    capsys.readouterr()
+    assert main(["index", "stats", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == 38
+    # an unknown option is still refused
+    assert_exit = pytest.raises(SystemExit)
+    with assert_exit:
+        main(["dedup", str(a), "-o", str(tmp_path / "o3"), "--no-such-option", str(b)])

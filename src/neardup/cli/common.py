@@ -99,6 +99,7 @@ def add_input_args(p: argparse.ArgumentParser, *, id_help: str | None = None,
     from ..io import INPUT_FORMATS
 
     g = p.add_argument_group("input")
+    p.set_defaults(trailing="inputs")  # INPUTs after the options too (see cli.main)
     g.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="JSONL, JSON (an array of objects), CSV, TSV or Parquet files "
                         "(optionally .gz or .zst), folders of text files (one document per "

@@ -461,6 +461,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     _add_redis_password(r)
     r.add_argument("ids", nargs="+", metavar="ID", help="ids of the documents to remove")
+    r.set_defaults(trailing="ids")  # ids after the options too (see cli.main)
     r.add_argument("--strict", action="store_true",
                    help=f"exit {InputError.exit_code} if an id was not found")
     add_running_args(r)

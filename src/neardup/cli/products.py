@@ -124,6 +124,7 @@ def _load_truth_from_args(a: argparse.Namespace, offers, path: str):
 
 
 def _add_offer_input_args(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(trailing="inputs")  # OFFERS after the options too (see cli.main)
     p.add_argument("inputs", nargs="+", metavar="OFFERS",
                    help="offer files (JSON, JSONL, CSV or TSV, optionally .gz; one per shop is "
                    "fine), the TV format (an object modelID -> [offers]), or folders or "
