@@ -30,6 +30,8 @@ removed again, so that the index can be reused by the next run. Writes
 ``service-scale-<backend>-<size>.json`` into ``--results`` (default ``benchmarks/data/results``,
 not tracked) and prints a markdown table line per backend.
 
+``--serve-args "..."`` passes more options to ``neardup serve`` (e.g. ``--threads 8``).
+
 ``--py-spy FILE`` samples the server with py-spy (``record --format raw``, collapsed stacks; add
 ``--py-spy-gil`` for samples only of the thread that holds the GIL) during the measured seconds.
 """
@@ -43,6 +45,7 @@ import multiprocessing as mp
 import os
 import platform
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -50,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -386,10 +390,10 @@ class RedisServer:
 # Server
 
 
-def start_server(target: str, port: int, keys_file: Path, log: Path, workers: int = 1
-                 ) -> subprocess.Popen:
-    """``neardup serve --index TARGET --api-keys-file KEYS --workers N`` once it answers
-    ``/health``."""
+def start_server(target: str, port: int, keys_file: Path, log: Path, workers: int = 1,
+                 more: Sequence[str] = ()) -> subprocess.Popen:
+    """``neardup serve --index TARGET --api-keys-file KEYS --workers N [MORE]`` once it
+    answers ``/health``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_API_KEY")}
     # the caller's PYTHONPATH after src/: a sitecustomize.py there can patch the server for
     # an experiment
@@ -398,7 +402,7 @@ def start_server(target: str, port: int, keys_file: Path, log: Path, workers: in
     err = open(log, "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", target,
                              "--port", str(port), "--api-keys-file", str(keys_file),
-                             "--workers", str(workers)],
+                             "--workers", str(workers), *more],
                             env=env, stdout=subprocess.DEVNULL, stderr=err)
     for _ in range(1200):
         if proc.poll() is not None:
@@ -453,7 +457,7 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
         for k, port in enumerate(ports):
             servers.append(start_server(target, port, keys_file,
                                         Path(a.results) / f"service-scale-server-{k}.log",
-                                        a.workers))
+                                        a.workers, shlex.split(a.serve_args)))
         proc = servers[0]
         ctx = mp.get_context("fork")
         barrier = ctx.Barrier(a.readers + a.writers + 1)
@@ -601,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1,
                     help="neardup serve --workers: processes of the service (CPU and memory "
                          "are summed over them)")
+    ap.add_argument("--serve-args", default="", metavar="OPTIONS",
+                    help="more options of neardup serve, in one string (e.g. '--threads 4')")
     ap.add_argument("--servers", type=int, default=1,
                     help="service processes on the same index (an experiment: client k talks "
                          "to server k mod N; CPU and RSS are summed; py-spy samples the "
@@ -647,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     for backend in (["sqlite", "redis"] if a.backend == "both" else [a.backend]):
         res = run_backend(backend, a, corpus)
         res.update({"seconds": a.seconds, "servers": a.servers, "warmup": a.warmup,
+                    "serve_args": a.serve_args, "workers": a.workers,
                     "readers": a.readers,
                     "writers": a.writers, "writer_batch": a.writer_batch,
                     "check_share": a.check_share, "new_share": a.new_share,
