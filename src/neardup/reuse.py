@@ -251,21 +251,20 @@ def _apart(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, woff: np.n
             parts[j] = spans
         if parts is None:
             continue
-        nh, ns, ne, nf = [], [], [], []
-        for j in range(len(h)):
-            if j in parts:
-                for a, b, ascii_hash in parts[j]:
-                    nh.append(0 if ascii_hash is None else ascii_hash)
-                    ns.append(a)
-                    ne.append(b)
-                    nf.append(ascii_hash is None)
-            else:
-                nh.append(int(h[j]))
-                ns.append(int(st[j]))
-                ne.append(int(en[j]))
-                nf.append(int(fo[j]))
-        cut[t] = (np.array(nh, np.uint64), np.array(ns, np.int64), np.array(ne, np.int64),
-                  np.array(nf, np.uint8))
+        # the text's words as runs of those kept and the pieces of each word cut
+        runs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        prev = 0
+        for j in sorted(parts):
+            runs.append((h[prev:j], st[prev:j], en[prev:j], fo[prev:j]))
+            pieces = parts[j]
+            runs.append((np.array([0 if x is None else x for _, _, x in pieces], np.uint64),
+                         np.array([a for a, _, _ in pieces], np.int64),
+                         np.array([b for _, b, _ in pieces], np.int64),
+                         np.array([x is None for _, _, x in pieces], np.uint8)))
+            prev = j + 1
+        runs.append((h[prev:], st[prev:], en[prev:], fo[prev:]))
+        cut[t] = tuple(np.concatenate([r[i] for r in runs]).astype(dt)
+                       for i, dt in enumerate((np.uint64, np.int64, np.int64, np.uint8)))
     if not cut:
         return hashes, woff, starts, ends, foreign
     counts = np.diff(woff)
