@@ -25,7 +25,6 @@ from typing import Any, Literal
 import numpy as np
 
 from .._columns import table_columns, table_kind
-from .._columns import table_names as _table_names
 from .._records import record
 from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
@@ -35,7 +34,6 @@ from ..reuse import (
     PassageConfig,
     ReuseMatch,
     blank_tags,
-    fingerprints,
     fingerprints_many_flat,
     order_by_text_then_hash,
     passages_with,
@@ -512,10 +510,9 @@ class Index:
         cfg = self.passages
         q = text_words(blank_tags(text) if cfg.strip_html else text, keep_keys=False)
         q.text = text
-        fps = fingerprints(q.hashes, cfg.k, cfg.window)
-        fpos = np.fromiter((p for _, p in fps), np.int64, len(fps))
-        keys, key_of = np.unique(_salt(np.fromiter((f for f, _ in fps), np.uint64, len(fps))),
-                                 return_inverse=True)
+        fh, _, fpos = fingerprints_many_flat(q.hashes, np.array([0, len(q)], np.int64),
+                                             cfg.k, cfg.window)
+        keys, key_of = np.unique(_salt(fh), return_inverse=True)
         floor = min(common_texts, self.bucket_cap)
         pos, handles, held, ranked = self._candidates(keys, floor)
         common = held >= floor
@@ -747,13 +744,13 @@ _PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
 def _table_docs(table: Any, kind: str, text_field: str | None, id_field: str | None
                 ) -> list[tuple[str, str]]:
     """The ``(id, text)`` pairs of a whole table (see :meth:`Index.add_many`)."""
-    from .._columns import id_column, text_column
+    from .._columns import id_column, table_names, text_column
 
-    if id_field is None and "id" not in _table_names(table):
-        raise ConfigError(f"the {kind} has no column 'id' (its columns: "
-                          f"{', '.join(_table_names(table))}): name the column of the ids with "
-                          "id_field=...")
     texts, ids = table_columns(table, None, text_field, id_field)
+    if ids is None:
+        raise ConfigError(f"the {kind} has no column 'id' (its columns: "
+                          f"{', '.join(table_names(table))}): name the column of the ids with "
+                          "id_field=...")
     texts, _, n = text_column(texts)
     if not isinstance(texts, list):
         texts = texts.to_pylist()
@@ -788,7 +785,7 @@ def _representatives(pos: np.ndarray, handles: np.ndarray, open_key: np.ndarray,
     key_starts = np.searchsorted(kp[by_key], np.arange(len(open_key) + 1))
     by_holder = np.argsort(inv, kind="stable")
     holder_starts = np.searchsorted(inv[by_holder], np.arange(len(uniq) + 1))
-    done = ~open_key.copy()
+    done = ~open_key
     out: list[int] = []
     for key in np.unique(kp).tolist():
         if done[key]:
