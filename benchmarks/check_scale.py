@@ -24,12 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sqlite3
-import threading
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 import orjson
@@ -40,36 +36,6 @@ from neardup.synth import edit_words
 
 HERE = Path(__file__).resolve().parent
 VOCAB = ["lorem", "ipsum", "dolor", "amet", "consectetur", "adipiscing", "elit", "sed"]
-
-
-class ReadOnlySQLite(SQLiteStorage):
-    """An SQLite index opened with ``mode=ro``: reads only (for benchmarks)."""
-
-    def __init__(self, path: str | os.PathLike):  # none of the parent's set-up (it writes)
-        self.path = Path(path)
-        self._abs = os.path.abspath(self.path)
-        self._uri = "file:" + quote(self._abs) + "?mode=ro"
-        self._file = None
-        self._salvaged = False
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
-        self._wlock = threading.Lock()
-        self.part_docs = int(self._conn().execute(
-            "SELECT value FROM counts WHERE name = 'part_docs'").fetchone()[0])
-
-    def _conn(self, create: bool = False) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None,
-                                   check_same_thread=False)
-            st = os.stat(self._abs)
-            self._file = (st.st_dev, st.st_ino)
-            conn.execute("PRAGMA cache_size=-65536")
-            conn.execute("PRAGMA mmap_size=4294967296")
-            self._local.conn, self._local.depth = conn, 0
-            self._all.append(conn)
-        return conn
 
 
 def make_texts(corpus: Path, size: int, n: int, seed: int) -> list[dict]:
@@ -112,7 +78,7 @@ def main() -> None:
     ap.add_argument("--max-candidates", type=int, default=None)
     a = ap.parse_args()
     texts = make_texts(Path(a.corpus), a.size, a.checks, a.seed)
-    ix = Index(ReadOnlySQLite(a.index))
+    ix = Index(SQLiteStorage(a.index, create=False))
     kw = {} if a.max_candidates is None else {"max_candidates": a.max_candidates}
     ix.check(texts[0]["text"], **kw)
     res: dict[str, dict[str, list]] = {}

@@ -166,11 +166,12 @@ def writer_bodies(texts: list[str], batch: int, run: str, seed: int) -> list[tup
 
 
 def _client(kind: str, port: int, key: str, bodies: list, barrier, t_start, t_warm, t_end,
-            queue) -> None:
+            queue, rate: float = 0.0) -> None:
     """Send ``bodies`` in a closed loop (cycling) from ``t_start`` to ``t_end``
     (``time.monotonic``, shared by the processes); put the records of the requests that ended
     after ``t_warm`` on ``queue``: (end, seconds, route, status, documents), with the client's
-    CPU seconds and the first error bodies."""
+    CPU seconds and the first error bodies. A writer with a ``rate`` (documents a second)
+    sends a batch no earlier than that rate allows (and at once when it is behind)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}",
                "Host": f"127.0.0.1:{port}"}
@@ -194,6 +195,10 @@ def _client(kind: str, port: int, key: str, bodies: list, barrier, t_start, t_wa
             route, docs, body = "/documents:batch", item[0], item[1]
             if i > len(bodies):  # ran out of new documents: stop rather than repeat ids
                 break
+            if rate:
+                due = t_start.value + (i - 1) * docs / rate
+                if due > now:
+                    time.sleep(due - now)
         else:
             route, body = item
             docs = 0
@@ -307,8 +312,9 @@ def build_index(target: str, corpus: Path, size: int, sidecar: Path, fresh: bool
         with Index(target) as idx:
             idx.storage.drop()
     else:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        from neardup.index.sqlite import remove_index_files
+
+        remove_index_files(target)
     sidecar.unlink(missing_ok=True)
     print(f"building {target}: {size:,} documents of {corpus.name}, passages", file=sys.stderr)
     t0 = time.perf_counter()
@@ -470,7 +476,7 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
                  for k, b in enumerate(readers)]
         procs += [ctx.Process(target=_client, args=("writer", ports[-1 - w % len(ports)],
                                                     keys["write"], b, barrier, t_start, t_warm,
-                                                    t_end, queue))
+                                                    t_end, queue, a.writer_rate))
                   for w, b in enumerate(writers)]
         for p in procs:
             p.start()
@@ -510,6 +516,9 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
     records = [r for g in got for r in g["records"]]
+    if a.records:  # every request: end (monotonic s), seconds, route, status, documents
+        with open(a.records, "wb") as f:
+            f.write(orjson.dumps(records))
     out: dict = {"endpoints": {}}
     for route in ("/query", "/check", "/documents:batch"):
         mine = [r for r in records if r[2] == route]
@@ -526,6 +535,25 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
         if route == "/documents:batch":
             out["adds_per_s"] = round(sum(r[4] for r in ok) / a.seconds, 1)
             out["documents_added"] = sum(r[4] for r in ok)
+    batches = np.array([(r[0] - r[1], r[0]) for r in records if r[2] == "/documents:batch"])
+    if len(batches):
+        # the readers' latencies apart, by whether a batch was being added meanwhile: what
+        # the writer costs them
+        out["during_batches"] = {}
+        order = np.argsort(batches[:, 0])
+        starts, ends = batches[order, 0], np.maximum.accumulate(batches[order, 1])
+        for route in ("/query", "/check"):
+            mine = np.array([(r[0] - r[1], r[0]) for r in records if r[2] == route])
+            if not len(mine):
+                continue
+            # a request overlaps a batch if the last batch that started before it ended
+            # ended after it started
+            j = np.searchsorted(starts, mine[:, 1], "right") - 1
+            hit = (j >= 0) & (ends[np.maximum(j, 0)] > mine[:, 0])
+            lat = mine[:, 1] - mine[:, 0]
+            out["during_batches"][route] = {
+                "share": round(float(hit.mean()), 3),
+                "during": _pct(lat[hit]), "outside": _pct(lat[~hit])}
     out["errors"] = sum(e["errors"] for e in out["endpoints"].values())
     out["error_examples"] = [e for g in got for e in g["errors"]][:10]
     out["reconnects"] = sum(g["reconnects"] for g in got)
@@ -543,8 +571,12 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
 
 
 def index_bytes(path: Path) -> dict:
-    return {s or "db": Path(f"{path}{s}").stat().st_size
-            for s in ("", "-wal") if Path(f"{path}{s}").exists()}
+    out = {s or "db": Path(f"{path}{s}").stat().st_size
+           for s in ("", "-wal") if Path(f"{path}{s}").exists()}
+    keys = Path(f"{path}-keys")
+    if keys.is_dir():  # the key segments beside the file
+        out["-keys"] = sum(p.stat().st_size for p in keys.iterdir())
+    return out
 
 
 def run_backend(backend: str, a, corpus: Path) -> dict:
@@ -612,6 +644,12 @@ def main(argv: list[str] | None = None) -> int:
                          "to server k mod N; CPU and RSS are summed; py-spy samples the "
                          "first)")
     ap.add_argument("--writer-batch", type=int, default=1000, help="documents per batch request")
+    ap.add_argument("--records", default=None, metavar="FILE",
+                    help="write every request's (end, seconds, route, status, documents) to "
+                         "FILE as JSON")
+    ap.add_argument("--writer-rate", type=float, default=0.0, metavar="DOCS_PER_S",
+                    help="documents a second the writer adds at most (default 0: as many as "
+                         "the service takes)")
     ap.add_argument("--writer-docs", type=int, default=None,
                     help="new documents built for each writer (default: 3,000 per measured "
                          "and warm-up second; the writer stops when they run out)")
@@ -642,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.size < 1 or a.seconds <= 0 or a.readers < 0 or a.writer_batch < 1:
         ap.error("--size, --seconds, --writer-batch must be positive, --readers >= 0")
     if a.writer_docs is None:
-        a.writer_docs = int(3000 * (a.seconds + a.warmup))
+        a.writer_docs = int(6000 * (a.seconds + a.warmup))
     a.writer_docs = max(a.writer_docs // a.writer_batch, 1) * a.writer_batch
     DATA.mkdir(parents=True, exist_ok=True)
     corpus = Path(a.corpus) if a.corpus else find_corpus(a.size)
@@ -655,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         res.update({"seconds": a.seconds, "servers": a.servers, "warmup": a.warmup,
                     "serve_args": a.serve_args, "workers": a.workers,
                     "readers": a.readers,
-                    "writers": a.writers, "writer_batch": a.writer_batch,
+                    "writers": a.writers, "writer_batch": a.writer_batch, "writer_rate": a.writer_rate,
                     "check_share": a.check_share, "new_share": a.new_share,
                     "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                                f"{platform.python_version()}",

@@ -221,7 +221,7 @@ def test_sqlite_file_is_wal_and_checks(tmp_path):
         idx.add_many((f"{i}", f"{BASE} {i}") for i in range(50))
         idx.remove("7")
         assert idx.storage.check() == {"integrity": "ok", "documents": 49, "counted": 49,
-                                       "orphan_keys": 0}
+                                       "orphan_keys": 0, "missing_keys": 0}
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     notdb = tmp_path / "not.db"
@@ -276,68 +276,77 @@ def test_sqlite_log_is_started_again_while_readers_never_pause(tmp_path, monkeyp
         assert idx.storage.check()["integrity"] == "ok"
 
 
-def test_sqlite_band_tables_split_by_handle(tmp_path):
-    """Small band tables (17 documents each) give the same answers as one table."""
+def test_sqlite_key_segments_answer_as_memory_does(tmp_path):
+    """Keys written out as segments every 17 texts, merged four of a size at a time, removed
+    texts left out and their segments rewritten: the answers are those of an index in
+    memory, every key of every text is in its segment, and reopening reads them again."""
     texts, _ = make_corpus(150, dup_fraction=0.5, seed=8, words=(40, 80), kinds=("edit",))
     ids = [f"d{i}" for i in range(len(texts))]
-    small = Index(tmp_path / "small.db", storage_options={"part_docs": 17}, threshold=0.6)
-    one = Index(threshold=0.6)
+    small = Index(tmp_path / "small.db", storage_options={"flush_docs": 17, "merges": "inline"},
+                  threshold=0.6, passages=True)
+    one = Index(threshold=0.6, passages=True)
     for idx in (small, one):
         idx.add_many(zip(ids, texts), batch_size=40)
         idx.remove_many(ids[::9])
-    tables = small.storage._parts(small.storage._conn())
-    assert len([t for t in tables if t != sqlite_backend._RECENT]) == 9
+    st = small.storage
+    view = st._keys()
+    # written out at 40, 80, 120 and 150 texts, the four then merged into one
+    assert view.covered == 150 and not view.tail
+    assert [(s.lo, s.hi) for s in view.segments] == [(1, 150)]
     for t in texts[::5]:
         assert small.query(t) == one.query(t)
-    assert small.storage.check()["orphan_keys"] == 0
+        assert small.check(t).reused == one.check(t).reused
+    assert st.check() == {"integrity": "ok", "documents": len(one), "counted": len(one),
+                          "orphan_keys": 0, "missing_keys": 0}
+    files = sorted(p.name for p in (tmp_path / "small.db-keys").iterdir())
+    assert files == sorted(f"{s.name}{x}" for s in view.segments for x in (".k", ".h"))
     small.close()
-    again = Index(tmp_path / "small.db")  # the split is read from the file
-    assert again.storage.part_docs == 17 and again.query(texts[1]) == one.query(texts[1])
+    again = Index(tmp_path / "small.db")
+    assert again.query(texts[1]) == one.query(texts[1])
     again.close()
 
 
-def test_sqlite_recent_keys_are_found_and_merged_by_handle(tmp_path, monkeypatch):
-    """New band keys go to the table of recent keys, merged into the tables by handle once it
-    holds RECENT_DOCS documents: answers are those of an index in memory at every step, before
-    and after merges, removals included, and no key is left behind."""
-    monkeypatch.setattr(sqlite_backend, "RECENT_DOCS", 100)
+def test_sqlite_segments_merge_and_forget_removed_texts(tmp_path):
+    """Added 10 at a time, written out every 8 texts: four segments of a size become one,
+    and so on up (the segments stay few), removals are rewritten out of their segment once a
+    quarter of it is gone, and the answers are those of an index in memory at every step."""
     texts, _ = make_corpus(260, dup_fraction=0.5, seed=3, words=(40, 80), kinds=("edit",))
     ids = [f"d{i}" for i in range(len(texts))]
-    disk = Index(tmp_path / "r.db", storage_options={"part_docs": 64}, threshold=0.6,
-                 passages=True)
+    disk = Index(tmp_path / "r.db", storage_options={"flush_docs": 8, "merges": "inline"},
+                 threshold=0.6, passages=True)
     mem = Index(threshold=0.6, passages=True)
     st = disk.storage
-
-    def rows(table: str) -> int:
-        return st._conn().execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-
-    seen_recent = seen_merged = False
-    for b in range(0, len(texts), 30):
-        part = list(zip(ids[b:b + 30], texts[b:b + 30]))
+    most = 0
+    for b in range(0, len(texts), 10):
+        part = list(zip(ids[b:b + 10], texts[b:b + 10]))
         for idx in (disk, mem):
             idx.add_many(part)
-            idx.remove_many(ids[b:b + 30:7])
-        recent = rows(sqlite_backend._RECENT)
-        seen_recent |= recent > 0
-        seen_merged |= recent == 0 and len(disk) > 0
-        for t in texts[max(0, b - 40):b + 30:6]:
+            idx.remove_many(ids[b:b + 10:7])
+        view = st._keys()
+        most = max(most, len(view.segments))
+        spans = [(s.lo, s.hi) for s in view.segments]
+        assert all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))  # adjacent, in order
+        assert spans[0][0] == 1 and spans[-1][1] == view.covered
+        for t in texts[max(0, b - 40):b + 10:6]:
             assert disk.query(t) == mem.query(t)
             assert disk.check(t).reused == mem.check(t).reused
-    assert seen_recent and seen_merged
-    tables = [t for t in st._parts(st._conn()) if t != sqlite_backend._RECENT]
-    assert tables == [f"bands_{g}" for g in range(5)]  # 260 handles, 64 a table
-    assert st.check() == {"integrity": "ok", "documents": len(disk), "counted": len(disk),
-                          "orphan_keys": 0}
-    # every key of every document is in the table of its handle or among the recent ones
-    conn = st._conn()
-    for doc_id in ids[1::37]:
-        handle, keys = conn.execute("SELECT handle, keys FROM docs WHERE id = ?",
-                                    (doc_id,)).fetchone()
-        want = len(np.unique(np.frombuffer(keys, "<u8")))
-        got = sum(conn.execute(f"SELECT COUNT(*) FROM {t} WHERE handle = ?", (handle,)
-                               ).fetchone()[0]
-                  for t in (f"bands_{handle // 64}", sqlite_backend._RECENT))
-        assert got == want, doc_id
+    levels = [s.level(8) for s in st._keys().segments]
+    assert max(levels) == 2 and most <= 9, levels  # 260 texts: 8 * 4 * 4 = 128 a level 2
+    # a quarter of the first segment gone: it is written again without them
+    first = st._keys().segments[0]
+    held = [i for i in ids[:first.hi] if i in disk]
+    for idx in (disk, mem):
+        idx.remove_many(held[:len(held) // 3])
+    disk.add_many(zip(["n0"], ["a new text of its own " * 3]))
+    mem.add_many(zip(["n0"], ["a new text of its own " * 3]))
+    for idx in (disk, mem):  # the tail written out now, and the segments looked at
+        idx.add_many((f"x{i}", f"filler text number {i} " * 4) for i in range(8))
+    view = st._keys()
+    assert view.segments[0].name != first.name and view.segments[0].lo == first.lo
+    assert not np.isin(view.gone, np.arange(first.lo, first.hi + 1)).any()
+    assert st.check()["orphan_keys"] == 0 and st.check()["missing_keys"] == 0
+    for t in texts[:60:4]:
+        assert disk.query(t) == mem.query(t)
     disk.close()
 
 

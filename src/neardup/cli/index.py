@@ -380,6 +380,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
                                else a.body_memory_mb * 1_000_000),
             max_requests=a.max_requests, max_connections=a.max_connections,
             workers=a.workers, check_slots=a.check_slots, log_level=a.log_level,
+            writer_nice=a.writer_nice,
             log_file=a.log_file,
             allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
             allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
@@ -576,6 +577,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "wait for their turn within the check's 2 s (then 503 with "
                          "Retry-After), so that queries and adds are not held up by several "
                          "of them (default: 1)")
+    sv.add_argument("--writer-nice", type=int, default=5, metavar="N",
+                    help="batches of documents (POST /documents:batch) are added by a process "
+                         "beside each worker, at this much lower priority (0-19, as nice(1)), "
+                         "so that queries and checks are answered first when the processors "
+                         "are busy; -1: by the worker itself (default: 5)")
     sv.add_argument("--threads", type=int, default=16, metavar="N",
                     help="threads that run requests' work at once, each with its own "
                          "connection to an SQLite index; other requests wait for one "

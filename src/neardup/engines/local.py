@@ -680,9 +680,10 @@ def _new_index(path: Path, config: DedupConfig):
                           "one with `neardup index add`)")
     if not path.parent.is_dir():
         raise OutputError(f"{path}: the folder {path.parent} does not exist")
+    from ..index.sqlite import remove_index_files
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    remove_index_files(tmp)
     return Index(tmp, config=config), tmp
 
 
@@ -775,8 +776,9 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     except BaseException:
         if index is not None:
             index.close()
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{index_tmp}{suffix}").unlink(missing_ok=True)
+            from ..index.sqlite import remove_index_files
+
+            remove_index_files(index_tmp)
         spool.close(failed=True)
         raise
     spool.close()
@@ -862,7 +864,9 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
         outputs = _write_outputs(result, outdir, out_opts, corpus, committed)
         if index is not None:
             index.close()
-            os.replace(index_tmp, save_index)
+            from ..index.sqlite import move_index_files
+
+            move_index_files(index_tmp, save_index)
             committed.append(Path(save_index))
             outputs["index"] = str(save_index)
         t_write = time.perf_counter() - t0

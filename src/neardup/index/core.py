@@ -699,7 +699,7 @@ class Index:
         stored parameters); :class:`IndexChangedError` if its data is gone (a Redis server
         restarted without persistence comes back empty) or it now holds another index. An
         index made before indexes had an identity is only checked for being there."""
-        meta = self.storage.read_meta()
+        meta = self.storage.stored_meta()
         if meta is None:
             raise IndexChangedError(
                 "the index is gone: its backend holds no neardup index any more (a Redis "

@@ -1,14 +1,21 @@
 """The SQLite backend, neardup's embedded default: one file, WAL mode, transactional batches.
 
 Tables: ``meta`` (parameters and format version, as JSON), ``docs`` (handle, id, shingles,
-band keys), ``texts`` (handle, text: apart, so that the rows a query reads stay small and pack
-densely into pages), ``bands_0``, ``bands_1``, ... (band key -> handle, ``WITHOUT ROWID``
-B-trees, one per 131,072 consecutive handles, so a lookup is one probe per band and table; new
-keys go first to a small table of recent keys, merged into those by handle every 16,384
-documents, so that a batch rewrites few pages) and ``counts``. Every batch is one ``BEGIN IMMEDIATE`` transaction,
-so a process killed in the middle of a batch leaves the file as it was before that batch, and a
-batch that returned is in the file (WAL with ``synchronous=NORMAL`` survives a killed process;
-``synchronous="full"`` also survives a power cut, at a cost per commit).
+keys: band keys and passage fingerprints), ``texts`` (handle, text: apart, so that the rows a
+query reads stay small and pack densely into pages), ``counts``, and ``segments`` and ``gone``,
+which say where to find who holds a key. Those lookups are not answered by B-trees of the file
+but by sorted runs of ``(key, handle)`` pairs in memory-mapped files beside it
+(``INDEX.db-keys/``, see :mod:`neardup.index.keystore`): the newest texts' keys are read from
+``docs`` into each process's memory, and written out as a segment every ``flush_docs`` texts.
+The file alone is the whole index: segments lost or cut short are rebuilt from it, and an
+index made by an earlier version (band keys in ``bands_*`` tables) has its segments built once
+when it is opened.
+
+Every batch is one ``BEGIN IMMEDIATE`` transaction, so a process killed in the middle of a
+batch leaves the file as it was before that batch, and a batch that returned is in the file
+(WAL with ``synchronous=NORMAL`` survives a killed process; ``synchronous="full"`` also
+survives a power cut, at a cost per commit). A segment is made durable (written, fsynced,
+renamed) before the transaction that lists it commits.
 
 Each thread gets its own connection (SQLite connections are not shared between threads); WAL
 lets readers go on while one writer commits. Other processes may open the same file. Only the
@@ -19,12 +26,15 @@ into a file deleted or replaced meanwhile fails rather than being lost.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -34,6 +44,7 @@ import numpy as np
 from .._log import get_logger
 from ..errors import OutputError
 from ..validate import check_choice, check_int
+from . import keystore
 from .storage import (
     DuplicateIdError,
     IndexChangedError,
@@ -54,8 +65,21 @@ CREATE TABLE IF NOT EXISTS docs (
 );
 CREATE TABLE IF NOT EXISTS texts (handle INTEGER PRIMARY KEY, text BLOB);
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS segments (
+    name TEXT PRIMARY KEY,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    docs INTEGER NOT NULL,
+    n INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gone (handle INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 """
+
+# counts: 'next_handle' (handles are never given twice: a removed text's keys may stay in a
+# segment until it is rewritten), 'covered' (the texts up to this handle have their keys in
+# segments; those above are the tail) and 'keys_version' (changed with the segments or the
+# gone handles: a process re-reads them then)
 
 log = get_logger(__name__)
 
@@ -63,10 +87,9 @@ log = get_logger(__name__)
 WAL_RESET_BYTES = 64 << 20
 
 _CHUNK = 512  # host parameters per IN (...) list, well under SQLite's limit
-_COMPOUND = 256  # probes per compound SELECT (SQLite's limit: 500 terms)
-#: Statements each connection keeps prepared: the probe statements come in a few sizes per
-#: table (see _padded), and preparing one of hundreds of terms costs more than running it.
-_STATEMENTS = 1024
+#: Statements each connection keeps prepared: the reads by handle come in a few sizes (see
+#: _padded), and preparing one of hundreds of terms costs more than running it.
+_STATEMENTS = 256
 
 
 def _padded(values: list, most: int) -> list[list]:
@@ -80,33 +103,67 @@ def _padded(values: list, most: int) -> list[list]:
         out.append(part + [None] * (min(size, most) - len(part)))
     return out
 
-# Band keys live in one table per PART_DOCS consecutive handles. A commit rewrites every B-tree
-# page it touches, and the keys of a batch land on random pages: in one table for the whole
-# index the pages per batch (and the time per document) grow with the index; with bounded
-# tables they stay bounded, for a query cost of one probe per band and table.
-PART_DOCS = 1 << 17
 
-# Even so, a batch of 1,000 documents puts ~73,000 keys (with passage fingerprints) on random
-# pages of a table of up to PART_DOCS documents, and its commit rewrites most of them (0.57 s
-# of a batch at a million documents). New keys therefore go to a small table of recent keys
-# first (0.11-0.29 s a batch), which is merged into the tables by handle, in key order, once it
-# holds RECENT_DOCS documents (1.2 s for 20,000 documents: 0.06 s a batch). The recent table is
-# named like a table of handles no index reaches (RECENT_PART), so that every reader, this
-# version's and those before it, probes it with the others.
-RECENT_DOCS = 1 << 14
-RECENT_PART = 1 << 40
-_RECENT = f"bands_{RECENT_PART}"
-
-_PART_SQL = """CREATE TABLE IF NOT EXISTS bands_{g} (
-    key INTEGER NOT NULL,
-    handle INTEGER NOT NULL,
-    PRIMARY KEY (key, handle)
-) WITHOUT ROWID"""
+_LEGACY = "bands_"  # band key tables of the files of earlier versions
 
 
-def _signed(keys: np.ndarray) -> list[int]:
-    """uint64 band keys as the signed 64-bit integers SQLite stores."""
-    return np.ascontiguousarray(keys, np.uint64).view(np.int64).tolist()
+def remove_index_files(path: str | os.PathLike) -> None:
+    """Remove an SQLite index: the file, its write-ahead log and shared memory, and its key
+    segments (``PATH-keys/``)."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(f"{path}-keys", ignore_errors=True)
+
+
+def move_index_files(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Give a closed SQLite index at ``src`` the name ``dst``: the file, then its key
+    segments (a file without them rebuilds them when opened)."""
+    os.replace(src, dst)
+    keys = Path(f"{src}-keys")
+    if keys.is_dir():
+        shutil.rmtree(f"{dst}-keys", ignore_errors=True)  # no index's: dst did not exist
+        os.replace(keys, f"{dst}-keys")
+
+
+@dataclass(frozen=True)
+class _View:
+    """What one process reads keys from, as of ``version``: the segments, the tail (runs of
+    the keys of the texts ``covered + 1 .. seen``) and the gone handles (sorted)."""
+
+    version: int
+    covered: int
+    seen: int
+    segments: tuple[keystore.Segment, ...]
+    tail: tuple[keystore.Run, ...]
+    gone: np.ndarray
+
+    def runs(self) -> Iterator[tuple[keystore.Run, np.ndarray]]:
+        """Each run with the gone handles of its range."""
+        g = self.gone
+        for seg in self.segments:
+            yield seg.run, g[np.searchsorted(g, seg.lo):np.searchsorted(g, seg.hi, "right")]
+        tail_gone = g[np.searchsorted(g, self.covered, "right"):]
+        for run in self.tail:
+            yield run, tail_gone
+
+
+#: Pairs up to which the runs of the tail are merged (a lookup searches each run; a merge
+#: is paid by the request that reads the texts in, so it stays small).
+TAIL_RUN = 1 << 16
+
+
+def _with_run(tail: tuple[keystore.Run, ...], run: keystore.Run) -> tuple[keystore.Run, ...]:
+    """``tail`` and ``run`` (of higher handles), the last two runs merged while they hold
+    ``TAIL_RUN`` pairs at most together, or while there are more than 64 runs (the tail is
+    written out every ``flush_docs`` texts: with batches of a thousand texts, ~17 runs)."""
+    out = [*tail, run]
+    while len(out) > 1 and (len(out[-2]) + len(out[-1]) <= TAIL_RUN or len(out) > 64):
+        b, a = out.pop(), out.pop()
+        keys = np.concatenate([a.keys, b.keys])
+        handles = np.concatenate([a.handles, b.handles])
+        order = np.argsort(keys, kind="stable")  # b's handles are above a's
+        out.append(keystore.Run(keys[order], handles[order]))
+    return tuple(out)
 
 
 class SQLiteStorage(Storage):
@@ -121,7 +178,8 @@ class SQLiteStorage(Storage):
     kind = "sqlite"
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "normal",
-                 timeout: float = 60.0, part_docs: int = PART_DOCS, create: bool = True,
+                 timeout: float = 60.0, flush_docs: int = keystore.FLUSH_DOCS,
+                 merges: str = "background", create: bool = True,
                  max_bytes: int | None = None):
         check_choice("synchronous", synchronous, ("normal", "full"))
         check_int("max_bytes", max_bytes, 4096, none=True)
@@ -146,6 +204,9 @@ class SQLiteStorage(Storage):
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._wlock = threading.Lock()
+        self._merger: threading.Thread | None = None
+        self._merge_lock = threading.Lock()
+        self._merge_again = False
         conn = self._conn(create=create)
         if not create and conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
                                        "AND name = 'meta'").fetchone() is None:
@@ -155,11 +216,15 @@ class SQLiteStorage(Storage):
             conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
             raise OutputError(f"{self.path}: not a neardup SQLite index ({e})") from e
-        check_int("part_docs", part_docs, 1)
-        # fixed when the file is made: the handles of each band table
-        conn.execute("INSERT OR IGNORE INTO counts VALUES ('part_docs', ?)", (part_docs,))
-        self.part_docs = int(conn.execute(
-            "SELECT value FROM counts WHERE name = 'part_docs'").fetchone()[0])
+        check_int("flush_docs", flush_docs, 1)
+        check_choice("merges", merges, ("background", "inline"))
+        self.flush_docs = flush_docs
+        self._merges = merges
+        self._keys_dir = Path(self._abs + "-keys")
+        self._view: _View | None = None
+        self._view_lock = threading.Lock()
+        self._opened: dict[str, keystore.Segment] = {}
+        self._open_keys()
 
     # -- connections ------------------------------------------------------------------------
     def _check_file(self) -> None:
@@ -266,6 +331,11 @@ class SQLiteStorage(Storage):
         with self._wlock:
             conn.execute("BEGIN IMMEDIATE")
             self._local.depth = 1
+            # key segments this transaction made (removed if it is rolled back) and replaced
+            # (removed once it has committed)
+            self._local.written, self._local.dropped = [], []
+            self._local.want_merge = False
+            self._local.data_version = None  # its own commit: the next read looks again
             try:
                 self._check_file()
                 yield conn
@@ -278,7 +348,10 @@ class SQLiteStorage(Storage):
                         conn.execute("ROLLBACK")
                     except sqlite3.Error:
                         pass
-                if (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_FULL:
+                for name in self._local.written:
+                    keystore.remove_segment(self._keys_dir, name)
+                if ((getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_FULL
+                        or (isinstance(e, OSError) and e.errno == errno.ENOSPC)):
                     raise IndexFullError(
                         f"{self.path.name}: no room for this write: the disk is full, or the "
                         "index file reached its size limit (" + str(e) + "); nothing of it "
@@ -286,6 +359,11 @@ class SQLiteStorage(Storage):
                 raise
             finally:
                 self._local.depth = 0
+            for name in self._local.dropped:
+                self._opened.pop(name, None)
+                keystore.remove_segment(self._keys_dir, name)
+            if self._local.want_merge:
+                self._start_merger()
             self._check_file()  # deleted or replaced during the commit: not kept
             self._reset_log(conn)
 
@@ -336,10 +414,22 @@ class SQLiteStorage(Storage):
         rows = dict(self._conn().execute("SELECT key, value FROM meta"))
         if "params" not in rows:
             return None
-        return {"format_version": int(rows.get("format_version", "0")),
+        meta = {"format_version": int(rows.get("format_version", "0")),
                 "params": json.loads(rows["params"])}
+        self._meta = meta
+        return meta
+
+    def stored_meta(self):
+        # parameters are written once, when the index is made; the file is the one opened
+        # (checked by _conn on every use): what was read then still holds
+        meta = getattr(self, "_meta", None)
+        if meta is None:
+            return self.read_meta()
+        self._conn()
+        return meta
 
     def write_meta(self, meta):
+        self._meta = None
         with self._write() as conn:
             conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                              [("format_version", str(meta["format_version"])),
@@ -357,7 +447,7 @@ class SQLiteStorage(Storage):
                                    " LIMIT 1", part).fetchone()
                 if row is not None:
                     raise DuplicateIdError(row[0])
-            base = conn.execute("SELECT COALESCE(MAX(handle), 0) FROM docs").fetchone()[0] + 1
+            base = self._count(conn, "next_handle")
             conn.executemany(
                 "INSERT INTO docs (handle, id, shingles, keys) VALUES (?, ?, ?, ?)",
                 [(base + i, d.id, d.shingles.astype("<u4", copy=False).tobytes(),
@@ -365,124 +455,384 @@ class SQLiteStorage(Storage):
             conn.executemany("INSERT INTO texts (handle, text) VALUES (?, ?)",
                              [(base + i, d.text) for i, d in enumerate(docs)
                               if d.text is not None])
-            sizes = np.fromiter((len(d.keys) for d in docs), np.int64, len(docs))
-            if sizes.sum():
-                keys = np.concatenate([d.keys for d in docs]).astype(np.uint64)
-                handles = np.repeat(np.arange(base, base + len(docs), dtype=np.int64), sizes)
-                order = np.lexsort((handles, keys.view(np.int64)))  # B-tree order
-                conn.execute(_PART_SQL.format(g=RECENT_PART))
-                conn.executemany(f"INSERT OR IGNORE INTO {_RECENT} (key, handle) VALUES (?, ?)",
-                                 zip(_signed(keys[order]), handles[order].tolist()))
             conn.execute("UPDATE counts SET value = value + ? WHERE name = 'documents'",
                          (len(docs),))
-            conn.execute("INSERT OR IGNORE INTO counts VALUES ('recent_docs', 0)")
-            conn.execute("UPDATE counts SET value = value + ? WHERE name = 'recent_docs'",
-                         (len(docs),))
-            recent = conn.execute("SELECT value FROM counts WHERE name = 'recent_docs'"
-                                  ).fetchone()[0]
-            if recent >= min(RECENT_DOCS, self.part_docs):
-                self._merge_recent(conn)
-
-    def _merge_recent(self, conn: sqlite3.Connection) -> None:
-        """Move the recent keys into the tables of their handles, in key order (inside the
-        caller's write transaction)."""
-        lo, hi = conn.execute(f"SELECT MIN(handle), MAX(handle) FROM {_RECENT}").fetchone()
-        if lo is not None:
-            for g in range(lo // self.part_docs, hi // self.part_docs + 1):
-                conn.execute(_PART_SQL.format(g=g))
-                conn.execute(f"INSERT OR IGNORE INTO bands_{g} (key, handle) SELECT key, handle "
-                             f"FROM {_RECENT} WHERE handle >= ? AND handle < ? ORDER BY key, "
-                             "handle", (g * self.part_docs, (g + 1) * self.part_docs))
-            conn.execute(f"DELETE FROM {_RECENT}")
-        conn.execute("UPDATE counts SET value = 0 WHERE name = 'recent_docs'")
+            conn.execute("UPDATE counts SET value = ? WHERE name = 'next_handle'",
+                         (base + len(docs),))
+            if base + len(docs) - 1 - self._count(conn, "covered") >= self.flush_docs:
+                self._flush(conn)
 
     def delete(self, ids):
         out = []
+        gone = []
         with self._write() as conn:
             for doc_id in ids:
-                row = conn.execute("SELECT handle, keys FROM docs WHERE id = ?",
-                                   (doc_id,)).fetchone()
+                row = conn.execute("SELECT handle FROM docs WHERE id = ?", (doc_id,)).fetchone()
                 out.append(row is not None)
                 if row is None:
                     continue
-                handle, keys = row
-                if keys:
-                    pairs = [(k, handle) for k in _signed(np.frombuffer(keys, "<u8"))]
-                    tables = {t for t in self._parts(conn)
-                              if t in (f"bands_{handle // self.part_docs}", _RECENT)}
-                    for table in sorted(tables):  # its keys are in one of the two
-                        conn.executemany(f"DELETE FROM {table} WHERE key = ? AND handle = ?",
-                                         pairs)
-                conn.execute("DELETE FROM docs WHERE handle = ?", (handle,))
-                conn.execute("DELETE FROM texts WHERE handle = ?", (handle,))
-            if any(out):
+                conn.execute("DELETE FROM docs WHERE handle = ?", (row[0],))
+                conn.execute("DELETE FROM texts WHERE handle = ?", (row[0],))
+                gone.append(row)
+            if gone:
+                # its keys stay where they are (a segment, the tails of processes) until its
+                # segment is rewritten: lookups leave the handle out until then
+                conn.executemany("INSERT OR IGNORE INTO gone (handle) VALUES (?)", gone)
                 conn.execute("UPDATE counts SET value = value - ? WHERE name = 'documents'",
-                             (sum(out),))
+                             (len(gone),))
+                self._changed(conn)
+                if self._plan(self._segments(conn, repair=True), self._gone(conn)):
+                    self._compact(conn)  # a segment of which a quarter is gone: rewritten
         return out
 
-    def _parts(self, conn: sqlite3.Connection) -> list[str]:
-        """The band tables, re-read only when the schema changed (another writer may add one)."""
-        version = conn.execute("PRAGMA schema_version").fetchone()[0]
-        cached = getattr(self._local, "parts", None)
-        if cached is None or cached[0] != version:
-            names = [r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'bands_*'")]
-            names.sort(key=lambda n: int(n.rsplit("_", 1)[1]))
-            cached = (version, names)
-            self._local.parts = cached
-        return cached[1]
+    # -- key segments -----------------------------------------------------------------------
+    @staticmethod
+    def _count(conn: sqlite3.Connection, name: str) -> int:
+        return int(conn.execute("SELECT value FROM counts WHERE name = ?", (name,)).fetchone()[0])
+
+    @staticmethod
+    def _changed(conn: sqlite3.Connection) -> None:
+        """The segments or the gone handles changed: every process re-reads them."""
+        conn.execute("UPDATE counts SET value = value + 1 WHERE name = 'keys_version'")
+
+    def _open_keys(self) -> None:
+        """Make the key segments ready: the counts they need set (a file of an earlier
+        version), the band key tables of such a file replaced by segments (once), and
+        segments lost or cut short rebuilt from the file."""
+        conn = self._conn()
+        legacy = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name GLOB "
+                              f"'{_LEGACY}*' LIMIT 1").fetchone()
+        have = conn.execute("SELECT COUNT(*) FROM counts WHERE name IN ('next_handle', "
+                            "'covered', 'keys_version')").fetchone()[0]
+        if legacy is not None or have < 3:
+            with self._write() as conn:
+                self._upgrade(conn)
+        self._keys()
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        last = conn.execute("SELECT COALESCE(MAX(handle), 0) FROM docs").fetchone()[0]
+        conn.executemany("INSERT OR IGNORE INTO counts VALUES (?, ?)",
+                         [("next_handle", last + 1), ("covered", 0), ("keys_version", 0)])
+        tables = [r[0] for r in conn.execute(
+            f"SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB '{_LEGACY}*'")]
+        if tables:
+            log.info("%s: made by an earlier version of neardup: building its key segments "
+                     "from its %d texts (once)", self.path.name, self._count(conn, "documents"))
+            for t in tables:
+                conn.execute(f"DROP TABLE {t}")
+            conn.execute("DELETE FROM counts WHERE name IN ('part_docs', 'recent_docs')")
+            self._flush(conn, force=True)
+
+    def _build(self, conn: sqlite3.Connection, lo: int, hi: int) -> keystore.Segment | None:
+        """A segment of the keys of the texts with handles ``lo .. hi`` (None if they have
+        none), read from ``docs``: at most ``FANOUT`` flushes' texts in memory at a time,
+        their runs then merged."""
+        block = self.flush_docs * keystore.FANOUT
+        parts: list[keystore.Segment] = []
+        try:
+            for a in range(lo, hi + 1, block):
+                b = min(hi, a + block - 1)
+                rows = conn.execute("SELECT handle, keys FROM docs WHERE handle BETWEEN ? AND ? "
+                                    "ORDER BY handle", (a, b)).fetchall()
+                keys, handles = keystore.pairs_of(rows)
+                name = keystore.write_segment(self._keys_dir, a, b, keys, handles)
+                self._local.written.append(name)
+                parts.append(keystore.open_segment(self._keys_dir, name, a, b, len(rows),
+                                                   len(keys)))
+            if len(parts) == 1:
+                seg = parts[0]
+            else:
+                seg = keystore.merge_segments(self._keys_dir, parts, np.zeros(0, np.int64))
+                self._local.written.append(seg.name)
+                for p in parts:
+                    keystore.remove_segment(self._keys_dir, p.name)
+        except keystore.KeyStoreError:
+            raise
+        if len(seg.run) == 0:
+            keystore.remove_segment(self._keys_dir, seg.name)
+            return None
+        return seg
+
+    def _flush(self, conn: sqlite3.Connection, force: bool = False) -> None:
+        """Write the tail's keys out as a segment (inside the caller's write transaction),
+        then merge segments of one size."""
+        covered = self._count(conn, "covered")
+        last = self._count(conn, "next_handle") - 1
+        if last > covered:
+            seg = self._build(conn, covered + 1, last)
+            if seg is not None:
+                self._list(conn, seg)
+            # the gone texts of the tail are in no segment
+            conn.execute("DELETE FROM gone WHERE handle > ? AND handle <= ?", (covered, last))
+            conn.execute("UPDATE counts SET value = ? WHERE name = 'covered'", (last,))
+            self._changed(conn)
+        self._compact(conn)
+        self._sweep(conn)
+
+    def _sweep(self, conn: sqlite3.Connection) -> None:
+        """Remove the files of segments no longer listed (a process killed between a merge's
+        commit and its removals, or while writing one). Segments are written only under the
+        write lock, which this transaction holds: a file not listed is no one's."""
+        listed = {r[0] for r in conn.execute("SELECT name FROM segments")}
+        listed.update(self._local.written)
+        try:
+            names = os.listdir(self._keys_dir)
+        except OSError:
+            return
+        for name in names:
+            if name.split(".", 1)[0] not in listed:
+                try:
+                    os.unlink(self._keys_dir / name)
+                except OSError:
+                    pass
+
+    def _list(self, conn: sqlite3.Connection, seg: keystore.Segment,
+              replaces: Sequence[keystore.Segment] = ()) -> None:
+        """List ``seg`` in place of ``replaces`` (whose files go once the transaction has
+        committed)."""
+        for old in replaces:
+            conn.execute("DELETE FROM segments WHERE name = ?", (old.name,))
+            self._local.dropped.append(old.name)
+        conn.execute("INSERT INTO segments (name, lo, hi, docs, n) VALUES (?, ?, ?, ?, ?)",
+                     (seg.name, seg.lo, seg.hi, seg.docs, len(seg.run)))
+        self._opened[seg.name] = seg
+        self._changed(conn)
+
+    def _segments(self, conn: sqlite3.Connection, repair: bool = False
+                  ) -> list[keystore.Segment]:
+        """The listed segments in handle order, opened; with ``repair`` (inside a write
+        transaction), one whose files are lost or cut short is rebuilt from ``docs``, and
+        :class:`FileNotFoundError` otherwise."""
+        out = []
+        for name, lo, hi, docs, n in conn.execute(
+                "SELECT name, lo, hi, docs, n FROM segments ORDER BY lo").fetchall():
+            seg = self._opened.get(name)
+            if seg is None:
+                try:
+                    seg = keystore.open_segment(self._keys_dir, name, lo, hi, docs, n)
+                except FileNotFoundError:
+                    if not repair:
+                        raise
+                    log.warning("%s: the key segment %s is missing or cut short: building "
+                                "it again from the index", self.path.name, name)
+                    conn.execute("DELETE FROM segments WHERE name = ?", (name,))
+                    self._changed(conn)
+                    conn.execute("DELETE FROM gone WHERE handle BETWEEN ? AND ?", (lo, hi))
+                    seg = self._build(conn, lo, hi)
+                    if seg is None:
+                        continue
+                    self._list(conn, seg)
+                self._opened[seg.name] = seg
+            out.append(seg)
+        return out
+
+    def _plan(self, segs: Sequence[keystore.Segment], gone: np.ndarray
+              ) -> list[keystore.Segment] | None:
+        """The segments to merge next: one whose gone texts reached ``GONE_SHARE`` of it, or
+        the newest ``FANOUT`` adjacent segments of one size; None when neither."""
+        for seg in segs:
+            n_gone = int(np.searchsorted(gone, seg.hi, "right") - np.searchsorted(gone, seg.lo))
+            if n_gone and n_gone >= keystore.GONE_SHARE * max(seg.docs, 1):
+                return [seg]
+        levels = [s.level(self.flush_docs) for s in segs]
+        for end in range(len(segs), keystore.FANOUT - 1, -1):
+            if len(set(levels[end - keystore.FANOUT:end])) == 1:
+                return list(segs[end - keystore.FANOUT:end])
+        return None
+
+    def _put(self, conn: sqlite3.Connection, work: Sequence[keystore.Segment],
+             seg: keystore.Segment, gone: np.ndarray) -> None:
+        """List the merge ``seg`` of ``work``, which left the ``gone`` handles out (inside the
+        caller's write transaction)."""
+        self._local.written.append(seg.name)
+        conn.executemany("DELETE FROM gone WHERE handle = ?", [(h,) for h in gone.tolist()])
+        if len(seg.run):
+            self._list(conn, seg, replaces=work)
+        else:
+            keystore.remove_segment(self._keys_dir, seg.name)
+            for old in work:
+                conn.execute("DELETE FROM segments WHERE name = ?", (old.name,))
+                self._local.dropped.append(old.name)
+            self._changed(conn)
+
+    @staticmethod
+    def _gone(conn: sqlite3.Connection) -> np.ndarray:
+        return np.fromiter((h for (h,) in conn.execute("SELECT handle FROM gone ORDER BY handle")),
+                           np.int64)
+
+    def _compact(self, conn: sqlite3.Connection) -> None:
+        """Merge segments (see :meth:`_plan`) until none is left to merge: inside the caller's
+        write transaction with ``merges="inline"``; otherwise by a thread of this process,
+        once this transaction has committed (:meth:`_merge_loop`)."""
+        if self._merges == "background":
+            self._local.want_merge = True
+            return
+        while True:
+            segs = self._segments(conn, repair=True)
+            gone = self._gone(conn)
+            work = self._plan(segs, gone)
+            if work is None:
+                return
+            g = gone[(gone >= work[0].lo) & (gone <= work[-1].hi)]
+            self._put(conn, work, keystore.merge_segments(self._keys_dir, work, g), g)
+
+    def _start_merger(self) -> None:
+        with self._merge_lock:
+            self._merge_again = True
+            if self._merger is None:
+                self._merger = threading.Thread(target=self._merge_loop, daemon=True,
+                                                name=f"neardup-merge-{self.path.name}")
+                self._merger.start()
+
+    def wait_merges(self) -> None:
+        """Return once this process's merges of key segments are done."""
+        with self._merge_lock:
+            t = self._merger
+        if t is not None:
+            t.join()
+
+    def _merge_loop(self) -> None:
+        """Merge segments while there is work, without the write lock: segments are read and
+        merged into a new file, and only the swap (the merged segment listed in place of its
+        parts, if they are still listed) is a write transaction. A process that dies meanwhile
+        leaves the parts listed and a file no one lists (removed by the next write-out)."""
+        try:
+            while True:
+                with self._merge_lock:
+                    if not self._merge_again:
+                        self._merger = None
+                        return
+                    self._merge_again = False
+                while self._merge_once():
+                    pass
+        except Exception as e:  # the segments stay as they are; the next write-out tries again
+            log.warning("%s: merging key segments failed: %s", self.path.name, e)
+            with self._merge_lock:
+                self._merger = None
+        finally:
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:  # this thread's connection
+                with self._all_lock:
+                    if conn in self._all:
+                        self._all.remove(conn)
+                conn.close()
+
+    def _merge_once(self) -> bool:
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            segs = self._segments(conn)
+            gone = self._gone(conn)
+        finally:
+            conn.execute("COMMIT")
+        work = self._plan(segs, gone)
+        if work is None:
+            return False
+        g = gone[(gone >= work[0].lo) & (gone <= work[-1].hi)]
+        seg = keystore.merge_segments(self._keys_dir, work, g)
+        try:
+            with self._write() as conn:
+                listed = {r[0] for r in conn.execute("SELECT name FROM segments")}
+                if all(w.name in listed for w in work):
+                    self._put(conn, work, seg, g)
+                    return True
+        except BaseException:
+            keystore.remove_segment(self._keys_dir, seg.name)
+            raise
+        keystore.remove_segment(self._keys_dir, seg.name)  # merged by another process
+        return True
+
+    def _keys(self) -> _View:
+        """The keys as this process reads them now (see :class:`_View`): re-read when another
+        writer changed the segments, and the texts added since read into the tail."""
+        conn = self._conn()
+        writing = self._local.depth > 0
+        if not writing:
+            # nothing committed by another connection since this thread's last look (nor by
+            # its own: a write forgets it): the view it saw, or a later one, is current
+            seen = conn.execute("PRAGMA data_version").fetchone()[0]
+            view = self._view
+            if view is not None and getattr(self._local, "data_version", None) == seen:
+                return view
+        with self._view_lock:
+            for attempt in range(3):
+                try:
+                    view = self._refresh(conn, writing)
+                    if not writing:
+                        self._local.data_version = seen
+                    return view
+                except FileNotFoundError:
+                    # lost, or replaced by a merge since the list was read: read it again, and
+                    # rebuild what is lost
+                    if attempt == 2:
+                        raise
+                    if writing:
+                        self._segments(conn, repair=True)
+                    elif attempt:
+                        with self._write() as wconn:
+                            self._segments(wconn, repair=True)
+        raise AssertionError("unreachable")
+
+    def _refresh(self, conn: sqlite3.Connection, writing: bool) -> _View:
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")  # one snapshot: the segments and the tail agree
+        try:
+            v = self._view
+            version = self._count(conn, "keys_version")
+            if v is None or version != v.version:
+                covered = self._count(conn, "covered")
+                segs = tuple(self._segments(conn))
+                self._opened = {s.name: s for s in segs}
+                gone = np.fromiter((h for (h,) in conn.execute(
+                    "SELECT handle FROM gone ORDER BY handle")), np.int64)
+                if v is not None and v.seen >= covered:
+                    seen = v.seen
+                    tail = tuple(keystore.Run(r.keys[m], r.handles[m]) for r in v.tail
+                                 if (m := r.handles > covered).any())
+                else:
+                    seen, tail = covered, ()
+                v = _View(version, covered, seen, segs, tail, gone)
+            rows = conn.execute("SELECT handle, keys FROM docs WHERE handle > ? ORDER BY handle",
+                                (v.seen,)).fetchall()
+            if rows:
+                keys, handles = keystore.pairs_of(rows)
+                v = _View(v.version, v.covered, rows[-1][0], v.segments,
+                          _with_run(v.tail, keystore.Run(keys, handles)), v.gone)
+        finally:
+            if own:
+                conn.execute("COMMIT")
+        if not writing:  # what a write transaction sees may yet be rolled back
+            self._view = v
+        return v
 
     def candidates(self, keys, cap):
-        conn = self._conn()
-        keys = _signed(keys)
-        if not keys:
+        q = np.ascontiguousarray(keys, np.uint64)
+        if not len(q):
             return []
-        out: dict[int, None] = {}
-        for table in self._parts(conn):
-            # a statement per table and _COMPOUND keys (SQLite allows 500 terms in a compound
-            # SELECT; a long text has thousands of passage keys): a capped probe per key
-            for part in _padded(keys, _COMPOUND):
-                sql = " UNION ALL ".join(
-                    f"SELECT * FROM (SELECT handle FROM {table} WHERE key = ? LIMIT {int(cap)})"
-                    for _ in part)
-                for (h,) in conn.execute(sql, part):
-                    out[h] = None
-        return list(out)
+        got = [keystore.probe(run, q, cap, gone)[1] for run, gone in self._keys().runs()]
+        handles = np.concatenate(got) if got else np.zeros(0, np.int64)
+        if not len(handles):
+            return []
+        _, first = np.unique(handles, return_index=True)
+        return handles[np.sort(first)].tolist()
 
     def holders(self, keys, cap):
-        conn = self._conn()
-        as_signed = np.ascontiguousarray(keys, np.uint64).view(np.int64)
-        signed = as_signed.tolist()
-        rows: list[tuple[int, int]] = []
-        for table in self._parts(conn):
-            # as in candidates: a capped probe per key, _COMPOUND keys a statement; each row
-            # names its key (the table's B-tree holds it: no extra read)
-            for part in _padded(signed, _COMPOUND):
-                sql = " UNION ALL ".join(
-                    f"SELECT * FROM (SELECT key, handle FROM {table} WHERE key = ? "
-                    f"LIMIT {int(cap)})" for _ in part)
-                rows += conn.execute(sql, part).fetchall()
-        if not rows:
+        q = np.ascontiguousarray(keys, np.uint64)
+        found = [keystore.probe(run, q, cap, gone) for run, gone in self._keys().runs()]
+        if not found:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        got = np.array(rows, np.int64)
-        order = np.argsort(as_signed, kind="stable")
-        pos = order[np.searchsorted(as_signed, got[:, 0], sorter=order)]
-        return pos.astype(np.int64), np.ascontiguousarray(got[:, 1])
+        return (np.concatenate([p for p, _ in found]), np.concatenate([h for _, h in found]))
 
     def holder_counts(self, keys, cap):
-        conn = self._conn()
-        as_signed = np.ascontiguousarray(keys, np.uint64).view(np.int64)
-        out = np.zeros(len(as_signed), np.int64)
-        where = {k: j for j, k in enumerate(as_signed.tolist())}
-        for table in self._parts(conn):
-            # counted inside SQLite: no row of a holder comes out
-            for part in _padded(list(where), _COMPOUND):
-                sql = " UNION ALL ".join(
-                    f"SELECT k, count(*) FROM (SELECT key AS k FROM {table} WHERE key = ? "
-                    f"LIMIT {int(cap)})" for _ in part)
-                for k, n in conn.execute(sql, part):
-                    if k is not None:
-                        out[where[k]] += n
+        q = np.ascontiguousarray(keys, np.uint64)
+        out = np.zeros(len(q), np.int64)
+        for run, gone in self._keys().runs():
+            if len(gone):
+                pos, _ = keystore.probe(run, q, cap, gone)
+                out += np.bincount(pos, minlength=len(q))
+            elif len(run):
+                out += np.minimum(run.bounds(q)[1], cap)
         return out
 
     def texts_of(self, handles):
@@ -552,23 +902,39 @@ class SQLiteStorage(Storage):
             st["file_bytes"] = self.path.stat().st_size
         except OSError:
             pass
+        view = self._keys()
+        st["key_segments"] = len(view.segments)
+        st["key_bytes"] = sum(12 * len(s.run) for s in view.segments)
         return st
 
     def check(self) -> dict[str, Any]:
         """SQLite's own integrity check plus neardup's invariants (used by the tests):
-        ``orphan_keys`` counts band keys and texts whose document is gone."""
+        ``orphan_keys`` counts keys in segments of a handle that is neither a text's nor
+        gone, and texts without their document; ``missing_keys`` the keys of texts up to the
+        covered handle that their segment lacks."""
         conn = self._conn()
         ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
         docs = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
         counted = self.count()
-        orphan = sum(conn.execute(f"SELECT COUNT(*) FROM {t} WHERE handle NOT IN "
-                                  "(SELECT handle FROM docs)").fetchone()[0]
-                     for t in self._parts(conn))
+        view = self._keys()
+        live = np.fromiter((h for (h,) in conn.execute("SELECT handle FROM docs ORDER BY handle")),
+                           np.int64)
+        pairs = [(np.asarray(s.run.keys), np.asarray(s.run.handles, np.int64) + s.run.base)
+                 for s in view.segments]
+        have = (np.concatenate([k for k, _ in pairs]) if pairs else np.zeros(0, np.uint64),
+                np.concatenate([h for _, h in pairs]) if pairs else np.zeros(0, np.int64))
+        orphan = int(np.count_nonzero(~np.isin(have[1], live) & ~np.isin(have[1], view.gone)))
         orphan += conn.execute("SELECT COUNT(*) FROM texts WHERE handle NOT IN "
                                "(SELECT handle FROM docs)").fetchone()[0]
-        return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan}
+        want = keystore.pairs_of(conn.execute(
+            "SELECT handle, keys FROM docs WHERE handle <= ? ORDER BY handle", (view.covered,)))
+        held = {(int(k), int(h)) for k, h in zip(*have)}
+        missing = sum((int(k), int(h)) not in held for k, h in zip(*want))
+        return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan,
+                "missing_keys": missing}
 
     def close(self):
+        self.wait_merges()
         if self._file is not None and not self._salvaged and self._all and self._moved():
             self._salvage(self._all[0])  # closing no longer checkpoints a moved file
         with self._all_lock:
@@ -579,3 +945,5 @@ class SQLiteStorage(Storage):
                     pass
             self._all.clear()
         self._local = threading.local()
+        self._view = None
+        self._opened = {}

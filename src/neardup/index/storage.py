@@ -57,6 +57,9 @@ class DuplicateIdError(InputError):
         self.doc_id = doc_id
         self.in_batch = in_batch
 
+    def __reduce__(self):  # crosses processes as itself (the service's writer process)
+        return (DuplicateIdError, (self.doc_id, self.in_batch))
+
 
 def check_batch_ids(ids: Sequence[str]) -> None:
     """:class:`DuplicateIdError` for the first id that repeats within one batch."""
@@ -85,6 +88,12 @@ class Storage(ABC):
     @abstractmethod
     def read_meta(self) -> dict[str, Any] | None:
         """The parameters stored with the index, or ``None`` for a new, empty one."""
+
+    def stored_meta(self) -> dict[str, Any] | None:
+        """:meth:`read_meta`, where a backend may answer from what it read before (do not
+        change the dictionary): for the check that the index is still there, made on every
+        request of the service."""
+        return self.read_meta()
 
     @abstractmethod
     def write_meta(self, meta: dict[str, Any]) -> None:

@@ -888,7 +888,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                body_memory_bytes: int = BODY_MEMORY_BYTES,
                max_memory_bytes: int | None = None, threads: int = THREADS,
                collections_shared: str | Path | None = None,
-               check_slots: int = CHECK_SLOTS) -> FastAPI:
+               check_slots: int = CHECK_SLOTS, writer_target: str | None = None,
+               writer_options: dict[str, Any] | None = None,
+               writer_nice: int | None = None) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
@@ -926,6 +928,11 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     (None: no ceiling; ``neardup serve`` sets 1 GB). ``threads``: the threads that run the
     endpoints' work at once (the others wait for one); each keeps its own connection to an
     SQLite index, with its page cache.
+
+    ``writer_target``: the index's target (an SQLite path or Redis URL, opened with
+    ``writer_options``): batches of documents are then added by a process of lower priority
+    (``writer_nice``, default 5) that opens it (:mod:`.writer`), so that adding does not hold
+    up the answers; None: in this process.
     """
     max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, 1)
     max_text_bytes = check_int("max_text_bytes", max_text_bytes, 1)
@@ -947,6 +954,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     threads = check_int("threads", threads, 1)
     check_slots = check_int("check_slots", check_slots, 1)
     check_gate = threading.BoundedSemaphore(check_slots)
+    from .writer import BatchWriter
+
+    batches = BatchWriter(index, writer_target, writer_options,
+                          process=writer_target is not None, nice=writer_nice)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -958,6 +969,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             yield
         finally:  # the collections kept on disk go with the service
             collections.close()
+            batches.close()
 
     hosts = HostRules(LOOPBACK_NAMES if allowed_hosts is None else allowed_hosts)
     cors = check_origins(cors_origins, "CORS origin")
@@ -1152,7 +1164,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         if not docs:
             return BatchOut(added=0)
         _room(len(docs))
-        added = index.add_many([(d.id, d.text) for d in docs], batch_size=len(docs))
+        added = batches.add_many([(d.id, d.text) for d in docs])
         return BatchOut(added=added)
 
     @app.get("/documents", response_model=IdPage, responses=_ERRORS, tags=["index"],
@@ -1557,7 +1569,7 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         max_requests: int = CONCURRENCY, max_connections: int = MAX_CONNECTIONS,
         log_level: str = "info", log_file: str | Path | None = None,
         storage_options: dict[str, Any] | None = None, workers: int = 1,
-        **limits: Any) -> None:
+        writer_nice: int = 5, **limits: Any) -> None:
     """Open ``Index(index_target, create=False)`` (an existing index only, with the backend's
     ``storage_options``), serve it with uvicorn until interrupted, then close it.
 
@@ -1577,7 +1589,11 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     with its own limits (``max_requests``, ``max_connections``, the memory and upload limits
     and threads are per worker), its own connections to the index and its own interpreter, so
     that requests do not wait for one another's Python code: a Python process runs one thread
-    of Python at a time. Uploaded collections are kept in a folder they share."""
+    of Python at a time. Uploaded collections are kept in a folder they share.
+
+    ``writer_nice``: batches of documents (``POST /documents:batch``) are added by a process
+    beside each worker, at this much lower priority (0-19, see :mod:`.writer`); -1: by the
+    worker itself."""
     import signal
 
     from . import logs
@@ -1597,6 +1613,7 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     hosts = HostRules.for_binding(host, port, allowed_hosts)
     app_options = {"api_keys": api_keys, "allowed_hosts": hosts.entries,
                    "allowed_origins": allowed_origins, "cors_origins": cors_origins, **limits}
+    writer_nice = check_int("writer_nice", writer_nice, -1, 19)
     sqlite_target = not str(index_target).startswith(("redis://", "rediss://", "unix://"))
     # an index that is there only: a missing one (a deleted file, a Redis server that lost its
     # data) is an IndexNotFoundError, never a new, empty index served as if nothing happened
@@ -1606,6 +1623,10 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
 
     def open_index() -> Index:
         return Index(index_target, storage_options=options, create=memory_index)
+
+    if writer_nice >= 0 and not memory_index:  # batches added by a process of lower priority
+        app_options.update(writer_target=str(index_target), writer_options=options,
+                           writer_nice=writer_nice)
 
     index = open_index()
     url = f"http://{host_entry(host, port)}"
