@@ -299,7 +299,7 @@ def test_sqlite_key_segments_answer_as_memory_does(tmp_path):
     assert st.check() == {"integrity": "ok", "documents": len(one), "counted": len(one),
                           "orphan_keys": 0, "missing_keys": 0}
     files = sorted(p.name for p in (tmp_path / "small.db-keys").iterdir())
-    assert files == sorted(f"{s.name}{x}" for s in view.segments for x in (".k", ".h"))
+    assert files == sorted(f"{s.name}{x}" for s in view.segments for x in (".k", ".h", ".f"))
     small.close()
     again = Index(tmp_path / "small.db")
     assert again.query(texts[1]) == one.query(texts[1])

@@ -56,10 +56,11 @@ def test_merge_equals_sorting_everything(tmp_path_factory, parts, gone, block):
     ones, sorted by (key, handle), once."""
     folder = tmp_path_factory.mktemp("seg")
     was, keystore.MERGE_BLOCK = keystore.MERGE_BLOCK, block
+    fence, keystore.FENCE = keystore.FENCE, 3
     try:
         _merge_check(folder, parts, gone)
     finally:
-        keystore.MERGE_BLOCK = was
+        keystore.MERGE_BLOCK, keystore.FENCE = was, fence
 
 
 def _merge_check(folder, parts, gone):
@@ -77,6 +78,8 @@ def _merge_check(folder, parts, gone):
     got = list(zip(np.asarray(out.run.keys).tolist(),
                    (np.asarray(out.run.handles, np.int64) + out.lo).tolist()))
     assert got == sorted((k, h) for k, h in every if h not in gone)
+    if len(got) > 3:  # its fence, written block by block: every third key
+        assert np.asarray(out.run.fence).tolist() == [k for k, _ in got][::3]
     assert (out.lo, out.hi) == (0, 200 * len(parts) - 1)
 
 
@@ -237,7 +240,7 @@ def test_background_merges_answer_as_memory_does_while_they_run(tmp_path):
         assert disk.query(t) == mem.query(t)
     disk.close()
     assert sorted(p.name.split(".")[0] for p in (tmp_path / "a.db-keys").iterdir()) == sorted(
-        2 * [s.name for s in view.segments])
+        3 * [s.name for s in view.segments])
 
 
 @settings(max_examples=150, deadline=None)
@@ -254,9 +257,36 @@ def test_bounds_through_the_fence_equal_a_binary_search(tmp_path_factory, keys, 
         name = keystore.write_segment(folder, 0, max(len(k), 1), k, h)
         seg = keystore.open_segment(folder, name, 0, max(len(k), 1), len(k), len(k))
         qa = np.array(q, np.uint64)
+        if len(k) > fence:  # the fence written with the segment: every fence-th key
+            assert np.asarray(seg.run.fence).tolist() == k[::fence].tolist()
         lo, n = seg.run.bounds(qa)
         want_lo = np.searchsorted(k, qa, "left")
         assert lo.tolist() == want_lo.tolist()
         assert n.tolist() == (np.searchsorted(k, qa, "right") - want_lo).tolist()
     finally:
         keystore.FENCE = was
+
+
+def test_the_tail_is_read_from_the_writers_runs_or_else_from_the_texts(tmp_path):
+    """Each batch's keys are stored sorted with it (``tail_runs``), and a reader takes them as
+    they are; texts without such a run (gaps, or all of them) are read from the documents."""
+    ids, texts = _corpus(90)
+    path = tmp_path / "ix.db"
+    mem = Index(threshold=0.6, passages=True)
+    mem.add_many(zip(ids, texts))
+    with Index(path, threshold=0.6, passages=True, storage_options={"flush_docs": 1000}) as ix:
+        for b in range(0, 90, 30):
+            ix.add_many(zip(ids[b:b + 30], texts[b:b + 30]))
+        rows = ix.storage._conn().execute("SELECT lo, hi FROM tail_runs ORDER BY lo").fetchall()
+        assert rows == [(1, 30), (31, 60), (61, 90)]
+    for drop in ("lo = 31", "1"):  # a gap, then no run at all
+        conn = sqlite3.connect(path)
+        conn.execute(f"DELETE FROM tail_runs WHERE {drop}")
+        conn.commit()
+        conn.close()
+        with Index(path) as ix:
+            view = ix.storage._keys()
+            assert view.seen == 90 and not view.segments
+            for t in texts[::4]:
+                assert ix.query(t) == mem.query(t)
+                assert ix.check(t).reused == mem.check(t).reused

@@ -5,7 +5,7 @@ SQLite file (the ``keys`` column of ``docs``: the truth, from which everything h
 rebuilt). To find who holds a key, they are also kept in *segments*: immutable files beside the
 index (``INDEX.db-keys/``), each the keys of a range of handles sorted by ``(key, handle)``, as
 two arrays (``NAME.k``: ``uint64`` keys, ``NAME.h``: ``uint32`` handle offsets from the range's
-start), read through memory maps. A lookup is a binary search per key and segment
+start) read through memory maps, and a fence (``NAME.f``: every ``FENCE``-th key, in memory). A lookup is a binary search per key and segment
 (:func:`numpy.searchsorted`), so reads cost microseconds whatever the index's size, and adding
 a text costs no B-tree page at all: the newest texts (the *tail*, handles above the last
 segment's) are read from ``docs`` into memory by each process (:class:`Run`), and written out as
@@ -92,7 +92,8 @@ class Run:
 @dataclass(frozen=True)
 class Segment:
     """A segment file's run, with the handles it covers (``lo`` to ``hi``, both included),
-    the texts it was written with, and its name (``NAME.k`` and ``NAME.h`` in the folder)."""
+    the texts it was written with, and its name (``NAME.k``, ``NAME.h`` and ``NAME.f`` in the
+    folder)."""
 
     name: str
     lo: int
@@ -175,7 +176,7 @@ class _Writer:
         self.folder, self.lo, self.hi = folder, lo, hi
         self.name = new_name(lo, hi)
         self.n = 0
-        self._paths = [folder / f"{self.name}.k.tmp", folder / f"{self.name}.h.tmp"]
+        self._paths = [folder / f"{self.name}.{x}.tmp" for x in "khf"]
         try:
             folder.mkdir(exist_ok=True)
             self._files = [open(p, "wb") for p in self._paths]
@@ -189,6 +190,9 @@ class _Writer:
         try:
             self._files[0].write(np.ascontiguousarray(keys, "<u8").tobytes())
             self._files[1].write(np.ascontiguousarray(off, "<u4").tobytes())
+            # the fence: every FENCE-th key of the whole segment
+            first = (-self.n) % FENCE
+            self._files[2].write(np.ascontiguousarray(keys[first::FENCE], "<u8").tobytes())
         except OSError as e:
             self.abort()
             raise KeyStoreError(e.errno, f"{self.folder}: cannot write a key segment ({e})"
@@ -247,12 +251,19 @@ def open_segment(folder: Path, name: str, lo: int, hi: int, docs: int, n: int) -
         return Segment(name, lo, hi, docs, Run(_EMPTY_U64, np.zeros(0, np.uint32), lo))
     keys = np.memmap(kp, np.dtype("<u8"), "r", shape=(n,))
     offs = np.memmap(hp, np.dtype("<u4"), "r", shape=(n,))
-    fence = np.array(keys[::FENCE]) if n > FENCE else None  # a read of one key a page
+    fence = None
+    if n > FENCE:
+        try:  # written with the segment: no page of the keys read to make it
+            fence = np.fromfile(folder / f"{name}.f", "<u8")
+        except OSError:
+            pass
+        if fence is None or len(fence) != -(-n // FENCE):
+            fence = np.array(keys[::FENCE])  # a read of one key a page
     return Segment(name, lo, hi, docs, Run(keys, offs, lo, fence))
 
 
 def remove_segment(folder: Path, name: str) -> None:
-    for suffix in (".k", ".h"):
+    for suffix in (".k", ".h", ".f"):
         try:
             (folder / f"{name}{suffix}").unlink()
         except OSError:

@@ -73,6 +73,12 @@ CREATE TABLE IF NOT EXISTS segments (
     n INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS gone (handle INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS tail_runs (
+    lo INTEGER PRIMARY KEY,
+    hi INTEGER NOT NULL,
+    keys BLOB NOT NULL,
+    handles BLOB NOT NULL
+);
 INSERT OR IGNORE INTO counts VALUES ('documents', 0);
 """
 
@@ -160,10 +166,27 @@ def _with_run(tail: tuple[keystore.Run, ...], run: keystore.Run) -> tuple[keysto
     while len(out) > 1 and (len(out[-2]) + len(out[-1]) <= TAIL_RUN or len(out) > 64):
         b, a = out.pop(), out.pop()
         keys = np.concatenate([a.keys, b.keys])
-        handles = np.concatenate([a.handles, b.handles])
+        handles = np.concatenate([_absolute(a), _absolute(b)])
         order = np.argsort(keys, kind="stable")  # b's handles are above a's
         out.append(keystore.Run(keys[order], handles[order]))
     return tuple(out)
+
+
+def _absolute(run: keystore.Run) -> np.ndarray:
+    """A run's handles as ``int64``, its base added."""
+    h = np.asarray(run.handles, np.int64)
+    return h + run.base if run.base else h
+
+
+def _run_blobs(docs: Sequence[StoredDoc], base: int) -> tuple[bytes, bytes]:
+    """The sorted pairs of a batch (handles ``base``, ``base + 1``, ...), as the blobs of a
+    ``tail_runs`` row: keys (``<u8``) and handle offsets from ``base`` (``<u4``)."""
+    sizes = np.fromiter((len(d.keys) for d in docs), np.int64, len(docs))
+    keys = (np.concatenate([d.keys for d in docs]).astype(np.uint64, copy=False)
+            if sizes.sum() else np.zeros(0, np.uint64))
+    offs = np.repeat(np.arange(len(docs), dtype=np.int64), sizes)
+    keys, offs = keystore.sort_pairs(keys, offs)
+    return keys.astype("<u8", copy=False).tobytes(), offs.astype("<u4").tobytes()
 
 
 class SQLiteStorage(Storage):
@@ -459,6 +482,10 @@ class SQLiteStorage(Storage):
                          (len(docs),))
             conn.execute("UPDATE counts SET value = ? WHERE name = 'next_handle'",
                          (base + len(docs),))
+            # the batch's keys sorted once, here, for every process to read as they are
+            # (rather than each sorting them again from the documents)
+            conn.execute("INSERT INTO tail_runs (lo, hi, keys, handles) VALUES (?, ?, ?, ?)",
+                         (base, base + len(docs) - 1, *_run_blobs(docs, base)))
             if base + len(docs) - 1 - self._count(conn, "covered") >= self.flush_docs:
                 self._flush(conn)
 
@@ -566,6 +593,7 @@ class SQLiteStorage(Storage):
             conn.execute("DELETE FROM gone WHERE handle > ? AND handle <= ?", (covered, last))
             conn.execute("UPDATE counts SET value = ? WHERE name = 'covered'", (last,))
             self._changed(conn)
+        conn.execute("DELETE FROM tail_runs WHERE hi <= ?", (last,))
         self._compact(conn)
         self._sweep(conn)
 
@@ -788,23 +816,45 @@ class SQLiteStorage(Storage):
                     "SELECT handle FROM gone ORDER BY handle")), np.int64)
                 if v is not None and v.seen >= covered:
                     seen = v.seen
-                    tail = tuple(keystore.Run(r.keys[m], r.handles[m]) for r in v.tail
-                                 if (m := r.handles > covered).any())
+                    tail = tuple(keystore.Run(r.keys[m], h[m]) for r in v.tail
+                                 if (m := (h := _absolute(r)) > covered).any())
                 else:
                     seen, tail = covered, ()
                 v = _View(version, covered, seen, segs, tail, gone)
-            rows = conn.execute("SELECT handle, keys FROM docs WHERE handle > ? ORDER BY handle",
-                                (v.seen,)).fetchall()
-            if rows:
-                keys, handles = keystore.pairs_of(rows)
-                v = _View(v.version, v.covered, rows[-1][0], v.segments,
-                          _with_run(v.tail, keystore.Run(keys, handles)), v.gone)
+            # the batches added since: their runs as the writer sorted them
+            tail, seen = v.tail, v.seen
+            for lo, hi, keys, offs in conn.execute(
+                    "SELECT lo, hi, keys, handles FROM tail_runs WHERE hi > ? ORDER BY lo",
+                    (seen,)):
+                if lo <= seen:  # pragma: no cover - batches are read whole
+                    continue
+                if lo > seen + 1:  # texts without a run (not written by insert): from docs
+                    tail = self._tail_from_docs(conn, tail, seen, lo - 1)
+                tail = _with_run(tail, keystore.Run(
+                    np.frombuffer(keys, "<u8"), np.frombuffer(offs, "<u4"), lo))
+                seen = hi
+            last = conn.execute("SELECT COALESCE(MAX(handle), 0) FROM docs").fetchone()[0]
+            if last > seen:
+                tail = self._tail_from_docs(conn, tail, seen, last)
+                seen = last
+            if seen != v.seen:
+                v = _View(v.version, v.covered, seen, v.segments, tail, v.gone)
         finally:
             if own:
                 conn.execute("COMMIT")
         if not writing:  # what a write transaction sees may yet be rolled back
             self._view = v
         return v
+
+    @staticmethod
+    def _tail_from_docs(conn: sqlite3.Connection, tail: tuple[keystore.Run, ...], seen: int,
+                        last: int) -> tuple[keystore.Run, ...]:
+        rows = conn.execute("SELECT handle, keys FROM docs WHERE handle > ? AND handle <= ? "
+                            "ORDER BY handle", (seen, last)).fetchall()
+        if not rows:
+            return tail
+        keys, handles = keystore.pairs_of(rows)
+        return _with_run(tail, keystore.Run(keys, handles))
 
     def candidates(self, keys, cap):
         q = np.ascontiguousarray(keys, np.uint64)
