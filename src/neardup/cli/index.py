@@ -577,11 +577,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          "wait for their turn within the check's 2 s (then 503 with "
                          "Retry-After), so that queries and adds are not held up by several "
                          "of them (default: 1)")
-    sv.add_argument("--writer-nice", type=int, default=5, metavar="N",
+    sv.add_argument("--writer-nice", type=int, default=3, metavar="N",
                     help="batches of documents (POST /documents:batch) are added by a process "
                          "beside each worker, at this much lower priority (0-19, as nice(1)), "
                          "so that queries and checks are answered first when the processors "
-                         "are busy; -1: by the worker itself (default: 5)")
+                         "are busy; -1: by the worker itself (default: 3)")
     sv.add_argument("--threads", type=int, default=16, metavar="N",
                     help="threads that run requests' work at once, each with its own "
                          "connection to an SQLite index; other requests wait for one "

@@ -115,7 +115,10 @@ class Segment:
 
 def sort_pairs(keys: np.ndarray, handles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(keys, handles)`` in ``(key, handle)`` order, repeated pairs once."""
-    order = np.lexsort((handles, keys))
+    if len(handles) < 2 or (handles[1:] >= handles[:-1]).all():
+        order = np.argsort(keys, kind="stable")  # in handle order already: by key only
+    else:
+        order = np.lexsort((handles, keys))
     keys, handles = keys[order], handles[order]
     if len(keys) > 1:
         new = np.ones(len(keys), bool)

@@ -931,7 +931,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     ``writer_target``: the index's target (an SQLite path or Redis URL, opened with
     ``writer_options``): batches of documents are then added by a process of lower priority
-    (``writer_nice``, default 5) that opens it (:mod:`.writer`), so that adding does not hold
+    (``writer_nice``, default 3) that opens it (:mod:`.writer`), so that adding does not hold
     up the answers; None: in this process.
     """
     max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, 1)
@@ -1569,7 +1569,7 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         max_requests: int = CONCURRENCY, max_connections: int = MAX_CONNECTIONS,
         log_level: str = "info", log_file: str | Path | None = None,
         storage_options: dict[str, Any] | None = None, workers: int = 1,
-        writer_nice: int = 5, **limits: Any) -> None:
+        writer_nice: int = 3, **limits: Any) -> None:
     """Open ``Index(index_target, create=False)`` (an existing index only, with the backend's
     ``storage_options``), serve it with uvicorn until interrupted, then close it.
 

@@ -8,14 +8,15 @@ that process's interpreter meanwhile (a Python process runs one thread of Python
 and competes for the processors at the same priority as the answers: measured on a service of
 a million texts, queries that ran while a batch was added took twice as long at the 99th
 percentile. :class:`BatchWriter` hands each batch to a process of its own (started at the
-first batch, ``nice`` 5 by default: when the processors are busy, the system gives the
-answers about three times the writer's share), which opens the same index and adds the
-batch in one transaction, as ``Index.add_many`` does; errors come back as the same
-exceptions. An index in memory cannot be shared: its batches are added in process.
+first batch, ``nice`` 3 by default: when the processors are busy, the system gives the
+answers more of them than the writer), which opens the same index and adds the batch in one
+transaction, as ``Index.add_many`` does; errors come back as the same exceptions. An index in
+memory cannot be shared: its batches are added in process.
 
-Measured (a million texts, 2 cores, four readers asking without a pause, one writer sending
-2,000 texts a second in batches of 1,000): at nice 10 the writer got too little of the
-processors to keep up (900-1,400 texts a second); at 5 it kept up.
+Measured (a million texts, 2 cores, four readers asking without a pause and one writer,
+batches of 1,000): at nice 10 the writer got too little of the processors to add 2,000 texts
+a second (900-1,400); at 5, 1,880-1,950 a second; at 3, 2,400 a second sending as fast as it
+is answered, and 2,000 held to that rate.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..index.storage import IndexBusyError
 log = get_logger(__name__)
 
 #: how much lower the writer process's priority is (``nice``)
-WRITER_NICE = 5
+WRITER_NICE = 3
 
 _INDEX: Index | None = None  # the writer process's index
 
