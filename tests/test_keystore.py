@@ -250,6 +250,7 @@ def test_bounds_through_the_fence_equal_a_binary_search(tmp_path_factory, keys, 
     """A memory-mapped segment found through its fence (every fence-th key in memory, of any
     spacing; runs of one key longer than a block) gives the bounds of a plain binary search."""
     was, keystore.FENCE = keystore.FENCE, fence
+    keys_were, keystore.FENCE_KEYS = keystore.FENCE_KEYS, (1, 1024)
     try:
         k = np.sort(np.array(keys, np.uint64))
         h = np.arange(len(k), dtype=np.int64)
@@ -264,7 +265,7 @@ def test_bounds_through_the_fence_equal_a_binary_search(tmp_path_factory, keys, 
         assert lo.tolist() == want_lo.tolist()
         assert n.tolist() == (np.searchsorted(k, qa, "right") - want_lo).tolist()
     finally:
-        keystore.FENCE = was
+        keystore.FENCE, keystore.FENCE_KEYS = was, keys_were
 
 
 def test_the_tail_is_read_from_the_writers_runs_or_else_from_the_texts(tmp_path):

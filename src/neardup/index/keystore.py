@@ -48,6 +48,10 @@ class KeyStoreError(OSError):
 #: Keys a page of a segment's keys holds: a segment keeps every FENCE-th key in memory, so
 #: that a lookup reads one page of the file (not the ~20 of a binary search through it).
 FENCE = 512
+#: Lookups of this many keys go through the fence (fewer: a binary search each costs less
+#: than the block searches' numpy calls; more: the blocks would take more memory than the
+#: pages they save).
+FENCE_KEYS = (100, 1024)
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,8 @@ class Run:
 
     def bounds(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each key of ``q``: where its pairs start, and how many there are."""
-        if self.fence is None or len(self.keys) <= FENCE or len(q) > 1024:
+        if (self.fence is None or len(self.keys) <= FENCE
+                or not FENCE_KEYS[0] <= len(q) <= FENCE_KEYS[1]):
             lo = np.searchsorted(self.keys, q, "left")
             return lo, np.searchsorted(self.keys, q, "right") - lo
         # the block of FENCE keys each bound falls in, from the fence in memory; then a binary
@@ -252,8 +257,10 @@ def open_segment(folder: Path, name: str, lo: int, hi: int, docs: int, n: int) -
             raise FileNotFoundError(errno.ENOENT, "key segment of the wrong size", str(p))
     if n == 0:
         return Segment(name, lo, hi, docs, Run(_EMPTY_U64, np.zeros(0, np.uint32), lo))
-    keys = np.memmap(kp, np.dtype("<u8"), "r", shape=(n,))
-    offs = np.memmap(hp, np.dtype("<u4"), "r", shape=(n,))
+    # plain arrays over the maps (numpy's memmap subclass makes every slice an object of
+    # its own, a cost per lookup)
+    keys = np.asarray(np.memmap(kp, np.dtype("<u8"), "r", shape=(n,)))
+    offs = np.asarray(np.memmap(hp, np.dtype("<u4"), "r", shape=(n,)))
     fence = None
     if n > FENCE:
         try:  # written with the segment: no page of the keys read to make it
