@@ -45,13 +45,17 @@ def start_server(index: Path, port: int, *extra: str) -> subprocess.Popen:
     """``neardup serve --index INDEX --create --port PORT EXTRA...`` in a subprocess, once it
     answers ``/health``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    # its log to a file: a pipe nobody reads fills after 64 KB of log lines (a few hundred
+    # requests) and the server then waits on it forever
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", str(index),
                              "--create", "--port", str(port), *extra], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=err)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")
+            err.seek(0)
+            raise RuntimeError(f"server exited: {err.read().decode()[-2000:]}")
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
                 return proc

@@ -1143,7 +1143,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         """Add a document; 409 if its id is already in the index."""
         _check_size(doc.text, max_text_bytes, "the text")
         _room(1)
-        index.add(doc.id, doc.text)
+        batches.call("add", doc.id, doc.text)
         return Created(id=doc.id)
 
     @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_WRITE_ERRORS,
@@ -1194,7 +1194,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     def delete_document(doc_id: str) -> Response:
         """Remove a document; 404 if the id is unknown."""
         doc_id = normal_id(doc_id)
-        if not index.remove(doc_id):
+        if not batches.call("remove", doc_id):
             raise HTTPException(404, f"no document with id {doc_id!r}")
         return Response(status_code=204)
 
@@ -1282,7 +1282,7 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         if (c.add and not reused and not incomplete  # copies passages, or not known: kept out
                 and not (found is not None and found.common)):
             _room(1)
-            matches = index.check_and_add(c.id, c.text, threshold=threshold)
+            matches = batches.call("check_and_add", c.id, c.text, threshold=threshold)
             added = not matches
         else:
             matches = found.matches if found is not None else index.query(c.text,

@@ -1,5 +1,5 @@
-"""Batches of documents added by a process of lower priority, so that adding never holds up
-the answers to queries and checks.
+"""Writes made by a process of lower priority, so that adding never holds up the answers to
+queries and checks.
 
 A batch of a thousand texts costs a tenth of a second of work (normalising, shingling,
 sketching, fingerprinting, compressing, inserting) and, every ``flush_docs`` texts, the
@@ -52,25 +52,33 @@ def _start(target: str, storage_options: dict[str, Any], nice: int) -> None:
     multiprocessing.util.Finalize(None, _INDEX.close, exitpriority=10)
 
 
-def _add(docs: list[tuple[str, str]]) -> int | BaseException:
-    """Add one batch (in the writer process); an exception comes back as the result, as
-    itself where it crosses processes intact."""
+def _call(method: str, args: tuple, kwargs: dict) -> Any:
+    """``Index.<method>(*args, **kwargs)`` in the writer process; an exception comes back as
+    the result, as itself where it crosses processes intact."""
     assert _INDEX is not None
     try:
-        return _INDEX.add_many(docs, batch_size=max(len(docs), 1))
+        return getattr(_INDEX, method)(*args, **kwargs)
     except Exception as e:
         try:
             back = pickle.loads(pickle.dumps(e))
             if type(back) is type(e) and str(back) == str(e):
-                return e
+                return _Raised(e)
         except Exception:  # noqa: BLE001, S110 - sent as a plain error below
             pass
-        return RuntimeError(f"{type(e).__name__}: {e}")
+        return _Raised(RuntimeError(f"{type(e).__name__}: {e}"))
+
+
+class _Raised:
+    """An exception the writer process raised (told apart from a result)."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
 
 
 class BatchWriter:
-    """Adds batches to ``index`` through a process of lower priority (see the module); with
-    ``process=False``, or an index in memory, in this process."""
+    """Writes to ``index`` (batches, single adds, removals, checks that add) through a process
+    of lower priority (see the module); with ``process=False``, or an index in memory, in
+    this process."""
 
     def __init__(self, index: Index, target: Any, storage_options: dict[str, Any] | None = None,
                  process: bool = True, nice: int | None = None):
@@ -96,24 +104,30 @@ class BatchWriter:
             return self._pool
 
     def add_many(self, docs: Sequence[tuple[str, str]]) -> int:
+        return self.call("add_many", list(docs), batch_size=max(len(docs), 1))
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``index.<method>(*args, **kwargs)``, by the writer process: every write of the
+        service goes through it (adds, removals, checks that add), so that one process
+        writes and none waits on another's lock."""
         if not self.process:
-            return self.index.add_many(docs, batch_size=max(len(docs), 1))
+            return getattr(self.index, method)(*args, **kwargs)
         from concurrent.futures.process import BrokenProcessPool
 
         pool = self._executor()
         try:
-            got = pool.submit(_add, list(docs)).result()
+            got = pool.submit(_call, method, args, kwargs).result()
         except BrokenProcessPool as e:
             with self._lock:
                 if self._pool is pool:
                     self._pool = None
             pool.shutdown(wait=False)
-            log.error("the writer process stopped (%s); the next batch starts another", e)
-            raise IndexBusyError("the process that adds documents stopped; the batch was not "
-                                 "added, or added just before it stopped: send it again (a "
-                                 "409 then says it is there)") from e
-        if isinstance(got, BaseException):
-            raise got
+            log.error("the writer process stopped (%s); the next write starts another", e)
+            raise IndexBusyError("the process that writes to the index stopped; the write was "
+                                 "not made, or made just before it stopped: send it again (an "
+                                 "add then gets a 409 if it is there)") from e
+        if isinstance(got, _Raised):
+            raise got.error
         return got
 
     def close(self) -> None:
