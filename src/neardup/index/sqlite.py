@@ -159,11 +159,14 @@ TAIL_RUN = 1 << 16
 
 
 def _with_run(tail: tuple[keystore.Run, ...], run: keystore.Run) -> tuple[keystore.Run, ...]:
-    """``tail`` and ``run`` (of higher handles), the last two runs merged while they hold
-    ``TAIL_RUN`` pairs at most together, or while there are more than 64 runs (the tail is
-    written out every ``flush_docs`` texts: with batches of a thousand texts, ~17 runs)."""
+    """``tail`` and ``run`` (of higher handles), the last two runs merged while the one before
+    is at most twice as long and they hold ``TAIL_RUN`` pairs at most together (small runs,
+    from adds of a text or a few at a time, kept to a logarithmic number, each pair merged a
+    logarithmic number of times), or while there are more than 64 runs (the tail is written
+    out every ``flush_docs`` texts: with batches of a thousand texts, ~17 runs)."""
     out = [*tail, run]
-    while len(out) > 1 and (len(out[-2]) + len(out[-1]) <= TAIL_RUN or len(out) > 64):
+    while len(out) > 1 and ((len(out[-2]) <= 2 * len(out[-1])
+                             and len(out[-2]) + len(out[-1]) <= TAIL_RUN) or len(out) > 64):
         b, a = out.pop(), out.pop()
         keys = np.concatenate([a.keys, b.keys])
         handles = np.concatenate([_absolute(a), _absolute(b)])

@@ -1139,16 +1139,16 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     # -- the index -------------------------------------------------------------------------
     @app.post("/documents", status_code=201, response_model=Created, responses=_WRITE_ERRORS,
               tags=["index"], summary="Add one document", dependencies=[write, there])
-    def add_document(doc: DocumentIn) -> Created:
+    async def add_document(doc: DocumentIn) -> Created:
         """Add a document; 409 if its id is already in the index."""
         _check_size(doc.text, max_text_bytes, "the text")
         _room(1)
-        batches.call("add", doc.id, doc.text)
+        await batches.acall("add", doc.id, doc.text)
         return Created(id=doc.id)
 
     @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_WRITE_ERRORS,
               tags=["index"], summary="Add many documents, all or none", dependencies=[write, there])
-    def add_documents(batch: BatchIn) -> BatchOut:
+    async def add_documents(batch: BatchIn) -> BatchOut:
         """Add documents in one transaction; 409 naming an id already present (nothing added)."""
         docs = batch.documents
         if len(docs) > max_batch:
@@ -1164,7 +1164,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         if not docs:
             return BatchOut(added=0)
         _room(len(docs))
-        added = batches.add_many([(d.id, d.text) for d in docs])
+        added = await batches.acall("add_many", [(d.id, d.text) for d in docs],
+                                    batch_size=len(docs))
         return BatchOut(added=added)
 
     @app.get("/documents", response_model=IdPage, responses=_ERRORS, tags=["index"],
@@ -1191,10 +1192,10 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     @app.delete("/documents/{doc_id:path}", status_code=204, responses=_ERRORS, tags=["index"],
                 summary="Remove a document", dependencies=[write, there])
-    def delete_document(doc_id: str) -> Response:
+    async def delete_document(doc_id: str) -> Response:
         """Remove a document; 404 if the id is unknown."""
         doc_id = normal_id(doc_id)
-        if not batches.call("remove", doc_id):
+        if not await batches.acall("remove", doc_id):
             raise HTTPException(404, f"no document with id {doc_id!r}")
         return Response(status_code=204)
 

@@ -112,12 +112,37 @@ class BatchWriter:
         writes and none waits on another's lock."""
         if not self.process:
             return getattr(self.index, method)(*args, **kwargs)
-        from concurrent.futures.process import BrokenProcessPool
-
         pool = self._executor()
         try:
             got = pool.submit(_call, method, args, kwargs).result()
-        except BrokenProcessPool as e:
+        except Exception as e:
+            got = e
+        return self._result(pool, got)
+
+    async def acall(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """:meth:`call` for the event loop: waiting for the writer process holds no thread (a
+        thread held by a write waiting its turn would be one a query cannot have)."""
+        if not self.process:
+            import functools
+
+            import anyio.to_thread
+
+            return await anyio.to_thread.run_sync(
+                functools.partial(getattr(self.index, method), *args, **kwargs))
+        import asyncio
+
+        pool = self._executor()
+        try:
+            got = await asyncio.wrap_future(pool.submit(_call, method, args, kwargs))
+        except Exception as e:
+            got = e
+        return self._result(pool, got)
+
+    def _result(self, pool: Any, got: Any) -> Any:
+        from concurrent.futures.process import BrokenProcessPool
+
+        if isinstance(got, BrokenProcessPool):
+            e = got
             with self._lock:
                 if self._pool is pool:
                     self._pool = None
@@ -126,6 +151,8 @@ class BatchWriter:
             raise IndexBusyError("the process that writes to the index stopped; the write was "
                                  "not made, or made just before it stopped: send it again (an "
                                  "add then gets a 409 if it is there)") from e
+        if isinstance(got, BaseException):
+            raise got
         if isinstance(got, _Raised):
             raise got.error
         return got
