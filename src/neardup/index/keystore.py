@@ -146,17 +146,7 @@ def pairs_of(rows: Iterable[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]
     sizes = np.fromiter((len(b) >> 3 for b in blobs), np.int64, len(blobs))
     keys = np.frombuffer(b"".join(blobs), "<u8").astype(np.uint64, copy=False)
     handles = np.repeat(np.asarray(hs, np.int64), sizes)
-    if len(hs) > 1 and not (np.diff(np.asarray(hs)) > 0).all():
-        return sort_pairs(keys, handles)
-    # rows in handle order (as read): a stable sort by key is (key, handle) order
-    order = np.argsort(keys, kind="stable")
-    keys, handles = keys[order], handles[order]
-    if len(keys) > 1:
-        new = np.ones(len(keys), bool)
-        new[1:] = (keys[1:] != keys[:-1]) | (handles[1:] != handles[:-1])
-        if not new.all():
-            keys, handles = keys[new], handles[new]
-    return keys, handles
+    return sort_pairs(keys, handles)  # rows read in handle order: sorted by key only
 
 
 def new_name(lo: int, hi: int) -> str:
