@@ -551,7 +551,7 @@ class SQLiteStorage(Storage):
             for t in tables:
                 conn.execute(f"DROP TABLE {t}")
             conn.execute("DELETE FROM counts WHERE name IN ('part_docs', 'recent_docs')")
-            self._flush(conn, force=True)
+            self._flush(conn)
 
     def _build(self, conn: sqlite3.Connection, lo: int, hi: int) -> keystore.Segment | None:
         """A segment of the keys of the texts with handles ``lo .. hi`` (None if they have
@@ -559,31 +559,28 @@ class SQLiteStorage(Storage):
         their runs then merged."""
         block = self.flush_docs * keystore.FANOUT
         parts: list[keystore.Segment] = []
-        try:
-            for a in range(lo, hi + 1, block):
-                b = min(hi, a + block - 1)
-                rows = conn.execute("SELECT handle, keys FROM docs WHERE handle BETWEEN ? AND ? "
-                                    "ORDER BY handle", (a, b)).fetchall()
-                keys, handles = keystore.pairs_of(rows)
-                name = keystore.write_segment(self._keys_dir, a, b, keys, handles)
-                self._local.written.append(name)
-                parts.append(keystore.open_segment(self._keys_dir, name, a, b, len(rows),
-                                                   len(keys)))
-            if len(parts) == 1:
-                seg = parts[0]
-            else:
-                seg = keystore.merge_segments(self._keys_dir, parts, np.zeros(0, np.int64))
-                self._local.written.append(seg.name)
-                for p in parts:
-                    keystore.remove_segment(self._keys_dir, p.name)
-        except keystore.KeyStoreError:
-            raise
+        for a in range(lo, hi + 1, block):
+            b = min(hi, a + block - 1)
+            rows = conn.execute("SELECT handle, keys FROM docs WHERE handle BETWEEN ? AND ? "
+                                "ORDER BY handle", (a, b)).fetchall()
+            keys, handles = keystore.pairs_of(rows)
+            name = keystore.write_segment(self._keys_dir, a, b, keys, handles)
+            self._local.written.append(name)
+            parts.append(keystore.open_segment(self._keys_dir, name, a, b, len(rows),
+                                               len(keys)))
+        if len(parts) == 1:
+            seg = parts[0]
+        else:
+            seg = keystore.merge_segments(self._keys_dir, parts, np.zeros(0, np.int64))
+            self._local.written.append(seg.name)
+            for p in parts:
+                keystore.remove_segment(self._keys_dir, p.name)
         if len(seg.run) == 0:
             keystore.remove_segment(self._keys_dir, seg.name)
             return None
         return seg
 
-    def _flush(self, conn: sqlite3.Connection, force: bool = False) -> None:
+    def _flush(self, conn: sqlite3.Connection) -> None:
         """Write the tail's keys out as a segment (inside the caller's write transaction),
         then merge segments of one size."""
         covered = self._count(conn, "covered")
