@@ -511,8 +511,16 @@ class SQLiteStorage(Storage):
                 conn.execute("UPDATE counts SET value = value - ? WHERE name = 'documents'",
                              (len(gone),))
                 self._changed(conn)
-                if self._plan(self._segments(conn, repair=True), self._gone(conn)):
-                    self._compact(conn)  # a segment of which a quarter is gone: rewritten
+                # a segment of which a quarter is gone is rewritten: counted in SQLite for the
+                # segments these texts were in (not the whole gone table read at each removal)
+                handles = [h for (h,) in gone]
+                for seg in self._segments(conn, repair=True):
+                    if any(seg.lo <= h <= seg.hi for h in handles) and conn.execute(
+                            "SELECT COUNT(*) FROM gone WHERE handle BETWEEN ? AND ?",
+                            (seg.lo, seg.hi)).fetchone()[0] >= keystore.GONE_SHARE * max(
+                                seg.docs, 1):
+                        self._compact(conn)
+                        break
         return out
 
     # -- key segments -----------------------------------------------------------------------
