@@ -502,36 +502,39 @@ def test_a_redis_batch_answered_late_is_reported_done(redis_server):
 
 
 def test_a_redis_batch_raced_by_another_client_leaves_nothing(redis_server):
-    """A batch's band keys are added a few documents per script before its documents are
-    stored at once: another client that adds one of its ids in between makes the batch a
-    DuplicateIdError, with its band keys taken back and nothing of it stored."""
+    """A batch's documents and band keys are staged a few documents per script, invisible to
+    readers, and its ids named at once: another client that adds one of its ids in between
+    makes the batch a DuplicateIdError, with its staged documents and band keys taken back
+    and nothing of it stored."""
     import redis as redis_client
 
     prefix = f"race{uuid.uuid4().hex[:8]}"
     target = f"{redis_server}?prefix={prefix}"
     a, b = Index(target), Index(target)
     texts = [f"{BASE} number {i} " + " ".join(f"w{i}x{k}" for k in range(20)) for i in range(80)]
-    real_bands = a.storage._bands
-    calls = []
+    real_commit = a.storage._commit
+    seen = []
 
-    def bands_then_race(args):  # the other client adds "d40" after the first chunk is in
-        calls.append(len(args))
-        got = real_bands(args=args)
-        if len(calls) == 1:
-            b.add("d40", "the other client's own text about something else entirely")
-        return got
+    def race_then_commit(args):  # the other client adds "d40" when the batch is staged
+        # staged (stored under its handle), not yet visible: not found, not present, not
+        # counted
+        seen.append((b.storage.r.exists(f"{prefix}:d:1"), b.query(texts[0]), "d0" in b, len(b)))
+        b.add("d40", "the other client's own text about something else entirely")
+        return real_commit(args=args)
 
-    a.storage._bands = lambda args: bands_then_race(args)
+    a.storage._commit = lambda args: race_then_commit(args)
     try:
         with pytest.raises(DuplicateIdError, match="d40"):
             a.add_many([(f"d{i}", t) for i, t in enumerate(texts)], batch_size=80)
-        assert len(calls) == 3  # 80 documents: three scripts of band keys
+        assert seen == [(1, [], False, 0)]
         assert len(a) == 1 and a.get("d40").startswith("the other client's")
         r = redis_client.Redis.from_url(redis_server)
         mine = {str(h).encode() for h in range(1, 81)}  # the batch's handles (the other: 81)
         assert r.hget(f"{prefix}:ids", "d40") == b"81"
         for key in r.scan_iter(match=f"{prefix}:b:*", count=1000):
             assert not (r.smembers(key) & mine), key  # every band key taken back
+        staged = {k.rsplit(b":", 1)[1] for k in r.scan_iter(match=f"{prefix}:d:*")}
+        assert staged == {b"81"}  # every staged document taken back
         assert a.query(texts[3]) == [] and a.query(texts[40]) == []
         r.close()
     finally:

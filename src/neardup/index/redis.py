@@ -5,9 +5,9 @@ Layout under a key prefix (``redis://host:6379/0?prefix=shop``, default prefix `
 ``{p}:next`` (handle counter), ``{p}:order`` (ids, for paging), ``{p}:d:{handle}`` (hash: id, text, shingles, band keys) and
 ``{p}:b:{key}`` (set of handles per band key). Inserts and removals run as Lua scripts, which
 Redis executes atomically: a batch is stored whole or, if an id is already present, not at all
-(its band keys are added by scripts of ``BAND_DOCS`` documents before the documents are stored
-at once, and taken back after a removal, so that no script holds Redis for long; see
-``_RESERVE``).
+(its documents and band keys are staged by scripts of ``BAND_DOCS`` documents, and the
+whole batch is made visible at once by naming its ids; band keys are taken back after a
+removal, so that no script holds Redis for long; see ``_RESERVE``).
 ``check_and_add`` holds a Redis lock (``{p}:lock``) so that it is atomic across clients.
 A single Redis server (or a primary with replicas) is supported, not Redis Cluster: the scripts
 touch keys they compute.
@@ -29,16 +29,18 @@ from .storage import DuplicateIdError, Storage, StoredDoc, check_batch_ids
 
 # A batch is stored in three steps, so that no script holds Redis for long (Redis runs one
 # script at a time, and every other client waits for it: a batch of 1,000 documents with
-# passages adds ~73,000 set members, 0.36 s of the server):
+# passages adds ~73,000 set members and 3 MB of documents; stored by one script, every reader
+# waited up to 50 ms):
 # 1. _RESERVE: none of the ids is present (else nothing is done), and the batch's handles are
 #    taken from the counter (never given again);
-# 2. _BANDS, a script per BAND_DOCS documents: the band keys point to the new handles. Readers
-#    that meet a handle whose document is not stored yet leave it out;
+# 2. _STAGE, a script per BAND_DOCS documents: the documents are stored under their handles
+#    (``{p}:d:{handle}``) and their band keys point to them. A document is visible only once
+#    its id names its handle (``{p}:ids``): readers leave out a handle whose document is not
+#    stored or not named yet (``_FIELDS``);
 # 3. _COMMIT: none of the ids is present still (another client may have added one meanwhile:
-#    then the band keys are taken back with _UNBANDS and nothing is stored), and the documents
-#    are stored and their ids named, at once.
-# A client killed between the steps leaves band keys of handles without a document, which no
-# reader returns.
+#    then the staged documents and their band keys are taken back with _UNSTAGE and nothing
+#    is stored), and the ids are named, at once: the whole batch becomes visible together.
+# A client killed between the steps leaves staged documents that no reader returns.
 _RESERVE = """
 local p = ARGV[1]
 for i = 2, #ARGV do
@@ -47,43 +49,59 @@ end
 return {'ok', tostring(redis.call('INCRBY', p .. ':next', #ARGV - 1))}
 """
 
-# ARGV: prefix, then handle and its band keys (separated by spaces) for each document; the
-# handle is added to (SADD) or taken from (SREM) the set of each of its keys
-_BAND_KEYS = """
+# ARGV: prefix, then for each document its handle, id, text, whether the text is kept,
+# shingles and band keys (separated by spaces)
+_STAGE = """
 local p = ARGV[1]
-for i = 2, #ARGV, 2 do
-  for k in string.gmatch(ARGV[i + 1], '%S+') do
-    redis.call('COMMAND', p .. ':b:' .. k, ARGV[i])
+for i = 2, #ARGV, 6 do
+  local h = ARGV[i]
+  local dk = p .. ':d:' .. h
+  redis.call('HSET', dk, 'id', ARGV[i + 1], 'sh', ARGV[i + 4], 'keys', ARGV[i + 5])
+  if ARGV[i + 3] == '1' then redis.call('HSET', dk, 'text', ARGV[i + 2]) end
+  for k in string.gmatch(ARGV[i + 5], '%S+') do
+    redis.call('SADD', p .. ':b:' .. k, h)
   end
 end
 return 1
 """
-_BANDS = _BAND_KEYS.replace("COMMAND", "SADD")
-_UNBANDS = _BAND_KEYS.replace("COMMAND", "SREM")
 
+# ARGV: prefix, then handle and its band keys (separated by spaces) for each document: the
+# handle is taken from the set of each of its keys, and its staged document deleted when
+# ``UNSTAGE`` (a batch taken back; a removal has deleted its documents already)
+_UNBANDS = """
+local p = ARGV[1]
+for i = 2, #ARGV, 2 do
+  if UNSTAGE then redis.call('DEL', p .. ':d:' .. ARGV[i]) end
+  for k in string.gmatch(ARGV[i + 1], '%S+') do
+    redis.call('SREM', p .. ':b:' .. k, ARGV[i])
+  end
+end
+return 1
+"""
+_UNSTAGE = _UNBANDS.replace("UNSTAGE", "true")
+_UNBANDS = _UNBANDS.replace("UNSTAGE", "false")
+
+# ARGV: prefix, then each document's id and handle
 _COMMIT = """
 local p = ARGV[1]
-local n = tonumber(ARGV[2])
-local h0 = tonumber(ARGV[3])
-for i = 0, n - 1 do
-  local id = ARGV[4 + i * 5]
-  if redis.call('HEXISTS', p .. ':ids', id) == 1 then return {'dup', id} end
+for i = 2, #ARGV, 2 do
+  if redis.call('HEXISTS', p .. ':ids', ARGV[i]) == 1 then return {'dup', ARGV[i]} end
 end
-for i = 0, n - 1 do
-  local o = 4 + i * 5
-  local id = ARGV[o]
-  local h = h0 + i
-  redis.call('HSET', p .. ':ids', id, h)
-  redis.call('ZADD', p .. ':order', 0, id)
-  local dk = p .. ':d:' .. h
-  redis.call('HSET', dk, 'id', id, 'sh', ARGV[o + 3], 'keys', ARGV[o + 4])
-  if ARGV[o + 2] == '1' then redis.call('HSET', dk, 'text', ARGV[o + 1]) end
+for lo = 2, #ARGV, 1000 do
+  local hi = math.min(lo + 999, #ARGV)
+  redis.call('HSET', p .. ':ids', unpack(ARGV, lo, hi))
+  local order = {}
+  for i = lo, hi, 2 do
+    order[#order + 1] = 0
+    order[#order + 1] = ARGV[i]
+  end
+  redis.call('ZADD', p .. ':order', unpack(order))
 end
-return {'ok', tostring(n)}
+return {'ok', tostring((#ARGV - 1) / 2)}
 """
 
-#: documents whose band keys one script adds (~10 ms of the server with passages)
-BAND_DOCS = 32
+#: documents one script stages (~1.5 ms of the server with passages)
+BAND_DOCS = 8
 
 # A removal takes the documents away at once (one short script: they are gone for every
 # reader), then takes their band keys back BAND_DOCS documents a script, as a batch adds them.
@@ -101,6 +119,50 @@ for i = 2, #ARGV do
     redis.call('ZREM', p .. ':order', id)
   else
     out[#out + 1] = 0
+  end
+end
+return out
+"""
+
+
+# Lookups are single scripts, not pipelines of one command per key: a check probes hundreds of
+# keys, and a pipeline costs the client a packed command and a parsed reply for each (most of
+# a check's time over Redis). A script answers in one reply of two strings: the number of
+# members read for each key, and the members, separated by spaces.
+_PROBE = """
+local p = ARGV[1] .. ':b:'
+local cap = tonumber(ARGV[2])
+local counts, all = {}, {}
+for i = 3, #ARGV do
+  local got = redis.call('SRANDMEMBER', p .. ARGV[i], cap)
+  counts[#counts + 1] = #got
+  for j = 1, #got do all[#all + 1] = got[j] end
+end
+return {table.concat(counts, ' '), table.concat(all, ' ')}
+"""
+
+_COUNTS = """
+local p = ARGV[1] .. ':b:'
+local out = {}
+for i = 2, #ARGV do out[#out + 1] = redis.call('SCARD', p .. ARGV[i]) end
+return out
+"""
+
+# ARGV: prefix, a field name, then handles; for each handle its id and that field (false when
+# the document is gone, or staged by a batch not committed yet)
+_FIELDS = """
+local p = ARGV[1] .. ':d:'
+local f = ARGV[2]
+local ids = ARGV[1] .. ':ids'
+local out = {}
+for i = 3, #ARGV do
+  local got = redis.call('HMGET', p .. ARGV[i], 'id', f)
+  if got[1] and redis.call('HGET', ids, got[1]) == ARGV[i] then
+    out[#out + 1] = got[1]
+    out[#out + 1] = got[2]
+  else
+    out[#out + 1] = false
+    out[#out + 1] = false
   end
 end
 return out
@@ -157,10 +219,14 @@ class RedisStorage(Storage):
                                                 else {"password": password}),
                                       socket_timeout=SCRIPT_SECONDS)
         self._reserve = self.w.register_script(_RESERVE)
-        self._bands = self.w.register_script(_BANDS)
+        self._stage = self.w.register_script(_STAGE)
+        self._unstage = self.w.register_script(_UNSTAGE)
         self._unbands = self.w.register_script(_UNBANDS)
         self._commit = self.w.register_script(_COMMIT)
         self._delete = self.w.register_script(_DELETE)
+        self._probe = self.r.register_script(_PROBE)
+        self._counts = self.r.register_script(_COUNTS)
+        self._fields = self.r.register_script(_FIELDS)
         self._lock_timeout = lock_timeout
 
     def _k(self, *parts: Any) -> str:
@@ -188,74 +254,95 @@ class RedisStorage(Storage):
             raise DuplicateIdError(detail.decode())
         first = int(detail) - len(docs) + 1
         keys = [" ".join(map(str, d.keys.tolist())) for d in docs]
-        bands = [[self.prefix, *(x for i in range(lo, min(lo + BAND_DOCS, len(docs)))
-                                 for x in (first + i, keys[i]))]
-                 for lo in range(0, len(docs), BAND_DOCS)]
-        for args in bands:
-            self._bands(args=args)
-        commit: list[Any] = [self.prefix, len(docs), first]
-        for d, k in zip(docs, keys):
-            commit += [d.id, d.text or "", "0" if d.text is None else "1",
-                       d.shingles.astype("<u4", copy=False).tobytes(), k]
+        # the staging scripts go in one pipeline: the writer does not wait for each answer
+        # (on a busy machine, a round trip a script made a batch wait for its own process to be
+        # scheduled again 125 times), and Redis still serves other clients between them
+        pipe = self.w.pipeline(transaction=False)
+        for lo in range(0, len(docs), BAND_DOCS):
+            args: list[Any] = [self.prefix]
+            for i in range(lo, min(lo + BAND_DOCS, len(docs))):
+                d = docs[i]
+                args += [first + i, d.id, d.text or "", "0" if d.text is None else "1",
+                         d.shingles.astype("<u4", copy=False).tobytes(), keys[i]]
+            self._stage(args=args, client=pipe)
+        try:
+            pipe.execute()
+        except BaseException:
+            self._take_back(first, keys)
+            raise
+        commit: list[Any] = [self.prefix]
+        for i, d in enumerate(docs):
+            commit += [d.id, first + i]
+        # not taken back when the commit's answer is lost: it may have been carried out
         status, detail = self._commit(args=commit)
         if status == b"dup":  # added by another client since the reservation
-            for args in bands:
-                self._unbands(args=args)
+            self._take_back(first, keys)
             raise DuplicateIdError(detail.decode())
+
+    def _take_back(self, first: int, keys: list[str]) -> None:
+        """Delete the staged documents of a batch that was not committed, and their band
+        keys (best effort: a Redis out of reach leaves them, and no reader returns them)."""
+        try:
+            pipe = self.w.pipeline(transaction=False)
+            for lo in range(0, len(keys), BAND_DOCS):
+                hi = min(lo + BAND_DOCS, len(keys))
+                self._unstage(args=[self.prefix, *(v for i in range(lo, hi)
+                                                   for v in (first + i, keys[i]))],
+                              client=pipe)
+            pipe.execute()
+        except self._redis_mod.RedisError:
+            pass
 
     def delete(self, ids):
         if not ids:
             return []
         got = self._delete(args=[self.prefix, *ids])
         gone = [x for x in got if x != 0]
+        pipe = self.w.pipeline(transaction=False)
         for lo in range(0, len(gone), BAND_DOCS):
             self._unbands(args=[self.prefix, *(v for h, keys in gone[lo:lo + BAND_DOCS]
-                                               for v in (h, keys))])
+                                               for v in (h, keys))], client=pipe)
+        pipe.execute()
         return [x != 0 for x in got]
 
+    def _holdings(self, keys, cap) -> tuple[np.ndarray, np.ndarray]:
+        """Up to ``cap`` holders of each key: how many were read of each key, and the handles
+        (those of the first key first)."""
+        keys = np.asarray(keys, np.uint64)
+        if not len(keys):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        counts, members = self._probe(args=[self.prefix, int(cap), *keys.tolist()])
+        return (np.fromstring(counts, np.int64, sep=" "),
+                np.fromstring(members, np.int64, sep=" "))
+
     def candidates(self, keys, cap):
-        pipe = self.r.pipeline(transaction=False)
-        for k in np.asarray(keys, np.uint64).tolist():
-            pipe.srandmember(self._k("b", k), cap)
-        out: dict[int, None] = {}
-        for members in pipe.execute():
-            for h in members:
-                out[int(h)] = None
-        return list(out)
+        return list(dict.fromkeys(self._holdings(keys, cap)[1].tolist()))
 
     def holders(self, keys, cap):
-        pipe = self.r.pipeline(transaction=False)
-        for k in np.asarray(keys, np.uint64).tolist():
-            pipe.srandmember(self._k("b", k), cap)
-        pos: list[int] = []
-        got: list[int] = []
-        for j, members in enumerate(pipe.execute()):
-            pos += [j] * len(members)
-            got += [int(h) for h in members]
-        return np.asarray(pos, np.int64), np.asarray(got, np.int64)
+        counts, handles = self._holdings(keys, cap)
+        return np.repeat(np.arange(len(counts), dtype=np.int64), counts), handles
 
     def holder_counts(self, keys, cap):
-        pipe = self.r.pipeline(transaction=False)
-        for k in np.asarray(keys, np.uint64).tolist():
-            pipe.scard(self._k("b", k))
-        return np.minimum(np.asarray(pipe.execute(), np.int64).reshape(-1), cap)
+        keys = np.asarray(keys, np.uint64)
+        if not len(keys):
+            return np.zeros(0, np.int64)
+        got = self._counts(args=[self.prefix, *keys.tolist()])
+        return np.minimum(np.asarray(got, np.int64), cap)
+
+    def _documents(self, handles, field: str) -> list[tuple[bytes, Any]]:
+        """``(id, field)`` of each handle whose document is stored."""
+        if not len(handles):
+            return []
+        got = self._fields(args=[self.prefix, field, *map(int, handles)])
+        return [(got[i], got[i + 1]) for i in range(0, len(got), 2) if got[i] is not None]
 
     def texts_of(self, handles):
-        pipe = self.r.pipeline(transaction=False)
-        for h in handles:
-            pipe.hmget(self._k("d", h), "id", "text")
-        return [(doc_id.decode(), text) for doc_id, text in pipe.execute()
-                if doc_id is not None]  # text: bytes as stored (None if not kept)
+        # text: bytes as stored (None if not kept)
+        return [(doc_id.decode(), text) for doc_id, text in self._documents(handles, "text")]
 
     def shingles(self, handles):
-        pipe = self.r.pipeline(transaction=False)
-        for h in handles:
-            pipe.hmget(self._k("d", h), "id", "sh")
-        out = []
-        for doc_id, sh in pipe.execute():
-            if doc_id is not None:
-                out.append((doc_id.decode(), np.frombuffer(sh, "<u4")))
-        return out
+        return [(doc_id.decode(), np.frombuffer(sh, "<u4"))
+                for doc_id, sh in self._documents(handles, "sh")]
 
     def get(self, doc_id):
         h = self.r.hget(self._k("ids"), doc_id)
