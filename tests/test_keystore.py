@@ -291,3 +291,47 @@ def test_the_tail_is_read_from_the_writers_runs_or_else_from_the_texts(tmp_path)
             for t in texts[::4]:
                 assert ix.query(t) == mem.query(t)
                 assert ix.check(t).reused == mem.check(t).reused
+
+
+def test_a_reader_whose_segment_a_merge_replaced_reads_the_list_again(tmp_path, monkeypatch):
+    """A reader that lists the segments and then finds one's files deleted (another process
+    rewrote it and deleted them meanwhile, twice in a row) reads the list again: it answers
+    as an index in memory does and never takes the write lock (which a busy writer holds:
+    that was a 503 "index busy" to a query)."""
+    ids, texts = _corpus(60)
+    path = tmp_path / "ix.db"
+    opts = {"flush_docs": 10, "merges": "inline"}
+    writer, mem = Index(path, threshold=0.6, storage_options=opts), Index(threshold=0.6)
+    for ix in (writer, mem):
+        ix.add_many(zip(ids[:30], texts[:30]), batch_size=10)
+    reader = Index(path, storage_options=opts)
+    assert reader.query(texts[0]) == mem.query(texts[0])  # the segments of 30 texts opened
+    for ix in (writer, mem):  # new segments: one merged of four, two written out
+        ix.add_many(zip(ids[30:], texts[30:]), batch_size=10)
+    writes = []
+    real_write = reader.storage._write
+    monkeypatch.setattr(reader.storage, "_write", lambda: (writes.append(1), real_write())[1])
+    real_open = keystore.open_segment
+    replaced = []
+
+    def open_after_a_rewrite(folder, name, lo, hi, docs, n):
+        if len(replaced) < 2:  # the writer removes a third of it: rewritten, files deleted
+            with sqlite3.connect(path) as c:
+                held = [r[0] for r in c.execute(
+                    "SELECT id FROM docs WHERE handle BETWEEN ? AND ? ORDER BY handle", (lo, hi))]
+            out = held[::3]
+            replaced.append(name)
+            monkeypatch.setattr(keystore, "open_segment", real_open)
+            assert writer.remove_many(out) == mem.remove_many(out) == len(out)
+            monkeypatch.setattr(keystore, "open_segment", open_after_a_rewrite)
+        return real_open(folder, name, lo, hi, docs, n)
+
+    monkeypatch.setattr(keystore, "open_segment", open_after_a_rewrite)
+    try:
+        for t in texts[::5]:
+            assert reader.query(t) == mem.query(t)
+        assert len(replaced) == 2 and not (tmp_path / "ix.db-keys" / f"{replaced[0]}.k").exists()
+        assert writes == []
+    finally:
+        reader.close()
+        writer.close()

@@ -47,6 +47,7 @@ from ..validate import check_choice, check_int
 from . import keystore
 from .storage import (
     DuplicateIdError,
+    IndexBusyError,
     IndexChangedError,
     IndexFullError,
     IndexNotFoundError,
@@ -190,6 +191,18 @@ def _run_blobs(docs: Sequence[StoredDoc], base: int) -> tuple[bytes, bytes]:
     offs = np.repeat(np.arange(len(docs), dtype=np.int64), sizes)
     keys, offs = keystore.sort_pairs(keys, offs)
     return keys.astype("<u8", copy=False).tobytes(), offs.astype("<u4").tobytes()
+
+
+class _SegmentMissing(FileNotFoundError):
+    """A listed key segment whose files are missing or cut short (``segment``: its name)."""
+
+    def __init__(self, segment: str):
+        super().__init__(errno.ENOENT, "key segment missing or cut short", segment)
+        self.segment = segment
+
+
+#: times a reader reads the list of segments again when a merge replaced one it was opening
+_REFRESHES = 16
 
 
 class SQLiteStorage(Storage):
@@ -646,9 +659,9 @@ class SQLiteStorage(Storage):
             if seg is None:
                 try:
                     seg = keystore.open_segment(self._keys_dir, name, lo, hi, docs, n)
-                except FileNotFoundError:
+                except FileNotFoundError as e:
                     if not repair:
-                        raise
+                        raise _SegmentMissing(name) from e
                     log.warning("%s: the key segment %s is missing or cut short: building "
                                 "it again from the index", self.path.name, name)
                     conn.execute("DELETE FROM segments WHERE name = ?", (name,))
@@ -791,23 +804,32 @@ class SQLiteStorage(Storage):
             if view is not None and getattr(self._local, "data_version", None) == seen:
                 return view
         with self._view_lock:
-            for attempt in range(3):
+            lost = None
+            for _ in range(_REFRESHES):
                 try:
                     view = self._refresh(conn, writing)
                     if not writing:
                         self._local.data_version = seen
                     return view
-                except FileNotFoundError:
-                    # lost, or replaced by a merge since the list was read: read it again, and
-                    # rebuild what is lost
-                    if attempt == 2:
-                        raise
-                    if writing:
+                except _SegmentMissing as e:
+                    if writing:  # the list is the latest: the files are lost
                         self._segments(conn, repair=True)
-                    elif attempt:
+                        continue
+                    # A reader's list may be older than a merge that has since replaced the
+                    # segment and deleted its files: then the list read again no longer
+                    # names it. One still listed after its files went missing is lost (a
+                    # merge deletes files only after it has listed their replacement), and
+                    # is rebuilt, under the write lock.
+                    listed = conn.execute("SELECT 1 FROM segments WHERE name = ?",
+                                          (e.segment,)).fetchone()
+                    if listed is not None:
+                        if lost == e.segment:
+                            raise
+                        lost = e.segment
                         with self._write() as wconn:
                             self._segments(wconn, repair=True)
-        raise AssertionError("unreachable")
+        raise IndexBusyError(f"{self.path.name}: its key segments were replaced by other "
+                             f"writers {_REFRESHES} times while being read; try again")
 
     def _refresh(self, conn: sqlite3.Connection, writing: bool) -> _View:
         own = not conn.in_transaction
