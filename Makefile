@@ -25,11 +25,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks build_tools examples setup.py
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks build_tools examples setup.py
 
 # the peers (datasketch, rensa) and the benchmarks' own needs, once (reinstalling would rebuild
 # the kernels at every run)

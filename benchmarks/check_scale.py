@@ -51,20 +51,27 @@ def make_texts(corpus: Path, size: int, n: int, seed: int) -> list[dict]:
                 texts[i] = (rec["id"], rec["text"])
     out = []
     for j in range(n):
-        a, b, host, src = picks[4 * j:4 * j + 4]
-        out.append({"kind": "light", "src": texts[a][0],
-                    "text": edit_words(texts[a][1], 0.03, rng, VOCAB)})
-        out.append({"kind": "new", "src": texts[b][0],
-                    "text": edit_words(texts[b][1], 0.3, rng, VOCAB)})
+        a, b, host, src = picks[4 * j : 4 * j + 4]
+        out.append(
+            {"kind": "light", "src": texts[a][0], "text": edit_words(texts[a][1], 0.03, rng, VOCAB)}
+        )
+        out.append(
+            {"kind": "new", "src": texts[b][0], "text": edit_words(texts[b][1], 0.3, rng, VOCAB)}
+        )
         words = texts[src][1].split()
         at = int(rng.integers(0, max(1, len(words) - 60)))
         body = edit_words(texts[host][1], 0.3, rng, VOCAB).split()
         cut = int(rng.integers(0, len(body) + 1))
         start = len(" ".join(body[:cut])) + (1 if cut else 0)
-        planted = " ".join(words[at:at + 60])
-        out.append({"kind": "planted", "src": texts[src][0],
-                    "text": " ".join(body[:cut] + words[at:at + 60] + body[cut:]),
-                    "span": (start, start + len(planted))})
+        planted = " ".join(words[at : at + 60])
+        out.append(
+            {
+                "kind": "planted",
+                "src": texts[src][0],
+                "text": " ".join(body[:cut] + words[at : at + 60] + body[cut:]),
+                "span": (start, start + len(planted)),
+            }
+        )
     return out
 
 
@@ -86,15 +93,20 @@ def main() -> None:
         t = time.perf_counter()
         got = ix.check(q["text"], **kw)
         dt = time.perf_counter() - t
-        r = res.setdefault(q["kind"], {k: [] for k in ("ms", "found", "inc", "reused", "cmp",
-                                                       "top10", "common", "told")})
+        r = res.setdefault(
+            q["kind"],
+            {k: [] for k in ("ms", "found", "inc", "reused", "cmp", "top10", "common", "told")},
+        )
         r["ms"].append(dt * 1e3)
         r["found"].append(q["src"] in {m.id for m in got.reused})
         r["common"].append(len(got.common))
         # the source, or (planted) the copied words as a passage many indexed texts hold
         span = q.get("span")
-        r["told"].append(r["found"][-1] or span is not None and any(
-            c.a_chars[0] < span[1] and span[0] < c.a_chars[1] for c in got.common))
+        r["told"].append(
+            r["found"][-1]
+            or span is not None
+            and any(c.a_chars[0] < span[1] and span[0] < c.a_chars[1] for c in got.common)
+        )
         r["inc"].append(got.incomplete)
         r["reused"].append(len(got.reused))
         r["cmp"].append(len(getattr(got, "texts", None) or {}))
@@ -103,21 +115,30 @@ def main() -> None:
             mine = {m.id for m in got.reused}
             r["top10"].append(sum(b in mine for b in best) / max(1, len(best)))
     every = np.concatenate([r["ms"] for r in res.values()])
-    report = {"index": str(a.index), "documents": len(ix), **kw,
-              "all": {"checks": len(every), "p50_ms": round(float(np.median(every)), 1),
-                      "p99_ms": round(float(np.percentile(every, 99)), 1)}}
+    report = {
+        "index": str(a.index),
+        "documents": len(ix),
+        **kw,
+        "all": {
+            "checks": len(every),
+            "p50_ms": round(float(np.median(every)), 1),
+            "p99_ms": round(float(np.percentile(every, 99)), 1),
+        },
+    }
     for kind, r in res.items():
         ms = np.array(r["ms"])
-        report[kind] = {"p50_ms": round(float(np.median(ms)), 1),
-                        "p90_ms": round(float(np.percentile(ms, 90)), 1),
-                        "p99_ms": round(float(np.percentile(ms, 99)), 1),
-                        "source_found": round(float(np.mean(r["found"])), 3),
-                        "source_or_common": round(float(np.mean(r["told"])), 3),
-                        "common_p50": float(np.median(r["common"])),
-                        "incomplete": round(float(np.mean(r["inc"])), 3),
-                        "reused_p50": float(np.median(r["reused"])),
-                        "compared_p50": float(np.median(r["cmp"])),
-                        **({"top10_kept": round(float(np.mean(r["top10"])), 3)} if kw else {})}
+        report[kind] = {
+            "p50_ms": round(float(np.median(ms)), 1),
+            "p90_ms": round(float(np.percentile(ms, 90)), 1),
+            "p99_ms": round(float(np.percentile(ms, 99)), 1),
+            "source_found": round(float(np.mean(r["found"])), 3),
+            "source_or_common": round(float(np.mean(r["told"])), 3),
+            "common_p50": float(np.median(r["common"])),
+            "incomplete": round(float(np.mean(r["inc"])), 3),
+            "reused_p50": float(np.median(r["reused"])),
+            "compared_p50": float(np.median(r["cmp"])),
+            **({"top10_kept": round(float(np.mean(r["top10"])), 3)} if kw else {}),
+        }
     print(json.dumps(report, indent=1))
 
 

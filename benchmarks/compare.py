@@ -392,14 +392,37 @@ def user_pipeline(name: str, corpus: Path, outdir: Path) -> int:
 def whole_process_cmd(name: str, corpus: Path, outdir: Path) -> list[str]:
     """The command a user runs: ``neardup dedup`` itself, or the peer's pipeline script."""
     if name == "neardup":
-        return [sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(outdir),
-                "--quiet"]
-    return [sys.executable, str(Path(__file__).resolve()), "--user-pipeline", name, "--corpus",
-            str(corpus), "--out", str(outdir)]
+        return [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "dedup",
+            str(corpus),
+            "-o",
+            str(outdir),
+            "--quiet",
+        ]
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--user-pipeline",
+        name,
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(outdir),
+    ]
 
 
-def run_whole_process(name: str, size: int, path: Path, workdir: Path, repeat: int,
-                      repeat_under: float, timeout: float) -> dict:
+def run_whole_process(
+    name: str,
+    size: int,
+    path: Path,
+    workdir: Path,
+    repeat: int,
+    repeat_under: float,
+    timeout: float,
+) -> dict:
     """Best of up to ``repeat`` whole processes (spawn to exit) of ``name`` on ``path``."""
     entry: dict = {"size": size, "contender": name, "runs_s": []}
     for attempt in range(repeat):
@@ -407,13 +430,18 @@ def run_whole_process(name: str, size: int, path: Path, workdir: Path, repeat: i
             break
         out = workdir / f"whole-{name}-{size}"
         shutil.rmtree(out, ignore_errors=True)
-        print(f"{size:,} documents: {name}, whole process (run {attempt + 1}) ...",
-              file=sys.stderr, flush=True)
-        res = run_child(whole_process_cmd(name, path, out), timeout,
-                        workdir / f"whole-{name}-{size}.stderr")
+        print(
+            f"{size:,} documents: {name}, whole process (run {attempt + 1}) ...",
+            file=sys.stderr,
+            flush=True,
+        )
+        res = run_child(
+            whole_process_cmd(name, path, out), timeout, workdir / f"whole-{name}-{size}.stderr"
+        )
         if res["timed_out"] or res["rc"] != 0:
-            entry["status"] = ("not run (timed out)" if res["timed_out"]
-                               else f"failed (exit {res['rc']})")
+            entry["status"] = (
+                "not run (timed out)" if res["timed_out"] else f"failed (exit {res['rc']})"
+            )
             return entry
         entry["runs_s"].append(res["process_wall_s"])
         if res["process_wall_s"] <= min(entry["runs_s"]):
@@ -624,8 +652,9 @@ def corpus_path(size: int, data_dir: Path, doc_chars: tuple[int, int] | None = N
     return data_dir / f"corpus-{size}-chars{doc_chars[0]}-{doc_chars[1]}.jsonl"
 
 
-def ensure_corpus(size: int, archive: Path, data_dir: Path,
-                  doc_chars: tuple[int, int] | None = None) -> Path:
+def ensure_corpus(
+    size: int, archive: Path, data_dir: Path, doc_chars: tuple[int, int] | None = None
+) -> Path:
     """``core.ensure_corpus`` (``benchmarks/data/corpus-<size>.jsonl``), or the same file name
     under another ``data_dir``, or a corpus of originals of ``doc_chars`` characters."""
     path = corpus_path(size, data_dir, doc_chars)
@@ -633,8 +662,9 @@ def ensure_corpus(size: int, archive: Path, data_dir: Path,
         return core.ensure_corpus(size, archive)
     if not path.exists() or not corpus_mod.truth_path(path).exists():
         data_dir.mkdir(parents=True, exist_ok=True)
-        corpus_mod.write_corpus(size, path, archive=archive,
-                                doc_chars=tuple(doc_chars or corpus_mod.TARGET_CHARS))
+        corpus_mod.write_corpus(
+            size, path, archive=archive, doc_chars=tuple(doc_chars or corpus_mod.TARGET_CHARS)
+        )
     return path
 
 
@@ -932,10 +962,14 @@ def main(argv: list[str] | None = None) -> int:
             for name in [c for c in contenders if c in WHOLE_PROCESS]:
                 if name in missing or name in a.skip or (name in caps and size > caps[name]):
                     continue
-                mine.append(run_whole_process(name, size, path, workdir, a.repeat,
-                                              a.repeat_under, a.timeout))
-            base_w = next((e for e in mine if e["contender"] == BASELINE
-                           and e["status"] == "ok"), None)
+                mine.append(
+                    run_whole_process(
+                        name, size, path, workdir, a.repeat, a.repeat_under, a.timeout
+                    )
+                )
+            base_w = next(
+                (e for e in mine if e["contender"] == BASELINE and e["status"] == "ok"), None
+            )
             for e in mine:
                 if e["status"] == "ok" and base_w is not None:
                     e["neardup_speedup"] = e["wall_s"] / base_w["wall_s"]
@@ -1157,8 +1191,10 @@ def render(report: dict) -> str:
                 lines.append(f"| {e['size']:,} | {e['contender']} | {e['status']} | | | |")
                 continue
             runs = ", ".join(f"{w:.2f}" for w in e["runs_s"])
-            lines.append(f"| {e['size']:,} | {e['contender']} | {e['wall_s']:.2f} | {runs} | "
-                         f"{_f(e.get('neardup_speedup'), '.1f')} | {e['peak_rss_mb']:,.0f} |")
+            lines.append(
+                f"| {e['size']:,} | {e['contender']} | {e['wall_s']:.2f} | {runs} | "
+                f"{_f(e.get('neardup_speedup'), '.1f')} | {e['peak_rss_mb']:,.0f} |"
+            )
     m = report.get("micro")
     if m:
         lines += [

@@ -47,8 +47,20 @@ def ensure_corpus(size: int, archive: Path) -> Path:
 
 
 def run_once(path: Path, outdir: Path, extra: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "neardup.cli", "dedup", str(path), "--id-field", "id", "-o",
-           str(outdir), "--json", "--quiet", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "neardup.cli",
+        "dedup",
+        str(path),
+        "--id-field",
+        "id",
+        "-o",
+        str(outdir),
+        "--json",
+        "--quiet",
+        *extra,
+    ]
     t = time.perf_counter()
     with open(outdir.parent / f"{outdir.name}.stderr", "w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
@@ -87,17 +99,24 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--archive", type=Path, default=corpus_mod.DEFAULT_ARCHIVE)
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--results", type=Path, default=RESULTS,
-                    help="folder for core.md and core.json (default: benchmarks/data/results, "
-                         "which git ignores; --results benchmarks/results refreshes the "
-                         "tracked table)")
-    ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
-                    help="further neardup dedup options")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="folder for core.md and core.json (default: benchmarks/data/results, "
+        "which git ignores; --results benchmarks/results refreshes the "
+        "tracked table)",
+    )
+    ap.add_argument(
+        "--extra", nargs=argparse.REMAINDER, default=[], help="further neardup dedup options"
+    )
     a = ap.parse_args()
     if not Path(a.archive).exists():
-        print(f"error: {a.archive} is missing: the 20 Newsgroups archive (20news-bydate.tar.gz) "
-              "is needed to build the benchmark corpus; see ../shared/data/README.md",
-              file=sys.stderr)
+        print(
+            f"error: {a.archive} is missing: the 20 Newsgroups archive (20news-bydate.tar.gz) "
+            "is needed to build the benchmark corpus; see ../shared/data/README.md",
+            file=sys.stderr,
+        )
         return 2
     results = []
     for size in a.sizes:
@@ -109,8 +128,21 @@ def main() -> int:
         s["size"] = size
         s["file_mb"] = round(path.stat().st_size / 1e6, 1)
         results.append(s)
-        print(json.dumps({k: s[k] for k in ("size", "process_wall_s", "documents_per_s",
-                                             "mb_per_s", "peak_rss_mb")}), file=sys.stderr)
+        print(
+            json.dumps(
+                {
+                    k: s[k]
+                    for k in (
+                        "size",
+                        "process_wall_s",
+                        "documents_per_s",
+                        "mb_per_s",
+                        "peak_rss_mb",
+                    )
+                }
+            ),
+            file=sys.stderr,
+        )
     write_report(results, a.results)
     return 0
 
@@ -118,29 +150,47 @@ def main() -> int:
 def write_report(results: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    lines = [f"# neardup dedup: core benchmark ({machine})", "",
-             "| documents | text MB | wall s | docs/s | MB/s | peak RSS MB | distinct | "
-             "exact dups | near dups | candidates | verified |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"# neardup dedup: core benchmark ({machine})",
+        "",
+        "| documents | text MB | wall s | docs/s | MB/s | peak RSS MB | distinct | "
+        "exact dups | near dups | candidates | verified |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for s in results:
         lines.append(
             f"| {s['documents']:,} | {s['text_bytes'] / 1e6:,.1f} | {s['process_wall_s']:.1f} | "
             f"{s['documents'] / s['process_wall_s']:,.0f} | "
             f"{s['text_bytes'] / 1e6 / s['process_wall_s']:.1f} | {s['peak_rss_mb']} | "
             f"{s['distinct_texts']:,} | {s['exact_duplicates']:,} | {s['near_duplicates']:,} | "
-            f"{s['lsh']['candidates']:,} | {s['verified_pairs']:,} |")
-    lines += ["", "Time per stage (seconds):", "",
-              "| documents | " + " | ".join(results[0]["timings_s"]) + " |",
-              "|---:|" + "---:|" * len(results[0]["timings_s"])]
+            f"{s['lsh']['candidates']:,} | {s['verified_pairs']:,} |"
+        )
+    lines += [
+        "",
+        "Time per stage (seconds):",
+        "",
+        "| documents | " + " | ".join(results[0]["timings_s"]) + " |",
+        "|---:|" + "---:|" * len(results[0]["timings_s"]),
+    ]
     for s in results:
-        lines.append(f"| {s['documents']:,} | " +
-                     " | ".join(f"{v:.2f}" for v in s["timings_s"].values()) + " |")
-    lines += ["", "Planted variants found in the same cluster as their source, by kind:", "",
-              "| documents | " + " | ".join(results[0]["planted_recall"]) + " |",
-              "|---:|" + "---:|" * len(results[0]["planted_recall"])]
+        lines.append(
+            f"| {s['documents']:,} | "
+            + " | ".join(f"{v:.2f}" for v in s["timings_s"].values())
+            + " |"
+        )
+    lines += [
+        "",
+        "Planted variants found in the same cluster as their source, by kind:",
+        "",
+        "| documents | " + " | ".join(results[0]["planted_recall"]) + " |",
+        "|---:|" + "---:|" * len(results[0]["planted_recall"]),
+    ]
     for s in results:
-        lines.append(f"| {s['documents']:,} | " +
-                     " | ".join(f"{v:.3f}" for v in s["planted_recall"].values()) + " |")
+        lines.append(
+            f"| {s['documents']:,} | "
+            + " | ".join(f"{v:.3f}" for v in s["planted_recall"].values())
+            + " |"
+        )
     (out / "core.md").write_text("\n".join(lines) + "\n")
     (out / "core.json").write_text(json.dumps(results, indent=2) + "\n")
     print("\n".join(lines))

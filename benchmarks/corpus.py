@@ -259,8 +259,9 @@ def _shuffle(r: random.Random, items: list) -> None:
 class Generator:
     """Deterministic document synthesis from a :class:`Source` and a seed."""
 
-    def __init__(self, source: Source, seed: int = 0,
-                 doc_chars: tuple[int, int] = TARGET_CHARS) -> None:
+    def __init__(
+        self, source: Source, seed: int = 0, doc_chars: tuple[int, int] = TARGET_CHARS
+    ) -> None:
         if seed < 0:
             raise ValueError("seed must be >= 0")
         if not 200 <= doc_chars[0] <= doc_chars[1]:
@@ -269,8 +270,9 @@ class Generator:
         self.seed = seed
         self.target = doc_chars
         # originals are cut at a word boundary before this many characters
-        self.max_chars = doc_chars[1] + (MAX_DOC_CHARS - TARGET_CHARS[1]) * doc_chars[1] // (
-            TARGET_CHARS[1])
+        self.max_chars = (
+            doc_chars[1] + (MAX_DOC_CHARS - TARGET_CHARS[1]) * doc_chars[1] // (TARGET_CHARS[1])
+        )
 
     # -- originals ---------------------------------------------------------
 
@@ -610,8 +612,7 @@ def write_corpus(
     kinds: Counter[str] = Counter()
     n_docs = 0
     with open(tmp_out, "wb", buffering=1 << 20) as f, open(tmp_truth, "wb") as g:
-        for did, text, truth in iter_records(size, archive, seed, dup_fraction, source,
-                                             doc_chars):
+        for did, text, truth in iter_records(size, archive, seed, dup_fraction, source, doc_chars):
             f.write(_dumps({"id": did, "text": text}) + b"\n")
             n_docs += 1
             if truth is not None:
@@ -669,8 +670,9 @@ def main(argv: list[str] | None = None) -> int:
     if not 200 <= args.doc_chars[0] <= args.doc_chars[1]:
         parser.error("--doc-chars MIN MAX: 200 <= MIN <= MAX")
     try:
-        summary = write_corpus(args.size, args.out, args.archive, args.seed, args.dup_fraction,
-                               tuple(args.doc_chars))
+        summary = write_corpus(
+            args.size, args.out, args.archive, args.seed, args.dup_fraction, tuple(args.doc_chars)
+        )
     except ArchiveMissingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

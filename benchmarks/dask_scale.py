@@ -48,13 +48,19 @@ def head(corpus: Path, n: int, out: Path) -> Path:
 
 def run_local(path: Path, outdir: Path) -> dict:
     t = time.perf_counter()
-    code = ("import resource, sys, json; from neardup.cli import main; "
-            f"rc = main(['dedup', {str(path)!r}, '--id-field', 'id', '-o', {str(outdir)!r}, "
-            "'--quiet', '--no-corpus']); "
-            "print(json.dumps({'rc': rc, 'rss': resource.getrusage(resource.RUSAGE_SELF)"
-            ".ru_maxrss / 1024}))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import resource, sys, json; from neardup.cli import main; "
+        f"rc = main(['dedup', {str(path)!r}, '--id-field', 'id', '-o', {str(outdir)!r}, "
+        "'--quiet', '--no-corpus']); "
+        "print(json.dumps({'rc': rc, 'rss': resource.getrusage(resource.RUSAGE_SELF)"
+        ".ru_maxrss / 1024}))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
     wall = time.perf_counter() - t
     got = json.loads(r.stdout.strip().splitlines()[-1])
     if got["rc"] != 0:
@@ -67,23 +73,38 @@ def run_dask(path: Path, outdir: Path, workers: int, partition_docs: int) -> dic
 
     from neardup.engines.dask import dedup_dask
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         t = time.perf_counter()
-        s = dedup_dask([path], outdir, id_field="id", scheduler=cluster.scheduler_address,
-                       partition_docs=partition_docs, write_corpus=False)
+        s = dedup_dask(
+            [path],
+            outdir,
+            id_field="id",
+            scheduler=cluster.scheduler_address,
+            partition_docs=partition_docs,
+            write_corpus=False,
+        )
         wall = time.perf_counter() - t
         rss = client.run(_peak_rss_mb)
-    return {"wall_s": round(wall, 2), "partitions": s.get("partitions"),
-            "worker_peak_rss_mb": sorted(round(v, 1) for v in rss.values()),
-            "client_peak_rss_mb": round(_peak_rss_mb(), 1)}
+    return {
+        "wall_s": round(wall, 2),
+        "partitions": s.get("partitions"),
+        "worker_peak_rss_mb": sorted(round(v, 1) for v in rss.values()),
+        "client_peak_rss_mb": round(_peak_rss_mb(), 1),
+    }
 
 
 def same_tables(a: Path, b: Path) -> bool:
     import pyarrow.parquet as pq
 
-    return all(pq.read_table(a / f).equals(pq.read_table(b / f))
-               for f in ("clusters.parquet", "pairs.parquet"))
+    return all(
+        pq.read_table(a / f).equals(pq.read_table(b / f))
+        for f in ("clusters.parquet", "pairs.parquet")
+    )
 
 
 def main() -> None:
@@ -91,10 +112,13 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--partition-docs", type=int, default=50_000)
-    ap.add_argument("--results", default=str(RESULTS),
-                    help="folder for dask-scale.json and .md (default: benchmarks/data/results, "
-                         "which git ignores; --results benchmarks/results refreshes the "
-                         "tracked table)")
+    ap.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="folder for dask-scale.json and .md (default: benchmarks/data/results, "
+        "which git ignores; --results benchmarks/results refreshes the "
+        "tracked table)",
+    )
     a = ap.parse_args()
     rows = []
     for n in a.sizes:
@@ -104,21 +128,30 @@ def main() -> None:
             path = head(corpus, n, d / f"c{n}.jsonl")
             local = run_local(path, d / "local")
             dask = run_dask(path, d / "dask", a.workers, a.partition_docs)
-            row = {"documents": n, "local": local, "dask": dask,
-                   "identical": same_tables(d / "local", d / "dask")}
+            row = {
+                "documents": n,
+                "local": local,
+                "dask": dask,
+                "identical": same_tables(d / "local", d / "dask"),
+            }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     out = Path(a.results)
     out.mkdir(parents=True, exist_ok=True)
     (out / "dask-scale.json").write_text(json.dumps(rows, indent=2) + "\n")
-    lines = ["| documents | local wall | local peak | dask wall | partitions | "
-             "peak per worker | client peak | identical |", "|" + "---:|" * 8]
+    lines = [
+        "| documents | local wall | local peak | dask wall | partitions | "
+        "peak per worker | client peak | identical |",
+        "|" + "---:|" * 8,
+    ]
     for r in rows:
-        lines.append(f"| {r['documents']:,} | {r['local']['wall_s']} s | "
-                     f"{r['local']['peak_rss_mb']:,.0f} MB | {r['dask']['wall_s']} s | "
-                     f"{r['dask']['partitions']} | "
-                     f"{' / '.join(f'{x:,.0f}' for x in r['dask']['worker_peak_rss_mb'])} MB | "
-                     f"{r['dask']['client_peak_rss_mb']:,.0f} MB | {r['identical']} |")
+        lines.append(
+            f"| {r['documents']:,} | {r['local']['wall_s']} s | "
+            f"{r['local']['peak_rss_mb']:,.0f} MB | {r['dask']['wall_s']} s | "
+            f"{r['dask']['partitions']} | "
+            f"{' / '.join(f'{x:,.0f}' for x in r['dask']['worker_peak_rss_mb'])} MB | "
+            f"{r['dask']['client_peak_rss_mb']:,.0f} MB | {r['identical']} |"
+        )
     (out / "dask-scale.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

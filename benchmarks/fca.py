@@ -60,15 +60,24 @@ def rus_table(results_dir: Path) -> None:
     reference = pairs_of_groups(groups)
     rows = []
     for r in fca(texts, [900, 800, 700, 500, 400], length=5, image_size=1000):
-        rows.append({"threshold": r.min_common, "clusters": len(r.clusters),
-                     "seconds": round(r.seconds, 3), **pair_scores(r.pairs(), reference)})
+        rows.append(
+            {
+                "threshold": r.min_common,
+                "clusters": len(r.clusters),
+                "seconds": round(r.seconds, 3),
+                **pair_scores(r.pairs(), reference),
+            }
+        )
     lines = ["| precision | recall | threshold | F1 |", "|---:|---:|---:|---:|"]
-    lines += [f"| {x['precision']:.2f} | {x['recall']:.2f} | {x['threshold']} | {x['f1']:.2f} |"
-              for x in rows]
+    lines += [
+        f"| {x['precision']:.2f} | {x['recall']:.2f} | {x['threshold']} | {x['f1']:.2f} |"
+        for x in rows
+    ]
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / "fca-rus.md").write_text(
         f"# The FCA paper's Table 1 on a generated RUS-like collection ({len(texts)} texts, "
-        f"{len(reference)} reference pairs, images of 1000)\n\n" + "\n".join(lines) + "\n")
+        f"{len(reference)} reference pairs, images of 1000)\n\n" + "\n".join(lines) + "\n"
+    )
     print("\n".join(lines))
 
 
@@ -79,14 +88,21 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=256)
     ap.add_argument("--shingle-length", type=int, default=5)
     ap.add_argument("--offset", type=int, default=1)
-    ap.add_argument("--results", default=str(RESULTS),
-                    help="folder for fca-<size>.json and fca-rus.md (default: "
-                         "benchmarks/data/results, which git ignores; --results "
-                         "benchmarks/results refreshes the tracked tables)")
-    ap.add_argument("--rus", action="store_true",
-                    help="the FCA paper's Table 1 (RUS collection) on generated texts")
-    ap.add_argument("--no-pyfim", action="store_true",
-                    help="do not time pyfim's FPmax on the same table")
+    ap.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="folder for fca-<size>.json and fca-rus.md (default: "
+        "benchmarks/data/results, which git ignores; --results "
+        "benchmarks/results refreshes the tracked tables)",
+    )
+    ap.add_argument(
+        "--rus",
+        action="store_true",
+        help="the FCA paper's Table 1 (RUS collection) on generated texts",
+    )
+    ap.add_argument(
+        "--no-pyfim", action="store_true", help="do not time pyfim's FPmax on the same table"
+    )
     a = ap.parse_args()
     if a.rus:
         return rus_table(Path(a.results))
@@ -106,8 +122,11 @@ def main() -> None:
     t_images = time.perf_counter() - t0
     tracts, stats = inverted_table(images)
     t_table = time.perf_counter() - t0 - t_images
-    print(f"{len(texts):,} documents: images {t_images:.1f} s, inverted table {t_table:.1f} s "
-          f"({stats['transactions']:,} transactions)", file=sys.stderr)
+    print(
+        f"{len(texts):,} documents: images {t_images:.1f} s, inverted table {t_table:.1f} s "
+        f"({stats['transactions']:,} transactions)",
+        file=sys.stderr,
+    )
     fim = None
     if not a.no_pyfim:
         try:
@@ -117,39 +136,54 @@ def main() -> None:
     rows = []
     for k in a.min_common:
         r = fca_clusters(images, k, tracts=tracts)
-        row = {"threshold": k, "clusters": len(r.clusters), "mining_seconds": round(r.seconds, 2),
-               **pair_scores(r.pairs(), reference)}
+        row = {
+            "threshold": k,
+            "clusters": len(r.clusters),
+            "mining_seconds": round(r.seconds, 2),
+            **pair_scores(r.pairs(), reference),
+        }
         if fim is not None:
             t0 = time.perf_counter()
             found = fim.fpgrowth({**tracts, (-1,): 1}, target="m", supp=-k, zmin=2, report="a")
             row["pyfim_seconds"] = round(time.perf_counter() - t0, 2)
-            row["pyfim_same_clusters"] = sorted(
-                (tuple(sorted(s)), n) for s, n in found) == sorted(
-                (c.members, c.common) for c in r.clusters)
+            row["pyfim_same_clusters"] = sorted((tuple(sorted(s)), n) for s, n in found) == sorted(
+                (c.members, c.common) for c in r.clusters
+            )
         rows.append(row)
         print(f"  K={k}: {row}", file=sys.stderr)
-    res = {"documents": len(texts), "image_size": a.image_size,
-           "shingle": f"word:{a.shingle_length}:{a.offset}",
-           "images_seconds": round(t_images, 2), "table_seconds": round(t_table, 2),
-           "inverted_table": stats, "reference_pairs": len(reference),
-           "reference_unknown_ids": counts["unknown_id"], "results": rows,
-           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    res = {
+        "documents": len(texts),
+        "image_size": a.image_size,
+        "shingle": f"word:{a.shingle_length}:{a.offset}",
+        "images_seconds": round(t_images, 2),
+        "table_seconds": round(t_table, 2),
+        "inverted_table": stats,
+        "reference_pairs": len(reference),
+        "reference_unknown_ids": counts["unknown_id"],
+        "results": rows,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
     out = Path(a.results)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"fca-{a.size}.json").write_text(json.dumps(res, indent=2) + "\n")
-    lines = ["| K | clusters | kernel | pyfim | same clusters | precision | recall | F1 |",
-             "|---:|---:|---:|---:|:---:|---:|---:|---:|"]
+    lines = [
+        "| K | clusters | kernel | pyfim | same clusters | precision | recall | F1 |",
+        "|---:|---:|---:|---:|:---:|---:|---:|---:|",
+    ]
     for x in rows:
         py = f"{x['pyfim_seconds']:.2f} s" if "pyfim_seconds" in x else "-"
         same = {True: "yes", False: "**no**"}.get(x.get("pyfim_same_clusters"), "-")
-        lines.append(f"| {x['threshold']} | {x['clusters']:,} | {x['mining_seconds']:.2f} s | "
-                     f"{py} | {same} | {x['precision']:.3f} | {x['recall']:.3f} | "
-                     f"{x['f1']:.3f} |")
+        lines.append(
+            f"| {x['threshold']} | {x['clusters']:,} | {x['mining_seconds']:.2f} s | "
+            f"{py} | {same} | {x['precision']:.3f} | {x['recall']:.3f} | "
+            f"{x['f1']:.3f} |"
+        )
     (out / f"fca-{a.size}.md").write_text(
         f"# FCA clusters: {len(texts):,} documents, images of {a.image_size}, "
         f"word {a.shingle_length}-shingles\n\nImages {t_images:.1f} s, inverted table "
         f"{t_table:.1f} s ({stats['transactions']:,} transactions); maximal sets by the compiled "
-        "kernel, and by pyfim's FPmax for comparison.\n\n" + "\n".join(lines) + "\n")
+        "kernel, and by pyfim's FPmax for comparison.\n\n" + "\n".join(lines) + "\n"
+    )
     print(json.dumps(res, indent=2))
 
 

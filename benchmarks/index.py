@@ -55,8 +55,10 @@ def find_corpus(size: int) -> Path:
     if fit:
         return fit[0][1]
     if not ARCHIVE.exists():
-        sys.exit(f"benchmarks/index.py: {ARCHIVE} is missing: the corpus is built from the 20 "
-                 "Newsgroups archive (see ../shared/data/README.md)")
+        sys.exit(
+            f"benchmarks/index.py: {ARCHIVE} is missing: the corpus is built from the 20 "
+            "Newsgroups archive (see ../shared/data/README.md)"
+        )
     import corpus as corpus_mod
 
     path = HERE / "data" / f"corpus-{size}.jsonl"
@@ -82,14 +84,23 @@ def main() -> None:
     ap.add_argument("--backend", choices=["sqlite", "redis", "memory"], default="sqlite")
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0?prefix=bench")
     ap.add_argument("--index", default=None, help="index path (default benchmarks/data/...)")
-    ap.add_argument("--results", default=str(RESULTS),
-                    help="folder for index-<backend>-<size>.json (default: "
-                         "benchmarks/data/results, which git ignores; --results "
-                         "benchmarks/results refreshes the tracked figures)")
-    ap.add_argument("--passages", action="store_true",
-                    help="also index passage fingerprints (Index(passages=True))")
-    ap.add_argument("--query-only", action="store_true",
-                    help="reuse the index of an earlier run (SQLite) and only time queries")
+    ap.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="folder for index-<backend>-<size>.json (default: "
+        "benchmarks/data/results, which git ignores; --results "
+        "benchmarks/results refreshes the tracked figures)",
+    )
+    ap.add_argument(
+        "--passages",
+        action="store_true",
+        help="also index passage fingerprints (Index(passages=True))",
+    )
+    ap.add_argument(
+        "--query-only",
+        action="store_true",
+        help="reuse the index of an earlier run (SQLite) and only time queries",
+    )
     a = ap.parse_args()
 
     corpus = find_corpus(a.size)
@@ -109,8 +120,11 @@ def main() -> None:
         idx.storage.drop()
         idx = Index(target, passages=passages)
 
-    print(f"inserting {a.size:,} documents from {corpus.name} into {a.backend} "
-          f"({idx.bands}x{idx.rows} bands), batches of {a.batch}", file=sys.stderr)
+    print(
+        f"inserting {a.size:,} documents from {corpus.name} into {a.backend} "
+        f"({idx.bands}x{idx.rows} bands), batches of {a.batch}",
+        file=sys.stderr,
+    )
     tenths = []
     t0 = time.perf_counter()
     t_tenth = t0
@@ -140,10 +154,18 @@ def main() -> None:
     t_sync = time.perf_counter()
     os.sync()  # let the kernel write the new index back before timing queries on it
     sync_s = time.perf_counter() - t_sync
-    query_phase(a, corpus, target, {"sync_s": round(sync_s, 2),"insert_s": round(insert_s, 2),
-                                    "insert_docs_per_s": round(n / insert_s, 1),
-                                    "insert_docs_per_s_by_tenth": tenths,
-                                    "text_mb": round(text_bytes / 1e6, 1)})
+    query_phase(
+        a,
+        corpus,
+        target,
+        {
+            "sync_s": round(sync_s, 2),
+            "insert_s": round(insert_s, 2),
+            "insert_docs_per_s": round(n / insert_s, 1),
+            "insert_docs_per_s_by_tenth": tenths,
+            "text_mb": round(text_bytes / 1e6, 1),
+        },
+    )
 
 
 def query_phase(a, corpus, target, inserted) -> None:
@@ -179,27 +201,35 @@ def query_phase(a, corpus, target, inserted) -> None:
         check = _time_checks(idx, corpus, a, queries, rng)
     size_bytes = None
     if a.backend == "sqlite":
-        size_bytes = sum(Path(f"{target}{s}").stat().st_size for s in ("", "-wal")
-                         if Path(f"{target}{s}").exists())
+        size_bytes = sum(
+            Path(f"{target}{s}").stat().st_size
+            for s in ("", "-wal")
+            if Path(f"{target}{s}").exists()
+        )
     idx.close()
 
     n = a.size
     res = {
-        "backend": a.backend, "documents": n, "batch": a.batch,
+        "backend": a.backend,
+        "documents": n,
+        "batch": a.batch,
         **(inserted or {"insert_s": None, "insert_docs_per_s": None}),
-        "index_bytes": size_bytes, "open_s": round(open_s, 4),
+        "index_bytes": size_bytes,
+        "open_s": round(open_s, 4),
         "queries": len(queries),
-        "query_ms": {"p50": round(float(np.percentile(lat, 50)) * 1e3, 3),
-                     "p90": round(float(np.percentile(lat, 90)) * 1e3, 3),
-                     "p99": round(float(np.percentile(lat, 99)) * 1e3, 3),
-                     "max": round(float(lat.max()) * 1e3, 3),
-                     "mean": round(float(lat.mean()) * 1e3, 3)},
+        "query_ms": {
+            "p50": round(float(np.percentile(lat, 50)) * 1e3, 3),
+            "p90": round(float(np.percentile(lat, 90)) * 1e3, 3),
+            "p99": round(float(np.percentile(lat, 99)) * 1e3, 3),
+            "max": round(float(lat.max()) * 1e3, 3),
+            "mean": round(float(lat.mean()) * 1e3, 3),
+        },
         "light_edits_found": round(float(found[is_edit].mean()), 4),
         **({"check": check} if check is not None else {}),
         "heavy_edits_with_a_match": round(float(found[~is_edit].mean()), 4),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                   f"{platform.python_version()}",
+        f"{platform.python_version()}",
         "date": time.strftime("%Y-%m-%d"),
     }
     out = Path(a.results)
@@ -207,12 +237,16 @@ def query_phase(a, corpus, target, inserted) -> None:
     (out / f"index-{a.backend}-{a.size}.json").write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res, indent=2))
     q = res["query_ms"]
-    print(f"| {a.backend} | {n:,} | {res['insert_docs_per_s'] or 0:,.0f} | {q['p50']:.2f} | "
-          f"{q['p99']:.2f} | {size_bytes / 1e9 if size_bytes else float('nan'):.2f} GB |")
+    print(
+        f"| {a.backend} | {n:,} | {res['insert_docs_per_s'] or 0:,.0f} | {q['p50']:.2f} | "
+        f"{q['p99']:.2f} | {size_bytes / 1e9 if size_bytes else float('nan'):.2f} GB |"
+    )
     if check is not None:
         c = check["ms"]
-        print(f"check: p50 {c['p50']:.2f} ms, p99 {c['p99']:.2f} ms, planted passages found "
-              f"{check['planted_passages_found']:.1%}")
+        print(
+            f"check: p50 {c['p50']:.2f} ms, p99 {c['p99']:.2f} ms, planted passages found "
+            f"{check['planted_passages_found']:.1%}"
+        )
 
 
 def _time_checks(idx, corpus: Path, a, queries: list[str], rng) -> dict:
@@ -232,7 +266,7 @@ def _time_checks(idx, corpus: Path, a, queries: list[str], rng) -> dict:
         at = int(rng.integers(0, max(1, len(words) - 60)))
         body = edit_words(texts[host], 0.3, rng, vocab).split()
         cut = int(rng.integers(0, len(body) + 1))
-        planted.append(" ".join(body[:cut] + words[at:at + 60] + body[cut:]))
+        planted.append(" ".join(body[:cut] + words[at : at + 60] + body[cut:]))
     all_q = queries + planted
     lat = np.empty(len(all_q))
     reused = np.zeros(len(all_q), bool)
@@ -242,12 +276,16 @@ def _time_checks(idx, corpus: Path, a, queries: list[str], rng) -> dict:
         got = idx.check(q)
         lat[j] = time.perf_counter() - t
         reused[j] = bool(got.reused)
-    return {"checks": len(all_q),
-            "ms": {"p50": round(float(np.percentile(lat, 50)) * 1e3, 3),
-                   "p90": round(float(np.percentile(lat, 90)) * 1e3, 3),
-                   "p99": round(float(np.percentile(lat, 99)) * 1e3, 3),
-                   "max": round(float(lat.max()) * 1e3, 3)},
-            "planted_passages_found": round(float(reused[len(queries):].mean()), 4)}
+    return {
+        "checks": len(all_q),
+        "ms": {
+            "p50": round(float(np.percentile(lat, 50)) * 1e3, 3),
+            "p90": round(float(np.percentile(lat, 90)) * 1e3, 3),
+            "p99": round(float(np.percentile(lat, 99)) * 1e3, 3),
+            "max": round(float(lat.max()) * 1e3, 3),
+        },
+        "planted_passages_found": round(float(reused[len(queries) :].mean()), 4),
+    }
 
 
 if __name__ == "__main__":

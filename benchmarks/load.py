@@ -48,9 +48,23 @@ def start_server(index: Path, port: int, *extra: str) -> subprocess.Popen:
     # its log to a file: a pipe nobody reads fills after 64 KB of log lines (a few hundred
     # requests) and the server then waits on it forever
     err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", str(index),
-                             "--create", "--port", str(port), *extra], env=env,
-                            stdout=subprocess.DEVNULL, stderr=err)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            str(index),
+            "--create",
+            "--port",
+            str(port),
+            *extra,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         if proc.poll() is not None:
@@ -70,8 +84,7 @@ def _text(w: int, i: int) -> str:
     return " ".join(f"w{x}" for x in rng.integers(0, 50_000, 120))
 
 
-def run_load(url: str, writers: int, readers: int, docs: int, batch_every: int = 5
-             ) -> dict:
+def run_load(url: str, writers: int, readers: int, docs: int, batch_every: int = 5) -> dict:
     """Writers add ``docs`` documents each (every ``batch_every``-th request a batch of 5);
     readers query until the writers are done. Returns latencies, counts and errors."""
     lat: dict[str, list[float]] = {"add": [], "batch": [], "query": [], "stats": []}
@@ -139,14 +152,24 @@ def run_load(url: str, writers: int, readers: int, docs: int, batch_every: int =
         missing = [d for d in acked if c.get(f"/documents/{d}").status_code != 200]
     total = sum(len(v) for v in lat.values())
     return {
-        "writers": writers, "readers": readers, "documents_acknowledged": len(acked),
-        "documents_in_index": count, "missing": missing[:10], "errors": errors[:10],
-        "error_count": len(errors), "requests": total, "seconds": round(wall, 2),
+        "writers": writers,
+        "readers": readers,
+        "documents_acknowledged": len(acked),
+        "documents_in_index": count,
+        "missing": missing[:10],
+        "errors": errors[:10],
+        "error_count": len(errors),
+        "requests": total,
+        "seconds": round(wall, 2),
         "requests_per_s": round(total / wall, 1),
-        "latency_ms": {k: {"n": len(v),
-                           "p50": round(float(np.percentile(v, 50)) * 1e3, 2) if v else None,
-                           "p99": round(float(np.percentile(v, 99)) * 1e3, 2) if v else None}
-                       for k, v in lat.items()},
+        "latency_ms": {
+            k: {
+                "n": len(v),
+                "p50": round(float(np.percentile(v, 50)) * 1e3, 2) if v else None,
+                "p99": round(float(np.percentile(v, 99)) * 1e3, 2) if v else None,
+            }
+            for k, v in lat.items()
+        },
     }
 
 
@@ -155,9 +178,12 @@ def main() -> None:
     ap.add_argument("--writers", type=int, default=16)
     ap.add_argument("--readers", type=int, default=16)
     ap.add_argument("--docs", type=int, default=200, help="documents per writer")
-    ap.add_argument("--results", default=str(RESULTS),
-                    help="folder for load.json (default: benchmarks/data/results, which git "
-                         "ignores; --results benchmarks/results refreshes the tracked figures)")
+    ap.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="folder for load.json (default: benchmarks/data/results, which git "
+        "ignores; --results benchmarks/results refreshes the tracked figures)",
+    )
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         proc = start_server(Path(d) / "load.db", free_port())
@@ -171,8 +197,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "load.json").write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res, indent=2))
-    ok = (not res["error_count"] and not res["missing"]
-          and res["documents_in_index"] == res["documents_acknowledged"])
+    ok = (
+        not res["error_count"]
+        and not res["missing"]
+        and res["documents_in_index"] == res["documents_acknowledged"]
+    )
     sys.exit(0 if ok else 1)
 
 

@@ -89,29 +89,51 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--per-offer", type=float, default=10.0)
-    ap.add_argument("--lsh", default="20x3", metavar="BxR",
-                    help="bands x rows of the MinHash LSH over tokens (default 20x3)")
-    ap.add_argument("--only", nargs="+", default=None, metavar="NAME",
-                    help="only these catalogues (tv, monitor, camera)")
+    ap.add_argument(
+        "--lsh",
+        default="20x3",
+        metavar="BxR",
+        help="bands x rows of the MinHash LSH over tokens (default 20x3)",
+    )
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="only these catalogues (tv, monitor, camera)",
+    )
     ap.add_argument("--json", default=None, metavar="FILE", help="also write the rows here")
     a = ap.parse_args()
     lsh_b, lsh_r = (int(x) for x in a.lsh.lower().split("x"))
     data = Path(a.data)
     sets = {
         "tv": (lambda: tv_truth(data), [data / "TVs-all-merged.json"]),
-        "monitor": (lambda: entity_truth(data / "alaska-monitor/monitor_specs.tar.gz",
-                                         data / "alaska-monitor/monitor_entity_resolution_gt.csv"),
-                    [data / "alaska-monitor/monitor_specs.tar.gz",
-                     data / "alaska-monitor/monitor_entity_resolution_gt.csv"]),
-        "camera": (lambda: labelled_pair_truth(
-            data / "alaska-camera/camera_specs.tar.gz",
-            data / "alaska-camera/sigmod_medium_labelled_dataset.csv"),
-            [data / "alaska-camera/camera_specs.tar.gz",
-             data / "alaska-camera/sigmod_medium_labelled_dataset.csv"]),
+        "monitor": (
+            lambda: entity_truth(
+                data / "alaska-monitor/monitor_specs.tar.gz",
+                data / "alaska-monitor/monitor_entity_resolution_gt.csv",
+            ),
+            [
+                data / "alaska-monitor/monitor_specs.tar.gz",
+                data / "alaska-monitor/monitor_entity_resolution_gt.csv",
+            ],
+        ),
+        "camera": (
+            lambda: labelled_pair_truth(
+                data / "alaska-camera/camera_specs.tar.gz",
+                data / "alaska-camera/sigmod_medium_labelled_dataset.csv",
+            ),
+            [
+                data / "alaska-camera/camera_specs.tar.gz",
+                data / "alaska-camera/sigmod_medium_labelled_dataset.csv",
+            ],
+        ),
     }
     rows = []
-    print("| catalogue | offers | true cross-shop pairs | method | candidates per offer | "
-          "pair completeness | seconds |")
+    print(
+        "| catalogue | offers | true cross-shop pairs | method | candidates per offer | "
+        "pair completeness | seconds |"
+    )
     print("|---|---:|---:|---|---:|---:|---:|")
     for name, (load, files) in sets.items():
         if a.only and name not in a.only:
@@ -127,12 +149,16 @@ def main() -> int:
         t_tok = time.perf_counter() - t
         t = time.perf_counter()
         # the bucket cap token_blocking takes by default (comparisons=100)
-        ol, orr = lsh_pairs(offer_tokens(offers, descriptions=True), lsh_b, lsh_r,
-                            sources=offers.shops, bucket_cap=max(2, 200 // lsh_b))
+        ol, orr = lsh_pairs(
+            offer_tokens(offers, descriptions=True),
+            lsh_b,
+            lsh_r,
+            sources=offers.shops,
+            bucket_cap=max(2, 200 // lsh_b),
+        )
         t_only = time.perf_counter() - t
         t = time.perf_counter()
-        cl, cr, _, _ = token_blocking(offers, per_offer=a.per_offer, link=True,
-                                      lsh=(lsh_b, lsh_r))
+        cl, cr, _, _ = token_blocking(offers, per_offer=a.per_offer, link=True, lsh=(lsh_b, lsh_r))
         t_comb = time.perf_counter() - t
         t = time.perf_counter()
         d = describe(offers)
@@ -141,16 +167,28 @@ def main() -> int:
         keep = across_sources(ll, lr, offers.shops)
         ll, lr = ll[keep], lr[keep]
         t_lsh = time.perf_counter() - t
-        for method, (x, y, sec) in {"tokens": (left, right, t_tok),
-                                    f"lsh tokens {lsh_b}x{lsh_r}": (ol, orr, t_only),
-                                    f"tokens+lsh {lsh_b}x{lsh_r}": (cl, cr, t_comb),
-                                    "lsh 60x4": (ll, lr, t_lsh)}.items():
+        for method, (x, y, sec) in {
+            "tokens": (left, right, t_tok),
+            f"lsh tokens {lsh_b}x{lsh_r}": (ol, orr, t_only),
+            f"tokens+lsh {lsh_b}x{lsh_r}": (cl, cr, t_comb),
+            "lsh 60x4": (ll, lr, t_lsh),
+        }.items():
             pc, total = completeness(x, y, positives, offers.shops)
-            row = {"catalogue": name, "offers": n, "true_pairs": total, "method": method,
-                   "per_offer": len(x) / n, "pc": pc, "seconds": sec}
+            row = {
+                "catalogue": name,
+                "offers": n,
+                "true_pairs": total,
+                "method": method,
+                "per_offer": len(x) / n,
+                "pc": pc,
+                "seconds": sec,
+            }
             rows.append(row)
-            print(f"| {name} | {n:,} | {total:,} | {method} | {len(x) / n:.1f} | {pc:.3f} | "
-                  f"{sec:.1f} |", flush=True)
+            print(
+                f"| {name} | {n:,} | {total:,} | {method} | {len(x) / n:.1f} | {pc:.3f} | "
+                f"{sec:.1f} |",
+                flush=True,
+            )
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     return 0

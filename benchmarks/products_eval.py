@@ -70,15 +70,13 @@ def _catalogues(data: Path, tmp: Path) -> dict[str, tuple[list[str], list[str], 
     mon = data / "alaska-monitor" / "monitor_specs.tar.gz"
     mon_t = data / "alaska-monitor" / "monitor_entity_resolution_gt.csv"
     if mon.exists() and mon_t.exists():
-        out["monitor"] = ([str(mon), *pages], ["--truth", str(mon_t)],
-                          ["--truth", str(mon_t)])
+        out["monitor"] = ([str(mon), *pages], ["--truth", str(mon_t)], ["--truth", str(mon_t)])
     else:
         print(f"skipped monitor: {mon} or {mon_t} is missing", file=sys.stderr)
     cam = data / "alaska-camera" / "camera_specs.tar.gz"
     cam_t = data / "alaska-camera" / "sigmod_medium_labelled_dataset.csv"
     if cam.exists() and cam_t.exists():
-        out["camera"] = ([str(cam), *pages], ["--truth", str(cam_t)],
-                         ["--truth", str(cam_t)])
+        out["camera"] = ([str(cam), *pages], ["--truth", str(cam_t)], ["--truth", str(cam_t)])
         offers, _ = load_offers(cam, format="pages", on_error="skip")
         big = {"www.ebay.com", "www.alibaba.com"}
         small = [i for i, s in enumerate(offers.shops) if s not in big]
@@ -89,12 +87,23 @@ def _catalogues(data: Path, tmp: Path) -> dict[str, tuple[list[str], list[str], 
             path = tmp / f"camera-{name}.jsonl"
             with open(path, "w") as f:
                 for i in rows:
-                    f.write(json.dumps({"id": offers.ids[i], "title": offers.titles[i],
-                                        "shop": name, "attributes": offers.attributes[i]})
-                            + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "id": offers.ids[i],
+                                "title": offers.titles[i],
+                                "shop": name,
+                                "attributes": offers.attributes[i],
+                            }
+                        )
+                        + "\n"
+                    )
             files.append(str(path))
-        out["feed"] = ([*files, "--on-error", "skip"], ["--truth", str(cam_t)],
-                       ["--truth", str(cam_t)])
+        out["feed"] = (
+            [*files, "--on-error", "skip"],
+            ["--truth", str(cam_t)],
+            ["--truth", str(cam_t)],
+        )
     else:
         print(f"skipped camera and feed: {cam} or {cam_t} is missing", file=sys.stderr)
     return out
@@ -113,20 +122,40 @@ def main() -> int:
             if a.only and name not in a.only:
                 continue
             link = [] if name == "tv" else ["--link"]
-            s, wall, peak = _run(["products", "eval", *offers, *eval_truth, *link,
-                                  "--bootstraps", str(a.bootstraps), "-o", str(tmp / "e")])
+            s, wall, peak = _run(
+                [
+                    "products",
+                    "eval",
+                    *offers,
+                    *eval_truth,
+                    *link,
+                    "--bootstraps",
+                    str(a.bootstraps),
+                    "-o",
+                    str(tmp / "e"),
+                ]
+            )
             nd = next(r for r in s["summary"] if r["method"] == "neardup")
-            d, dwall, dpeak = _run(["products", "dedup", *offers, *dedup_truth, "--link",
-                                    "-o", str(tmp / "d")])
+            d, dwall, dpeak = _run(
+                ["products", "dedup", *offers, *dedup_truth, "--link", "-o", str(tmp / "d")]
+            )
             q = d["quality"]
-            rows.append({
-                "catalogue": name, "offers": s["offers"],
-                "eval F1": f"{nd['f1']:.3f} ± {nd['f1_sd']:.3f}", "eval PC": f"{nd['pc']:.3f}",
-                "eval s": f"{wall:.1f}", "eval GB": f"{peak:.2f}",
-                "no-label F1 (pairs)": f"{q['pairs']['f1']:.3f}",
-                "no-label F1 (clusters)": f"{q['clusters'].get('f1') or 0:.3f}",
-                "dedup PC": f"{q['blocking']['pc']:.3f}", "largest cluster":
-                    d["largest_cluster"], "dedup s": f"{dwall:.1f}", "dedup GB": f"{dpeak:.2f}"})
+            rows.append(
+                {
+                    "catalogue": name,
+                    "offers": s["offers"],
+                    "eval F1": f"{nd['f1']:.3f} ± {nd['f1_sd']:.3f}",
+                    "eval PC": f"{nd['pc']:.3f}",
+                    "eval s": f"{wall:.1f}",
+                    "eval GB": f"{peak:.2f}",
+                    "no-label F1 (pairs)": f"{q['pairs']['f1']:.3f}",
+                    "no-label F1 (clusters)": f"{q['clusters'].get('f1') or 0:.3f}",
+                    "dedup PC": f"{q['blocking']['pc']:.3f}",
+                    "largest cluster": d["largest_cluster"],
+                    "dedup s": f"{dwall:.1f}",
+                    "dedup GB": f"{dpeak:.2f}",
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     if rows:
         cols = list(rows[0])

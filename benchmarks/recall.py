@@ -41,8 +41,20 @@ SETTINGS = [
 
 def run(corpus: Path, out: Path, threshold: float, extra: list[str]) -> dict:
     """One ``neardup dedup`` process; its summary with the process's wall time and peak RSS."""
-    cmd = [*NEARDUP, "dedup", str(corpus), "-o", str(out), "--no-corpus", "--quiet",
-           "--id-field", "", "--threshold", str(threshold), *extra]
+    cmd = [
+        *NEARDUP,
+        "dedup",
+        str(corpus),
+        "-o",
+        str(out),
+        "--no-corpus",
+        "--quiet",
+        "--id-field",
+        "",
+        "--threshold",
+        str(threshold),
+        *extra,
+    ]
     t = time.perf_counter()
     proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
     wall = time.perf_counter() - t
@@ -51,7 +63,7 @@ def run(corpus: Path, out: Path, threshold: float, extra: list[str]) -> dict:
     summary = json.loads((out / "summary.json").read_text())
     summary["process_wall_s"] = wall
     summary["peak_rss_mb"] = int(proc.stderr.strip().splitlines()[-1]) / 1024
-    summary["command"] = " ".join(["neardup", *cmd[len(NEARDUP):]])
+    summary["command"] = " ".join(["neardup", *cmd[len(NEARDUP) :]])
     return summary
 
 
@@ -68,8 +80,11 @@ def pairs_of(out: Path, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def bins(threshold: float) -> list[tuple[str, float, float]]:
     t = threshold
-    return [(f"[{t:g}, {t + 0.05:g})", t, t + 0.05), (f"[{t + 0.05:g}, {t + 0.1:g})", t + 0.05,
-            t + 0.1), (f">= {t + 0.1:g}", t + 0.1, 2.0)]
+    return [
+        (f"[{t:g}, {t + 0.05:g})", t, t + 0.05),
+        (f"[{t + 0.05:g}, {t + 0.1:g})", t + 0.05, t + 0.1),
+        (f">= {t + 0.1:g}", t + 0.1, 2.0),
+    ]
 
 
 def recall_by_bin(ref_key, ref_sim, found_key, threshold) -> dict[str, list[int]]:
@@ -85,10 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--threshold", type=float, default=0.8)
-    ap.add_argument("--reference", default="42x3", metavar="BxR",
-                    help="bands x rows of the reference run (default: 42x3)")
-    ap.add_argument("--truth", type=Path, default=None,
-                    help="groundtruth.py's .npz of the corpus, to check the reference against")
+    ap.add_argument(
+        "--reference",
+        default="42x3",
+        metavar="BxR",
+        help="bands x rows of the reference run (default: 42x3)",
+    )
+    ap.add_argument(
+        "--truth",
+        type=Path,
+        default=None,
+        help="groundtruth.py's .npz of the corpus, to check the reference against",
+    )
     ap.add_argument("--results", type=Path, default=HERE / "data" / "results" / "recall")
     ap.add_argument("--work", type=Path, default=HERE / "data" / "recall-work")
     a = ap.parse_args(argv)
@@ -97,17 +120,30 @@ def main(argv: list[str] | None = None) -> int:
     work = a.work / name
     work.mkdir(parents=True, exist_ok=True)
     b, r = (int(x) for x in a.reference.split("x"))
-    ref = run(a.corpus, work / "reference", t, ["--bands", str(b), "--rows", str(r),
-                                               "--pairs", "all"])
+    ref = run(
+        a.corpus, work / "reference", t, ["--bands", str(b), "--rows", str(r), "--pairs", "all"]
+    )
     n = ref["documents"]
     ref_key, ref_sim = pairs_of(work / "reference", n)
-    report: dict = {"corpus": str(a.corpus), "documents": n, "threshold": t,
-                    "reference": {"bands": b, "rows": r, "pairs": len(ref_key),
-                                  "candidates": ref["lsh"]["candidates"],
-                                  "seconds": ref["seconds"], "command": ref["command"]},
-                    "settings": []}
-    print(f"reference {b}x{r}: {len(ref_key):,} pairs with J >= {t} "
-          f"({ref['lsh']['candidates']:,} candidates, {ref['seconds']:.1f} s)", flush=True)
+    report: dict = {
+        "corpus": str(a.corpus),
+        "documents": n,
+        "threshold": t,
+        "reference": {
+            "bands": b,
+            "rows": r,
+            "pairs": len(ref_key),
+            "candidates": ref["lsh"]["candidates"],
+            "seconds": ref["seconds"],
+            "command": ref["command"],
+        },
+        "settings": [],
+    }
+    print(
+        f"reference {b}x{r}: {len(ref_key):,} pairs with J >= {t} "
+        f"({ref['lsh']['candidates']:,} candidates, {ref['seconds']:.1f} s)",
+        flush=True,
+    )
     if a.truth is not None:
         with np.load(a.truth) as z:
             ta, tb, tj = z["a"], z["b"], z["jaccard"]
@@ -118,12 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         # shingle fingerprints): counted apart
         firm_t = tkey[np.abs(tj - t) >= 0.002]
         firm_r = ref_key[np.abs(ref_sim - t) >= 0.002]
-        check = {"truth_pairs": len(tkey),
-                 "truth_missing_from_reference": int(np.count_nonzero(
-                     ~np.isin(firm_t, ref_key))),
-                 "reference_missing_from_truth": int(np.count_nonzero(~np.isin(firm_r, tkey))),
-                 "near_threshold_either_side": int(len(tkey) - len(firm_t)
-                                                   + len(ref_key) - len(firm_r))}
+        check = {
+            "truth_pairs": len(tkey),
+            "truth_missing_from_reference": int(np.count_nonzero(~np.isin(firm_t, ref_key))),
+            "reference_missing_from_truth": int(np.count_nonzero(~np.isin(firm_r, tkey))),
+            "near_threshold_either_side": int(len(tkey) - len(firm_t) + len(ref_key) - len(firm_r)),
+        }
         report["reference"]["check_against_brute_force"] = check
         print(f"reference against brute force: {check}", flush=True)
     for label, extra in SETTINGS:
@@ -131,31 +167,62 @@ def main(argv: list[str] | None = None) -> int:
         key, _ = pairs_of(work / "run", n)
         rec = recall_by_bin(ref_key, ref_sim, key, t)
         lsh = s["lsh"]
-        row = {"setting": label, "bands": lsh["bands"], "rows": lsh["rows"],
-               "expected_recall_at_t": lsh["expected_recall_at_threshold"],
-               "candidates": lsh["candidates"], "verified_pairs": s["verified_pairs"],
-               "pairs_rows": s["pairs"]["rows"], "implied": s["pairs"]["implied"],
-               "recall": rec, "seconds": s["seconds"], "process_wall_s": s["process_wall_s"],
-               "timings_s": s["timings_s"], "peak_rss_mb": s["peak_rss_mb"],
-               "command": s["command"]}
+        row = {
+            "setting": label,
+            "bands": lsh["bands"],
+            "rows": lsh["rows"],
+            "expected_recall_at_t": lsh["expected_recall_at_threshold"],
+            "candidates": lsh["candidates"],
+            "verified_pairs": s["verified_pairs"],
+            "pairs_rows": s["pairs"]["rows"],
+            "implied": s["pairs"]["implied"],
+            "recall": rec,
+            "seconds": s["seconds"],
+            "process_wall_s": s["process_wall_s"],
+            "timings_s": s["timings_s"],
+            "peak_rss_mb": s["peak_rss_mb"],
+            "command": s["command"],
+        }
         report["settings"].append(row)
-        print(json.dumps({k: row[k] for k in ("setting", "candidates", "pairs_rows", "recall",
-                                               "seconds", "peak_rss_mb")}), flush=True)
+        print(
+            json.dumps(
+                {
+                    k: row[k]
+                    for k in (
+                        "setting",
+                        "candidates",
+                        "pairs_rows",
+                        "recall",
+                        "seconds",
+                        "peak_rss_mb",
+                    )
+                }
+            ),
+            flush=True,
+        )
     a.results.mkdir(parents=True, exist_ok=True)
     (a.results / f"recall-{name}.json").write_text(json.dumps(report, indent=1))
-    lines = [f"# Recall of the pairs table at t = {t:g}: {name} ({n:,} documents)", "",
-             f"Reference: {b} x {r} bands, every candidate verified, every pair: "
-             f"{len(ref_key):,} pairs with J >= {t:g}.", "",
-             "| setting | bands x rows | expected recall at t | candidates | pairs written | "
-             + " | ".join(f"recall {x[0]}" for x in bins(t)) + " | time s | peak MB |",
-             "|---|---|---:|---:|---:|" + "---:|" * 3 + "---:|---:|"]
+    lines = [
+        f"# Recall of the pairs table at t = {t:g}: {name} ({n:,} documents)",
+        "",
+        f"Reference: {b} x {r} bands, every candidate verified, every pair: "
+        f"{len(ref_key):,} pairs with J >= {t:g}.",
+        "",
+        "| setting | bands x rows | expected recall at t | candidates | pairs written | "
+        + " | ".join(f"recall {x[0]}" for x in bins(t))
+        + " | time s | peak MB |",
+        "|---|---|---:|---:|---:|" + "---:|" * 3 + "---:|---:|",
+    ]
     for row in report["settings"]:
-        rec = " | ".join(f"{f / m:.4f} ({f:,}/{m:,})" if m else "-"
-                         for f, m in row["recall"].values())
-        lines.append(f"| {row['setting']} | {row['bands']}x{row['rows']} | "
-                     f"{row['expected_recall_at_t']:.4f} | {row['candidates']:,} | "
-                     f"{row['pairs_rows']:,} | {rec} | {row['seconds']:.2f} | "
-                     f"{row['peak_rss_mb']:.0f} |")
+        rec = " | ".join(
+            f"{f / m:.4f} ({f:,}/{m:,})" if m else "-" for f, m in row["recall"].values()
+        )
+        lines.append(
+            f"| {row['setting']} | {row['bands']}x{row['rows']} | "
+            f"{row['expected_recall_at_t']:.4f} | {row['candidates']:,} | "
+            f"{row['pairs_rows']:,} | {rec} | {row['seconds']:.2f} | "
+            f"{row['peak_rss_mb']:.0f} |"
+        )
     (a.results / f"recall-{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

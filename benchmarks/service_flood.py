@@ -36,9 +36,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "data" / "results"
-TEXTS = ["Stainless steel electric kettle, 1.7 litres, rapid boil and a limescale filter",
-         "Adjustable LED desk lamp with five brightness levels and a gooseneck arm",
-         "Hand woven wool rug in deep blue with a geometric pattern, 160 by 230 cm"]
+TEXTS = [
+    "Stainless steel electric kettle, 1.7 litres, rapid boil and a limescale filter",
+    "Adjustable LED desk lamp with five brightness levels and a gooseneck arm",
+    "Hand woven wool rug in deep blue with a geometric pattern, 160 by 230 cm",
+]
 
 
 def free_port() -> int:
@@ -55,10 +57,25 @@ def start_server(folder: Path, port: int, src: Path, extra: list[str]) -> tuple:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_API_KEY")}
     env["PYTHONPATH"] = str(src)
     log = open(folder / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index",
-                             str(folder / "shop.db"), "--create", "--port", str(port),
-                             "--api-keys-file", str(keys), *extra], env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            str(folder / "shop.db"),
+            "--create",
+            "--port",
+            str(port),
+            "--api-keys-file",
+            str(keys),
+            *extra,
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         if proc.poll() is not None:
@@ -86,8 +103,7 @@ class Flood:
     def _open(self) -> tuple[socket.socket | None, float]:
         try:
             s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
-            s.sendall(b"GET /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: "
-                      % self.port)
+            s.sendall(b"GET /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: " % self.port)
             s.setblocking(False)
             self.opened += 1
             return s, time.monotonic()
@@ -110,8 +126,9 @@ class Flood:
                     try:
                         got = s.recv(4096)
                         if got:
-                            status = got.split(b" ", 2)[1].decode() if got.startswith(
-                                b"HTTP/") else "?"
+                            status = (
+                                got.split(b" ", 2)[1].decode() if got.startswith(b"HTTP/") else "?"
+                            )
                             self.answers[status] = self.answers.get(status, 0) + 1
                         closed = True
                         self.closed_by_service += 1
@@ -136,13 +153,17 @@ def measure(url: str, key: str, seconds: float, pause: float) -> dict:
     deadline = time.monotonic() + seconds
     i = 0
     # a new connection for each request, as a client that comes now and then
-    c = httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {key}",
-                                                        "Connection": "close"})
+    c = httpx.Client(
+        base_url=url, timeout=30, headers={"Authorization": f"Bearer {key}", "Connection": "close"}
+    )
     while time.monotonic() < deadline:
         t = time.perf_counter()
         try:
-            r = (c.get("/documents") if i % 2 == 0 else
-                 c.post("/query", json={"text": TEXTS[i % len(TEXTS)]}))
+            r = (
+                c.get("/documents")
+                if i % 2 == 0
+                else c.post("/query", json={"text": TEXTS[i % len(TEXTS)]})
+            )
             status = str(r.status_code)
         except httpx.HTTPError as e:
             status = type(e).__name__
@@ -152,27 +173,43 @@ def measure(url: str, key: str, seconds: float, pause: float) -> dict:
         time.sleep(pause)
     c.close()
     a = np.array(ms)
-    return {"requests": len(ms), "statuses": statuses,
-            "all_answered_200": set(statuses) == {"200"},
-            "latency_ms": {"p50": round(float(np.percentile(a, 50)), 1),
-                           "p95": round(float(np.percentile(a, 95)), 1),
-                           "p99": round(float(np.percentile(a, 99)), 1),
-                           "max": round(float(a.max()), 1)}}
+    return {
+        "requests": len(ms),
+        "statuses": statuses,
+        "all_answered_200": set(statuses) == {"200"},
+        "latency_ms": {
+            "p50": round(float(np.percentile(a, 50)), 1),
+            "p95": round(float(np.percentile(a, 95)), 1),
+            "p99": round(float(np.percentile(a, 99)), 1),
+            "max": round(float(a.max()), 1),
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--half-open", type=int, default=200, help="connections held half-open")
-    ap.add_argument("--reconnect", type=float, default=9.0,
-                    help="seconds before a half-open connection is reopened (default: 9)")
+    ap.add_argument(
+        "--reconnect",
+        type=float,
+        default=9.0,
+        help="seconds before a half-open connection is reopened (default: 9)",
+    )
     ap.add_argument("--seconds", type=float, default=30.0, help="seconds under the flood")
     ap.add_argument("--baseline", type=float, default=5.0, help="seconds alone first")
-    ap.add_argument("--pause", type=float, default=0.05,
-                    help="seconds between the keyed client's requests")
-    ap.add_argument("--src", default=str(ROOT / "src"),
-                    help="source tree to run the service from (default: this checkout's)")
-    ap.add_argument("--results", default=str(RESULTS),
-                    help="folder for service_flood.json (default: benchmarks/data/results)")
+    ap.add_argument(
+        "--pause", type=float, default=0.05, help="seconds between the keyed client's requests"
+    )
+    ap.add_argument(
+        "--src",
+        default=str(ROOT / "src"),
+        help="source tree to run the service from (default: this checkout's)",
+    )
+    ap.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="folder for service_flood.json (default: benchmarks/data/results)",
+    )
     ap.add_argument("serve_args", nargs="*", help="more options of neardup serve (after --)")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
@@ -195,13 +232,22 @@ def main(argv: list[str] | None = None) -> dict:
             proc.terminate()
             proc.wait(30)
         log = (Path(d) / "serve.log").read_text(errors="replace")
-    res = {"half_open": a.half_open, "reconnect_s": a.reconnect, "seconds": a.seconds,
-           "serve_args": a.serve_args, "src": a.src, "alone": alone, "under_flood": under,
-           "flood": {"connections_opened": flood.opened,
-                     "closed_by_service": flood.closed_by_service,
-                     "answers_to_half_open": flood.answers,
-                     "connect_failures": flood.refused},
-           "service_log_lines": len(log.splitlines())}
+    res = {
+        "half_open": a.half_open,
+        "reconnect_s": a.reconnect,
+        "seconds": a.seconds,
+        "serve_args": a.serve_args,
+        "src": a.src,
+        "alone": alone,
+        "under_flood": under,
+        "flood": {
+            "connections_opened": flood.opened,
+            "closed_by_service": flood.closed_by_service,
+            "answers_to_half_open": flood.answers,
+            "connect_failures": flood.refused,
+        },
+        "service_log_lines": len(log.splitlines()),
+    }
     out = Path(a.results)
     out.mkdir(parents=True, exist_ok=True)
     (out / "service_flood.json").write_text(json.dumps(res, indent=2) + "\n")

@@ -47,23 +47,29 @@ def main() -> None:
         r = c.post("/check", json={"text": base})
         dt = time.perf_counter() - t0
         g = r.json()
-        print(f"/check of {len(base):,} characters against {a.copies} near-copies: {dt:.2f} s, "
-              f"answer {len(r.content):,} bytes, {sum(m['text'] is not None for m in g['matches'])}"
-              f" texts carried, {sum(bool(m['passages']) for m in g['matches'])} with passages, "
-              f"passages_incomplete={g['passages_incomplete']}, "
-              f"texts_capped={g['texts_capped']}")
+        print(
+            f"/check of {len(base):,} characters against {a.copies} near-copies: {dt:.2f} s, "
+            f"answer {len(r.content):,} bytes, {sum(m['text'] is not None for m in g['matches'])}"
+            f" texts carried, {sum(bool(m['passages']) for m in g['matches'])} with passages, "
+            f"passages_incomplete={g['passages_incomplete']}, "
+            f"texts_capped={g['texts_capped']}"
+        )
     x = " ".join(rng.choice(vocab) for _ in range(int(a.words * 1.07)))
     y = x.replace(" w1 ", " zzz ")
-    body = (json.dumps({"id": "a", "text": x}) + "\n" + json.dumps({"id": "b", "text": y})
-            + "\n").encode()
-    cid = c.post("/collections", files={"file": ("x.jsonl", body)},
-                 data={"id_field": "id"}).json()["collection_id"]
+    body = (
+        json.dumps({"id": "a", "text": x}) + "\n" + json.dumps({"id": "b", "text": y}) + "\n"
+    ).encode()
+    cid = c.post("/collections", files={"file": ("x.jsonl", body)}, data={"id_field": "id"}).json()[
+        "collection_id"
+    ]
     for _ in range(a.repeat):
         t0 = time.perf_counter()
         p = c.get(f"/collections/{cid}/pair", params={"a": "a", "b": "b"}).json()
         dt = time.perf_counter() - t0
-        print(f"side by side, two texts of {len(x):,} characters: {dt:.2f} s, "
-              f"incomplete={p['incomplete']}, {len(p['passages'])} passages")
+        print(
+            f"side by side, two texts of {len(x):,} characters: {dt:.2f} s, "
+            f"incomplete={p['incomplete']}, {len(p['passages'])} passages"
+        )
 
 
 if __name__ == "__main__":

@@ -58,12 +58,15 @@ def build(path: Path, corpus: Path, size: int) -> None:
                 batch = []
         if batch:
             idx.add_many(batch)
-    print(f"built {path} ({size:,} documents, passages) in {time.perf_counter() - t:.0f} s",
-          file=sys.stderr)
+    print(
+        f"built {path} ({size:,} documents, passages) in {time.perf_counter() - t:.0f} s",
+        file=sys.stderr,
+    )
 
 
-def run_clients(url: str, texts: list[str], clients: int, seconds: float,
-                big: str | None) -> tuple[list[float], dict]:
+def run_clients(
+    url: str, texts: list[str], clients: int, seconds: float, big: str | None
+) -> tuple[list[float], dict]:
     """Latencies (s) of the ordinary clients' requests; what the big client got."""
     stop = time.monotonic() + seconds
     lat: list[float] = []
@@ -118,9 +121,13 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--big-bytes", type=int, default=1_000_000)
-    ap.add_argument("--index", type=Path, default=None,
-                    help="an index with passages of the same corpus to reuse (default: built "
-                         "in benchmarks/data/service-<size>.db)")
+    ap.add_argument(
+        "--index",
+        type=Path,
+        default=None,
+        help="an index with passages of the same corpus to reuse (default: built "
+        "in benchmarks/data/service-<size>.db)",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS)
     a = ap.parse_args()
 
@@ -144,8 +151,7 @@ def main() -> None:
         size = len(" ".join(parts).encode())
     big = " ".join(parts).encode()[: a.big_bytes].decode("utf-8", "ignore")
     port = free_port()
-    proc = start_server(path, port, "--max-text-bytes", "2000000", "--max-upload-bytes",
-                        "4000000")
+    proc = start_server(path, port, "--max-text-bytes", "2000000", "--max-upload-bytes", "4000000")
     url = f"http://127.0.0.1:{port}"
     try:
         run_clients(url, texts[:20], a.clients, 2.0, None)  # warm up
@@ -158,17 +164,27 @@ def main() -> None:
     def pct(x: list[float], q: float) -> float:
         return round(float(np.percentile(x, q)) * 1e3, 2)
 
-    res = {"documents": a.size, "clients": a.clients, "seconds": a.seconds,
-           "alone": {"requests": len(alone), "p50_ms": pct(alone, 50), "p99_ms": pct(alone, 99)},
-           "beside_big_client": {"requests": len(beside), "p50_ms": pct(beside, 50),
-                                 "p99_ms": pct(beside, 99)},
-           "big_client": {"bytes": len(big.encode()), "requests": big_stats["requests"],
-                          "statuses": big_stats["statuses"],
-                          "reuse_incomplete": big_stats["incomplete"],
-                          "latency_s": big_stats["latency_s"][:20]},
-           "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                      f"{platform.python_version()}",
-           "date": time.strftime("%Y-%m-%d")}
+    res = {
+        "documents": a.size,
+        "clients": a.clients,
+        "seconds": a.seconds,
+        "alone": {"requests": len(alone), "p50_ms": pct(alone, 50), "p99_ms": pct(alone, 99)},
+        "beside_big_client": {
+            "requests": len(beside),
+            "p50_ms": pct(beside, 50),
+            "p99_ms": pct(beside, 99),
+        },
+        "big_client": {
+            "bytes": len(big.encode()),
+            "requests": big_stats["requests"],
+            "statuses": big_stats["statuses"],
+            "reuse_incomplete": big_stats["incomplete"],
+            "latency_s": big_stats["latency_s"][:20],
+        },
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"),
+    }
     res["p99_ratio"] = round(res["beside_big_client"]["p99_ms"] / res["alone"]["p99_ms"], 2)
     a.results.mkdir(parents=True, exist_ok=True)
     (a.results / "service-latency.json").write_bytes(orjson.dumps(res, option=orjson.OPT_INDENT_2))

@@ -32,9 +32,11 @@ sys.path.insert(0, str(HERE))
 
 from load import RESULTS, free_port, start_server  # noqa: E402
 
-VOCAB = ("red blue green large small cotton wool shirt dress jacket with without pocket zip "
-         "button collar sleeve long short summer winter soft warm light dark slim fit classic "
-         "modern washable organic").split()
+VOCAB = (
+    "red blue green large small cotton wool shirt dress jacket with without pocket zip "
+    "button collar sleeve long short summer winter soft warm light dark slim fit classic "
+    "modern washable organic"
+).split()
 
 
 def memory_mb(pid: int) -> dict[str, float]:
@@ -50,16 +52,22 @@ def memory_mb(pid: int) -> dict[str, float]:
 def copies_file(records: int, distinct: int, rng: random.Random) -> bytes:
     """``records`` JSONL records of ``distinct`` short texts, in random order."""
     texts = [f"shop item {i} {rng.choice(VOCAB)}" for i in range(distinct)]
-    return b"".join(json.dumps({"text": texts[rng.randrange(distinct)]}).encode() + b"\n"
-                    for _ in range(records))
+    return b"".join(
+        json.dumps({"text": texts[rng.randrange(distinct)]}).encode() + b"\n"
+        for _ in range(records)
+    )
 
 
 def distinct_file(size: int, words: int, rng: random.Random) -> bytes:
     """JSONL records of distinct texts of ``words`` words, up to ``size`` bytes."""
     lines, total, i = [], 0, 0
     while True:
-        line = json.dumps({"text": f"doc {i} " + " ".join(rng.choice(VOCAB)
-                                                         for _ in range(words))}).encode() + b"\n"
+        line = (
+            json.dumps(
+                {"text": f"doc {i} " + " ".join(rng.choice(VOCAB) for _ in range(words))}
+            ).encode()
+            + b"\n"
+        )
         if total + len(line) > size:
             return b"".join(lines)
         lines.append(line)
@@ -75,15 +83,23 @@ def run(url: str, pid: int, files: list[tuple[str, bytes]]) -> list[dict]:
             t0 = time.perf_counter()
             r = c.post("/collections", files={"file": (f"{name}.jsonl", data)})
             seconds = time.perf_counter() - t0
-            row = {"shape": name, "bytes": len(data), "status": r.status_code,
-                   "seconds": round(seconds, 3), "answer_bytes": len(r.content)}
+            row = {
+                "shape": name,
+                "bytes": len(data),
+                "status": r.status_code,
+                "seconds": round(seconds, 3),
+                "answer_bytes": len(r.content),
+            }
             if r.status_code == 201:
                 got = r.json()
-                row.update(documents=got["documents"], clusters=len(got["clusters"]),
-                           pairs=got["pairs"], duplicates=got["duplicates"])
+                row.update(
+                    documents=got["documents"],
+                    clusters=len(got["clusters"]),
+                    pairs=got["pairs"],
+                    duplicates=got["duplicates"],
+                )
                 t0 = time.perf_counter()
-                p = c.get(f"/collections/{got['collection_id']}/pair",
-                          params={"a": "1", "b": "2"})
+                p = c.get(f"/collections/{got['collection_id']}/pair", params={"a": "1", "b": "2"})
                 row["pair_seconds"] = round(time.perf_counter() - t0, 3)
                 row["pair_status"] = p.status_code
             else:
@@ -92,24 +108,36 @@ def run(url: str, pid: int, files: list[tuple[str, bytes]]) -> list[dict]:
             out.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
         row = c.get("/stats").json()
-        out.append({"collections_kept": row.get("collections_kept"),
-                    "collections": row.get("collections")})
+        out.append(
+            {"collections_kept": row.get("collections_kept"), "collections": row.get("collections")}
+        )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--records", type=int, default=300_000,
-                    help="records of a 'copies' upload (default 300000: about 9 MB)")
-    ap.add_argument("--distinct", type=int, default=100,
-                    help="distinct texts of a 'copies' upload")
+    ap.add_argument(
+        "--records",
+        type=int,
+        default=300_000,
+        help="records of a 'copies' upload (default 300000: about 9 MB)",
+    )
+    ap.add_argument("--distinct", type=int, default=100, help="distinct texts of a 'copies' upload")
     ap.add_argument("--words", type=int, default=20, help="words of a 'distinct' text")
     ap.add_argument("--uploads", type=int, default=10, help="uploads in a row")
-    ap.add_argument("--results", default=str(RESULTS),
-                    help="folder for service_memory.json (default: benchmarks/data/results)")
-    ap.add_argument("--serve-option", action="append", default=[], metavar="OPTION",
-                    help="an option for neardup serve (repeatable), e.g. "
-                         "--serve-option=--collection-memory-mb=64")
+    ap.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="folder for service_memory.json (default: benchmarks/data/results)",
+    )
+    ap.add_argument(
+        "--serve-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="an option for neardup serve (repeatable), e.g. "
+        "--serve-option=--collection-memory-mb=64",
+    )
     a = ap.parse_args(argv)
     rng = random.Random(1)
     copies = copies_file(a.records, a.distinct, rng)
@@ -117,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     files = [shapes[i % 2] for i in range(a.uploads)]
     limit = max(10_000_000, len(copies) + 1_000_000)
     with tempfile.TemporaryDirectory() as d:
-        proc = start_server(Path(d) / "memory.db", free_port(), "--max-upload-bytes",
-                            str(limit), *a.serve_option)
+        proc = start_server(
+            Path(d) / "memory.db", free_port(), "--max-upload-bytes", str(limit), *a.serve_option
+        )
         try:
             port = proc.args[proc.args.index("--port") + 1]
             uploads = run(f"http://127.0.0.1:{port}", proc.pid, files)
@@ -127,11 +156,16 @@ def main(argv: list[str] | None = None) -> int:
             proc.terminate()
             proc.wait(30)
     done = [u for u in uploads if "status" in u]
-    report = {"records": a.records, "distinct": a.distinct, "uploads": done,
-              "store": uploads[-1], "peak_rss_mb": before_exit["VmHWM"],
-              "rss_after_mb": before_exit["VmRSS"],
-              "max_upload_seconds": max(u["seconds"] for u in done),
-              "failed": sum(u["status"] != 201 for u in done)}
+    report = {
+        "records": a.records,
+        "distinct": a.distinct,
+        "uploads": done,
+        "store": uploads[-1],
+        "peak_rss_mb": before_exit["VmHWM"],
+        "rss_after_mb": before_exit["VmRSS"],
+        "max_upload_seconds": max(u["seconds"] for u in done),
+        "failed": sum(u["status"] != 201 for u in done),
+    }
     out = Path(a.results)
     out.mkdir(parents=True, exist_ok=True)
     (out / "service_memory.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -130,8 +130,9 @@ def pick_texts(corpus: Path, size: int, n: int, seed: int) -> list[str]:
     return got
 
 
-def reader_bodies(texts: list[str], check_share: float, new_share: float, light: float,
-                  seed: int) -> list[tuple[str, bytes]]:
+def reader_bodies(
+    texts: list[str], check_share: float, new_share: float, light: float, seed: int
+) -> list[tuple[str, bytes]]:
     """(route, JSON body) pairs: ``/check`` for ``check_share`` of them (evenly spread), the
     others ``/query``; texts edited lightly, ``new_share`` of them heavily (new texts)."""
     rng = np.random.default_rng(seed)
@@ -155,8 +156,10 @@ def writer_bodies(texts: list[str], batch: int, run: str, seed: int) -> list[tup
     rng = np.random.default_rng(seed)
     out = []
     for s in range(0, len(texts) - batch + 1, batch):
-        docs = [{"id": f"{WRITER_PREFIX}{run}-{s + j:07d}", "text": edit(t, 0.3, rng)}
-                for j, t in enumerate(texts[s:s + batch])]
+        docs = [
+            {"id": f"{WRITER_PREFIX}{run}-{s + j:07d}", "text": edit(t, 0.3, rng)}
+            for j, t in enumerate(texts[s : s + batch])
+        ]
         out.append((len(docs), orjson.dumps({"documents": docs})))
     return out
 
@@ -165,16 +168,29 @@ def writer_bodies(texts: list[str], batch: int, run: str, seed: int) -> list[tup
 # Clients: one process each, http.client keep-alive, bodies built before the clock starts
 
 
-def _client(kind: str, port: int, key: str, bodies: list, barrier, t_start, t_warm, t_end,
-            queue, rate: float = 0.0) -> None:
+def _client(
+    kind: str,
+    port: int,
+    key: str,
+    bodies: list,
+    barrier,
+    t_start,
+    t_warm,
+    t_end,
+    queue,
+    rate: float = 0.0,
+) -> None:
     """Send ``bodies`` in a closed loop (cycling) from ``t_start`` to ``t_end``
     (``time.monotonic``, shared by the processes); put the records of the requests that ended
     after ``t_warm`` on ``queue``: (end, seconds, route, status, documents), with the client's
     CPU seconds and the first error bodies. A writer with a ``rate`` (documents a second)
     sends a batch no earlier than that rate allows (and at once when it is behind)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}",
-               "Host": f"127.0.0.1:{port}"}
+    headers = {
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {key}",
+        "Host": f"127.0.0.1:{port}",
+    }
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     records: list[tuple[float, float, str, int, int]] = []
     errors: list[str] = []
@@ -220,9 +236,16 @@ def _client(kind: str, port: int, key: str, bodies: list, barrier, t_start, t_wa
             errors.append(f"{route} {status}: {data[:300].decode('utf-8', 'replace')}")
     t = os.times()
     conn.close()
-    queue.put({"kind": kind, "records": records, "errors": errors, "reconnects": reconnects,
-               "cpu_s": (t.user + t.system) - (cpu0 if cpu0 is not None else t.user + t.system),
-               "ran_out": kind == "writer" and i > len(bodies)})
+    queue.put(
+        {
+            "kind": kind,
+            "records": records,
+            "errors": errors,
+            "reconnects": reconnects,
+            "cpu_s": (t.user + t.system) - (cpu0 if cpu0 is not None else t.user + t.system),
+            "ran_out": kind == "writer" and i > len(bodies),
+        }
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,8 +296,13 @@ def sleep_sampling(until: float, pids: list[int], peak: list[float]) -> None:
 def _stamp(size: int, corpus: Path) -> dict:
     from neardup import __version__
 
-    return {"size": size, "corpus": corpus.name, "passages": True, "batch": BUILD_BATCH,
-            "neardup": __version__.split("+")[0]}
+    return {
+        "size": size,
+        "corpus": corpus.name,
+        "passages": True,
+        "batch": BUILD_BATCH,
+        "neardup": __version__.split("+")[0],
+    }
 
 
 def remove_writer_docs(target: str) -> int:
@@ -303,11 +331,13 @@ def build_index(target: str, corpus: Path, size: int, sidecar: Path, fresh: bool
             with Index(target) as idx:
                 n = len(idx)
             if n == size:
-                print(f"reusing {target} ({size:,} documents; {left:,} left by an earlier "
-                      "run removed)", file=sys.stderr)
+                print(
+                    f"reusing {target} ({size:,} documents; {left:,} left by an earlier "
+                    "run removed)",
+                    file=sys.stderr,
+                )
                 return {**have, "reused": True}
-            print(f"{target} holds {n:,} documents, not {size:,}: building again",
-                  file=sys.stderr)
+            print(f"{target} holds {n:,} documents, not {size:,}: building again", file=sys.stderr)
     if target.startswith("redis"):
         with Index(target) as idx:
             idx.storage.drop()
@@ -334,8 +364,12 @@ def build_index(target: str, corpus: Path, size: int, sidecar: Path, fresh: bool
             idx.add_many(batch, batch_size=BUILD_BATCH)
         assert len(idx) == size, (len(idx), size)
     build_s = time.perf_counter() - t0
-    stamp = {**want, "build_s": round(build_s, 1),
-             "build_docs_per_s": round(size / build_s, 1), "built": time.strftime("%Y-%m-%d")}
+    stamp = {
+        **want,
+        "build_s": round(build_s, 1),
+        "build_docs_per_s": round(size / build_s, 1),
+        "built": time.strftime("%Y-%m-%d"),
+    }
     sidecar.write_text(json.dumps(stamp, indent=2) + "\n")
     return {**stamp, "reused": False}
 
@@ -351,10 +385,28 @@ class RedisServer:
         folder.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(folder),
-             "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no",
-             "--protected-mode", "yes", "--daemonize", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                exe,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(folder),
+                "--dbfilename",
+                "dump.rdb",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+                "--daemonize",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         import redis
 
         self.client = redis.Redis(port=self.port)
@@ -382,9 +434,11 @@ class RedisServer:
 
     def memory(self) -> dict:
         info = self.client.info("memory")
-        return {"used_memory_mb": round(info["used_memory"] / 2**20, 1),
-                "used_memory_peak_mb": round(info["used_memory_peak"] / 2**20, 1),
-                "rss_mb": round(info["used_memory_rss"] / 2**20, 1)}
+        return {
+            "used_memory_mb": round(info["used_memory"] / 2**20, 1),
+            "used_memory_peak_mb": round(info["used_memory_peak"] / 2**20, 1),
+            "rss_mb": round(info["used_memory_rss"] / 2**20, 1),
+        }
 
     def stop(self) -> None:
         self.client.close()
@@ -396,20 +450,38 @@ class RedisServer:
 # Server
 
 
-def start_server(target: str, port: int, keys_file: Path, log: Path, workers: int = 1,
-                 more: Sequence[str] = ()) -> subprocess.Popen:
+def start_server(
+    target: str, port: int, keys_file: Path, log: Path, workers: int = 1, more: Sequence[str] = ()
+) -> subprocess.Popen:
     """``neardup serve --index TARGET --api-keys-file KEYS --workers N [MORE]`` once it
     answers ``/health``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_API_KEY")}
     # the caller's PYTHONPATH after src/: a sitecustomize.py there can patch the server for
     # an experiment
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), *filter(None, [
-        os.environ.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     err = open(log, "wb")  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", "--index", target,
-                             "--port", str(port), "--api-keys-file", str(keys_file),
-                             "--workers", str(workers), *more],
-                            env=env, stdout=subprocess.DEVNULL, stderr=err)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            target,
+            "--port",
+            str(port),
+            "--api-keys-file",
+            str(keys_file),
+            "--workers",
+            str(workers),
+            *more,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+    )
     for _ in range(1200):
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
@@ -430,10 +502,12 @@ def _pct(x: np.ndarray) -> dict:
     if not len(x):
         return {"p50": None, "p95": None, "p99": None, "max": None}
     ms = x * 1e3
-    return {"p50": round(float(np.percentile(ms, 50)), 2),
-            "p95": round(float(np.percentile(ms, 95)), 2),
-            "p99": round(float(np.percentile(ms, 99)), 2),
-            "max": round(float(ms.max()), 2)}
+    return {
+        "p50": round(float(np.percentile(ms, 50)), 2),
+        "p95": round(float(np.percentile(ms, 95)), 2),
+        "p99": round(float(np.percentile(ms, 99)), 2),
+        "max": round(float(ms.max()), 2),
+    }
 
 
 def drive(target: str, a, corpus: Path, run: str) -> dict:
@@ -442,11 +516,25 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
     n_write = a.writers * a.writer_docs
     t0 = time.perf_counter()
     texts = pick_texts(corpus, a.size, n_read + n_write, seed=1)
-    readers = [reader_bodies(texts[k * READER_BODIES:(k + 1) * READER_BODIES], a.check_share,
-                             a.new_share, a.light_edit, seed=100 + k) for k in range(a.readers)]
-    writers = [writer_bodies(texts[n_read + w * a.writer_docs:n_read + (w + 1) * a.writer_docs],
-                             a.writer_batch, f"{run}{w}", seed=200 + w)
-               for w in range(a.writers)]
+    readers = [
+        reader_bodies(
+            texts[k * READER_BODIES : (k + 1) * READER_BODIES],
+            a.check_share,
+            a.new_share,
+            a.light_edit,
+            seed=100 + k,
+        )
+        for k in range(a.readers)
+    ]
+    writers = [
+        writer_bodies(
+            texts[n_read + w * a.writer_docs : n_read + (w + 1) * a.writer_docs],
+            a.writer_batch,
+            f"{run}{w}",
+            seed=200 + w,
+        )
+        for w in range(a.writers)
+    ]
     del texts
     print(f"request bodies built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
 
@@ -461,23 +549,57 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
     anon = [0.0]  # the servers' peak anonymous memory, MB
     try:
         for k, port in enumerate(ports):
-            servers.append(start_server(target, port, keys_file,
-                                        Path(a.results) / f"service-scale-server-{k}.log",
-                                        a.workers, shlex.split(a.serve_args)))
+            servers.append(
+                start_server(
+                    target,
+                    port,
+                    keys_file,
+                    Path(a.results) / f"service-scale-server-{k}.log",
+                    a.workers,
+                    shlex.split(a.serve_args),
+                )
+            )
         proc = servers[0]
         ctx = mp.get_context("fork")
         barrier = ctx.Barrier(a.readers + a.writers + 1)
         t_start, t_warm, t_end = (ctx.Value("d", 0.0) for _ in range(3))
         queue = ctx.Queue()
         # with --servers N, client k talks to server k mod N (the writer to the last one)
-        procs = [ctx.Process(target=_client, args=("reader", ports[k % len(ports)],
-                                                   keys["read"], b, barrier, t_start, t_warm,
-                                                   t_end, queue))
-                 for k, b in enumerate(readers)]
-        procs += [ctx.Process(target=_client, args=("writer", ports[-1 - w % len(ports)],
-                                                    keys["write"], b, barrier, t_start, t_warm,
-                                                    t_end, queue, a.writer_rate))
-                  for w, b in enumerate(writers)]
+        procs = [
+            ctx.Process(
+                target=_client,
+                args=(
+                    "reader",
+                    ports[k % len(ports)],
+                    keys["read"],
+                    b,
+                    barrier,
+                    t_start,
+                    t_warm,
+                    t_end,
+                    queue,
+                ),
+            )
+            for k, b in enumerate(readers)
+        ]
+        procs += [
+            ctx.Process(
+                target=_client,
+                args=(
+                    "writer",
+                    ports[-1 - w % len(ports)],
+                    keys["write"],
+                    b,
+                    barrier,
+                    t_start,
+                    t_warm,
+                    t_end,
+                    queue,
+                    a.writer_rate,
+                ),
+            )
+            for w, b in enumerate(writers)
+        ]
         for p in procs:
             p.start()
         now = time.monotonic()
@@ -490,12 +612,28 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
         cpu0 = sum(proc_cpu(q) for q in pids)
         if a.py_spy:
             spy = subprocess.Popen(
-                [a.py_spy_exe, "record", "--pid", str(proc.pid), "--duration",
-                 str(int(a.seconds)), "--format", "raw", "--rate", "100", "--threads",
-                 "--output", str(a.py_spy), "--nonblocking", *(["--gil"] if a.py_spy_gil else []),
-                 *(["--subprocesses"] if a.workers > 1 else []),
-                 *(["--idle"] if a.py_spy_idle else [])],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                [
+                    a.py_spy_exe,
+                    "record",
+                    "--pid",
+                    str(proc.pid),
+                    "--duration",
+                    str(int(a.seconds)),
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "100",
+                    "--threads",
+                    "--output",
+                    str(a.py_spy),
+                    "--nonblocking",
+                    *(["--gil"] if a.py_spy_gil else []),
+                    *(["--subprocesses"] if a.workers > 1 else []),
+                    *(["--idle"] if a.py_spy_idle else []),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
         sleep_sampling(t_end.value, pids, anon)
         server_cpu = sum(proc_cpu(q) for q in pids) - cpu0
         got = [queue.get(timeout=a.seconds + 600) for _ in procs]
@@ -528,10 +666,13 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
         for r in mine:
             if not 200 <= r[3] < 300:
                 statuses[str(r[3])] = statuses.get(str(r[3]), 0) + 1
-        out["endpoints"][route] = {"requests": len(mine),
-                                   "per_s": round(len(mine) / a.seconds, 1),
-                                   **{f"{k}_ms": v for k, v in _pct(lat).items()},
-                                   "errors": sum(statuses.values()), "error_statuses": statuses}
+        out["endpoints"][route] = {
+            "requests": len(mine),
+            "per_s": round(len(mine) / a.seconds, 1),
+            **{f"{k}_ms": v for k, v in _pct(lat).items()},
+            "errors": sum(statuses.values()),
+            "error_statuses": statuses,
+        }
         if route == "/documents:batch":
             out["adds_per_s"] = round(sum(r[4] for r in ok) / a.seconds, 1)
             out["documents_added"] = sum(r[4] for r in ok)
@@ -553,26 +694,36 @@ def drive(target: str, a, corpus: Path, run: str) -> dict:
             lat = mine[:, 1] - mine[:, 0]
             out["during_batches"][route] = {
                 "share": round(float(hit.mean()), 3),
-                "during": _pct(lat[hit]), "outside": _pct(lat[~hit])}
+                "during": _pct(lat[hit]),
+                "outside": _pct(lat[~hit]),
+            }
     out["errors"] = sum(e["errors"] for e in out["endpoints"].values())
     out["error_examples"] = [e for g in got for e in g["errors"]][:10]
     out["reconnects"] = sum(g["reconnects"] for g in got)
     out["writer_ran_out"] = any(g["ran_out"] for g in got)
-    out["cpu_s"] = {"server": round(server_cpu, 1),
-                    "readers": round(sum(g["cpu_s"] for g in got if g["kind"] == "reader"), 1),
-                    "writers": round(sum(g["cpu_s"] for g in got if g["kind"] == "writer"), 1)}
+    out["cpu_s"] = {
+        "server": round(server_cpu, 1),
+        "readers": round(sum(g["cpu_s"] for g in got if g["kind"] == "reader"), 1),
+        "writers": round(sum(g["cpu_s"] for g in got if g["kind"] == "writer"), 1),
+    }
     out["server_peak_rss_mb"] = mem.get("VmHWM")
     out["server_rss_mb"] = mem.get("VmRSS")
     out["server_peak_anon_mb"] = round(anon[0], 1)
     if spy is not None:
-        out["py_spy"] = {"output": str(a.py_spy), "gil": a.py_spy_gil,
-                         "stderr": spy.stderr.read().decode()[-500:]}
+        out["py_spy"] = {
+            "output": str(a.py_spy),
+            "gil": a.py_spy_gil,
+            "stderr": spy.stderr.read().decode()[-500:],
+        }
     return out
 
 
 def index_bytes(path: Path) -> dict:
-    out = {s or "db": Path(f"{path}{s}").stat().st_size
-           for s in ("", "-wal") if Path(f"{path}{s}").exists()}
+    out = {
+        s or "db": Path(f"{path}{s}").stat().st_size
+        for s in ("", "-wal")
+        if Path(f"{path}{s}").exists()
+    }
     keys = Path(f"{path}-keys")
     if keys.is_dir():  # the key segments beside the file
         out["-keys"] = sum(p.stat().st_size for p in keys.iterdir())
@@ -629,53 +780,112 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=1_000_000, help="documents in the index")
     ap.add_argument("--backend", choices=["sqlite", "redis", "both"], default="sqlite")
     ap.add_argument("--seconds", type=float, default=60.0, help="measured seconds")
-    ap.add_argument("--warmup", type=float, default=5.0,
-                    help="seconds of load before the measured ones (not counted)")
+    ap.add_argument(
+        "--warmup",
+        type=float,
+        default=5.0,
+        help="seconds of load before the measured ones (not counted)",
+    )
     ap.add_argument("--readers", type=int, default=4, help="reader processes")
-    ap.add_argument("--writers", type=int, default=1, choices=[0, 1, 2],
-                    help="writer processes (0: readers alone)")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="neardup serve --workers: processes of the service (CPU and memory "
-                         "are summed over them)")
-    ap.add_argument("--serve-args", default="", metavar="OPTIONS",
-                    help="more options of neardup serve, in one string (e.g. '--threads 4')")
-    ap.add_argument("--servers", type=int, default=1,
-                    help="service processes on the same index (an experiment: client k talks "
-                         "to server k mod N; CPU and RSS are summed; py-spy samples the "
-                         "first)")
+    ap.add_argument(
+        "--writers",
+        type=int,
+        default=1,
+        choices=[0, 1, 2],
+        help="writer processes (0: readers alone)",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="neardup serve --workers: processes of the service (CPU and memory "
+        "are summed over them)",
+    )
+    ap.add_argument(
+        "--serve-args",
+        default="",
+        metavar="OPTIONS",
+        help="more options of neardup serve, in one string (e.g. '--threads 4')",
+    )
+    ap.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="service processes on the same index (an experiment: client k talks "
+        "to server k mod N; CPU and RSS are summed; py-spy samples the "
+        "first)",
+    )
     ap.add_argument("--writer-batch", type=int, default=1000, help="documents per batch request")
-    ap.add_argument("--records", default=None, metavar="FILE",
-                    help="write every request's (end, seconds, route, status, documents) to "
-                         "FILE as JSON")
-    ap.add_argument("--writer-rate", type=float, default=0.0, metavar="DOCS_PER_S",
-                    help="documents a second the writer adds at most (default 0: as many as "
-                         "the service takes)")
-    ap.add_argument("--writer-docs", type=int, default=None,
-                    help="new documents built for each writer (default: 3,000 per measured "
-                         "and warm-up second; the writer stops when they run out)")
-    ap.add_argument("--check-share", type=float, default=0.5,
-                    help="share of reader requests that are /check (the rest /query)")
-    ap.add_argument("--new-share", type=float, default=0.25,
-                    help="share of reader texts edited by 30%% (new texts); the others are "
-                         "edited by --light-edit")
+    ap.add_argument(
+        "--records",
+        default=None,
+        metavar="FILE",
+        help="write every request's (end, seconds, route, status, documents) to FILE as JSON",
+    )
+    ap.add_argument(
+        "--writer-rate",
+        type=float,
+        default=0.0,
+        metavar="DOCS_PER_S",
+        help="documents a second the writer adds at most (default 0: as many as the service takes)",
+    )
+    ap.add_argument(
+        "--writer-docs",
+        type=int,
+        default=None,
+        help="new documents built for each writer (default: 3,000 per measured "
+        "and warm-up second; the writer stops when they run out)",
+    )
+    ap.add_argument(
+        "--check-share",
+        type=float,
+        default=0.5,
+        help="share of reader requests that are /check (the rest /query)",
+    )
+    ap.add_argument(
+        "--new-share",
+        type=float,
+        default=0.25,
+        help="share of reader texts edited by 30%% (new texts); the others are "
+        "edited by --light-edit",
+    )
     ap.add_argument("--light-edit", type=float, default=0.03)
-    ap.add_argument("--corpus", default=None, help="JSONL of {id, text} to index (default: "
-                    "benchmarks/data/corpus-<N>.jsonl, built when missing)")
-    ap.add_argument("--index", default=None, help="SQLite index path (default: "
-                    "benchmarks/data/service-scale-<size>.db)")
-    ap.add_argument("--redis-url", default=None, help="use this Redis server instead of one of "
-                    "the script's own (the index goes under its prefix)")
+    ap.add_argument(
+        "--corpus",
+        default=None,
+        help="JSONL of {id, text} to index (default: "
+        "benchmarks/data/corpus-<N>.jsonl, built when missing)",
+    )
+    ap.add_argument(
+        "--index",
+        default=None,
+        help="SQLite index path (default: benchmarks/data/service-scale-<size>.db)",
+    )
+    ap.add_argument(
+        "--redis-url",
+        default=None,
+        help="use this Redis server instead of one of "
+        "the script's own (the index goes under its prefix)",
+    )
     ap.add_argument("--rebuild", action="store_true", help="build the index even if it exists")
-    ap.add_argument("--py-spy", default=None, metavar="FILE",
-                    help="record the server with py-spy during the measured seconds "
-                         "(collapsed stacks)")
+    ap.add_argument(
+        "--py-spy",
+        default=None,
+        metavar="FILE",
+        help="record the server with py-spy during the measured seconds (collapsed stacks)",
+    )
     ap.add_argument("--py-spy-gil", action="store_true", help="py-spy --gil")
     ap.add_argument("--py-spy-idle", action="store_true", help="py-spy --idle")
-    ap.add_argument("--py-spy-exe", default=shutil.which("py-spy") or
-                    str(Path(sys.executable).with_name("py-spy")))
-    ap.add_argument("--results", default=str(RESULTS),
-                    help="folder for service-scale-<backend>-<size>.json (default: "
-                         "benchmarks/data/results, which git ignores)")
+    ap.add_argument(
+        "--py-spy-exe",
+        default=shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")),
+    )
+    ap.add_argument(
+        "--results",
+        default=str(RESULTS),
+        help="folder for service-scale-<backend>-<size>.json (default: "
+        "benchmarks/data/results, which git ignores)",
+    )
     a = ap.parse_args(argv)
     if a.size < 1 or a.seconds <= 0 or a.readers < 0 or a.writer_batch < 1:
         ap.error("--size, --seconds, --writer-batch must be positive, --readers >= 0")
@@ -688,33 +898,50 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     failed = False
-    for backend in (["sqlite", "redis"] if a.backend == "both" else [a.backend]):
+    for backend in ["sqlite", "redis"] if a.backend == "both" else [a.backend]:
         res = run_backend(backend, a, corpus)
-        res.update({"seconds": a.seconds, "servers": a.servers, "warmup": a.warmup,
-                    "serve_args": a.serve_args, "workers": a.workers,
-                    "readers": a.readers,
-                    "writers": a.writers, "writer_batch": a.writer_batch, "writer_rate": a.writer_rate,
-                    "check_share": a.check_share, "new_share": a.new_share,
-                    "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                               f"{platform.python_version()}",
-                    "load_average_after": [round(x, 2) for x in os.getloadavg()],
-                    "date": time.strftime("%Y-%m-%d %H:%M")})
-        (out / f"service-scale-{backend}-{a.size}.json").write_text(json.dumps(res, indent=2)
-                                                                    + "\n")
+        res.update(
+            {
+                "seconds": a.seconds,
+                "servers": a.servers,
+                "warmup": a.warmup,
+                "serve_args": a.serve_args,
+                "workers": a.workers,
+                "readers": a.readers,
+                "writers": a.writers,
+                "writer_batch": a.writer_batch,
+                "writer_rate": a.writer_rate,
+                "check_share": a.check_share,
+                "new_share": a.new_share,
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                f"{platform.python_version()}",
+                "load_average_after": [round(x, 2) for x in os.getloadavg()],
+                "date": time.strftime("%Y-%m-%d %H:%M"),
+            }
+        )
+        (out / f"service-scale-{backend}-{a.size}.json").write_text(
+            json.dumps(res, indent=2) + "\n"
+        )
         print(json.dumps(res, indent=2))
         e = res["endpoints"]
         failed = failed or bool(res["errors"])
-        size = (sum(res["index_bytes_before"].values()) / 1e9 if backend == "sqlite" else
-                res["redis_memory_before"]["used_memory_mb"] / 1e3)
+        size = (
+            sum(res["index_bytes_before"].values()) / 1e9
+            if backend == "sqlite"
+            else res["redis_memory_before"]["used_memory_mb"] / 1e3
+        )
         rows.append(
             f"| {backend} | {a.size:,} | {e['/query']['p50_ms']} / {e['/query']['p99_ms']} | "
             f"{e['/check']['p50_ms']} / {e['/check']['p99_ms']} | "
             f"{e['/documents:batch']['p50_ms']} / {e['/documents:batch']['p99_ms']} | "
             f"{res['adds_per_s']:,.0f} | {res['errors']} | {res['server_peak_rss_mb']:,.0f} MB | "
-            f"{res['server_peak_anon_mb']:,.0f} MB | {size:.2f} GB |")
-    print("| backend | documents | /query p50 / p99 ms | /check p50 / p99 ms | "
-          "batch p50 / p99 ms | adds/s | errors | server peak RSS | peak heap (RssAnon) | "
-          "index |")
+            f"{res['server_peak_anon_mb']:,.0f} MB | {size:.2f} GB |"
+        )
+    print(
+        "| backend | documents | /query p50 / p99 ms | /check p50 / p99 ms | "
+        "batch p50 / p99 ms | adds/s | errors | server peak RSS | peak heap (RssAnon) | "
+        "index |"
+    )
     print("\n".join(rows))
     return 1 if failed else 0
 

@@ -76,15 +76,21 @@ class Runner:
         if tree is not None:
             self.env["PYTHONPATH"] = str(tree / "src")
 
-    def once(self, args: list[str], stdin: bytes | None = None,
-             env: dict | None = None) -> float:
+    def once(self, args: list[str], stdin: bytes | None = None, env: dict | None = None) -> float:
         t = time.perf_counter()
-        r = subprocess.run([str(self.exe), *args], input=stdin, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, env=env or self.env)
+        r = subprocess.run(
+            [str(self.exe), *args],
+            input=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env or self.env,
+        )
         wall = time.perf_counter() - t
         if r.returncode != 0:
-            raise SystemExit(f"neardup {' '.join(args)} failed ({r.returncode}):\n"
-                             f"{r.stderr.decode(errors='replace')[-2000:]}")
+            raise SystemExit(
+                f"neardup {' '.join(args)} failed ({r.returncode}):\n"
+                f"{r.stderr.decode(errors='replace')[-2000:]}"
+            )
         return wall
 
     def serve_once(self, index: Path) -> float:
@@ -92,14 +98,18 @@ class Runner:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         t = time.perf_counter()
-        proc = subprocess.Popen([str(self.exe), "serve", "--index", str(index), "--port",
-                                 str(port)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=self.env)
+        proc = subprocess.Popen(
+            [str(self.exe), "serve", "--index", str(index), "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=self.env,
+        )
         try:
             while True:
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health",
-                                                timeout=1) as resp:
+                    with urllib.request.urlopen(
+                        f"http://127.0.0.1:{port}/health", timeout=1
+                    ) as resp:
                         if resp.status == 200:
                             return time.perf_counter() - t
                 except OSError:
@@ -119,29 +129,46 @@ def fresh_install(work: Path, example: Path, rows: list[dict]) -> None:
     dedup`` there, then the next three."""
     wheels = work / "wheels"
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels),
-                    str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     built = time.perf_counter() - t
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     wheel = next(wheels.glob("neardup-*.whl"))
     t = time.perf_counter()
-    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     installed = time.perf_counter() - t
     exe = venv / "bin" / "neardup"
     walls = []
     for i in range(4):
         out = work / f"fresh-out-{i}"
         t = time.perf_counter()
-        subprocess.run([str(exe), "dedup", str(example), "--id-field", "id", "-o", str(out),
-                        "--quiet"], check=True, cwd=work)
+        subprocess.run(
+            [str(exe), "dedup", str(example), "--id-field", "id", "-o", str(out), "--quiet"],
+            check=True,
+            cwd=work,
+        )
         walls.append(time.perf_counter() - t)
     print(f"wheel built in {built:.1f} s, installed in {installed:.1f} s", file=sys.stderr)
-    for name, w in (("first run after installing the wheel: dedup example", [walls[0]]),
-                    ("later runs in that installation: dedup example", walls[1:])):
-        rows.append({"command": name, "median_s": round(statistics.median(w), 3),
-                     "min_s": round(min(w), 3), "runs": [round(x, 3) for x in w]})
+    for name, w in (
+        ("first run after installing the wheel: dedup example", [walls[0]]),
+        ("later runs in that installation: dedup example", walls[1:]),
+    ):
+        rows.append(
+            {
+                "command": name,
+                "median_s": round(statistics.median(w), 3),
+                "min_s": round(min(w), 3),
+                "runs": [round(x, 3) for x in w],
+            }
+        )
         print(f"{name:<58} {statistics.median(w):7.3f} s", file=sys.stderr)
 
 
@@ -153,12 +180,19 @@ def main() -> int:
     ap.add_argument("--venv", type=Path, default=ROOT / ".venv")
     ap.add_argument("--data", type=Path, default=HERE / "data")
     ap.add_argument("--archive", type=Path, default=corpus_mod.DEFAULT_ARCHIVE)
-    ap.add_argument("--results", type=Path, default=RESULTS,
-                    help="folder for startup-<label>.json and .md (default: "
-                         "benchmarks/data/results, which git ignores; --results "
-                         "benchmarks/results/whole-process refreshes the tracked tables)")
-    ap.add_argument("--fresh-install", action="store_true",
-                    help="also build a wheel, install it into a new venv and time its first run")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="folder for startup-<label>.json and .md (default: "
+        "benchmarks/data/results, which git ignores; --results "
+        "benchmarks/results/whole-process refreshes the tracked tables)",
+    )
+    ap.add_argument(
+        "--fresh-install",
+        action="store_true",
+        help="also build a wheel, install it into a new venv and time its first run",
+    )
     a = ap.parse_args()
 
     exe = a.venv / "bin" / "neardup"
@@ -175,8 +209,14 @@ def main() -> int:
     def timed(name: str, fn, repeat: int = a.repeat) -> None:
         fn()  # a warm-up run: caches, page cache
         walls = [fn() for _ in range(repeat)]
-        rows.append({"command": name, "median_s": round(statistics.median(walls), 3),
-                     "min_s": round(min(walls), 3), "runs": [round(w, 3) for w in walls]})
+        rows.append(
+            {
+                "command": name,
+                "median_s": round(statistics.median(walls), 3),
+                "min_s": round(min(walls), 3),
+                "runs": [round(w, 3) for w in walls],
+            }
+        )
         print(f"{name:<58} {statistics.median(walls):7.3f} s", file=sys.stderr)
 
     try:
@@ -184,8 +224,10 @@ def main() -> int:
         run.once(["index", "create", str(index)])
         run.once(["index", "add", str(index), str(small), "--id-field", "id"])
         query = "the graphics card drivers for this monitor were updated last week"
-        records = b"".join(json.dumps({"id": f"q{i}", "text": f"{query} number {i}"}).encode()
-                           + b"\n" for i in range(20))
+        records = b"".join(
+            json.dumps({"id": f"q{i}", "text": f"{query} number {i}"}).encode() + b"\n"
+            for i in range(20)
+        )
         out = work / "out"
 
         def dedup(path: Path, extra: tuple[str, ...] = ()) -> float:
@@ -196,15 +238,21 @@ def main() -> int:
         timed("neardup dedup --help", lambda: run.once(["dedup", "--help"]))
         timed(f"neardup dedup ({small.name}, 9,000 docs, 18 MB)", lambda: dedup(small))
         timed(f"neardup dedup ({large.name}, 21,000 docs, 43 MB)", lambda: dedup(large))
-        timed("neardup index query (1 text, 9,000-document index)",
-              lambda: run.once(["index", "query", str(index), query]))
-        timed("neardup stream --no-add (20 records)",
-              lambda: run.once(["stream", str(index), "--no-add", "--quiet"], stdin=records))
+        timed(
+            "neardup index query (1 text, 9,000-document index)",
+            lambda: run.once(["index", "query", str(index), query]),
+        )
+        timed(
+            "neardup stream --no-add (20 records)",
+            lambda: run.once(["stream", str(index), "--no-add", "--quiet"], stdin=records),
+        )
         timed("neardup serve (spawn to first /health)", lambda: run.serve_once(index))
         if TVS.exists():
+
             def products() -> float:
                 shutil.rmtree(out, ignore_errors=True)
                 return run.once(["products", "dedup", str(TVS), "-o", str(out), "--quiet"])
+
             timed("neardup products dedup (1,624 TV offers)", products)
         else:
             print(f"{TVS}: missing; products dedup not measured", file=sys.stderr)
@@ -214,15 +262,26 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     a.results.mkdir(parents=True, exist_ok=True)
-    meta = {"label": a.label, "tree": str(tree or ROOT), "when": time.strftime("%Y-%m-%d %H:%M"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-                       f"Python {platform.python_version()}", "repeat": a.repeat}
+    meta = {
+        "label": a.label,
+        "tree": str(tree or ROOT),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+        "repeat": a.repeat,
+    }
     (a.results / f"startup-{a.label}.json").write_text(
-        json.dumps({**meta, "rows": rows}, indent=1) + "\n")
-    lines = [f"# Whole-process times: {a.label} ({meta['when']}, {meta['machine']})", "",
-             f"Median of {a.repeat} runs after one warm-up run (the first run after installing:"
-             " one run).", "",
-             "| command | median s | min s |", "|---|---:|---:|"]
+        json.dumps({**meta, "rows": rows}, indent=1) + "\n"
+    )
+    lines = [
+        f"# Whole-process times: {a.label} ({meta['when']}, {meta['machine']})",
+        "",
+        f"Median of {a.repeat} runs after one warm-up run (the first run after installing:"
+        " one run).",
+        "",
+        "| command | median s | min s |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {r['command']} | {r['median_s']:.3f} | {r['min_s']:.3f} |" for r in rows]
     (a.results / f"startup-{a.label}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

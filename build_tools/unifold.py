@@ -36,7 +36,9 @@ def _second_halves() -> set[int]:
         if not d or d.startswith("<"):
             continue
         parts = [int(x, 16) for x in d.split()]
-        if len(parts) == 2 and unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) == chr(cp):
+        if len(parts) == 2 and unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) == chr(
+            cp
+        ):
             out.add(parts[1])
     return out
 
@@ -47,8 +49,12 @@ def table() -> tuple[list[int], list[tuple[int, ...]]]:
     multi: list[tuple[int, ...]] = []
     for cp in range(BMP):
         c = chr(cp)
-        if (0xD800 <= cp < 0xE000 or unicodedata.combining(c) or cp in second
-                or unicodedata.normalize("NFKC", c) != c):
+        if (
+            0xD800 <= cp < 0xE000
+            or unicodedata.combining(c)
+            or cp in second
+            or unicodedata.normalize("NFKC", c) != c
+        ):
             values.append(NONE)
             continue
         f = c.casefold()
@@ -67,7 +73,7 @@ def render() -> str:
     blocks: dict[tuple[int, ...], int] = {}
     stage1 = []
     for hi in range(256):
-        block = tuple(values[hi * 256:(hi + 1) * 256])
+        block = tuple(values[hi * 256 : (hi + 1) * 256])
         stage1.append(blocks.setdefault(block, len(blocks)))
     width = max(len(m) for m in multi)
     lines = [
@@ -78,8 +84,7 @@ def render() -> str:
         f"#define ND_FOLD_NONE ({NONE})",
         f"#define ND_FOLD_MULTI ({MULTI})",
         f"#define ND_FOLD_MULTI_WIDTH {width}",
-        "static const uint16_t nd_fold_stage1[256] = {"
-        + ", ".join(map(str, stage1)) + "};",
+        "static const uint16_t nd_fold_stage1[256] = {" + ", ".join(map(str, stage1)) + "};",
         f"static const int32_t nd_fold_stage2[{len(blocks)}][256] = {{",
     ]
     for block in blocks:
@@ -89,8 +94,11 @@ def render() -> str:
     for m in multi:
         lines.append("  {" + ", ".join(map(str, m + (0,) * (width - len(m)))) + "},")
     lines.append("};")
-    lines.append(f"static const uint8_t nd_fold_multi_len[{len(multi)}] = {{"
-                 + ", ".join(str(len(m)) for m in multi) + "};")
+    lines.append(
+        f"static const uint8_t nd_fold_multi_len[{len(multi)}] = {{"
+        + ", ".join(str(len(m)) for m in multi)
+        + "};"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -101,5 +109,8 @@ def write(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1
-          else Path(__file__).resolve().parents[1] / "src/neardup/_kernels/unifold.h")
+    write(
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).resolve().parents[1] / "src/neardup/_kernels/unifold.h"
+    )

@@ -12,21 +12,74 @@ import json
 import random
 from pathlib import Path
 
-TOWNS = ["Millbrook", "Harwick", "Eastfield", "Port Selby", "Oakridge", "Linden Falls",
-         "Bramford", "Kestrel Bay", "Norwood", "Ashcombe", "Greyhaven", "Wexley"]
-BODIES = ["the town council", "the school board", "the harbour authority", "the library trust",
-          "the chamber of commerce", "the water utility", "the county planning office",
-          "the football club", "the hospital trust", "the farmers' cooperative"]
-TOPICS = ["a new cycle path", "the renovation of the old market hall", "a four-day school week",
-          "higher parking fees", "a community solar farm", "the closure of the night bus",
-          "a festival of local food", "repairs to the flood wall", "a youth orchestra",
-          "free swimming lessons", "a plan to plant two thousand trees", "a new ferry timetable",
-          "the sale of the railway yard", "a weekly farmers' market", "late opening hours"]
-PEOPLE = ["Mayor Ellen Ward", "councillor Raj Patel", "head teacher Maria Lopez",
-          "spokesperson Tom Becker", "chair Anna Kowalski", "director Samuel Okafor",
-          "treasurer Linda Chen", "resident Peter Novak", "engineer Fatima Haddad"]
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December"]
+TOWNS = [
+    "Millbrook",
+    "Harwick",
+    "Eastfield",
+    "Port Selby",
+    "Oakridge",
+    "Linden Falls",
+    "Bramford",
+    "Kestrel Bay",
+    "Norwood",
+    "Ashcombe",
+    "Greyhaven",
+    "Wexley",
+]
+BODIES = [
+    "the town council",
+    "the school board",
+    "the harbour authority",
+    "the library trust",
+    "the chamber of commerce",
+    "the water utility",
+    "the county planning office",
+    "the football club",
+    "the hospital trust",
+    "the farmers' cooperative",
+]
+TOPICS = [
+    "a new cycle path",
+    "the renovation of the old market hall",
+    "a four-day school week",
+    "higher parking fees",
+    "a community solar farm",
+    "the closure of the night bus",
+    "a festival of local food",
+    "repairs to the flood wall",
+    "a youth orchestra",
+    "free swimming lessons",
+    "a plan to plant two thousand trees",
+    "a new ferry timetable",
+    "the sale of the railway yard",
+    "a weekly farmers' market",
+    "late opening hours",
+]
+PEOPLE = [
+    "Mayor Ellen Ward",
+    "councillor Raj Patel",
+    "head teacher Maria Lopez",
+    "spokesperson Tom Becker",
+    "chair Anna Kowalski",
+    "director Samuel Okafor",
+    "treasurer Linda Chen",
+    "resident Peter Novak",
+    "engineer Fatima Haddad",
+]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 OPENERS = [
     "{body} of {town} voted on {day} {month} to approve {topic}, ending months of debate.",
@@ -60,10 +113,17 @@ CLOSERS = [
 
 def _fill(tpl: str, rng: random.Random, town: str) -> str:
     s = tpl.format(
-        town=town, town2=rng.choice([t for t in TOWNS if t != town]), body=rng.choice(BODIES),
-        topic=rng.choice(TOPICS), person=rng.choice(PEOPLE), month=rng.choice(MONTHS),
-        day=rng.randint(1, 28), money=rng.randint(20, 900), years=rng.randint(2, 12),
-        year=rng.randint(1998, 2023), count=rng.randint(40, 4000),
+        town=town,
+        town2=rng.choice([t for t in TOWNS if t != town]),
+        body=rng.choice(BODIES),
+        topic=rng.choice(TOPICS),
+        person=rng.choice(PEOPLE),
+        month=rng.choice(MONTHS),
+        day=rng.randint(1, 28),
+        money=rng.randint(20, 900),
+        years=rng.randint(2, 12),
+        year=rng.randint(1998, 2023),
+        count=rng.randint(40, 4000),
     )
     return s[0].upper() + s[1:]
 
@@ -77,9 +137,18 @@ def make_article(rng: random.Random) -> str:
     return "\n\n".join(paras)
 
 
-REPLACEMENTS = {"said": "stated", "people": "residents", "council": "authority",
-                "expected": "likely", "about": "around", "approve": "accept", "plan": "proposal",
-                "meeting": "session", "work": "works", "year": "season"}
+REPLACEMENTS = {
+    "said": "stated",
+    "people": "residents",
+    "council": "authority",
+    "expected": "likely",
+    "about": "around",
+    "approve": "accept",
+    "plan": "proposal",
+    "meeting": "session",
+    "work": "works",
+    "year": "season",
+}
 
 
 def rewrite(text: str, rng: random.Random, rate: float) -> str:
@@ -103,8 +172,10 @@ def variant(text: str, kind: str, rng: random.Random) -> str:
         return "\n\n".join(paras)
     if kind == "syndicated":
         agency = rng.choice(["Coastal Wire", "Regional Press Service", "Valley News Agency"])
-        return (f"{agency} -- {rng.choice(MONTHS)} {rng.randint(1, 28)}\n\n{text}\n\n"
-                f"Copyright {agency}. All rights reserved.")
+        return (
+            f"{agency} -- {rng.choice(MONTHS)} {rng.randint(1, 28)}\n\n{text}\n\n"
+            f"Copyright {agency}. All rights reserved."
+        )
     raise ValueError(kind)
 
 
@@ -116,15 +187,21 @@ def main() -> None:
     for i in range(240):
         doc_id = f"news-{i + 1:04d}"
         text = make_article(rng)
-        docs.append({"id": doc_id, "source": rng.choice(["herald", "gazette", "courier"]),
-                     "text": text})
+        docs.append(
+            {"id": doc_id, "source": rng.choice(["herald", "gazette", "courier"]), "text": text}
+        )
         originals.append((doc_id, text))
     for j in range(90):
         src_id, src_text = rng.choice(originals)
         kind = kinds[j % len(kinds)]
         doc_id = f"copy-{j + 1:04d}"
-        docs.append({"id": doc_id, "source": rng.choice(["herald", "gazette", "courier"]),
-                     "text": variant(src_text, kind, rng)})
+        docs.append(
+            {
+                "id": doc_id,
+                "source": rng.choice(["herald", "gazette", "courier"]),
+                "text": variant(src_text, kind, rng),
+            }
+        )
         truth.append({"id": doc_id, "source_id": src_id, "kind": kind})
     rng.shuffle(docs)
     here = Path(__file__).parent

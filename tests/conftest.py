@@ -6,8 +6,9 @@ from hypothesis import HealthCheck, settings
 sys.path.insert(0, os.path.dirname(__file__))
 
 # Compiled kernels make the first example slow; never fail a property on timing.
-settings.register_profile("neardup", deadline=None, max_examples=60,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "neardup", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]
+)
 # CI runs the same examples every time (a failure there is reproducible and does not depend on
 # the day's luck); developers' runs draw new examples and so keep searching.
 settings.register_profile("ci", parent=settings.get_profile("neardup"), derandomize=True)
@@ -33,15 +34,32 @@ def _start_redis(tmp_path_factory, *args: str):
     """A redis-server on a free loopback port with ``args``: ``(process, port)``; skips where
     it is not installed."""
     exe = shutil.which("redis-server") or (
-        "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
+        "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None
+    )
     if exe is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server; "
-                    ".ci/run does this)")
+        pytest.skip(
+            "redis-server is not installed (apt-get install redis-server; .ci/run does this)"
+        )
     port = free_port()
     d = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(d), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            exe,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(d),
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     return proc, port
 
 

@@ -30,7 +30,7 @@ def hash_run(cps: list[int]) -> int:
 def token_hash(token: bytes) -> int:
     """A word's hash: its bytes packed big-endian into 64-bit words, folded FNV-style."""
     h = FNV_OFFSET
-    words = [token[i:i + 8] for i in range(0, len(token), 8)] or [b""]
+    words = [token[i : i + 8] for i in range(0, len(token), 8)] or [b""]
     if len(token) % 8 == 0 and token:
         words.append(b"")  # a full last word is folded, then an empty partial one
     for w in words:
@@ -49,7 +49,7 @@ def shingle_hashes(text: str, kind: str, k: int, offset: int = 1) -> list[int]:
     if len(units) < k:
         groups = [units]
     else:
-        groups = [units[s:s + k] for s in range(0, len(units) - k + 1, offset)]
+        groups = [units[s : s + k] for s in range(0, len(units) - k + 1, offset)]
     out = set()
     for g in groups:
         if kind == "char":
@@ -95,13 +95,12 @@ def oph_signature(hashes: list[int], k: int, s_bin: int, s_probe: int) -> list[i
 def classic_signature(hashes: list[int], a: list[int], b: list[int]) -> list[int]:
     if not hashes:
         return [0xFFFFFFFF] * len(a)
-    return [min(((aj * (x % P61) + bj) % P61) for x in hashes) & 0xFFFFFFFF
-            for aj, bj in zip(a, b)]
+    return [min(((aj * (x % P61) + bj) % P61) for x in hashes) & 0xFFFFFFFF for aj, bj in zip(a, b)]
 
 
 def band_key(row: list[int], band: int, rows: int) -> int:
     h = GOLDEN ^ band
-    for v in row[band * rows:(band + 1) * rows]:
+    for v in row[band * rows : (band + 1) * rows]:
         h = ((h ^ v) * FNV_PRIME) & M64
     return fmix64(h)
 
@@ -141,8 +140,15 @@ def partition(reps) -> set[frozenset[int]]:
     return {frozenset(g) for g in groups.values()}
 
 
-def normalize(text: str, nfkc=True, casefold=True, strip_html=False, strip_punctuation=False,
-              strip_digits=False, strip_stopwords=False) -> str:
+def normalize(
+    text: str,
+    nfkc=True,
+    casefold=True,
+    strip_html=False,
+    strip_punctuation=False,
+    strip_digits=False,
+    strip_stopwords=False,
+) -> str:
     """Reference normalisation of one text, step by step with the standard library."""
     import html
     import re
@@ -163,8 +169,13 @@ def normalize(text: str, nfkc=True, casefold=True, strip_html=False, strip_punct
         t = re.sub(r"\d+", "", t)
     if strip_stopwords:
         words = stopwords()
-        t = re.sub(r"\b\w+\b", lambda m: "" if (m.group(0) if casefold else m.group(0).casefold())
-                   in words else m.group(0), t)
+        t = re.sub(
+            r"\b\w+\b",
+            lambda m: (
+                "" if (m.group(0) if casefold else m.group(0).casefold()) in words else m.group(0)
+            ),
+            t,
+        )
     return " ".join(t.split())
 
 
@@ -180,13 +191,14 @@ def word_hash(key: bytes) -> int:
     n = len(key)
     h = PASSAGE_SEED ^ ((n * GOLDEN) & M64)
     for s in range(0, n, 8):
-        w = int.from_bytes(key[s:s + 8], "little")
+        w = int.from_bytes(key[s : s + 8], "little")
         h = (fmix64(h ^ w) + GOLDEN) & M64
     return fmix64(h ^ n)
 
 
-def passage_seeds(fa: list[tuple[int, int]], fb: list[tuple[int, int]], max_occ: int
-                  ) -> list[tuple[int, int]]:
+def passage_seeds(
+    fa: list[tuple[int, int]], fb: list[tuple[int, int]], max_occ: int
+) -> list[tuple[int, int]]:
     """Pairs of positions whose fingerprints (``(hash, position)``, in position order) have
     equal hashes: the first ``max_occ`` occurrences of a hash in each text."""
     where_b: dict[int, list[int]] = {}
@@ -219,14 +231,17 @@ def _gap_step(a: list, b: list, i: int, j: int, g: int, m: int, forwards: bool):
     """The smallest (da, db) by da + db (the first in da, then db order), not both 0, each at
     most g, where m words agree again after (i, j) or before it; None if none."""
     if forwards:
-        xa, xb = a[i:i + g + m], b[j:j + g + m]
+        xa, xb = a[i : i + g + m], b[j : j + g + m]
     else:
-        xa, xb = a[max(0, i - g - m):i][::-1], b[max(0, j - g - m):j][::-1]
+        xa, xb = a[max(0, i - g - m) : i][::-1], b[max(0, j - g - m) : j][::-1]
     best = None
     for da in range(min(g, len(xa) - m) + 1):
         for db in range(min(g, len(xb) - m) + 1):
-            if (da or db) and (best is None or da + db < sum(best)) \
-                    and xa[da:da + m] == xb[db:db + m]:
+            if (
+                (da or db)
+                and (best is None or da + db < sum(best))
+                and xa[da : da + m] == xb[db : db + m]
+            ):
                 best = (da, db)
     return best
 
@@ -258,9 +273,18 @@ def _merge(runs, gap: int) -> list[list[tuple[int, int, int]]]:
     return groups
 
 
-def passages(a: list, b: list, fa: list[tuple[int, int]], fb: list[tuple[int, int]], *,
-             k: int, max_gap: int, min_match: int, max_occ: int, shortest: int
-             ) -> list[tuple[tuple[int, int], tuple[int, int], int, list[tuple[int, int, int]]]]:
+def passages(
+    a: list,
+    b: list,
+    fa: list[tuple[int, int]],
+    fb: list[tuple[int, int]],
+    *,
+    k: int,
+    max_gap: int,
+    min_match: int,
+    max_occ: int,
+    shortest: int,
+) -> list[tuple[tuple[int, int], tuple[int, int], int, list[tuple[int, int, int]]]]:
     """The passages of words ``a`` and ``b`` (any comparable values) from their fingerprints:
     ``((a_start, a_end), (b_start, b_end), matched, runs)``, sorted by word ranges."""
     runs: set[tuple[int, int, int]] = set()
@@ -332,8 +356,11 @@ def product_pair_features(d, left, right):
         if a and b:
             if a & b:
                 return "share"
-            if any(min(len(x), len(y)) >= 6 and (x.startswith(y) or y.startswith(x))
-                   for x in a for y in b):
+            if any(
+                min(len(x), len(y)) >= 6 and (x.startswith(y) or y.startswith(x))
+                for x in a
+                for y in b
+            ):
                 return "prefix"
             return "conflict"
         return "one" if a or b else "none"
@@ -347,9 +374,11 @@ def product_pair_features(d, left, right):
         tol = NUMBER_TOLERANCE + 1e-9
         # a number matches when the first of the other side's at or above x - tol is within
         # tol of it
-        hit = [k for k, x in enumerate(xs)
-               if any(y >= x - tol for y in ys)
-               and min(y for y in ys if y >= x - tol) - x <= tol]
+        hit = [
+            k
+            for k, x in enumerate(xs)
+            if any(y >= x - tol for y in ys) and min(y for y in ys if y >= x - tol) - x <= tol
+        ]
         if not hit:
             return 0.0, 0.0, 0.0, 0.0, 0.0, float(len(xs)), 0.0
         idf = near = 0.0
@@ -357,9 +386,15 @@ def product_pair_features(d, left, right):
             idf += d.number_idf[s][k]
             near += d.number_near_idf[s][k]
         total = d.number_idf_total[s]
-        return (len(hit) / len(xs), float(sum(d.number_rare[s][k] for k in hit)),
-                idf / total if total > 0 else 0.0, float(len(hit)), len(hit) / len(ys),
-                float(len(xs) - len(hit)), near)
+        return (
+            len(hit) / len(xs),
+            float(sum(d.number_rare[s][k] for k in hit)),
+            idf / total if total > 0 else 0.0,
+            float(len(hit)),
+            len(hit) / len(ys),
+            float(len(xs) - len(hit)),
+            near,
+        )
 
     units = list(d.units) + [""] * (3 - len(d.units))
     rows = []
@@ -371,14 +406,19 @@ def product_pair_features(d, left, right):
         pa, pb = d.prices[a], d.prices[b]
         ka, kb = d.block_tokens[a], d.block_tokens[b]
         if d.block_norm[a] > 0 and d.block_norm[b] > 0:
-            cos = min(sum(d.block_weight[t] for t in sorted(ka & kb))
-                      / (d.block_norm[a] * d.block_norm[b]), 1.0)
+            cos = min(
+                sum(d.block_weight[t] for t in sorted(ka & kb))
+                / (d.block_norm[a] * d.block_norm[b]),
+                1.0,
+            )
         else:
             cos = 0.0
         nm, nr, ni, n_shared, n_long, n_unmatched, n_near = numbers(a, b)
         row = {
-            "id_share": rel == "share", "id_prefix": rel == "prefix",
-            "id_conflict": rel == "conflict", "id_one": rel == "one",
+            "id_share": rel == "share",
+            "id_prefix": rel == "prefix",
+            "id_conflict": rel == "conflict",
+            "id_one": rel == "one",
             "id_written": rel == "share" and bool(d.written[a] & d.written[b]),
             "brand": 0 if not ba or not bb else (1 if ba == bb else -1),
             "size": agree(ma.get(d.main_unit), mb.get(d.main_unit)),
@@ -390,14 +430,21 @@ def product_pair_features(d, left, right):
             "same_shop": d.shops[a] == d.shops[b] and d.shops[a] != "",
             "title_jac": jac(d.tokens[a], d.tokens[b]),
             "mw_jac": jac32(d.words[a], d.words[b]),
-            "num_match": nm, "num_rare": nr, "num_idf": ni, "num_shared": n_shared,
-            "num_long": n_long, "num_unmatched": n_unmatched, "num_idf_sum": n_near,
+            "num_match": nm,
+            "num_rare": nr,
+            "num_idf": ni,
+            "num_shared": n_shared,
+            "num_long": n_long,
+            "num_unmatched": n_unmatched,
+            "num_idf_sum": n_near,
             "value_jac": jac(d.values[a], d.values[b]),
             "seed_jac": jac32(d.seed_sets[a], d.seed_sets[b]),
-            "title_idf": wjac(d.tokens[a] & d.tokens[b], d.token_idf,
-                              d.token_weight[a] + d.token_weight[b]),
-            "value_idf": wjac(d.values[a] & d.values[b], d.value_idf,
-                              d.value_weight[a] + d.value_weight[b]),
+            "title_idf": wjac(
+                d.tokens[a] & d.tokens[b], d.token_idf, d.token_weight[a] + d.token_weight[b]
+            ),
+            "value_idf": wjac(
+                d.values[a] & d.values[b], d.value_idf, d.value_weight[a] + d.value_weight[b]
+            ),
             "desc_jac": jac32(d.desc_tokens[a], d.desc_tokens[b]),
             "title_cos": cos,
             "char_jac": jac32(d.grams[a], d.grams[b]),

@@ -38,15 +38,17 @@ def word_shingles(text: str, k: int = 5) -> frozenset:
         return frozenset()
     if len(toks) < k:
         return frozenset([tuple(toks)])
-    return frozenset(tuple(toks[i:i + k]) for i in range(len(toks) - k + 1))
+    return frozenset(tuple(toks[i : i + k]) for i in range(len(toks) - k + 1))
 
 
 def all_pairs(texts: list[str], k: int = 5) -> dict[tuple[int, int], float]:
     """Exact Jaccard of every pair of non-empty documents (positions in ``texts``)."""
     sets = [word_shingles(t, k) for t in texts]
     keep = [i for i, s in enumerate(sets) if s]
-    return {(i, j): len(sets[i] & sets[j]) / len(sets[i] | sets[j])
-            for i, j in itertools.combinations(keep, 2)}
+    return {
+        (i, j): len(sets[i] & sets[j]) / len(sets[i] | sets[j])
+        for i, j in itertools.combinations(keep, 2)
+    }
 
 
 def band_candidates(sig: np.ndarray, b: int, r: int) -> set[tuple[int, int]]:
@@ -54,7 +56,7 @@ def band_candidates(sig: np.ndarray, b: int, r: int) -> set[tuple[int, int]]:
     out: set[tuple[int, int]] = set()
     for band in range(b):
         buckets: dict[tuple, list[int]] = defaultdict(list)
-        for i, row in enumerate(sig[:, band * r:(band + 1) * r].tolist()):
+        for i, row in enumerate(sig[:, band * r : (band + 1) * r].tolist()):
             buckets[tuple(row)].append(i)
         for members in buckets.values():
             out.update(itertools.combinations(members, 2))
@@ -145,8 +147,7 @@ def test_params_neardup_versus_datasketch():
     assert (theirs["bands"], theirs["rows"]) == (9, 13)
     assert theirs["recall_at_threshold"] == pytest.approx(1 - (1 - 0.8**13) ** 9, abs=1e-6)
     assert theirs["recall_at_threshold"] < 0.45 <= 0.9 <= ours["recall_at_threshold"]
-    assert ours["recall_at_threshold_plus_0.1"] == pytest.approx(1 - (1 - 0.9**8) ** 16,
-                                                                 abs=1e-6)
+    assert ours["recall_at_threshold_plus_0.1"] == pytest.approx(1 - (1 - 0.9**8) ** 16, abs=1e-6)
     # datasketch minimises the weighted areas, so its cost is the lower one
     assert theirs["weighted_cost"] <= ours["weighted_cost"]
     assert ours["fn_area"] < theirs["fn_area"]
@@ -287,8 +288,21 @@ def test_command_writes_png_csv_md(name, args, jsonl, tmp_path, capsys):
 
 
 def test_recall_max_docs_samples_with_seed(jsonl, tmp_path, capsys):
-    argv = ["analyze", "recall", str(jsonl), *CORPUS, "--thresholds", "0.8", "--max-docs", "40",
-            "--seed", "3", "-o", str(tmp_path), "--json"]
+    argv = [
+        "analyze",
+        "recall",
+        str(jsonl),
+        *CORPUS,
+        "--thresholds",
+        "0.8",
+        "--max-docs",
+        "40",
+        "--seed",
+        "3",
+        "-o",
+        str(tmp_path),
+        "--json",
+    ]
     assert _run(argv) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["summary"]["documents"] == 40 and first["summary"]["sampled"] is True
@@ -304,27 +318,33 @@ def test_recall_refuses_large_corpus_without_max_docs(tmp_path, monkeypatch, jso
         _run(["analyze", "recall", str(jsonl), *CORPUS, "-o", str(tmp_path)])
 
 
-@pytest.mark.parametrize("argv,error,match", [
-    (["scurve", "--bands-rows", "20by5"], ConfigError, "BANDSxROWS"),
-    (["scurve", "--bands-rows", "0x5"], ConfigError, ">= 1"),
-    (["params", "--thresholds", "1.5"], ConfigError, "threshold"),
-    (["params", "--num-perm", "1"], ConfigError, "num_perm"),
-    (["params", "--weights", "0", "0"], ConfigError, "weights"),
-    (["params", "--min-recall", "1.0"], ConfigError, "min_recall"),
-])
+@pytest.mark.parametrize(
+    "argv,error,match",
+    [
+        (["scurve", "--bands-rows", "20by5"], ConfigError, "BANDSxROWS"),
+        (["scurve", "--bands-rows", "0x5"], ConfigError, ">= 1"),
+        (["params", "--thresholds", "1.5"], ConfigError, "threshold"),
+        (["params", "--num-perm", "1"], ConfigError, "num_perm"),
+        (["params", "--weights", "0", "0"], ConfigError, "weights"),
+        (["params", "--min-recall", "1.0"], ConfigError, "min_recall"),
+    ],
+)
 def test_bad_options_are_clear_errors(argv, error, match, tmp_path):
     with pytest.raises(error, match=match):
         _run(["analyze", *argv, "-o", str(tmp_path)])
 
 
-@pytest.mark.parametrize("args,error,match", [
-    (["recall", "--bins", "0.9", "0.5"], ConfigError, "bins"),
-    (["recall", "--bands-rows", "20x7"], ConfigError, "exceeds num_perm"),
-    (["bands", "--bands-list", "0"], ConfigError, "bands=0"),
-    (["grid", "--shingle-sizes", "0"], ConfigError, "shingle size"),
-    (["distribution", "--bins", "1"], ConfigError, "bins"),
-    (["distribution", "--max-docs", "1"], ConfigError, "max-docs"),
-])
+@pytest.mark.parametrize(
+    "args,error,match",
+    [
+        (["recall", "--bins", "0.9", "0.5"], ConfigError, "bins"),
+        (["recall", "--bands-rows", "20x7"], ConfigError, "exceeds num_perm"),
+        (["bands", "--bands-list", "0"], ConfigError, "bands=0"),
+        (["grid", "--shingle-sizes", "0"], ConfigError, "shingle size"),
+        (["distribution", "--bins", "1"], ConfigError, "bins"),
+        (["distribution", "--max-docs", "1"], ConfigError, "max-docs"),
+    ],
+)
 def test_bad_corpus_options(args, error, match, jsonl, tmp_path):
     with pytest.raises(error, match=match):
         _run(["analyze", args[0], str(jsonl), *CORPUS, *args[1:], "-o", str(tmp_path)])
@@ -343,10 +363,22 @@ def test_missing_input_and_bad_outdir(tmp_path, jsonl):
 
 def test_skipped_records_are_counted(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"text": "a b c d e f g"}\nnot json\n{"text": "a b c d e f h"}\n'
-                   '{"nope": 1}\n')
-    assert _run(["analyze", "distribution", str(bad), "--on-error", "skip", "-o",
-                 str(tmp_path / "o"), "--json"]) == 0
+    bad.write_text('{"text": "a b c d e f g"}\nnot json\n{"text": "a b c d e f h"}\n{"nope": 1}\n')
+    assert (
+        _run(
+            [
+                "analyze",
+                "distribution",
+                str(bad),
+                "--on-error",
+                "skip",
+                "-o",
+                str(tmp_path / "o"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     s = json.loads(capsys.readouterr().out)["summary"]
     assert s["documents_read"] == 2 and s["skipped"] == 2
     assert s["skipped_by_reason"] == {"malformed_json": 1, "missing_field": 1}

@@ -231,8 +231,9 @@ def test_worker_end_to_end(name: str, texts: list[str], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["datasketch", "rensa"])
-def test_user_pipeline_writes_what_neardup_dedup_writes(name: str, texts: list[str],
-                                                        tmp_path: Path) -> None:
+def test_user_pipeline_writes_what_neardup_dedup_writes(
+    name: str, texts: list[str], tmp_path: Path
+) -> None:
     """The whole-process mode's peer script: every document in clusters.jsonl, the pairs, and
     the deduplicated corpus = the first line of each cluster, as it was in the input."""
     pytest.importorskip(compare.PEERS[name])
@@ -248,8 +249,7 @@ def test_user_pipeline_writes_what_neardup_dedup_writes(name: str, texts: list[s
     lines = corpus.read_bytes().splitlines(keepends=True)
     firsts = sorted({c["cluster"]: int(c["id"]) for c in reversed(clusters)}.values())
     assert (out / "deduplicated.jsonl").read_bytes() == b"".join(lines[i] for i in firsts)
-    assert compare.whole_process_cmd("neardup", corpus, out)[1:4] == ["-m", "neardup.cli",
-                                                                       "dedup"]
+    assert compare.whole_process_cmd("neardup", corpus, out)[1:4] == ["-m", "neardup.cli", "dedup"]
 
 
 def test_render_with_runs_not_run_and_no_truth(tmp_path: Path) -> None:
@@ -278,11 +278,18 @@ def test_render_with_runs_not_run_and_no_truth(tmp_path: Path) -> None:
         "num_perm": 128,
         "truth": {},
         "results": [{"size": 1000, "contender": "rensa", "status": "not installed (rensa)"}, ok],
-        "whole_process": [{"size": 1000, "contender": "rensa", "status": "failed (exit 1)",
-                           "runs_s": []},
-                          {"size": 1000, "contender": "neardup", "status": "ok", "wall_s": 0.8,
-                           "runs_s": [0.9, 0.8], "neardup_speedup": 1.0,
-                           "peak_rss_mb": 300.0}],
+        "whole_process": [
+            {"size": 1000, "contender": "rensa", "status": "failed (exit 1)", "runs_s": []},
+            {
+                "size": 1000,
+                "contender": "neardup",
+                "status": "ok",
+                "wall_s": 0.8,
+                "runs_s": [0.9, 0.8],
+                "neardup_speedup": 1.0,
+                "peak_rss_mb": 300.0,
+            },
+        ],
         "micro": None,
     }
     text = compare.render(report)
@@ -300,14 +307,32 @@ def test_render_with_runs_not_run_and_no_truth(tmp_path: Path) -> None:
 
 def test_scaling_rows_pair_the_two_sizes_of_each_contender() -> None:
     def run(name, size, wall, peak=1000.0, load=400.0):
-        return {"contender": name, "size": size, "status": "ok", "wall_s": wall,
-                "peak_rss_mb": peak, "rss_after_load_mb": load}
+        return {
+            "contender": name,
+            "size": size,
+            "status": "ok",
+            "wall_s": wall,
+            "peak_rss_mb": peak,
+            "rss_after_load_mb": load,
+        }
 
-    results = [run("a", 100_000, 2.0), run("a", 1_000_000, 22.0, 3000.0, 1000.0),
-               run("b", 100_000, 5.0), {"contender": "b", "size": 1_000_000, "status": "failed"}]
+    results = [
+        run("a", 100_000, 2.0),
+        run("a", 1_000_000, 22.0, 3000.0, 1000.0),
+        run("b", 100_000, 5.0),
+        {"contender": "b", "size": 1_000_000, "status": "failed"},
+    ]
     rows = compare.scaling_rows(results)
-    assert rows == [{"contender": "a", "wall_100k": 2.0, "wall_1m": 22.0, "ratio": 11.0,
-                     "peak_rss_mb_1m": 3000.0, "added_mb_1m": 2000.0}]
+    assert rows == [
+        {
+            "contender": "a",
+            "wall_100k": 2.0,
+            "wall_1m": 22.0,
+            "ratio": 11.0,
+            "peak_rss_mb_1m": 3000.0,
+            "added_mb_1m": 2000.0,
+        }
+    ]
 
 
 def test_parse_caps() -> None:

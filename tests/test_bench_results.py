@@ -32,8 +32,13 @@ SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if '"--results"' in p.read_t
 
 
 def default_results(script: str) -> Path:
-    r = subprocess.run([sys.executable, "-c", PROBE, str(BENCH / script)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE, str(BENCH / script)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     path = Path(r.stdout.strip().splitlines()[-1])
     return (path if path.is_absolute() else ROOT / path).resolve()
@@ -42,14 +47,22 @@ def default_results(script: str) -> Path:
 def in_git_checkout() -> bool:
     if shutil.which("git") is None:
         return False
-    r = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT, capture_output=True, text=True
+    )
     return r.returncode == 0 and r.stdout.strip() == "true"
 
 
 def test_every_script_that_writes_results_is_checked():
-    assert {"compare.py", "core.py", "dask_scale.py", "fca.py", "index.py", "load.py",
-            "startup.py"} <= set(SCRIPTS)
+    assert {
+        "compare.py",
+        "core.py",
+        "dask_scale.py",
+        "fca.py",
+        "index.py",
+        "load.py",
+        "startup.py",
+    } <= set(SCRIPTS)
 
 
 @pytest.mark.skipif(not in_git_checkout(), reason="not a git checkout (or no git)")

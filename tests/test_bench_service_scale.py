@@ -21,11 +21,34 @@ SCRIPT = ROOT / "benchmarks" / "service_scale.py"
 
 def _run(tmp_path: Path, corpus: Path, index: Path, *args: str) -> dict:
     r = subprocess.run(
-        [sys.executable, str(SCRIPT), "--size", "300", "--corpus", str(corpus),
-         "--index", str(index), "--results", str(tmp_path / "results"), "--seconds", "2",
-         "--warmup", "0.5", "--readers", "2", "--writer-batch", "20", "--writer-docs", "20000",
-         *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--size",
+            "300",
+            "--corpus",
+            str(corpus),
+            "--index",
+            str(index),
+            "--results",
+            str(tmp_path / "results"),
+            "--seconds",
+            "2",
+            "--warmup",
+            "0.5",
+            "--readers",
+            "2",
+            "--writer-batch",
+            "20",
+            "--writer-docs",
+            "20000",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     return json.loads((tmp_path / "results" / "service-scale-sqlite-300.json").read_text())
 
@@ -33,8 +56,9 @@ def _run(tmp_path: Path, corpus: Path, index: Path, *args: str) -> dict:
 def test_service_scale_smoke(tmp_path):
     texts, _ = make_corpus(300, seed=3, words=(80, 200))
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_bytes(b"".join(orjson.dumps({"id": f"d{i:07d}", "text": t}) + b"\n"
-                                for i, t in enumerate(texts)))
+    corpus.write_bytes(
+        b"".join(orjson.dumps({"id": f"d{i:07d}", "text": t}) + b"\n" for i, t in enumerate(texts))
+    )
     index = tmp_path / "scale.db"
 
     res = _run(tmp_path, corpus, index)

@@ -20,14 +20,25 @@ import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "browser"
-ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 if not os.path.exists(CHROMIUM):
-    pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium to run the browser tests",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
-                               "(pip install -e '.[test]')")
+    pytest.skip(
+        f"{CHROMIUM} is missing: apt-get install chromium to run the browser tests",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
+)
 uvicorn = pytest.importorskip("uvicorn")
 
 import httpx  # noqa: E402
@@ -36,18 +47,26 @@ from neardup import Index  # noqa: E402
 from neardup.server import create_app  # noqa: E402
 from neardup.server.access import ApiKeys  # noqa: E402
 
-KETTLE = ("Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in under "
-          "four minutes, automatic shut off when the water boils, boil dry protection and a "
-          "removable washable limescale filter. Cordless design on a 360 degree base.")
+KETTLE = (
+    "Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in under "
+    "four minutes, automatic shut off when the water boils, boil dry protection and a "
+    "removable washable limescale filter. Cordless design on a 360 degree base."
+)
 # The same offer as another shop words it: a few words changed, one sentence added.
-KETTLE_COPY = ("Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in under "
-               "four minutes, automatic shut off when the water boils, boil dry protection and "
-               "a removable washable limescale filter. Cordless design on a 360 degree base. "
-               "Free delivery.")
-LAMP = ("Adjustable LED desk lamp with five brightness levels and three colour temperatures, a "
-        "USB charging port in the base and a flexible gooseneck arm for reading at night.")
-NEW_TEXT = ("Hand woven wool rug in deep blue with a geometric pattern, 160 by 230 centimetres, "
-            "made in a small workshop, suitable for living rooms and bedrooms.")
+KETTLE_COPY = (
+    "Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in under "
+    "four minutes, automatic shut off when the water boils, boil dry protection and "
+    "a removable washable limescale filter. Cordless design on a 360 degree base. "
+    "Free delivery."
+)
+LAMP = (
+    "Adjustable LED desk lamp with five brightness levels and three colour temperatures, a "
+    "USB charging port in the base and a flexible gooseneck arm for reading at night."
+)
+NEW_TEXT = (
+    "Hand woven wool rug in deep blue with a geometric pattern, 160 by 230 centimetres, "
+    "made in a small workshop, suitable for living rooms and bedrooms."
+)
 
 CATALOGUE = [
     {"sku": "kettle-1", "title": KETTLE},
@@ -55,8 +74,11 @@ CATALOGUE = [
     {"sku": "kettle-2", "title": KETTLE_COPY},
     {"sku": "rug-1", "title": NEW_TEXT},
     {"sku": "lamp-2", "title": LAMP.replace("at night", "late at night")},
-    {"sku": "chair-1", "title": "Oak dining chair with a woven seat, sold as a pair, easy to "
-                                "assemble, made from sustainably grown timber."},
+    {
+        "sku": "chair-1",
+        "title": "Oak dining chair with a woven seat, sold as a pair, easy to "
+        "assemble, made from sustainably grown timber.",
+    },
 ]
 
 
@@ -195,8 +217,11 @@ def test_check_new_text_is_unique_and_can_be_added(page: object, server: str) ->
 
 
 # New writing that copies the lamp's description word for word in its middle.
-LAMP_REUSE = ("Our winter guide to a better home office starts with light and comfort. "
-              + LAMP + " Pair it with a soft rug and a warm throw for long evenings.")
+LAMP_REUSE = (
+    "Our winter guide to a better home office starts with light and comfort. "
+    + LAMP
+    + " Pair it with a soft rug and a warm throw for long evenings."
+)
 
 
 def test_check_text_with_a_copied_passage_is_not_unique(page: object) -> None:
@@ -220,21 +245,50 @@ def test_check_text_with_a_copied_passage_is_not_unique(page: object) -> None:
     assert page.js_errors == []
 
 
-SHIPPING = ("Orders placed before two in the afternoon are shipped the same day, and every "
-            "item can be returned within thirty days for a full refund.")
+SHIPPING = (
+    "Orders placed before two in the afternoon are shipped the same day, and every "
+    "item can be returned within thirty days for a full refund."
+)
 
 
-def test_a_template_sentence_many_offers_share_is_shown_once(browser: object,
-                                                            tmp_path: Path) -> None:
+def test_a_template_sentence_many_offers_share_is_shown_once(
+    browser: object, tmp_path: Path
+) -> None:
     """A boilerplate-heavy index: 18 offers end with the same shipping sentence. A new offer
     with that sentence is not listed against 18 texts: the page says it shares only a common
     passage, shown once with the number of offers that hold it."""
     expect = sync_api.expect
     idx = Index(str(tmp_path / "boiler.db"), passages=True)
-    items = ["kettle", "toaster", "lamp", "rug", "chair", "desk", "mirror", "clock", "vase",
-             "towel", "pillow", "blanket", "shelf", "stool", "basket", "candle", "frame", "mug"]
-    idx.add_many([(f"{x}-1", f"A {x} from our own workshop, made by hand in small numbers and "
-                   f"finished with care, model {i}. {SHIPPING}") for i, x in enumerate(items)])
+    items = [
+        "kettle",
+        "toaster",
+        "lamp",
+        "rug",
+        "chair",
+        "desk",
+        "mirror",
+        "clock",
+        "vase",
+        "towel",
+        "pillow",
+        "blanket",
+        "shelf",
+        "stool",
+        "basket",
+        "candle",
+        "frame",
+        "mug",
+    ]
+    idx.add_many(
+        [
+            (
+                f"{x}-1",
+                f"A {x} from our own workshop, made by hand in small numbers and "
+                f"finished with care, model {i}. {SHIPPING}",
+            )
+            for i, x in enumerate(items)
+        ]
+    )
     for url in _serve_in_thread(create_app(idx)):
         pg = _new_page(browser, url + "/")
         pg.get_by_test_id("check-text").fill(NEW_TEXT + " " + SHIPPING)
@@ -253,12 +307,13 @@ def test_a_template_sentence_many_offers_share_is_shown_once(browser: object,
     idx.close()
 
 
-ZH = ("我们公司成立于二零零五年，专注于研发高品质的家用电器产品，包括电水壶、咖啡机和空气净化器。"
-      "所有产品均通过国家质量认证，并提供两年免费保修服务。欢迎广大客户来电咨询，我们将竭诚为您服务。")
+ZH = (
+    "我们公司成立于二零零五年，专注于研发高品质的家用电器产品，包括电水壶、咖啡机和空气净化器。"
+    "所有产品均通过国家质量认证，并提供两年免费保修服务。欢迎广大客户来电咨询，我们将竭诚为您服务。"
+)
 
 
-def test_a_prefixed_copy_of_a_chinese_text_is_not_unique(browser: object,
-                                                          tmp_path: Path) -> None:
+def test_a_prefixed_copy_of_a_chinese_text_is_not_unique(browser: object, tmp_path: Path) -> None:
     """Chinese has no spaces between words: the page still finds a copy of an indexed text
     with a line added in front, and marks that line as what differs."""
     expect = sync_api.expect
@@ -273,8 +328,9 @@ def test_a_prefixed_copy_of_a_chinese_text_is_not_unique(browser: object,
         expect(pg.get_by_test_id("match-item").first).to_contain_text("zh-1")
         # the line added in front is what differs; nothing of the indexed text does
         assert _marks(pg, "check-left") == ["新品上市，限时优惠！"]
-        assert _marks(pg, "check-right") == [] and pg.get_by_test_id(
-            "check-right").inner_text() == ZH
+        assert (
+            _marks(pg, "check-right") == [] and pg.get_by_test_id("check-right").inner_text() == ZH
+        )
         _shot(pg, "06c-check-chinese-copy")
         assert pg.js_errors == []
         pg.context.close()
@@ -289,7 +345,8 @@ def test_api_error_is_shown(page: object) -> None:
     page.evaluate("document.getElementById('check-threshold').removeAttribute('max')")
     page.get_by_test_id("check-button").click()
     expect(page.get_by_test_id("error")).to_have_text(
-        "Threshold: Input should be less than or equal to 1")
+        "Threshold: Input should be less than or equal to 1"
+    )
     expect(page.get_by_test_id("check-result")).to_be_hidden()
     _shot(page, "05-error")
     page.get_by_test_id("check-threshold").fill("")
@@ -339,8 +396,9 @@ def test_upload_collection_shows_clusters_and_pair(page: object, tmp_path: Path)
     assert page.js_errors == []
 
 
-def test_upload_with_two_text_fields_shows_titles_and_downloads(page: object,
-                                                                tmp_path: Path) -> None:
+def test_upload_with_two_text_fields_shows_titles_and_downloads(
+    page: object, tmp_path: Path
+) -> None:
     """A CSV whose text is a title and a description: the groups show each offer's title, and
     the deduplicated list downloads as a CSV file."""
     import csv
@@ -381,7 +439,8 @@ def test_upload_of_wrong_file_shows_error(page: object, tmp_path: Path) -> None:
     page.get_by_test_id("upload-file").set_input_files(str(f))
     page.get_by_test_id("upload-button").click()
     expect(page.get_by_test_id("error")).to_have_text(
-        "Upload a CSV (.csv), JSON Lines (.jsonl) or Parquet (.parquet) file; got 'notes.txt' (text/plain)")
+        "Upload a CSV (.csv), JSON Lines (.jsonl) or Parquet (.parquet) file; got 'notes.txt' (text/plain)"
+    )
     _shot(page, "09-upload-error")
 
 
@@ -396,25 +455,27 @@ WRITE_KEY = "write-" + secrets.token_urlsafe(24)
 def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     idx = Index(str(tmp_path_factory.mktemp("keyed") / "shop.db"), passages=True)
     idx.add_many([("kettle-shop-a", KETTLE), ("lamp-shop-a", LAMP)])
-    yield from _serve_in_thread(create_app(idx, api_keys=ApiKeys(read=[READ_KEY],
-                                                                 write=[WRITE_KEY])))
+    yield from _serve_in_thread(
+        create_app(idx, api_keys=ApiKeys(read=[READ_KEY], write=[WRITE_KEY]))
+    )
     idx.close()
 
 
 def test_the_page_asks_for_a_key_and_sends_it(keyed_server: str, browser: object) -> None:
     expect = sync_api.expect
     pg = _new_page(browser, keyed_server + "/")
-    expect(pg.get_by_test_id("index-status")).to_have_text("An API key is needed to use the "
-                                                           "index.")
+    expect(pg.get_by_test_id("index-status")).to_have_text("An API key is needed to use the index.")
     expect(pg.get_by_test_id("key-form")).to_be_visible()
     expect(pg.get_by_test_id("key-message")).to_have_text(
-        "This service needs an API key: enter it to go on.")
+        "This service needs an API key: enter it to go on."
+    )
     _shot(pg, "10-key-asked")
     # a wrong key is not accepted
     pg.get_by_test_id("key-input").fill("not-the-key-" + "x" * 20)
     pg.get_by_test_id("key-button").click()
     expect(pg.get_by_test_id("key-message")).to_have_text(
-        "The API key was not accepted: enter the current one.")
+        "The API key was not accepted: enter the current one."
+    )
     # a read key checks texts, and may not add them
     pg.get_by_test_id("key-input").fill(READ_KEY)
     pg.get_by_test_id("key-button").click()
@@ -428,8 +489,9 @@ def test_the_page_asks_for_a_key_and_sends_it(keyed_server: str, browser: object
     expect(pg.get_by_test_id("check-verdict")).to_contain_text("Unique")
     pg.get_by_test_id("check-id").fill("rug-shop-b")
     pg.get_by_test_id("add-button").click()
-    expect(pg.get_by_test_id("error")).to_contain_text("Adding a text (add=true) needs an API "
-                                                       "key with the write role")
+    expect(pg.get_by_test_id("error")).to_contain_text(
+        "Adding a text (add=true) needs an API key with the write role"
+    )
     expect(pg.get_by_test_id("key-message")).to_contain_text("a key with the write role")
     _shot(pg, "11-key-read-only")
     # a write key adds it; the key stays for the tab, also after a reload
@@ -443,16 +505,23 @@ def test_the_page_asks_for_a_key_and_sends_it(keyed_server: str, browser: object
     expect(pg.get_by_test_id("key-form")).to_be_hidden()
     # uploads send it too
     pg.get_by_test_id("tab-upload").click()
-    pg.get_by_test_id("upload-file").set_input_files(files=[{
-        "name": "c.jsonl", "mimeType": "application/jsonl",
-        "buffer": "\n".join(json.dumps({"text": t}) for t in (KETTLE, KETTLE_COPY)).encode()}])
+    pg.get_by_test_id("upload-file").set_input_files(
+        files=[
+            {
+                "name": "c.jsonl",
+                "mimeType": "application/jsonl",
+                "buffer": "\n".join(
+                    json.dumps({"text": t}) for t in (KETTLE, KETTLE_COPY)
+                ).encode(),
+            }
+        ]
+    )
     pg.get_by_test_id("upload-button").click()
     expect(pg.get_by_test_id("upload-summary")).to_contain_text("1 group of repeated texts")
     # forgetting the key asks for one again
     pg.get_by_test_id("key-change").click()
     pg.get_by_test_id("key-forget").click()
-    expect(pg.get_by_test_id("index-status")).to_have_text("An API key is needed to use the "
-                                                           "index.")
+    expect(pg.get_by_test_id("index-status")).to_have_text("An API key is needed to use the index.")
     assert pg.evaluate("sessionStorage.length") == 0
     _shot(pg, "12-key-forgotten")
     # only the 401 and 403 answers the page asked for were logged by the browser
@@ -494,8 +563,9 @@ def _other_site(html: str) -> Iterator[str]:
     httpd.shutdown()
 
 
-def test_a_page_of_another_site_cannot_upload_or_add(open_server: tuple[str, Index],
-                                                      browser: object) -> None:
+def test_a_page_of_another_site_cannot_upload_or_add(
+    open_server: tuple[str, Index], browser: object
+) -> None:
     service, idx = open_server
     html = f"""<!doctype html><html><body>
 <form id="up" action="{service}/collections" method="post" enctype="multipart/form-data">
@@ -517,14 +587,22 @@ def test_a_page_of_another_site_cannot_upload_or_add(open_server: tuple[str, Ind
     for site in _other_site(html):
         pg = _new_page(browser, site)
         # 1. a multipart upload by a form of the other site: refused, nothing kept
-        pg.set_input_files("#file", files=[{
-            "name": "c.jsonl", "mimeType": "application/jsonl",
-            "buffer": b'{"text": "one two three four five six"}\n'}])
+        pg.set_input_files(
+            "#file",
+            files=[
+                {
+                    "name": "c.jsonl",
+                    "mimeType": "application/jsonl",
+                    "buffer": b'{"text": "one two three four five six"}\n',
+                }
+            ],
+        )
         with pg.expect_navigation():
             pg.evaluate("document.getElementById('up').submit()")
         answer = json.loads(pg.locator("body").inner_text())
-        assert answer["detail"].startswith("cross-origin request refused: a web page of "
-                                           f"'{site.rstrip('/')}' may not POST here")
+        assert answer["detail"].startswith(
+            f"cross-origin request refused: a web page of '{site.rstrip('/')}' may not POST here"
+        )
         _shot(pg, "13-cross-site-upload-refused")
         # 2. a form posting JSON-looking text, and a fetch that cannot read its answer
         pg.goto(site)

@@ -62,10 +62,27 @@ def test_same_clusters_as_library(tmp_path, corpus):
     src = tmp_path / "docs.jsonl.gz"
     write_jsonl(src, texts, opener=gzip.open)
     out = tmp_path / "out"
-    assert main(["dedup", str(src), "-o", str(out), "--quiet", "--cluster", "strict",
-                 "--output-format", "csv", "--chunk-size", "37"]) == 0
+    assert (
+        main(
+            [
+                "dedup",
+                str(src),
+                "-o",
+                str(out),
+                "--quiet",
+                "--cluster",
+                "strict",
+                "--output-format",
+                "csv",
+                "--chunk-size",
+                "37",
+            ]
+        )
+        == 0
+    )
     lib = neardup.dedup(texts, cluster="strict")
     import csv
+
     with open(out / "clusters.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["representative"] for r in rows] == [str(x) for x in lib.representative]
@@ -73,17 +90,39 @@ def test_same_clusters_as_library(tmp_path, corpus):
 
 def test_csv_two_fields_and_text_folder(tmp_path):
     import csv
-    rows = [("a1", "Red shoes size 42", "comfortable leather running shoes with laces"),
-            ("a2", "RED shoes  size 42", "Comfortable leather running shoes with laces"),
-            ("a3", "Blue hat", "a warm woollen winter hat")]
+
+    rows = [
+        ("a1", "Red shoes size 42", "comfortable leather running shoes with laces"),
+        ("a2", "RED shoes  size 42", "Comfortable leather running shoes with laces"),
+        ("a3", "Blue hat", "a warm woollen winter hat"),
+    ]
     src = tmp_path / "offers.csv"
     with open(src, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["sku", "title", "description"])
         w.writerows(rows)
     out = tmp_path / "out"
-    assert main(["dedup", str(src), "--text-field", "title", "description", "--id-field", "sku",
-                 "--shingle", "word:2", "-o", str(out), "--quiet", "--output-format", "jsonl"]) == 0
+    assert (
+        main(
+            [
+                "dedup",
+                str(src),
+                "--text-field",
+                "title",
+                "description",
+                "--id-field",
+                "sku",
+                "--shingle",
+                "word:2",
+                "-o",
+                str(out),
+                "--quiet",
+                "--output-format",
+                "jsonl",
+            ]
+        )
+        == 0
+    )
     pairs = [json.loads(x) for x in (out / "pairs.jsonl").read_text().splitlines()]
     assert [(p["id_a"], p["id_b"], p["method"]) for p in pairs] == [("a1", "a2", "fingerprint")]
     with open(out / "deduplicated" / "offers.csv", newline="") as f:
@@ -92,12 +131,17 @@ def test_csv_two_fields_and_text_folder(tmp_path):
     folder = tmp_path / "pages"
     (folder / "sub").mkdir(parents=True)
     (folder / "one.txt").write_text("the same page text about gardens and flowers in spring")
-    (folder / "sub" / "two.txt").write_text("The same page text about gardens and flowers in spring")
+    (folder / "sub" / "two.txt").write_text(
+        "The same page text about gardens and flowers in spring"
+    )
     (folder / "three.txt").write_text("another page entirely")
     out2 = tmp_path / "out2"
     assert main(["dedup", str(folder), "-o", str(out2), "--quiet"]) == 0
-    kept = sorted(p.relative_to(out2 / "deduplicated").as_posix()
-                  for p in (out2 / "deduplicated").rglob("*") if p.is_file())
+    kept = sorted(
+        p.relative_to(out2 / "deduplicated").as_posix()
+        for p in (out2 / "deduplicated").rglob("*")
+        if p.is_file()
+    )
     assert kept == ["pages/one.txt", "pages/three.txt"]
 
 
@@ -111,8 +155,7 @@ def test_bad_input_fails_before_writing(tmp_path, capsys):
     assert "(--on-error skip leaves out the records that are bad and counts them)" in err
     assert not out.exists()
 
-    assert main(["dedup", str(src), "-o", str(out), "--quiet", "--on-error", "skip",
-                 "--json"]) == 0
+    assert main(["dedup", str(src), "-o", str(out), "--quiet", "--on-error", "skip", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["documents"] == 2 and summary["skipped"]["total"] == 1
     assert summary["skipped"]["by_reason"] == {"malformed_json": 1}
@@ -125,22 +168,45 @@ def test_a_missing_column_names_the_option_that_chooses_another(tmp_path, capsys
     csv.write_text("sku,description\na,a kettle of steel\nb,a lamp of brass\n")
     out = str(tmp_path / "out")
     assert main(["dedup", str(csv), "-o", out, "--quiet"]) == 3
-    assert capsys.readouterr().err.strip().endswith(
-        "'text' is not a column of the CSV header (columns: sku, description) "
-        "(name another with --text-field)")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "'text' is not a column of the CSV header (columns: sku, description) "
+            "(name another with --text-field)"
+        )
+    )
     assert main(["dedup", str(csv), "-o", out, "--quiet", "--text-field", "descripton"]) == 3
-    assert "did you mean 'description'? (name another with --text-field)" in \
-        capsys.readouterr().err
-    assert main(["dedup", str(csv), "-o", out, "--quiet", "--id-field", "id",
-                 "--text-field", "description"]) == 3
+    assert "did you mean 'description'? (name another with --text-field)" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "dedup",
+                str(csv),
+                "-o",
+                out,
+                "--quiet",
+                "--id-field",
+                "id",
+                "--text-field",
+                "description",
+            ]
+        )
+        == 3
+    )
     assert "(name another with --id-field)" in capsys.readouterr().err
     assert main(["dedup", str(csv), "-o", out, "--quiet", "--text-field", "description"]) == 0
     jsonl = tmp_path / "shop.jsonl"
     jsonl.write_text('{"text": "a kettle"}\n{"body": "a lamp"}\n')
     assert main(["dedup", str(jsonl), "-o", str(tmp_path / "o2"), "--quiet"]) == 3
-    assert capsys.readouterr().err.strip().endswith(
-        "shop.jsonl:2: no field 'text' (name another with --text-field; "
-        "--on-error skip leaves out the records that are bad and counts them)")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "shop.jsonl:2: no field 'text' (name another with --text-field; "
+            "--on-error skip leaves out the records that are bad and counts them)"
+        )
+    )
 
 
 def test_missing_path_and_bad_parameters(tmp_path, capsys):
@@ -167,8 +233,21 @@ def test_console_script_runs(tmp_path):
     src = tmp_path / "a.jsonl"
     write_jsonl(src, ["one text here", "one text here", "two"])
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    proc = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(src), "-o",
-                           str(tmp_path / "o"), "--json"], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "dedup",
+            str(src),
+            "-o",
+            str(tmp_path / "o"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["exact_duplicates"] == 1
 
@@ -187,8 +266,17 @@ def test_dedup_runs_without_the_cycle_collector_and_makes_no_cycles(tmp_path, cy
         write_jsonl(src, texts)
         for run in range(2):  # the first run of a size imports what it needs
             gc.collect()
-            rc = main(["dedup", str(src), "-o", str(tmp_path / f"out{n}-{run}"), "--quiet",
-                       "--chunk-size", "64"])
+            rc = main(
+                [
+                    "dedup",
+                    str(src),
+                    "-o",
+                    str(tmp_path / f"out{n}-{run}"),
+                    "--quiet",
+                    "--chunk-size",
+                    "64",
+                ]
+            )
             assert rc == 0 and gc.isenabled()
             assert cycle_spy.enabled[-1] is False
             assert cycle_spy.collections[-1] == []  # no collection during the run
@@ -199,8 +287,9 @@ def test_dedup_runs_without_the_cycle_collector_and_makes_no_cycles(tmp_path, cy
 def test_inputs_may_come_after_the_options(tmp_path, capsys):
     """A command's list of inputs (or ids) may go on after its options: the words argparse
     leaves over are taken as more of them, as a user who adds a file at the end expects."""
-    lines = (Path(__file__).resolve().parents[1] / "examples" / "news.jsonl").read_text(
-        ).splitlines()
+    lines = (
+        (Path(__file__).resolve().parents[1] / "examples" / "news.jsonl").read_text().splitlines()
+    )
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_text("\n".join(lines[:20]) + "\n")
     b.write_text("\n".join(lines[20:40]) + "\n")

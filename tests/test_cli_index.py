@@ -46,10 +46,10 @@ def test_index_commands(tmp_path, capsys):
     assert code == 0 and got == want and got[0] == {"id": records[0]["id"], "similarity": 1.0}
     code, out, _ = run(capsys, "index", "query", db, "nothing like any news item at all")
     assert code == 0 and "unique" in out
-    code, out, _ = run(capsys, "index", "remove", db, records[0]["id"], "nope", "--json",
-                       "--strict")
-    assert code == 3 and json.loads(out) == {"removed": 1, "not_found": ["nope"],
-                                             "documents": 329}
+    code, out, _ = run(
+        capsys, "index", "remove", db, records[0]["id"], "nope", "--json", "--strict"
+    )
+    assert code == 3 and json.loads(out) == {"removed": 1, "not_found": ["nope"], "documents": 329}
     code, out, _ = run(capsys, "index", "stats", db, "--json")
     st = json.loads(out)
     # the banding the default --min-recall chooses for the threshold 0.7
@@ -69,14 +69,17 @@ def test_stream_decisions(tmp_path, capsys, monkeypatch):
     db = tmp_path / "s.db"
     assert run(capsys, "index", "create", db, "--threshold", "0.6")[0] == 0
     base = " ".join(f"word{i}" for i in range(40))
-    lines = [json.dumps({"id": "a", "text": base}),
-             json.dumps({"id": "b", "text": base.replace("word7", "other")}),
-             "not json",
-             json.dumps({"id": "c"}),
-             "",
-             json.dumps({"id": 4, "text": "something new and different, nothing in common"})]
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
-        ("\n".join(lines) + "\n").encode())))
+    lines = [
+        json.dumps({"id": "a", "text": base}),
+        json.dumps({"id": "b", "text": base.replace("word7", "other")}),
+        "not json",
+        json.dumps({"id": "c"}),
+        "",
+        json.dumps({"id": 4, "text": "something new and different, nothing in common"}),
+    ]
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(("\n".join(lines) + "\n").encode()))
+    )
     code, out, err = run(capsys, "stream", db)
     got = [json.loads(x) for x in out.splitlines()]
     assert code == 0
@@ -96,11 +99,15 @@ def test_stream_reads_through_the_record_path(tmp_path, capsys, monkeypatch):
     db = tmp_path / "s.db"
     assert run(capsys, "index", "create", db)[0] == 0
     text = " ".join(f"w{i}" for i in range(30))
-    raw = b"\n".join([json.dumps({"text": text}).encode(),
-                      b"[1, 2]",
-                      json.dumps({"id": "x", "text": 5}).encode(),
-                      b'{"id": "y", "text": "caf\xe9"}',
-                      json.dumps({"id": "stdin:1", "text": "other words entirely here"}).encode()])
+    raw = b"\n".join(
+        [
+            json.dumps({"text": text}).encode(),
+            b"[1, 2]",
+            json.dumps({"id": "x", "text": 5}).encode(),
+            b'{"id": "y", "text": "caf\xe9"}',
+            json.dumps({"id": "stdin:1", "text": "other words entirely here"}).encode(),
+        ]
+    )
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw + b"\n")))
     code, out, err = run(capsys, "stream", db)
     got = [json.loads(x) for x in out.splitlines()]
@@ -128,8 +135,9 @@ def test_stream_of_records_the_index_holds(tmp_path, capsys, monkeypatch):
     lines = [json.dumps(r) for r in records]
     lines.append(json.dumps({"id": records[1]["id"], "text": "a text of its own, like none"}))
     for no_add in ([], ["--no-add"]):
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
-            ("\n".join(lines) + "\n").encode())))
+        monkeypatch.setattr(
+            sys, "stdin", io.TextIOWrapper(io.BytesIO(("\n".join(lines) + "\n").encode()))
+        )
         code, out, err = run(capsys, "stream", db, *no_add)
         got = [json.loads(x) for x in out.splitlines()]
         assert code == 0
@@ -141,8 +149,9 @@ def test_stream_of_records_the_index_holds(tmp_path, capsys, monkeypatch):
             assert "4 lines, 1 unique, 3 duplicates, 0 errors" in err
         else:
             assert got[3]["decision"] == "error" and got[3]["line"] == 4
-            assert "already in the index, with a text that this one does not repeat" in \
-                got[3]["error"]
+            assert (
+                "already in the index, with a text that this one does not repeat" in got[3]["error"]
+            )
             assert "4 lines, 0 unique, 3 duplicates, 1 errors" in err
     with Index(db) as idx:
         assert len(idx) == 330
@@ -151,8 +160,20 @@ def test_stream_of_records_the_index_holds(tmp_path, capsys, monkeypatch):
 def test_dedup_save_index_opens_as_index(tmp_path, capsys):
     db = tmp_path / "saved.db"
     out = tmp_path / "out"
-    code, _, _ = run(capsys, "dedup", NEWS, "--id-field", "id", "-o", out, "--save-index", db,
-                     "--threshold", "0.7", "--quiet")
+    code, _, _ = run(
+        capsys,
+        "dedup",
+        NEWS,
+        "--id-field",
+        "id",
+        "-o",
+        out,
+        "--save-index",
+        db,
+        "--threshold",
+        "0.7",
+        "--quiet",
+    )
     assert code == 0 and db.exists()
     assert not list(tmp_path.glob(".saved.db*"))
     pairs = pq.read_table(out / "pairs.parquet").to_pylist()
@@ -170,8 +191,17 @@ def test_dedup_save_index_opens_as_index(tmp_path, capsys):
     assert code == 4 and "exists" in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "1", "text": "fine"}\nnot json\n')
-    code, _, err = run(capsys, "dedup", bad, "--id-field", "id", "-o", tmp_path / "o2",
-                       "--save-index", tmp_path / "new.db")
+    code, _, err = run(
+        capsys,
+        "dedup",
+        bad,
+        "--id-field",
+        "id",
+        "-o",
+        tmp_path / "o2",
+        "--save-index",
+        tmp_path / "new.db",
+    )
     assert code == 3 and not (tmp_path / "new.db").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".new.db")]
 
@@ -190,16 +220,21 @@ WRITER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("kill_after,flush", [(1, 16384), (4, 16384), (9, 16384), (4, 300),
-                                              (9, 300), (13, 300)])
+@pytest.mark.parametrize(
+    "kill_after,flush", [(1, 16384), (4, 16384), (9, 16384), (4, 300), (9, 300), (13, 300)]
+)
 def test_sigkill_mid_batch_loses_nothing_acknowledged(tmp_path, kill_after, flush):
     """Killed inside a batch (with ``flush=300``: often while key segments are written out
     and merged): nothing acknowledged is lost, nothing half-written is kept."""
     db = tmp_path / "k.db"
     size = 250
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(size), str(flush)],
-                            stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), str(size), str(flush)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     acked = -1
     while acked < kill_after:
         line = proc.stdout.readline()
@@ -216,8 +251,13 @@ def test_sigkill_mid_batch_loses_nothing_acknowledged(tmp_path, kill_after, flus
     with Index(db) as idx:
         check = idx.storage.check()
         n = len(idx)
-        assert check == {"integrity": "ok", "documents": n, "counted": n, "orphan_keys": 0,
-                         "missing_keys": 0}
+        assert check == {
+            "integrity": "ok",
+            "documents": n,
+            "counted": n,
+            "orphan_keys": 0,
+            "missing_keys": 0,
+        }
         assert n % size == 0 and n >= (acked + 1) * size  # whole batches only, none lost
         for i in (0, (acked + 1) * size - 1, n - 1):
             assert f"d{i}" in idx and idx.get(f"d{i}") == texts[i % 1000]
@@ -240,8 +280,21 @@ def test_serve_create_makes_an_index_that_finds_passages(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     db = tmp_path / "new.db"
-    proc = sp.Popen([_sys.executable, "-m", "neardup.cli", "serve", "--index", str(db),
-                     "--create", "--port", str(port)], stdout=sp.PIPE, stderr=sp.PIPE)
+    proc = sp.Popen(
+        [
+            _sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            str(db),
+            "--create",
+            "--port",
+            str(port),
+        ],
+        stdout=sp.PIPE,
+        stderr=sp.PIPE,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = _time.monotonic() + 60
@@ -253,8 +306,11 @@ def test_serve_create_makes_an_index_that_finds_passages(tmp_path):
                 if _time.monotonic() > deadline or proc.poll() is not None:
                     raise AssertionError(proc.stderr.read().decode()[-2000:]) from None
                 _time.sleep(0.1)
-        req = urllib.request.Request(base + "/check", data=_json.dumps(
-            {"text": "a text to check"}).encode(), headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            base + "/check",
+            data=_json.dumps({"text": "a text to check"}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         got = _json.load(urllib.request.urlopen(req, timeout=10))
         assert got["passages_indexed"] is True and got["unique"] is True
     finally:
@@ -268,8 +324,12 @@ def test_index_query_lists_reused_passages(tmp_path, capsys):
     src = " ".join(f"s{i}" for i in range(80))
     other = " ".join(f"o{i}" for i in range(80))
     docs = tmp_path / "docs.jsonl"
-    docs.write_text(json.dumps({"id": "src", "text": src}) + "\n"
-                    + json.dumps({"id": "other", "text": other}) + "\n")
+    docs.write_text(
+        json.dumps({"id": "src", "text": src})
+        + "\n"
+        + json.dumps({"id": "other", "text": other})
+        + "\n"
+    )
     db = str(tmp_path / "p.db")
     assert main(["index", "create", db, "--passages", "--quiet"]) == 0
     assert main(["index", "add", db, str(docs), "--id-field", "id", "--quiet"]) == 0
@@ -277,36 +337,48 @@ def test_index_query_lists_reused_passages(tmp_path, capsys):
     text = "new words here " + " ".join(f"s{i}" for i in range(10, 40)) + " and the end"
     assert main(["index", "query", db, text, "--passages"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "text1\tsrc\treuses 1 passage, 30 words, 83.3% of the text"]
+        "text1\tsrc\treuses 1 passage, 30 words, 83.3% of the text"
+    ]
     assert main(["index", "query", db, "unrelated words only", "--passages"]) == 0
     assert capsys.readouterr().out.strip() == (
-        "text1: unique (no text at Jaccard >= 0.8, no shared passage of 16+ words)")
+        "text1: unique (no text at Jaccard >= 0.8, no shared passage of 16+ words)"
+    )
     assert main(["index", "query", db, text, "--passages", "--json"]) == 0
     (r,) = json.loads(capsys.readouterr().out)
     (m,) = r["reused"]
     (p,) = m["passages"]
-    assert m["id"] == "src" and text[p["a"][0]:p["a"][1]] == " ".join(
-        f"s{i}" for i in range(10, 40)) and src[p["b"][0]:p["b"][1]] == text[p["a"][0]:p["a"][1]]
+    assert (
+        m["id"] == "src"
+        and text[p["a"][0] : p["a"][1]] == " ".join(f"s{i}" for i in range(10, 40))
+        and src[p["b"][0] : p["b"][1]] == text[p["a"][0] : p["a"][1]]
+    )
     # a sentence that 16 indexed texts hold: one common passage, not 16 sources
     tmpl = " ".join(f"t{i}" for i in range(20))
     many = tmp_path / "many.jsonl"
-    many.write_text("".join(json.dumps({"id": f"m{j}", "text": " ".join(
-        f"m{j}w{i}" for i in range(30)) + " " + tmpl}) + "\n" for j in range(16)))
+    many.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"m{j}", "text": " ".join(f"m{j}w{i}" for i in range(30)) + " " + tmpl}
+            )
+            + "\n"
+            for j in range(16)
+        )
+    )
     assert main(["index", "add", db, str(many), "--id-field", "id", "--quiet"]) == 0
     capsys.readouterr()
     assert main(["index", "query", db, "a new start " + tmpl, "--passages"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "text1\tcommon passage of 20 words (characters 12-81) in about 16 indexed texts, "
-        "e.g. m0"]
+        "text1\tcommon passage of 20 words (characters 12-81) in about 16 indexed texts, e.g. m0"
+    ]
     plain = str(tmp_path / "plain.db")
     assert main(["index", "create", plain, "--quiet"]) == 0
     assert main(["index", "query", plain, text, "--passages"]) == 2
     assert "index create --passages" in capsys.readouterr().err
 
 
-def test_index_and_stream_run_without_the_cycle_collector_and_make_no_cycles(tmp_path, capsys,
-                                                                             monkeypatch,
-                                                                             cycle_spy):
+def test_index_and_stream_run_without_the_cycle_collector_and_make_no_cycles(
+    tmp_path, capsys, monkeypatch, cycle_spy
+):
     """``index add``, ``index query`` and ``stream`` run with the cyclic garbage collector off
     (on again after): what a run leaves for the collector must not grow with the records,
     malformed ones included (every other record of the stream)."""
@@ -327,11 +399,13 @@ def test_index_and_stream_run_without_the_cycle_collector_and_make_no_cycles(tmp
     for n in (100, 1000):
         texts, _ = make_corpus(n, seed=n, words=(20, 60))
         src = tmp_path / f"d{n}.jsonl"
-        src.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
-                               for i, t in enumerate(texts)))
-        records = b"".join(b"{bad\n" if i % 2 else
-                           json.dumps({"id": f"s{i}", "text": t}).encode() + b"\n"
-                           for i, t in enumerate(texts))
+        src.write_text(
+            "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+        )
+        records = b"".join(
+            b"{bad\n" if i % 2 else json.dumps({"id": f"s{i}", "text": t}).encode() + b"\n"
+            for i, t in enumerate(texts)
+        )
         for rep in range(2):  # the first run of each imports what it needs
             db = tmp_path / f"i{n}-{rep}.db"
             assert run(capsys, "index", "create", db)[0] == 0
@@ -348,8 +422,10 @@ def test_index_query_takes_its_texts_before_and_after_the_options(tmp_path, caps
     unknown option is still refused."""
     db = str(tmp_path / "q.db")
     docs = tmp_path / "d.jsonl"
-    texts = {"a": "the quick brown fox jumps over the lazy dog near the river bank today",
-             "b": "a slow green turtle walks under the busy bridge beside the old mill"}
+    texts = {
+        "a": "the quick brown fox jumps over the lazy dog near the river bank today",
+        "b": "a slow green turtle walks under the busy bridge beside the old mill",
+    }
     docs.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in texts.items()))
     assert main(["index", "create", db, "--quiet"]) == 0
     assert main(["index", "add", db, str(docs), "--id-field", "id", "--quiet"]) == 0

@@ -33,12 +33,25 @@ def test_every_command_and_option_has_a_help_text():
     top = build_parser()
     found = list(parsers(top))
     names = {" ".join(path) for path, _, _ in found}
-    assert {"neardup dedup", "neardup products dedup", "neardup products eval", "neardup fca",
-            "neardup index create", "neardup index add", "neardup index query",
-            "neardup index remove", "neardup index stats", "neardup stream", "neardup serve",
-            "neardup analyze scurve", "neardup analyze params", "neardup analyze recall",
-            "neardup analyze bands", "neardup analyze grid",
-            "neardup analyze distribution"} <= names
+    assert {
+        "neardup dedup",
+        "neardup products dedup",
+        "neardup products eval",
+        "neardup fca",
+        "neardup index create",
+        "neardup index add",
+        "neardup index query",
+        "neardup index remove",
+        "neardup index stats",
+        "neardup stream",
+        "neardup serve",
+        "neardup analyze scurve",
+        "neardup analyze params",
+        "neardup analyze recall",
+        "neardup analyze bands",
+        "neardup analyze grid",
+        "neardup analyze distribution",
+    } <= names
     missing = []
     for path, parser, help_text in [(("neardup",), top, "-")] + found:
         assert parser.format_help()  # builds, and every help text formats (no stray %)
@@ -53,8 +66,9 @@ def test_every_command_and_option_has_a_help_text():
 
 
 def _help_texts(p: argparse.ArgumentParser, path=("neardup",)) -> dict[str, str]:
-    return {" ".join(path): p.format_help()} | {" ".join(sub_path): sub.format_help()
-                                                for sub_path, sub, _ in parsers(p, path)}
+    return {" ".join(path): p.format_help()} | {
+        " ".join(sub_path): sub.format_help() for sub_path, sub, _ in parsers(p, path)
+    }
 
 
 ALL_COMMANDS = sorted(set().union(*(family.COMMANDS for family in neardup.cli.FAMILIES)))
@@ -93,7 +107,7 @@ def _cli_imports(module: str) -> set[str]:
             if node.level == 0:
                 base = node.module or ""
             else:  # relative to the package neardup.cli
-                parts = ["neardup", "cli"][:3 - node.level]
+                parts = ["neardup", "cli"][: 3 - node.level]
                 base = ".".join(parts + ([node.module] if node.module else []))
             if base == "neardup" and any(a.name == "cli" for a in node.names):
                 base = "neardup.cli"
@@ -123,8 +137,18 @@ def _run_python(code: str) -> dict:
     return json.loads(proc.stdout)
 
 
-HEAVY = ["pyarrow", "rich", "fastapi", "dask", "distributed", "uvicorn", "redis", "matplotlib",
-         "sklearn", "starlette"]
+HEAVY = [
+    "pyarrow",
+    "rich",
+    "fastapi",
+    "dask",
+    "distributed",
+    "uvicorn",
+    "redis",
+    "matplotlib",
+    "sklearn",
+    "starlette",
+]
 
 
 def test_building_the_parser_imports_no_heavy_library():
@@ -135,7 +159,8 @@ def test_building_the_parser_imports_no_heavy_library():
         "import json, sys\n"
         "from neardup.cli import build_parser\n"
         "build_parser().format_help()\n"
-        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n")
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
     assert got == []
 
 
@@ -147,14 +172,16 @@ def test_neardup_help_builds_no_command_options():
         "from neardup.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    main(['--help'])\n"
-        "print(json.dumps([m for m in ['neardup.io', 'neardup.analyze'] if m in sys.modules]))\n")
+        "print(json.dumps([m for m in ['neardup.io', 'neardup.analyze'] if m in sys.modules]))\n"
+    )
     assert got == []
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["dedup", "--help"]])
 def test_python_m_neardup_cli(argv):
-    proc = subprocess.run([sys.executable, "-m", "neardup.cli", *argv], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", *argv], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert "neardup" in proc.stdout
 
@@ -170,7 +197,8 @@ def test_import_neardup_is_light_and_the_public_names_load_on_use():
         "print(json.dumps({'light': light, 'sketch': callable(neardup.sketch)\n"
         "                  and neardup.sketch.__module__ == 'neardup.sketch',\n"
         "                  'dedup': dedup is neardup.dedup,\n"
-        "                  'all': sorted(n for n in neardup.__all__ if not hasattr(neardup, n))}))\n")
+        "                  'all': sorted(n for n in neardup.__all__ if not hasattr(neardup, n))}))\n"
+    )
     assert got == {"light": [], "sketch": True, "dedup": True, "all": []}
 
 
@@ -182,7 +210,8 @@ def test_help_loads_no_compiled_kernels(argv):
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         f"    main({argv!r})\n"
         "print(json.dumps([m for m in ['numba', 'numpy', 'orjson', 'pyarrow', 'rich']\n"
-        "                  if m in sys.modules]))\n")
+        "                  if m in sys.modules]))\n"
+    )
     assert got == []
 
 
@@ -204,7 +233,8 @@ def test_commands_without_linear_algebra_run_openblas_with_one_thread(tmp_path):
         "from threadpoolctl import threadpool_info\n"
         "blas = [i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas']\n"
         "fca = build_parser('fca').parse_args(['fca', 'x.jsonl', '-o', 'y', '--min-common', '5'])\n"
-        "print(json.dumps([before, rc, blas, fca.linear_algebra]))\n")
+        "print(json.dumps([before, rc, blas, fca.linear_algebra]))\n"
+    )
     before, rc, blas, fca = _run_python(code)
     assert before is False and rc == 0 and fca is True
     assert blas and set(blas) == {1}

@@ -35,9 +35,26 @@ def test_products_dedup_on_the_example_catalogue(tmp_path, capsys):
 
 
 def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--bootstraps", "2",
-               "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "rep"),
-               "--json"])
+    rc = main(
+        [
+            "products",
+            "eval",
+            *map(str, SHOPS),
+            "--truth-field",
+            "product",
+            "--bootstraps",
+            "2",
+            "--num-perm",
+            "24",
+            "--bands",
+            "12",
+            "--rows",
+            "2",
+            "-o",
+            str(tmp_path / "rep"),
+            "--json",
+        ]
+    )
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     by = {r["method"]: r for r in s["summary"]}
@@ -57,9 +74,28 @@ def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
         for members in ids.values():
             for k in range(1, len(members)):
                 f.write(f"{members[0]},{members[k]}\n")
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth", str(tmp_path / "pairs.csv"),
-               "--bootstraps", "2", "--num-perm", "24", "--bands", "12", "--rows", "2",
-               "-o", str(tmp_path / "rep2"), "--json", "--model-seed", "4"])
+    rc = main(
+        [
+            "products",
+            "eval",
+            *map(str, SHOPS),
+            "--truth",
+            str(tmp_path / "pairs.csv"),
+            "--bootstraps",
+            "2",
+            "--num-perm",
+            "24",
+            "--bands",
+            "12",
+            "--rows",
+            "2",
+            "-o",
+            str(tmp_path / "rep2"),
+            "--json",
+            "--model-seed",
+            "4",
+        ]
+    )
     assert rc == 0
     s2 = json.loads(capsys.readouterr().out)
     assert s2["true_pairs"] == s["true_pairs"]
@@ -68,13 +104,47 @@ def test_products_eval_with_truth_column_and_pairs(tmp_path, capsys):
 
 
 def test_products_eval_with_one_bootstrap_prints_no_spread(tmp_path, capsys):
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--bootstraps", "1",
-               "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "rep")])
+    rc = main(
+        [
+            "products",
+            "eval",
+            *map(str, SHOPS),
+            "--truth-field",
+            "product",
+            "--bootstraps",
+            "1",
+            "--num-perm",
+            "24",
+            "--bands",
+            "12",
+            "--rows",
+            "2",
+            "-o",
+            str(tmp_path / "rep"),
+        ]
+    )
     assert rc == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "F1 " in out and "±" not in out
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--bootstraps", "2",
-               "--num-perm", "24", "--bands", "12", "--rows", "2", "-o", str(tmp_path / "r2")])
+    rc = main(
+        [
+            "products",
+            "eval",
+            *map(str, SHOPS),
+            "--truth-field",
+            "product",
+            "--bootstraps",
+            "2",
+            "--num-perm",
+            "24",
+            "--bands",
+            "12",
+            "--rows",
+            "2",
+            "-o",
+            str(tmp_path / "r2"),
+        ]
+    )
     assert rc == 0 and "±" in capsys.readouterr().out
 
 
@@ -88,8 +158,22 @@ def test_products_eval_blocking_options(tmp_path, capsys):
     assert main([*common, "--candidates-per-offer", "3", "-o", str(tmp_path / "t2")]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "token blocking, default 3 candidate pairs per offer" in out
-    rc = main([*common, "--blocking", "lsh", "--num-perm", "24", "--bands", "12", "--rows", "2",
-               "-o", str(tmp_path / "l"), "--json"])
+    rc = main(
+        [
+            *common,
+            "--blocking",
+            "lsh",
+            "--num-perm",
+            "24",
+            "--bands",
+            "12",
+            "--rows",
+            "2",
+            "-o",
+            str(tmp_path / "l"),
+            "--json",
+        ]
+    )
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     assert s["config"]["blocking"] == "lsh"
@@ -113,14 +197,35 @@ def test_products_errors_are_clear(tmp_path, capsys):
     pairs = tmp_path / "p.csv"
     pairs.write_text(f"{first},nope\n")  # a known id: data, not a header
     shutil.copy(SHOPS[0], tmp_path / "alpha.jsonl")
-    rc = main(["products", "eval", str(tmp_path / "alpha.jsonl"), "--truth", str(pairs),
-               "-o", str(tmp_path / "r")])
+    rc = main(
+        [
+            "products",
+            "eval",
+            str(tmp_path / "alpha.jsonl"),
+            "--truth",
+            str(pairs),
+            "-o",
+            str(tmp_path / "r"),
+        ]
+    )
     assert rc == 3 and "unknown id 'nope'" in capsys.readouterr().err
     # two shops numbering their offers alike: repeated ids, unless qualified
     (tmp_path / "s1.jsonl").write_text('{"id": 1, "title": "Lumo 46 inch LED TV LM46X210"}\n')
     (tmp_path / "s2.jsonl").write_text('{"id": 1, "title": "Lumo LM-46X210 46-Inch TV"}\n')
-    args = ["products", "dedup", str(tmp_path / "s1.jsonl"), str(tmp_path / "s2.jsonl"),
-            "-o", str(tmp_path / "q"), "--num-perm", "24", "--bands", "12", "--rows", "2"]
+    args = [
+        "products",
+        "dedup",
+        str(tmp_path / "s1.jsonl"),
+        str(tmp_path / "s2.jsonl"),
+        "-o",
+        str(tmp_path / "q"),
+        "--num-perm",
+        "24",
+        "--bands",
+        "12",
+        "--rows",
+        "2",
+    ]
     assert main(args) == 3 and "repeats" in capsys.readouterr().err
     assert main([*args, "--qualify-ids", "--json"]) == 0
     pairs = [json.loads(line) for line in open(tmp_path / "q" / "pairs.jsonl")]
@@ -156,8 +261,19 @@ def _truth_files(tmp_path) -> tuple[Path, Path, dict[str, list[str]]]:
 def test_products_dedup_scored_against_a_partial_truth(tmp_path, capsys):
     ent, lab, ids = _truth_files(tmp_path)
     small = ["--num-perm", "24", "--bands", "12", "--rows", "2"]
-    rc = main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "o"), *small,
-               "--truth", str(ent), "--json"])
+    rc = main(
+        [
+            "products",
+            "dedup",
+            *map(str, SHOPS),
+            "-o",
+            str(tmp_path / "o"),
+            *small,
+            "--truth",
+            str(ent),
+            "--json",
+        ]
+    )
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     q = s["quality"]
@@ -177,8 +293,19 @@ def test_products_dedup_scored_against_a_partial_truth(tmp_path, capsys):
     tp = sum(entity[pr["id_a"]] == entity[pr["id_b"]] for pr in known)
     assert (p["tp"], p["fp"], p["unknown"]) == (tp, len(known) - tp, len(pairs) - len(known))
     # printed, with --link: across shops only
-    rc = main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "l"), *small,
-               "--link", "--truth", str(lab)])
+    rc = main(
+        [
+            "products",
+            "dedup",
+            *map(str, SHOPS),
+            "-o",
+            str(tmp_path / "l"),
+            *small,
+            "--link",
+            "--truth",
+            str(lab),
+        ]
+    )
     assert rc == 0
     out = " ".join(capsys.readouterr().out.split())  # the table wraps its cells
     assert "labelled pairs:" in out and "known matching pairs across shops" in out
@@ -192,30 +319,83 @@ def test_products_dedup_scored_against_a_partial_truth(tmp_path, capsys):
 def test_products_eval_with_a_partial_truth(tmp_path, capsys):
     ent, lab, _ = _truth_files(tmp_path)
     small = ["--bootstraps", "2", "--num-perm", "24", "--bands", "12", "--rows", "2"]
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth", str(ent), *small,
-               "-o", str(tmp_path / "rep"), "--json", "--save-model", str(tmp_path / "m.pkl")])
+    rc = main(
+        [
+            "products",
+            "eval",
+            *map(str, SHOPS),
+            "--truth",
+            str(ent),
+            *small,
+            "-o",
+            str(tmp_path / "rep"),
+            "--json",
+            "--save-model",
+            str(tmp_path / "m.pkl"),
+        ]
+    )
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     by = {r["method"]: r for r in s["summary"]}
     assert by["neardup"]["f1"] >= 0.85
     assert s["truth"]["shape"] == "entities" and s["true_pairs"] == s["truth"]["positive_pairs"]
     assert "known duplicate pairs" in (tmp_path / "rep" / "report.md").read_text()
-    assert main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "d"),
-                 "--model", str(tmp_path / "m.pkl"), "--truth", str(ent), "--json"]) == 0
+    assert (
+        main(
+            [
+                "products",
+                "dedup",
+                *map(str, SHOPS),
+                "-o",
+                str(tmp_path / "d"),
+                "--model",
+                str(tmp_path / "m.pkl"),
+                "--truth",
+                str(ent),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["quality"]["pairs"]["precision"] >= 0.9
-    rc = main(["products", "eval", *map(str, SHOPS), "--truth", str(lab), *small,
-               "-o", str(tmp_path / "rep2")])
+    rc = main(
+        [
+            "products",
+            "eval",
+            *map(str, SHOPS),
+            "--truth",
+            str(lab),
+            *small,
+            "-o",
+            str(tmp_path / "rep2"),
+        ]
+    )
     assert rc == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "known duplicate pairs" in out and "labelled pairs:" in out
     # --truth-field COLUMN and a truth file are one truth too many
-    assert main(["products", "eval", *map(str, SHOPS), "--truth-field", "product", "--truth",
-                 str(ent), "-o", str(tmp_path / "x")]) == 2
+    assert (
+        main(
+            [
+                "products",
+                "eval",
+                *map(str, SHOPS),
+                "--truth-field",
+                "product",
+                "--truth",
+                str(ent),
+                "-o",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 2
+    )
     assert "not both" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,label\nalpha-1,nope,1\n")
-    rc = main(["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "y"),
-               "--truth", str(bad)])
+    rc = main(
+        ["products", "dedup", *map(str, SHOPS), "-o", str(tmp_path / "y"), "--truth", str(bad)]
+    )
     assert rc == 3 and "bad.csv:2: unknown id" in capsys.readouterr().err
 
 
@@ -225,19 +405,35 @@ def test_field_roles_from_options_and_a_columns_file(tmp_path, capsys):
     brand and the model number; nothing is left unread."""
     import csv
 
-    rows = [("p1", "north", "Lumo monitor 24 inch", "Lumo", "LM24X100", "199"),
-            ("p2", "south", "24in display by Lumo", "LUMO", "LM24X100", "205"),
-            ("p3", "south", "Orbis monitor 24 inch", "Orbis", "OR24Z900", "180")]
+    rows = [
+        ("p1", "north", "Lumo monitor 24 inch", "Lumo", "LM24X100", "199"),
+        ("p2", "south", "24in display by Lumo", "LUMO", "LM24X100", "205"),
+        ("p3", "south", "Orbis monitor 24 inch", "Orbis", "OR24Z900", "180"),
+    ]
     f = tmp_path / "cat.csv"
     with open(f, "w", newline="") as fh:
         w = csv.writer(fh, delimiter="|")
         w.writerow(["sku", "seller", "name", "maker", "mpn", "cost"])
         w.writerows(rows)
     cols = tmp_path / "columns.json"
-    cols.write_text(json.dumps({"id": "sku", "shop": "seller", "title": "name",
-                                "price": "cost"}))
-    rc = main(["products", "dedup", str(f), "--columns", str(cols), "--brand-field", "maker",
-               "--model-field", "mpn", "--link", "-o", str(tmp_path / "out"), "--json"])
+    cols.write_text(json.dumps({"id": "sku", "shop": "seller", "title": "name", "price": "cost"}))
+    rc = main(
+        [
+            "products",
+            "dedup",
+            str(f),
+            "--columns",
+            str(cols),
+            "--brand-field",
+            "maker",
+            "--model-field",
+            "mpn",
+            "--link",
+            "-o",
+            str(tmp_path / "out"),
+            "--json",
+        ]
+    )
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     assert s["unused_fields"] == {} and s["shops"] == {"north": 1, "south": 2}
@@ -248,16 +444,36 @@ def test_field_roles_from_options_and_a_columns_file(tmp_path, capsys):
     # the library: the roles' values under the attribute names the matcher reads
     from neardup.products.loaders import load_offers
 
-    offers, _ = load_offers(f, id_field="sku", shop_field="seller", title_field="name",
-                            roles={"brand": "maker", "model": "mpn", "price": "cost"})
+    offers, _ = load_offers(
+        f,
+        id_field="sku",
+        shop_field="seller",
+        title_field="name",
+        roles={"brand": "maker", "model": "mpn", "price": "cost"},
+    )
     assert offers.attributes[0] == {"brand": "Lumo", "model number": "LM24X100", "price": "199"}
     # a role's column that is not there, an unknown role: clear errors
-    assert main(["products", "dedup", str(f), "--columns", str(cols), "--brand-field", "make",
-                 "-o", str(tmp_path / "o2")]) == 3
+    assert (
+        main(
+            [
+                "products",
+                "dedup",
+                str(f),
+                "--columns",
+                str(cols),
+                "--brand-field",
+                "make",
+                "-o",
+                str(tmp_path / "o2"),
+            ]
+        )
+        == 3
+    )
     assert "no column 'make' (brand)" in capsys.readouterr().err
     cols.write_text(json.dumps({"colour": "c"}))
-    assert main(["products", "dedup", str(f), "--columns", str(cols), "-o",
-                 str(tmp_path / "o3")]) == 2
+    assert (
+        main(["products", "dedup", str(f), "--columns", str(cols), "-o", str(tmp_path / "o3")]) == 2
+    )
     assert "unknown role 'colour'" in capsys.readouterr().err
 
 
@@ -277,17 +493,32 @@ def test_two_catalogues_numbered_alike_with_a_truth_of_bare_ids(tmp_path, capsys
     (tmp_path / "amazon.csv").write_text(
         "id#title#description#manufacturer#price\n"
         "0#clickart 950 000 - premier image pack (dvd-rom)##broderbund#0.0\n"
-        "1#adobe premiere pro cs3 upgrade#upgrade version#adobe#299.0\n")
+        "1#adobe premiere pro cs3 upgrade#upgrade version#adobe#299.0\n"
+    )
     (tmp_path / "gp.csv").write_text(
         "id#title#description#manufacturer#price\n"
         "0#adobe premiere pro cs3 software upgrade#video editing#adobe#294.99\n"
         "1#broderbund clickart 950000 premier image pack#clip art##22.5\n"
-        "2#norton antivirus 2007#antivirus#symantec#39.99\n")
+        "2#norton antivirus 2007#antivirus#symantec#39.99\n"
+    )
     (tmp_path / "gt.csv").write_text("D1#D2\n0#1\n1#0\n")
     out = tmp_path / "o"
-    rc = main(["products", "dedup", str(tmp_path / "amazon.csv"), str(tmp_path / "gp.csv"),
-               "--sep", "#", "--link", "--qualify-ids", "--truth", str(tmp_path / "gt.csv"),
-               "-o", str(out)])
+    rc = main(
+        [
+            "products",
+            "dedup",
+            str(tmp_path / "amazon.csv"),
+            str(tmp_path / "gp.csv"),
+            "--sep",
+            "#",
+            "--link",
+            "--qualify-ids",
+            "--truth",
+            str(tmp_path / "gt.csv"),
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert "ids read as amazon/ID in D1, gp/ID in D2" in shown

@@ -44,8 +44,10 @@ from neardup.client import (  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 NEWS = [json.loads(line) for line in (ROOT / "examples" / "news.jsonl").read_text().splitlines()]
 README = ROOT / "README.md"
-UNRELATED = ("The lifeboat station on the north quay will open in spring, and volunteers are "
-             "wanted for the crews and the shop.")
+UNRELATED = (
+    "The lifeboat station on the north quay will open in spring, and volunteers are "
+    "wanted for the crews and the shop."
+)
 
 #: every text an error or a client showed in these tests, to look for the keys in
 SHOWN: list[str] = []
@@ -94,16 +96,16 @@ def test_round_trip_matches_the_library(srv: Server):
         exact = c.query(docs[3][1])
         assert exact[0] == neardup.Match(docs[3][0], 1.0)
         assert c.query(UNRELATED) == [] and c.query(UNRELATED).unique
-        assert _pairs(c.query(edited, threshold=0.95, top_k=1)) == \
-            _pairs(oracle.query(edited, threshold=0.95, top_k=1))
+        assert _pairs(c.query(edited, threshold=0.95, top_k=1)) == _pairs(
+            oracle.query(edited, threshold=0.95, top_k=1)
+        )
 
         checked = c.check(edited)
         assert isinstance(checked, CheckAnswer) and not checked.unique and not checked.added
         assert _pairs(checked.matches) == _pairs(oracle.query(edited))
         best = checked.matches[0]
         assert isinstance(best, neardup.Match) and best.text == docs[5][1]
-        assert best.passages and all(edited[p.a[0]:p.a[1]] and p.words > 0
-                                     for p in best.passages)
+        assert best.passages and all(edited[p.a[0] : p.a[1]] and p.words > 0 for p in best.passages)
         assert checked.passages_indexed and checked.min_passage_words == 16
         # its own id is left out of its matches
         assert docs[5][0] not in [m.id for m in c.check(docs[5][1], id=docs[5][0]).matches]
@@ -133,8 +135,10 @@ def test_round_trip_matches_the_library(srv: Server):
 
 
 def test_a_passage_many_texts_hold_comes_back_once_as_common(srv: Server):
-    template = ("Orders placed before noon leave our warehouse the same day, and every parcel "
-                "can be returned free of charge within thirty days of its delivery.")
+    template = (
+        "Orders placed before noon leave our warehouse the same day, and every parcel "
+        "can be returned free of charge within thirty days of its delivery."
+    )
     docs = [(f"shop-{i}", f"{NEWS[100 + 3 * i]['text'][:400]} {template}") for i in range(17)]
     with neardup.Client(srv.url, WRITE_KEY) as c:
         c.add_many(docs)
@@ -143,20 +147,24 @@ def test_a_passage_many_texts_hold_comes_back_once_as_common(srv: Server):
             assert got.reused == [] and got.matches == [] and not got.unique
             (common,) = got.common
             assert isinstance(common, Common) and common.texts == 17
-            assert template in (UNRELATED + " " + template)[common.a[0]:common.a[1]]
+            assert template in (UNRELATED + " " + template)[common.a[0] : common.a[1]]
             example = dict(docs)[common.example]
-            assert template in example[common.b[0]:common.b[1]]
+            assert template in example[common.b[0] : common.b[1]]
         finally:
             for d, _ in docs:
                 c.delete(d)
 
+
 def test_add_many_is_cut_to_the_services_batch_limit(srv: Server):
-    docs = {f"batch-{i:02d}": f"document number {i} of a batch, with words of its own {i * 7}"
-            for i in range(30)}
+    docs = {
+        f"batch-{i:02d}": f"document number {i} of a batch, with words of its own {i * 7}"
+        for i in range(30)
+    }
     with neardup.Client(srv.url, WRITE_KEY) as c:
         assert c.add_many(docs) == 30
-        assert [i for i in c.iter_ids(after="batch-", page=7) if i.startswith("batch-")] == \
-            sorted(docs)
+        assert [i for i in c.iter_ids(after="batch-", page=7) if i.startswith("batch-")] == sorted(
+            docs
+        )
         assert all(c.get(i) == t for i, t in docs.items())
         assert c.add_many([]) == 0
         # a batch holding a taken id is refused whole; the batches before it stay added
@@ -182,8 +190,10 @@ def test_errors_a_program_acts_on(srv: Server, tmp_path: Path):
             reader.check(UNRELATED, id="by-reader", add=True)
         with pytest.raises(AuthError):
             reader.delete("anything")
-    with neardup.Client(srv.url, "not-a-key-the-service-knows-0123") as stranger, \
-            pytest.raises(AuthError) as e:
+    with (
+        neardup.Client(srv.url, "not-a-key-the-service-knows-0123") as stranger,
+        pytest.raises(AuthError) as e,
+    ):
         stranger.query(UNRELATED)
     _shown(e.value)
     assert e.value.status == 401
@@ -208,8 +218,10 @@ def test_errors_a_program_acts_on(srv: Server, tmp_path: Path):
     _shown(e.value)
     # no service there: no answer, after the retries
     port = _free_port()
-    with neardup.Client(f"http://127.0.0.1:{port}", WRITE_KEY, retries=1, max_wait=0.05) as c, \
-            pytest.raises(ServiceUnreachableError) as e:
+    with (
+        neardup.Client(f"http://127.0.0.1:{port}", WRITE_KEY, retries=1, max_wait=0.05) as c,
+        pytest.raises(ServiceUnreachableError) as e,
+    ):
         c.add("x", "nobody is listening on this port")
     _shown(e.value)
     assert e.value.status is None and e.value.request_id
@@ -219,9 +231,10 @@ def _hold_slot(port: int, key: str) -> socket.socket:
     """A request to add a document whose body stops half way: the service counts it as being
     handled (it waits for the rest of the body) until the connection closes."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"POST /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
-              b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
-              % (port, key.encode()))
+    s.sendall(
+        b"POST /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{" % (port, key.encode())
+    )
     return s
 
 
@@ -234,8 +247,10 @@ def test_a_busy_service_is_retried_after_retry_after(tmp_path: Path):
         held = _hold_slot(srv.port, WRITE_KEY)
         time.sleep(0.3)
         with neardup.Client(srv.url, WRITE_KEY, retries=0) as once:
-            for call in (lambda: once.query(NEWS[0]["text"]),
-                         lambda: once.add("lamp", NEWS[1]["text"])):
+            for call in (
+                lambda: once.query(NEWS[0]["text"]),
+                lambda: once.add("lamp", NEWS[1]["text"]),
+            ):
                 with pytest.raises(ServiceUnavailableError) as e:
                     call()
                 _shown(e.value)
@@ -301,24 +316,36 @@ def test_readme_client_example_runs(srv: Server, monkeypatch: pytest.MonkeyPatch
 def test_without_httpx_the_client_names_its_extra(tmp_path: Path):
     from test_extras import _run_hidden
 
-    proc = _run_hidden(["httpx"], """
+    proc = _run_hidden(
+        ["httpx"],
+        """
         import neardup
         try:
             neardup.Client("http://127.0.0.1:8000")
         except neardup.ConfigError as e:
             print(e)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == ("the neardup client needs httpx, which is not installed: "
-                                   "pip install 'neardup[client]'")
+    assert proc.stdout.strip() == (
+        "the neardup client needs httpx, which is not installed: pip install 'neardup[client]'"
+    )
 
 
 def test_import_neardup_loads_no_client():
     import subprocess
 
-    code = ("import sys, neardup\n"
-            "print([m for m in ('neardup.client', 'httpx') if m in sys.modules])\n"
-            "print(neardup.Client.__module__, neardup.ServiceError.__module__)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT / "src")}, timeout=60)
+    code = (
+        "import sys, neardup\n"
+        "print([m for m in ('neardup.client', 'httpx') if m in sys.modules])\n"
+        "print(neardup.Client.__module__, neardup.ServiceError.__module__)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "src")},
+        timeout=60,
+    )
     assert proc.stdout.split("\n")[:2] == ["[]", "neardup.client neardup.client"], proc.stderr

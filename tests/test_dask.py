@@ -22,8 +22,17 @@ from neardup.engines.local import dedup_files  # noqa: E402
 from neardup.errors import ConfigError, InputError, OutputError  # noqa: E402
 from neardup.synth import make_corpus  # noqa: E402
 
-VOLATILE = {"timings_s", "seconds", "outputs", "documents_per_s", "mb_per_s", "ingest_seconds",
-            "workers", "engine", "partitions"}
+VOLATILE = {
+    "timings_s",
+    "seconds",
+    "outputs",
+    "documents_per_s",
+    "mb_per_s",
+    "ingest_seconds",
+    "workers",
+    "engine",
+    "partitions",
+}
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +41,13 @@ def scheduler():
     from distributed import Client, LocalCluster
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 5}):
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
+        cluster = LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            env={"NUMBA_NUM_THREADS": "1"},
+        )
     client = Client(cluster)
     yield cluster.scheduler_address, client
     client.close()
@@ -79,8 +93,7 @@ def _check_same_file(local: Path, dask: Path) -> None:
     the same table, schema included), or a folder of parts that concatenate to it."""
     if dask.is_dir():
         parts = sorted(dask.iterdir())
-        assert [p.name for p in parts] == [f"part-{j:05d}{local.suffix}"
-                                           for j in range(len(parts))]
+        assert [p.name for p in parts] == [f"part-{j:05d}{local.suffix}" for j in range(len(parts))]
     else:
         parts = [dask]
     if local.suffix == ".parquet":
@@ -107,31 +120,46 @@ def _check_corpus(local_out: Path, dask_out: Path, partitioned: bool = False) ->
         _check_same_file(local / name, dask / name)
 
 
-def _check_same(local_out: Path, dask_out: Path, s_local: dict, s_dask: dict,
-                partitioned: bool = False) -> None:
+def _check_same(
+    local_out: Path, dask_out: Path, s_local: dict, s_dask: dict, partitioned: bool = False
+) -> None:
     c1, p1 = _tables(local_out)
     c2, p2 = _tables(dask_out)
     assert c1.equals(c2)
     assert p1.equals(p2)
-    assert {k: v for k, v in s_local.items() if k not in VOLATILE} == \
-        {k: v for k, v in s_dask.items() if k not in VOLATILE}
+    assert {k: v for k, v in s_local.items() if k not in VOLATILE} == {
+        k: v for k, v in s_dask.items() if k not in VOLATILE
+    }
     if "deduplicated" in s_local["outputs"]:
-        assert [Path(p).name for p in s_dask["outputs"]["deduplicated"]] == \
-            [Path(p).name for p in s_local["outputs"]["deduplicated"]]
+        assert [Path(p).name for p in s_dask["outputs"]["deduplicated"]] == [
+            Path(p).name for p in s_local["outputs"]["deduplicated"]
+        ]
         _check_corpus(local_out, dask_out, partitioned)
 
 
-@pytest.mark.parametrize("id_field,method,keep,pairs,max_group", [
-    (None, "components", "first", "all", 1000), ("doc", "components", "longest", "all", 1000),
-    (None, "strict", "longest", "all", 1000), ("doc", "strict", "first", "edges", 1000),
-    ("doc", "components", "first", "all", 2),
-])
+@pytest.mark.parametrize(
+    "id_field,method,keep,pairs,max_group",
+    [
+        (None, "components", "first", "all", 1000),
+        ("doc", "components", "longest", "all", 1000),
+        (None, "strict", "longest", "all", 1000),
+        ("doc", "strict", "first", "edges", 1000),
+        ("doc", "components", "first", "all", 2),
+    ],
+)
 def test_same_as_local(scheduler, corpus, tmp_path, id_field, method, keep, pairs, max_group):
-    cfg = DedupConfig.from_kwargs(threshold=0.7, cluster=method, keep=keep, pairs=pairs,
-                                  pairs_max_group=max_group)
+    cfg = DedupConfig.from_kwargs(
+        threshold=0.7, cluster=method, keep=keep, pairs=pairs, pairs_max_group=max_group
+    )
     s1 = dedup_files(corpus, tmp_path / "local", config=cfg, id_field=id_field)
-    s2 = dedup_dask(corpus, tmp_path / "dask", config=cfg, id_field=id_field,
-                    scheduler=scheduler[0], partition_docs=150)
+    s2 = dedup_dask(
+        corpus,
+        tmp_path / "dask",
+        config=cfg,
+        id_field=id_field,
+        scheduler=scheduler[0],
+        partition_docs=150,
+    )
     assert s2["engine"] == "dask" and s2["workers"] == 2
     assert s2["partitions"] > 3  # the files were split into ranges
     assert s2["near_duplicates"] > 50 and s2["exact_duplicates"] > 50
@@ -145,9 +173,10 @@ def test_parquet_textdir_and_folder_of_parts(scheduler, tmp_path):
     parts = tmp_path / "parts"
     parts.mkdir()
     for k in range(2):
-        pq.write_table(pa.table({"text": texts[k::2], "id": [f"p{k}-{i}" for i in
-                                                             range(len(texts[k::2]))]}),
-                       parts / f"part-{k}.parquet")
+        pq.write_table(
+            pa.table({"text": texts[k::2], "id": [f"p{k}-{i}" for i in range(len(texts[k::2]))]}),
+            parts / f"part-{k}.parquet",
+        )
     (parts / "_SUCCESS").write_text("")
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -156,8 +185,14 @@ def test_parquet_textdir_and_folder_of_parts(scheduler, tmp_path):
     cfg = DedupConfig.from_kwargs(threshold=0.8)
     files = sorted(parts.glob("*.parquet"))
     s1 = dedup_files(files, tmp_path / "l1", config=cfg, id_field="id")
-    s2 = dedup_dask([parts], tmp_path / "d1", config=cfg, id_field="id", input_format="parquet",
-                    scheduler=scheduler[0])
+    s2 = dedup_dask(
+        [parts],
+        tmp_path / "d1",
+        config=cfg,
+        id_field="id",
+        input_format="parquet",
+        scheduler=scheduler[0],
+    )
     assert s2["partitions"] == 2
     _check_same(tmp_path / "l1", tmp_path / "d1", s1, s2)
     s1 = dedup_files([docs, *files], tmp_path / "l2", config=cfg)
@@ -191,8 +226,9 @@ def test_worker_killed_during_a_run(scheduler, corpus, tmp_path):
     client.register_plugin(KillOnce())
     try:
         cfg = DedupConfig.from_kwargs(threshold=0.7)
-        s2 = dedup_dask(corpus, tmp_path / "dask", config=cfg, scheduler=scheduler[0],
-                        partition_docs=150)
+        s2 = dedup_dask(
+            corpus, tmp_path / "dask", config=cfg, scheduler=scheduler[0], partition_docs=150
+        )
     finally:
         client.unregister_worker_plugin("neardup-kill-once")
     assert marker.exists()
@@ -213,24 +249,36 @@ def test_detected_ids_same_as_local(scheduler, tmp_path):
     recs = [{"id": f"n{i}", "text": t} for i, t in enumerate(texts)]
 
     def both(name, records, *more, **kw):
-        paths = [_write_lines(tmp_path / f"{name}.jsonl", [orjson.dumps(r) for r in records]),
-                 *more]
+        paths = [
+            _write_lines(tmp_path / f"{name}.jsonl", [orjson.dumps(r) for r in records]),
+            *more,
+        ]
         out = []
         for engine in ("local", "dask"):
             try:
                 if engine == "local":
                     s = dedup_files(paths, tmp_path / f"{name}-l", **kw)
                 else:
-                    s = dedup_dask(paths, tmp_path / f"{name}-d", scheduler=scheduler[0],
-                                   partition_docs=60, **kw)
+                    s = dedup_dask(
+                        paths,
+                        tmp_path / f"{name}-d",
+                        scheduler=scheduler[0],
+                        partition_docs=60,
+                        **kw,
+                    )
                 out.append(s["ids"])
             except InputError as e:
                 out.append(str(e))
         assert out[0] == out[1], name
         if isinstance(out[0], dict):
-            _check_same(tmp_path / f"{name}-l", tmp_path / f"{name}-d",
-                        *(orjson.loads((tmp_path / f"{name}-{x}" / "summary.json").read_bytes())
-                          for x in "ld"))
+            _check_same(
+                tmp_path / f"{name}-l",
+                tmp_path / f"{name}-d",
+                *(
+                    orjson.loads((tmp_path / f"{name}-{x}" / "summary.json").read_bytes())
+                    for x in "ld"
+                ),
+            )
         return out[0]
 
     assert both("all", recs)["from"] == "field"
@@ -255,7 +303,7 @@ def test_bad_input_same_errors(scheduler, tmp_path):
     good = [orjson.dumps({"id": f"a{i}", "text": f"text number {i} " * 20}) for i in range(400)]
     a = _write_lines(tmp_path / "a.jsonl", good)
     b_lines = [orjson.dumps({"id": f"b{i}", "text": f"other text {i} " * 20}) for i in range(400)]
-    b_lines[250] = b'{"id": "b250", "text": '          # malformed JSON
+    b_lines[250] = b'{"id": "b250", "text": '  # malformed JSON
     b_lines[300] = orjson.dumps({"id": "a7", "text": "repeats an id of a.jsonl"})
     b_lines[320] = orjson.dumps({"id": "b320", "text": 5})
     b = _write_lines(tmp_path / "b.jsonl", b_lines)
@@ -283,8 +331,14 @@ def test_bad_input_same_errors(scheduler, tmp_path):
 
     # skipping bad records: the same counts, examples, clusters and pairs
     s1 = dedup_files([a, b, c, empty], tmp_path / "l", id_field="id", on_error="skip")
-    s2 = dedup_dask([a, b, c, empty], tmp_path / "d", id_field="id", on_error="skip",
-                    scheduler=addr, partition_docs=60)
+    s2 = dedup_dask(
+        [a, b, c, empty],
+        tmp_path / "d",
+        id_field="id",
+        on_error="skip",
+        scheduler=addr,
+        partition_docs=60,
+    )
     assert s1["skipped"]["total"] == 5
     _check_same(tmp_path / "l", tmp_path / "d", s1, s2)
 
@@ -311,12 +365,17 @@ def test_scratch_folder_removed(scheduler, corpus, tmp_path):
     out = tmp_path / "out"
     s = dedup_dask(corpus, out, config=cfg, scheduler=addr, partition_docs=150)
     assert s["partitions"] > 3
-    assert sorted(x.name for x in out.iterdir()) == ["clusters.parquet", "deduplicated",
-                                                      "pairs.parquet", "summary.json"]
+    assert sorted(x.name for x in out.iterdir()) == [
+        "clusters.parquet",
+        "deduplicated",
+        "pairs.parquet",
+        "summary.json",
+    ]
     work = tmp_path / "work"
     work.mkdir()
-    s2 = dedup_dask(corpus, tmp_path / "out2", config=cfg, scheduler=addr, partition_docs=150,
-                    work_dir=work)
+    s2 = dedup_dask(
+        corpus, tmp_path / "out2", config=cfg, scheduler=addr, partition_docs=150, work_dir=work
+    )
     assert list(work.iterdir()) == []
     _check_same(out, tmp_path / "out2", s, s2)
 
@@ -335,8 +394,7 @@ def test_scratch_folder_removed(scheduler, corpus, tmp_path):
         name = "neardup-break-shuffle"
 
         def transition(self, key, start, finish, **kwargs):
-            if finish == "executing" and "bandred" in (key if isinstance(key, str)
-                                                       else str(key)):
+            if finish == "executing" and "bandred" in (key if isinstance(key, str) else str(key)):
                 import shutil
 
                 for d in work.glob(".neardup-work-*/bandmap"):
@@ -346,8 +404,14 @@ def test_scratch_folder_removed(scheduler, corpus, tmp_path):
     client.register_plugin(BreakShuffle())
     try:
         with pytest.raises(OutputError, match="bandmap.*No such file.*must stay in place"):
-            dedup_dask(corpus, tmp_path / "out3", config=cfg, scheduler=addr,
-                       partition_docs=150, work_dir=work)
+            dedup_dask(
+                corpus,
+                tmp_path / "out3",
+                config=cfg,
+                scheduler=addr,
+                partition_docs=150,
+                work_dir=work,
+            )
     finally:
         client.unregister_worker_plugin("neardup-break-shuffle")
     assert list(work.iterdir()) == []
@@ -357,8 +421,16 @@ def test_scratch_folder_removed(scheduler, corpus, tmp_path):
 def test_partitioned_tables_concatenate_to_the_local_tables(scheduler, corpus, tmp_path):
     cfg = DedupConfig.from_kwargs(threshold=0.7)
     dedup_files(corpus, tmp_path / "local", config=cfg, id_field="doc", write_corpus=False)
-    s = dedup_dask(corpus, tmp_path / "dask", config=cfg, id_field="doc", write_corpus=False,
-                   scheduler=scheduler[0], partition_docs=150, partitioned_tables=True)
+    s = dedup_dask(
+        corpus,
+        tmp_path / "dask",
+        config=cfg,
+        id_field="doc",
+        write_corpus=False,
+        scheduler=scheduler[0],
+        partition_docs=150,
+        partitioned_tables=True,
+    )
     c1, p1 = _tables(tmp_path / "local")
     for stem, local in (("clusters", c1), ("pairs", p1)):
         parts = sorted((tmp_path / "dask" / stem).glob("part-*.parquet"))
@@ -366,8 +438,13 @@ def test_partitioned_tables_concatenate_to_the_local_tables(scheduler, corpus, t
         assert pa.concat_tables([pq.read_table(p) for p in parts]).equals(local)
     assert not list((tmp_path / "dask").glob(".neardup-work-*"))
     with pytest.raises(ConfigError, match="Parquet parts"):
-        dedup_dask(corpus, tmp_path / "x", output_format="csv", partitioned_tables=True,
-                   scheduler=scheduler[0])
+        dedup_dask(
+            corpus,
+            tmp_path / "x",
+            output_format="csv",
+            partitioned_tables=True,
+            scheduler=scheduler[0],
+        )
 
 
 def _parquet_corpus(path: Path, n: int, row_group_size: int, seed: int, prefix: str) -> None:
@@ -375,8 +452,11 @@ def _parquet_corpus(path: Path, n: int, row_group_size: int, seed: int, prefix: 
     ids and an extra column, written in row groups of ``row_group_size`` rows."""
     texts, _ = make_corpus(n - 4, dup_fraction=0.4, seed=seed, max_edit_rate=0.3)
     texts += [texts[5], "", texts[n // 2], texts[7].upper()]
-    pq.write_table(pa.table({"id": [f"{prefix}{i}" for i in range(n)], "text": texts,
-                             "n": list(range(n))}), path, row_group_size=row_group_size)
+    pq.write_table(
+        pa.table({"id": [f"{prefix}{i}" for i in range(n)], "text": texts, "n": list(range(n))}),
+        path,
+        row_group_size=row_group_size,
+    )
 
 
 @pytest.mark.parametrize("id_field", [None, "id"])
@@ -390,14 +470,27 @@ def test_parquet_split_by_row_groups(scheduler, tmp_path, id_field):
     assert pq.ParquetFile(big).num_row_groups == 10 and pq.ParquetFile(one).num_row_groups == 1
     cfg = DedupConfig.from_kwargs(threshold=0.7)
     s1 = dedup_files([big, one], tmp_path / "l", config=cfg, id_field=id_field)
-    s2 = dedup_dask([big, one], tmp_path / "d", config=cfg, id_field=id_field,
-                    scheduler=scheduler[0], partition_docs=150)
+    s2 = dedup_dask(
+        [big, one],
+        tmp_path / "d",
+        config=cfg,
+        id_field=id_field,
+        scheduler=scheduler[0],
+        partition_docs=150,
+    )
     assert s2["partitions"] == 5 + 1  # 5 runs of 2 row groups (200 rows), and the other file
     assert s2["near_duplicates"] > 50 and s2["exact_duplicates"] >= 3
     _check_same(tmp_path / "l", tmp_path / "d", s1, s2)
     # at most ~1.5 x partition_docs rows: one partition
-    s3 = dedup_dask([big], tmp_path / "d3", config=cfg, id_field=id_field,
-                    scheduler=scheduler[0], partition_docs=700, write_corpus=False)
+    s3 = dedup_dask(
+        [big],
+        tmp_path / "d3",
+        config=cfg,
+        id_field=id_field,
+        scheduler=scheduler[0],
+        partition_docs=700,
+        write_corpus=False,
+    )
     assert s3["partitions"] == 1
 
 
@@ -412,8 +505,12 @@ def test_row_group_runs(tmp_path):
     assert _row_group_runs(p, 700) == [(0, 11)]
     assert _row_group_runs(p, 1) == [(k, k + 1) for k in range(11)]
     specs = _plan([p], None, 300)
-    assert [(s.start, s.end, s.row_groups) for s in specs] == \
-        [(0, 3, True), (3, 6, True), (6, 9, True), (9, 11, True)]
+    assert [(s.start, s.end, s.row_groups) for s in specs] == [
+        (0, 3, True),
+        (3, 6, True),
+        (6, 9, True),
+        (9, 11, True),
+    ]
     q = tmp_path / "b.parquet"
     pq.write_table(pa.table({"text": ["x"] * 1050}), q)  # one row group
     assert _row_group_runs(q, 150) == [(0, 1)]
@@ -428,10 +525,10 @@ def test_parquet_split_bad_rows_same_errors(scheduler, tmp_path):
     texts, _ = make_corpus(n, dup_fraction=0.4, seed=8, max_edit_rate=0.3)
     ids: list = [f"b{i}" for i in range(n)]
     tx: list = list(texts)
-    tx[130] = None          # null text, in the first run
-    ids[250] = None         # null id
-    ids[260] = "b255"       # repeats an id of the same run
-    ids[610] = "b20"        # repeats an id of the first run
+    tx[130] = None  # null text, in the first run
+    ids[250] = None  # null id
+    ids[260] = "b255"  # repeats an id of the same run
+    ids[610] = "b20"  # repeats an id of the first run
     tx[777] = None
     ids[880] = "b700"
     bad = tmp_path / "bad.parquet"
@@ -442,9 +539,14 @@ def test_parquet_split_bad_rows_same_errors(scheduler, tmp_path):
     ids2[500] = "r499"
     pq.write_table(pa.table({"id": ids2, "text": texts}), late, row_group_size=100)
     addr = scheduler[0]
-    for paths, kw in [([bad], {"id_field": "id"}), ([bad], {}), ([bad], {"id_field": "nope"}),
-                      ([bad], {"text_fields": ("text", "nope")}), ([late], {"id_field": "id"}),
-                      ([late, bad], {"id_field": "id"})]:
+    for paths, kw in [
+        ([bad], {"id_field": "id"}),
+        ([bad], {}),
+        ([bad], {"id_field": "nope"}),
+        ([bad], {"text_fields": ("text", "nope")}),
+        ([late], {"id_field": "id"}),
+        ([late, bad], {"id_field": "id"}),
+    ]:
         with pytest.raises(InputError) as e1:
             dedup_files(paths, tmp_path / "l", **kw)
         with pytest.raises(InputError) as e2:
@@ -455,8 +557,14 @@ def test_parquet_split_bad_rows_same_errors(scheduler, tmp_path):
 
     for k, kw in enumerate([{"id_field": "id"}, {}, {"id_field": "nope"}]):
         s1 = dedup_files([late, bad], tmp_path / f"ls{k}", on_error="skip", **kw)
-        s2 = dedup_dask([late, bad], tmp_path / f"ds{k}", on_error="skip", scheduler=addr,
-                        partition_docs=150, **kw)
+        s2 = dedup_dask(
+            [late, bad],
+            tmp_path / f"ds{k}",
+            on_error="skip",
+            scheduler=addr,
+            partition_docs=150,
+            **kw,
+        )
         assert s2["partitions"] == 10
         assert s1["skipped"]["total"] == [7, 2, 2][k]
         _check_same(tmp_path / f"ls{k}", tmp_path / f"ds{k}", s1, s2)
@@ -468,8 +576,9 @@ def test_parquet_split_bad_rows_same_errors(scheduler, tmp_path):
 def _start(args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     with open(log, "ab") as f:
-        return subprocess.Popen(args, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            args, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
@@ -485,9 +594,23 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def _worker_args(scheduler_file: Path, name: str, local_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
-            str(scheduler_file), "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name",
-            name, "--local-directory", str(local_dir), "--death-timeout", "60"]
+    return [
+        sys.executable,
+        "-m",
+        "distributed.cli.dask_worker",
+        "--scheduler-file",
+        str(scheduler_file),
+        "--nthreads",
+        "1",
+        "--no-nanny",
+        "--no-dashboard",
+        "--name",
+        name,
+        "--local-directory",
+        str(local_dir),
+        "--death-timeout",
+        "60",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -505,9 +628,24 @@ def remote(tmp_path_factory):
     procs: list[subprocess.Popen] = []
     client = None
     try:
-        procs.append(_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                             "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
-                             str(sfile)], sdir, base / "scheduler.log"))
+        procs.append(
+            _start(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(sfile),
+                ],
+                sdir,
+                base / "scheduler.log",
+            )
+        )
         deadline = time.monotonic() + 60
         address = None
         while address is None:
@@ -518,8 +656,7 @@ def remote(tmp_path_factory):
             except (OSError, orjson.JSONDecodeError, KeyError):
                 time.sleep(0.1)
         for i in range(2):
-            procs.append(_start(_worker_args(sfile, f"w{i}", wdir), wdir,
-                                base / f"worker-{i}.log"))
+            procs.append(_start(_worker_args(sfile, f"w{i}", wdir), wdir, base / f"worker-{i}.log"))
         client = Client(address)
         client.wait_for_workers(2, timeout=60)
         yield address, client, sfile, wdir
@@ -535,14 +672,26 @@ def _mixed_inputs(d: Path, n: int = 300, seed: int = 21) -> list[Path]:
     within and across them."""
     d.mkdir(parents=True, exist_ok=True)
     texts, _ = make_corpus(n, dup_fraction=0.4, seed=seed, max_edit_rate=0.3)
-    a = _write_lines(d / "a.jsonl", [
-        orjson.dumps({"id": f"a{i}", "text": t, "lang": "en", "n": i})
-        for i, t in enumerate(texts[: n // 2])])
+    a = _write_lines(
+        d / "a.jsonl",
+        [
+            orjson.dumps({"id": f"a{i}", "text": t, "lang": "en", "n": i})
+            for i, t in enumerate(texts[: n // 2])
+        ],
+    )
     b = d / "b.parquet"
-    half = texts[n // 2:]
-    pq.write_table(pa.table({"id": [f"b{i}" for i in range(len(half))], "text": half,
-                             "score": [i / 7 for i in range(len(half))]}), b,
-                   row_group_size=40)
+    half = texts[n // 2 :]
+    pq.write_table(
+        pa.table(
+            {
+                "id": [f"b{i}" for i in range(len(half))],
+                "text": half,
+                "score": [i / 7 for i in range(len(half))],
+            }
+        ),
+        b,
+        row_group_size=40,
+    )
     return [a, b]
 
 
@@ -558,8 +707,24 @@ def test_relative_paths_on_workers_in_other_folders(remote, tmp_path, monkeypatc
     assert set(client.run(os.getcwd).values()) == {str(wdir)}
     args = ["data/a.jsonl", "data/b.parquet", "--id-field", "id", "--threshold", "0.7", "-q"]
     assert main(["dedup", *args, "-o", "local"]) == 0
-    assert main(["dedup", *args, "-o", "out", "--work-dir", "scratch", "--engine", "dask",
-                 "--scheduler", address, "--json"]) == 0
+    assert (
+        main(
+            [
+                "dedup",
+                *args,
+                "-o",
+                "out",
+                "--work-dir",
+                "scratch",
+                "--engine",
+                "dask",
+                "--scheduler",
+                address,
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = orjson.loads(capsys.readouterr().out)
     assert summary["inputs"] == [str(home / "data" / "a.jsonl"), str(home / "data" / "b.parquet")]
     s1 = orjson.loads((home / "local" / "summary.json").read_bytes())
@@ -571,8 +736,22 @@ def test_relative_paths_on_workers_in_other_folders(remote, tmp_path, monkeypatc
     assert list((home / "scratch").iterdir()) == []
     assert [p.name for p in wdir.iterdir() if not p.name.startswith("dask-")] == []
     # an input that is nowhere: one clear message naming the absolute path
-    assert main(["dedup", "data/nope.jsonl", "-o", "out2", "--engine", "dask", "--scheduler",
-                 address, "-q"]) == 3
+    assert (
+        main(
+            [
+                "dedup",
+                "data/nope.jsonl",
+                "-o",
+                "out2",
+                "--engine",
+                "dask",
+                "--scheduler",
+                address,
+                "-q",
+            ]
+        )
+        == 3
+    )
     err = capsys.readouterr().err
     assert err.startswith(f"neardup: error: {home / 'data' / 'nope.jsonl'}: no such file")
     assert "Traceback" not in err and not (home / "out2").exists()
@@ -593,26 +772,42 @@ def test_check_workers_names_the_path_and_the_worker(remote, tmp_path):
     with pytest.raises(InputError) as e:
         check_workers(client, [a, tmp_path / "gone.jsonl"], [(out, "the output folder")])
     msg = str(e.value)
-    assert msg.startswith(f"{tmp_path / 'gone.jsonl'}: not seen by the Dask workers "
-                          f"{', '.join(workers)} as on this client (no such file or folder "
-                          "there): every Dask worker must see the inputs")
+    assert msg.startswith(
+        f"{tmp_path / 'gone.jsonl'}: not seen by the Dask workers "
+        f"{', '.join(workers)} as on this client (no such file or folder "
+        "there): every Dask worker must see the inputs"
+    )
     assert e.value.reason == "missing_path"
 
     # the worker's side, on its own
-    assert probe([(str(a), a.stat().st_size), (str(tmp_path), None)],
-                 [(str(out), "m", "t")]) == [
-        ("folder", str(out), "another folder of the same name: a file the client has just "
-                             "written in it is missing there")]
+    assert probe([(str(a), a.stat().st_size), (str(tmp_path), None)], [(str(out), "m", "t")]) == [
+        (
+            "folder",
+            str(out),
+            "another folder of the same name: a file the client has just "
+            "written in it is missing there",
+        )
+    ]
     (out / "m").write_text("other")
-    assert probe([(str(a), 99), (str(a), None), (str(tmp_path / "x"), 1)],
-                 [(str(out), "m", "t"), (str(tmp_path / "y"), "m", "t")]) == [
-        ("input", str(a), f"another file: {a.stat().st_size:,} bytes there, 99 bytes on the "
-                          "client"),
+    assert probe(
+        [(str(a), 99), (str(a), None), (str(tmp_path / "x"), 1)],
+        [(str(out), "m", "t"), (str(tmp_path / "y"), "m", "t")],
+    ) == [
+        (
+            "input",
+            str(a),
+            f"another file: {a.stat().st_size:,} bytes there, 99 bytes on the client",
+        ),
         ("input", str(a), "it is not a folder there"),
         ("input", str(tmp_path / "x"), "no such file or folder there"),
-        ("folder", str(out), "another folder of the same name: a file the client has just "
-                             "written in it has other contents there"),
-        ("folder", str(tmp_path / "y"), "no such folder there")]
+        (
+            "folder",
+            str(out),
+            "another folder of the same name: a file the client has just "
+            "written in it has other contents there",
+        ),
+        ("folder", str(tmp_path / "y"), "no such folder there"),
+    ]
     (out / "m").write_text("t")
     assert probe([], [(str(out), "m", "t")]) == []
 
@@ -621,8 +816,11 @@ def _unshare_works() -> bool:
     if shutil.which("unshare") is None:
         return False
     try:
-        r = subprocess.run(["unshare", "-Urm", "sh", "-c", "mount -t tmpfs none /mnt"],
-                           capture_output=True, timeout=20)
+        r = subprocess.run(
+            ["unshare", "-Urm", "sh", "-c", "mount -t tmpfs none /mnt"],
+            capture_output=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -638,37 +836,54 @@ def test_a_worker_that_sees_other_files(remote, tmp_path):
     _, client, sfile, wdir = remote
     hidden = tmp_path / "hidden"
     hidden.mkdir()
-    inp = _write_lines(hidden / "in.jsonl", [orjson.dumps({"text": f"a text {i} " * 5})
-                                             for i in range(50)])
+    inp = _write_lines(
+        hidden / "in.jsonl", [orjson.dumps({"text": f"a text {i} " * 5}) for i in range(50)]
+    )
     seen = _write_lines(tmp_path / "seen.jsonl", inp.read_bytes().splitlines())
     (hidden / "out").mkdir()
-    script = (f"mount -t tmpfs none {hidden} && mkdir {hidden}/out && "
-              f"echo '{{}}' > {hidden}/in.jsonl && exec \"$@\"")
-    blind = _start(["unshare", "-Urm", "sh", "-c", script, "sh",
-                    *_worker_args(sfile, "blind", wdir)], wdir, tmp_path / "blind.log")
+    script = (
+        f"mount -t tmpfs none {hidden} && mkdir {hidden}/out && "
+        f"echo '{{}}' > {hidden}/in.jsonl && exec \"$@\""
+    )
+    blind = _start(
+        ["unshare", "-Urm", "sh", "-c", script, "sh", *_worker_args(sfile, "blind", wdir)],
+        wdir,
+        tmp_path / "blind.log",
+    )
     try:
         client.wait_for_workers(3, timeout=60)
-        addr = next(a for a, w in client.scheduler_info()["workers"].items()
-                    if w["name"] == "blind")
+        addr = next(
+            a for a, w in client.scheduler_info()["workers"].items() if w["name"] == "blind"
+        )
         with pytest.raises(InputError) as e:
             dedup_dask([inp], tmp_path / "o1", scheduler=client.scheduler.address)
         assert str(e.value).startswith(
             f"{inp}: not seen by the Dask worker {addr} as on this client (another file: 3 "
-            f"bytes there, {inp.stat().st_size:,} bytes on the client): every Dask worker")
+            f"bytes there, {inp.stat().st_size:,} bytes on the client): every Dask worker"
+        )
         assert not (tmp_path / "o1").exists()
-        for out, why in ((hidden / "out", "another folder of the same name"),
-                         (hidden / "new", "no such folder there")):
+        for out, why in (
+            (hidden / "out", "another folder of the same name"),
+            (hidden / "new", "no such folder there"),
+        ):
             with pytest.raises(OutputError) as e:
                 dedup_dask([seen], out, scheduler=client.scheduler.address)
-            assert str(e.value).startswith(f"{out}: the output folder is not seen by the Dask "
-                                           f"worker {addr} as on this client ({why}")
+            assert str(e.value).startswith(
+                f"{out}: the output folder is not seen by the Dask "
+                f"worker {addr} as on this client ({why}"
+            )
             assert list((hidden / "out").iterdir()) == []
             assert not (hidden / "new").exists()
         with pytest.raises(OutputError) as e:
-            dedup_dask([seen], tmp_path / "o2", scheduler=client.scheduler.address,
-                       work_dir=hidden / "work")
-        assert str(e.value).startswith(f"{hidden / 'work'}: the work folder is not seen by "
-                                       f"the Dask worker {addr}")
+            dedup_dask(
+                [seen],
+                tmp_path / "o2",
+                scheduler=client.scheduler.address,
+                work_dir=hidden / "work",
+            )
+        assert str(e.value).startswith(
+            f"{hidden / 'work'}: the work folder is not seen by the Dask worker {addr}"
+        )
         assert not (tmp_path / "o2").exists() and not (hidden / "work").exists()
     finally:
         _stop([blind])
@@ -688,26 +903,42 @@ def _corpus_of_every_kind(d: Path) -> list[Path]:
 
     texts, _ = make_corpus(700, dup_fraction=0.4, seed=17, max_edit_rate=0.3)
     texts[50] = texts[10]
-    chunks = [texts[i:i + 100] for i in range(0, 700, 100)]
+    chunks = [texts[i : i + 100] for i in range(0, 700, 100)]
     d.mkdir()
     big = d / "big.jsonl"
-    lines = [orjson.dumps({"id": f"j{i}", "text": t, "tags": ["x", i], "n": i})
-             for i, t in enumerate(chunks[0] + chunks[1])]
+    lines = [
+        orjson.dumps({"id": f"j{i}", "text": t, "tags": ["x", i], "n": i})
+        for i, t in enumerate(chunks[0] + chunks[1])
+    ]
     body = b"\r\n".join(x + (b"\n" if i % 37 == 0 else b"") for i, x in enumerate(lines))
     big.write_bytes(b"\xef\xbb\xbf" + body)
     gz = d / "small.jsonl.gz"
-    gz.write_bytes(gzip.compress(b"".join(
-        orjson.dumps({"text": t, "id": f"g{i}", "src": "gz"}) + b"\n"
-        for i, t in enumerate(chunks[2]))))
+    gz.write_bytes(
+        gzip.compress(
+            b"".join(
+                orjson.dumps({"text": t, "id": f"g{i}", "src": "gz"}) + b"\n"
+                for i, t in enumerate(chunks[2])
+            )
+        )
+    )
     for name, delim, chunk in (("c.csv", ",", chunks[3]), ("t.tsv", "\t", chunks[4])):
         with open(d / name, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f, delimiter=delim, lineterminator="\r\n" if delim == "," else "\n")
             w.writerow(["id", "title", "text", "year"])
             for i, t in enumerate(chunk):
                 w.writerow([f"{name[0]}{i}", f'a "title", {i}', t.replace("\t", " "), 1990 + i])
-    pq.write_table(pa.table({"year": list(range(100)), "id": [f"p{i}" for i in range(100)],
-                             "text": chunks[5], "score": [i / 3 for i in range(100)]}),
-                   d / "p.parquet", row_group_size=20)
+    pq.write_table(
+        pa.table(
+            {
+                "year": list(range(100)),
+                "id": [f"p{i}" for i in range(100)],
+                "text": chunks[5],
+                "score": [i / 3 for i in range(100)],
+            }
+        ),
+        d / "p.parquet",
+        row_group_size=20,
+    )
     docs = d / "docs"
     (docs / "sub").mkdir(parents=True)
     for i, t in enumerate(chunks[6][:30]):
@@ -715,9 +946,15 @@ def _corpus_of_every_kind(d: Path) -> list[Path]:
     same = []
     for k in range(2):
         (d / f"f{k}").mkdir()
-        same.append(_write_lines(d / f"f{k}" / "same.jsonl", [
-            orjson.dumps({"id": f"s{k}-{i}", "text": t})
-            for i, t in enumerate(chunks[6][30 + 35 * k:65 + 35 * k])]))
+        same.append(
+            _write_lines(
+                d / f"f{k}" / "same.jsonl",
+                [
+                    orjson.dumps({"id": f"s{k}-{i}", "text": t})
+                    for i, t in enumerate(chunks[6][30 + 35 * k : 65 + 35 * k])
+                ],
+            )
+        )
     return [big, gz, d / "c.csv", d / "t.tsv", d / "p.parquet", docs, *same]
 
 
@@ -729,13 +966,26 @@ def test_corpus_as_the_local_engine_writes_it(scheduler, tmp_path, partitioned):
     inputs = _corpus_of_every_kind(tmp_path / "in")
     kw = {"config": DedupConfig.from_kwargs(threshold=0.7), "id_field": "id"}
     s1 = dedup_files(inputs, tmp_path / "local", **kw)
-    s2 = dedup_dask(inputs, tmp_path / "dask", scheduler=scheduler[0], partition_docs=60,
-                    partitioned_tables=partitioned, **kw)
+    s2 = dedup_dask(
+        inputs,
+        tmp_path / "dask",
+        scheduler=scheduler[0],
+        partition_docs=60,
+        partitioned_tables=partitioned,
+        **kw,
+    )
     assert s2["partitions"] == 4 + 2 + 6  # ranges of big.jsonl, runs of row groups, others
     assert s1["near_duplicates"] > 20 and s1["exact_duplicates"] >= 1
     assert sorted(p.name for p in (tmp_path / "local" / "deduplicated").iterdir()) == [
-        "7-same.jsonl", "8-same.jsonl", "big.jsonl", "c.csv", "docs", "p.parquet",
-        "small.jsonl", "t.tsv"]
+        "7-same.jsonl",
+        "8-same.jsonl",
+        "big.jsonl",
+        "c.csv",
+        "docs",
+        "p.parquet",
+        "small.jsonl",
+        "t.tsv",
+    ]
     _check_same(tmp_path / "local", tmp_path / "dask", s1, s2, partitioned)
     dd = tmp_path / "dask" / "deduplicated"
     if partitioned:
@@ -744,8 +994,9 @@ def test_corpus_as_the_local_engine_writes_it(scheduler, tmp_path, partitioned):
     assert not list(dd.glob(".*"))  # no parts or temporary files left
     kept = pq.read_table(tmp_path / "local" / "clusters.parquet").to_pylist()
     kept_ids = {r["id"] for r in kept if r["id"] == r["representative"]}
-    assert {r["id"] for r in pq.read_table(dd / "p.parquet").to_pylist()} == \
-        {i for i in kept_ids if i.startswith("p")}
+    assert {r["id"] for r in pq.read_table(dd / "p.parquet").to_pylist()} == {
+        i for i in kept_ids if i.startswith("p")
+    }
 
 
 def test_stopping_a_run_waits_for_its_tasks_still_running(scheduler, tmp_path):
@@ -768,8 +1019,7 @@ def test_stopping_a_run_waits_for_its_tasks_still_running(scheduler, tmp_path):
         _time.sleep(1.5)
         open(b, "w").close()
 
-    fut = client.submit(slow, str(started), str(ended), key=f"neardup-part-{tok}-0",
-                        pure=False)
+    fut = client.submit(slow, str(started), str(ended), key=f"neardup-part-{tok}-0", pure=False)
     deadline = time.monotonic() + 60
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -795,8 +1045,9 @@ def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
         name = "neardup-remove-input"
 
         def transition(self, key, start, finish, **kwargs):
-            if finish == "executing" and "neardup-part-" in (key if isinstance(key, str)
-                                                              else str(key)):
+            if finish == "executing" and "neardup-part-" in (
+                key if isinstance(key, str) else str(key)
+            ):
                 try:
                     os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
                 except FileExistsError:
@@ -807,8 +1058,13 @@ def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
     client.register_plugin(RemoveInput())
     try:
         with pytest.raises(InputError, match=f"^{b}: no such file"):
-            dedup_dask([a, b], tmp_path / "out" / "d", id_field="id", scheduler=scheduler[0],
-                       partition_docs=60)
+            dedup_dask(
+                [a, b],
+                tmp_path / "out" / "d",
+                id_field="id",
+                scheduler=scheduler[0],
+                partition_docs=60,
+            )
     finally:
         client.unregister_worker_plugin("neardup-remove-input")
     assert marker.exists()

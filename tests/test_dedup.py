@@ -24,12 +24,15 @@ def brute_force_jaccard(texts: list[str], k: int = 5) -> tuple[np.ndarray, np.nd
     rows, cols = [], []
     for i, t in enumerate(texts):
         w = normalize_text(t).split()
-        grams = {tuple(w)} if 0 < len(w) < k else {tuple(w[s:s + k]) for s in range(len(w) - k + 1)}
+        grams = (
+            {tuple(w)} if 0 < len(w) < k else {tuple(w[s : s + k]) for s in range(len(w) - k + 1)}
+        )
         for g in grams:
             rows.append(i)
             cols.append(vocab.setdefault(g, len(vocab)))
-    m = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)),
-                      shape=(len(texts), len(vocab)))
+    m = sp.csr_matrix(
+        (np.ones(len(rows), np.float32), (rows, cols)), shape=(len(texts), len(vocab))
+    )
     inter = sp.triu(m @ m.T, k=1).tocoo()
     sizes = np.asarray(m.sum(axis=1)).ravel()
     jac = inter.data / (sizes[inter.row] + sizes[inter.col] - inter.data)
@@ -57,8 +60,9 @@ def test_recall_and_precision_against_brute_force(corpus, truth, scheme):
     # the oracle's pair set: every pair at or above the threshold + 0.05, identical texts too
     strong = [(int(a), int(b)) for a, b, j in zip(left, right, jac) if j >= 0.85]
     assert len(strong) > 300, "the corpus must plant enough near-duplicates to test recall"
-    same_cluster = r.labels[np.array([a for a, _ in strong])] == \
-        r.labels[np.array([b for _, b in strong])]
+    same_cluster = (
+        r.labels[np.array([a for a, _ in strong])] == r.labels[np.array([b for _, b in strong])]
+    )
     assert same_cluster.mean() >= 0.99
     # every reported pair is verified: its true Jaccard is at least the threshold
     truth_map = {(int(a), int(b)): float(j) for a, b, j in zip(left, right, jac)}
@@ -72,8 +76,11 @@ def test_recall_and_precision_against_brute_force(corpus, truth, scheme):
     # near pairs link the first occurrences of distinct texts; LSH must have found them directly
     first: dict[str, int] = {}
     head = [first.setdefault(normalize_text(t), i) for i, t in enumerate(texts)]
-    direct = [(min(head[a], head[b]), max(head[a], head[b])) in found
-              for a, b in strong if head[a] != head[b]]
+    direct = [
+        (min(head[a], head[b]), max(head[a], head[b])) in found
+        for a, b in strong
+        if head[a] != head[b]
+    ]
     assert len(direct) > 200 and np.mean(direct) >= 0.99
     assert r.summary["lsh"]["expected_recall_at_threshold"] >= 0.9
 
@@ -85,8 +92,10 @@ def test_estimate_mode_reports_signature_estimates(corpus, truth):
     assert near.sum() > 100
     assert np.all(r.pairs.similarity[near] >= 0.8)
     truth_map = {(int(a), int(b)): float(j) for a, b, j in zip(*truth)}
-    err = [s - truth_map.get((int(a), int(b)), 0.0)
-           for a, b, s in zip(r.pairs.left[near], r.pairs.right[near], r.pairs.similarity[near])]
+    err = [
+        s - truth_map.get((int(a), int(b)), 0.0)
+        for a, b, s in zip(r.pairs.left[near], r.pairs.right[near], r.pairs.similarity[near])
+    ]
     assert abs(np.mean(err)) < 0.05 and np.max(np.abs(err)) < 0.25
 
 
@@ -145,13 +154,19 @@ def test_chain_of_edits_is_split_by_strict_mode():
     sets = [set(oracles.shingle_hashes(normalize_text(t), "word", 2)) for t in chain]
     for r in (comp, strict):
         for i, rep in enumerate(r.representative):
-            assert r.similarity[i] == pytest.approx(oracles.jaccard(sets[i], sets[rep]),
-                                                    abs=1e-6)
+            assert r.similarity[i] == pytest.approx(oracles.jaccard(sets[i], sets[rep]), abs=1e-6)
 
 
 def test_exact_duplicates_first_and_empty_documents():
-    texts = ["Alpha beta gamma delta epsilon zeta", "alpha  BETA gamma delta epsilon zeta",
-             "", "   ", "one", "one", "something else entirely different here now"]
+    texts = [
+        "Alpha beta gamma delta epsilon zeta",
+        "alpha  BETA gamma delta epsilon zeta",
+        "",
+        "   ",
+        "one",
+        "one",
+        "something else entirely different here now",
+    ]
     r = neardup.dedup(texts, ids=[f"d{i}" for i in range(len(texts))])
     s = r.summary
     assert s["documents"] == 7 and s["empty_documents"] == 2
@@ -159,7 +174,9 @@ def test_exact_duplicates_first_and_empty_documents():
     assert r.representative.tolist() == [0, 0, 2, 3, 4, 4, 6]
     recs = r.pair_records()
     assert {(x["id_a"], x["id_b"], x["method"]) for x in recs} == {
-        ("d0", "d1", "fingerprint"), ("d4", "d5", "fingerprint")}
+        ("d0", "d1", "fingerprint"),
+        ("d4", "d5", "fingerprint"),
+    }
     assert r.clusters()[0]["members"][0] == {"id": "d0", "similarity": 1.0}
 
 
@@ -217,8 +234,7 @@ def test_a_50mb_document_and_one_word_documents():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=300), max_size=12),
-       st.integers(1, 64))
+@given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=300), max_size=12), st.integers(1, 64))
 def test_growable_equals_concatenation(parts, capacity):
     g = Growable(np.uint32, capacity=capacity)
     for p in parts:
@@ -235,12 +251,19 @@ def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off():
     import sys
 
     # and numpy's request for huge pages: the setter returns the setting it replaces
-    code = ("from neardup._malloc import tune_malloc; print(tune_malloc(), tune_malloc()); "
-            "import numpy as np; m = getattr(np, '_core', None) or np.core; "
-            "print(m.multiarray._set_madvise_hugepage(True))")
+    code = (
+        "from neardup._malloc import tune_malloc; print(tune_malloc(), tune_malloc()); "
+        "import numpy as np; m = getattr(np, '_core', None) or np.core; "
+        "print(m.multiarray._set_madvise_hugepage(True))"
+    )
     on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**__import__("os").environ, "NEARDUP_MALLOC_TUNING": "0"})
+    off = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "NEARDUP_MALLOC_TUNING": "0"},
+    )
     assert off.stdout.split()[:2] == ["False", "False"]
     if sys.platform.startswith("linux"):
         assert on.stdout.split() == ["True", "True", "False"]
@@ -301,10 +324,15 @@ class _Recording:
         self.inner.fail(error)
 
 
-@pytest.mark.parametrize("cluster,keep,verify", [("components", "first", "exact"),
-                                                 ("strict", "longest", "exact"),
-                                                 ("components", "longest", "estimate"),
-                                                 ("strict", "first", "estimate")])
+@pytest.mark.parametrize(
+    "cluster,keep,verify",
+    [
+        ("components", "first", "exact"),
+        ("strict", "longest", "exact"),
+        ("components", "longest", "estimate"),
+        ("strict", "first", "estimate"),
+    ],
+)
 def test_keep_flags_told_in_order_match_the_result(cluster, keep, verify):
     """Verification and clustering cut into groups of candidates, deciding the documents in
     order (for the corpus to be written meanwhile): the flags told are the result's, told in
@@ -315,10 +343,9 @@ def test_keep_flags_told_in_order_match_the_result(cluster, keep, verify):
     texts = texts + texts[:50] + [""] * 3  # exact duplicates and empty documents too
     runs = []
     for told in (False, True):
-        d = Deduplicator(threshold=0.7, shingle="word:3", cluster=cluster, keep=keep,
-                         verify=verify)
+        d = Deduplicator(threshold=0.7, shingle="word:3", cluster=cluster, keep=keep, verify=verify)
         for s in range(0, len(texts), 400):
-            d.add(texts[s:s + 400])
+            d.add(texts[s : s + 400])
         rec = _Recording(len(texts)) if told else None
         runs.append((d.finish(rec), rec))
     (base, _), (result, rec) = runs
@@ -373,12 +400,12 @@ def test_a_run_that_fails_while_deciding_leaves_no_output(tmp_path, monkeypatch)
     assert list((tmp_path / "out").iterdir()) == []
     monkeypatch.undo()
     summary = dedup_files([src], tmp_path / "out")
-    assert summary["kept"] == len((tmp_path / "out" / "deduplicated" / "in.jsonl")
-                                  .read_text().splitlines())
+    assert summary["kept"] == len(
+        (tmp_path / "out" / "deduplicated" / "in.jsonl").read_text().splitlines()
+    )
 
 
-def test_a_second_run_replaces_the_corpus_and_a_failed_one_leaves_it_out(tmp_path,
-                                                                          monkeypatch):
+def test_a_second_run_replaces_the_corpus_and_a_failed_one_leaves_it_out(tmp_path, monkeypatch):
     """Running again into the same folder replaces the earlier corpus (removed before the new
     one is written); a run that fails after reading leaves neither corpus nor summary."""
     import json
@@ -404,6 +431,9 @@ def test_a_second_run_replaces_the_corpus_and_a_failed_one_leaves_it_out(tmp_pat
         dedup_files([src], out)
     assert not corpus.exists() and not (out / "summary.json").exists()
     # the earlier run's tables stay until replaced, and its folder, emptied
-    assert sorted(p.name for p in out.iterdir()) == ["clusters.parquet", "deduplicated",
-                                                     "pairs.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "clusters.parquet",
+        "deduplicated",
+        "pairs.parquet",
+    ]
     assert list((out / "deduplicated").iterdir()) == []

@@ -32,8 +32,10 @@ def test_pair_metrics_hand_checked():
     assert pair_metrics([], [], [0], [1], 2)["f1"] == 0.0
 
 
-@given(st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.booleans()), max_size=25),
-       st.integers(0, 5))
+@given(
+    st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.booleans()), max_size=25),
+    st.integers(0, 5),
+)
 def test_tune_threshold_matches_brute_force(pairs, missed):
     scores = np.array([p[0] for p in pairs])
     truth = np.array([p[1] for p in pairs], bool)
@@ -52,8 +54,12 @@ def test_tune_threshold_matches_brute_force(pairs, missed):
     assert f1 == pytest.approx(best) and f1_at(t) == pytest.approx(best)
 
 
-@given(st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.booleans()), max_size=25),
-       st.integers(0, 5), st.integers(0, 6), st.integers(0, 6))
+@given(
+    st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.booleans()), max_size=25),
+    st.integers(0, 5),
+    st.integers(0, 6),
+    st.integers(0, 6),
+)
 def test_tune_threshold_with_pairs_kept_otherwise(pairs, missed, kept_true, kept_false):
     """Brute force over every cut and "none of these": the pairs kept otherwise count too."""
     scores = np.array([p[0] for p in pairs])
@@ -75,8 +81,9 @@ def test_tune_threshold_with_pairs_kept_otherwise(pairs, missed, kept_true, kept
 
 
 def test_subset_pairs_renumbers():
-    left, right, mask = subset_pairs(np.array([0, 2, 5]), np.array([2, 3, 4]), np.array([4, 0, 2]),
-                                     n=6)
+    left, right, mask = subset_pairs(
+        np.array([0, 2, 5]), np.array([2, 3, 4]), np.array([4, 0, 2]), n=6
+    )
     assert mask.tolist() == [True, False, False]
     assert (left.tolist(), right.tolist()) == ([0], [1])  # rows 0 and 2 are positions 0 and 1
     keep = np.array([1, 3, 4])

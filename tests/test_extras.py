@@ -36,24 +36,47 @@ HIDE = textwrap.dedent("""
 
 def _run_hidden(hidden: list[str], code: str, cwd: Path) -> subprocess.CompletedProcess:
     script = HIDE.replace("{hidden!r}", repr(hidden)) + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def _cli(args: list[str]) -> str:
     return f"from neardup.cli import main\nsys.exit(main({args!r}))\n"
 
 
-@pytest.mark.parametrize(("hidden", "args", "extra"), [
-    (["fastapi"], ["serve", "--index", "x.db", "--create"], "server"),
-    (["uvicorn"], ["serve", "--index", "x.db", "--create"], "server"),
-    (["multipart", "python_multipart"], ["serve", "--index", "x.db", "--create"], "server"),
-    (["redis"], ["index", "create", "redis://127.0.0.1:1/0"], "redis"),
-    (["distributed"], ["dedup", str(NEWS), "--id-field", "id", "-o", "out", "--engine", "dask"],
-     "dask"),
-    (["sklearn"], ["fca", str(NEWS), "--id-field", "id", "-o", "out", "--min-common", "3",
-                   "--truth", "ref.csv", "--baseline-clusters", "3"], "fca"),
-])
+@pytest.mark.parametrize(
+    ("hidden", "args", "extra"),
+    [
+        (["fastapi"], ["serve", "--index", "x.db", "--create"], "server"),
+        (["uvicorn"], ["serve", "--index", "x.db", "--create"], "server"),
+        (["multipart", "python_multipart"], ["serve", "--index", "x.db", "--create"], "server"),
+        (["redis"], ["index", "create", "redis://127.0.0.1:1/0"], "redis"),
+        (
+            ["distributed"],
+            ["dedup", str(NEWS), "--id-field", "id", "-o", "out", "--engine", "dask"],
+            "dask",
+        ),
+        (
+            ["sklearn"],
+            [
+                "fca",
+                str(NEWS),
+                "--id-field",
+                "id",
+                "-o",
+                "out",
+                "--min-common",
+                "3",
+                "--truth",
+                "ref.csv",
+                "--baseline-clusters",
+                "3",
+            ],
+            "fca",
+        ),
+    ],
+)
 def test_a_missing_extra_is_one_line_naming_it(tmp_path, hidden, args, extra):
     (tmp_path / "ref.csv").write_text("id_a,id_b\nn1,n2\n")
     proc = _run_hidden(hidden, _cli(args), tmp_path)
@@ -84,7 +107,8 @@ def test_the_library_raises_a_missing_extra_error(tmp_path):
         "products | the trained product matcher needs scikit-learn, which is not installed: "
         "pip install 'neardup[products]'",
         "server | the neardup web service needs fastapi, which is not installed: "
-        "pip install 'neardup[server]'"]
+        "pip install 'neardup[server]'",
+    ]
 
 
 def test_a_broken_module_of_neardup_is_not_taken_for_a_missing_extra():
@@ -115,7 +139,8 @@ def test_the_product_report_without_matplotlib_says_so(tmp_path):
     """
     proc = _run_hidden(["matplotlib"], code, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == str(sorted(["report.md", "summary.csv", "summary.md",
-                                              "sweep.csv", "sweep.md", "runs.csv"]))
+    assert proc.stdout.strip() == str(
+        sorted(["report.md", "summary.csv", "summary.md", "sweep.csv", "sweep.md", "runs.csv"])
+    )
     assert not list((tmp_path / "rep").glob("*.png"))
     assert "figures not drawn" in (tmp_path / "rep" / "report.md").read_text()

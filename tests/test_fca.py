@@ -48,13 +48,16 @@ def test_hand_checked_clusters():
     [r] = fca(texts, 20, length=3, image_size=38)
     img = document_images(texts, 3, 1, 38)
     assert [(c.members, c.common) for c in r.clusters] == ref_maximal(
-        [img[i].tolist() for i in range(4)], 20)
+        [img[i].tolist() for i in range(4)], 20
+    )
     assert r.clusters[0].members == (0, 1, 2)
     assert r.pairs() == {(0, 1), (0, 2), (1, 2)}
 
 
-@given(st.lists(st.lists(st.integers(0, 12), min_size=0, max_size=10), min_size=2, max_size=7),
-       st.integers(1, 4))
+@given(
+    st.lists(st.lists(st.integers(0, 12), min_size=0, max_size=10), min_size=2, max_size=7),
+    st.integers(1, 4),
+)
 def test_maximal_sets_match_enumeration(sets, k):
     from neardup.text.shingle import Shingles
 
@@ -80,12 +83,14 @@ def test_inverted_table_merges_identical_transactions():
 
 
 def test_generated_collection_recovers_its_groups():
-    texts, groups = near_duplicate_collection(6, 3, edit_rates=(0.01, 0.03), seed=2,
-                                              words=(200, 300))
+    texts, groups = near_duplicate_collection(
+        6, 3, edit_rates=(0.01, 0.03), seed=2, words=(200, 300)
+    )
     assert len(texts) == 6 * 4 and len(set(groups)) == 6
     [r] = fca(texts, 60, length=5, image_size=128)
-    truth = {(a, b) for a, b in itertools.combinations(range(len(texts)), 2)
-             if groups[a] == groups[b]}
+    truth = {
+        (a, b) for a, b in itertools.combinations(range(len(texts)), 2) if groups[a] == groups[b]
+    }
     assert r.pairs() == truth
 
 
@@ -103,18 +108,43 @@ def test_fca_command_with_reference_and_baseline(tmp_path, capsys):
 
     from neardup.cli import main
 
-    texts, groups = near_duplicate_collection(8, 2, edit_rates=(0.01, 0.04), seed=4,
-                                              words=(150, 250))
+    texts, groups = near_duplicate_collection(
+        8, 2, edit_rates=(0.01, 0.04), seed=4, words=(150, 250)
+    )
     docs = tmp_path / "docs.jsonl"
-    docs.write_text("".join(json.dumps({"id": f"t{i}", "text": t}) + "\n"
-                            for i, t in enumerate(texts)))
+    docs.write_text(
+        "".join(json.dumps({"id": f"t{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
     truth = tmp_path / "truth.csv"  # one link per variant to its original: closure pairs them
-    truth.write_text("id,source_id\n" + "".join(
-        f"t{i},t{groups.index(g)}\n" for i, g in enumerate(groups) if groups.index(g) != i)
-        + "t0,unknown\n")
-    code = main(["fca", str(docs), "--id-field", "id", "-o", str(tmp_path / "out"),
-                 "--shingle", "word:5", "--image-size", "128", "--min-common", "100", "40",
-                 "--truth", str(truth), "--baseline-clusters", "8", "--json"])
+    truth.write_text(
+        "id,source_id\n"
+        + "".join(
+            f"t{i},t{groups.index(g)}\n" for i, g in enumerate(groups) if groups.index(g) != i
+        )
+        + "t0,unknown\n"
+    )
+    code = main(
+        [
+            "fca",
+            str(docs),
+            "--id-field",
+            "id",
+            "-o",
+            str(tmp_path / "out"),
+            "--shingle",
+            "word:5",
+            "--image-size",
+            "128",
+            "--min-common",
+            "100",
+            "40",
+            "--truth",
+            str(truth),
+            "--baseline-clusters",
+            "8",
+            "--json",
+        ]
+    )
     s = json.loads(capsys.readouterr().out)
     assert code == 0 and s["reference"]["pairs"] == 8 * 3 and s["reference"]["unknown_id"] == 1
     by = {(r["method"], r.get("threshold")): r for r in s["results"]}
@@ -129,11 +159,28 @@ def test_fca_command_with_reference_and_baseline(tmp_path, capsys):
     # errors: a reference without usable columns, a baseline without a reference
     bad = tmp_path / "bad.csv"
     bad.write_text("x,y\n1,2\n")
-    assert main(["fca", str(docs), "-o", str(tmp_path / "o2"), "--min-common", "5",
-                 "--truth", str(bad)]) == 3
+    assert (
+        main(
+            ["fca", str(docs), "-o", str(tmp_path / "o2"), "--min-common", "5", "--truth", str(bad)]
+        )
+        == 3
+    )
     assert "name no pair of documents" in capsys.readouterr().err
-    assert main(["fca", str(docs), "-o", str(tmp_path / "o3"), "--min-common", "5",
-                 "--baseline-clusters", "3"]) == 2
+    assert (
+        main(
+            [
+                "fca",
+                str(docs),
+                "-o",
+                str(tmp_path / "o3"),
+                "--min-common",
+                "5",
+                "--baseline-clusters",
+                "3",
+            ]
+        )
+        == 2
+    )
 
 
 def _pair_texts(j: float, m: int, rng, base: int) -> tuple[str, str]:
@@ -176,10 +223,12 @@ def test_fca_command_without_min_common(tmp_path, capsys):
 
     texts, _ = near_duplicate_collection(40, 3, seed=2)
     docs = tmp_path / "docs.jsonl"
-    docs.write_bytes(b"".join(orjson.dumps({"id": f"d{i}", "text": t}) + b"\n"
-                              for i, t in enumerate(texts)))
-    assert main(["fca", str(docs), "-o", str(tmp_path / "out"), "--image-size", "64",
-                 "--json"]) == 0
+    docs.write_bytes(
+        b"".join(orjson.dumps({"id": f"d{i}", "text": t}) + b"\n" for i, t in enumerate(texts))
+    )
+    assert (
+        main(["fca", str(docs), "-o", str(tmp_path / "out"), "--image-size", "64", "--json"]) == 0
+    )
     s = orjson.loads(capsys.readouterr().out)
     k = default_min_common(64)
     assert [r["threshold"] for r in s["results"]] == [k]
@@ -195,8 +244,17 @@ def test_fca_with_its_defaults_finds_the_clusters_of_the_bundled_examples(tmp_pa
     from neardup.cli import main
 
     root = Path(__file__).resolve().parents[1]
-    code = main(["fca", str(root / "examples" / "news.jsonl"), "-o", str(tmp_path / "out"),
-                 "--truth", str(root / "examples" / "news.truth.jsonl"), "--json"])
+    code = main(
+        [
+            "fca",
+            str(root / "examples" / "news.jsonl"),
+            "-o",
+            str(tmp_path / "out"),
+            "--truth",
+            str(root / "examples" / "news.truth.jsonl"),
+            "--json",
+        ]
+    )
     s = json.loads(capsys.readouterr().out)
     (r,) = s["results"]
     assert code == 0 and s["ids"]["field"] == "id" and s["parameters"]["shingle_length"] == 5

@@ -55,8 +55,9 @@ def _run(paths, out, **kw):
 def _read(paths, arrow, **kw):
     info = IdInfo()
     ids = []
-    for chunk in read_documents(paths, options=ReadOptions(**kw), arrow=arrow, ids=info,
-                                chunk_size=5):
+    for chunk in read_documents(
+        paths, options=ReadOptions(**kw), arrow=arrow, ids=info, chunk_size=5
+    ):
         ids += chunk.ids
     return ids, info
 
@@ -81,8 +82,12 @@ def test_jsonl_a_record_without_id_means_row_numbers(tmp_path, arrow, where):
     # the ids given before the record without one become row numbers as well
     info.fix(ids, [1 << 40 | k for k in range(len(ids))])
     assert ids == [str(i) for i in range(12)]
-    assert info.to_dict() == {"from": "row numbers", "field": None, "detected": False,
-                              "missing": f"no field 'id' at {p}:{where + 1}"}
+    assert info.to_dict() == {
+        "from": "row numbers",
+        "field": None,
+        "detected": False,
+        "missing": f"no field 'id' at {p}:{where + 1}",
+    }
     s, got = _run([p], tmp_path / "out")
     assert got == [str(i) for i in range(12)]
     assert s["ids"]["missing"] == f"no field 'id' at {p}:{where + 1}"
@@ -119,8 +124,10 @@ def test_repeated_detected_ids_are_an_error(tmp_path):
 
 
 def test_explicit_field_and_row_numbers(tmp_path):
-    p = _jsonl(tmp_path / "a.jsonl", [{"id": f"d{i}", "key": f"k{i}", "text": t}
-                                      for i, t in enumerate(TEXTS)])
+    p = _jsonl(
+        tmp_path / "a.jsonl",
+        [{"id": f"d{i}", "key": f"k{i}", "text": t} for i, t in enumerate(TEXTS)],
+    )
     s, got = _run([p], tmp_path / "key", id_field="key")
     assert got == [f"k{i}" for i in range(12)]
     assert s["ids"] == {"from": "field", "field": "key", "detected": False}
@@ -166,16 +173,21 @@ def test_folders_keep_file_names(tmp_path):
     s, got = _run([d], tmp_path / "out")
     assert got == ["f0.txt", "f1.txt", "f2.txt"]
     assert s["ids"] == {"from": "file names", "field": None, "detected": False}
-    with_ids = _jsonl(tmp_path / "a.jsonl", [{"id": f"d{i}", "text": t}
-                                             for i, t in enumerate(TEXTS[3:])])
+    with_ids = _jsonl(
+        tmp_path / "a.jsonl", [{"id": f"d{i}", "text": t} for i, t in enumerate(TEXTS[3:])]
+    )
     s, got = _run([with_ids, d], tmp_path / "mixed")
     assert got[:9] == [f"d{i}" for i in range(9)] and got[9:] == [f"f{i}.txt" for i in range(3)]
     assert s["ids"] == {"from": "field and file names", "field": "id", "detected": True}
     without = _jsonl(tmp_path / "b.jsonl", [{"text": t} for t in TEXTS[3:]])
     s, got = _run([d, without], tmp_path / "mixed2")
     assert got[:3] == [f"f{i}.txt" for i in range(3)] and got[3:] == [str(i) for i in range(3, 12)]
-    assert s["ids"] == {"from": "row numbers and file names", "field": None,
-                        "detected": False, "missing": f"no field 'id' at {without}:1"}
+    assert s["ids"] == {
+        "from": "row numbers and file names",
+        "field": None,
+        "detected": False,
+        "missing": f"no field 'id' at {without}:1",
+    }
 
 
 def test_a_fallback_after_ids_keeps_file_names(tmp_path):

@@ -18,8 +18,10 @@ from neardup import ConfigError, DuplicateIdError, Index, InputError
 from neardup.index import sqlite as sqlite_backend
 from neardup.synth import make_corpus
 
-BASE = ("the quick brown fox jumps over the lazy dog and then runs far away into the deep "
-        "dark forest where nobody can ever find it again because the trees are so tall")
+BASE = (
+    "the quick brown fox jumps over the lazy dog and then runs far away into the deep "
+    "dark forest where nobody can ever find it again because the trees are so tall"
+)
 
 
 def word_shingles(text: str, k: int = 5) -> set[tuple[str, ...]]:
@@ -27,7 +29,7 @@ def word_shingles(text: str, k: int = 5) -> set[tuple[str, ...]]:
     words = [w for w in words if w]
     if len(words) < k:
         return {tuple(words)} if words else set()
-    return {tuple(words[i:i + k]) for i in range(len(words) - k + 1)}
+    return {tuple(words[i : i + k]) for i in range(len(words) - k + 1)}
 
 
 def jaccard(a: str, b: str) -> float:
@@ -139,8 +141,9 @@ def test_parameters_are_stored_and_checked(make_index):
 
 
 def test_queries_agree_with_brute_force(make_index):
-    texts, _ = make_corpus(120, dup_fraction=0.5, seed=3, words=(40, 80),
-                           kinds=("edit", "paragraph", "header_footer"))
+    texts, _ = make_corpus(
+        120, dup_fraction=0.5, seed=3, words=(40, 80), kinds=("edit", "paragraph", "header_footer")
+    )
     ids = [f"d{i}" for i in range(len(texts))]
     # 32 bands of 2 rows: recall at Jaccard 0.5 is 1 - (1 - 0.25)**32 > 0.9999
     idx = make_index(threshold=0.5, bands=32, rows=2, num_perm=64)
@@ -159,8 +162,9 @@ def test_queries_agree_with_brute_force(make_index):
 
 def test_concurrent_check_and_add_admits_one_of_each_group(make_index):
     idx = make_index(threshold=0.8)
-    groups = [f"{BASE} group number {g} " + " ".join(f"w{g}x{j}" for j in range(20))
-              for g in range(6)]
+    groups = [
+        f"{BASE} group number {g} " + " ".join(f"w{g}x{j}" for j in range(20)) for g in range(6)
+    ]
     results: dict[str, list] = {}
     lock = threading.Lock()
 
@@ -183,14 +187,16 @@ def test_concurrent_check_and_add_admits_one_of_each_group(make_index):
 
 
 def test_index_finds_the_batch_engines_pairs(make_index):
-    texts, _ = make_corpus(300, dup_fraction=0.6, seed=11, words=(50, 120), kinds=("edit",),
-                           max_edit_rate=0.08)
+    texts, _ = make_corpus(
+        300, dup_fraction=0.6, seed=11, words=(50, 120), kinds=("edit",), max_edit_rate=0.08
+    )
     # the batch engine pairs exact copies by fingerprint and only their first one by Jaccard
     texts = list(dict.fromkeys(texts))
     ids = [f"n{i}" for i in range(len(texts))]
     result = neardup.dedup(texts, ids, threshold=0.7)
-    batch = {(ids[a], ids[b]) for a, b in zip(result.pairs.left.tolist(),
-                                             result.pairs.right.tolist())}
+    batch = {
+        (ids[a], ids[b]) for a, b in zip(result.pairs.left.tolist(), result.pairs.right.tolist())
+    }
     idx = make_index(threshold=0.7)
     idx.add_many(zip(ids, texts))
     online = set()
@@ -208,8 +214,7 @@ def test_memory_index_matches_brute_force_on_random_texts(texts):
         got = {m.id for m in idx.query(t)}
         sets = [word_shingles(x) for x in texts]
         q = word_shingles(t)
-        want = {str(j) for j, s in enumerate(sets)
-                if q and s and len(q & s) / len(q | s) >= 0.5}
+        want = {str(j) for j, s in enumerate(sets) if q and s and len(q & s) / len(q | s) >= 0.5}
         assert got == want
 
 
@@ -220,8 +225,13 @@ def test_sqlite_file_is_wal_and_checks(tmp_path):
     with Index(path) as idx:
         idx.add_many((f"{i}", f"{BASE} {i}") for i in range(50))
         idx.remove("7")
-        assert idx.storage.check() == {"integrity": "ok", "documents": 49, "counted": 49,
-                                       "orphan_keys": 0, "missing_keys": 0}
+        assert idx.storage.check() == {
+            "integrity": "ok",
+            "documents": 49,
+            "counted": 49,
+            "orphan_keys": 0,
+            "missing_keys": 0,
+        }
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     notdb = tmp_path / "not.db"
@@ -237,7 +247,6 @@ def test_sqlite_log_is_started_again_while_readers_never_pause(tmp_path, monkeyp
     own checkpoints from starting the write-ahead log again: it grew by every write. The
     writer now empties it once it holds WAL_RESET_BYTES, and every write stays readable."""
     import os
-
 
     monkeypatch.setattr(sqlite_backend, "WAL_RESET_BYTES", 64 << 10)
     path = tmp_path / "busy.db"
@@ -282,8 +291,12 @@ def test_sqlite_key_segments_answer_as_memory_does(tmp_path):
     memory, every key of every text is in its segment, and reopening reads them again."""
     texts, _ = make_corpus(150, dup_fraction=0.5, seed=8, words=(40, 80), kinds=("edit",))
     ids = [f"d{i}" for i in range(len(texts))]
-    small = Index(tmp_path / "small.db", storage_options={"flush_docs": 17, "merges": "inline"},
-                  threshold=0.6, passages=True)
+    small = Index(
+        tmp_path / "small.db",
+        storage_options={"flush_docs": 17, "merges": "inline"},
+        threshold=0.6,
+        passages=True,
+    )
     one = Index(threshold=0.6, passages=True)
     for idx in (small, one):
         idx.add_many(zip(ids, texts), batch_size=40)
@@ -296,8 +309,13 @@ def test_sqlite_key_segments_answer_as_memory_does(tmp_path):
     for t in texts[::5]:
         assert small.query(t) == one.query(t)
         assert small.check(t).reused == one.check(t).reused
-    assert st.check() == {"integrity": "ok", "documents": len(one), "counted": len(one),
-                          "orphan_keys": 0, "missing_keys": 0}
+    assert st.check() == {
+        "integrity": "ok",
+        "documents": len(one),
+        "counted": len(one),
+        "orphan_keys": 0,
+        "missing_keys": 0,
+    }
     files = sorted(p.name for p in (tmp_path / "small.db-keys").iterdir())
     assert files == sorted(f"{s.name}{x}" for s in view.segments for x in (".k", ".h", ".f"))
     small.close()
@@ -312,31 +330,35 @@ def test_sqlite_segments_merge_and_forget_removed_texts(tmp_path):
     quarter of it is gone, and the answers are those of an index in memory at every step."""
     texts, _ = make_corpus(260, dup_fraction=0.5, seed=3, words=(40, 80), kinds=("edit",))
     ids = [f"d{i}" for i in range(len(texts))]
-    disk = Index(tmp_path / "r.db", storage_options={"flush_docs": 8, "merges": "inline"},
-                 threshold=0.6, passages=True)
+    disk = Index(
+        tmp_path / "r.db",
+        storage_options={"flush_docs": 8, "merges": "inline"},
+        threshold=0.6,
+        passages=True,
+    )
     mem = Index(threshold=0.6, passages=True)
     st = disk.storage
     most = 0
     for b in range(0, len(texts), 10):
-        part = list(zip(ids[b:b + 10], texts[b:b + 10]))
+        part = list(zip(ids[b : b + 10], texts[b : b + 10]))
         for idx in (disk, mem):
             idx.add_many(part)
-            idx.remove_many(ids[b:b + 10:7])
+            idx.remove_many(ids[b : b + 10 : 7])
         view = st._keys()
         most = max(most, len(view.segments))
         spans = [(s.lo, s.hi) for s in view.segments]
         assert all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))  # adjacent, in order
         assert spans[0][0] == 1 and spans[-1][1] == view.covered
-        for t in texts[max(0, b - 40):b + 10:6]:
+        for t in texts[max(0, b - 40) : b + 10 : 6]:
             assert disk.query(t) == mem.query(t)
             assert disk.check(t).reused == mem.check(t).reused
     levels = [s.level(8) for s in st._keys().segments]
     assert max(levels) == 2 and most <= 9, levels  # 260 texts: 8 * 4 * 4 = 128 a level 2
     # a quarter of the first segment gone: it is written again without them
     first = st._keys().segments[0]
-    held = [i for i in ids[:first.hi] if i in disk]
+    held = [i for i in ids[: first.hi] if i in disk]
     for idx in (disk, mem):
-        idx.remove_many(held[:len(held) // 3])
+        idx.remove_many(held[: len(held) // 3])
     disk.add_many(zip(["n0"], ["a new text of its own " * 3]))
     mem.add_many(zip(["n0"], ["a new text of its own " * 3]))
     for idx in (disk, mem):  # the tail written out now, and the segments looked at
@@ -385,8 +407,10 @@ def test_texts_are_stored_compressed(tmp_path):
     legacy = Index()
     legacy.text_codec = None
     legacy.add("p", "plain text here")
-    assert legacy.storage.get("p")["text"] == "plain text here" and legacy.get("p") == \
-        "plain text here"
+    assert (
+        legacy.storage.get("p")["text"] == "plain text here"
+        and legacy.get("p") == "plain text here"
+    )
 
 
 # -- opening an existing index only; a file that goes away; a full database -------------------
@@ -405,8 +429,9 @@ def test_create_false_opens_an_existing_index_only(tmp_path, redis_server):
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
     with pytest.raises(IndexNotFoundError, match="holds no neardup index"):
         Index(other, create=False)
-    assert [r[0] for r in sqlite3.connect(other).execute(
-        "SELECT name FROM sqlite_master")] == ["t"]  # left as it was
+    assert [r[0] for r in sqlite3.connect(other).execute("SELECT name FROM sqlite_master")] == [
+        "t"
+    ]  # left as it was
     Index(tmp_path / "ix.db").close()
     Index(tmp_path / "ix.db", create=False).close()
     url = f"{redis_server}?prefix=none{uuid.uuid4().hex[:8]}"
@@ -551,8 +576,9 @@ def test_a_redis_removal_takes_every_band_key_back(redis_server):
 
     prefix = f"rm{uuid.uuid4().hex[:8]}"
     idx, mem = Index(f"{redis_server}?prefix={prefix}", passages=True), Index(passages=True)
-    texts = [f"{BASE} number {i} " + " ".join(f"w{i % 7}x{k}" for k in range(30))
-             for i in range(100)]
+    texts = [
+        f"{BASE} number {i} " + " ".join(f"w{i % 7}x{k}" for k in range(30)) for i in range(100)
+    ]
     r = redis_client.Redis.from_url(redis_server)
     try:
         for ix in (idx, mem):
@@ -583,10 +609,15 @@ def test_sqlite_probes_of_any_size_answer_as_the_memory_backend(tmp_path, n_keys
 
     rng = np.random.default_rng(n_keys)
     pool = rng.integers(1, 2**63, 900, dtype=np.int64).astype(np.uint64)
-    docs = [StoredDoc(id=f"d{i:04d}", text=f"text {i}",
-                      shingles=np.arange(3, dtype=np.uint32),
-                      keys=np.unique(rng.choice(pool, int(rng.integers(1, 6)))))
-            for i in range(600)]
+    docs = [
+        StoredDoc(
+            id=f"d{i:04d}",
+            text=f"text {i}",
+            shingles=np.arange(3, dtype=np.uint32),
+            keys=np.unique(rng.choice(pool, int(rng.integers(1, 6)))),
+        )
+        for i in range(600)
+    ]
     mem, lite = neardup.index.MemoryStorage(), sqlite_backend.SQLiteStorage(tmp_path / "p.db")
     for s in (mem, lite):
         s.insert(docs)
@@ -600,7 +631,8 @@ def test_sqlite_probes_of_any_size_answer_as_the_memory_backend(tmp_path, n_keys
         pl, hl = lite.holders(keys, cap)
         assert sorted(zip(pm.tolist(), ids(mem, hm))) == sorted(zip(pl.tolist(), ids(lite, hl)))
         assert sorted(ids(mem, mem.candidates(keys, cap))) == sorted(
-            ids(lite, lite.candidates(keys, cap)))
+            ids(lite, lite.candidates(keys, cap))
+        )
         # counted without reading the holders: as many as hold the key, up to cap
         want = [min(sum(int(k) in d.keys.tolist() for d in docs), cap) for k in keys]
         assert mem.holder_counts(keys, cap).tolist() == want

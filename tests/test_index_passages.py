@@ -44,8 +44,13 @@ def test_check_finds_the_passages_of_every_indexed_text(target):
     ix = Index(target, threshold=0.8, passages=True)
     ix.add_many(docs.items())
     base = _words(100, 120)
-    new = base[:40] + docs["doc7"].split()[50:110] + base[40:80] + \
-        docs["doc12"].split()[0:30] + base[80:]
+    new = (
+        base[:40]
+        + docs["doc7"].split()[50:110]
+        + base[40:80]
+        + docs["doc12"].split()[0:30]
+        + base[80:]
+    )
     text = " ".join(new)
     got = ix.check(text)
     want = {}
@@ -53,8 +58,9 @@ def test_check_finds_the_passages_of_every_indexed_text(target):
         found = reused_passages(text, doc)
         if found:
             want[doc_id] = [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in found]
-    assert {m.id: [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in m.passages]
-            for m in got.reused} == want
+    assert {
+        m.id: [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in m.passages] for m in got.reused
+    } == want
     assert [m.id for m in got.reused] == ["doc7", "doc12"]  # most reused first
     assert got.reused[0].share_query == pytest.approx(60 / len(new))
     assert got.matches == [] and not got.unique and not got.capped
@@ -164,14 +170,14 @@ def test_passages_with_many_texts_equal_one_pair_at_a_time():
     for i in range(150):  # more than one batch of the kernel
         own = _words(50 + i, 120)
         at = rng.randrange(0, 250)
-        texts.append(" ".join(own[:60] + source[at:at + rng.randrange(10, 50)] + own[60:]))
+        texts.append(" ".join(own[:60] + source[at : at + rng.randrange(10, 50)] + own[60:]))
     query = " ".join(source)
     found, sizes = passages_with(query, texts, batch=64)
     assert sizes == [len(t.split()) for t in texts]
     want = [reused_passages(query, t) for t in texts]
-    assert [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in f]
-            for f in found] == [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched)
-                                 for p in w] for w in want]
+    assert [
+        [(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in f] for f in found
+    ] == [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in w] for w in want]
     assert sum(bool(w) for w in want) > 50
     import time
 
@@ -189,8 +195,7 @@ def test_passages_with_texts_of_any_script_equal_one_pair_at_a_time():
 
     def words(seed: int, n: int) -> list[str]:
         r = random.Random(seed)
-        return [r.choice(odd) if r.random() < 0.2 else f"w{r.randrange(4000)}"
-                for _ in range(n)]
+        return [r.choice(odd) if r.random() < 0.2 else f"w{r.randrange(4000)}" for _ in range(n)]
 
     source = words(1, 300)
     for cfg in (PassageConfig(), PassageConfig(strip_html=True)):
@@ -198,7 +203,7 @@ def test_passages_with_texts_of_any_script_equal_one_pair_at_a_time():
         for i in range(80):
             own = words(50 + i, 100)
             at = rng.randrange(0, 250)
-            copied = source[at:at + rng.randrange(10, 50)]
+            copied = source[at : at + rng.randrange(10, 50)]
             if cfg.strip_html and copied:
                 copied[len(copied) // 2] = "<b>" + copied[len(copied) // 2] + "</b>"
             texts.append(" ".join(own[:50] + copied + own[50:]))
@@ -206,14 +211,14 @@ def test_passages_with_texts_of_any_script_equal_one_pair_at_a_time():
         query = " ".join(source)
         found, _ = passages_with(query, texts, cfg, batch=32)
         want = [reused_passages(query, t, cfg) for t in texts]
-        assert [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in f]
-                for f in found] == [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched)
-                                     for p in w] for w in want]
+        assert [
+            [(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in f] for f in found
+        ] == [[(p.a_words, p.b_words, p.a_chars, p.b_chars, p.matched) for p in w] for w in want]
         assert sum(bool(w) for w in want) > 30
         for t, f in zip(texts, found):  # the ranges hold the same words in both texts
             for p in f:
-                a = query[p.a_chars[0]:p.a_chars[1]].split()
-                assert a[0] == t[p.b_chars[0]:p.b_chars[1]].split()[0] or cfg.strip_html
+                a = query[p.a_chars[0] : p.a_chars[1]].split()
+                assert a[0] == t[p.b_chars[0] : p.b_chars[1]].split()[0] or cfg.strip_html
 
 
 def test_check_answers_bad_and_extreme_input():
@@ -225,8 +230,12 @@ def test_check_answers_bad_and_extreme_input():
     ix = Index(passages=True)
     docs = {f"d{i}": " ".join(_words(300 + i, 200)) for i in range(20)}
     ix.add_many(docs.items())
-    for text in ["", "   \n\t\u3000 ", " ".join(_words(300, 10)),
-                 bytes(range(256)).decode("latin-1") * 40]:
+    for text in [
+        "",
+        "   \n\t\u3000 ",
+        " ".join(_words(300, 10)),
+        bytes(range(256)).decode("latin-1") * 40,
+    ]:
         got = ix.check(text)
         assert got.matches == [] and got.reused == [] and got.unique, repr(text[:20])
     filler = _words(77, 1000)
@@ -266,8 +275,9 @@ def _keys_of(ix: Index, text: str):
 
 
 @pytest.mark.parametrize("cap, common_texts, texts", [(4, 16, 4), (500, 5, 7)])
-def test_common_passages_are_reported_once_not_compared_text_by_text(target, cap, common_texts,
-                                                                       texts):
+def test_common_passages_are_reported_once_not_compared_text_by_text(
+    target, cap, common_texts, texts
+):
     """A fingerprint held by ``common_texts`` indexed texts or more (or bucket_cap, if fewer)
     is common: the texts that share only such fingerprints are not compared one by one; the
     common passage is compared with one representative and reported once, with its number of
@@ -285,8 +295,15 @@ def test_common_passages_are_reported_once_not_compared_text_by_text(target, cap
     docs.update({f"o{i}": " ".join(_words(1500 + i, 150)) for i in range(10)})
     ix.add_many(docs.items())
     head = _words(2000, 50)
-    text = " ".join(head + common + _words(2001, 50) + rare + _words(2002, 50)
-                    + source[30:60] + _words(2003, 50))
+    text = " ".join(
+        head
+        + common
+        + _words(2001, 50)
+        + rare
+        + _words(2002, 50)
+        + source[30:60]
+        + _words(2003, 50)
+    )
     floor = min(cap, common_texts)
     # the oracle: every indexed text's fingerprints, who holds each of the text's keys
     keys = set(_keys_of(ix, text).tolist())
@@ -299,8 +316,9 @@ def test_common_passages_are_reported_once_not_compared_text_by_text(target, cap
         if found:
             want[d] = [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in found]
     got = ix.check(text, common_texts=common_texts)
-    assert {m.id: [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in m.passages]
-            for m in got.reused} == want
+    assert {
+        m.id: [(p.a_words, p.b_words, p.a_chars, p.b_chars) for p in m.passages] for m in got.reused
+    } == want
     assert {"r0", "r1", "r2", "src"} == set(want) and not got.incomplete
     # the common phrase: once, with its holders, one of them as the example
     assert len(got.common) == 1
@@ -312,7 +330,7 @@ def test_common_passages_are_reported_once_not_compared_text_by_text(target, cap
     ordered = not isinstance(target, str)  # Redis answers holders in no order
     if ordered:  # the oldest of the holders read
         assert c.example == "c0"
-    assert docs[c.example][c.b_chars[0]:c.b_chars[1]] == " ".join(common)
+    assert docs[c.example][c.b_chars[0] : c.b_chars[1]] == " ".join(common)
     # the rule bites: the other texts that share the 40-word common phrase are not compared
     reps = set(got.texts) - candidates
     assert c.example in reps and all(d.startswith("c") for d in reps)
@@ -341,7 +359,7 @@ def test_candidates_are_ranked_by_shared_fingerprints_and_cut_from_the_bottom(ta
     ix.add_many(docs.items())
     parts = _words(3200, 30)
     for i, n in enumerate([20, 120, 45, 17, 80, 30]):  # words copied from each source
-        parts += sources[f"s{i}"][10:10 + n] + _words(3300 + i, 25)
+        parts += sources[f"s{i}"][10 : 10 + n] + _words(3300 + i, 25)
     text = " ".join(parts)
     keys = set(_keys_of(ix, text).tolist())
     order = list(docs)  # insertion order: the order of the handles
@@ -413,8 +431,9 @@ def test_a_backend_without_its_own_holders_and_texts_of_checks_the_same():
     a, b = own.check(text), plain.check(text)
     assert a == b and a.texts == b.texts and [m.id for m in a.reused] == ["doc7", "doc12"]
     keys = _keys_of(own, text)
-    assert [x.tolist() for x in own.storage.holders(keys, 3)] == \
-        [x.tolist() for x in plain.storage.holders(keys, 3)]
+    assert [x.tolist() for x in own.storage.holders(keys, 3)] == [
+        x.tolist() for x in plain.storage.holders(keys, 3)
+    ]
 
 
 @given(st.lists(st.lists(st.integers(0, 7), max_size=9), min_size=1, max_size=12))

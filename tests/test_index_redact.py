@@ -17,25 +17,36 @@ from neardup.index.redact import redact_location
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("target,shown", [
-    ("redis://user:pass@cache:6379/0?prefix=shop", "redis://user:***@cache:6379/0?prefix=shop"),
-    ("redis://:pass@cache:6379/0", "redis://:***@cache:6379/0"),
-    ("redis://pass@cache/0", "redis://***@cache/0"),  # a user part alone may be the password
-    ("rediss://u:p%40ss@[::1]:6380/2", "rediss://u:***@[::1]:6380/2"),
-    ("redis://cache/0?prefix=shop&password=pw&db=1", "redis://cache/0?prefix=shop&password=***&db=1"),
-    ("unix:///run/redis.sock?db=1&password=pw", "unix:///run/redis.sock?db=1&password=***"),
-    ("redis://cache/0#token", "redis://cache/0"),
-    ("redis://cache:notaport/0", "redis://***"),  # not understood: nothing shown
-    ("shop.db", "shop.db"),
-    ("/srv/data/shop.db", "/srv/data/shop.db"),
-])
+@pytest.mark.parametrize(
+    "target,shown",
+    [
+        ("redis://user:pass@cache:6379/0?prefix=shop", "redis://user:***@cache:6379/0?prefix=shop"),
+        ("redis://:pass@cache:6379/0", "redis://:***@cache:6379/0"),
+        ("redis://pass@cache/0", "redis://***@cache/0"),  # a user part alone may be the password
+        ("rediss://u:p%40ss@[::1]:6380/2", "rediss://u:***@[::1]:6380/2"),
+        (
+            "redis://cache/0?prefix=shop&password=pw&db=1",
+            "redis://cache/0?prefix=shop&password=***&db=1",
+        ),
+        ("unix:///run/redis.sock?db=1&password=pw", "unix:///run/redis.sock?db=1&password=***"),
+        ("redis://cache/0#token", "redis://cache/0"),
+        ("redis://cache:notaport/0", "redis://***"),  # not understood: nothing shown
+        ("shop.db", "shop.db"),
+        ("/srv/data/shop.db", "/srv/data/shop.db"),
+    ],
+)
 def test_redact_location(target: str, shown: str) -> None:
     assert redact_location(target) == shown
 
 
 def _neardup(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "neardup.cli", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "neardup.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def test_redis_index_with_a_password_never_shows_it(redis_with_password: str) -> None:

@@ -18,8 +18,21 @@ ROOT = Path(__file__).resolve().parents[1]
 NEWS = ROOT / "examples" / "news.jsonl"
 
 #: distributions that only extras bring (a core install must hold none of them)
-EXTRA_ONLY = ("fastapi", "uvicorn", "python-multipart", "starlette", "redis", "dask",
-              "distributed", "matplotlib", "scikit-learn", "scipy", "pandas", "pyfim", "httpx")
+EXTRA_ONLY = (
+    "fastapi",
+    "uvicorn",
+    "python-multipart",
+    "starlette",
+    "redis",
+    "dask",
+    "distributed",
+    "matplotlib",
+    "scikit-learn",
+    "scipy",
+    "pandas",
+    "pyfim",
+    "httpx",
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +42,31 @@ def core_venv(tmp_path_factory):
     pytest.importorskip("Cython")
     work = tmp_path_factory.mktemp("install")
     wheels = work / "wheels"
-    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
-                           "--outdir", str(wheels), str(ROOT)], capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(wheels),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (wheel,) = wheels.glob("neardup-*.whl")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    proc = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if proc.returncode != 0 and "No matching distribution" in proc.stderr:
         pytest.skip(f"the core dependencies cannot be installed here: {proc.stderr[-500:]}")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -46,8 +75,15 @@ def core_venv(tmp_path_factory):
 
 def _run(venv: Path, *args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run([str(venv / "bin" / args[0]), *args[1:]], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300, **kw)
+    return subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+        **kw,
+    )
 
 
 def test_the_wheel_carries_compiled_kernels_and_type_information(core_venv):
@@ -70,34 +106,65 @@ def test_dedup_runs_from_a_core_install(core_venv, tmp_path):
     """The command and the library, outside the repository, give the clusters that this
     checkout's own installation gives."""
     _, venv = core_venv
-    proc = _run(venv, "neardup", "dedup", str(NEWS), "--id-field", "id", "-o", "out",
-                "--quiet", cwd=tmp_path)
+    proc = _run(
+        venv,
+        "neardup",
+        "dedup",
+        str(NEWS),
+        "--id-field",
+        "id",
+        "-o",
+        "out",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
 
     from neardup.cli import main
 
-    assert main(["dedup", str(NEWS), "--id-field", "id", "-o", str(tmp_path / "here"),
-                 "--quiet"]) == 0
+    assert (
+        main(["dedup", str(NEWS), "--id-field", "id", "-o", str(tmp_path / "here"), "--quiet"]) == 0
+    )
     here = json.loads((tmp_path / "here" / "summary.json").read_text())
     for key in ("documents", "distinct_texts", "clusters", "removed", "duplicate_pairs"):
         assert summary[key] == here[key] > 0, key
-    code = ("import neardup\n"
-            "r = neardup.dedup(['one two three four five six', 'one two three four five "
-            "seven', 'something else entirely here'], threshold=0.5, shingle='word:2')\n"
-            "print(r.labels.tolist())")
+    code = (
+        "import neardup\n"
+        "r = neardup.dedup(['one two three four five six', 'one two three four five "
+        "seven', 'something else entirely here'], threshold=0.5, shingle='word:2')\n"
+        "print(r.labels.tolist())"
+    )
     proc = _run(venv, "python", "-c", code, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[0, 0, 1]"
 
 
-@pytest.mark.parametrize(("args", "extra"), [
-    (["serve", "--index", "x.db", "--create"], "server"),
-    (["index", "create", "redis://127.0.0.1:1/0"], "redis"),
-    (["dedup", str(NEWS), "--id-field", "id", "-o", "out", "--engine", "dask"], "dask"),
-    (["fca", str(NEWS), "--id-field", "id", "-o", "out", "--min-common", "3", "--truth",
-      "ref.csv", "--baseline-clusters", "3"], "fca"),
-])
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [
+        (["serve", "--index", "x.db", "--create"], "server"),
+        (["index", "create", "redis://127.0.0.1:1/0"], "redis"),
+        (["dedup", str(NEWS), "--id-field", "id", "-o", "out", "--engine", "dask"], "dask"),
+        (
+            [
+                "fca",
+                str(NEWS),
+                "--id-field",
+                "id",
+                "-o",
+                "out",
+                "--min-common",
+                "3",
+                "--truth",
+                "ref.csv",
+                "--baseline-clusters",
+                "3",
+            ],
+            "fca",
+        ),
+    ],
+)
 def test_a_missing_extra_is_named_in_one_line(core_venv, tmp_path, args, extra):
     _, venv = core_venv
     (tmp_path / "ref.csv").write_text("id_a,id_b\nn1,n2\n")
@@ -114,5 +181,4 @@ def test_figures_are_left_out_with_a_note_when_matplotlib_is_missing(core_venv, 
     proc = _run(venv, "neardup", "analyze", "scurve", "-o", "curves", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "pip install 'neardup[plots]'" in proc.stderr
-    assert sorted(p.name for p in (tmp_path / "curves").iterdir()) == ["scurve.csv",
-                                                                     "scurve.md"]
+    assert sorted(p.name for p in (tmp_path / "curves").iterdir()) == ["scurve.csv", "scurve.md"]

@@ -38,7 +38,7 @@ DOCS = [
     {"id": "a", "text": "first document", "title": "T1"},
     {"id": "b", "text": "zweites Dokument: äöü ß", "title": "T2"},
     {"id": "c", "text": "", "title": "T3"},
-    {"id": "d", "text": "line one\nline two, with a comma and \"quotes\"", "title": "T4"},
+    {"id": "d", "text": 'line one\nline two, with a comma and "quotes"', "title": "T4"},
     {"id": "e", "text": "日本語のテキスト", "title": "T5"},
 ]
 TEXTS = [d["text"] for d in DOCS]
@@ -70,14 +70,16 @@ def csv_bytes(rows, delimiter=",", fields=("id", "text", "title")) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def write_input(tmp_path: Path, fmt: str, rows=DOCS, compression: str | None = None,
-                name: str = "docs") -> Path:
+def write_input(
+    tmp_path: Path, fmt: str, rows=DOCS, compression: str | None = None, name: str = "docs"
+) -> Path:
     if fmt == "parquet":
         path = tmp_path / f"{name}.parquet"
         pq.write_table(pa.table({k: [r[k] for r in rows] for k in rows[0]}), path)
         return path
-    data = {"jsonl": jsonl_bytes, "csv": csv_bytes,
-            "tsv": lambda r: csv_bytes(r, delimiter="\t")}[fmt](rows)
+    data = {"jsonl": jsonl_bytes, "csv": csv_bytes, "tsv": lambda r: csv_bytes(r, delimiter="\t")}[
+        fmt
+    ](rows)
     path = tmp_path / f"{name}.{fmt}{suffix(compression)}"
     path.write_bytes(compress(data, compression))
     return path
@@ -168,17 +170,23 @@ def test_integer_ids_and_bad_ids(tmp_path):
 
 def test_chunking_does_not_change_records(tmp_path):
     rows = [{"id": f"r{i}", "text": f"text {i}", "title": "t"} for i in range(10)]
-    paths = [write_input(tmp_path, "jsonl", rows, name="a"),
-             write_input(tmp_path, "csv", rows[:0] + [dict(r, id=r["id"] + "c") for r in rows],
-                         name="b")]
+    paths = [
+        write_input(tmp_path, "jsonl", rows, name="a"),
+        write_input(
+            tmp_path, "csv", rows[:0] + [dict(r, id=r["id"] + "c") for r in rows], name="b"
+        ),
+    ]
     small = list(read_documents(paths, chunk_size=3, id_field="id"))
     assert [len(c.ids) for c in small] == [3, 3, 3, 3, 3, 3, 2]
     big = list(read_documents(paths, chunk_size=1000, id_field="id"))
     assert len(big) == 1
     assert [i for c in small for i in c.ids] == big[0].ids
     assert [t for c in small for t in c.texts] == big[0].texts
-    assert sum(c.text_bytes for c in small) == big[0].text_bytes == sum(
-        len(r["text"]) for r in rows) * 2
+    assert (
+        sum(c.text_bytes for c in small)
+        == big[0].text_bytes
+        == sum(len(r["text"]) for r in rows) * 2
+    )
     assert sum(c.progress_bytes for c in small) == total_input_bytes(paths)
 
 
@@ -193,7 +201,7 @@ def test_latin1_and_blank_lines(tmp_path):
 
 
 def test_big_documents(tmp_path):
-    big = "x" * (50 * 1024 * 1024 - 7) + "é,\"\n"
+    big = "x" * (50 * 1024 * 1024 - 7) + 'é,"\n'
     jpath = tmp_path / "big.jsonl"
     jpath.write_bytes(jsonl_bytes([{"text": "small"}, {"text": big}]))
     cpath = tmp_path / "big.csv"
@@ -242,8 +250,10 @@ def test_missing_and_non_string_fields(tmp_path, fmt):
 
 
 def test_invalid_utf8_line_3(tmp_path):
-    for name, data in [("u.jsonl", b'{"text":"a"}\n{"text":"b"}\n{"text":"\xff\xfe"}\n'),
-                       ("u.csv", b'text\na\n"b\xc3\x28"\nc\n')]:
+    for name, data in [
+        ("u.jsonl", b'{"text":"a"}\n{"text":"b"}\n{"text":"\xff\xfe"}\n'),
+        ("u.csv", b'text\na\n"b\xc3\x28"\nc\n'),
+    ]:
         path = tmp_path / name
         path.write_bytes(data)
         err = error_of(path)
@@ -251,7 +261,8 @@ def test_invalid_utf8_line_3(tmp_path):
         assert str(err).startswith(f"{path}:3: ")
         report = SkipReport()
         assert read_all(path, on_error="skip", report=report)[1] == (
-            ["a", "b"] if name.endswith("jsonl") else ["a", "c"])
+            ["a", "b"] if name.endswith("jsonl") else ["a", "c"]
+        )
         assert report.counts == {"undecodable": 1}
     d = tmp_path / "dir"
     d.mkdir()
@@ -268,9 +279,14 @@ def test_duplicate_ids(tmp_path):
     assert str(err) == f"{b}:2: field 'id': duplicate id 'b' (first seen at {a}:2)"
     report = SkipReport()
     assert read_all([a, b], id_field="id", on_error="skip", report=report) == (
-        ["a", "b", "c"], TEXTS[:3])
-    assert report.to_dict() == {"total": 1, "by_reason": {"duplicate_id": 1},
-                                "examples": [str(err)]}
+        ["a", "b", "c"],
+        TEXTS[:3],
+    )
+    assert report.to_dict() == {
+        "total": 1,
+        "by_reason": {"duplicate_id": 1},
+        "examples": [str(err)],
+    }
 
 
 def test_empty_files_and_missing_paths(tmp_path):
@@ -309,7 +325,9 @@ def test_csv_bad_rows(tmp_path):
     assert str(err) == f"{path}:3: expected 2 fields, found 3"
     report = SkipReport()
     assert read_all(path, id_field="id", on_error="skip", report=report) == (
-        ["1", "4"], ["one", "four"])
+        ["1", "4"],
+        ["one", "four"],
+    )
     assert report.counts == {"bad_row": 2}
     assert report.examples[1] == f"{path}:4: expected 2 fields, found 1"
     multi = tmp_path / "multi.csv"
@@ -327,10 +345,13 @@ def test_skip_mixed_errors_and_config(tmp_path):
     path.write_bytes(b'{"text":"a"}\nnot json\n{"text":1}\n{"x":"y"}\n{"text":"b"}\n"s"\n')
     report = SkipReport()
     assert read_all(path, on_error="skip", report=report) == (["0", "1"], ["a", "b"])
-    assert report.counts == {"malformed_json": 1, "non_string_field": 1, "missing_field": 1,
-                             "not_object": 1}
-    assert [e.split(": ")[0] for e in report.examples] == [
-        f"{path}:{n}" for n in (2, 3, 4, 6)]
+    assert report.counts == {
+        "malformed_json": 1,
+        "non_string_field": 1,
+        "missing_field": 1,
+        "not_object": 1,
+    }
+    assert [e.split(": ")[0] for e in report.examples] == [f"{path}:{n}" for n in (2, 3, 4, 6)]
     with pytest.raises(ConfigError):
         read_documents(path, on_error="ignore")
     with pytest.raises(ConfigError):
@@ -341,8 +362,7 @@ def test_skip_mixed_errors_and_config(tmp_path):
         detect_format(tmp_path / "a.txt")
     assert info.value.reason == "unknown_format"
     assert detect_format("x.ndjson.zst") == "jsonl" and detect_format("x.pq") == "parquet"
-    assert read_all(path.rename(tmp_path / "m.log"), fmt="jsonl", on_error="skip")[1] == [
-        "a", "b"]
+    assert read_all(path.rename(tmp_path / "m.log"), fmt="jsonl", on_error="skip")[1] == ["a", "b"]
 
 
 def test_determinism(tmp_path):
@@ -373,8 +393,12 @@ def test_write_table(tmp_path, fmt, n):
     path = write_table(tmp_path / "out" / "clusters", cols, fmt)
     assert path == tmp_path / "out" / f"clusters.{fmt}"
     assert sorted(os.listdir(path.parent)) == [path.name]
-    expect = [dict(zip(cols, row, strict=True)) for row in zip(
-        *[c.tolist() if isinstance(c, np.ndarray) else c for c in cols.values()], strict=True)]
+    expect = [
+        dict(zip(cols, row, strict=True))
+        for row in zip(
+            *[c.tolist() if isinstance(c, np.ndarray) else c for c in cols.values()], strict=True
+        )
+    ]
     if fmt == "parquet":
         table = pq.read_table(path)
         assert table.column_names == list(cols)
@@ -388,8 +412,9 @@ def test_write_table(tmp_path, fmt, n):
         with open(path, newline="") as f:
             rows = list(csv.reader(f))
         assert rows[0] == list(cols)
-        assert rows[1:] == [[str(v).lower() if isinstance(v, bool) else str(v)
-                             for v in r.values()] for r in expect]
+        assert rows[1:] == [
+            [str(v).lower() if isinstance(v, bool) else str(v) for v in r.values()] for r in expect
+        ]
 
 
 def test_write_table_float32_jsonl(tmp_path):
@@ -413,10 +438,12 @@ def test_write_table_is_atomic(tmp_path, fmt):
 
 
 def test_write_json_atomic(tmp_path):
-    path = write_json_atomic(tmp_path / "summary.json", {"a": np.int64(3), "p": tmp_path,
-                                                       "xs": [1.5, None]})
-    assert path.read_text() == (f'{{\n  "a": 3,\n  "p": "{tmp_path}",\n  "xs": [\n    1.5,\n'
-                                f'    null\n  ]\n}}\n')
+    path = write_json_atomic(
+        tmp_path / "summary.json", {"a": np.int64(3), "p": tmp_path, "xs": [1.5, None]}
+    )
+    assert path.read_text() == (
+        f'{{\n  "a": 3,\n  "p": "{tmp_path}",\n  "xs": [\n    1.5,\n    null\n  ]\n}}\n'
+    )
     assert os.listdir(tmp_path) == ["summary.json"]
 
 
@@ -429,8 +456,14 @@ KEEP = np.array([True, False, True, False, True])
 
 @pytest.mark.parametrize("compression", [None, "gz", "zst"])
 def test_dedup_jsonl_byte_identical(tmp_path, compression):
-    raw_lines = [b'{"text": "first",  "extra": [1, 2]}\r\n', b'\n', b'{"text":"second"}\n',
-                 b'{"text":"third"}\n', b'{ "text" : "fourth" }\n', b'{"text":"fifth"}']
+    raw_lines = [
+        b'{"text": "first",  "extra": [1, 2]}\r\n',
+        b"\n",
+        b'{"text":"second"}\n',
+        b'{"text":"third"}\n',
+        b'{ "text" : "fourth" }\n',
+        b'{"text":"fifth"}',
+    ]
     path = tmp_path / f"in.jsonl{suffix(compression)}"
     path.write_bytes(compress(b"".join(raw_lines), compression))
     out = write_deduplicated([path], KEEP, tmp_path / "out")
@@ -445,8 +478,9 @@ def test_dedup_csv(tmp_path, fmt):
     out = write_deduplicated(path, KEEP, tmp_path / "out", id_field="id")
     assert out == [tmp_path / "out" / f"docs.{fmt}"]
     assert read_all(out, id_field="id") == (["a", "c", "e"], [TEXTS[0], TEXTS[2], TEXTS[4]])
-    assert out[0].read_bytes() == csv_bytes([DOCS[0], DOCS[2], DOCS[4]],
-                                            delimiter="\t" if fmt == "tsv" else ",")
+    assert out[0].read_bytes() == csv_bytes(
+        [DOCS[0], DOCS[2], DOCS[4]], delimiter="\t" if fmt == "tsv" else ","
+    )
 
 
 def test_dedup_parquet(tmp_path):
@@ -526,8 +560,13 @@ def test_dedup_jsonl_copy_with_locations_equals_reparse(tmp_path, compression):
     exactly what parsing everything again writes: blank lines, a BOM, skipped bad lines, several
     sources, other formats in between."""
     a = tmp_path / f"a.jsonl{suffix(compression)}"
-    a.write_bytes(compress(b'\xef\xbb\xbf{"text":"0"}\n\nbroken\n{"text":"1"}\r\n'
-                           b'{"text":null}\n{"text":"2"}\n\n{"text":"3"}', compression))
+    a.write_bytes(
+        compress(
+            b'\xef\xbb\xbf{"text":"0"}\n\nbroken\n{"text":"1"}\r\n'
+            b'{"text":null}\n{"text":"2"}\n\n{"text":"3"}',
+            compression,
+        )
+    )
     b = tmp_path / "b.csv"
     b.write_bytes(b"text,n\nfour,4\nbad\nfive,5\n")
     c = tmp_path / "c.jsonl"
@@ -540,12 +579,14 @@ def test_dedup_jsonl_copy_with_locations_equals_reparse(tmp_path, compression):
     for _ in range(6):
         keep = rng.random(len(locations)) < 0.5
         slow = write_deduplicated([a, b, c], keep, tmp_path / "slow", on_error="skip")
-        fast = write_deduplicated([a, b, c], keep, tmp_path / "fast", on_error="skip",
-                                  locations=np.array(locations))
+        fast = write_deduplicated(
+            [a, b, c], keep, tmp_path / "fast", on_error="skip", locations=np.array(locations)
+        )
         assert [p.read_bytes() for p in fast] == [p.read_bytes() for p in slow]
     with pytest.raises(ConfigError, match="locations"):
-        write_deduplicated([a, b, c], keep, tmp_path / "bad", on_error="skip",
-                           locations=np.array(locations[:-1]))
+        write_deduplicated(
+            [a, b, c], keep, tmp_path / "bad", on_error="skip", locations=np.array(locations[:-1])
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -557,8 +598,9 @@ def outcome(stream) -> list[tuple]:
     out = []
     for item in stream.with_errors():
         if isinstance(item, InputError):
-            out.append(("error", str(item.reason), item.line, item.field, str(item),
-                        item.whole_file))
+            out.append(
+                ("error", str(item.reason), item.line, item.field, str(item), item.whole_file)
+            )
         else:
             out.append(("record", item.index, item.id, item.text, item.line, item.raw))
     return out
@@ -571,8 +613,9 @@ def three_ways(tmp_path: Path, name: str, data: bytes, options: ReadOptions) -> 
     got = []
     for source in (path, data, bytearray(data), memoryview(data), io.BytesIO(data)):
         report = SkipReport()
-        items = outcome(record_stream(source, options, report,
-                                      name=None if source is path else str(path)))
+        items = outcome(
+            record_stream(source, options, report, name=None if source is path else str(path))
+        )
         got.append((items, report.to_dict()))
     with open(path, "rb") as f:
         report = SkipReport()
@@ -580,27 +623,49 @@ def three_ways(tmp_path: Path, name: str, data: bytes, options: ReadOptions) -> 
     return got
 
 
-json_value = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | \
-    st.text(max_size=3)
-text_st = st.text(st.sampled_from("ab é\t,\"\n"), max_size=6)
+json_value = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=3)
+)
+text_st = st.text(st.sampled_from('ab é\t,"\n'), max_size=6)
 id_st = st.sampled_from(["a", "b", "", "c"]) | st.integers(0, 3) | json_value
 jsonl_line = st.one_of(
     st.builds(lambda i, t: orjson.dumps({"id": i, "text": t}), id_st, text_st),
-    st.builds(lambda t: orjson.dumps({"text": t}), text_st),        # no id
-    st.builds(lambda i: orjson.dumps({"id": i}), id_st),            # no text
+    st.builds(lambda t: orjson.dumps({"text": t}), text_st),  # no id
+    st.builds(lambda i: orjson.dumps({"id": i}), id_st),  # no text
     st.builds(lambda v: orjson.dumps({"id": "x", "text": v}), json_value),
     st.builds(lambda v: orjson.dumps(v), json_value | st.lists(json_value, max_size=2)),
-    st.sampled_from([b"", b"  ", b"{broken", b'{"text": "caf\xe9"}', b"\xef\xbb\xbf{}",
-                     b'{"text": "\\ud800"}', b'{"text": "ok"}\r']),
+    st.sampled_from(
+        [
+            b"",
+            b"  ",
+            b"{broken",
+            b'{"text": "caf\xe9"}',
+            b"\xef\xbb\xbf{}",
+            b'{"text": "\\ud800"}',
+            b'{"text": "ok"}\r',
+        ]
+    ),
 )
 option_st = st.builds(
     lambda id_field, skip_empty, limit, default: ReadOptions(
-        id_field=id_field, on_error="skip", skip_empty=skip_empty, max_text_bytes=limit,
-        default_id=default),
-    st.sampled_from([None, "id"]), st.booleans(), st.sampled_from([None, 1, 4]),
-    st.sampled_from([None, "{line}", "{name}#{line}"]))
-same_sources = settings(max_examples=60, deadline=None,
-                        suppress_health_check=[HealthCheck.function_scoped_fixture])
+        id_field=id_field,
+        on_error="skip",
+        skip_empty=skip_empty,
+        max_text_bytes=limit,
+        default_id=default,
+    ),
+    st.sampled_from([None, "id"]),
+    st.booleans(),
+    st.sampled_from([None, 1, 4]),
+    st.sampled_from([None, "{line}", "{name}#{line}"]),
+)
+same_sources = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @same_sources
@@ -614,12 +679,13 @@ def test_jsonl_same_from_path_bytes_and_file_object(tmp_path, lines, options, fi
     assert set(report["by_reason"]) <= set(SkipReason)
 
 
-csv_cell = st.text(st.sampled_from("ab é,\"\n\t"), max_size=5)
+csv_cell = st.text(st.sampled_from('ab é,"\n\t'), max_size=5)
 csv_line = st.one_of(
     st.builds(lambda c: ("row", c), st.tuples(csv_cell, csv_cell)),
     st.builds(lambda c: ("row", c), st.lists(csv_cell, min_size=1, max_size=3).map(tuple)),
-    st.sampled_from([("raw", b""), ("raw", b"a\xff,b"), ("raw", b'"open,quote'),
-                     ("raw", b"x,y\r")]),
+    st.sampled_from(
+        [("raw", b""), ("raw", b"a\xff,b"), ("raw", b'"open,quote'), ("raw", b"x,y\r")]
+    ),
 )
 
 
@@ -636,8 +702,12 @@ def csv_data(header: list[str], lines: list, delimiter: str) -> bytes:
 
 
 @same_sources
-@given(st.sampled_from([["id", "text"], ["text", "id"], ["title"], ["text"]]),
-       st.lists(csv_line, max_size=8), option_st, st.sampled_from(["csv", "tsv"]))
+@given(
+    st.sampled_from([["id", "text"], ["text", "id"], ["title"], ["text"]]),
+    st.lists(csv_line, max_size=8),
+    option_st,
+    st.sampled_from(["csv", "tsv"]),
+)
 def test_csv_same_from_path_bytes_and_file_object(tmp_path, header, lines, options, fmt):
     data = csv_data(header, lines, "\t" if fmt == "tsv" else ",")
     got = three_ways(tmp_path, f"in.{fmt}", data, options)
@@ -645,21 +715,37 @@ def test_csv_same_from_path_bytes_and_file_object(tmp_path, header, lines, optio
 
 
 def test_three_sources_known_errors(tmp_path):
-    data = (b'{"id": "a", "text": "one"}\n{"id": "b", "text": \n[1]\n{"id": "a", "text": "x"}\n'
-            b'{"text": 3, "id": "c"}\n{"id": "d", "text": "caf\xe9"}\n\n{"id": "e", "text": " "}\n')
+    data = (
+        b'{"id": "a", "text": "one"}\n{"id": "b", "text": \n[1]\n{"id": "a", "text": "x"}\n'
+        b'{"text": 3, "id": "c"}\n{"id": "d", "text": "caf\xe9"}\n\n{"id": "e", "text": " "}\n'
+    )
     options = ReadOptions(id_field="id", on_error="skip", skip_empty=True)
     for items, report in three_ways(tmp_path, "k.jsonl", data, options):
         assert [(x[1], x[2]) for x in items if x[0] == "error"] == [
-            ("malformed_json", 2), ("not_object", 3), ("duplicate_id", 4),
-            ("non_string_field", 5), ("undecodable", 6), ("empty_text", 8)]
+            ("malformed_json", 2),
+            ("not_object", 3),
+            ("duplicate_id", 4),
+            ("non_string_field", 5),
+            ("undecodable", 6),
+            ("empty_text", 8),
+        ]
         assert [x[2] for x in items if x[0] == "record"] == ["a"]
-        assert report["by_reason"] == {"duplicate_id": 1, "empty_text": 1, "malformed_json": 1,
-                                       "non_string_field": 1, "not_object": 1, "undecodable": 1}
+        assert report["by_reason"] == {
+            "duplicate_id": 1,
+            "empty_text": 1,
+            "malformed_json": 1,
+            "non_string_field": 1,
+            "not_object": 1,
+            "undecodable": 1,
+        }
     data = b'id,text\n1,"a\nb"\n2\n3,c\n'
-    for items, report in three_ways(tmp_path, "k.csv", data, ReadOptions(
-            id_field="id", on_error="skip", default_id="{line}")):
-        assert [x[1:5] for x in items if x[0] == "record"] == [(0, "1", "a\nb", 2),
-                                                               (1, "3", "c", 5)]
+    for items, report in three_ways(
+        tmp_path, "k.csv", data, ReadOptions(id_field="id", on_error="skip", default_id="{line}")
+    ):
+        assert [x[1:5] for x in items if x[0] == "record"] == [
+            (0, "1", "a\nb", 2),
+            (1, "3", "c", 5),
+        ]
         assert report["by_reason"] == {"bad_row": 1}
 
 
@@ -711,10 +797,14 @@ def test_detect_format_one_place(tmp_path):
     assert detect_format(name="../x/up.ndjson", content_type="text/csv") == "jsonl"
     assert detect_format(name="up", content_type="text/csv; charset=utf-8") == "csv"
     assert detect_format(name="up", content_type="application/x-ndjson") == "jsonl"
-    assert detect_format(name="up", head=b"\xef\xbb\xbf \n{\"a\": 1}") == "jsonl"
+    assert detect_format(name="up", head=b'\xef\xbb\xbf \n{"a": 1}') == "jsonl"
     assert detect_format(name="", head=b"{") == "jsonl"
-    for kwargs in ({"name": "up.txt", "head": b"{"}, {"name": "up", "head": b"a,b"},
-                   {"name": "up", "content_type": "application/pdf"}, {}):
+    for kwargs in (
+        {"name": "up.txt", "head": b"{"},
+        {"name": "up", "head": b"a,b"},
+        {"name": "up", "content_type": "application/pdf"},
+        {},
+    ):
         with pytest.raises(InputError) as info:
             detect_format(**kwargs)
         assert info.value.reason == "unknown_format"
@@ -722,8 +812,9 @@ def test_detect_format_one_place(tmp_path):
 
 def test_text_rules_and_default_ids(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_bytes(b'{"text": "  "}\n{"text": "\xc3\xa9\xc3\xa9"}\n{"text": "abc", "id": 7}\n'
-                     b'{"text": "ok"}\n')
+    path.write_bytes(
+        b'{"text": "  "}\n{"text": "\xc3\xa9\xc3\xa9"}\n{"text": "abc", "id": 7}\n{"text": "ok"}\n'
+    )
     # defaults: every record, running numbers; a JSON line without the id field is bad
     assert read_all(path) == (["0", "1", "2", "3"], ["  ", "éé", "abc", "ok"])
     assert error_of(path, id_field="id").reason == "missing_field"
@@ -733,30 +824,44 @@ def test_text_rules_and_default_ids(tmp_path):
     with pytest.raises(InputError) as info:
         list(record_stream(path, opts, report))
     assert (info.value.reason, info.value.line, str(info.value)) == (
-        "text_too_large", 2, f"{path}:2: field 'text' is 4 bytes; the limit is 3")
+        "text_too_large",
+        2,
+        f"{path}:2: field 'text' is 4 bytes; the limit is 3",
+    )
     assert report.counts == {"empty_text": 1}
-    opts = ReadOptions(id_field="id", skip_empty=True, max_text_bytes=3, on_error="skip",
-                       default_id="r{line}")
+    opts = ReadOptions(
+        id_field="id", skip_empty=True, max_text_bytes=3, on_error="skip", default_id="r{line}"
+    )
     report = SkipReport()
-    assert [(r.id, r.text) for r in record_stream(path, opts, report)] == [("7", "abc"),
-                                                                         ("r4", "ok")]
+    assert [(r.id, r.text) for r in record_stream(path, opts, report)] == [
+        ("7", "abc"),
+        ("r4", "ok"),
+    ]
     assert report.counts == {"empty_text": 1, "text_too_large": 1}
     # several text fields: the message speaks of the text
     two = tmp_path / "two.jsonl"
     two.write_bytes(b'{"a": " ", "b": ""}\n')
     report = SkipReport()
-    assert read_all(two, options=ReadOptions(text_fields=("a", "b"), skip_empty=True),
-                    report=report) == ([], [])
+    assert read_all(
+        two, options=ReadOptions(text_fields=("a", "b"), skip_empty=True), report=report
+    ) == ([], [])
     assert report.examples == [f"{two}:1: the text is empty"]
     # template ids take part in the duplicate check unless unique_ids=False
     dup = tmp_path / "dup.jsonl"
     dup.write_bytes(b'{"text": "a"}\n{"text": "b", "id": "1"}\n')
     err = error_of(dup, options=ReadOptions(id_field="id", default_id="{line}"))
     assert err.reason == "duplicate_id"
-    assert read_all(dup, options=ReadOptions(id_field="id", default_id="{line}",
-                                             unique_ids=False))[0] == ["1", "1"]
-    for bad in ({"skip_empty": 1}, {"max_text_bytes": 0}, {"max_text_bytes": True},
-                {"default_id": "x"}, {"default_id": "{line}{other}"}, {"unique_ids": None}):
+    assert read_all(dup, options=ReadOptions(id_field="id", default_id="{line}", unique_ids=False))[
+        0
+    ] == ["1", "1"]
+    for bad in (
+        {"skip_empty": 1},
+        {"max_text_bytes": 0},
+        {"max_text_bytes": True},
+        {"default_id": "x"},
+        {"default_id": "{line}{other}"},
+        {"unique_ids": None},
+    ):
         with pytest.raises(ConfigError):
             ReadOptions(**bad)
 
@@ -767,8 +872,10 @@ def test_folder_text_rules(tmp_path):
     (root / "a.txt").write_text("alpha")
     (root / "b.txt").write_text(" \n")
     report = SkipReport()
-    assert read_all(root, options=ReadOptions(skip_empty=True, on_error="skip"),
-                    report=report) == (["a.txt"], ["alpha"])
+    assert read_all(root, options=ReadOptions(skip_empty=True, on_error="skip"), report=report) == (
+        ["a.txt"],
+        ["alpha"],
+    )
     assert report.examples == [f"{root / 'b.txt'}: the text is empty"]
 
 
@@ -790,20 +897,28 @@ def test_stream_from_a_pipe_yields_each_line_as_it_arrives():
 
     t = threading.Thread(target=writer)
     t.start()
-    options = ReadOptions(format="jsonl", id_field="id", on_error="skip",
-                          default_id="stdin:{line}", unique_ids=False)
+    options = ReadOptions(
+        format="jsonl", id_field="id", on_error="skip", default_id="stdin:{line}", unique_ids=False
+    )
     got = []
     with os.fdopen(r, "rb") as stdin:
         stream = record_stream(stdin, options, name="<stdin>")
         for item in stream.with_errors():
             if not got:
                 first_seen.set()
-            got.append((str(item.reason), str(item)) if isinstance(item, InputError)
-                       else (item.id, item.text))
+            got.append(
+                (str(item.reason), str(item))
+                if isinstance(item, InputError)
+                else (item.id, item.text)
+            )
     t.join()
     assert written_after == [True]
-    assert got == [("stdin:1", "one"), ("malformed_json", got[1][1]), ("5", "two"),
-                   ("non_string_field", "<stdin>:5: field 'text' is a number, not a string")]
+    assert got == [
+        ("stdin:1", "one"),
+        ("malformed_json", got[1][1]),
+        ("5", "two"),
+        ("non_string_field", "<stdin>:5: field 'text' is a number, not a string"),
+    ]
     assert got[1][1].startswith("<stdin>:2: malformed JSON")
     # an empty stream is an empty file, an error the caller may ignore
     r, w = os.pipe()
@@ -838,11 +953,17 @@ def reasons_used(path: Path) -> tuple[list[str], list[str]]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Call):
             given += [ast.unparse(k.value) for k in node.keywords if k.arg == "reason"]
-        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and \
-                node.left.attr == "reason":
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Attribute)
+            and node.left.attr == "reason"
+        ):
             given += [ast.unparse(c) for c in node.comparators]
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-                node.value.id == "SkipReason":
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "SkipReason"
+        ):
             named.append(node.attr)
     return given, named
 

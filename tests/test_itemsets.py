@@ -31,8 +31,9 @@ def oracle(tracts, k):
             support = sum(w for s, w in sets if c <= s)
             if support >= k:
                 frequent[c] = support
-    return sorted((tuple(sorted(c)), n) for c, n in frequent.items()
-                  if not any(c < d for d in frequent))
+    return sorted(
+        (tuple(sorted(c)), n) for c, n in frequent.items() if not any(c < d for d in frequent)
+    )
 
 
 def mine(tracts, k):
@@ -61,26 +62,38 @@ def test_maximal_itemsets_match_enumeration(tracts, k):
     assert mine(tracts, k) == oracle(tracts, k)
 
 
-@pytest.mark.parametrize(("tracts", "k", "want"), [
-    ({}, 1, []),
-    ({(): 3, (5,): 4}, 1, []),  # no transaction holds two items
-    ({(0, 1, 2): 3}, 3, [((0, 1, 2), 3)]),  # one distinct transaction
-    ({(0, 1, 2): 3}, 4, []),
-    ({(2, 0, 1): 1, (0, 1, 2): 2, (1, 2, 0, 0): 4}, 7, [((0, 1, 2), 7)]),  # every item everywhere
-    ({(0, 1): 2, (1, 2): 2, (0, 2): 2}, 9, []),  # the minimum above every support
-    ({(0, 1): 2, (1, 2): 2, (0, 2): 2}, 2, [((0, 1), 2), ((0, 2), 2), ((1, 2), 2)]),
-    ({(0, 1, 2): 1, (0, 1): 1, (0, 2): 1, (1, 2): 1}, 2, [((0, 1), 2), ((0, 2), 2), ((1, 2), 2)]),
-    ({(0, 1, 2, 3): 5, (0, 1): 100, (2, 3): 1}, 5, [((0, 1, 2, 3), 5)]),  # (0, 1) is in it
-    ({(7, 2**31 - 2): 2, (7,): 5}, 2, [((7, 2**31 - 2), 2)]),
-    ({(0, 1): 0, (0, 1, 2): 1}, 1, [((0, 1, 2), 1)]),  # multiplicity 0 counts for nothing
-])
+@pytest.mark.parametrize(
+    ("tracts", "k", "want"),
+    [
+        ({}, 1, []),
+        ({(): 3, (5,): 4}, 1, []),  # no transaction holds two items
+        ({(0, 1, 2): 3}, 3, [((0, 1, 2), 3)]),  # one distinct transaction
+        ({(0, 1, 2): 3}, 4, []),
+        (
+            {(2, 0, 1): 1, (0, 1, 2): 2, (1, 2, 0, 0): 4},
+            7,
+            [((0, 1, 2), 7)],
+        ),  # every item everywhere
+        ({(0, 1): 2, (1, 2): 2, (0, 2): 2}, 9, []),  # the minimum above every support
+        ({(0, 1): 2, (1, 2): 2, (0, 2): 2}, 2, [((0, 1), 2), ((0, 2), 2), ((1, 2), 2)]),
+        (
+            {(0, 1, 2): 1, (0, 1): 1, (0, 2): 1, (1, 2): 1},
+            2,
+            [((0, 1), 2), ((0, 2), 2), ((1, 2), 2)],
+        ),
+        ({(0, 1, 2, 3): 5, (0, 1): 100, (2, 3): 1}, 5, [((0, 1, 2, 3), 5)]),  # (0, 1) is in it
+        ({(7, 2**31 - 2): 2, (7,): 5}, 2, [((7, 2**31 - 2), 2)]),
+        ({(0, 1): 0, (0, 1, 2): 1}, 1, [((0, 1, 2), 1)]),  # multiplicity 0 counts for nothing
+    ],
+)
 def test_edge_cases(tracts, k, want):
     assert mine(tracts, k) == sorted(want) == oracle(tracts, k)
 
 
 def test_arrays_and_bad_input():
     members, bounds, supports = maximal_itemset_arrays(
-        np.array([3, 1, 1, 3, 2]), np.array([0, 2, 5]), np.array([2, 1]), 2)
+        np.array([3, 1, 1, 3, 2]), np.array([0, 2, 5]), np.array([2, 1]), 2
+    )
     assert members.tolist() == [1, 3] and bounds.tolist() == [0, 2] and supports.tolist() == [3]
     with pytest.raises(ValueError, match="items"):
         maximal_itemsets({(-1, 2): 1}, 1)
@@ -121,9 +134,10 @@ def pyfim_maximal(fim, tracts, k):
     return sorted((tuple(sorted(int(x) for x in s)), int(n)) for s, n in found)
 
 
-@pytest.mark.parametrize(("seed", "n_items", "n_tracts"),
-                         [(0, 40, 200), (1, 100, 1000), (2, 300, 3000), (3, 2000, 3000),
-                          (4, 5000, 10000)])
+@pytest.mark.parametrize(
+    ("seed", "n_items", "n_tracts"),
+    [(0, 40, 200), (1, 100, 1000), (2, 300, 3000), (3, 2000, 3000), (4, 5000, 10000)],
+)
 def test_same_sets_as_pyfim_on_random_databases(seed, n_items, n_tracts):
     fim = pytest.importorskip("fim")
     tracts = random_database(random.Random(seed), n_items, n_tracts)
@@ -133,8 +147,9 @@ def test_same_sets_as_pyfim_on_random_databases(seed, n_items, n_tracts):
 
 def test_same_sets_as_pyfim_on_an_inverted_table():
     fim = pytest.importorskip("fim")
-    texts, _ = near_duplicate_collection(40, 4, edit_rates=(0.02, 0.1, 0.3), seed=3,
-                                         words=(80, 200))
+    texts, _ = near_duplicate_collection(
+        40, 4, edit_rates=(0.02, 0.1, 0.3), seed=3, words=(80, 200)
+    )
     tracts, _ = inverted_table(document_images(texts, 3, 1, 64))
     for k in (2, 4, 8, 16, 32, 48):
         got = mine(tracts, k)

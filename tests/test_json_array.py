@@ -53,19 +53,26 @@ def test_json_lines_named_json_are_still_json_lines(tmp_path):
 def test_dedup_of_an_array_equals_dedup_of_its_lines(tmp_path, records):
     (tmp_path / "news.json").write_text(json.dumps(records, indent=1))
     for src, out in ((tmp_path / "news.json", "a"), (NEWS, "l")):
-        assert main(["dedup", str(src), "--id-field", "id", "-o", str(tmp_path / out),
-                     "--quiet"]) == 0
+        assert (
+            main(["dedup", str(src), "--id-field", "id", "-o", str(tmp_path / out), "--quiet"]) == 0
+        )
     for table in ("clusters.parquet", "pairs.parquet"):
         assert pq.read_table(tmp_path / "a" / table).equals(pq.read_table(tmp_path / "l" / table))
     kept = json.loads((tmp_path / "a" / "deduplicated" / "news.json").read_text())
-    kept_lines = [json.loads(x) for x in
-                  (tmp_path / "l" / "deduplicated" / "news.jsonl").read_text().splitlines()]
+    kept_lines = [
+        json.loads(x)
+        for x in (tmp_path / "l" / "deduplicated" / "news.jsonl").read_text().splitlines()
+    ]
     assert kept == kept_lines and 0 < len(kept) < len(records)
 
 
 def test_bad_items_are_named_by_position(tmp_path):
-    items = [{"id": "a", "text": "one two three"}, [1, 2], {"id": "c", "text": None},
-             {"id": "d", "text": "four five six"}]
+    items = [
+        {"id": "a", "text": "one two three"},
+        [1, 2],
+        {"id": "c", "text": None},
+        {"id": "d", "text": "four five six"},
+    ]
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(items))
     with pytest.raises(InputError) as e:
@@ -79,12 +86,15 @@ def test_bad_items_are_named_by_position(tmp_path):
         _docs(path, id_field="id")
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ('{"id": "a", "text": "x"', "malformed JSON"),
-    ('[{"id": "a", "text": "x"},', "malformed JSON"),
-    ("[]", "empty JSON array"),
-    ('"just a string"', None),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"id": "a", "text": "x"', "malformed JSON"),
+        ('[{"id": "a", "text": "x"},', "malformed JSON"),
+        ("[]", "empty JSON array"),
+        ('"just a string"', None),
+    ],
+)
 def test_broken_or_empty_arrays_say_so(tmp_path, content, message):
     path = tmp_path / "x.json"
     path.write_text(content)

@@ -24,21 +24,53 @@ from neardup.text.normalize import normalize
 # -- generated JSONL lines: good records and every kind of bad line --------------------------
 
 texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
-words = st.sampled_from(["Alpha beta", "gamma  DELTA", "\tÉcole ﬁne", "straße\u00a0x", "",
-                         " ", "a\x00b", "ＡＢＣ", "İ", "same text"])
+words = st.sampled_from(
+    [
+        "Alpha beta",
+        "gamma  DELTA",
+        "\tÉcole ﬁne",
+        "straße\u00a0x",
+        "",
+        " ",
+        "a\x00b",
+        "ＡＢＣ",
+        "İ",
+        "same text",
+    ]
+)
 
 
 @st.composite
 def line(draw, id_kind: str) -> bytes:
-    kind = draw(st.sampled_from(
-        ["good"] * 8 + ["blank", "spaces", "malformed", "array", "missing", "number",
-                        "null_text", "two_objects", "extra_fields", "dup_key", "surrogate",
-                        "bad_utf8", "id_float", "id_null", "id_bool", "vt_line"]))
+    kind = draw(
+        st.sampled_from(
+            ["good"] * 8
+            + [
+                "blank",
+                "spaces",
+                "malformed",
+                "array",
+                "missing",
+                "number",
+                "null_text",
+                "two_objects",
+                "extra_fields",
+                "dup_key",
+                "surrogate",
+                "bad_utf8",
+                "id_float",
+                "id_null",
+                "id_bool",
+                "vt_line",
+            ]
+        )
+    )
     text = draw(st.one_of(texts, words))
     rec: dict = {"text": text}
     if id_kind == "str":
         rec["id"] = draw(st.sampled_from(["a", "b", "c", "d", "e", "f", "g"])) + str(
-            draw(st.integers(0, 40)))
+            draw(st.integers(0, 40))
+        )
     elif id_kind == "int":
         rec["id"] = draw(st.integers(-5, 60))
     elif id_kind == "mixed":
@@ -93,8 +125,9 @@ def corpus(draw) -> tuple[bytes, str]:
     return data, id_kind
 
 
-def _read(data: bytes, arrow: bool, on_error: str, id_field: str | None,
-          chunk_size: int = 7, **kw) -> tuple[list, dict]:
+def _read(
+    data: bytes, arrow: bool, on_error: str, id_field: str | None, chunk_size: int = 7, **kw
+) -> tuple[list, dict]:
     report = SkipReport()
     opts = ReadOptions(id_field=id_field, on_error=on_error, chunk_size=chunk_size, **kw)
     out = []
@@ -118,10 +151,15 @@ def tiny_blocks(monkeypatch):
     monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 97)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(corpus(), st.sampled_from(["skip", "fail"]), st.sampled_from([97, 300, 1 << 20]),
-       st.sampled_from([5, 40, 1 << 20]))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    corpus(),
+    st.sampled_from(["skip", "fail"]),
+    st.sampled_from([97, 300, 1 << 20]),
+    st.sampled_from([5, 40, 1 << 20]),
+)
 # a byte order mark alone on the first line, then two objects on one line: the mark's line once
 # counted as a record, so Arrow's two rows passed for the two "records"
 @example((b'\xef\xbb\xbf\n{"text":""} {"text":""}\n', "none"), "skip", 97, 1 << 20)
@@ -139,8 +177,11 @@ def test_batch_reader_uses_arrow_for_clean_input(tiny_blocks):
     """The scanner reads clean lines into Arrow arrays (not one Python string per record)."""
     lines = [orjson.dumps({"text": f"Text number {i} é", "id": f"d{i}"}) for i in range(50)]
     data = b"\n".join(lines) + b"\n"
-    chunks = list(read_documents(data, options=ReadOptions(id_field="id", chunk_size=1000),
-                                 arrow=True, name="x.jsonl"))
+    chunks = list(
+        read_documents(
+            data, options=ReadOptions(id_field="id", chunk_size=1000), arrow=True, name="x.jsonl"
+        )
+    )
     # clean blocks become Arrow arrays, one chunk per block, never joined by copying
     assert all(isinstance(c.texts, (pa.Array, pa.ChunkedArray)) for c in chunks)
     assert [i for c in chunks for i in c.ids] == [f"d{i}" for i in range(50)]
@@ -175,15 +216,19 @@ def test_compressed_and_damaged_inputs(tmp_path, compression, tiny_blocks):
 
     def read(arrow):
         report = SkipReport()
-        got = [(i, t) for ch in read_documents([path], options=opts, report=report, arrow=arrow)
-               for i, t in zip(ch.ids, ch.texts if isinstance(ch.texts, list)
-                               else ch.texts.to_pylist())]
+        got = [
+            (i, t)
+            for ch in read_documents([path], options=opts, report=report, arrow=arrow)
+            for i, t in zip(
+                ch.ids, ch.texts if isinstance(ch.texts, list) else ch.texts.to_pylist()
+            )
+        ]
         return got, report.to_dict()
 
     assert read(True) == read(False)
     assert len(read(True)[0]) == 300
     # damaged in the middle: every line before the damage is read, then one error
-    path.write_bytes(packed[:len(packed) // 2] + b"\x00garbage" * 5 + packed[len(packed) // 2:])
+    path.write_bytes(packed[: len(packed) // 2] + b"\x00garbage" * 5 + packed[len(packed) // 2 :])
     got_arrow, got_line = read(True), read(False)
     assert got_arrow == got_line
     assert got_line[1]["total"] >= 1
@@ -192,8 +237,11 @@ def test_compressed_and_damaged_inputs(tmp_path, compression, tiny_blocks):
 def test_a_file_object_is_read_line_by_line():
     # a file object is read as its lines arrive (a pipe), never by blocks
     data = b'{"text": "a"}\n{"text": "b"}\n'
-    chunks = list(read_documents(io.BytesIO(data), options=ReadOptions(format="jsonl"),
-                                 arrow=True, name="<stdin>"))
+    chunks = list(
+        read_documents(
+            io.BytesIO(data), options=ReadOptions(format="jsonl"), arrow=True, name="<stdin>"
+        )
+    )
     assert isinstance(chunks[0].texts, list) and chunks[0].texts == ["a", "b"]
 
 
@@ -203,8 +251,13 @@ any_text = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(any_text, words), max_size=30), st.booleans(), st.booleans(),
-       st.booleans(), st.integers(0, 5))
+@given(
+    st.lists(st.one_of(any_text, words), max_size=30),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 5),
+)
 def test_normalize_arrow_matches_python_strings(items, nfkc, casefold, large, offset):
     cfg = NormalizeConfig(nfkc=nfkc, casefold=casefold)
     arr = pa.array(["pad"] * offset + items, pa.large_string() if large else pa.string())
@@ -215,8 +268,10 @@ def test_normalize_arrow_matches_python_strings(items, nfkc, casefold, large, of
     assert a.lengths.tolist() == b.lengths.tolist()
     # pieces read one after another into one batch, an empty piece among them
     third = len(items) // 3
-    chunked = pa.chunked_array([arr.slice(0, third), arr.slice(third, 0),
-                                arr.slice(third, third), arr.slice(2 * third)], arr.type)
+    chunked = pa.chunked_array(
+        [arr.slice(0, third), arr.slice(third, 0), arr.slice(third, third), arr.slice(2 * third)],
+        arr.type,
+    )
     c = normalize(chunked, cfg)
     assert c.data.tobytes() == b.data.tobytes()
     assert c.offsets.tolist() == b.offsets.tolist()
@@ -232,8 +287,10 @@ def test_normalize_arrow_with_regex_steps_and_nulls():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 80_000), st.integers(0, 40)), min_size=1, max_size=6),
-       st.binary(min_size=1, max_size=300))
+@given(
+    st.lists(st.tuples(st.integers(0, 80_000), st.integers(0, 40)), min_size=1, max_size=6),
+    st.binary(min_size=1, max_size=300),
+)
 def test_block_lines_are_where_the_newlines_are(runs, tail):
     """The lines of a block, found by memchr into a buffer that grows as the newlines come
     (dense blocks make it grow): the same as looking at every byte."""
@@ -248,8 +305,7 @@ def test_block_lines_are_where_the_newlines_are(runs, tail):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 400_000), st.lists(st.integers(0, 399_999), max_size=5),
-       st.integers(0, 1000))
+@given(st.integers(0, 400_000), st.lists(st.integers(0, 399_999), max_size=5), st.integers(0, 1000))
 def test_after_last_newline_is_found_from_the_end(size, newlines, start):
     """``_after_last_newline`` against ``bytes.rfind`` (newlines anywhere in up to 400 KB, so
     that the search from the end takes several pieces)."""
@@ -263,8 +319,11 @@ def test_after_last_newline_is_found_from_the_end(size, newlines, start):
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3000), st.booleans()), max_size=40),
-       st.sampled_from([1, 7, 64, 4096]), st.sampled_from([1, 100, 5000, 1 << 16]))
+@given(
+    st.lists(st.tuples(st.integers(0, 3000), st.booleans()), max_size=40),
+    st.sampled_from([1, 7, 64, 4096]),
+    st.sampled_from([1, 100, 5000, 1 << 16]),
+)
 def test_mapped_blocks_are_cut_as_read_blocks(tmp_path_factory, lines, first, block):
     """A regular file's blocks come from a memory map: the same blocks, cut at the same
     places, as those read into buffers (long lines, a last line without its newline)."""
@@ -318,8 +377,7 @@ def test_file_cut_short_while_read_is_read_on_line_by_line(tmp_path, monkeypatch
     keep_lines = 150
     got = 0
     opts = ReadOptions(chunk_size=50)
-    for i, ch in enumerate(read_documents([path], options=opts, report=SkipReport(),
-                                          arrow=True)):
+    for i, ch in enumerate(read_documents([path], options=opts, report=SkipReport(), arrow=True)):
         if i == 0:
             assert not isinstance(ch.texts, list)  # read by blocks
             with open(path, "r+b") as f:

@@ -68,6 +68,7 @@ def test_the_known_seed_words_are_the_drawn_ones():
 
 # ---- normalisation -----------------------------------------------------------------------------
 
+
 def test_whitespace_table_is_pythons():
     """The compiled pass's whitespace table holds every code point that str.isspace() calls
     whitespace, and no other (all of them are below its end)."""
@@ -76,14 +77,16 @@ def test_whitespace_table_is_pythons():
     from neardup.text.normalize import _WS
 
     assert [c for c in range(len(_WS)) if _WS[c]] == [
-        c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+        c for c in range(sys.maxunicode + 1) if chr(c).isspace()
+    ]
 
 
 def test_normalize_hand_checked():
     b = normalize(["  Héllo\tWORLD  ", "ﬁ x\x00y", "", "Straße"])
     assert [b.text(i) for i in range(len(b))] == ["héllo world", "fi x y", "", "strasse"]
-    cfg = NormalizeConfig(strip_html=True, strip_punctuation=True, strip_digits=True,
-                          strip_stopwords=True)
+    cfg = NormalizeConfig(
+        strip_html=True, strip_punctuation=True, strip_digits=True, strip_stopwords=True
+    )
     assert normalize_text("<p>The 3 cats &amp; the dog, in 2024!</p>", cfg) == "cats dog"
 
 
@@ -92,19 +95,29 @@ def test_normalize_hand_checked():
 # multi-byte characters at every offset
 ascii_runs = st.builds(
     lambda parts: "".join(parts),
-    st.lists(st.one_of(st.text("aAZz@[`{~\x7f", min_size=1, max_size=12),
-                       st.sampled_from([" ", " ", " ", "  ", "\t", "\x01", "é", " É "])),
-             max_size=24))
+    st.lists(
+        st.one_of(
+            st.text("aAZz@[`{~\x7f", min_size=1, max_size=12),
+            st.sampled_from([" ", " ", " ", "  ", "\t", "\x01", "é", " É "]),
+        ),
+        max_size=24,
+    ),
+)
 # texts of a few hundred bytes: the compiled pass copies up to 64 bytes of plain ASCII at once
 # and the tokeniser finds the spaces of 64 bytes at once, so whatever ends a block early
 # (whitespace of any kind, a double space, a multi-byte character) lands at every offset of one
 long_runs = st.builds(
     lambda lead, parts: "w" * lead + "".join(parts),
     st.integers(0, 70),
-    st.lists(st.one_of(st.text("abcXYZ09.@[", min_size=1, max_size=20),
-                       st.sampled_from([" "] * 8 + ["  ", "\n", "\t ", "é", "\u3000", " \u00a0",
-                                                    "✓", "\x00"])),
-             min_size=10, max_size=90))
+    st.lists(
+        st.one_of(
+            st.text("abcXYZ09.@[", min_size=1, max_size=20),
+            st.sampled_from([" "] * 8 + ["  ", "\n", "\t ", "é", "\u3000", " \u00a0", "✓", "\x00"]),
+        ),
+        min_size=10,
+        max_size=90,
+    ),
+)
 
 
 @settings(max_examples=300)
@@ -119,11 +132,17 @@ def test_long_texts_match_oracle(texts, fold, arrow):
     assert b.words.tolist() == [len(t.split(" ")) if t else 0 for t in want]
 
 
-texts_strategy = st.lists(st.one_of(st.text(max_size=40), st.text("aB \t\n\x00.,é", max_size=30),
-                                    ascii_runs,
-                                    st.sampled_from(["The END of it", "ﬁ Ⅻ ｶ", "  ", "<b>a &amp; b</b>",
-                                                     "Straße  AND the 42 ÉTÉ"])),
-                          max_size=12)
+texts_strategy = st.lists(
+    st.one_of(
+        st.text(max_size=40),
+        st.text("aB \t\n\x00.,é", max_size=30),
+        ascii_runs,
+        st.sampled_from(
+            ["The END of it", "ﬁ Ⅻ ｶ", "  ", "<b>a &amp; b</b>", "Straße  AND the 42 ÉTÉ"]
+        ),
+    ),
+    max_size=12,
+)
 
 
 @settings(max_examples=300)
@@ -141,11 +160,24 @@ def test_ascii_runs_match_oracle(texts, fold, arrow):
     assert b.words.tolist() == [len(t.split(" ")) if t else 0 for t in want]
 
 
-@given(texts_strategy, st.booleans(), st.booleans(), st.booleans(), st.booleans(),
-       st.booleans(), st.booleans())
+@given(
+    texts_strategy,
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
 def test_batch_normalisation_matches_oracle(texts, nfkc, fold, html_, punct, digits, stop):
-    cfg = NormalizeConfig(nfkc=nfkc, casefold=fold, strip_html=html_, strip_punctuation=punct,
-                          strip_digits=digits, strip_stopwords=stop)
+    cfg = NormalizeConfig(
+        nfkc=nfkc,
+        casefold=fold,
+        strip_html=html_,
+        strip_punctuation=punct,
+        strip_digits=digits,
+        strip_stopwords=stop,
+    )
     b = normalize(texts, cfg)
     assert len(b) == len(texts)
     expected = [oracles.normalize(t, nfkc, fold, html_, punct, digits, stop) for t in texts]
@@ -156,14 +188,17 @@ def test_batch_normalisation_matches_oracle(texts, nfkc, fold, html_, punct, dig
 
 # letters of many scripts, their compatibility and composed forms, combining marks, Hangul
 # syllables and jamo, kana with voicing marks, spaces of several kinds, characters beyond the BMP
-TRICKY = ("aZé\u0301ÅÄßẞİıŉǄǅǆΣσςΐΰΆ\u0345ЁёЯ\u0958क\u093cḱ\u212b\u2126ﬁﬃＡｶﾀ\u3099\u309b"
-          "가각\u1100\u1161\u11a8Ⅻ①\u00a0\u2003\u3000\u200b\u00ad\U0001d400\U0001f600"
-          "日本カ\u0f73\u1e9b\u0130 \t")
+TRICKY = (
+    "aZé\u0301ÅÄßẞİıŉǄǅǆΣσςΐΰΆ\u0345ЁёЯ\u0958क\u093cḱ\u212b\u2126ﬁﬃＡｶﾀ\u3099\u309b"
+    "가각\u1100\u1161\u11a8Ⅻ①\u00a0\u2003\u3000\u200b\u00ad\U0001d400\U0001f600"
+    "日本カ\u0f73\u1e9b\u0130 \t"
+)
 
 
 @settings(max_examples=300)
-@given(st.lists(st.text(TRICKY + "\ud800\udc00", max_size=16), min_size=1, max_size=10),
-       st.booleans())
+@given(
+    st.lists(st.text(TRICKY + "\ud800\udc00", max_size=16), min_size=1, max_size=10), st.booleans()
+)
 def test_compiled_folding_of_texts_that_are_not_ascii_matches_the_oracle(texts, arrow):
     """Texts that are not ASCII are folded by the compiled pass when every character is one
     that NFKC leaves alone in any neighbourhood, by Python otherwise: NFKC and case folding as
@@ -201,9 +236,16 @@ def test_compiled_folding_of_every_bmp_character_matches_the_oracle():
     ends = np.cumsum(lens)
     n = len(texts)
     done = np.zeros(n, np.uint8)
-    ktext.fold_simple(data, ends - lens, ends, np.arange(n, dtype=np.int64),
-                      np.empty(4 * len(data), np.uint8), np.empty(n, np.int64),
-                      np.empty(n, np.int64), done)
+    ktext.fold_simple(
+        data,
+        ends - lens,
+        ends,
+        np.arange(n, dtype=np.int64),
+        np.empty(4 * len(data), np.uint8),
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+        done,
+    )
     assert done.sum() > 0.8 * n
 
 
@@ -224,6 +266,7 @@ def test_python_folds_everything_when_the_unicode_versions_differ(monkeypatch):
 
 
 # ---- shingles ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("spec", ["word:1", "word:3", "word:2:2", "char:1", "char:4", "char:3:2"])
 def test_shingles_hand_checked(spec):
@@ -254,8 +297,7 @@ def test_shingles_match_oracle(ws, kind, k, offset):
 
 # tokens read eight bytes at a time: lengths around multiples of 8, multi-byte characters across
 # a word boundary, and texts that end a few bytes after a word (the byte-by-byte tail)
-long_tokens = st.lists(st.text(alphabet="ab✓é", min_size=1, max_size=20), min_size=1,
-                       max_size=12)
+long_tokens = st.lists(st.text(alphabet="ab✓é", min_size=1, max_size=20), min_size=1, max_size=12)
 
 
 @given(long_tokens, st.integers(1, 4))
@@ -298,8 +340,12 @@ def test_oph_matches_oracle(sets, k, seed):
 
 
 @settings(max_examples=20)
-@given(st.lists(st.sampled_from([1, 255, 256, 257, 513, 700]), min_size=1, max_size=3),
-       st.integers(2, 200), st.integers(0, 2**32), st.integers(0, 2**32))
+@given(
+    st.lists(st.sampled_from([1, 255, 256, 257, 513, 700]), min_size=1, max_size=3),
+    st.integers(2, 200),
+    st.integers(0, 2**32),
+    st.integers(0, 2**32),
+)
 def test_oph_of_long_sets_matches_oracle(sizes, k, seed, data_seed):
     """Sets longer than the block the kernel hashes at once (256), ending on either side of
     it."""
@@ -326,15 +372,16 @@ def test_signatures_deterministic_and_chunk_independent(scheme):
     cfg = SketchConfig(scheme=scheme, seed=11)
     whole = sketch(csr(sets), cfg)
     again = sketch(csr(sets), cfg)
-    parts = np.vstack([sketch(csr(sets[i:i + 7]), cfg) for i in range(0, 40, 7)])
+    parts = np.vstack([sketch(csr(sets[i : i + 7]), cfg) for i in range(0, 40, 7)])
     assert np.array_equal(whole, again) and np.array_equal(whole, parts)
     other = sketch(csr(sets), SketchConfig(scheme=scheme, seed=12))
     assert not np.array_equal(whole, other)
 
 
 @pytest.mark.parametrize("scheme", ["oph", "classic"])
-@pytest.mark.parametrize("common,only_a,only_b", [(150, 75, 75), (40, 5, 5), (6, 30, 12),
-                                                   (90, 3, 4), (3, 1, 0)])
+@pytest.mark.parametrize(
+    "common,only_a,only_b", [(150, 75, 75), (40, 5, 5), (6, 30, 12), (90, 3, 4), (3, 1, 0)]
+)
 def test_minhash_estimate_is_unbiased(scheme, common, only_a, only_b):
     """Mean estimate error over many independent pairs (each with its own seed) lies within
     4.5 standard errors of 0, and the spread is no worse than k-permutation MinHash's."""
@@ -346,8 +393,8 @@ def test_minhash_estimate_is_unbiased(scheme, common, only_a, only_b):
         sets = []
         for _ in range(100):
             u = rng.choice(2**62, size=common + only_a + only_b, replace=False).astype(np.uint64)
-            sets.append(u[:common + only_a].tolist())
-            sets.append(np.concatenate([u[:common], u[common + only_a:]]).tolist())
+            sets.append(u[: common + only_a].tolist())
+            sets.append(np.concatenate([u[:common], u[common + only_a :]]).tolist())
         sig = sketch(csr(sets), SketchConfig(num_perm=k, seed=1000 + t, scheme=scheme))
         errors.append(estimate_pairs(sig, np.arange(0, 200, 2), np.arange(1, 200, 2)) - J)
     e = np.concatenate(errors)
@@ -358,8 +405,11 @@ def test_minhash_estimate_is_unbiased(scheme, common, only_a, only_b):
 
 # ---- LSH ---------------------------------------------------------------------------------------
 
-@given(st.lists(st.lists(st.integers(0, 3), min_size=12, max_size=12), min_size=1, max_size=30),
-       st.sampled_from([(3, 4), (4, 3), (6, 2), (12, 1), (2, 5)]))
+
+@given(
+    st.lists(st.lists(st.integers(0, 3), min_size=12, max_size=12), min_size=1, max_size=30),
+    st.sampled_from([(3, 4), (4, 3), (6, 2), (12, 1), (2, 5)]),
+)
 def test_band_keys_and_candidates_match_oracle(rows_, br):
     bands, rows = br
     sig = np.array(rows_, dtype=np.uint32)
@@ -372,7 +422,7 @@ def test_band_keys_and_candidates_match_oracle(rows_, br):
     for b in range(bands):
         buckets: dict[tuple, list[int]] = {}
         for i, r in enumerate(rows_):
-            buckets.setdefault(tuple(r[b * rows:(b + 1) * rows]), []).append(i)
+            buckets.setdefault(tuple(r[b * rows : (b + 1) * rows]), []).append(i)
         for members in buckets.values():
             expected |= {(x, y) for x in members for y in members if x < y}
     assert set(zip(left.tolist(), right.tolist())) == expected
@@ -380,9 +430,13 @@ def test_band_keys_and_candidates_match_oracle(rows_, br):
     assert np.all(left < right)
 
 
-@given(st.lists(st.lists(st.integers(0, 2**32 - 1), min_size=12, max_size=12), min_size=1,
-                max_size=30),
-       st.sampled_from([(3, 4), (4, 3), (6, 2), (12, 1), (2, 5)]), st.data())
+@given(
+    st.lists(
+        st.lists(st.integers(0, 2**32 - 1), min_size=12, max_size=12), min_size=1, max_size=30
+    ),
+    st.sampled_from([(3, 4), (4, 3), (6, 2), (12, 1), (2, 5)]),
+    st.data(),
+)
 def test_band_keys_written_through_addresses_equal_the_oracle(rows_, br, data):
     """The pipeline's kernel writes each band's keys into an array of its own (a store's free
     end) for a range of signatures: the same keys as the oracle, nothing outside the range."""
@@ -429,13 +483,16 @@ def test_sketch_chunk_keys_into_stores_equal_band_keys_of_signatures(scheme):
         sketch_chunk(fp, shingle_cfg, cfg, (16, 8), keys_out=outs[:15])
 
 
-@given(st.lists(st.lists(st.integers(0, 3), min_size=8, max_size=8), min_size=1, max_size=40),
-       st.integers(1, 7), st.booleans())
+@given(
+    st.lists(st.lists(st.integers(0, 3), min_size=8, max_size=8), min_size=1, max_size=40),
+    st.integers(1, 7),
+    st.booleans(),
+)
 def test_candidates_from_chunked_keys_equal_candidates_of_signatures(rows_, chunk, overwrite):
     # The pipeline keeps band keys chunk by chunk instead of signatures: same candidates.
     sig = np.array(rows_, dtype=np.uint32)
     expected = candidate_pairs(sig, 4, 2, bucket_cap=3)
-    parts = [band_keys(sig[s:s + chunk], 4, 2) for s in range(0, len(sig), chunk)]
+    parts = [band_keys(sig[s : s + chunk], 4, 2) for s in range(0, len(sig), chunk)]
     keys = [np.concatenate([p[b] for p in parts]) for b in range(4)]
     before = [k.copy() for k in keys]
     left, right, stats = candidates_from_keys(keys, bucket_cap=3, overwrite=overwrite)
@@ -454,8 +511,10 @@ def test_candidates_from_chunked_keys_equal_candidates_of_signatures(rows_, chun
 def test_keep_repeats_keeps_exactly_the_keys_whose_top_bits_repeat(values, table_bits, data):
     from neardup._kernels import lsh as klsh
 
-    keys = np.array(values + data.draw(st.lists(st.sampled_from(values), max_size=20))
-                    if values else [], np.uint64)
+    keys = np.array(
+        values + data.draw(st.lists(st.sampled_from(values), max_size=20)) if values else [],
+        np.uint64,
+    )
     top = (keys >> np.uint64(64 - table_bits)).tolist()
     want = [int(x) for x, t in zip(keys.tolist(), top) if top.count(t) >= 2]
     m = klsh.keep_repeats(keys, table_bits)
@@ -478,8 +537,11 @@ def test_candidates_of_large_bands_equal_the_bucket_oracle():
             buckets.setdefault(x, []).append(i)
         for m in buckets.values():
             largest = max(largest, len(m))
-            expected |= ({(m[0], y) for y in m[1:]} if len(m) > 20
-                         else {(x, y) for x in m for y in m if x < y})
+            expected |= (
+                {(m[0], y) for y in m[1:]}
+                if len(m) > 20
+                else {(x, y) for x in m for y in m if x < y}
+            )
     left, right, stats = candidates_from_keys(keys, bucket_cap=20)
     assert set(zip(left.tolist(), right.tolist())) == expected
     assert stats.largest_bucket == largest and stats.capped_buckets >= 1
@@ -499,12 +561,14 @@ def test_oversized_bucket_is_capped_and_reported():
 
 # ---- verification ------------------------------------------------------------------------------
 
+
 @given(st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=2, max_size=8), st.data())
 def test_pair_similarities_match_oracle(sets, data):
     sh = csr(sets)
     n = len(sets)
-    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
-                               min_size=1, max_size=20))
+    pairs = data.draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), min_size=1, max_size=20)
+    )
     left = np.array([p[0] for p in pairs])
     right = np.array([p[1] for p in pairs])
     jac = jaccard_pairs(sh, left, right)
@@ -533,13 +597,22 @@ def assert_segments_become_sorted_sets(sets: list[list[int]]) -> None:
     np.cumsum([len(s) for s in sets], out=offsets[1:])
     ends = sort_unique_segments(hashes, offsets, np.arange(len(sets)))
     for d, s in enumerate(sets):
-        assert hashes[offsets[d]:ends[d]].tolist() == sorted(set(s))
+        assert hashes[offsets[d] : ends[d]].tolist() == sorted(set(s))
 
 
 @settings(max_examples=60)
-@given(st.lists(st.lists(st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 300),
-                                   st.integers(2**24, 2**24 + 300)), max_size=400),
-                min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(
+                st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(2**24, 2**24 + 300)
+            ),
+            max_size=400,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
 # one value alone in a high byte among many: that byte's pass must not be skipped
 @example([[2**24 + i for i in range(60)] + [3]])
 @example([[7] * 30 + list(range(100, 130)) + [2**31]])
@@ -550,8 +623,11 @@ def test_long_segments_become_sorted_sets(sets):
 
 
 @settings(max_examples=80)
-@given(st.lists(st.integers(48, 3000), min_size=1, max_size=4), st.integers(0, 2**32 - 1),
-       st.integers(0, 40))
+@given(
+    st.lists(st.integers(48, 3000), min_size=1, max_size=4),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 40),
+)
 def test_spread_segments_become_sorted_sets(sizes, seed, crowd):
     """Values spread like hashes are put into buckets by their top bits, then insertion-sorted;
     a bucket of more than 32 values (here: ``crowd`` values that share their top 16 bits)
@@ -560,16 +636,18 @@ def test_spread_segments_become_sorted_sets(sizes, seed, crowd):
     sets = []
     for n in sizes:
         v = rng.integers(0, 2**32, n, dtype=np.uint64)
-        v[: n // 10] = v[n // 10: 2 * (n // 10)]
+        v[: n // 10] = v[n // 10 : 2 * (n // 10)]
         c = min(crowd, n)
-        v[n - c:] = (v[n - c:] & 0xFFFF) | 0xABCD0000
+        v[n - c :] = (v[n - c :] & 0xFFFF) | 0xABCD0000
         sets.append(rng.permutation(v).tolist())
     assert_segments_become_sorted_sets(sets)
 
 
 @settings(max_examples=40)
-@given(st.lists(st.sampled_from(["a", "b", "cc", "dé", "e✓", "ffffffffff"]), min_size=0,
-                max_size=300), st.integers(1, 3))
+@given(
+    st.lists(st.sampled_from(["a", "b", "cc", "dé", "e✓", "ffffffffff"]), min_size=0, max_size=300),
+    st.integers(1, 3),
+)
 def test_long_documents_have_sorted_unique_shingles(ws, k):
     """Documents with hundreds of shingles, many repeated: the radix-sorted unique sets."""
     text = " ".join(ws)
@@ -578,8 +656,7 @@ def test_long_documents_have_sorted_unique_shingles(ws, k):
         assert sh[i].tolist() == oracles.shingle_hashes(normalize_text(t), "word", k, 1)
 
 
-@given(st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=1, max_size=8),
-       st.data())
+@given(st.lists(st.lists(st.integers(0, 50), max_size=30), min_size=1, max_size=8), st.data())
 def test_sort_unique_segments_and_overlap_match_oracle(sets, data):
     """Unsorted 32-bit segments with repeats: the listed ones become sorted sets in place, and
     the Jaccard/containment of pairs among them matches Python sets."""
@@ -591,13 +668,14 @@ def test_sort_unique_segments_and_overlap_match_oracle(sets, data):
     before = hashes.copy()
     ends = sort_unique_segments(hashes, offsets, np.array(listed + listed[:1]))
     for d in range(n):
-        seg = hashes[offsets[d]:ends[d]].tolist()
+        seg = hashes[offsets[d] : ends[d]].tolist()
         if d in listed:
             assert seg == sorted(set(sets[d]))
         else:
-            assert ends[d] == offsets[d + 1] and seg == before[offsets[d]:offsets[d + 1]].tolist()
-    pairs = data.draw(st.lists(st.tuples(st.sampled_from(listed), st.sampled_from(listed)),
-                               max_size=10))
+            assert ends[d] == offsets[d + 1] and seg == before[offsets[d] : offsets[d + 1]].tolist()
+    pairs = data.draw(
+        st.lists(st.tuples(st.sampled_from(listed), st.sampled_from(listed)), max_size=10)
+    )
     left = np.array([p[0] for p in pairs], np.int64)
     right = np.array([p[1] for p in pairs], np.int64)
     jac = overlap_pairs(hashes, offsets[:-1], ends, left, right)
@@ -608,9 +686,13 @@ def test_sort_unique_segments_and_overlap_match_oracle(sets, data):
         assert con[i] == pytest.approx(len(sa & sb) / len(sa) if sa else 1.0, abs=1e-6)
 
 
-@given(st.lists(st.text(alphabet="ab cdé✓\u3000\t", max_size=60), min_size=1, max_size=8),
-       st.sampled_from(["word:1", "word:3", "word:2:2", "char:1", "char:4", "char:3:2"]),
-       st.sampled_from(["oph", "classic"]), st.integers(2, 40), st.integers(0, 2**32))
+@given(
+    st.lists(st.text(alphabet="ab cdé✓\u3000\t", max_size=60), min_size=1, max_size=8),
+    st.sampled_from(["word:1", "word:3", "word:2:2", "char:1", "char:4", "char:3:2"]),
+    st.sampled_from(["oph", "classic"]),
+    st.integers(2, 40),
+    st.integers(0, 2**32),
+)
 def test_fused_shingle_sketch_equals_separate_stages(texts, spec, scheme, k, seed):
     cfg = ShingleConfig.parse(spec)
     scfg = SketchConfig(num_perm=k, seed=seed, scheme=scheme)
@@ -619,14 +701,19 @@ def test_fused_shingle_sketch_equals_separate_stages(texts, spec, scheme, k, see
     sh = shingle(texts, cfg)
     assert np.array_equal(sig, sketch(sh, scfg))
     for i in range(len(texts)):
-        assert sorted(set(h32[off[i]:off[i + 1]].tolist())) == sorted({int(x) >> 32
-                                                                       for x in sh[i]})
+        assert sorted(set(h32[off[i] : off[i + 1]].tolist())) == sorted(
+            {int(x) >> 32 for x in sh[i]}
+        )
 
 
 # ---- clustering --------------------------------------------------------------------------------
 
-edges = st.lists(st.tuples(st.integers(0, 19), st.integers(0, 19)).filter(lambda e: e[0] != e[1])
-                 .map(lambda e: (min(e), max(e))), max_size=40)
+edges = st.lists(
+    st.tuples(st.integers(0, 19), st.integers(0, 19))
+    .filter(lambda e: e[0] != e[1])
+    .map(lambda e: (min(e), max(e))),
+    max_size=40,
+)
 
 
 @given(edges)
@@ -672,7 +759,8 @@ def test_labels_from_reps_number_clusters_by_first_appearance(rep):
     rows = [abs(r) % max(len(rep), 1) for r in rep]  # representatives that are rows: fast path
     seen.clear()
     assert labels_from_reps(np.array(rows, np.int64)).tolist() == [
-        seen.setdefault(r, len(seen)) for r in rows]
+        seen.setdefault(r, len(seen)) for r in rows
+    ]
 
 
 def test_strict_does_not_chain_but_components_do():
@@ -681,7 +769,10 @@ def test_strict_does_not_chain_but_components_do():
     right = np.array([b for _, b in chain])
     assert len(set(connected_components(5, left, right).tolist())) == 1
     assert oracles.partition(strict_clusters(5, left, right)) == {
-        frozenset({0, 1}), frozenset({2, 3}), frozenset({4})}
+        frozenset({0, 1}),
+        frozenset({2, 3}),
+        frozenset({4}),
+    }
 
 
 def test_preference_rank_longest():
@@ -689,8 +780,11 @@ def test_preference_rank_longest():
     assert rank.tolist() == [2, 1, 0, 3]
 
 
-@given(texts_strategy, st.sampled_from(["word:5", "word:1:2", "word:3:3", "char:4", "char:2:3"]),
-       st.booleans())
+@given(
+    texts_strategy,
+    st.sampled_from(["word:5", "word:1:2", "word:3:3", "char:4", "char:2:3"]),
+    st.booleans(),
+)
 def test_shingle_counts_from_the_normalised_words_equal_counting_again(texts, spec, arrow):
     """Units and shingles per document from the counts the normalising pass made equal those
     counted again from the bytes (a batch made without them)."""
@@ -758,7 +852,8 @@ def test_compiled_fingerprints_are_xxh3_128_at_every_length(lengths, seed):
     offsets = np.concatenate(([0], np.cumsum([len(t) for t in texts]))).astype(np.int64)
     hi, lo = fingerprints(data, offsets)
     assert [(int(h) << 64) | int(x) for h, x in zip(hi, lo)] == [
-        xxh3_128_intdigest(t) for t in texts]
+        xxh3_128_intdigest(t) for t in texts
+    ]
     if len(data):
         with pytest.raises(ValueError, match="within"):  # a text past the buffer's end
             fingerprints(data[:-1], offsets)
@@ -767,9 +862,15 @@ def test_compiled_fingerprints_are_xxh3_128_at_every_length(lengths, seed):
 _ID = st.text(st.characters(blacklist_categories=()), max_size=4)  # lone surrogates too
 
 
-@given(st.lists(st.one_of(st.tuples(st.just("claim"), st.lists(_ID, max_size=6)),
-                          st.tuples(st.just("one"), _ID)), max_size=40),
-       st.integers(1, 64))
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("claim"), st.lists(_ID, max_size=6)), st.tuples(st.just("one"), _ID)
+        ),
+        max_size=40,
+    ),
+    st.integers(1, 64),
+)
 def test_id_table_matches_a_dictionary(ops, capacity):
     """The reader's table of ids answers as a dictionary of the strings would: a batch is
     taken whole if its ids are all new and distinct, else not at all; one id gets the code
@@ -796,10 +897,18 @@ def test_id_table_matches_a_dictionary(ops, capacity):
 _UTF8_ID = st.text(st.characters(blacklist_categories=("Cs",)), max_size=4)  # valid UTF-8
 
 
-@given(st.lists(st.one_of(st.tuples(st.just("bytes"), st.lists(_UTF8_ID, max_size=6)),
-                          st.tuples(st.just("strings"), st.lists(_UTF8_ID, max_size=6)),
-                          st.tuples(st.just("one"), _UTF8_ID)), max_size=40),
-       st.integers(1, 64), st.integers(0, 5))
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("bytes"), st.lists(_UTF8_ID, max_size=6)),
+            st.tuples(st.just("strings"), st.lists(_UTF8_ID, max_size=6)),
+            st.tuples(st.just("one"), _UTF8_ID),
+        ),
+        max_size=40,
+    ),
+    st.integers(1, 64),
+    st.integers(0, 5),
+)
 def test_id_table_claims_ids_from_their_bytes_as_from_their_strings(ops, capacity, pad):
     """The reader claims the ids of a block from the scanner's bytes: the same answers and the
     same table as claiming their strings (a batch whole or not at all, codes kept)."""
@@ -821,8 +930,7 @@ def test_id_table_claims_ids_from_their_bytes_as_from_their_strings(ops, capacit
         else:  # the ids' UTF-8 one after another, after some other bytes
             raw = [x.encode("utf-8") for x in arg]
             buf = np.frombuffer(b"#" * pad + b"".join(raw) + b"#", np.uint8)
-            offsets = pad + np.concatenate(([0], np.cumsum([len(r) for r in raw]))).astype(
-                np.int64)
+            offsets = pad + np.concatenate(([0], np.cumsum([len(r) for r in raw]))).astype(np.int64)
             assert table.claim_utf8(buf, offsets, codes) == ok
         if ok:
             oracle.update(zip(arg, codes.tolist()))
@@ -866,9 +974,12 @@ def segments(sets: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 # values that crowd one slot of the table: equal low bits, and equal after the multiplication's
 # top bits for small tables (multiples of a large power of two)
-_slot_crowd = st.one_of(st.integers(0, 40), st.integers(0, 2**32 - 1),
-                        st.integers(0, 15).map(lambda i: i << 28),
-                        st.integers(0, 255).map(lambda i: (i << 24) | 7))
+_slot_crowd = st.one_of(
+    st.integers(0, 40),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 15).map(lambda i: i << 28),
+    st.integers(0, 255).map(lambda i: (i << 24) | 7),
+)
 
 
 @given(st.lists(st.lists(_slot_crowd, max_size=60), min_size=1, max_size=8), st.data())
@@ -878,8 +989,9 @@ def test_unsorted_overlap_matches_python_sets(sets, data):
     as they were."""
     hashes, offsets = segments(sets)
     n = len(sets)
-    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
-                               max_size=12))
+    pairs = data.draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=12)
+    )
     left = np.array([p[0] for p in pairs], np.int64)
     right = np.array([p[1] for p in pairs], np.int64)
     before = hashes.copy()
@@ -892,8 +1004,9 @@ def test_unsorted_overlap_matches_python_sets(sets, data):
         assert con[i] == pytest.approx(len(sa & sb) / len(sa) if sa else 1.0, abs=1e-6)
     ends = sort_unique_segments(hashes, offsets, np.arange(n))
     assert np.array_equal(jac, overlap_pairs(hashes, offsets[:-1], ends, left, right))
-    assert np.array_equal(con, overlap_pairs(hashes, offsets[:-1], ends, left, right,
-                                             containment=True))
+    assert np.array_equal(
+        con, overlap_pairs(hashes, offsets[:-1], ends, left, right, containment=True)
+    )
 
 
 def test_unsorted_overlap_of_large_sets_and_many_pairs():
@@ -903,15 +1016,17 @@ def test_unsorted_overlap_of_large_sets_and_many_pairs():
 
     rng = np.random.default_rng(5)
     big = rng.integers(0, 2**32, 6000, dtype=np.uint64)
-    sets = [[1, 2, 3], [3, 4], big[:5000].tolist(), big[1000:].tolist() + [7] * 50,
-            [5, 5, 5], []]
+    sets = [[1, 2, 3], [3, 4], big[:5000].tolist(), big[1000:].tolist() + [7] * 50, [5, 5, 5], []]
     hashes, offsets = segments(sets)
     left = rng.integers(0, len(sets), 40_000)
     right = rng.integers(0, len(sets), 40_000)
     out = np.empty(len(left), np.float32)
     kernels.pair_overlap_unsorted(hashes, offsets, left, right, 0, out, 0, len(left))
-    expect = {(a, b): oracles.jaccard(set(sets[a]), set(sets[b]))
-              for a in range(len(sets)) for b in range(len(sets))}
+    expect = {
+        (a, b): oracles.jaccard(set(sets[a]), set(sets[b]))
+        for a in range(len(sets))
+        for b in range(len(sets))
+    }
     assert expect[2, 3] == pytest.approx(4000 / 6001)
     for i in range(len(left)):
         assert out[i] == pytest.approx(expect[left[i], right[i]], abs=1e-6)
@@ -927,8 +1042,7 @@ def test_out_of_range_inputs_are_errors_not_memory_reads():
     with pytest.raises(ValueError, match="rows 0..1"):
         estimate_pairs(np.zeros((2, 4), np.uint32), np.array([-1]), np.array([1]))
     with pytest.raises(ValueError, match="within the 5 values"):
-        overlap_pairs(sh.hashes, np.array([0, 3]), np.array([3, 9]), np.array([0]),
-                      np.array([1]))
+        overlap_pairs(sh.hashes, np.array([0, 3]), np.array([3, 9]), np.array([0]), np.array([1]))
     with pytest.raises(ValueError, match="within the 5 values"):
         sketch(Shingles(sh.hashes, np.array([0, 3, 7])))
     h32 = np.array([3, 1, 2], np.uint32)
@@ -939,8 +1053,9 @@ def test_out_of_range_inputs_are_errors_not_memory_reads():
     with pytest.raises(ValueError, match="within the 3 values"):
         unsorted_overlap_pairs(h32, np.array([0, 2, 4]), np.array([0]), np.array([1]))
     with pytest.raises(TypeError, match="uint32"):
-        unsorted_overlap_pairs(h32.astype(np.uint64), np.array([0, 2, 3]), np.array([0]),
-                               np.array([1]))
+        unsorted_overlap_pairs(
+            h32.astype(np.uint64), np.array([0, 2, 3]), np.array([0]), np.array([1])
+        )
     with pytest.raises(ValueError, match="rows 0..2"):
         connected_components(3, np.array([0]), np.array([3]))
     with pytest.raises(ValueError, match="rank has 2 values"):

@@ -22,8 +22,9 @@ from neardup.synth import make_corpus
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def oracle(pairs: list[tuple[int, int]], q: list[int], cap: int, gone: set[int]
-           ) -> list[tuple[int, int]]:
+def oracle(
+    pairs: list[tuple[int, int]], q: list[int], cap: int, gone: set[int]
+) -> list[tuple[int, int]]:
     """(position in q, handle) of the cap lowest live handles of each key."""
     out = []
     for j, k in enumerate(q):
@@ -36,21 +37,27 @@ pair_lists = st.lists(st.tuples(st.integers(0, 12), st.integers(100, 160)), max_
 
 
 @settings(max_examples=150, deadline=None)
-@given(pairs=pair_lists, q=st.lists(st.integers(0, 14), unique=True, max_size=10),
-       cap=st.integers(1, 6), gone=st.sets(st.integers(100, 160), max_size=40))
+@given(
+    pairs=pair_lists,
+    q=st.lists(st.integers(0, 14), unique=True, max_size=10),
+    cap=st.integers(1, 6),
+    gone=st.sets(st.integers(100, 160), max_size=40),
+)
 def test_probe_equals_the_oracle(pairs, q, cap, gone):
     keys = np.array([k for k, _ in pairs], np.uint64)
     handles = np.array([h for _, h in pairs], np.int64)
     keys, handles = keystore.sort_pairs(keys, handles)
     run = keystore.Run(keys, (handles - 100).astype(np.uint32), 100)
-    pos, got = keystore.probe(run, np.array(q, np.uint64), cap,
-                              np.array(sorted(gone), np.int64))
+    pos, got = keystore.probe(run, np.array(q, np.uint64), cap, np.array(sorted(gone), np.int64))
     assert sorted(zip(pos.tolist(), got.tolist())) == oracle(pairs, q, cap, gone)
 
 
 @settings(max_examples=60, deadline=None)
-@given(parts=st.lists(pair_lists, min_size=1, max_size=5), gone=st.sets(st.integers(0, 900)),
-       block=st.integers(1, 7))
+@given(
+    parts=st.lists(pair_lists, min_size=1, max_size=5),
+    gone=st.sets(st.integers(0, 900)),
+    block=st.integers(1, 7),
+)
 def test_merge_equals_sorting_everything(tmp_path_factory, parts, gone, block):
     """Adjacent segments merged in blocks of any size give every pair of theirs but the gone
     ones, sorted by (key, handle), once."""
@@ -75,8 +82,12 @@ def _merge_check(folder, parts, gone):
         segs.append(keystore.open_segment(folder, name, lo, lo + 199, 1, len(keys)))
     g = np.array(sorted(gone), np.int64)
     out = keystore.merge_segments(folder, segs, g)
-    got = list(zip(np.asarray(out.run.keys).tolist(),
-                   (np.asarray(out.run.handles, np.int64) + out.lo).tolist()))
+    got = list(
+        zip(
+            np.asarray(out.run.keys).tolist(),
+            (np.asarray(out.run.handles, np.int64) + out.lo).tolist(),
+        )
+    )
     assert got == sorted((k, h) for k, h in every if h not in gone)
     if len(got) > 3:  # its fence, written block by block: every third key
         assert np.asarray(out.run.fence).tolist() == [k for k, _ in got][::3]
@@ -122,8 +133,11 @@ def test_a_write_rolled_back_leaves_no_segment_behind(tmp_path):
     ids, texts = _corpus(60)
     with Index(tmp_path / "ix.db", threshold=0.6, storage_options={"flush_docs": 10}) as ix:
         ix.add_many(zip(ids[:5], texts[:5]))
-        before = sorted(p.name for p in (tmp_path / "ix.db-keys").glob("*")) if (
-            tmp_path / "ix.db-keys").exists() else []
+        before = (
+            sorted(p.name for p in (tmp_path / "ix.db-keys").glob("*"))
+            if (tmp_path / "ix.db-keys").exists()
+            else []
+        )
         with pytest.raises(Exception, match="already in the index"):
             # 54 new texts (a segment written out) and then an id that is there
             ix.add_many(zip(ids[5:59] + ids[:1], texts[5:59] + texts[:1]), batch_size=100)
@@ -144,8 +158,10 @@ def test_a_file_of_an_earlier_version_gets_its_segments_once(tmp_path, caplog):
         ix.add_many(zip(ids, texts))
     # made into what an earlier version wrote: keys in band tables, no segments
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE bands_0 (key INTEGER NOT NULL, handle INTEGER NOT NULL, "
-                 "PRIMARY KEY (key, handle)) WITHOUT ROWID")
+    conn.execute(
+        "CREATE TABLE bands_0 (key INTEGER NOT NULL, handle INTEGER NOT NULL, "
+        "PRIMARY KEY (key, handle)) WITHOUT ROWID"
+    )
     for h, blob in conn.execute("SELECT handle, keys FROM docs").fetchall():
         keys = np.unique(np.frombuffer(blob, "<u8")).view(np.int64).tolist()
         conn.executemany("INSERT INTO bands_0 VALUES (?, ?)", [(k, h) for k in keys])
@@ -158,8 +174,12 @@ def test_a_file_of_an_earlier_version_gets_its_segments_once(tmp_path, caplog):
     assert not (tmp_path / "old.db-keys").exists()  # fewer texts than a segment holds
     with caplog.at_level("INFO"), Index(path) as ix:
         assert "earlier version" in caplog.text
-        tables = [r[0] for r in ix.storage._conn().execute(
-            "SELECT name FROM sqlite_master WHERE name GLOB 'bands_*'")]
+        tables = [
+            r[0]
+            for r in ix.storage._conn().execute(
+                "SELECT name FROM sqlite_master WHERE name GLOB 'bands_*'"
+            )
+        ]
         assert tables == [] and ix.storage._keys().covered == len(ids)
         for t in texts[::5]:
             assert ix.query(t) == mem.query(t)
@@ -175,7 +195,10 @@ def test_another_process_sees_each_write_and_merge(tmp_path):
     path = tmp_path / "ix.db"
     Index(path, threshold=0.6, storage_options={"flush_docs": 8}).close()
     writer = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent("""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
             import sys
             from neardup.index import Index
             from neardup.synth import make_corpus
@@ -187,9 +210,14 @@ def test_another_process_sees_each_write_and_merge(tmp_path):
                 ix.remove_many([f"d{b + 3}"])
                 print(b + 20, flush=True)
                 sys.stdin.readline()
-            """), str(path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "src")})
+            """),
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "src")},
+    )
     reader = Index(path, storage_options={"flush_docs": 8})
     mem = Index(threshold=0.6)
     try:
@@ -197,7 +225,7 @@ def test_another_process_sees_each_write_and_merge(tmp_path):
             assert writer.stdout.readline().strip() == str(b + 20)
             mem.add_many((ids[i], texts[i]) for i in range(b, b + 20))
             mem.remove_many([ids[b + 3]])
-            for t in texts[:b + 20:9]:
+            for t in texts[: b + 20 : 9]:
                 assert reader.query(t) == mem.query(t), b
             writer.stdin.write("\n")
             writer.stdin.flush()
@@ -224,9 +252,9 @@ def test_background_merges_answer_as_memory_does_while_they_run(tmp_path):
     st = disk.storage
     for b in range(0, 240, 10):
         for ix in (disk, mem):
-            ix.add_many(zip(ids[b:b + 10], texts[b:b + 10]))
-            ix.remove_many(ids[b:b + 10:6])
-        for t in texts[:b + 10:9]:
+            ix.add_many(zip(ids[b : b + 10], texts[b : b + 10]))
+            ix.remove_many(ids[b : b + 10 : 6])
+        for t in texts[: b + 10 : 9]:
             assert disk.query(t) == mem.query(t), b
     st.wait_merges()
     view = st._keys()
@@ -240,12 +268,16 @@ def test_background_merges_answer_as_memory_does_while_they_run(tmp_path):
         assert disk.query(t) == mem.query(t)
     disk.close()
     assert sorted(p.name.split(".")[0] for p in (tmp_path / "a.db-keys").iterdir()) == sorted(
-        3 * [s.name for s in view.segments])
+        3 * [s.name for s in view.segments]
+    )
 
 
 @settings(max_examples=150, deadline=None)
-@given(keys=st.lists(st.integers(0, 40), max_size=300), q=st.lists(st.integers(0, 45),
-       max_size=30), fence=st.integers(1, 9))
+@given(
+    keys=st.lists(st.integers(0, 40), max_size=300),
+    q=st.lists(st.integers(0, 45), max_size=30),
+    fence=st.integers(1, 9),
+)
 def test_bounds_through_the_fence_equal_a_binary_search(tmp_path_factory, keys, q, fence):
     """A memory-mapped segment found through its fence (every fence-th key in memory, of any
     spacing; runs of one key longer than a block) gives the bounds of a plain binary search."""
@@ -277,7 +309,7 @@ def test_the_tail_is_read_from_the_writers_runs_or_else_from_the_texts(tmp_path)
     mem.add_many(zip(ids, texts))
     with Index(path, threshold=0.6, passages=True, storage_options={"flush_docs": 1000}) as ix:
         for b in range(0, 90, 30):
-            ix.add_many(zip(ids[b:b + 30], texts[b:b + 30]))
+            ix.add_many(zip(ids[b : b + 30], texts[b : b + 30]))
         rows = ix.storage._conn().execute("SELECT lo, hi FROM tail_runs ORDER BY lo").fetchall()
         assert rows == [(1, 30), (31, 60), (61, 90)]
     for drop in ("lo = 31", "1"):  # a gap, then no run at all
@@ -317,8 +349,12 @@ def test_a_reader_whose_segment_a_merge_replaced_reads_the_list_again(tmp_path, 
     def open_after_a_rewrite(folder, name, lo, hi, docs, n):
         if len(replaced) < 2:  # the writer removes a third of it: rewritten, files deleted
             with sqlite3.connect(path) as c:
-                held = [r[0] for r in c.execute(
-                    "SELECT id FROM docs WHERE handle BETWEEN ? AND ? ORDER BY handle", (lo, hi))]
+                held = [
+                    r[0]
+                    for r in c.execute(
+                        "SELECT id FROM docs WHERE handle BETWEEN ? AND ? ORDER BY handle", (lo, hi)
+                    )
+                ]
             out = held[::3]
             replaced.append(name)
             monkeypatch.setattr(keystore, "open_segment", real_open)

@@ -12,8 +12,19 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "neardup"
 
-KERNELS = {"text", "sketch", "lsh", "verify", "cluster", "exact", "_arrays", "_malloc",
-           "_kernels", "_threads", "_columns"}
+KERNELS = {
+    "text",
+    "sketch",
+    "lsh",
+    "verify",
+    "cluster",
+    "exact",
+    "_arrays",
+    "_malloc",
+    "_kernels",
+    "_threads",
+    "_columns",
+}
 BASE = {"config", "validate", "errors", "_version", "_extras", "_log", "_records"}
 # what each floor may import (top-level names under neardup); a floor may import itself
 ALLOWED = {
@@ -88,8 +99,9 @@ def test_imports_point_one_way():
     assert not bad, "\n".join(bad)
 
 
-@pytest.mark.parametrize("old", ["pipeline", "job", "fca_job", "cli_index", "cli_analyze",
-                                 "_jit", "_hash"])
+@pytest.mark.parametrize(
+    "old", ["pipeline", "job", "fca_job", "cli_index", "cli_analyze", "_jit", "_hash"]
+)
 def test_moved_modules_are_gone(old):
     assert not (SRC / f"{old}.py").exists()
 
@@ -106,13 +118,16 @@ def test_no_private_names_across_packages():
         for node in ast.walk(tree):
             if not isinstance(node, ast.ImportFrom):
                 continue
-            private = [a.name for a in node.names
-                       if a.name.startswith("_") and not a.name.startswith("__")]
+            private = [
+                a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")
+            ]
             if not private:
                 continue
             for line, target in _imports(path, parts):
                 if line == node.lineno and (not target or target[0] != pkg or pkg is None):
-                    bad.append(f"{path.relative_to(SRC)}:{line}: imports {private} from "
-                               f"{'.'.join(target) or 'neardup'}")
+                    bad.append(
+                        f"{path.relative_to(SRC)}:{line}: imports {private} from "
+                        f"{'.'.join(target) or 'neardup'}"
+                    )
                     break
     assert not bad, "\n".join(bad)

@@ -18,8 +18,13 @@ from neardup import ConfigError, DedupConfig, Deduplicator, InputError
 from neardup.config import flat_defaults
 
 BASE = "the quick brown fox jumps over the lazy dog near the river bank today"
-TEXTS = [BASE, BASE + " again", "an entirely different text about something else",
-         BASE.replace("lazy", "sleepy"), "another unrelated sentence with other words"]
+TEXTS = [
+    BASE,
+    BASE + " again",
+    "an entirely different text about something else",
+    BASE.replace("lazy", "sleepy"),
+    "another unrelated sentence with other words",
+]
 PARAMS = dict(threshold=0.6, shingle="word:2")
 
 
@@ -35,9 +40,10 @@ def reference():
 def test_the_reference_groups_what_brute_force_says(reference):
     """The clusters on which the other forms are compared are right: pairs at or above the
     threshold by brute-force Jaccard of word bigrams share a cluster, the others do not."""
+
     def bigrams(t):
         w = t.casefold().split()
-        return {tuple(w[i:i + 2]) for i in range(len(w) - 1)}
+        return {tuple(w[i : i + 2]) for i in range(len(w) - 1)}
 
     lab = _labels(reference)
     for i in range(len(TEXTS)):
@@ -47,9 +53,23 @@ def test_the_reference_groups_what_brute_force_says(reference):
     assert len(set(lab)) < len(lab)
 
 
-@pytest.mark.parametrize("form", ["tuple", "numpy", "generator", "arrow", "large_arrow",
-                                  "chunked", "string_view", "dictionary", "pandas",
-                                  "pandas_arrow", "polars", "datasets"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "tuple",
+        "numpy",
+        "generator",
+        "arrow",
+        "large_arrow",
+        "chunked",
+        "string_view",
+        "dictionary",
+        "pandas",
+        "pandas_arrow",
+        "polars",
+        "datasets",
+    ],
+)
 def test_every_column_form_gives_the_same_result(reference, form):
     if form == "tuple":
         texts = tuple(TEXTS)
@@ -84,8 +104,12 @@ def test_every_column_form_gives_the_same_result(reference, form):
 
 
 def test_integer_ids_become_their_decimal_strings(reference):
-    for ids in ([10, 11, 12, 13, 14], np.arange(10, 15), pa.array(range(10, 15)),
-                ["10", 11, "12", np.int64(13), 14]):
+    for ids in (
+        [10, 11, 12, 13, 14],
+        np.arange(10, 15),
+        pa.array(range(10, 15)),
+        ["10", 11, "12", np.int64(13), 14],
+    ):
         r = neardup.dedup(TEXTS, ids, **PARAMS)
         assert r.ids == ["10", "11", "12", "13", "14"]
         assert _labels(r) == _labels(reference)
@@ -128,14 +152,13 @@ def test_a_text_of_another_type_is_an_error_even_when_skipping():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.sampled_from(TEXTS)), max_size=14),
-       st.integers(1, 5))
+@given(st.lists(st.one_of(st.none(), st.sampled_from(TEXTS)), max_size=14), st.integers(1, 5))
 def test_skipping_in_chunks_numbers_rows_as_given(texts, chunk):
     """Row-number ids count the skipped texts, whatever the chunking; the documents kept
     cluster as the same texts given without the holes."""
     d = Deduplicator(on_error="skip", **PARAMS)
     for s in range(0, len(texts), chunk):
-        d.add(texts[s:s + chunk])
+        d.add(texts[s : s + chunk])
     if not texts:
         d.add([])
     r = d.finish()
@@ -185,8 +208,9 @@ def test_result_tables_in_arrow_pandas_and_polars(reference):
     assert clusters.column("representative").to_pylist() == [r.ids[i] for i in r.representative]
     pairs = r.to_arrow("pairs")
     assert pairs.column_names == ["id_a", "id_b", "similarity", "method", "implied"]
-    assert sorted(zip(pairs.column("id_a").to_pylist(), pairs.column("id_b").to_pylist())) == \
-        sorted((p["id_a"], p["id_b"]) for p in r.pair_records())
+    assert sorted(
+        zip(pairs.column("id_a").to_pylist(), pairs.column("id_b").to_pylist())
+    ) == sorted((p["id_a"], p["id_b"]) for p in r.pair_records())
     pd = pytest.importorskip("pandas")
     df = r.to_pandas("pairs")
     assert isinstance(df, pd.DataFrame) and len(df) == len(r.pairs)
@@ -210,11 +234,15 @@ def test_the_library_logs_what_a_run_did_and_skipped(caplog):
     with caplog.at_level(logging.INFO, logger="neardup"):
         neardup.dedup([*TEXTS, None], on_error="skip", **PARAMS)
     records = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
-    assert ("neardup.engines.local", "INFO",
-            "5 documents: 5 distinct texts, 1 clusters of near-duplicates, 2 removed") == \
-        (records[0][0], records[0][1], records[0][2].rsplit(" (", 1)[0])
-    assert records[1][1:] == ("WARNING", "1 documents with a missing text were left out "
-                                         "(on_error='skip')")
+    assert (
+        "neardup.engines.local",
+        "INFO",
+        "5 documents: 5 distinct texts, 1 clusters of near-duplicates, 2 removed",
+    ) == (records[0][0], records[0][1], records[0][2].rsplit(" (", 1)[0])
+    assert records[1][1:] == (
+        "WARNING",
+        "1 documents with a missing text were left out (on_error='skip')",
+    )
 
 
 @pytest.mark.parametrize("target", [None, "sqlite"])

@@ -16,9 +16,21 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_sdist_holds_the_kernel_sources(tmp_path):
     pytest.importorskip("build")
     pytest.importorskip("Cython")  # the build requirements, installed by the test extra
-    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation",
-                           "--outdir", str(tmp_path), str(ROOT)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--sdist",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (sdist,) = tmp_path.glob("neardup-*.tar.gz")
     with tarfile.open(sdist) as tar:

@@ -65,8 +65,10 @@ def _check_all_pairs(texts: list[str], t: float, max_group: int = 1000) -> neard
     near = {k for k, j in truth.items() if abs(j - t) < 1e-4}
     r = neardup.dedup(texts, threshold=t, pairs_max_group=max_group, **EXHAUSTIVE)
     p = r.pairs
-    got = {(int(a), int(b)): (float(s), int(m), bool(i))
-           for a, b, s, m, i in zip(p.left, p.right, p.similarity, p.method, p.implied)}
+    got = {
+        (int(a), int(b)): (float(s), int(m), bool(i))
+        for a, b, s, m, i in zip(p.left, p.right, p.similarity, p.method, p.implied)
+    }
     assert len(got) == len(p), "a pair is listed twice"
     assert all(a < b for a, b in got)
     s = r.summary["pairs"]
@@ -100,12 +102,15 @@ def _check_all_pairs(texts: list[str], t: float, max_group: int = 1000) -> neard
     return r
 
 
-@pytest.mark.parametrize("sizes", [
-    [1, 1, 1, 1],                 # no exact copies
-    [2, 1, 2, 1, 1],              # pairs of copies, their near-duplicates
-    [50, 1, 2, 3],                # a group of 50 and its near-duplicates
-    [50, 50, 1],                  # two groups of 50 near each other: 2,500 implied pairs
-])
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [1, 1, 1, 1],  # no exact copies
+        [2, 1, 2, 1, 1],  # pairs of copies, their near-duplicates
+        [50, 1, 2, 3],  # a group of 50 and its near-duplicates
+        [50, 50, 1],  # two groups of 50 near each other: 2,500 implied pairs
+    ],
+)
 def test_every_pair_at_the_threshold_is_listed(sizes):
     texts = _corpus(sizes * 3, seed=sum(sizes))
     texts += ["", "   "]  # empty texts are no one's duplicates
@@ -123,14 +128,20 @@ def test_group_above_the_limit_is_written_as_edges():
     norm = [_key(t) for t in texts]
     big = [i for i, w in enumerate(norm) if norm.count(w) == 60]
     assert len(big) == 60
-    inside = [(a, b) for a, b in zip(r.pairs.left.tolist(), r.pairs.right.tolist())
-              if a in big and b in big]
+    inside = [
+        (a, b)
+        for a, b in zip(r.pairs.left.tolist(), r.pairs.right.tolist())
+        if a in big and b in big
+    ]
     assert len(inside) == 59 and {a for a, _ in inside} == {min(big)}
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.integers(1, 6), min_size=1, max_size=12), st.integers(0, 10_000),
-       st.sampled_from([0.6, 0.7, 0.8]))
+@given(
+    st.lists(st.integers(1, 6), min_size=1, max_size=12),
+    st.integers(0, 10_000),
+    st.sampled_from([0.6, 0.7, 0.8]),
+)
 def test_random_groups_against_brute_force(sizes, seed, t):
     _check_all_pairs(_corpus(sizes, seed), t)
 
@@ -144,8 +155,11 @@ def test_estimate_mode_implies_the_estimate():
     # an implied pair carries the estimate of the compared pair of its two groups
     fp = {_key(t): i for i, t in reversed(list(enumerate(texts)))}
     first = np.array([fp[_key(t)] for t in texts])
-    est = {(min(first[a], first[b]), max(first[a], first[b])): s
-           for a, b, s, i in zip(p.left, p.right, p.similarity, p.implied) if not i}
+    est = {
+        (min(first[a], first[b]), max(first[a], first[b])): s
+        for a, b, s, i in zip(p.left, p.right, p.similarity, p.implied)
+        if not i
+    }
     for a, b, s, m in zip(p.left, p.right, p.similarity, p.method):
         if m == 2:
             assert s == est[(min(first[a], first[b]), max(first[a], first[b]))]
@@ -153,41 +167,56 @@ def test_estimate_mode_implies_the_estimate():
 
 # -- the array functions, against plain Python ---------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(1, 7), min_size=1, max_size=8), st.integers(1, 8),
-       st.sampled_from(["all", "edges"]), st.data())
+@given(
+    st.lists(st.integers(1, 7), min_size=1, max_size=8),
+    st.integers(1, 8),
+    st.sampled_from(["all", "edges"]),
+    st.data(),
+)
 def test_within_and_cross_pairs_against_loops(sizes, max_group, mode, data):
     group = np.concatenate([np.full(s, g) for g, s in enumerate(sizes)])
     group = np.asarray(data.draw(st.permutations(group.tolist())), np.int64)
     members, starts, gs = group_layout(group, len(sizes))
     rows = {g: sorted(np.flatnonzero(group == g).tolist()) for g in range(len(sizes))}
     for g in range(len(sizes)):
-        assert members[starts[g]:starts[g] + gs[g]].tolist() == rows[g]
+        assert members[starts[g] : starts[g] + gs[g]].tolist() == rows[g]
     wl, wr, wimp, wc = within_pairs(members, starts, gs, mode, max_group)
     want = set()
     for r in rows.values():
         full = mode == "all" and len(r) <= max_group
-        want |= {(a, b) for i, a in enumerate(r) for b in r[i + 1:] if full or a == r[0]}
+        want |= {(a, b) for i, a in enumerate(r) for b in r[i + 1 :] if full or a == r[0]}
     got = list(zip(members[wl].tolist(), members[wr].tolist()))
     assert sorted(got) == sorted(want)
     assert [a != rows[group[a]][0] for a, _ in got] == wimp.tolist()
     total = sum(len(r) * (len(r) - 1) // 2 for r in rows.values())
     assert wc.fingerprint + wc.left_out == total
-    edges = data.draw(st.lists(st.tuples(st.integers(0, len(sizes) - 1),
-                                         st.integers(0, len(sizes) - 1))
-                               .filter(lambda e: e[0] != e[1]), max_size=5))
+    edges = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, len(sizes) - 1), st.integers(0, len(sizes) - 1)).filter(
+                lambda e: e[0] != e[1]
+            ),
+            max_size=5,
+        )
+    )
     eu = np.array([u for u, _ in edges], np.int64)
     ev = np.array([v for _, v in edges], np.int64)
     a, b, edge, imp, cc = cross_pairs(members, starts, gs, eu, ev, mode, max_group)
     want_c = []
     for k, (u, v) in enumerate(edges):
         full = mode == "all" and len(rows[u]) <= max_group and len(rows[v]) <= max_group
-        want_c += [(x, y, k, (x, y) != (rows[u][0], rows[v][0]))
-                   for x in rows[u] for y in rows[v] if full or (x, y) == (rows[u][0], rows[v][0])]
+        want_c += [
+            (x, y, k, (x, y) != (rows[u][0], rows[v][0]))
+            for x in rows[u]
+            for y in rows[v]
+            if full or (x, y) == (rows[u][0], rows[v][0])
+        ]
     got_c = list(zip(members[a].tolist(), members[b].tolist(), edge.tolist(), imp.tolist()))
     assert sorted(got_c) == sorted(want_c)
-    assert cc.verified + cc.implied_near + cc.left_out == sum(len(rows[u]) * len(rows[v])
-                                                             for u, v in edges)
+    assert cc.verified + cc.implied_near + cc.left_out == sum(
+        len(rows[u]) * len(rows[v]) for u, v in edges
+    )
 
 
 def test_ranges():

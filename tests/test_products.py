@@ -21,25 +21,37 @@ from neardup.products import (
 )
 
 
-@pytest.mark.parametrize("title, expected", [
-    ('Samsung 46" Class (45.9" Diag.) LED 1080p 120Hz HDTV UN46ES6580',
-     "samsung 46inch class 45.9inch diag. led 1080p 120hz hdtv un46es6580"),
-    ("LG 32-Inch 720p 60 Hertz LCD TV 32LK330 - Newegg.com",
-     "lg 32inch 720p 60hz lcd tv 32lk330 newegg.com"),
-    ("Sharp [LC-60LE650U] 60 inches, 'Aquos'/LED", "sharp lc60le650u 60inch aquos led"),
-    ("Panasonic   VIERA\tTC-P50X5", "panasonic viera tcp50x5"),
-    ("A west-facing 32 window", "a westfacing 32 window"),  # 'w' only after a number, alone
-    # a unit after the digits that end a model number stays a word: "D7000 w/" is no 7000 W
-    ("Nikon D7000 w/ 18-105mm VR Lens, 16.2 MP", "nikon d7000 w 18105mm vr lens 16.2 mp"),
-    ("Leica X2 mm-Kit 24 mm", "leica x2 mmkit 24mm"),
-])
+@pytest.mark.parametrize(
+    "title, expected",
+    [
+        (
+            'Samsung 46" Class (45.9" Diag.) LED 1080p 120Hz HDTV UN46ES6580',
+            "samsung 46inch class 45.9inch diag. led 1080p 120hz hdtv un46es6580",
+        ),
+        (
+            "LG 32-Inch 720p 60 Hertz LCD TV 32LK330 - Newegg.com",
+            "lg 32inch 720p 60hz lcd tv 32lk330 newegg.com",
+        ),
+        ("Sharp [LC-60LE650U] 60 inches, 'Aquos'/LED", "sharp lc60le650u 60inch aquos led"),
+        ("Panasonic   VIERA\tTC-P50X5", "panasonic viera tcp50x5"),
+        ("A west-facing 32 window", "a westfacing 32 window"),  # 'w' only after a number, alone
+        # a unit after the digits that end a model number stays a word: "D7000 w/" is no 7000 W
+        ("Nikon D7000 w/ 18-105mm VR Lens, 16.2 MP", "nikon d7000 w 18105mm vr lens 16.2 mp"),
+        ("Leica X2 mm-Kit 24 mm", "leica x2 mmkit 24mm"),
+    ],
+)
 def test_clean_text_hand_checked(title, expected):
     assert clean_text(title) == expected
 
 
 def test_title_model_words_hand_checked():
-    assert title_model_words('Samsung 46" Class (45.9" Diag.) LED 1080p 120Hz HDTV UN46ES6580') \
-        == ["46inch", "45.9inch", "1080p", "120hz", "un46es6580"]
+    assert title_model_words('Samsung 46" Class (45.9" Diag.) LED 1080p 120Hz HDTV UN46ES6580') == [
+        "46inch",
+        "45.9inch",
+        "1080p",
+        "120hz",
+        "un46es6580",
+    ]
     # one product in two shops' wording: the same model words
     a = title_model_words("LG 32-Inch 720p 60 Hertz LCD TV 32LK330 - Newegg.com")
     b = title_model_words('LG 32" 720p 60Hz LCD HDTV (32LK330) - Best Buy')
@@ -58,13 +70,19 @@ def test_title_model_words_mix_digits_and_other_characters(title):
 def test_model_ids_are_model_numbers_not_measurements():
     from neardup.products.modelwords import model_ids
 
-    words = title_model_words('Samsung 46" Class (45.9" Diag.) LED 1080p 120Hz UN46ES6580 2012model')
+    words = title_model_words(
+        'Samsung 46" Class (45.9" Diag.) LED 1080p 120Hz UN46ES6580 2012model'
+    )
     assert model_ids(words) == {"un46es6580"}
     assert model_ids(["lc60le650u", "32lk330", "e320vl", "3d", "4k", "x1"]) == {
-        "lc60le650u", "32lk330", "e320vl"}
+        "lc60le650u",
+        "32lk330",
+        "e320vl",
+    }
     # dimensions (a resolution, a box) and a number with an undecoded quote sign are not
-    assert model_ids(["1920x1080", "2560x1440", "60x40x12", "17\u00e2\u0080\u009d", "d7q14a4"]
-                     ) == {"d7q14a4"}
+    assert model_ids(["1920x1080", "2560x1440", "60x40x12", "17\u00e2\u0080\u009d", "d7q14a4"]) == {
+        "d7q14a4"
+    }
 
 
 def test_value_model_words():
@@ -91,13 +109,20 @@ def _tv(tmp_path, data, name="tvs.json"):
     return p
 
 
-OFFER = {"shop": "bestbuy.com", "url": "u", "modelID": "M1", "title": 'LG 32" TV 32LK330',
-         "featuresMap": {"Brand": "LG", "Screen Size": "32 in."}}
+OFFER = {
+    "shop": "bestbuy.com",
+    "url": "u",
+    "modelID": "M1",
+    "title": 'LG 32" TV 32LK330',
+    "featuresMap": {"Brand": "LG", "Screen Size": "32 in."},
+}
 
 
 def test_load_tv_json_keeps_truth_apart(tmp_path):
-    data = {"M1": [OFFER, {**OFFER, "shop": "newegg.com", "title": "LG 32-Inch 32LK330"}],
-            "M2": [{**OFFER, "modelID": "M2", "title": "Samsung UN46ES6580"}]}
+    data = {
+        "M1": [OFFER, {**OFFER, "shop": "newegg.com", "title": "LG 32-Inch 32LK330"}],
+        "M2": [{**OFFER, "modelID": "M2", "title": "Samsung UN46ES6580"}],
+    }
     offers, labels = load_tv_json(_tv(tmp_path, data))
     assert offers.ids == ["0", "1", "2"] and labels == ["M1", "M1", "M2"]
     assert offers.shops == ["bestbuy.com", "newegg.com", "bestbuy.com"]
@@ -108,14 +133,21 @@ def test_load_tv_json_keeps_truth_apart(tmp_path):
     assert offers.skipped.total == 0
 
 
-@pytest.mark.parametrize("bad, reason, where", [
-    ({**OFFER, "title": ""}, "bad_title", "field 'title': expected a non-empty string, got empty"),
-    ({k: v for k, v in OFFER.items() if k != "title"}, "bad_title", "got missing"),
-    ({**OFFER, "featuresMap": {"Size": ["32"]}}, "bad_attribute_value", "featuresMap.Size"),
-    ({**OFFER, "featuresMap": "x"}, "bad_attributes", "field 'featuresMap'"),
-    ({**OFFER, "shop": 3}, "bad_shop", "field 'shop'"),
-    ("not an offer", "not_object", "expected an object"),
-])
+@pytest.mark.parametrize(
+    "bad, reason, where",
+    [
+        (
+            {**OFFER, "title": ""},
+            "bad_title",
+            "field 'title': expected a non-empty string, got empty",
+        ),
+        ({k: v for k, v in OFFER.items() if k != "title"}, "bad_title", "got missing"),
+        ({**OFFER, "featuresMap": {"Size": ["32"]}}, "bad_attribute_value", "featuresMap.Size"),
+        ({**OFFER, "featuresMap": "x"}, "bad_attributes", "field 'featuresMap'"),
+        ({**OFFER, "shop": 3}, "bad_shop", "field 'shop'"),
+        ("not an offer", "not_object", "expected an object"),
+    ],
+)
 def test_load_tv_json_bad_offers_fail_or_are_counted(tmp_path, bad, reason, where):
     p = _tv(tmp_path, {"M1": [OFFER], "M2": [bad, OFFER]})
     with pytest.raises(InputError, match=re.escape(where)) as e:
@@ -131,8 +163,11 @@ def test_load_tv_json_file_errors(tmp_path):
     with pytest.raises(InputError, match="cannot read"):
         load_tv_json(tmp_path / "missing.json")
     p = tmp_path / "latin.json"
-    p.write_bytes(json.dumps({"M": [{**OFFER, "title": "TV X"}]}).encode().replace(
-        b"TV X", "Télé 32LK330".encode("latin-1")))
+    p.write_bytes(
+        json.dumps({"M": [{**OFFER, "title": "TV X"}]})
+        .encode()
+        .replace(b"TV X", "Télé 32LK330".encode("latin-1"))
+    )
     with pytest.raises(InputError, match="latin-1") as e:
         load_tv_json(p)
     assert e.value.line == 1
@@ -154,6 +189,7 @@ def test_load_tv_json_file_errors(tmp_path):
 
 
 # ---- candidates --------------------------------------------------------------------------------
+
 
 def _offers(titles, attrs=None):
     from neardup.products import Offers
@@ -184,9 +220,15 @@ def test_true_pairs_and_candidate_quality_hand_checked():
 def test_model_word_sets_and_lsh_candidates_against_brute_force():
     from neardup.products.candidates import lsh_candidates, model_word_sets
 
-    titles = ['LG 32" 720p 32LK330', "LG 32-Inch 720p TV (32LK330)", "Samsung UN46ES6580 1080p",
-              "Samsung 46in UN46ES6580 1080p", "A plain title", "Sony KDL40 40inch 240hz",
-              "Another plain title"]
+    titles = [
+        'LG 32" 720p 32LK330',
+        "LG 32-Inch 720p TV (32LK330)",
+        "Samsung UN46ES6580 1080p",
+        "Samsung 46in UN46ES6580 1080p",
+        "A plain title",
+        "Sony KDL40 40inch 240hz",
+        "Another plain title",
+    ]
     offers = _offers(titles, {2: {"Size": "46 in."}, 3: {"Size": "46.0"}})
     sets = model_word_sets(offers, attributes=True)
     s = [set(sets[i].tolist()) for i in range(len(titles))]
@@ -195,14 +237,16 @@ def test_model_word_sets_and_lsh_candidates_against_brute_force():
     assert len(s[2] & s[3]) == 3  # un46es6580, 1080p and the value word v:46 ("46 in." = "46.0")
     assert len(model_word_sets(offers)[2]) == 2
     # brands become one element each; words in more than max_df of the offers are left out
-    branded = model_word_sets(offers, brands=["lg", "lg", "samsung", "samsung", "", "sony", ""],
-                              max_df=2 / 7)
+    branded = model_word_sets(
+        offers, brands=["lg", "lg", "samsung", "samsung", "", "sony", ""], max_df=2 / 7
+    )
     b = [set(branded[i].tolist()) for i in range(len(titles))]
     assert b[0] == b[1] and len(b[0]) == 4  # 32inch, 720p, 32lk330, b:lg
     assert len(b[2] & b[3]) == 3 and len(b[2]) == 3  # un46es6580, 1080p, b:samsung
     assert b[4] == set() and len(b[5]) == 4  # kdl40, 40inch, 240hz, b:sony
-    rare = model_word_sets(offers, brands=["lg", "lg", "samsung", "samsung", "", "sony", ""],
-                           max_df=1 / 7)  # every word two offers share is now too common
+    rare = model_word_sets(
+        offers, brands=["lg", "lg", "samsung", "samsung", "", "sony", ""], max_df=1 / 7
+    )  # every word two offers share is now too common
     assert [len(rare[i]) for i in range(7)] == [1, 1, 1, 2, 0, 4, 0]  # 3 keeps "46in"
     left, right = lsh_candidates(sets, bands=64, rows=1)
     got = set(zip(left.tolist(), right.tolist()))
@@ -220,25 +264,36 @@ def test_blocking_keys_hand_checked():
         offer_brands,
     )
 
-    titles = ["Samsung 55\" LED UN55ES8000FXZA - Best Buy",   # 0
-              "Samsung UN55ES8000 55-Inch 1080p 3D",           # 1: prefix of 0's model number
-              "Sharp - AQUOS / 60\" Class / LED / 1080p",      # 2: no model number
-              "SHARP AQUOS 60\" 1080p LC-60LE835U",            # 3: same brand and size as 2
-              "TV Sharp 32\" 720p LC-32LE700",                 # 4: brand not first
-              "Vizio 32\" E320VL",                              # 5
-              "VIZIO E320VL 32-inch",                           # 6: same model number as 5
-              "Plain words"]                                    # 7
-    offers = _offers(titles, {0: {"Brand": "Samsung"}, 2: {"brand": "Sharp"},
-                              5: {"Manufacturer": "VIZIO Inc."}})
+    titles = [
+        'Samsung 55" LED UN55ES8000FXZA - Best Buy',  # 0
+        "Samsung UN55ES8000 55-Inch 1080p 3D",  # 1: prefix of 0's model number
+        'Sharp - AQUOS / 60" Class / LED / 1080p',  # 2: no model number
+        'SHARP AQUOS 60" 1080p LC-60LE835U',  # 3: same brand and size as 2
+        'TV Sharp 32" 720p LC-32LE700',  # 4: brand not first
+        'Vizio 32" E320VL',  # 5
+        "VIZIO E320VL 32-inch",  # 6: same model number as 5
+        "Plain words",
+    ]  # 7
+    offers = _offers(
+        titles, {0: {"Brand": "Samsung"}, 2: {"brand": "Sharp"}, 5: {"Manufacturer": "VIZIO Inc."}}
+    )
     assert learn_brands(offers) == {"samsung", "sharp", "vizio"}
     assert offer_brands(offers, learn_brands(offers)) == [
-        "samsung", "samsung", "sharp", "sharp", "sharp", "vizio", "vizio", "plain"]
+        "samsung",
+        "samsung",
+        "sharp",
+        "sharp",
+        "sharp",
+        "vizio",
+        "vizio",
+        "plain",
+    ]
     assert main_unit(offers) == "inch"
     left, right, stats = blocking_candidates(offers, max_df=2, prefix_len=7)
     got = set(zip(left.tolist(), right.tolist()))
-    assert (5, 6) in got          # rare shared model word e320vl
-    assert (0, 1) in got          # prefix un55es8 of un55es8000fxza and un55es8000
-    assert (2, 3) in got          # sharp + 60inch
+    assert (5, 6) in got  # rare shared model word e320vl
+    assert (0, 1) in got  # prefix un55es8 of un55es8000fxza and un55es8000
+    assert (2, 3) in got  # sharp + 60inch
     assert (2, 4) not in got and (3, 4) not in got  # sharp, but 32inch
     assert not any(7 in p for p in got)
     assert set(stats) == {"rare", "prefix", "brand_unit"}

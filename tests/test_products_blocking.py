@@ -92,8 +92,9 @@ def _fallback_oracle(tokens, shops, link, comparisons, boost, co_occurring):
             return j != o and not (link and shops[j] == shops[o])
 
         pairable = {t: sum(ok(j) and t in tokens[j] for j in range(n)) for t in tokens[o]}
-        toks = sorted((t for t in tokens[o] if pairable[t]),
-                      key=lambda t: (pairable[t], df[t], vid[t]))
+        toks = sorted(
+            (t for t in tokens[o] if pairable[t]), key=lambda t: (pairable[t], df[t], vid[t])
+        )
         if not toks:
             continue
         cand = [j for j in range(n) if ok(j) and toks[0] in tokens[j]]
@@ -104,8 +105,9 @@ def _fallback_oracle(tokens, shops, link, comparisons, boost, co_occurring):
             if sub:
                 cand = sub
         for j in cand[:limit]:
-            out[(min(o, j), max(o, j))] = (sum(w2(t) for t in tokens[o] & tokens[j])
-                                           / (norm[o] * norm[j]))
+            out[(min(o, j), max(o, j))] = sum(w2(t) for t in tokens[o] & tokens[j]) / (
+                norm[o] * norm[j]
+            )
     return out
 
 
@@ -113,25 +115,35 @@ WORDS = ["tv", "lumo", "46", "1080p", "ab12", "ab123456789", "ab123456700", "red
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=2,
-                max_size=14),
-       st.lists(st.sampled_from("xyz"), min_size=14, max_size=14), st.booleans(),
-       st.sampled_from([0.5, 1.0, 3.0]), st.sampled_from([0.2, 1.0, 5.0]),
-       st.sampled_from([0, 1, 2]), st.booleans())
-def test_blocking_matches_brute_force(title_words, shops, link, per_offer, comparisons, best,
-                                      fallback):
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=2, max_size=14),
+    st.lists(st.sampled_from("xyz"), min_size=14, max_size=14),
+    st.booleans(),
+    st.sampled_from([0.5, 1.0, 3.0]),
+    st.sampled_from([0.2, 1.0, 5.0]),
+    st.sampled_from([0, 1, 2]),
+    st.booleans(),
+)
+def test_blocking_matches_brute_force(
+    title_words, shops, link, per_offer, comparisons, best, fallback
+):
     titles = [" ".join(w) for w in title_words]
-    shops = shops[:len(titles)]
+    shops = shops[: len(titles)]
     offers = _offers(titles, shops)
     tokens = offer_tokens(offers)
     co, cap = _oracle(tokens, shops, link, comparisons, 3.0)
     extra = _fallback_oracle(tokens, shops, link, comparisons, 3.0, co) if fallback else {}
     assert not set(co) & set(extra)
     sims = {**co, **extra}
-    left, right, weight, stats = token_blocking(offers, per_offer=per_offer,
-                                                comparisons=comparisons, link=link,
-                                                best_per_offer=best, tokens=tokens,
-                                                fallback=fallback)
+    left, right, weight, stats = token_blocking(
+        offers,
+        per_offer=per_offer,
+        comparisons=comparisons,
+        link=link,
+        best_per_offer=best,
+        tokens=tokens,
+        fallback=fallback,
+    )
     got = dict(zip(zip(left.tolist(), right.tolist()), weight.tolist()))
     assert stats.co_occurring == len(co)
     assert stats.fallback_offers == len({u for p in extra for u in p} - {u for p in co for u in p})
@@ -150,7 +162,8 @@ def test_blocking_matches_brute_force(title_words, shops, link, per_offer, compa
         if mine and best:
             kth = mine[min(best, len(mine)) - 1]
             assert sum(1 for p, s in got.items() if u in p and s >= kth - 1e-12) >= min(
-                best, len(mine))
+                best, len(mine)
+            )
     # the budget: the pairs beyond each offer's best are the highest weighted ones
     budget = int(per_offer * n)
     assert len(got) <= max(budget, len(got)) and len(got) <= len(sims)
@@ -158,15 +171,20 @@ def test_blocking_matches_brute_force(title_words, shops, link, per_offer, compa
         pytest.fail("fewer candidates than the budget allows")
     left_out = [s for p, s in sims.items() if p not in got]
     if left_out and len(got) >= budget:
-        chosen_by_weight = sorted(got.values(), reverse=True)[:max(0, budget - n * best)]
+        chosen_by_weight = sorted(got.values(), reverse=True)[: max(0, budget - n * best)]
         if chosen_by_weight:
             assert max(left_out) <= min(chosen_by_weight) + 1e-12
 
 
 def test_rare_shared_model_words_pair_first():
-    titles = ["Lumo LM46X210 46 inch 1080p TV", "Lumo 46-Inch LM46X210 LED TV",
-              "Lumo 46 inch 1080p TV", "Vistar VS46Y990 46 inch 1080p TV",
-              "Vistar 46in VS46Y990", "Orbis 32 inch 720p TV"]
+    titles = [
+        "Lumo LM46X210 46 inch 1080p TV",
+        "Lumo 46-Inch LM46X210 LED TV",
+        "Lumo 46 inch 1080p TV",
+        "Vistar VS46Y990 46 inch 1080p TV",
+        "Vistar 46in VS46Y990",
+        "Orbis 32 inch 720p TV",
+    ]
     left, right, w, _ = token_blocking(_offers(titles), per_offer=0.5, best_per_offer=0)
     got = dict(zip(zip(left.tolist(), right.tolist()), w.tolist()))
     assert set(got) == {(0, 1), (3, 4), (0, 2)}
@@ -219,13 +237,16 @@ def test_weights_are_cosines_in_unit_range():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=5), min_size=2,
-                max_size=10), st.data())
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=5), min_size=2, max_size=10),
+    st.data(),
+)
 def test_title_cosine_matches_its_definition(title_words, data):
     tokens = [set(w) for w in title_words]
     n = len(tokens)
-    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
-                               max_size=12))
+    pairs = data.draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=12)
+    )
     left = np.array([p[0] for p in pairs], np.int64)
     right = np.array([p[1] for p in pairs], np.int64)
     df = {t: sum(t in s for s in tokens) for s in tokens for t in s}
@@ -260,8 +281,10 @@ def test_banded_candidates_leave_out_bandings_over_the_pair_bound():
 
 
 def _acme_offers():
-    return _two_shops([("a", f"Acme widget {i}") for i in range(40)]
-                      + [("b", "Acme widget x100z"), ("b", "Acme widget x100z")])
+    return _two_shops(
+        [("a", f"Acme widget {i}") for i in range(40)]
+        + [("b", "Acme widget x100z"), ("b", "Acme widget x100z")]
+    )
 
 
 def test_offers_left_without_candidates_are_counted():
@@ -303,16 +326,20 @@ def test_two_shops_sharing_only_common_words_are_linked():
     """Two catalogues whose titles share only words each shop uses a lot (brand, kind, colour):
     the blocks of every shared word are purged, yet each offer gets candidates, its best
     first, and they hold its true pair."""
-    brands, kinds, colours = ["lumo", "vistar", "kanto"], ["led", "lcd", "plasma"], ["black",
-                                                                                     "silver"]
+    brands, kinds, colours = (
+        ["lumo", "vistar", "kanto"],
+        ["led", "lcd", "plasma"],
+        ["black", "silver"],
+    )
     specs = [(b, k, c) for b in brands for k in kinds for c in colours]  # 18 products
     rows = [("alpha", f"{b} {k} {c} hdtv a{p:03d}q") for p, (b, k, c) in enumerate(specs)]
-    rows += [("beta", f"{b.title()} - {c.title()} {k.upper()} television sku{p + 500}")
-             for p, (b, k, c) in enumerate(specs)]  # each shop its own product codes
+    rows += [
+        ("beta", f"{b.title()} - {c.title()} {k.upper()} television sku{p + 500}")
+        for p, (b, k, c) in enumerate(specs)
+    ]  # each shop its own product codes
     offers = _two_shops(rows)
     n = len(rows)
-    _, _, _, old = token_blocking(offers, link=True, per_offer=3, comparisons=0.5,
-                                  fallback=False)
+    _, _, _, old = token_blocking(offers, link=True, per_offer=3, comparisons=0.5, fallback=False)
     assert old.candidates == 0 and old.offers_without_candidates == n  # all purged
     left, right, w, st = token_blocking(offers, link=True, per_offer=3, comparisons=0.5)
     assert st.offers_without_candidates == 0 and st.fallback_offers == n
@@ -324,15 +351,21 @@ def test_two_shops_sharing_only_common_words_are_linked():
     assert truth <= got, sorted(truth - got)
     # and a true pair is each offer's best-weighted candidate
     for a, b in truth:
-        mine = [(x, p) for p, x in zip(zip(left.tolist(), right.tolist()), w.tolist())
-                if a in p]
+        mine = [(x, p) for p, x in zip(zip(left.tolist(), right.tolist()), w.tolist()) if a in p]
         assert max(mine)[1] == (a, b)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=0, max_size=5),
-                          st.sampled_from("xyz")), min_size=2, max_size=30),
-       st.booleans(), st.sampled_from([0.05, 0.2, 1.0, 5.0]), st.sampled_from([1, 2]))
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from(WORDS), min_size=0, max_size=5), st.sampled_from("xyz")),
+        min_size=2,
+        max_size=30,
+    ),
+    st.booleans(),
+    st.sampled_from([0.05, 0.2, 1.0, 5.0]),
+    st.sampled_from([1, 2]),
+)
 def test_every_offer_sharing_a_word_gets_a_candidate(rows, link, comparisons, best):
     """Whatever the purging leaves, an offer that shares a token with an offer it may be
     paired with gets a candidate (its best pair is kept whatever the budget), and a smaller
@@ -341,10 +374,21 @@ def test_every_offer_sharing_a_word_gets_a_candidate(rows, link, comparisons, be
     tokens = offer_tokens(offers)
     n = len(rows)
     shops = offers.shops
-    pairable = [any(j != i and tokens[i] & tokens[j] and not (link and shops[i] == shops[j])
-                    for j in range(n)) for i in range(n)]
-    left, right, w, stats = token_blocking(offers, per_offer=0.5, comparisons=comparisons,
-                                           link=link, best_per_offer=best, tokens=tokens)
+    pairable = [
+        any(
+            j != i and tokens[i] & tokens[j] and not (link and shops[i] == shops[j])
+            for j in range(n)
+        )
+        for i in range(n)
+    ]
+    left, right, w, stats = token_blocking(
+        offers,
+        per_offer=0.5,
+        comparisons=comparisons,
+        link=link,
+        best_per_offer=best,
+        tokens=tokens,
+    )
     paired = set(left.tolist()) | set(right.tolist())
     assert paired == {i for i in range(n) if pairable[i]}
     assert stats.offers_without_candidates == n - sum(pairable)
@@ -353,23 +397,37 @@ def test_every_offer_sharing_a_word_gets_a_candidate(rows, link, comparisons, be
     # the budget: only each offer's best pairs may go beyond it
     assert stats.candidates <= max(0.5 * n, best * n)
     # budgets are prefixes of one ranking, fallback pairs included
-    big = token_blocking(offers, per_offer=40, comparisons=comparisons, link=link,
-                         best_per_offer=best, tokens=tokens)
+    big = token_blocking(
+        offers, per_offer=40, comparisons=comparisons, link=link, best_per_offer=best, tokens=tokens
+    )
     for budget in (0.5, 2.0, 10.0):
-        small = token_blocking(offers, per_offer=budget, comparisons=comparisons, link=link,
-                               best_per_offer=best, tokens=tokens)
+        small = token_blocking(
+            offers,
+            per_offer=budget,
+            comparisons=comparisons,
+            link=link,
+            best_per_offer=best,
+            tokens=tokens,
+        )
         m = budget_masks(big[0], big[1], big[2], n, [budget], best)[0]
         assert big[0][m].tolist() == small[0].tolist()
         assert big[1][m].tolist() == small[1].tolist()
 
 
 def test_model_number_stems_join_suffixed_spellings():
-    offers = _offers(["Asus VS247H-P 23.6-Inch LED Monitor", "Asus VS247H LCD",
-                      "Dell E178FPb 17\" LCD", "Dell UltraSharp E178FP monitor",
-                      "Nikon D7000 body", "LG 46-inch 1080p TV"])
+    offers = _offers(
+        [
+            "Asus VS247H-P 23.6-Inch LED Monitor",
+            "Asus VS247H LCD",
+            'Dell E178FPb 17" LCD',
+            "Dell UltraSharp E178FP monitor",
+            "Nikon D7000 body",
+            "LG 46-inch 1080p TV",
+        ]
+    )
     tokens = offer_tokens(offers)
     assert "vs247" in tokens[0] and "vs247" in tokens[1]  # vs247hp and vs247h
-    assert "e178" in tokens[2] and "e178" in tokens[3]    # e178fpb and e178fp
+    assert "e178" in tokens[2] and "e178" in tokens[3]  # e178fpb and e178fp
     # no stem for a word ending in a digit, nor a bare number out of a measurement
     assert tokens[4] == {"nikon", "d7000", "body"}
     assert tokens[5] == {"lg", "46inch", "1080p", "tv"}

@@ -28,9 +28,10 @@ def _shared_jaccard(tokens: list[set[str]]) -> dict[tuple[int, int], float]:
         for t in s:
             df[t] = df.get(t, 0) + 1
     kept = [{t for t in s if df[t] >= 2} for s in tokens]
-    return {(a, b): (len(kept[a] & kept[b]) / len(kept[a] | kept[b]) if kept[a] | kept[b]
-                     else 0.0)
-            for a, b in combinations(range(len(tokens)), 2)}
+    return {
+        (a, b): (len(kept[a] & kept[b]) / len(kept[a] | kept[b]) if kept[a] | kept[b] else 0.0)
+        for a, b in combinations(range(len(tokens)), 2)
+    }
 
 
 def _variants(rng: np.random.Generator, n_groups: int, vocab: int = 400) -> list[set[str]]:
@@ -65,9 +66,18 @@ def test_lsh_finds_the_pairs_of_high_jaccard(seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sets(st.sampled_from([f"t{i}" for i in range(12)]), max_size=6),
-                          st.sampled_from("xyz")), min_size=2, max_size=25),
-       st.sampled_from([(4, 1), (10, 2), (20, 3)]), st.sampled_from([2, 3, 1000]))
+@given(
+    st.lists(
+        st.tuples(
+            st.sets(st.sampled_from([f"t{i}" for i in range(12)]), max_size=6),
+            st.sampled_from("xyz"),
+        ),
+        min_size=2,
+        max_size=25,
+    ),
+    st.sampled_from([(4, 1), (10, 2), (20, 3)]),
+    st.sampled_from([2, 3, 1000]),
+)
 def test_lsh_pairs_are_bounded_and_across_sources(rows, banding, cap):
     tokens = [s for s, _ in rows]
     shops = [x for _, x in rows]
@@ -84,13 +94,22 @@ def _purged_pair_offers() -> Offers:
     offers use (purged at a small comparison bound; no other offer has all of them); each also shares one rare word with an
     offer of the other shop (2 and 3, long titles of words no one else has), so both are in
     kept blocks and get no fallback, and those pairs weigh little."""
-    rows = [("a", "acme widget blue large deluxe zebra"),
-            ("b", "acme widget blue large deluxe quokka"),
-            ("b", "zebra " + " ".join(f"only{i}" for i in range(8))),
-            ("a", "quokka " + " ".join(f"solo{i}" for i in range(8)))]
-    rows += [("c", f"acme widget {c} {s} deluxe")
-             for c, s in [(c, s) for c in ("blue", "red", "green")
-                          for s in ("large", "small", "tiny") if (c, s) != ("blue", "large")] * 3]
+    rows = [
+        ("a", "acme widget blue large deluxe zebra"),
+        ("b", "acme widget blue large deluxe quokka"),
+        ("b", "zebra " + " ".join(f"only{i}" for i in range(8))),
+        ("a", "quokka " + " ".join(f"solo{i}" for i in range(8))),
+    ]
+    rows += [
+        ("c", f"acme widget {c} {s} deluxe")
+        for c, s in [
+            (c, s)
+            for c in ("blue", "red", "green")
+            for s in ("large", "small", "tiny")
+            if (c, s) != ("blue", "large")
+        ]
+        * 3
+    ]
     return _offers(rows)
 
 
@@ -114,16 +133,32 @@ def test_a_pair_found_only_by_lsh_survives_pruning_as_an_offers_best():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.sampled_from(
-    ["tv", "lumo", "46", "1080p", "ab12", "red", "x9", "hd", "led", "smart"]), min_size=1,
-    max_size=5), st.sampled_from("xyz")), min_size=2, max_size=30),
-    st.booleans(), st.sampled_from([1.0, 2.0, 5.0]), st.sampled_from([0.2, 1.0, 5.0]))
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.sampled_from(
+                    ["tv", "lumo", "46", "1080p", "ab12", "red", "x9", "hd", "led", "smart"]
+                ),
+                min_size=1,
+                max_size=5,
+            ),
+            st.sampled_from("xyz"),
+        ),
+        min_size=2,
+        max_size=30,
+    ),
+    st.booleans(),
+    st.sampled_from([1.0, 2.0, 5.0]),
+    st.sampled_from([0.2, 1.0, 5.0]),
+)
 def test_combined_blocking_keeps_the_budget_and_link(rows, link, per_offer, comparisons):
     offers = _offers([(shop, " ".join(words)) for words, shop in rows])
     n = len(rows)
     base = token_blocking(offers, per_offer=1e6, comparisons=comparisons, link=link)
-    left, right, w, st = token_blocking(offers, per_offer=per_offer, comparisons=comparisons,
-                                        link=link, lsh=(10, 2))
+    left, right, w, st = token_blocking(
+        offers, per_offer=per_offer, comparisons=comparisons, link=link, lsh=(10, 2)
+    )
     assert len(left) == st.candidates <= per_offer * n
     assert np.all((w > 0) & (w <= 1))
     pairs = list(zip(left.tolist(), right.tolist()))
@@ -131,16 +166,26 @@ def test_combined_blocking_keeps_the_budget_and_link(rows, link, per_offer, comp
     if link:
         assert all(offers.shops[a] != offers.shops[b] for a, b in pairs)
     # every pair is a co-occurring / fallback pair, or one the LSH proposes
-    lsh = set(zip(*(x.tolist() for x in lsh_pairs(offer_tokens(offers, descriptions=True), 10,
-                                                   2, sources=offers.shops if link else None,
-                                                   bucket_cap=max(2, int(2 * comparisons
-                                                                         // 10))))))
+    lsh = set(
+        zip(
+            *(
+                x.tolist()
+                for x in lsh_pairs(
+                    offer_tokens(offers, descriptions=True),
+                    10,
+                    2,
+                    sources=offers.shops if link else None,
+                    bucket_cap=max(2, int(2 * comparisons // 10)),
+                )
+            )
+        )
+    )
     assert set(pairs) <= set(zip(base[0].tolist(), base[1].tolist())) | lsh
     # the LSH pairs only add: without a budget, the candidates include token blocking's
-    full = token_blocking(offers, per_offer=1e6, comparisons=comparisons, link=link,
-                          lsh=(10, 2))
+    full = token_blocking(offers, per_offer=1e6, comparisons=comparisons, link=link, lsh=(10, 2))
     assert set(zip(base[0].tolist(), base[1].tolist())) <= set(
-        zip(full[0].tolist(), full[1].tolist()))
+        zip(full[0].tolist(), full[1].tolist())
+    )
 
 
 def test_combined_blocking_on_a_synthetic_catalogue():

@@ -54,7 +54,7 @@ def test_kernel_columns_are_the_features_columns():
     for name, c in cols.items():
         assert FEATURES[c] == name
     # unit2 and unit3 follow unit1
-    assert FEATURES[cols["unit1"] + 1: cols["unit1"] + 3] == ("unit2", "unit3")
+    assert FEATURES[cols["unit1"] + 1 : cols["unit1"] + 3] == ("unit2", "unit3")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -110,8 +110,12 @@ def test_kernel_equals_the_python_loop_on_edge_cases():
 
 def test_model_number_prefixes_count_characters_not_bytes():
     # "écr12" holds 5 characters in 6 bytes: too short to be a prefix of another
-    rows = [("a", "Acme ÉCR12 thing", {}), ("b", "Acme ÉCR12X thing", {}),
-            ("a", "Acme ÉCRA12 tool", {}), ("b", "Acme ÉCRA12X tool", {})]
+    rows = [
+        ("a", "Acme ÉCR12 thing", {}),
+        ("b", "Acme ÉCR12X thing", {}),
+        ("a", "Acme ÉCRA12 tool", {}),
+        ("b", "Acme ÉCRA12X tool", {}),
+    ]
     d = describe(_offers(rows))
     assert d.ids == [{"écr12"}, {"écr12x"}, {"écra12"}, {"écra12x"}]
     left, right = np.array([0, 2]), np.array([1, 3])
@@ -126,13 +130,43 @@ def test_pairs_out_of_range_are_refused():
     with pytest.raises(IndexError, match="0..2"):
         pair_features(d, np.array([0]), np.array([3]))
     assert pair_features(d, np.array([], np.int64), np.array([], np.int64)).shape == (
-        0, len(FEATURES))
+        0,
+        len(FEATURES),
+    )
 
 
-WORDS = ["acme", "other", "tv", "55inch", "46inch", "60hz", "120hz", "1080p", "ab1234",
-         "ab1234x", "ab12", "xy-9000", "xy9000", "ÉCRAN77", "ÉCRAN77Z", "lbs", "black", "4x"]
-VALUES = ["19.9 lbs", "30-3/8", "1,920 x 1,080", "60 Hz", "$99.95", "100", "12", "black",
-          "AB1234", "0.5"]
+WORDS = [
+    "acme",
+    "other",
+    "tv",
+    "55inch",
+    "46inch",
+    "60hz",
+    "120hz",
+    "1080p",
+    "ab1234",
+    "ab1234x",
+    "ab12",
+    "xy-9000",
+    "xy9000",
+    "ÉCRAN77",
+    "ÉCRAN77Z",
+    "lbs",
+    "black",
+    "4x",
+]
+VALUES = [
+    "19.9 lbs",
+    "30-3/8",
+    "1,920 x 1,080",
+    "60 Hz",
+    "$99.95",
+    "100",
+    "12",
+    "black",
+    "AB1234",
+    "0.5",
+]
 
 
 @st.composite
@@ -142,8 +176,13 @@ def catalogues(draw):
     for _ in range(n):
         shop = draw(st.sampled_from(["", "s1", "s2", "s3"]))
         title = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6)))
-        keys = draw(st.lists(st.sampled_from(["Weight", "Size", "Price", "Model", "Color"]),
-                             max_size=3, unique=True))
+        keys = draw(
+            st.lists(
+                st.sampled_from(["Weight", "Size", "Price", "Model", "Color"]),
+                max_size=3,
+                unique=True,
+            )
+        )
         rows.append((shop, title, {k: draw(st.sampled_from(VALUES)) for k in keys}))
     return rows
 

@@ -17,14 +17,24 @@ def _jsonl(path, records):
 
 
 def test_jsonl_per_shop_files(tmp_path):
-    a = _jsonl(tmp_path / "alpha.jsonl", [
-        {"id": 1, "title": "Lumo 46in LM46", "attributes": {"Weight": "12.5 lbs", "Ports": 3},
-         "description": "A television"},
-        {"title": "Lumo 32in LM32", "attributes": {}},  # no id: file:line
-    ])
-    b = _jsonl(tmp_path / "beta.jsonl", [
-        {"id": "x", "title": "Lumo - 46in", "featuresMap": {"Brand": "Lumo"}, "shop": "Beta"},
-    ])
+    a = _jsonl(
+        tmp_path / "alpha.jsonl",
+        [
+            {
+                "id": 1,
+                "title": "Lumo 46in LM46",
+                "attributes": {"Weight": "12.5 lbs", "Ports": 3},
+                "description": "A television",
+            },
+            {"title": "Lumo 32in LM32", "attributes": {}},  # no id: file:line
+        ],
+    )
+    b = _jsonl(
+        tmp_path / "beta.jsonl",
+        [
+            {"id": "x", "title": "Lumo - 46in", "featuresMap": {"Brand": "Lumo"}, "shop": "Beta"},
+        ],
+    )
     offers, labels = load_offers([a, b])
     assert labels is None
     assert offers.ids == ["1", "alpha:2", "x"]
@@ -36,9 +46,11 @@ def test_jsonl_per_shop_files(tmp_path):
 
 def test_csv_with_attribute_columns_and_truth_column(tmp_path):
     p = tmp_path / "shop.csv"
-    p.write_text("id,title,model,Weight,Colour\n"
-                 "a1,Lumo 46in LM46,LM46,12.5 lbs,\n"
-                 'a2,"Lumo, 32in LM32",LM32,9 lbs,black\n')
+    p.write_text(
+        "id,title,model,Weight,Colour\n"
+        "a1,Lumo 46in LM46,LM46,12.5 lbs,\n"
+        'a2,"Lumo, 32in LM32",LM32,9 lbs,black\n'
+    )
     offers, labels = load_offers(p, truth_field="model")
     assert labels == ["LM46", "LM32"]
     assert offers.titles[1] == "Lumo, 32in LM32"
@@ -52,31 +64,48 @@ def test_csv_with_attribute_columns_and_truth_column(tmp_path):
 
 def test_json_list_and_gzip_and_tv_format(tmp_path):
     p = tmp_path / "offers.json.gz"
-    p.write_bytes(gzip.compress(json.dumps([{"id": "a", "title": "T 1"},
-                                            {"id": "b", "title": "T 2"}]).encode()))
+    p.write_bytes(
+        gzip.compress(
+            json.dumps([{"id": "a", "title": "T 1"}, {"id": "b", "title": "T 2"}]).encode()
+        )
+    )
     offers, _ = load_offers(p)
     assert offers.ids == ["a", "b"] and offers.sources[1].endswith(":record 1")
     tv = tmp_path / "tv.json"
-    tv.write_text(json.dumps({"M1": [{"shop": "s1", "title": "TV M1", "featuresMap": {}},
-                                     {"shop": "s2", "title": "TV M1 b", "featuresMap": {}}],
-                              "M2": [{"shop": "s1", "title": "TV M2", "featuresMap": {}}]}))
+    tv.write_text(
+        json.dumps(
+            {
+                "M1": [
+                    {"shop": "s1", "title": "TV M1", "featuresMap": {}},
+                    {"shop": "s2", "title": "TV M1 b", "featuresMap": {}},
+                ],
+                "M2": [{"shop": "s1", "title": "TV M2", "featuresMap": {}}],
+            }
+        )
+    )
     offers, labels = load_offers(tv)
     assert labels == ["M1", "M1", "M2"] and offers.shops == ["s1", "s2", "s1"]
 
 
 def test_bad_records_name_file_line_and_field(tmp_path):
     p = tmp_path / "bad.jsonl"
-    p.write_text('{"id": 1, "title": "ok 1"}\n'
-                 '{"id": 2, "title": ""}\n'
-                 '{"id": 3, "title": "x", "attributes": {"Size": [46]}}\n'
-                 "not json\n"
-                 '{"id": 5, "title": "y", "attributes": "Size: 46"}\n')
+    p.write_text(
+        '{"id": 1, "title": "ok 1"}\n'
+        '{"id": 2, "title": ""}\n'
+        '{"id": 3, "title": "x", "attributes": {"Size": [46]}}\n'
+        "not json\n"
+        '{"id": 5, "title": "y", "attributes": "Size: 46"}\n'
+    )
     with pytest.raises(InputError, match=r"bad.jsonl:2: field 'title': expected a non-empty"):
         load_offers(p)
     offers, _ = load_offers(p, on_error="skip")
     assert offers.ids == ["1"]
-    assert offers.skipped.counts == {"bad_title": 1, "bad_attribute_value": 1,
-                                     "malformed_json": 1, "bad_attributes": 1}
+    assert offers.skipped.counts == {
+        "bad_title": 1,
+        "bad_attribute_value": 1,
+        "malformed_json": 1,
+        "bad_attributes": 1,
+    }
     assert any("field 'attributes.Size'" in e for e in offers.skipped.examples)
     bad_csv = tmp_path / "bad.csv"
     bad_csv.write_text("id,title\n1,a\n2,b,extra\n")
@@ -145,8 +174,11 @@ def test_any_separator_flat_records_and_a_stated_brand(tmp_path):
     fields are attributes; a brand column is the offer's brand rather than a title guess."""
     from neardup.products.candidates import offer_brands
 
-    rows = [("id", "title", "brand", "price"), ("1", "Acme X100 camera", "Zeta", "99.5"),
-            ("2", "Zeta X100 camera body", "Zeta", "")]
+    rows = [
+        ("id", "title", "brand", "price"),
+        ("1", "Acme X100 camera", "Zeta", "99.5"),
+        ("2", "Zeta X100 camera body", "Zeta", ""),
+    ]
     for sep, name in (("|", "a.csv"), ("#", "b.csv"), ("\t", "c.tsv"), (";", "d.csv")):
         (tmp_path / name).write_text("\n".join(sep.join(r) for r in rows) + "\n")
         offers, _ = load_offers(tmp_path / name)
@@ -160,14 +192,35 @@ def test_any_separator_flat_records_and_a_stated_brand(tmp_path):
     with pytest.raises(ConfigError, match="sep="):
         load_offers(bad, sep='"')
     flat = tmp_path / "f.jsonl"
-    flat.write_text(json.dumps({"id": "a", "title": "T 1", "brand": "Zeta", "modelno": "X1",
-                                "price": 12.5, "tags": ["hd", "wifi"], "note": None,
-                                "nested": {"x": 1}}) + "\n"
-                    + json.dumps({"id": "b", "title": "T 2", "attributes": {"k": "v"},
-                                  "brand": "ignored: the nested map is the attributes"}) + "\n")
+    flat.write_text(
+        json.dumps(
+            {
+                "id": "a",
+                "title": "T 1",
+                "brand": "Zeta",
+                "modelno": "X1",
+                "price": 12.5,
+                "tags": ["hd", "wifi"],
+                "note": None,
+                "nested": {"x": 1},
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "id": "b",
+                "title": "T 2",
+                "attributes": {"k": "v"},
+                "brand": "ignored: the nested map is the attributes",
+            }
+        )
+        + "\n"
+    )
     offers, _ = load_offers(flat)
-    assert offers.attributes == [{"brand": "Zeta", "modelno": "X1", "price": "12.5",
-                                  "tags": "hd, wifi"}, {"k": "v"}]
+    assert offers.attributes == [
+        {"brand": "Zeta", "modelno": "X1", "price": "12.5", "tags": "hd, wifi"},
+        {"k": "v"},
+    ]
     assert offers.unused_fields == {"brand": 1}  # beside the nested map: reported, not read
     cols = tmp_path / "g.csv"
     cols.write_text("id,title,brand,colour,price\n1,T 1,Zeta,red,\n2,T 2,Acme,,5\n")
@@ -178,8 +231,9 @@ def test_any_separator_flat_records_and_a_stated_brand(tmp_path):
 def test_truth_pairs_any_separator_and_qualified_ids(tmp_path):
     (tmp_path / "shop-a.jsonl").write_text(json.dumps({"id": "650", "title": "T 1"}) + "\n")
     (tmp_path / "shop-b.jsonl").write_text(json.dumps({"id": "651", "title": "T 2"}) + "\n")
-    offers, _ = load_offers([tmp_path / "shop-a.jsonl", tmp_path / "shop-b.jsonl"],
-                            qualify_ids=True)
+    offers, _ = load_offers(
+        [tmp_path / "shop-a.jsonl", tmp_path / "shop-b.jsonl"], qualify_ids=True
+    )
     good = tmp_path / "truth.csv"
     good.write_text("left#right\nshop-a/650#shop-b/651\n")
     left, right, _ = load_truth_pairs(good, offers)
@@ -196,13 +250,16 @@ def test_pages_of_a_folder_or_an_archive(tmp_path, packed):
     <source>//<n>, "<page title>" the title, the other keys attributes (lists joined)."""
     import tarfile
 
-    pages = {"shop.one/0.json": {"<page title>": "Acme X100 monitor 24\"",
-                                 "screen size": "24\"", "ports": ["HDMI", "VGA"]},
-             "shop.one/1.json": {"<page title>": "Zeta Q7 monitor",
-                                 "shop": "Product Name» Show All"},
-             "other.shop/12.json": {"<page title>": "ACME X100 24 inch", "brand": "Acme",
-                                    "id": "7"},
-             "other.shop/.hidden.json": {"<page title>": "not a page"}}
+    pages = {
+        "shop.one/0.json": {
+            "<page title>": 'Acme X100 monitor 24"',
+            "screen size": '24"',
+            "ports": ["HDMI", "VGA"],
+        },
+        "shop.one/1.json": {"<page title>": "Zeta Q7 monitor", "shop": "Product Name» Show All"},
+        "other.shop/12.json": {"<page title>": "ACME X100 24 inch", "brand": "Acme", "id": "7"},
+        "other.shop/.hidden.json": {"<page title>": "not a page"},
+    }
     root = tmp_path / "specs"
     for name, obj in pages.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -218,9 +275,11 @@ def test_pages_of_a_folder_or_an_archive(tmp_path, packed):
     assert offers.shops == ["other.shop", "shop.one", "shop.one"]
     assert offers.titles[1] == 'Acme X100 monitor 24"'
     # a page's own "id" and "shop" keys are attributes: its place names it
-    assert offers.attributes == [{"brand": "Acme", "page id": "7"},
-                                 {"screen size": '24"', "ports": "HDMI, VGA"},
-                                 {"page shop": "Product Name» Show All"}]
+    assert offers.attributes == [
+        {"brand": "Acme", "page id": "7"},
+        {"screen size": '24"', "ports": "HDMI, VGA"},
+        {"page shop": "Product Name» Show All"},
+    ]
     (root / "shop.one" / "2.json").write_text("{not json")
     if packed == "folder":
         with pytest.raises(InputError, match="shop.one/2.json: malformed JSON"):

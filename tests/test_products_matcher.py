@@ -44,32 +44,52 @@ def _offers(rows):
 
 
 def test_attribute_numbers_read_fractions_and_separators():
-    got = attribute_numbers({"Width": '30-3/8"', "Contrast": "100,000:1", "HDMI": "3",
-                             "Weight": "13.1 lbs.", "Height": '21 7/8"', "Year": "2012"})
+    got = attribute_numbers(
+        {
+            "Width": '30-3/8"',
+            "Contrast": "100,000:1",
+            "HDMI": "3",
+            "Weight": "13.1 lbs.",
+            "Height": '21 7/8"',
+            "Year": "2012",
+        }
+    )
     assert got.tolist() == [13.1, 21.88, 30.38, 2012.0, 100000.0]  # port count 3 left out
     assert attribute_numbers({}).tolist() == []
 
 
-@pytest.mark.parametrize("a, b, rel", [
-    ({"un46es6580"}, {"un46es6580", "x1"}, "share"),
-    ({"42pfl5907"}, {"42pfl5907f7"}, "prefix"),
-    ({"e241"}, {"e241a1"}, "conflict"),  # a prefix shorter than 6 characters is no evidence
-    ({"kdl32"}, set(), "one"),
-    (set(), set(), "none"),
-])
+@pytest.mark.parametrize(
+    "a, b, rel",
+    [
+        ({"un46es6580"}, {"un46es6580", "x1"}, "share"),
+        ({"42pfl5907"}, {"42pfl5907f7"}, "prefix"),
+        ({"e241"}, {"e241a1"}, "conflict"),  # a prefix shorter than 6 characters is no evidence
+        ({"kdl32"}, set(), "one"),
+        (set(), set(), "none"),
+    ],
+)
 def test_id_relation_hand_checked(a, b, rel):
     assert id_relation(a, b) == rel
     assert id_relation(b, a) == rel
 
 
 def test_pair_features_hand_checked():
-    o = _offers([
-        ("s1", 'Lumo 46" 1080p 120Hz LED HDTV LM46X210', {"Brand": "Lumo", "Weight": "33.1 lbs"}),
-        ("s2", 'Lumo - 46" Class / LED / 1080p / 240Hz / HDTV', {"Weight": "33.1 lbs.",
-                                                               "Width": '40-1/2"'}),
-        ("s1", 'Vistar 40" 720p 120Hz LCD HDTV VS40A100', {"Brand": "Vistar"}),
-        ("s3", "Lumo LM-46X210 46-Inch 1080p LED TV", {"Model": "LM46X210"}),
-    ])
+    o = _offers(
+        [
+            (
+                "s1",
+                'Lumo 46" 1080p 120Hz LED HDTV LM46X210',
+                {"Brand": "Lumo", "Weight": "33.1 lbs"},
+            ),
+            (
+                "s2",
+                'Lumo - 46" Class / LED / 1080p / 240Hz / HDTV',
+                {"Weight": "33.1 lbs.", "Width": '40-1/2"'},
+            ),
+            ("s1", 'Vistar 40" 720p 120Hz LCD HDTV VS40A100', {"Brand": "Vistar"}),
+            ("s3", "Lumo LM-46X210 46-Inch 1080p LED TV", {"Model": "LM46X210"}),
+        ]
+    )
     d = describe(o)
     assert d.brands == ["lumo", "lumo", "vistar", "lumo"]
     assert d.main_unit == "inch"
@@ -112,17 +132,22 @@ def test_one_per_shop_leaves_rivals_in_shops_that_list_products_more_than_once()
     scores = np.array([0.9, 0.8, 0.5])
     # shop b lists products more than once: 0-2 keeps its score beside the better 0-1
     assert one_per_shop(left, right, scores, d, x, once={"a", "c"}).tolist() == [0.9, 0.8, 0.5]
-    assert one_per_shop(left, right, scores, d, x, once={"a", "b", "c"}).tolist() == [
-        0.9, 0.0, 0.5]
+    assert one_per_shop(left, right, scores, d, x, once={"a", "b", "c"}).tolist() == [0.9, 0.0, 0.5]
 
 
 def test_shops_listing_once_from_repeated_model_numbers():
-    rows = ([("shop", f"Acme AB{100 + i}X monitor", {}) for i in range(10)]
-            + [("market", "Acme AB100X monitor", {}), ("market", "Acme AB100X used", {}),
-               ("market", "Acme AB101X new", {}), ("market", "Acme AB101X", {}),
-               ("market", "Acme AB102X", {})]
-            + [("edge", "Acme AB100X", {}), ("edge", "Acme AB100X b", {})]
-            + [("edge", f"Acme CD{200 + i}Z", {}) for i in range(8)])
+    rows = (
+        [("shop", f"Acme AB{100 + i}X monitor", {}) for i in range(10)]
+        + [
+            ("market", "Acme AB100X monitor", {}),
+            ("market", "Acme AB100X used", {}),
+            ("market", "Acme AB101X new", {}),
+            ("market", "Acme AB101X", {}),
+            ("market", "Acme AB102X", {}),
+        ]
+        + [("edge", "Acme AB100X", {}), ("edge", "Acme AB100X b", {})]
+        + [("edge", f"Acme CD{200 + i}Z", {}) for i in range(8)]
+    )
     d = describe(_offers(rows))
     # market: 4 of 5 offers share a model number with another of the shop (>= 20%);
     # edge: 2 of 10 (exactly 20%: not fewer than the share, so not "once")
@@ -192,8 +217,11 @@ def test_study_learns_nothing_from_shuffled_truth(catalogue):
 
 def test_study_leaves_out_bandings_over_its_pair_bound(catalogue):
     offers, labels = catalogue
-    res = run_study(offers, labels, StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3,
-                                                max_pairs=300, blocking="lsh"))
+    res = run_study(
+        offers,
+        labels,
+        StudyConfig(bootstraps=1, num_perm=24, bands=8, rows=3, max_pairs=300, blocking="lsh"),
+    )
     assert res.skipped_bandings and (8, 3) not in res.skipped_bandings
     ran = {(r["bands"], r["rows"]) for r in res.runs}
     assert (8, 3) in ran and not (ran & res.skipped_bandings)
@@ -221,8 +249,11 @@ def test_study_with_token_blocking_sweeps_budgets_per_offer(catalogue):
         assert set(by[10.0]) == {"baseline", "rule", "neardup"}
         for k in budgets:
             some = next(iter(by[k].values()))
-            assert set(by[k]) == ({"baseline", "rule", "neardup"} if k == 10.0
-                                  or some["fraction"] <= cfg.max_fraction else {"tokens"})
+            assert set(by[k]) == (
+                {"baseline", "rule", "neardup"}
+                if k == 10.0 or some["fraction"] <= cfg.max_fraction
+                else {"tokens"}
+            )
             assert some["candidates"] <= k * len(offers)  # the test part is smaller
         assert any(set(by[k]) == {"tokens"} for k in budgets)  # the loose budgets
     # the default budget's PC: the true pairs of bootstrap 0's test part among its candidates
@@ -230,13 +261,21 @@ def test_study_with_token_blocking_sweeps_budgets_per_offer(catalogue):
     part = subset(offers, test_rows)
     left, right, _, _ = token_blocking(part, per_offer=10.0)
     cands = set(zip(left.tolist(), right.tolist()))
-    true = [(i, j) for i in range(len(part)) for j in range(i + 1, len(part))
-            if labels[test_rows[i]] == labels[test_rows[j]]]
-    row = next(r for r in res.runs if r["bootstrap"] == 0 and r["per_offer"] == 10.0
-               and r["method"] == "neardup")
+    true = [
+        (i, j)
+        for i in range(len(part))
+        for j in range(i + 1, len(part))
+        if labels[test_rows[i]] == labels[test_rows[j]]
+    ]
+    row = next(
+        r
+        for r in res.runs
+        if r["bootstrap"] == 0 and r["per_offer"] == 10.0 and r["method"] == "neardup"
+    )
     assert row["pc"] == pytest.approx(sum(p in cands for p in true) / len(true))
     assert row["candidates"] == len(cands) and row["fraction"] == pytest.approx(
-        len(cands) / (len(part) * (len(part) - 1) / 2))
+        len(cands) / (len(part) * (len(part) - 1) / 2)
+    )
     summary = {r["method"]: r for r in res.summary}
     assert set(summary) == {"baseline", "rule", "neardup"}
     assert all(r["per_offer"] == 10.0 and "bands" not in r for r in res.summary)
@@ -261,11 +300,40 @@ def test_a_shared_model_number_turns_a_brand_or_size_conflict_into_a_penalty():
 
 
 def test_same_brands_learns_aliases_from_prefixes_and_shared_model_numbers():
-    brands = ["hp", "hewlett", "hewlettpackard", "hp", "dell", "dell", "fuji", "fujifilm",
-              "acme", "zeta", "acme", "zeta", "", "hp", "dell"]
-    ids = [{"z22i", "d7q14a"}, {"z22i"}, {"d7q14a"}, set(), {"u2412m", "p2419h"},
-           set(), set(), set(), {"ab100x"}, {"ab100x"}, set(), set(), {"z22i"}, {"p2419h"},
-           {"u2412m"}]
+    brands = [
+        "hp",
+        "hewlett",
+        "hewlettpackard",
+        "hp",
+        "dell",
+        "dell",
+        "fuji",
+        "fujifilm",
+        "acme",
+        "zeta",
+        "acme",
+        "zeta",
+        "",
+        "hp",
+        "dell",
+    ]
+    ids = [
+        {"z22i", "d7q14a"},
+        {"z22i"},
+        {"d7q14a"},
+        set(),
+        {"u2412m", "p2419h"},
+        set(),
+        set(),
+        set(),
+        {"ab100x"},
+        {"ab100x"},
+        set(),
+        set(),
+        {"z22i"},
+        {"p2419h"},
+        {"u2412m"},
+    ]
     got = same_brands(brands, ids)
     # hewlett begins hewlettpackard; hp shares two model numbers (z22i, d7q14a) with them
     assert got[0] == got[1] == got[2] == got[3] == got[13] == "hp"
@@ -275,18 +343,22 @@ def test_same_brands_learns_aliases_from_prefixes_and_shared_model_numbers():
     assert got[8] == got[10] == "acme" and got[9] == got[11] == "zeta"  # one shared id
     assert got[12] == ""
     # a model number that offers of four brands state is too generic to join them
-    many = same_brands(["a1", "b1", "c1", "d1"] * 2, [{"x100"}, {"x100"}, {"x100"}, {"x100"},
-                                                     {"y200"}, {"y200"}, {"y200"}, {"y200"}])
+    many = same_brands(
+        ["a1", "b1", "c1", "d1"] * 2,
+        [{"x100"}, {"x100"}, {"x100"}, {"x100"}, {"y200"}, {"y200"}, {"y200"}, {"y200"}],
+    )
     assert len(set(many)) == 4
 
 
 def test_brand_words_skip_stop_words_and_words_without_letters():
-    o = _offers([
-        ("s1", "Get the Nikon D3200 kit", {}),
-        ("s2", "Nikon D3200 body", {"Brand": ": Nikon"}),
-        ("s3", "The Acme A100 camera", {"Manufacturer": "The Acme Company"}),
-        ("s4", "1080p 40in Vistar TV", {}),
-    ])
+    o = _offers(
+        [
+            ("s1", "Get the Nikon D3200 kit", {}),
+            ("s2", "Nikon D3200 body", {"Brand": ": Nikon"}),
+            ("s3", "The Acme A100 camera", {"Manufacturer": "The Acme Company"}),
+            ("s4", "1080p 40in Vistar TV", {}),
+        ]
+    )
     d = describe(o)
     assert d.brands == ["nikon", "nikon", "acme", "vistar"]
 
@@ -338,11 +410,13 @@ def test_constrained_clusters_never_hold_two_listings_of_a_clean_shop(seed):
 def test_title_cosine_character_grams_and_price_features():
     from neardup.products.blocking import offer_tokens, title_cosine
 
-    o = _offers([
-        ("s1", "Lumo LM-46X210 46in TV", {"Price": "$1,299.99"}),
-        ("s2", "Lumo LM46X210 46 inch television", {"list price": "1299"}),
-        ("s3", "Vistar VS40A100 40in TV", {}),
-    ])
+    o = _offers(
+        [
+            ("s1", "Lumo LM-46X210 46in TV", {"Price": "$1,299.99"}),
+            ("s2", "Lumo LM46X210 46 inch television", {"list price": "1299"}),
+            ("s3", "Vistar VS40A100 40in TV", {}),
+        ]
+    )
     d = describe(o)
     left, right = np.array([0, 0, 1]), np.array([1, 2, 2])
     x = pair_features(d, left, right)
@@ -350,9 +424,10 @@ def test_title_cosine_character_grams_and_price_features():
     assert f["title_cos"] == pytest.approx(title_cosine(offer_tokens(o), left, right).tolist())
     # the cleaned titles ("lumo lm46x210 46in tv", ...), words run together
     g = ["lumolm46x21046intv", "lumolm46x21046inchtelevision", "vistarvs40a10040intv"]
-    grams = [{t[i:i + 3] for i in range(len(t) - 2)} for t in g]
-    want = [len(grams[a] & grams[b]) / len(grams[a] | grams[b]) for a, b in [(0, 1), (0, 2),
-                                                                             (1, 2)]]
+    grams = [{t[i : i + 3] for i in range(len(t) - 2)} for t in g]
+    want = [
+        len(grams[a] & grams[b]) / len(grams[a] | grams[b]) for a, b in [(0, 1), (0, 2), (1, 2)]
+    ]
     assert f["char_jac"] == pytest.approx(want)
     assert f["price_ratio"] == pytest.approx([1299 / 1299.99, -1.0, -1.0])
 
@@ -404,7 +479,8 @@ def _one_per_shop_oracle(left, right, scores, d, x, once=None):
     for k, a, b in zip(weak.tolist(), la, ra):
         s = scores[k]
         if ((once is None or d.shops[b] in once) and _best_rival_oracle(d, top, a, b) > s) or (
-                (once is None or d.shops[a] in once) and _best_rival_oracle(d, top, b, a) > s):
+            (once is None or d.shops[a] in once) and _best_rival_oracle(d, top, b, a) > s
+        ):
             out[k] = 0.0
     return out
 
@@ -414,9 +490,16 @@ def test_one_per_shop_equals_checking_each_pair_against_its_rivals(seed):
     rng = np.random.default_rng(seed)
     n = 30
     model = [f"ab{100 + int(rng.integers(0, 6))}x" for _ in range(n)]
-    o = _offers([(f"s{rng.integers(0, 4)}",
-                  f"Acme {model[i]}" if rng.random() < 0.6 else f"Acme thing {i}", {})
-                 for i in range(n)])
+    o = _offers(
+        [
+            (
+                f"s{rng.integers(0, 4)}",
+                f"Acme {model[i]}" if rng.random() < 0.6 else f"Acme thing {i}",
+                {},
+            )
+            for i in range(n)
+        ]
+    )
     d = describe(o)
     m = 150
     left, right = rng.integers(0, n, m), rng.integers(0, n, m)
@@ -424,8 +507,10 @@ def test_one_per_shop_equals_checking_each_pair_against_its_rivals(seed):
     x = np.zeros((m, len(FEATURES)))
     x[:, FEATURES.index("id_share")] = rng.random(m) < 0.2
     for once in (None, {"s0", "s2"}):
-        assert one_per_shop(left, right, scores, d, x, once).tolist() == \
-            _one_per_shop_oracle(left, right, scores, d, x, once).tolist()
+        assert (
+            one_per_shop(left, right, scores, d, x, once).tolist()
+            == _one_per_shop_oracle(left, right, scores, d, x, once).tolist()
+        )
 
 
 def test_describe_from_parts_made_once_equals_describing_the_part():
@@ -484,8 +569,9 @@ def test_an_offer_of_many_model_numbers_does_not_bridge_clusters():
     # the battery joins the first cluster it pairs with, and the two models stay apart
     assert got.tolist() == [0, 0, 0, 1, 1]
     # were its three model numbers counted, the cluster of ab100x would take in cd200z's
-    bridged = offer_clusters(5, left, right, scores, shops, once,
-                             [ids[0], ids[1], {"cd200z", "ab100x"}, ids[3], ids[4]])
+    bridged = offer_clusters(
+        5, left, right, scores, shops, once, [ids[0], ids[1], {"cd200z", "ab100x"}, ids[3], ids[4]]
+    )
     assert len(set(bridged.tolist())) == 1
 
 
@@ -495,8 +581,14 @@ def test_a_model_number_that_extends_another_does_not_pair_offers_without_labels
     cosine, which would count the shared stem, does not speak for it either."""
     from neardup.products.job import dedup_offers
 
-    models = [("Acme", "ZX2450", "24"), ("Acme", "QV3100", "27"), ("Acme", "KL1200", "22"),
-              ("Bolt", "TR5500", "32"), ("Bolt", "MP7700", "43"), ("Cord", "SE9010", "55")]
+    models = [
+        ("Acme", "ZX2450", "24"),
+        ("Acme", "QV3100", "27"),
+        ("Acme", "KL1200", "22"),
+        ("Bolt", "TR5500", "32"),
+        ("Bolt", "MP7700", "43"),
+        ("Cord", "SE9010", "55"),
+    ]
     rows = []
     for shop in ("a", "b"):
         for brand, model, size in models:
@@ -507,8 +599,10 @@ def test_a_model_number_that_extends_another_does_not_pair_offers_without_labels
     x = pair_features(describe(o), np.array([0]), np.array([6]))
     assert x[0, FEATURES.index("id_prefix")] == 1  # zx2450 begins zx2450w
     s = dedup_offers(o, tmp_path / "out", link=True)
-    found = {tuple(sorted((r["id_a"], r["id_b"]), key=int))
-             for r in map(json.loads, open(tmp_path / "out" / "pairs.jsonl"))}
+    found = {
+        tuple(sorted((r["id_a"], r["id_b"]), key=int))
+        for r in map(json.loads, open(tmp_path / "out" / "pairs.jsonl"))
+    }
     # every other model pairs with its listing in the other shop; the variant does not
     assert found == {(str(i), str(i + 6)) for i in range(1, 6)}
     assert s["duplicate_pairs"] == 5
@@ -527,12 +621,23 @@ def _shared_numbers_oracle(xs: list[float], ys: list[float]) -> tuple[float, flo
 
 
 def test_shared_attribute_numbers_hand_checked():
-    o = _offers([
-        ("s1", "Lumo 46in TV", {"Weight": "33.1 lbs", "Width": '40-1/2"', "Power": "165W"}),
-        ("s2", "Lumo 46in TV", {"Weight": "33.1 lbs.", "Width": "40.5 in", "Height": "26.7",
-                                "Power": "120W", "Contrast": "4,000,000:1"}),
-        ("s3", "Lumo 46in TV", {}),
-    ])
+    o = _offers(
+        [
+            ("s1", "Lumo 46in TV", {"Weight": "33.1 lbs", "Width": '40-1/2"', "Power": "165W"}),
+            (
+                "s2",
+                "Lumo 46in TV",
+                {
+                    "Weight": "33.1 lbs.",
+                    "Width": "40.5 in",
+                    "Height": "26.7",
+                    "Power": "120W",
+                    "Contrast": "4,000,000:1",
+                },
+            ),
+            ("s3", "Lumo 46in TV", {}),
+        ]
+    )
     d = describe(o)
     x = pair_features(d, np.array([0, 0]), np.array([1, 2]))
     f = {name: x[:, i].tolist() for i, name in enumerate(FEATURES)}
@@ -544,9 +649,30 @@ def test_shared_attribute_numbers_hand_checked():
 
 
 #: lists of attribute values of a few offers, with numbers near one another and fractions
-_NUMBER_VALUES = st.lists(st.lists(st.sampled_from(
-    ["10", "10.05", "33.1", "40-1/2", "40.5", "165", "120", "1,080", "1080", "0.5", "26.7",
-     "26.75", "2012"]), max_size=6), min_size=2, max_size=6)
+_NUMBER_VALUES = st.lists(
+    st.lists(
+        st.sampled_from(
+            [
+                "10",
+                "10.05",
+                "33.1",
+                "40-1/2",
+                "40.5",
+                "165",
+                "120",
+                "1,080",
+                "1080",
+                "0.5",
+                "26.7",
+                "26.75",
+                "2012",
+            ]
+        ),
+        max_size=6,
+    ),
+    min_size=2,
+    max_size=6,
+)
 
 
 def _numbered_pairs(values):
@@ -564,20 +690,22 @@ def test_shared_attribute_numbers_match_a_brute_force_count(values):
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
         xs = attribute_numbers(o.attributes[a]).tolist()
         ys = attribute_numbers(o.attributes[b]).tolist()
-        want = (_shared_numbers_oracle(xs, ys) if xs and ys else (0.0, -1.0, 0.0))
+        want = _shared_numbers_oracle(xs, ys) if xs and ys else (0.0, -1.0, 0.0)
         assert x[k, cols].tolist() == pytest.approx(list(want))
 
 
 def test_a_model_number_written_alike_is_told_from_one_written_differently():
-    o = _offers([
-        ("s1", "Sharp AQUOS 70in LED TV LC-70LE550U", {}),
-        ("s2", "Sharp 70in LED HDTV LC-70LE550U", {}),  # written alike
-        ("s3", "Sharp 70in LED HDTV LC70LE550U", {}),  # no hyphen
-        ("s4", "Vizio 47in E470i-A0 TV", {}),
-        ("s5", "Vizio 47in E470I-A0 TV", {}),  # another case
-        ("s6", "Sharp 70in LED HDTV", {"Model Number": "LC-70LE550U"}),  # in an attribute
-        ("s7", "Sharp 70in LED HDTV", {}),  # none
-    ])
+    o = _offers(
+        [
+            ("s1", "Sharp AQUOS 70in LED TV LC-70LE550U", {}),
+            ("s2", "Sharp 70in LED HDTV LC-70LE550U", {}),  # written alike
+            ("s3", "Sharp 70in LED HDTV LC70LE550U", {}),  # no hyphen
+            ("s4", "Vizio 47in E470i-A0 TV", {}),
+            ("s5", "Vizio 47in E470I-A0 TV", {}),  # another case
+            ("s6", "Sharp 70in LED HDTV", {"Model Number": "LC-70LE550U"}),  # in an attribute
+            ("s7", "Sharp 70in LED HDTV", {}),  # none
+        ]
+    )
     d = describe(o)
     left, right = np.array([0, 0, 3, 0, 2, 0]), np.array([1, 2, 4, 5, 5, 6])
     x = pair_features(d, left, right)
@@ -588,9 +716,25 @@ def test_a_model_number_written_alike_is_told_from_one_written_differently():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["LC-70LE550U", "LC70LE550U", "lc-70le550u", "E470i-A0",
-                                 "E470I-A0", "UN46ES6580", "un46es6580", "46in", ""]),
-                min_size=2, max_size=6))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "LC-70LE550U",
+                "LC70LE550U",
+                "lc-70le550u",
+                "E470i-A0",
+                "E470I-A0",
+                "UN46ES6580",
+                "un46es6580",
+                "46in",
+                "",
+            ]
+        ),
+        min_size=2,
+        max_size=6,
+    )
+)
 def test_written_model_numbers_match_a_brute_force_check(models):
     o = _offers([(f"s{i}", f"Brand {m} TV", {}) for i, m in enumerate(models)])
     d = describe(o)
@@ -604,17 +748,18 @@ def test_written_model_numbers_match_a_brute_force_check(models):
 
 
 def test_matched_numbers_weighted_by_how_few_offers_state_them_hand_checked():
-    o = _offers([
-        ("s1", "Lumo 32in TV", {"Weight": "19.9 lbs", "Width": "30.7 in"}),
-        ("s2", "Lumo 32in TV", {"Weight": "19.9 lbs.", "Width": '30-3/4"'}),
-        ("s3", "Lumo 32in TV", {"Width": "30.7"}),
-        ("s4", "Lumo 32in TV", {"Depth": "30.2"}),  # 30 too, but not within the tolerance
-    ])
+    o = _offers(
+        [
+            ("s1", "Lumo 32in TV", {"Weight": "19.9 lbs", "Width": "30.7 in"}),
+            ("s2", "Lumo 32in TV", {"Weight": "19.9 lbs.", "Width": '30-3/4"'}),
+            ("s3", "Lumo 32in TV", {"Width": "30.7"}),
+            ("s4", "Lumo 32in TV", {"Depth": "30.2"}),  # 30 too, but not within the tolerance
+        ]
+    )
     x = pair_features(describe(o), np.array([0, 0, 1, 0]), np.array([1, 2, 2, 3]))
     got = x[:, FEATURES.index("num_idf_sum")].tolist()
     # 19.9 is stated by 2 of the 4 offers, 30.7 (30.75 within the tolerance) by 3 of them
-    assert got == pytest.approx([np.log(4 / 2) + np.log(4 / 3), np.log(4 / 3), np.log(4 / 3),
-                                 0.0])
+    assert got == pytest.approx([np.log(4 / 2) + np.log(4 / 3), np.log(4 / 3), np.log(4 / 3), 0.0])
 
 
 @settings(max_examples=60, deadline=None)
@@ -633,10 +778,12 @@ def test_matched_number_weights_match_a_brute_force_count(values):
 
     col = FEATURES.index("num_idf_sum")
     for k, (a, b) in enumerate(zip(left.tolist(), right.tolist())):
-        short, long_ = ((lists[a], lists[b]) if len(lists[a]) <= len(lists[b])
-                        else (lists[b], lists[a]))
-        want = sum(max(np.log(n / near(v)), 0.0) for v in short
-                   if any(abs(v - y) <= tol for y in long_))
+        short, long_ = (
+            (lists[a], lists[b]) if len(lists[a]) <= len(lists[b]) else (lists[b], lists[a])
+        )
+        want = sum(
+            max(np.log(n / near(v)), 0.0) for v in short if any(abs(v - y) <= tol for y in long_)
+        )
         assert x[k, col] == pytest.approx(want, abs=1e-9)
 
 
@@ -649,15 +796,18 @@ def test_a_number_stated_near_itself_by_every_offer_weighs_nothing():
     assert x[0, FEATURES.index("num_shared")] == 2.0
 
 
-@pytest.mark.parametrize("text, spelled, not_spelled", [
-    ("Sony DSC-W120/P Camera", {"dscw120p", "dscw120"}, set()),
-    ("Canon PowerShot SX110 IS Digital Camera", {"sx110is", "sx110"}, {"powershotsx110"}),
-    ("TomTom Mount Kit - 9S00.006", {"9s00006"}, set()),
-    ("Electrolux Homecare #EL012A Filter", {"el012a"}, {"#el012a"}),
-    ("Samsung UN55ES6500FXZA TV", {"un55es6500fxza"}, {"un55es6500"}),
-    ("Samsung Refurbished PN58C680-RB", {"pn58c680rb"}, {"pn58c680"}),  # hyphens join
-    ("Monitor 1920 X 1080 RS 232", set(), {"x1080", "rs232", "1920x1080"}),
-])
+@pytest.mark.parametrize(
+    "text, spelled, not_spelled",
+    [
+        ("Sony DSC-W120/P Camera", {"dscw120p", "dscw120"}, set()),
+        ("Canon PowerShot SX110 IS Digital Camera", {"sx110is", "sx110"}, {"powershotsx110"}),
+        ("TomTom Mount Kit - 9S00.006", {"9s00006"}, set()),
+        ("Electrolux Homecare #EL012A Filter", {"el012a"}, {"#el012a"}),
+        ("Samsung UN55ES6500FXZA TV", {"un55es6500fxza"}, {"un55es6500"}),
+        ("Samsung Refurbished PN58C680-RB", {"pn58c680rb"}, {"pn58c680"}),  # hyphens join
+        ("Monitor 1920 X 1080 RS 232", set(), {"x1080", "rs232", "1920x1080"}),
+    ],
+)
 def test_spellings_join_a_model_number_written_in_pieces(text, spelled, not_spelled):
     from neardup.products.matcher import spellings
 
@@ -685,13 +835,15 @@ def test_spellings_are_runs_of_whole_words(pieces):
 
 
 def test_a_model_number_written_in_pieces_is_shared():
-    o = _offers([
-        ("abt", "Sony Pink Cyber-Shot Digital Camera - DSCW120P", {}),
-        ("buy", "Sony Cyber-shot DSC-W120 Digital Camera - Pink - DSCW120/P", {}),
-        ("buy", "Sony Cyber-shot DSC-W120 Digital Camera - Silver - DSCW120/S", {}),
-        ("abt", "Canon PowerShot Silver Digital Camera - SX110IS", {}),
-        ("buy", "Canon PowerShot SX110 IS Digital Camera - Silver", {}),
-    ])
+    o = _offers(
+        [
+            ("abt", "Sony Pink Cyber-Shot Digital Camera - DSCW120P", {}),
+            ("buy", "Sony Cyber-shot DSC-W120 Digital Camera - Pink - DSCW120/P", {}),
+            ("buy", "Sony Cyber-shot DSC-W120 Digital Camera - Silver - DSCW120/S", {}),
+            ("abt", "Canon PowerShot Silver Digital Camera - SX110IS", {}),
+            ("buy", "Canon PowerShot SX110 IS Digital Camera - Silver", {}),
+        ]
+    )
     d = describe(o)
     assert "dscw120p" in d.ids[1] and "dscw120p" not in d.ids[2]
     assert "sx110is" in d.ids[4]
@@ -703,14 +855,16 @@ def test_a_model_number_written_in_pieces_is_shared():
 def test_brands_from_titles_without_a_brand_column():
     from neardup.products.candidates import brands_of, title_brands
 
-    o = _offers([
-        ("abt", "Danby Designer Portable Dishwasher - DDW1805WH", {}),
-        ("buy", "Danby DDW497W Countertop Dishwasher", {}),
-        ("buy", "Portable Dishwasher DDW1805W (White)", {}),
-        ("abt", "Sony Bud Style Headphones - MDRED12LPSLV", {}),
-        ("buy", "Bass Lover Earbuds by Sony - MDRED12LP/SLV", {}),
-        ("buy", "Sony DVP-NS700H/B DVD Player", {}),
-    ])
+    o = _offers(
+        [
+            ("abt", "Danby Designer Portable Dishwasher - DDW1805WH", {}),
+            ("buy", "Danby DDW497W Countertop Dishwasher", {}),
+            ("buy", "Portable Dishwasher DDW1805W (White)", {}),
+            ("abt", "Sony Bud Style Headphones - MDRED12LPSLV", {}),
+            ("buy", "Bass Lover Earbuds by Sony - MDRED12LP/SLV", {}),
+            ("buy", "Sony DVP-NS700H/B DVD Player", {}),
+        ]
+    )
     # danby and sony begin titles of both sources; portable and bass only one source's
     assert title_brands(o) == {"danby", "sony"}
     # a title that begins with no known brand has none, rather than a guessed one
@@ -719,8 +873,9 @@ def test_brands_from_titles_without_a_brand_column():
     x = pair_features(d, np.array([0, 3]), np.array([2, 4]))
     assert x[:, FEATURES.index("brand")].tolist() == [0, 1]
     # one source: each title's first word, as before
-    one = _offers([(s.replace("buy", "abt"), t, a) for s, t, a in zip(o.shops, o.titles,
-                                                                       o.attributes)])
+    one = _offers(
+        [(s.replace("buy", "abt"), t, a) for s, t, a in zip(o.shops, o.titles, o.attributes)]
+    )
     assert brands_of(one)[2] == "portable"
 
 
@@ -765,8 +920,13 @@ def test_matching_does_not_depend_on_the_process_string_hashing():
     got = []
     for seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", _HASHING_SCRIPT], env=env, check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", _HASHING_SCRIPT],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         got.append(json.loads(out))
     assert got[0] == got[1] == got[2]
 
@@ -786,8 +946,16 @@ def test_study_grows_its_forest_with_the_model_seed(catalogue):
         StudyConfig(model_seed=-1)
 
 
-@given(st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]), st.booleans(),
-                          st.booleans()), min_size=1, max_size=30), st.integers(0, 4))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]), st.booleans(), st.booleans()
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.integers(0, 4),
+)
 def test_tune_thresholds_against_brute_force(rows, missed):
     """``main`` starts as the best single threshold; the result is the best ``one_sided`` for
     its ``main`` and the best ``main`` for its ``one_sided`` (over every cut, and keeping no
@@ -822,8 +990,10 @@ def test_tune_thresholds_against_brute_force(rows, missed):
     assert t.main < 2.0
     assert best >= f1(single, None) - 1e-12
     # keep: at least the pair's own threshold, and above 0
-    assert np.array_equal(Thresholds(t.main, t.one_sided).keep(scores, x),
-                          np.where(one, scores >= t.one_sided, scores >= t.main) & (scores > 0))
+    assert np.array_equal(
+        Thresholds(t.main, t.one_sided).keep(scores, x),
+        np.where(one, scores >= t.one_sided, scores >= t.main) & (scores > 0),
+    )
 
 
 def test_one_sided_threshold_needs_enough_labelled_pairs_of_both_kinds():
@@ -835,10 +1005,15 @@ def test_one_sided_threshold_needs_enough_labelled_pairs_of_both_kinds():
     def case(n_other):
         # others: 100 duplicates at 0.8-0.99, 100 non-duplicates at 0.4-0.6; one-sided:
         # MIN_GROUP_PAIRS duplicates at 0.3-0.39 and n_other non-duplicates at 0.1-0.2
-        scores = np.r_[np.linspace(0.8, 0.99, 100), np.linspace(0.4, 0.6, 100),
-                       np.linspace(0.3, 0.39, MIN_GROUP_PAIRS), np.linspace(0.1, 0.2, n_other)]
-        truth = np.r_[np.ones(100), np.zeros(100), np.ones(MIN_GROUP_PAIRS),
-                      np.zeros(n_other)].astype(bool)
+        scores = np.r_[
+            np.linspace(0.8, 0.99, 100),
+            np.linspace(0.4, 0.6, 100),
+            np.linspace(0.3, 0.39, MIN_GROUP_PAIRS),
+            np.linspace(0.1, 0.2, n_other),
+        ]
+        truth = np.r_[
+            np.ones(100), np.zeros(100), np.ones(MIN_GROUP_PAIRS), np.zeros(n_other)
+        ].astype(bool)
         x = np.zeros((len(scores), len(FEATURES)))
         x[200:, FEATURES.index("id_one")] = 1
         return tune_thresholds(scores, truth, int(truth.sum()), x)

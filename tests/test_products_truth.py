@@ -24,9 +24,14 @@ from neardup.products.truth import (
 def _offers(n: int, shops=None) -> Offers:
     ids = [f"s{i % 3}//{i}" for i in range(n)]
     shops = shops or [f"s{i % 3}" for i in range(n)]
-    return Offers(ids=ids, shops=list(shops), titles=[f"t{i}" for i in range(n)],
-                  attributes=[{} for _ in range(n)], sources=[f"x:{i}" for i in range(n)],
-                  descriptions=[""] * n)
+    return Offers(
+        ids=ids,
+        shops=list(shops),
+        titles=[f"t{i}" for i in range(n)],
+        attributes=[{} for _ in range(n)],
+        sources=[f"x:{i}" for i in range(n)],
+        descriptions=[""] * n,
+    )
 
 
 def _write(path, text: str):
@@ -41,17 +46,20 @@ def _oracle_known_match(truth_spec, n):
     """``known(i, j)`` and ``match(i, j)`` from the plain description of a truth."""
     kind, data = truth_spec
     if kind == "entities":  # data: {row: entity}
+
         def known(i, j):
             return i != j and i in data and j in data
 
         def match(i, j):
             return known(i, j) and data[i] == data[j]
     else:  # labelled pairs, data: {(i, j) with i < j: bool}
+
         def known(i, j):
             return (min(i, j), max(i, j)) in data and i != j
 
         def match(i, j):
             return known(i, j) and data[(min(i, j), max(i, j))]
+
     return known, match
 
 
@@ -76,11 +84,20 @@ def _oracle_scores(pred, truth_spec, n, shops, cross):
     tp = sum(match(a, b) for a, b in pred)
     fp = sum(known(a, b) and not match(a, b) for a, b in pred)
     unknown = sum(not known(a, b) for a, b in pred)
-    pos = [(i, j) for i, j in itertools.combinations(range(n), 2)
-           if match(i, j) and (not cross or shops[i] != shops[j])]
-    return {"tp": tp, "fp": fp, "unknown": unknown, "positives": len(pos),
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "recall": tp / len(pos) if pos else None, "pos": pos}
+    pos = [
+        (i, j)
+        for i, j in itertools.combinations(range(n), 2)
+        if match(i, j) and (not cross or shops[i] != shops[j])
+    ]
+    return {
+        "tp": tp,
+        "fp": fp,
+        "unknown": unknown,
+        "positives": len(pos),
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / len(pos) if pos else None,
+        "pos": pos,
+    }
 
 
 @st.composite
@@ -117,7 +134,8 @@ def test_scores_equal_a_double_loop_over_all_pairs(case):
     assert truth.is_match(left, right).tolist() == [match(a, b) for a, b in pred]
     pl, pr = truth.positives()
     assert list(zip(pl.tolist(), pr.tolist())) == [
-        (i, j) for i, j in itertools.combinations(range(n), 2) if match(i, j)]
+        (i, j) for i, j in itertools.combinations(range(n), 2) if match(i, j)
+    ]
     # blocking quality: the predicted pairs as candidates
     q = candidate_quality_known(left, right, truth, n, sources=shops, cross_source=cross)
     assert q["positives_found"] == want["tp"] and q["known_candidates"] == want["tp"] + want["fp"]
@@ -126,10 +144,8 @@ def test_scores_equal_a_double_loop_over_all_pairs(case):
     rows = np.array(sorted({0, n - 1} | {a for a, _ in pred}), np.int64)
     sub = truth.subset(rows)
     i, j = np.triu_indices(len(rows), 1)
-    assert sub.is_match(i, j).tolist() == [match(int(rows[a]), int(rows[b]))
-                                           for a, b in zip(i, j)]
-    assert sub.is_known(i, j).tolist() == [known(int(rows[a]), int(rows[b]))
-                                           for a, b in zip(i, j)]
+    assert sub.is_match(i, j).tolist() == [match(int(rows[a]), int(rows[b])) for a, b in zip(i, j)]
+    assert sub.is_known(i, j).tolist() == [known(int(rows[a]), int(rows[b])) for a, b in zip(i, j)]
 
 
 def test_hand_made_scores():
@@ -160,8 +176,10 @@ def test_hand_made_scores():
 
 def test_entity_ids_with_a_header_repeats_and_unlabelled_offers(tmp_path):
     offers = _offers(6)
-    f = _write(tmp_path / "gt.csv", "entity_id,spec_id\nE1,s0//0\nE1,s1//1\nE1,s0//0\n"
-               "E2,s2//2\nE2,s0//3\nE3,s1//4\n")
+    f = _write(
+        tmp_path / "gt.csv",
+        "entity_id,spec_id\nE1,s0//0\nE1,s1//1\nE1,s0//0\nE2,s2//2\nE2,s0//3\nE3,s1//4\n",
+    )
     t = load_truth(f, offers)
     assert t.shape == "entities" and t.negatives == "complete"
     assert t.labelled.tolist() == [True] * 5 + [False]
@@ -175,8 +193,11 @@ def test_entity_ids_with_a_header_repeats_and_unlabelled_offers(tmp_path):
     t2 = load_truth(g, offers)
     assert t2.shape == "entities" and t2.positives()[0].tolist() == [0]
     # JSONL
-    j = _write(tmp_path / "gt.jsonl", "\n".join(json.dumps({"entity": e, "id": i}) for e, i in
-                                                 [("x", "s0//0"), ("x", "s2//5")]) + "\n")
+    j = _write(
+        tmp_path / "gt.jsonl",
+        "\n".join(json.dumps({"entity": e, "id": i}) for e, i in [("x", "s0//0"), ("x", "s2//5")])
+        + "\n",
+    )
     t3 = load_truth(j, offers)
     assert t3.shape == "entities" and t3.positives()[1].tolist() == [5]
 
@@ -191,8 +212,11 @@ def test_an_id_in_two_entities_joins_them(tmp_path):
 
 def test_labelled_pairs_only_listed_pairs_are_known(tmp_path):
     offers = _offers(5)
-    f = _write(tmp_path / "lab.csv", "left_spec_id,right_spec_id,label\ns0//0,s1//1,1\n"
-               "s1//1,s2//2,1\ns0//0,s2//2,0\ns2//2,s1//1,1\ns0//3,s0//3,1\n")
+    f = _write(
+        tmp_path / "lab.csv",
+        "left_spec_id,right_spec_id,label\ns0//0,s1//1,1\n"
+        "s1//1,s2//2,1\ns0//0,s2//2,0\ns2//2,s1//1,1\ns0//3,s0//3,1\n",
+    )
     t = load_truth(f, offers)
     assert t.shape == "labelled_pairs" and t.negatives == "listed"
     assert t.labelled.tolist() == [True, True, True, False, False]
@@ -205,8 +229,9 @@ def test_labelled_pairs_only_listed_pairs_are_known(tmp_path):
     g = _write(tmp_path / "lab2.csv", "true;s0//0;s1//1\nno;s1//1;s2//2\n")
     t2 = load_truth(g, offers)
     assert t2.is_match(np.array([0, 1]), np.array([1, 2])).tolist() == [True, False]
-    j = _write(tmp_path / "lab.jsonl", '{"a": "s0//0", "b": "s1//1", "label": 0}\n'
-               '["s0//3", "s2//2", 1]\n')
+    j = _write(
+        tmp_path / "lab.jsonl", '{"a": "s0//0", "b": "s1//1", "label": 0}\n["s0//3", "s2//2", 1]\n'
+    )
     t3 = load_truth(j, offers)
     assert t3.positives()[0].tolist() == [2] and t3.is_known(np.array([0]), np.array([1]))[0]
 
@@ -255,11 +280,20 @@ def test_errors_name_the_file_and_line(tmp_path):
 
 def test_bare_ids_against_ids_qualified_with_their_file_say_how_to_write_them(tmp_path):
     ids = ["abt/0", "abt/1", "abt/2", "buy/0", "buy/2", "buy/5"]
-    offers = Offers(ids=ids, shops=[i.split("/")[0] for i in ids], titles=ids,
-                    attributes=[{} for _ in ids], sources=ids, descriptions=[""] * len(ids))
+    offers = Offers(
+        ids=ids,
+        shops=[i.split("/")[0] for i in ids],
+        titles=ids,
+        attributes=[{} for _ in ids],
+        sources=ids,
+        descriptions=[""] * len(ids),
+    )
     f = _write(tmp_path / "gt.csv", "D1|D2\n0|2\n1|5\n")
-    with pytest.raises(InputError, match=r"gt.csv: .*bare ids such as '0'.*--qualify-ids.*"
-                                         r"FILE/ID, such as 'abt/0' or 'buy/0'"):
+    with pytest.raises(
+        InputError,
+        match=r"gt.csv: .*bare ids such as '0'.*--qualify-ids.*"
+        r"FILE/ID, such as 'abt/0' or 'buy/0'",
+    ):
         load_truth(f, offers)
     ok = _write(tmp_path / "ok.csv", "D1|D2\nabt/0|buy/2\nabt/1|buy/5\n")
     assert len(load_truth(ok, offers).positives()[0]) == 2
@@ -289,9 +323,15 @@ def test_skipped_unknown_ids_do_not_search_the_offers_for_a_hint(tmp_path, monke
 
 def _two_files(left: list[str], right: list[str]) -> Offers:
     ids = [f"abt/{i}" for i in left] + [f"buy/{i}" for i in right]
-    return Offers(ids=ids, shops=[i.split("/")[0] for i in ids], titles=ids,
-                  attributes=[{} for _ in ids], sources=ids, descriptions=[""] * len(ids),
-                  id_prefixes=["abt", "buy"])
+    return Offers(
+        ids=ids,
+        shops=[i.split("/")[0] for i in ids],
+        titles=ids,
+        attributes=[{} for _ in ids],
+        sources=ids,
+        descriptions=[""] * len(ids),
+        id_prefixes=["abt", "buy"],
+    )
 
 
 def _listed(t: Truth, offers: Offers) -> set:
@@ -308,8 +348,9 @@ def test_bare_id_pairs_of_two_qualified_files_are_read_column_by_file(tmp_path):
     # the first column the first file's; both files have offers numbered 0, 1 and 2
     offers = _two_files(["0", "1", "2"], ["0", "1", "2", "5"])
     positional = load_truth(_write(tmp_path / "gt.csv", "D1#D2\n0#2\n1#5\n2#0\n"), offers)
-    qualified = load_truth(_write(tmp_path / "q.csv", "abt/0,buy/2\nabt/1,buy/5\nabt/2,buy/0\n"),
-                           offers)
+    qualified = load_truth(
+        _write(tmp_path / "q.csv", "abt/0,buy/2\nabt/1,buy/5\nabt/2,buy/0\n"), offers
+    )
     assert _listed(positional, offers) == _listed(qualified, offers)
     assert ("abt/0", "buy/2", True) in _listed(positional, offers)
     assert ("abt/0", "buy/0", False) in _listed(positional, offers)  # complete negatives
@@ -325,19 +366,23 @@ def test_bare_id_pairs_of_two_qualified_files_are_read_column_by_file(tmp_path):
     # a header that names the files goes by the names, whatever their order
     t = load_truth(_write(tmp_path / "named.csv", "buy_id,abt_id\n2,0\n5,1\n"), offers)
     assert t.counts["ids_by_file"] == {"buy_id": "buy", "abt_id": "abt"}
-    assert _listed(t, offers) == _listed(load_truth(
-        _write(tmp_path / "n2.csv", "abt/0,buy/2\nabt/1,buy/5\n"), offers), offers)
+    assert _listed(t, offers) == _listed(
+        load_truth(_write(tmp_path / "n2.csv", "abt/0,buy/2\nabt/1,buy/5\n"), offers), offers
+    )
 
 
 def test_bare_id_labelled_pairs_of_two_qualified_files(tmp_path):
     offers = _two_files(["0", "1", "2"], ["0", "1", "2"])
-    f = _write(tmp_path / "test.csv",
-               "ltable_id,rtable_id,label\n0,1,1\n0,0,0\n2,2,0\n1,2,1\n")
+    f = _write(tmp_path / "test.csv", "ltable_id,rtable_id,label\n0,1,1\n0,0,0\n2,2,0\n1,2,1\n")
     t = load_truth(f, offers)
     assert t.shape == "labelled_pairs"
     assert t.counts["ids_by_file"] == {"ltable_id": "abt", "rtable_id": "buy"}
-    assert _listed(t, offers) == {("abt/0", "buy/1", True), ("abt/0", "buy/0", False),
-                                  ("abt/2", "buy/2", False), ("abt/1", "buy/2", True)}
+    assert _listed(t, offers) == {
+        ("abt/0", "buy/1", True),
+        ("abt/0", "buy/0", False),
+        ("abt/2", "buy/2", False),
+        ("abt/1", "buy/2", True),
+    }
     # the label column first
     g = _write(tmp_path / "lab_first.csv", "label,a,b\n1,0,1\n0,0,0\n0,2,2\n1,1,2\n")
     assert _listed(load_truth(g, offers), offers) == _listed(t, offers)
@@ -362,9 +407,15 @@ def test_bare_ids_by_file_keep_errors_and_leave_other_truths_alone(tmp_path):
     with pytest.raises(InputError, match=r"e.csv:2: unknown id '0'.*write it as FILE/ID"):
         load_truth(_write(tmp_path / "e.csv", "entity,id\nx,0\nx,1\n"), offers)
     # three files: which file a column means is not known
-    three = Offers(ids=["a/0", "b/0", "c/0"], shops=["a", "b", "c"], titles=["t"] * 3,
-                   attributes=[{}, {}, {}], sources=["s"] * 3, descriptions=[""] * 3,
-                   id_prefixes=["a", "b", "c"])
+    three = Offers(
+        ids=["a/0", "b/0", "c/0"],
+        shops=["a", "b", "c"],
+        titles=["t"] * 3,
+        attributes=[{}, {}, {}],
+        sources=["s"] * 3,
+        descriptions=[""] * 3,
+        id_prefixes=["a", "b", "c"],
+    )
     with pytest.raises(InputError, match=r"bare ids such as '0'"):
         load_truth(_write(tmp_path / "t3.csv", "x,y\n0,0\n"), three)
 

@@ -68,8 +68,10 @@ def console_commands() -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.parametrize("words,count", [((" index ", " stream ", "--save-index"), 8),
-                                         ((" analyze ", " fca "), 7), ((" reuse ",), 1)])
+@pytest.mark.parametrize(
+    "words,count",
+    [((" index ", " stream ", "--save-index"), 8), ((" analyze ", " fca "), 7), ((" reuse ",), 1)],
+)
 def test_readme_commands_run(tmp_path, words, count):
     """Every `neardup index`/`stream`/`dedup --save-index`, `analyze` and `fca` line of the
     README runs as written, one after the other, and prints what the README shows under it
@@ -78,8 +80,9 @@ def test_readme_commands_run(tmp_path, words, count):
     import subprocess
 
     root = README.parent
-    commands = [(cmd, shown) for cmd, shown in console_commands()
-                if any(w in f" {cmd} " for w in words)]
+    commands = [
+        (cmd, shown) for cmd, shown in console_commands() if any(w in f" {cmd} " for w in words)
+    ]
     assert len(commands) == count
     shutil.copytree(root / "examples", tmp_path / "examples")
     (tmp_path / ".venv").symlink_to(root / ".venv")
@@ -108,12 +111,15 @@ def test_readme_data_frame_example_runs(tmp_path, monkeypatch):
     pl = pytest.importorskip("polars")
     pytest.importorskip("pandas")
     monkeypatch.chdir(tmp_path)
-    body = ["the council approved the new cycle path on monday after a long debate",
-            "the council approved the new cycle path on monday after a long debate!",
-            "an entirely different story about the harbour and its ferries",
-            "the harbour ferries run late again this winter, say commuters"]
+    body = [
+        "the council approved the new cycle path on monday after a long debate",
+        "the council approved the new cycle path on monday after a long debate!",
+        "an entirely different story about the harbour and its ferries",
+        "the harbour ferries run late again this winter, say commuters",
+    ]
     pl.DataFrame({"post_id": list(range(100, 100 + len(body))), "body": body}).write_parquet(
-        "posts.parquet")
+        "posts.parquet"
+    )
     block = next(b for b in python_blocks() if "to_polars" in b)
     ns: dict = {}
     exec("import neardup\n" + block, ns)
@@ -145,8 +151,7 @@ def test_readme_passage_index_example_prints_what_it_shows(tmp_path):
     first = next(b for b in blocks if "reused_passages" in b)
     index = next(b for b in blocks if "PassageIndex" in b)
     code = "import neardup\n" + first + index
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     shown = re.search(r"^# (harbour-news .*)$", index, flags=re.M).group(1)
     assert out.stdout.splitlines()[-1] == shown
@@ -158,8 +163,11 @@ def test_readme_index_check_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     block = next(b for b in python_blocks() if "passages=True" in b)
     copied = " ".join(f"word{i}" for i in range(20))
-    ns = {"neardup": neardup, "my_articles": [("a1", "intro " + copied + " outro")],
-          "new_text": "new writing around " + copied + " and more of it"}
+    ns = {
+        "neardup": neardup,
+        "my_articles": [("a1", "intro " + copied + " outro")],
+        "new_text": "new writing around " + copied + " and more of it",
+    }
     exec(block, ns)
     r = ns["result"]
     assert r.matches == [] and [m.id for m in r.reused] == ["a1"] and not r.unique
@@ -176,9 +184,24 @@ def test_readme_reuse_figure_is_what_the_tool_finds(tmp_path):
     said = re.search(r"share a sentence or two: ([\d,]+) pairs", README.read_text())
     assert said is not None
     out = tmp_path / "reuse-out"
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "reuse",
-                        str(root / "examples" / "news.jsonl"), "--id-field", "id", "-o", str(out),
-                        "--quiet", "--json"], capture_output=True, text=True, cwd=tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "reuse",
+            str(root / "examples" / "news.jsonl"),
+            "--id-field",
+            "id",
+            "-o",
+            str(out),
+            "--quiet",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["pairs"] == int(said.group(1).replace(",", ""))
 
@@ -190,15 +213,31 @@ def test_readme_analysis_figures_are_what_the_tool_says(tmp_path):
 
     root = README.parent
     text = README.read_text()
-    params = re.search(r"at 0\.8 and 128 permutations: neardup (\d+)x(\d+) finds ([\d.]+)% of "
-                       r"pairs exactly at the threshold, datasketch's (\d+)x(\d+) ([\d.]+)%", text)
+    params = re.search(
+        r"at 0\.8 and 128 permutations: neardup (\d+)x(\d+) finds ([\d.]+)% of "
+        r"pairs exactly at the threshold, datasketch's (\d+)x(\d+) ([\d.]+)%",
+        text,
+    )
     recall = re.search(r"at t = 0\.8 \((\d+)x(\d+)\): (\d+) of (\d+) pairs >= 0\.8 found", text)
     assert params is not None and recall is not None
 
     def run(*args: str) -> dict:
-        r = subprocess.run([sys.executable, "-m", "neardup.cli", "analyze", *args, "-o",
-                            str(tmp_path / args[0]), "--json", "--quiet"], capture_output=True,
-                           text=True, cwd=root)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "analyze",
+                *args,
+                "-o",
+                str(tmp_path / args[0]),
+                "--json",
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=root,
+        )
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
 
@@ -208,10 +247,17 @@ def test_readme_analysis_figures_are_what_the_tool_says(tmp_path):
     assert round(100 * ours["recall_at_threshold"], 1) == float(params.group(3))
     assert (theirs["bands"], theirs["rows"]) == (int(params.group(4)), int(params.group(5)))
     assert round(100 * theirs["recall_at_threshold"], 1) == float(params.group(6))
-    got = next(s for s in run("recall", "examples/news.jsonl", "--id-field", "id")["summary"]
-               ["settings"] if s["threshold"] == 0.8)
-    assert (got["bands"], got["rows"], got["found_at_threshold"],
-            got["true_pairs_at_threshold"]) == tuple(int(recall.group(i)) for i in range(1, 5))
+    got = next(
+        s
+        for s in run("recall", "examples/news.jsonl", "--id-field", "id")["summary"]["settings"]
+        if s["threshold"] == 0.8
+    )
+    assert (
+        got["bands"],
+        got["rows"],
+        got["found_at_threshold"],
+        got["true_pairs_at_threshold"],
+    ) == tuple(int(recall.group(i)) for i in range(1, 5))
 
 
 def test_readme_products_commands_run_on_the_bundled_offers(tmp_path):
@@ -222,14 +268,18 @@ def test_readme_products_commands_run_on_the_bundled_offers(tmp_path):
 
     pytest.importorskip("sklearn")
     root = README.parent
-    commands = [cmd for cmd, _ in console_commands()
-                if " products " in f" {cmd} " and "../shared" not in cmd]
+    commands = [
+        cmd
+        for cmd, _ in console_commands()
+        if " products " in f" {cmd} " and "../shared" not in cmd
+    ]
     assert len(commands) == 3
     shutil.copytree(root / "examples", tmp_path / "examples")
     (tmp_path / ".venv").symlink_to(root / ".venv")
     for cmd in commands:
-        r = subprocess.run(cmd + " --quiet", shell=True, cwd=tmp_path, capture_output=True,
-                           text=True)
+        r = subprocess.run(
+            cmd + " --quiet", shell=True, cwd=tmp_path, capture_output=True, text=True
+        )
         assert r.returncode == 0, (cmd, r.stderr[-2000:])
     assert (tmp_path / "offers-report" / "report.md").exists()
 
@@ -248,15 +298,22 @@ def test_the_fca_page_shows_what_its_command_writes(tmp_path):
     cmd = " ".join(part.strip() for part in block.replace("\\\n", " ").split())
     shutil.copytree(root / "examples", tmp_path / "examples")
     (tmp_path / ".venv").symlink_to(root / ".venv")
-    r = subprocess.run(cmd + " --quiet", shell=True, cwd=tmp_path, capture_output=True,
-                       text=True)
+    r = subprocess.run(cmd + " --quiet", shell=True, cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    shown = re.findall(r"^\| (FPmax|bisecting k-means) \| (?:K = )?(\d+)[^|]*\| ([\d.]+) \| "
-                       r"([\d.]+) \| \*{0,2}([\d.]+)\*{0,2} \|$", page, flags=re.M)
+    shown = re.findall(
+        r"^\| (FPmax|bisecting k-means) \| (?:K = )?(\d+)[^|]*\| ([\d.]+) \| "
+        r"([\d.]+) \| \*{0,2}([\d.]+)\*{0,2} \|$",
+        page,
+        flags=re.M,
+    )
     assert len(shown) == 9
     with open(tmp_path / "fca-out" / "evaluation.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    written = {("FPmax" if x["method"] == "fpmax" else "bisecting k-means",
-                x["threshold"] or x["requested_clusters"]):
-               tuple(f"{float(x[k]):.3f}" for k in ("precision", "recall", "f1")) for x in rows}
+    written = {
+        (
+            "FPmax" if x["method"] == "fpmax" else "bisecting k-means",
+            x["threshold"] or x["requested_clusters"],
+        ): tuple(f"{float(x[k]):.3f}" for k in ("precision", "recall", "f1"))
+        for x in rows
+    }
     assert {(m, k): (p, r_, f) for m, k, p, r_, f in shown} == written

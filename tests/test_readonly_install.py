@@ -19,9 +19,19 @@ import neardup
 def _can_mount_read_only() -> str | None:
     if sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("unshare"):
         return "needs Linux, root and unshare for a read-only bind mount"
-    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                            "mount --bind /tmp /tmp && mount -o remount,bind,ro /tmp"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            "mount --bind /tmp /tmp && mount -o remount,bind,ro /tmp",
+        ],
+        capture_output=True,
+        text=True,
+    )
     return None if probe.returncode == 0 else f"cannot mount read-only: {probe.stderr.strip()}"
 
 
@@ -36,20 +46,27 @@ def test_dedup_runs_with_a_read_only_package_home_and_tmp(tmp_path):
     for d in (home, tmp, out):
         d.mkdir()
     news = Path(__file__).resolve().parents[1] / "examples" / "news.jsonl"
-    code = ("import sys, neardup\n"
-            "r = neardup.dedup(['one two three four five six', 'one two three four five "
-            "seven'], threshold=0.5, shingle='word:2')\n"
-            "print(r.summary['clusters'])\n"
-            "from neardup.cli import main\n"
-            f"sys.exit(main(['dedup', {str(news)!r}, '--id-field', 'id', '-o', "
-            f"{str(out / 'run')!r}, '--quiet']))\n")
-    mounts = " && ".join(f"mount --bind {d} {d} && mount -o remount,bind,ro {d}"
-                         for d in (pkg, home, tmp))
-    script = f"{mounts} && exec \"$0\" -c \"$1\""
+    code = (
+        "import sys, neardup\n"
+        "r = neardup.dedup(['one two three four five six', 'one two three four five "
+        "seven'], threshold=0.5, shingle='word:2')\n"
+        "print(r.summary['clusters'])\n"
+        "from neardup.cli import main\n"
+        f"sys.exit(main(['dedup', {str(news)!r}, '--id-field', 'id', '-o', "
+        f"{str(out / 'run')!r}, '--quiet']))\n"
+    )
+    mounts = " && ".join(
+        f"mount --bind {d} {d} && mount -o remount,bind,ro {d}" for d in (pkg, home, tmp)
+    )
+    script = f'{mounts} && exec "$0" -c "$1"'
     env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(tmp))
-    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
-                           sys.executable, code], capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, sys.executable, code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["1"]
     assert (out / "run" / "summary.json").exists()
@@ -58,11 +75,12 @@ def test_dedup_runs_with_a_read_only_package_home_and_tmp(tmp_path):
 
 def test_the_batch_path_loads_no_compiler():
     """A dedup run imports no just-in-time compiler: the kernels are machine code already."""
-    code = ("import sys, neardup\n"
-            "neardup.dedup(['a b c d e f', 'a b c d e g'], threshold=0.5, shingle='word:2')\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('numba', 'llvmlite', 'scipy')))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import sys, neardup\n"
+        "neardup.dedup(['a b c d e f', 'a b c d e g'], threshold=0.5, shingle='word:2')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('numba', 'llvmlite', 'scipy')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from neardup._records import record
 
 # a field: (default kind, init, repr, compare); default kind: none, value, factory
-_field = st.tuples(st.sampled_from(["none", "value", "factory"]), st.booleans(),
-                   st.booleans(), st.booleans())
+_field = st.tuples(
+    st.sampled_from(["none", "value", "factory"]), st.booleans(), st.booleans(), st.booleans()
+)
 
 
 def _body(specs) -> dict:
@@ -34,8 +35,9 @@ def _body(specs) -> dict:
         if kind == "value":
             ns[name] = dataclasses.field(default=i * 10, init=init, repr=rep, compare=comp)
         elif kind == "factory":
-            ns[name] = dataclasses.field(default_factory=lambda i=i: [i], init=init, repr=rep,
-                                         compare=comp)
+            ns[name] = dataclasses.field(
+                default_factory=lambda i=i: [i], init=init, repr=rep, compare=comp
+            )
         else:
             ns[name] = dataclasses.field(init=init, repr=rep, compare=comp)
     return ns
@@ -44,8 +46,10 @@ def _body(specs) -> dict:
 def _pair(specs, frozen: bool, post: bool = False):
     ns = _body(specs)
     if post:
+
         def __post_init__(self):
             self.__dict__["seen"] = len(dataclasses.fields(self))
+
         ns["__post_init__"] = __post_init__
     a = dataclasses.dataclass(frozen=frozen)(type("R", (), dict(ns)))
     b = record(frozen=frozen)(type("R", (), dict(ns)))
@@ -64,10 +68,15 @@ def _state(obj):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_field, max_size=6), st.booleans(), st.booleans(),
-       st.lists(st.integers(-3, 3), max_size=8),
-       st.dictionaries(st.sampled_from([f"f{i}" for i in range(7)] + ["zz"]), st.integers(),
-                       max_size=4))
+@given(
+    st.lists(_field, max_size=6),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.integers(-3, 3), max_size=8),
+    st.dictionaries(
+        st.sampled_from([f"f{i}" for i in range(7)] + ["zz"]), st.integers(), max_size=4
+    ),
+)
 def test_record_behaves_as_dataclass(specs, frozen, post, args, kwargs):
     a, b = _pair(specs, frozen, post)
     # construction: the same values, or an error of the same kind
@@ -80,7 +89,8 @@ def test_record_behaves_as_dataclass(specs, frozen, post, args, kwargs):
     # the same signature for help() and inspect (annotations aside)
     sa, sb = inspect.signature(a), inspect.signature(b)
     assert [(p.name, p.kind, repr(p.default)) for p in sa.parameters.values()] == [
-        (p.name, p.kind, repr(p.default)) for p in sb.parameters.values()]
+        (p.name, p.kind, repr(p.default)) for p in sb.parameters.values()
+    ]
     assert _state(x) == _state(y)
     assert repr(x) == repr(y)
     assert [f.name for f in dataclasses.fields(x)] == [f.name for f in dataclasses.fields(y)]
@@ -172,6 +182,7 @@ def test_recursive_repr_and_post_init():
 
 def test_a_class_with_its_own_methods_is_refused():
     with pytest.raises(TypeError, match="defines __eq__"):
+
         @record
         class C:
             """C."""

@@ -71,10 +71,18 @@ def _join(ws: list[str]) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts, texts, st.lists(st.sampled_from(list("abcdefgh")), min_size=0, max_size=30),
-       st.integers(1, 4), st.integers(1, 6), st.integers(0, 60), st.integers(0, 60))
+@given(
+    texts,
+    texts,
+    st.lists(st.sampled_from(list("abcdefgh")), min_size=0, max_size=30),
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.integers(0, 60),
+    st.integers(0, 60),
+)
 def test_every_shared_run_of_the_guaranteed_length_is_found_and_nothing_else(
-        a, b, common, k, window, at_a, at_b):
+    a, b, common, k, window, at_a, at_b
+):
     """With no gap bridging, the passages are exactly the maximal shared runs of at least
     window + k - 1 words (a common run is planted so that there often is one)."""
     a = a[:at_a] + common + a[at_a:]
@@ -92,13 +100,18 @@ def test_bridged_passages_cover_every_run_and_hold_only_shared_words(a, b, k, wi
     cfg = PassageConfig(k=k, window=window, max_gap=gap, min_match=1, max_occurrences=10**6)
     got = reused_passages(_join(a), _join(b), cfg)
     for i0, j0, n in maximal_runs(a, b, cfg.guaranteed_words):
-        assert any(p.a_words[0] <= i0 and i0 + n <= p.a_words[1]
-                   and p.b_words[0] <= j0 and j0 + n <= p.b_words[1] for p in got), (i0, j0, n)
+        assert any(
+            p.a_words[0] <= i0
+            and i0 + n <= p.a_words[1]
+            and p.b_words[0] <= j0
+            and j0 + n <= p.b_words[1]
+            for p in got
+        ), (i0, j0, n)
     for p in got:
         assert p.words == p.a_words[1] - p.a_words[0] >= cfg.shortest
         prev = None
         for i, j, n in p.runs:
-            assert n > 0 and a[i:i + n] == b[j:j + n]  # every run is shared word for word
+            assert n > 0 and a[i : i + n] == b[j : j + n]  # every run is shared word for word
             if prev is not None:
                 assert 0 <= i - prev[0] <= gap and 0 <= j - prev[1] <= gap
             prev = (i + n, j + n)
@@ -115,7 +128,7 @@ def test_winnowing_keeps_the_minimum_of_every_window():
     hs = combine_kgrams(word_hashes(keys), 3).tolist()
     positions = {p for _, p in kept}
     for s in range(len(hs) - 5 + 1):
-        window = hs[s:s + 5]
+        window = hs[s : s + 5]
         m = min(window)
         rightmost = s + max(i for i, h in enumerate(window) if h == m)
         assert rightmost in positions
@@ -135,15 +148,15 @@ def _corpus(seed: int, n: int) -> list[str]:
 @pytest.mark.parametrize("where", ["start", "middle", "end"])
 def test_a_planted_verbatim_passage_is_found_with_its_character_ranges(length, where):
     source = _corpus(1, 600)
-    passage = source[100:100 + length]
+    passage = source[100 : 100 + length]
     other = _corpus(2, 300)
     at = {"start": 0, "middle": 150, "end": 300}[where]
     new = other[:at] + passage + other[at:]
     a, b = " ".join(new), "  ".join(source)  # other spacing in the source
     (p,) = reused_passages(a, b)
     assert p.a_words == (at, at + length) and p.b_words == (100, 100 + length)
-    assert a[p.a_chars[0]:p.a_chars[1]].split() == passage
-    assert b[p.b_chars[0]:p.b_chars[1]].split() == passage
+    assert a[p.a_chars[0] : p.a_chars[1]].split() == passage
+    assert b[p.b_chars[0] : p.b_chars[1]].split() == passage
     assert reuse_share([p], len(new)) == pytest.approx(length / len(new))
     assert reuse_share([p], len(source), "b") == pytest.approx(length / len(source))
 
@@ -168,7 +181,7 @@ def test_texts_sharing_only_short_phrases_report_nothing():
     source = _corpus(6, 400)
     new = _corpus(7, 400)
     for at in (20, 100, 200, 300):  # common phrases of 8 words, far apart
-        new[at:at + 8] = source[at:at + 8]
+        new[at : at + 8] = source[at : at + 8]
     assert reused_passages(" ".join(new), " ".join(source)) == []
 
 
@@ -180,8 +193,8 @@ def test_offsets_are_into_the_original_texts():
     a = "intro text here\r\n" + "\r\n".join(words_a) + "\r\noutro"
     b = "other start " + " ".join(words_b) + " end"
     (p,) = reused_passages(a, b, PassageConfig(k=3, window=4, max_gap=0))
-    cut_a = text_words(a[p.a_chars[0]:p.a_chars[1]]).keys
-    cut_b = text_words(b[p.b_chars[0]:p.b_chars[1]]).keys
+    cut_a = text_words(a[p.a_chars[0] : p.a_chars[1]]).keys
+    cut_b = text_words(b[p.b_chars[0] : p.b_chars[1]]).keys
     assert cut_a == cut_b and len(cut_a) == p.words
     assert "😀" in cut_a and "שלום" in cut_a
 
@@ -193,27 +206,39 @@ def test_html_markup_neither_joins_nor_splits_a_passage():
     from neardup import Index
     from neardup.reuse import PassageIndex, blank_tags, find_reuse
 
-    plain = ("the harbour authority said the ferry timetable would change in spring with an "
-             "extra morning crossing on weekdays and fewer late boats at weekends")
+    plain = (
+        "the harbour authority said the ferry timetable would change in spring with an "
+        "extra morning crossing on weekdays and fewer late boats at weekends"
+    )
     words = plain.split()
-    marked = ("<div class='news'><p>Intro.</p><p>" + " ".join(words[:5]) + " <b>" + words[5]
-              + "</b><br/>" + " ".join(words[6:]) + "</p></div>")
+    marked = (
+        "<div class='news'><p>Intro.</p><p>"
+        + " ".join(words[:5])
+        + " <b>"
+        + words[5]
+        + "</b><br/>"
+        + " ".join(words[6:])
+        + "</p></div>"
+    )
     other = "Some other opening words here. " + plain + " And a different ending."
     cfg = PassageConfig(strip_html=True)
     (p,) = reused_passages(marked, other, cfg)
     assert p.words == p.matched == len(words)
-    cut = marked[p.a_chars[0]:p.a_chars[1]]
+    cut = marked[p.a_chars[0] : p.a_chars[1]]
     assert text_words(blank_tags(cut)).keys == words
-    assert other[p.b_chars[0]:p.b_chars[1]] == plain
-    assert reused_passages(marked, other) == [] or \
-        reused_passages(marked, other)[0].words < len(words)  # without: markup in the words
+    assert other[p.b_chars[0] : p.b_chars[1]] == plain
+    assert reused_passages(marked, other) == [] or reused_passages(marked, other)[0].words < len(
+        words
+    )  # without: markup in the words
     res = find_reuse([marked, "unrelated text " * 5, other], cfg)
-    assert [(x["a"], x["b"], x["a_chars"], x["words"]) for x in res.passages] == \
-        [(0, 2, p.a_chars, len(words))]
+    assert [(x["a"], x["b"], x["a_chars"], x["words"]) for x in res.passages] == [
+        (0, 2, p.a_chars, len(words))
+    ]
     ix = PassageIndex(cfg)
     ix.add("m", marked)
-    assert [(q.a_chars, q.b_chars) for m in ix.check(other) for q in m.passages] == \
-        [(p.b_chars, p.a_chars)]
+    assert [(q.a_chars, q.b_chars) for m in ix.check(other) for q in m.passages] == [
+        (p.b_chars, p.a_chars)
+    ]
     idx = Index(strip_html=True, passages=True)
     assert idx.passages.strip_html
     idx.add("m", marked)
@@ -245,8 +270,7 @@ def test_punctuation_at_word_ends_does_not_split_a_passage():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(texts, max_size=8), st.integers(1, 4), st.integers(1, 6),
-       st.integers(1, 50))
+@given(st.lists(texts, max_size=8), st.integers(1, 4), st.integers(1, 6), st.integers(1, 50))
 def test_winnowing_many_texts_at_once_equals_one_by_one(docs, k, window, block):
     import numpy as np
 
@@ -257,14 +281,20 @@ def test_winnowing_many_texts_at_once_equals_one_by_one(docs, k, window, block):
     np.cumsum([len(p) for p in parts], out=off[1:])
     kh = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
     h, doc, pos = winnow_many(kh, off, window, block=block)
-    want = [(hh, d, p) for d, words in enumerate(docs)
-            for hh, p in reference_fingerprints(words, k, window)]
+    want = [
+        (hh, d, p)
+        for d, words in enumerate(docs)
+        for hh, p in reference_fingerprints(words, k, window)
+    ]
     assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(list("abcdefghij")), max_size=40), max_size=7),
-       st.integers(1, 3), st.integers(1, 4))
+@given(
+    st.lists(st.lists(st.sampled_from(list("abcdefghij")), max_size=40), max_size=7),
+    st.integers(1, 3),
+    st.integers(1, 4),
+)
 def test_the_corpus_search_finds_what_every_pair_compared_finds(docs, k, window):
     """find_reuse against reused_passages on every pair (no fingerprint too common here)."""
     from neardup.reuse import find_reuse
@@ -273,9 +303,12 @@ def test_the_corpus_search_finds_what_every_pair_compared_finds(docs, k, window)
     texts = [" ".join(d) for d in docs]
     res = find_reuse(texts, cfg, max_doc_freq=10**6)
     got = {(p["a"], p["b"], p["a_words"], p["b_words"]) for p in res.passages}
-    want = {(a, b, p.a_words, p.b_words)
-            for a in range(len(texts)) for b in range(a + 1, len(texts))
-            for p in reused_passages(texts[a], texts[b], cfg)}
+    want = {
+        (a, b, p.a_words, p.b_words)
+        for a in range(len(texts))
+        for b in range(a + 1, len(texts))
+        for p in reused_passages(texts[a], texts[b], cfg)
+    }
     assert got == want
     assert res.stats["passages"] == len(want)
     assert {(p["a"], p["b"]) for p in res.pairs} == {(a, b) for a, b, _, _ in want}
@@ -313,8 +346,11 @@ def test_neardup_reuse_writes_passages_and_pairs(tmp_path, capsys):
     source = _corpus(50, 300)
     other = _corpus(51, 300)
     copied = other[:100] + source[40:90] + other[100:]
-    lines = [{"id": "src", "text": " ".join(source)}, {"id": "new", "text": " ".join(copied)},
-             {"id": "unrelated", "text": " ".join(_corpus(52, 300))}]
+    lines = [
+        {"id": "src", "text": " ".join(source)},
+        {"id": "new", "text": " ".join(copied)},
+        {"id": "unrelated", "text": " ".join(_corpus(52, 300))},
+    ]
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
     rc = main(["reuse", str(path), "--id-field", "id", "-o", str(tmp_path / "out"), "--json"])
@@ -324,14 +360,15 @@ def test_neardup_reuse_writes_passages_and_pairs(tmp_path, capsys):
     (p,) = pq.read_table(tmp_path / "out" / "passages.parquet").to_pylist()
     texts = {r["id"]: r["text"] for r in lines}
     assert {p["id_a"], p["id_b"]} == {"src", "new"} and p["words"] == p["matched_words"] == 50
-    assert texts[p["id_a"]][p["a_start"]:p["a_end"]].split() == source[40:90]
-    assert texts[p["id_b"]][p["b_start"]:p["b_end"]].split() == source[40:90]
+    assert texts[p["id_a"]][p["a_start"] : p["a_end"]].split() == source[40:90]
+    assert texts[p["id_b"]][p["b_start"] : p["b_end"]].split() == source[40:90]
     (pair,) = pq.read_table(tmp_path / "out" / "pairs.parquet").to_pylist()
     assert pair["reused_words_a"] == pair["reused_words_b"] == 50
     share_new = pair["share_a"] if pair["id_a"] == "new" else pair["share_b"]
     assert share_new == pytest.approx(50 / 350)
-    rc = main(["reuse", str(path), "--id-field", "id", "-o", str(tmp_path / "bad"),
-               "--min-words", "10"])
+    rc = main(
+        ["reuse", str(path), "--id-field", "id", "-o", str(tmp_path / "bad"), "--min-words", "10"]
+    )
     assert rc == 2 and "at least window + k - 1" in capsys.readouterr().err
 
 
@@ -348,8 +385,9 @@ def test_long_runs_are_extended_exactly(length, changes, shift):
     b = _corpus(61, shift) + base
     cfg = PassageConfig(k=2, window=3, max_gap=0)
     got = reused_passages(" ".join(a), " ".join(b), cfg)
-    assert {(p.a_words[0], p.b_words[0], p.words) for p in got} == \
-        maximal_runs(a, b, cfg.guaranteed_words)
+    assert {(p.a_words[0], p.b_words[0], p.words) for p in got} == maximal_runs(
+        a, b, cfg.guaranteed_words
+    )
 
 
 def test_a_seed_whose_words_differ_is_dropped():
@@ -361,10 +399,22 @@ def test_a_seed_whose_words_differ_is_dropped():
 
     def runs(i: int, j: int) -> list[list[int]]:
         """The runs found from one seed at (i, j) (both texts keep hash 42 there)."""
-        _, got = pair_passages_many(words, np.array([0, 6, 12], np.int64),
-                                    np.array([42, 42], np.uint64), np.array([i, j], np.int64),
-                                    np.array([0, 1, 2], np.int64), np.array([0], np.int64),
-                                    np.array([1], np.int64), 0, 1, 2, 0, 1, 16, 1)
+        _, got = pair_passages_many(
+            words,
+            np.array([0, 6, 12], np.int64),
+            np.array([42, 42], np.uint64),
+            np.array([i, j], np.int64),
+            np.array([0, 1, 2], np.int64),
+            np.array([0], np.int64),
+            np.array([1], np.int64),
+            0,
+            1,
+            2,
+            0,
+            1,
+            16,
+            1,
+        )
         return got.tolist()
 
     assert runs(3, 3) == []  # words 4 vs 7: not a shared 2-gram
@@ -385,13 +435,17 @@ def test_a_run_joins_its_passage_across_a_repeated_phrase_elsewhere():
     start = 5 + len(phrase) + 35
     main = [p for p in got if p.a_words[0] >= start]
     assert [(p.a_words, p.b_words, p.matched) for p in main] == [
-        ((start, start + 100), (0, 100), 99)]
+        ((start, start + 100), (0, 100), 99)
+    ]
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(list("abcdefghij")), max_size=40), max_size=6),
-       st.lists(st.sampled_from(list("abcdefghij")), max_size=50), st.integers(1, 3),
-       st.integers(1, 4))
+@given(
+    st.lists(st.lists(st.sampled_from(list("abcdefghij")), max_size=40), max_size=6),
+    st.lists(st.sampled_from(list("abcdefghij")), max_size=50),
+    st.integers(1, 3),
+    st.integers(1, 4),
+)
 def test_the_passage_index_finds_what_comparing_with_every_text_finds(docs, query, k, window):
     from neardup.reuse import PassageIndex
 
@@ -435,10 +489,21 @@ def test_the_passage_index_check_add_remove_and_common_phrases():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.one_of(st.sampled_from(list(" \t\r\n\x1c\x1f\x85\xa0\u2028\u3000"
-                                                        "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-                                                        "aZ09ßﬁ\u0301")),
-                                  st.characters()), max_size=80))
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from(
+                list(
+                    " \t\r\n\x1c\x1f\x85\xa0\u2028\u3000"
+                    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+                    "aZ09ßﬁ\u0301"
+                )
+            ),
+            st.characters(),
+        ),
+        max_size=80,
+    )
+)
 def test_word_keys_fast_path_equals_the_word_by_word_keys(text):
     """The keys of ``word_keys`` (an ASCII fast path) are those of ``word_key`` on each word
     the regular expression finds, and the word offsets line up with them."""
@@ -457,8 +522,11 @@ def test_fingerprints_of_many_texts_equal_one_by_one(docs, k, window):
     from neardup import reuse
     from neardup.reuse import fingerprints_many, word_hashes
 
-    want = [(hh, d, p) for d, words in enumerate(docs)
-            for hh, p in reference_fingerprints(words, k, window)]
+    want = [
+        (hh, d, p)
+        for d, words in enumerate(docs)
+        for hh, p in reference_fingerprints(words, k, window)
+    ]
     for one_pass in (reuse._ONE_PASS, 0):  # few k-grams: one pass; many: counted first
         with mock.patch.object(reuse, "_ONE_PASS", one_pass):
             h, doc, pos = fingerprints_many([word_hashes(d) for d in docs], k, window)
@@ -466,13 +534,24 @@ def test_fingerprints_of_many_texts_equal_one_by_one(docs, k, window):
 
 
 @settings(max_examples=500, deadline=None)
-@given(texts, texts, st.lists(st.sampled_from(list("abcdefgh")), min_size=0, max_size=40),
-       st.integers(1, 4), st.integers(1, 6), st.integers(0, 3), st.integers(1, 3),
-       st.integers(1, 4), st.integers(0, 6), st.integers(0, 60), st.integers(0, 60),
-       st.lists(st.integers(0, 39), max_size=4), st.booleans())
-def test_the_passage_kernel_equals_the_plain_python_search(a, b, common, k, window, gap,
-                                                           min_match, max_occ, extra, at_a,
-                                                           at_b, edits, twice):
+@given(
+    texts,
+    texts,
+    st.lists(st.sampled_from(list("abcdefgh")), min_size=0, max_size=40),
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.integers(0, 3),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(0, 6),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.lists(st.integers(0, 39), max_size=4),
+    st.booleans(),
+)
+def test_the_passage_kernel_equals_the_plain_python_search(
+    a, b, common, k, window, gap, min_match, max_occ, extra, at_a, at_b, edits, twice
+):
     """The compiled comparison of two texts finds exactly the passages, matched words and
     runs of the plain-Python search, step for step (seeds, runs, merging, gap extension)."""
     import oracles
@@ -483,14 +562,29 @@ def test_the_passage_kernel_equals_the_plain_python_search(a, b, common, k, wind
             changed[e] = "z"
     a = a[:at_a] + common + a[at_a:]
     b = b[:at_b] + changed + b[at_b:] + (common if twice else [])  # twice: runs overlap in a
-    cfg = PassageConfig(k=k, window=window, max_gap=gap, min_match=min_match,
-                        max_occurrences=max_occ, min_words=window + k - 1 + extra)
+    cfg = PassageConfig(
+        k=k,
+        window=window,
+        max_gap=gap,
+        min_match=min_match,
+        max_occurrences=max_occ,
+        min_words=window + k - 1 + extra,
+    )
     got = reused_passages(_join(a), _join(b), cfg)
-    want = oracles.passages(a, b, reference_fingerprints(a, k, window),
-                            reference_fingerprints(b, k, window), k=k, max_gap=gap,
-                            min_match=min_match, max_occ=max_occ, shortest=cfg.shortest)
-    assert [(p.a_words, p.b_words, p.matched, p.runs) for p in got] == \
-        [(wa, wb, m, runs) for wa, wb, m, runs in want]
+    want = oracles.passages(
+        a,
+        b,
+        reference_fingerprints(a, k, window),
+        reference_fingerprints(b, k, window),
+        k=k,
+        max_gap=gap,
+        min_match=min_match,
+        max_occ=max_occ,
+        shortest=cfg.shortest,
+    )
+    assert [(p.a_words, p.b_words, p.matched, p.runs) for p in got] == [
+        (wa, wb, m, runs) for wa, wb, m, runs in want
+    ]
 
 
 @settings(max_examples=300, deadline=None)
@@ -500,18 +594,28 @@ def test_word_hashes_equal_the_plain_python_hash(keys):
 
     from neardup.reuse import word_hashes
 
-    assert word_hashes(keys).tolist() == [oracles.word_hash(k.encode("utf-8", "surrogatepass"))
-                                          for k in keys]
+    assert word_hashes(keys).tolist() == [
+        oracles.word_hash(k.encode("utf-8", "surrogatepass")) for k in keys
+    ]
 
 
 _SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.text(alphabet=st.one_of(
-    st.sampled_from(_SPACES + list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~aZq09\x00\x7f")),
-    st.sampled_from(list("ÄäßﬁÉ¨\u0301\u200b\u2027\u202a\ufeff\U0001f600\ud800«»—")),
-    st.characters()), max_size=60), max_size=6))
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.one_of(
+                st.sampled_from(_SPACES + list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~aZq09\x00\x7f")),
+                st.sampled_from(list("ÄäßﬁÉ¨\u0301\u200b\u2027\u202a\ufeff\U0001f600\ud800«»—")),
+                st.characters(),
+            ),
+            max_size=60,
+        ),
+        max_size=6,
+    )
+)
 def test_words_in_the_kernel_equal_the_python_keys(docs):
     """Splitting (on every white-space character ``str.split`` knows), keying and hashing in
     the kernel, with Python keying the words that hold non-ASCII characters, give the hashes
@@ -535,20 +639,29 @@ _ALL_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
 #: word characters, among them the non-space ones whose UTF-8 starts like a multi-byte space
 #: (0xC2, 0xE1, 0xE2, 0xE3), a continuation byte like a space's (U+2080: E2 82 80) and
 #: zero-width or format characters that are not white space
-_WORD_CHARS = list("aZq09xYAMzé") + list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\x00\x7f") + list(
-    "\xa9\xc2\xe1\xe2\xe3\u1681\u169a\u200b\u2030\u205e\u2060\u2080\u2122\u3001\u30a2"
-    "\ufeff\U0001f600\ud800«»—ﬁß\u0301中文字ひらカナ\u0e17\u0e35\u0e48\U00020001，。")
+_WORD_CHARS = (
+    list("aZq09xYAMzé")
+    + list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\x00\x7f")
+    + list(
+        "\xa9\xc2\xe1\xe2\xe3\u1681\u169a\u200b\u2030\u205e\u2060\u2080\u2122\u3001\u30a2"
+        "\ufeff\U0001f600\ud800«»—ﬁß\u0301中文字ひらカナ\u0e17\u0e35\u0e48\U00020001，。"
+    )
+)
 _space_runs = st.text(alphabet=st.sampled_from(_ALL_SPACES), min_size=1, max_size=4)
 _words = st.one_of(
     st.text(alphabet=st.sampled_from(list("abcXYZ019")), min_size=1, max_size=12),
-    st.text(alphabet=st.sampled_from(list("!\"'(),-.:;?[]{}$+<=>^`|~")), min_size=1,
-            max_size=4),  # punctuation (and symbols) only
+    st.text(
+        alphabet=st.sampled_from(list("!\"'(),-.:;?[]{}$+<=>^`|~")), min_size=1, max_size=4
+    ),  # punctuation (and symbols) only
     st.text(alphabet=st.sampled_from(_WORD_CHARS), min_size=1, max_size=12),
-    st.text(alphabet=st.sampled_from(list("ab.,")), min_size=20, max_size=90))  # long words
+    st.text(alphabet=st.sampled_from(list("ab.,")), min_size=20, max_size=90),
+)  # long words
 _split_texts = st.builds(
     lambda lead, parts, spaced: (lead + "".join(parts)) if spaced else "".join(parts),
     st.text(alphabet=st.sampled_from(list("ab ")), max_size=70),  # every offset mod 64
-    st.lists(st.one_of(_words, _space_runs), max_size=40), st.booleans())
+    st.lists(st.one_of(_words, _space_runs), max_size=40),
+    st.booleans(),
+)
 
 
 def _expected_split(text: str) -> tuple[list[int], list[int], list[bool], list[int | None]]:
@@ -582,8 +695,9 @@ def _expected_split(text: str) -> tuple[list[int], list[int], list[bool], list[i
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(_split_texts, st.sampled_from(["", " ", "\u3000 \x85\t", "a"])),
-                max_size=8))
+@given(
+    st.lists(st.one_of(_split_texts, st.sampled_from(["", " ", "\u3000 \x85\t", "a"])), max_size=8)
+)
 def test_the_split_kernel_equals_str_split(docs):
     """The compiled split of many texts at once (64 bytes at a time, multi-byte white space
     across those blocks, texts ending anywhere in one) finds the words of ``str.split()``, each
@@ -604,7 +718,7 @@ def test_the_split_kernel_equals_str_split(docs):
         assert starts[w].tolist() == want_s and ends[w].tolist() == want_e
         assert foreign[w].astype(bool).tolist() == want_f
         assert [h if not f else None for h, f in zip(hashes[w].tolist(), want_f)] == want_h
-        one = data[off[t]:off[t + 1]]
+        one = data[off[t] : off[t + 1]]
         alone = _split(one, np.array([0, len(one)], np.int64), True)
         assert alone[0][alone[4] == 0].tolist() == [h for h in want_h if h is not None]
 
@@ -625,7 +739,8 @@ _kgram_runs = st.one_of(
     st.lists(st.integers(0, 3), max_size=60),  # many equal hashes: ties
     st.lists(st.integers(0, 2**64 - 1), max_size=60),
     st.builds(sorted, st.lists(st.integers(0, 50), max_size=60)),  # rising: rescans
-    st.builds(lambda v: sorted(v, reverse=True), st.lists(st.integers(0, 50), max_size=60)))
+    st.builds(lambda v: sorted(v, reverse=True), st.lists(st.integers(0, 50), max_size=60)),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -651,8 +766,11 @@ def test_the_winnowing_kernel_keeps_the_rightmost_smallest_of_every_window(runs,
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 2), max_size=50), max_size=6), st.integers(1, 8),
-       st.integers(1, 16))
+@given(
+    st.lists(st.lists(st.integers(0, 2), max_size=50), max_size=6),
+    st.integers(1, 8),
+    st.integers(1, 16),
+)
 def test_winnowing_word_hashes_with_ties_equals_scanning_every_window(docs, k, window):
     """Words from three hashes (repeated k-grams, equal k-gram hashes), k up to 8 (more than
     some texts' words: no k-gram), windows from 1 to more than the k-grams."""
@@ -664,8 +782,11 @@ def test_winnowing_word_hashes_with_ties_equals_scanning_every_window(docs, k, w
     from neardup.reuse import combine_kgrams, fingerprints_many
 
     words = [np.array(d, np.uint64) for d in docs]
-    want = [(h, t, p) for t, w in enumerate(words)
-            for h, p in reference_winnowing(combine_kgrams(w, k).tolist(), window)]
+    want = [
+        (h, t, p)
+        for t, w in enumerate(words)
+        for h, p in reference_winnowing(combine_kgrams(w, k).tolist(), window)
+    ]
     for one_pass in (reuse._ONE_PASS, 0):
         with mock.patch.object(reuse, "_ONE_PASS", one_pass):
             h, doc, pos = fingerprints_many(words, k, window)

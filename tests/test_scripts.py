@@ -16,8 +16,11 @@ from neardup.text.words import word_keys, words
 
 # Pools of characters to write random texts with (seeded: the same texts every run).
 HAN = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 600))
-KANA_KANJI = "".join(chr(c) for c in range(0x3041, 0x3097)) + "".join(
-    chr(c) for c in range(0x30A1, 0x30FB)) + HAN[:200]
+KANA_KANJI = (
+    "".join(chr(c) for c in range(0x3041, 0x3097))
+    + "".join(chr(c) for c in range(0x30A1, 0x30FB))
+    + HAN[:200]
+)
 THAI = "".join(chr(c) for c in range(0x0E01, 0x0E2F)) + "\u0e30\u0e32\u0e34\u0e35\u0e38\u0e40"
 HANGUL = [chr(c) for c in range(0xAC00, 0xAC00 + 400)]
 
@@ -53,11 +56,25 @@ SCRIPTS = {
 def test_words_of_a_mixed_text_by_hand():
     text = "iPhone 15 专业版，256GB 全新 ราคา OK 한국어 단어"
     # the comma joins the run of other characters after it, and is left out of its key
-    assert word_keys(text) == ["iphone", "15", "专", "业", "版", "256gb", "全", "新",
-                               "ร", "า", "ค", "า", "ok", "한국어", "단어"]
+    assert word_keys(text) == [
+        "iphone",
+        "15",
+        "专",
+        "业",
+        "版",
+        "256gb",
+        "全",
+        "新",
+        "ร",
+        "า",
+        "ค",
+        "า",
+        "ok",
+        "한국어",
+        "단어",
+    ]
     got = words(text)
-    assert [text[s:e] for s, e, _ in got][:7] == ["iPhone", "15", "专", "业", "版", "，256GB",
-                                                  "全"]
+    assert [text[s:e] for s, e, _ in got][:7] == ["iPhone", "15", "专", "业", "版", "，256GB", "全"]
     tw = text_words(text)
     assert tw.spans == [(s, e) for s, e, _ in got]
     assert words_apart("东京 tower 2020年") == "东 京 tower 2020 年"
@@ -72,8 +89,11 @@ def test_dedup_finds_near_copies_in_every_script_by_default(script):
     originals = [make(100 + i) for i in range(10)]
     prefix = make(999)[:12]
     changes = 1 if script == "korean" else 3  # a Korean change is a whole (short) word
-    copies = [_edit(originals[0], 1, changes), prefix + " " + originals[3],
-              _edit(originals[7], 2, changes)]
+    copies = [
+        _edit(originals[0], 1, changes),
+        prefix + " " + originals[3],
+        _edit(originals[7], 2, changes),
+    ]
     texts = originals + copies
     result = neardup.dedup(texts)
     pairs = {(int(a), int(b)) for a, b in zip(result.pairs.left, result.pairs.right)}
@@ -82,13 +102,23 @@ def test_dedup_finds_near_copies_in_every_script_by_default(script):
 
 def test_dedup_of_a_mixed_corpus():
     """Chinese, Thai, English and mixed offers in one corpus: each near-copy with its source."""
-    en = ("Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil and a "
-          "removable washable limescale filter, cordless on a 360 degree base.")
+    en = (
+        "Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil and a "
+        "removable washable limescale filter, cordless on a 360 degree base."
+    )
     zh = SCRIPTS["chinese"](5)
     th = SCRIPTS["thai"](6)
     mixed = "Apple iPhone 15 Pro Max 256GB " + SCRIPTS["chinese"](7)[:80] + " 全新未拆封"
-    texts = [en, zh, th, mixed, en + " Free delivery.", _edit(zh, 3), _edit(th, 4),
-             mixed.replace("256GB", "512GB")]
+    texts = [
+        en,
+        zh,
+        th,
+        mixed,
+        en + " Free delivery.",
+        _edit(zh, 3),
+        _edit(th, 4),
+        mixed.replace("256GB", "512GB"),
+    ]
     result = neardup.dedup(texts)
     pairs = {(int(a), int(b)) for a, b in zip(result.pairs.left, result.pairs.right)}
     assert pairs == {(0, 4), (1, 5), (2, 6), (3, 7)}
@@ -101,8 +131,8 @@ def test_a_copied_passage_is_found_with_its_offsets(script):
     copied = source[40:100]
     new = make(22)[:50] + copied + make(23)[:50]
     (p,) = reused_passages(new, source)
-    assert new[p.a_chars[0]:p.a_chars[1]] == copied
-    assert source[p.b_chars[0]:p.b_chars[1]] == copied
+    assert new[p.a_chars[0] : p.a_chars[1]] == copied
+    assert source[p.b_chars[0] : p.b_chars[1]] == copied
 
 
 @pytest.mark.parametrize("script", ["chinese", "japanese", "thai"])
@@ -117,8 +147,26 @@ def test_the_index_finds_a_prefixed_copy_and_a_copied_passage(script):
     assert ix.check(make(996)).unique
 
 
-_pieces = st.sampled_from(["plain", "café", "Straße", "中文", "字", "ひらがな", "カタカナ",
-                           "ภาษาไทย", "한국어", "😀", "，", "。", "2020年", "GB", "  ", "\u3000"])
+_pieces = st.sampled_from(
+    [
+        "plain",
+        "café",
+        "Straße",
+        "中文",
+        "字",
+        "ひらがな",
+        "カタカナ",
+        "ภาษาไทย",
+        "한국어",
+        "😀",
+        "，",
+        "。",
+        "2020年",
+        "GB",
+        "  ",
+        "\u3000",
+    ]
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -155,12 +203,14 @@ def test_a_few_texts_in_unspaced_scripts_among_many_others():
     from neardup.text.shingle import word_batch
 
     for n_other in (3, 200):  # many texts to cut among few; few among many
-        texts = ["plain words"] * n_other + ["café"] * n_other + ["中文字 ok", "😀 x",
-                                                                   "crème brûlée"]
+        texts = (
+            ["plain words"] * n_other + ["café"] * n_other + ["中文字 ok", "😀 x", "crème brûlée"]
+        )
         batch = normalize(texts)
         got = word_batch(batch, ShingleConfig())
         assert [got.text(i) for i in range(len(texts))] == [
-            words_apart(batch.text(i)) for i in range(len(texts))]
+            words_apart(batch.text(i)) for i in range(len(texts))
+        ]
         assert got.text(2 * n_other) == "中 文 字 ok"
 
 
@@ -170,14 +220,18 @@ def test_find_reuse_over_a_mixed_corpus():
     from neardup.reuse import find_reuse
 
     zh, ja, th = SCRIPTS["chinese"](41), SCRIPTS["japanese"](42), SCRIPTS["thai"](43)
-    texts = [zh, ja, th,
-             SCRIPTS["chinese"](44)[:40] + zh[20:80],       # 3: copies 60 characters of 0
-             "Intro in English. " + ja[10:70] + " the end",  # 4: copies 60 of 1
-             SCRIPTS["thai"](45)]
+    texts = [
+        zh,
+        ja,
+        th,
+        SCRIPTS["chinese"](44)[:40] + zh[20:80],  # 3: copies 60 characters of 0
+        "Intro in English. " + ja[10:70] + " the end",  # 4: copies 60 of 1
+        SCRIPTS["thai"](45),
+    ]
     got = find_reuse(texts)
     found = {(p["a"], p["b"]) for p in got.passages}
     assert found == {(0, 3), (1, 4)}
     for p in got.passages:
         a, b = texts[p["a"]], texts[p["b"]]
-        assert a[p["a_chars"][0]:p["a_chars"][1]] == b[p["b_chars"][0]:p["b_chars"][1]]
+        assert a[p["a_chars"][0] : p["a_chars"][1]] == b[p["b_chars"][0] : p["b_chars"][1]]
         assert p["words"] == 60

@@ -28,9 +28,11 @@ from neardup.server import app as server_app  # noqa: E402
 from neardup.server import create_app, shared_passages  # noqa: E402
 from neardup.server.passages import passages_for_display  # noqa: E402
 
-VOCAB = ("red blue green large small cotton wool shirt dress jacket with without pocket zip "
-         "button collar sleeve long short summer winter soft warm light dark slim fit classic "
-         "modern washable organic").split()
+VOCAB = (
+    "red blue green large small cotton wool shirt dress jacket with without pocket zip "
+    "button collar sleeve long short summer winter soft warm light dark slim fit classic "
+    "modern washable organic"
+).split()
 
 
 def make_text(rng: random.Random, n: int = 80) -> str:
@@ -59,8 +61,11 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Index:
         idx.storage.drop()
         idx = Index(f"{url}?prefix=srv{tmp_path.name[-20:].replace('_', '')}", passages=True)
     else:
-        idx = (Index(passages=True) if request.param == "memory"
-               else Index(str(tmp_path / "shop.db"), passages=True))
+        idx = (
+            Index(passages=True)
+            if request.param == "memory"
+            else Index(str(tmp_path / "shop.db"), passages=True)
+        )
     yield idx
     if request.param == "redis":
         idx.storage.drop()
@@ -100,15 +105,16 @@ def oracle_passages(a: str, b: str, k: int) -> list[dict[str, Any]]:
     import unicodedata
 
     def toks(s: str) -> list[tuple[int, int, str]]:
-        return [(m.start(), m.end(), unicodedata.normalize("NFKC", m.group()).casefold())
-                for m in re.finditer(r"\S+", s)]
+        return [
+            (m.start(), m.end(), unicodedata.normalize("NFKC", m.group()).casefold())
+            for m in re.finditer(r"\S+", s)
+        ]
 
     wa, wb = toks(a), toks(b)
     na, nb = len(wa) - k + 1, len(wb) - k + 1
 
     def same(i: int, j: int) -> bool:
-        return (0 <= i < na and 0 <= j < nb
-                and all(wa[i + t][2] == wb[j + t][2] for t in range(k)))
+        return 0 <= i < na and 0 <= j < nb and all(wa[i + t][2] == wb[j + t][2] for t in range(k))
 
     out = []
     for i in range(max(na, 0)):
@@ -118,8 +124,13 @@ def oracle_passages(a: str, b: str, k: int) -> list[dict[str, Any]]:
                 while same(i + m, j + m):
                     m += 1
                 last = m + k - 2
-                out.append({"a": [wa[i][0], wa[i + last][1]], "b": [wb[j][0], wb[j + last][1]],
-                            "words": m + k - 1})
+                out.append(
+                    {
+                        "a": [wa[i][0], wa[i + last][1]],
+                        "b": [wb[j][0], wb[j + last][1]],
+                        "words": m + k - 1,
+                    }
+                )
     return out
 
 
@@ -146,7 +157,7 @@ def test_passages_hand_checked() -> None:
     a3 = "Straße ﬁne día one two"
     b3 = "STRASSE fine DÍA one two"
     (p,) = shared_passages(a3, b3, 5)
-    assert a3[p["a"][0]:p["a"][1]] == a3 and b3[p["b"][0]:p["b"][1]] == b3
+    assert a3[p["a"][0] : p["a"][1]] == a3 and b3[p["b"][0] : p["b"][1]] == b3
     with pytest.raises(ValueError, match="k=0"):
         shared_passages(a, b, 0)
 
@@ -158,8 +169,9 @@ space_st = st.sampled_from([" ", "  ", "\n", "\t ", " \u00a0"])
 @st.composite
 def texts_st(draw: st.DrawFn) -> str:
     w = draw(words_st)
-    return draw(st.sampled_from(["", " ", "\n"])) + "".join(
-        x + draw(space_st) for x in w).rstrip(draw(st.sampled_from(["", " "])))
+    return draw(st.sampled_from(["", " ", "\n"])) + "".join(x + draw(space_st) for x in w).rstrip(
+        draw(st.sampled_from(["", " "]))
+    )
 
 
 @settings(max_examples=150)
@@ -168,15 +180,14 @@ def test_passages_match_oracle(a: str, b: str, k: int) -> None:
     got = shared_passages(a, b, k)
     assert got == oracle_passages(a, b, k)
     for p in got:  # each passage is the same words in both texts
-        sa, sb = a[p["a"][0]:p["a"][1]], b[p["b"][0]:p["b"][1]]
+        sa, sb = a[p["a"][0] : p["a"][1]], b[p["b"][0] : p["b"][1]]
         assert [w.casefold() for w in sa.split()] == [w.casefold() for w in sb.split()]
         assert len(sa.split()) == p["words"] >= k
 
 
 def test_passages_for_display_bounds() -> None:
     short_a, short_b = "blue shirt", "Blue Shirt"
-    assert passages_for_display(short_a, short_b, 5) == [{"a": [0, 10], "b": [0, 10],
-                                                          "words": 2}]
+    assert passages_for_display(short_a, short_b, 5) == [{"a": [0, 10], "b": [0, 10], "words": 2}]
     rep = " ".join(["x"] * 3000)
     got = passages_for_display(rep, rep, 5, limit=50)
     assert 0 < len(got) <= 50
@@ -206,8 +217,10 @@ def test_add_get_delete(client: TestClient, index: Index) -> None:
 def test_dot_ids_are_reached_percent_encoded(client: TestClient) -> None:
     # "." and ".." are dot segments that clients remove from a path; %2E reaches them
     for doc_id in (".", ".."):
-        assert client.post("/documents", json={"id": doc_id, "text": f"text of {doc_id}"}
-                           ).status_code == 201
+        assert (
+            client.post("/documents", json={"id": doc_id, "text": f"text of {doc_id}"}).status_code
+            == 201
+        )
     assert client.get("/documents/%2E").json() == {"id": ".", "text": "text of ."}
     assert client.get("/documents/%2E%2E").json() == {"id": "..", "text": "text of .."}
     assert client.delete("/documents/%2E%2E").status_code == 204
@@ -249,13 +262,22 @@ def test_batch(client: TestClient, index: Index, corpus: dict[str, str]) -> None
     assert len(index) == len(docs)
     assert index.get_texts(list(corpus)) == corpus
     # All or nothing: one id already present, nothing of the batch is added.
-    r = client.post("/documents:batch", json={"documents": [
-        {"id": "fresh-1", "text": "x"}, {"id": "doc-3", "text": "y"}, {"id": "fresh-2",
-                                                                       "text": "z"}]})
+    r = client.post(
+        "/documents:batch",
+        json={
+            "documents": [
+                {"id": "fresh-1", "text": "x"},
+                {"id": "doc-3", "text": "y"},
+                {"id": "fresh-2", "text": "z"},
+            ]
+        },
+    )
     assert r.status_code == 409 and detail(r) == "id 'doc-3' is already in the index"
     assert "fresh-1" not in index and len(index) == len(docs)
-    r = client.post("/documents:batch", json={"documents": [
-        {"id": "n1", "text": "x"}, {"id": "n1", "text": "y"}]})
+    r = client.post(
+        "/documents:batch",
+        json={"documents": [{"id": "n1", "text": "x"}, {"id": "n1", "text": "y"}]},
+    )
     assert r.status_code == 422
     assert detail(r) == "id 'n1' appears twice in the batch (documents[0] and documents[1])"
     assert client.post("/documents:batch", json={"documents": []}).json() == {"added": 0}
@@ -302,8 +324,9 @@ def test_query_equals_index(client: TestClient, index: Index, corpus: dict[str, 
     assert r["matches"][0] == {"id": "doc-1", "similarity": 1.0} and not r["unique"]
 
 
-def test_check_matches_and_passages(client: TestClient, index: Index,
-                                    corpus: dict[str, str]) -> None:
+def test_check_matches_and_passages(
+    client: TestClient, index: Index, corpus: dict[str, str]
+) -> None:
     index.add_many(corpus.items())
     text = edit(random.Random(2), corpus["doc-0"], 1)
     r = client.post("/check", json={"text": text})
@@ -322,20 +345,34 @@ def test_check_matches_and_passages(client: TestClient, index: Index,
     assert "doc-5" not in [m["id"] for m in r["matches"]]
     # A new text is unique.
     r = client.post("/check", json={"text": make_text(random.Random(99))}).json()
-    assert r == {"unique": True, "threshold": index.threshold, "matches": [], "added": False,
-                 "reused": [], "common": [], "reused_capped": False, "reuse_incomplete": False,
-                 "matches_capped": False, "passages_incomplete": False, "texts_capped": False,
-                 "passages_indexed": True, "min_passage_words": 16}
+    assert r == {
+        "unique": True,
+        "threshold": index.threshold,
+        "matches": [],
+        "added": False,
+        "reused": [],
+        "common": [],
+        "reused_capped": False,
+        "reuse_incomplete": False,
+        "matches_capped": False,
+        "passages_incomplete": False,
+        "texts_capped": False,
+        "passages_indexed": True,
+        "min_passage_words": 16,
+    }
 
 
 def test_check_shows_the_texts_it_compared_without_reading_them_again(
-        index: Index, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    index: Index, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The texts a check compared are those shown: the answer is the one given when every
     shown text is read from the index again, and no text is read twice."""
     index.add_many(corpus.items())
     copied = " ".join(corpus["doc-3"].split()[10:50])
-    texts = [edit(random.Random(2), corpus["doc-0"], 1),
-             make_text(random.Random(7)) + " " + copied + " " + make_text(random.Random(8))]
+    texts = [
+        edit(random.Random(2), corpus["doc-0"], 1),
+        make_text(random.Random(7)) + " " + copied + " " + make_text(random.Random(8)),
+    ]
     reads: list[list[str]] = []
     real = index.get_texts
     monkeypatch.setattr(index, "get_texts", lambda ids: reads.append(list(ids)) or real(ids))
@@ -356,7 +393,8 @@ def test_check_shows_the_texts_it_compared_without_reading_them_again(
 
 
 def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
-        client: TestClient, index: Index, corpus: dict[str, str]) -> None:
+    client: TestClient, index: Index, corpus: dict[str, str]
+) -> None:
     """A new text that copies 40 words of an indexed one inside otherwise new writing: no
     whole-text match, but the passage is reported with its offsets in both texts, the text is
     not unique and add=true does not add it."""
@@ -369,18 +407,21 @@ def test_check_reports_a_copied_passage_and_does_not_call_it_unique(
     assert "new-9" not in index
     (m,) = [x for x in r["reused"] if x["id"] == "doc-3"]
     (p,) = m["passages"]
-    assert text[p["a"][0]:p["a"][1]] == copied
-    assert source[p["b"][0]:p["b"][1]] == copied and p["words"] == 40
+    assert text[p["a"][0] : p["a"][1]] == copied
+    assert source[p["b"][0] : p["b"][1]] == copied and p["words"] == 40
     assert m["text"] == source and 0 < m["share"] < 0.5 and m["share_source"] > 0
 
 
 def test_a_template_passage_many_texts_hold_is_shown_once_as_common(
-        client: TestClient, index: Index) -> None:
+    client: TestClient, index: Index
+) -> None:
     """A sentence that 20 indexed texts hold (a shipping note in every product text) is one
     entry of `common`, with its holders counted and one example; those texts are not listed
     one by one in `reused`, while a text that also shares words of its own is."""
-    template = ("Free delivery within three working days to every address in the country, "
-                "returns accepted for thirty days after purchase without any questions asked")
+    template = (
+        "Free delivery within three working days to every address in the country, "
+        "returns accepted for thirty days after purchase without any questions asked"
+    )
     for i in range(20):
         index.add(f"p-{i:02d}", make_text(random.Random(60 + i), 60) + " " + template)
     own = make_text(random.Random(99), 60)
@@ -390,11 +431,12 @@ def test_a_template_passage_many_texts_hold_is_shown_once_as_common(
     assert r["matches"] == [] and r["reused"] == [] and r["unique"] is False
     (c,) = r["common"]
     # (its edges may take in a word or two around it that happen to agree)
-    assert template in text[c["a"][0]:c["a"][1]] and c["words"] <= len(template.split()) + 4
+    assert template in text[c["a"][0] : c["a"][1]] and c["words"] <= len(template.split()) + 4
     assert c["texts"] == 21 and c["example"].startswith("p-")
     # a text that copies more of one of them: that one is a source, the template still common
-    r = client.post("/check", json={"text": own[:200] + " " + template, "id": "x",
-                                    "add": True}).json()
+    r = client.post(
+        "/check", json={"text": own[:200] + " " + template, "id": "x", "add": True}
+    ).json()
     assert [m["id"] for m in r["reused"]] == ["copied"] and r["added"] is False
     (c,) = r["common"]
     assert c["texts"] == 21
@@ -402,7 +444,8 @@ def test_a_template_passage_many_texts_hold_is_shown_once_as_common(
 
 
 def test_a_check_that_could_not_compare_every_candidate_is_not_unique(
-        index: Index, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    index: Index, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Bounded work: when more indexed texts share the checked text's phrases than one check
     compares, the answer says so, is not "unique" and does not add the text."""
     import neardup.server.app as app_module
@@ -473,8 +516,8 @@ def test_concurrent_check_and_add_adds_one(kind: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("slots", [1, 2])
 def test_checks_search_for_passages_at_most_check_slots_at_once(
-        slots: int, tmp_path: Path, corpus: dict[str, str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    slots: int, tmp_path: Path, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Six clients check at once: at most ``check_slots`` searches for passages run at the same
     time, every check is answered (the others wait for their turn), and one that waits its
     whole time budget is told to try again (503 with Retry-After), its work not done."""
@@ -524,8 +567,9 @@ def test_checks_search_for_passages_at_most_check_slots_at_once(
         return search(*args, **kwargs)
 
     idx.check = held  # type: ignore[method-assign]
-    first = threading.Thread(target=lambda: local_client(app).post(
-        "/check", json={"text": corpus["doc-1"]}))
+    first = threading.Thread(
+        target=lambda: local_client(app).post("/check", json={"text": corpus["doc-1"]})
+    )
     first.start()
     assert gate.wait(10)
     idx.check = counted  # type: ignore[method-assign]
@@ -560,8 +604,7 @@ def test_stats_and_health(client: TestClient, index: Index) -> None:
     assert s["collections"] == 0 and s["limits"]["max_batch"] == 10_000
 
 
-def test_stats_show_no_secret_and_no_server_path(redis_with_password: str,
-                                                 tmp_path: Path) -> None:
+def test_stats_show_no_secret_and_no_server_path(redis_with_password: str, tmp_path: Path) -> None:
     from conftest import REDIS_PASSWORD
 
     url = redis_with_password + "?prefix=statsredact&password=" + REDIS_PASSWORD
@@ -583,8 +626,16 @@ def test_stats_show_no_secret_and_no_server_path(redis_with_password: str,
 
 def test_openapi_describes_fields(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
-    for path in ("/documents", "/documents:batch", "/query", "/check", "/collections",
-                 "/collections/{cid}/pair", "/stats", "/health"):
+    for path in (
+        "/documents",
+        "/documents:batch",
+        "/query",
+        "/check",
+        "/collections",
+        "/collections/{cid}/pair",
+        "/stats",
+        "/health",
+    ):
         assert path in spec["paths"]
     props = spec["components"]["schemas"]["QueryIn"]["properties"]
     assert "description" in props["text"] and "(0, 1]" in json.dumps(props["threshold"])
@@ -601,8 +652,9 @@ def test_openapi_documents_every_status_the_service_answers(client: TestClient) 
     for path, ops in spec["paths"].items():
         for method, op in ops.items():
             codes = set(op["responses"])
-            want = {"400", "408", "422", "500", "503"} | ({"507"} if (method, path) in adding
-                                                         else set())
+            want = {"400", "408", "422", "500", "503"} | (
+                {"507"} if (method, path) in adding else set()
+            )
             if path == "/health":
                 continue  # answers without the API's errors (a liveness probe)
             assert want <= codes, (method, path, sorted(codes))
@@ -636,32 +688,56 @@ def test_page_and_static_files(client: TestClient) -> None:
 
 def test_errors_json_endpoints(client: TestClient) -> None:
     cases = [
-        ({"content": b'{"text": "x"}', "headers": {"content-type": "text/plain"}}, 415,
-         "/query takes a JSON body: send Content-Type: application/json (got 'text/plain')"),
-        ({"content": b'{"text": "x"}', "headers": {"content-type":
-                                                   "application/json; charset=latin-1"}},
-         415, "/query takes UTF-8 JSON (got 'application/json; charset=latin-1')"),
-        ({"content": b'{"text": "\xff"}', "headers": {"content-type": "application/json"}},
-         400, "the request body is not valid UTF-8 (byte 11)"),
-        ({"content": b'{"text": ', "headers": {"content-type": "application/json"}}, 422,
-         "the request body is not valid JSON: Expecting value at character 9"),
-        ({"content": b'{"text": "\\ud800"}', "headers": {"content-type": "application/json"}},
-         422, "text: contains a lone surrogate (U+D800) at character 0; send "
-              "valid Unicode text"),
+        (
+            {"content": b'{"text": "x"}', "headers": {"content-type": "text/plain"}},
+            415,
+            "/query takes a JSON body: send Content-Type: application/json (got 'text/plain')",
+        ),
+        (
+            {
+                "content": b'{"text": "x"}',
+                "headers": {"content-type": "application/json; charset=latin-1"},
+            },
+            415,
+            "/query takes UTF-8 JSON (got 'application/json; charset=latin-1')",
+        ),
+        (
+            {"content": b'{"text": "\xff"}', "headers": {"content-type": "application/json"}},
+            400,
+            "the request body is not valid UTF-8 (byte 11)",
+        ),
+        (
+            {"content": b'{"text": ', "headers": {"content-type": "application/json"}},
+            422,
+            "the request body is not valid JSON: Expecting value at character 9",
+        ),
+        (
+            {"content": b'{"text": "\\ud800"}', "headers": {"content-type": "application/json"}},
+            422,
+            "text: contains a lone surrogate (U+D800) at character 0; send valid Unicode text",
+        ),
         ({}, 422, "the request body is missing: send a JSON object"),
         ({"json": [1, 2]}, 422, "the request body must be a JSON object"),
         ({"json": {"text": 5}}, 422, "text: Input should be a valid string (a JSON string)"),
-        ({"json": {"text": "x", "threshold": 0}}, 422, "threshold: Input should be greater "
-                                                       "than 0"),
-        ({"json": {"text": "x", "threshold": 1.5}}, 422, "threshold: Input should be less "
-                                                         "than or equal to 1"),
-        ({"json": {"text": "x", "threshold": "high"}}, 422, "threshold: Input should be a "
-                                                            "valid number (a JSON number; not "
-                                                            "true or false or a string)"),
-        ({"json": {"text": "x", "top_k": 0}}, 422, "top_k: Input should be greater than or "
-                                                   "equal to 1"),
-        ({"json": {"text": "x", "colour": "red"}}, 422, "colour: Extra inputs are not "
-                                                        "permitted"),
+        ({"json": {"text": "x", "threshold": 0}}, 422, "threshold: Input should be greater than 0"),
+        (
+            {"json": {"text": "x", "threshold": 1.5}},
+            422,
+            "threshold: Input should be less than or equal to 1",
+        ),
+        (
+            {"json": {"text": "x", "threshold": "high"}},
+            422,
+            "threshold: Input should be a "
+            "valid number (a JSON number; not "
+            "true or false or a string)",
+        ),
+        (
+            {"json": {"text": "x", "top_k": 0}},
+            422,
+            "top_k: Input should be greater than or equal to 1",
+        ),
+        ({"json": {"text": "x", "colour": "red"}}, 422, "colour: Extra inputs are not permitted"),
     ]
     for kwargs, status, message in cases:
         r = client.post("/query", **kwargs)
@@ -684,23 +760,44 @@ NUMBER = " (a JSON number; not true or false or a string)"
 
 def test_request_fields_are_not_coerced(client: TestClient, index: Index) -> None:
     cases = [
-        ("/check", {"text": "x y", "id": "a", "add": "yes"}, "add: Input should be a valid "
-                                                             "boolean" + BOOL),
-        ("/check", {"text": "x y", "id": "a", "add": 1}, "add: Input should be a valid "
-                                                         "boolean" + BOOL),
-        ("/check", {"text": "x y", "id": "a", "add": "true"}, "add: Input should be a valid "
-                                                              "boolean" + BOOL),
+        (
+            "/check",
+            {"text": "x y", "id": "a", "add": "yes"},
+            "add: Input should be a valid boolean" + BOOL,
+        ),
+        (
+            "/check",
+            {"text": "x y", "id": "a", "add": 1},
+            "add: Input should be a valid boolean" + BOOL,
+        ),
+        (
+            "/check",
+            {"text": "x y", "id": "a", "add": "true"},
+            "add: Input should be a valid boolean" + BOOL,
+        ),
         ("/query", {"text": "x", "top_k": True}, "top_k: Input should be a valid integer" + INT),
         ("/query", {"text": "x", "top_k": "5"}, "top_k: Input should be a valid integer" + INT),
         ("/query", {"text": "x", "top_k": 2.0}, "top_k: Input should be a valid integer" + INT),
-        ("/query", {"text": "x", "threshold": True}, "threshold: Input should be a valid "
-                                                     "number" + NUMBER),
-        ("/check", {"text": "x", "threshold": "0.9"}, "threshold: Input should be a valid "
-                                                      "number" + NUMBER),
-        ("/documents", {"id": 5, "text": "x"}, "id: Input should be a valid string "
-                                               "(a JSON string)"),
-        ("/documents:batch", {"documents": [{"id": "a", "text": "x"}, {"id": "b", "text": True}]},
-         "documents[1].text: Input should be a valid string (a JSON string)"),
+        (
+            "/query",
+            {"text": "x", "threshold": True},
+            "threshold: Input should be a valid number" + NUMBER,
+        ),
+        (
+            "/check",
+            {"text": "x", "threshold": "0.9"},
+            "threshold: Input should be a valid number" + NUMBER,
+        ),
+        (
+            "/documents",
+            {"id": 5, "text": "x"},
+            "id: Input should be a valid string (a JSON string)",
+        ),
+        (
+            "/documents:batch",
+            {"documents": [{"id": "a", "text": "x"}, {"id": "b", "text": True}]},
+            "documents[1].text: Input should be a valid string (a JSON string)",
+        ),
     ]
     for path, body, message in cases:
         r = client.post(path, json=body)
@@ -713,44 +810,63 @@ def test_request_fields_are_not_coerced(client: TestClient, index: Index) -> Non
     assert r.status_code == 200 and r.json()["added"] is True
 
 
-BAD_IDS = [("a\x00b", "U+0000"), ("tab\tid", "U+0009"), ("esc\x1b[31m", "U+001B"),
-           ("del\x7f", "U+007F"), ("nel\x85", "U+0085"),
-           ("sku-\u202e4321", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
-           ("x\u2066y\u2069", "U+2066 (LEFT-TO-RIGHT ISOLATE)"),
-           ("line\u2028sep", "U+2028 (LINE SEPARATOR)"),
-           # characters that do not print: an id holding one prints as another id
-           ("sku\u200b1", "U+200B (ZERO WIDTH SPACE)"), ("Ω-\u200d-zwj", "U+200D (ZERO WIDTH JOINER)"),
-           ("\ufeffsku", "U+FEFF (ZERO WIDTH NO-BREAK SPACE)"),
-           ("mark\u200e", "U+200E (LEFT-TO-RIGHT MARK)"), ("ar\u061cb", "U+061C (ARABIC LETTER MARK)"),
-           ("soft\u00adhyphen", "U+00AD (SOFT HYPHEN)"), ("w\u2060j", "U+2060 (WORD JOINER)")]
+BAD_IDS = [
+    ("a\x00b", "U+0000"),
+    ("tab\tid", "U+0009"),
+    ("esc\x1b[31m", "U+001B"),
+    ("del\x7f", "U+007F"),
+    ("nel\x85", "U+0085"),
+    ("sku-\u202e4321", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ("x\u2066y\u2069", "U+2066 (LEFT-TO-RIGHT ISOLATE)"),
+    ("line\u2028sep", "U+2028 (LINE SEPARATOR)"),
+    # characters that do not print: an id holding one prints as another id
+    ("sku\u200b1", "U+200B (ZERO WIDTH SPACE)"),
+    ("Ω-\u200d-zwj", "U+200D (ZERO WIDTH JOINER)"),
+    ("\ufeffsku", "U+FEFF (ZERO WIDTH NO-BREAK SPACE)"),
+    ("mark\u200e", "U+200E (LEFT-TO-RIGHT MARK)"),
+    ("ar\u061cb", "U+061C (ARABIC LETTER MARK)"),
+    ("soft\u00adhyphen", "U+00AD (SOFT HYPHEN)"),
+    ("w\u2060j", "U+2060 (WORD JOINER)"),
+]
 
 
 @pytest.mark.parametrize("bad,char", BAD_IDS)
-def test_ids_with_control_or_bidi_characters_are_refused(client: TestClient, index: Index,
-                                                         bad: str, char: str) -> None:
+def test_ids_with_control_or_bidi_characters_are_refused(
+    client: TestClient, index: Index, bad: str, char: str
+) -> None:
     at = next(i for i, c in enumerate(bad) if f"U+{ord(c):04X}" == char.split()[0])
-    why = (f"contains {char} at character {at}; an id may not hold characters that do not "
-           "print: control characters, line separators, zero-width and other format "
-           "characters, bidirectional marks, overrides and isolates")
+    why = (
+        f"contains {char} at character {at}; an id may not hold characters that do not "
+        "print: control characters, line separators, zero-width and other format "
+        "characters, bidirectional marks, overrides and isolates"
+    )
     text = "a perfectly ordinary text about kettles"
     for path, body, field in [
-            ("/documents", {"id": bad, "text": text}, "id"),
-            ("/documents:batch", {"documents": [{"id": "ok", "text": text},
-                                                {"id": bad, "text": text}]}, "documents[1].id"),
-            ("/check", {"id": bad, "text": text, "add": True}, "id"),
-            ("/check", {"id": bad, "text": text}, "id")]:
+        ("/documents", {"id": bad, "text": text}, "id"),
+        (
+            "/documents:batch",
+            {"documents": [{"id": "ok", "text": text}, {"id": bad, "text": text}]},
+            "documents[1].id",
+        ),
+        ("/check", {"id": bad, "text": text, "add": True}, "id"),
+        ("/check", {"id": bad, "text": text}, "id"),
+    ]:
         r = client.post(path, json=body)
         assert (r.status_code, detail(r)) == (422, f"{field}: {why}"), (path, body)
     assert len(index) == 0
     # an upload skips the record and says why, as for every other bad id
     lines = [json.dumps({"sku": bad, "text": text}), json.dumps({"sku": "fine", "text": text})]
-    r = client.post("/collections", files={"file": ("x.jsonl", "\n".join(lines).encode())},
-                    data={"id_field": "sku"})
+    r = client.post(
+        "/collections",
+        files={"file": ("x.jsonl", "\n".join(lines).encode())},
+        data={"id_field": "sku"},
+    )
     assert r.status_code == 201, r.text
     got = r.json()
     assert got["documents"] == 1 and got["skipped"] == {"bad_id": 1}
-    assert got["skipped_examples"] == [{"line": 1, "reason": "bad_id",
-                                        "message": f"field 'sku' {why}"}]
+    assert got["skipped_examples"] == [
+        {"line": 1, "reason": "bad_id", "message": f"field 'sku' {why}"}
+    ]
 
 
 def test_ids_that_are_plain_unicode_are_kept(client: TestClient, index: Index) -> None:
@@ -774,21 +890,33 @@ def test_ids_are_one_id_whatever_their_unicode_form(client: TestClient, index: I
         assert client.get(f"/documents/{doc_id}").json() == {"id": nfc, "text": text}
     r = client.post("/documents", json={"id": nfc, "text": text + " again"})
     assert r.status_code == 409
-    r = client.post("/documents:batch", json={"documents": [
-        {"id": "new", "text": "a grinder"}, {"id": nfc, "text": "b"}]})
+    r = client.post(
+        "/documents:batch",
+        json={"documents": [{"id": "new", "text": "a grinder"}, {"id": nfc, "text": "b"}]},
+    )
     assert r.status_code == 409 and "new" not in index
-    r = client.post("/documents:batch", json={"documents": [
-        {"id": nfc + "2", "text": "a grinder"}, {"id": nfd + "2", "text": "b"}]})
+    r = client.post(
+        "/documents:batch",
+        json={
+            "documents": [{"id": nfc + "2", "text": "a grinder"}, {"id": nfd + "2", "text": "b"}]
+        },
+    )
     assert r.status_code == 422 and "appears twice in the batch" in detail(r)
     assert client.post("/check", json={"id": nfd, "text": text}).json()["matches"] == []
     assert client.get("/documents", params={"after": "caf"}).json()["ids"] == [nfc]
     assert client.delete(f"/documents/{nfd}").status_code == 204 and len(index) == 0
     # an upload: the two forms are one id, the second a repeat, in whichever order they come
     for first, second in ((nfd, nfc), (nfc, nfd)):
-        lines = [json.dumps({"sku": first, "text": text}), json.dumps({"sku": "x", "text": "y"}),
-                 json.dumps({"sku": second, "text": text})]
-        r = client.post("/collections", files={"file": ("x.jsonl", "\n".join(lines).encode())},
-                        data={"id_field": "sku"})
+        lines = [
+            json.dumps({"sku": first, "text": text}),
+            json.dumps({"sku": "x", "text": "y"}),
+            json.dumps({"sku": second, "text": text}),
+        ]
+        r = client.post(
+            "/collections",
+            files={"file": ("x.jsonl", "\n".join(lines).encode())},
+            data={"id_field": "sku"},
+        )
         got = r.json()
         assert got["documents"] == 2 and got["skipped"] == {"duplicate_id": 1}, got
         assert got["skipped_examples"][0]["line"] == 3
@@ -799,12 +927,15 @@ EMPTY = "text: is empty or only white space; a document needs at least one word"
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\t ", "\u3000\u00a0"])
-def test_empty_texts_are_refused_on_every_path_that_adds(client: TestClient, index: Index,
-                                                         blank: str) -> None:
+def test_empty_texts_are_refused_on_every_path_that_adds(
+    client: TestClient, index: Index, blank: str
+) -> None:
     r = client.post("/documents", json={"id": "a", "text": blank})
     assert (r.status_code, detail(r)) == (422, EMPTY)
-    r = client.post("/documents:batch", json={"documents": [
-        {"id": "a", "text": "fine words"}, {"id": "b", "text": blank}]})
+    r = client.post(
+        "/documents:batch",
+        json={"documents": [{"id": "a", "text": "fine words"}, {"id": "b", "text": blank}]},
+    )
     assert (r.status_code, detail(r)) == (422, "documents[1]." + EMPTY)
     r = client.post("/check", json={"id": "a", "text": blank, "add": True})
     assert (r.status_code, detail(r)) == (422, EMPTY + " (it cannot be added)")
@@ -833,12 +964,17 @@ def test_errors_sizes(index: Index) -> None:
     assert detail(r) == "the request body is over the limit of 1000 bytes"
     r = c.post("/documents", json={"id": "a", "text": "é" * 60})
     assert r.status_code == 413 and detail(r) == "the text is 120 bytes; the limit is 100 bytes"
-    r = c.post("/documents:batch", json={"documents": [{"id": "a", "text": "x"},
-                                                       {"id": "b", "text": "y" * 101}]})
+    r = c.post(
+        "/documents:batch",
+        json={"documents": [{"id": "a", "text": "x"}, {"id": "b", "text": "y" * 101}]},
+    )
     assert r.status_code == 413 and detail(r).startswith("documents[1].text is 101 bytes")
     assert len(index) == 0
-    r = c.post("/query", content=b"{}", headers={"content-type": "application/json",
-                                                 "content-length": "abc"})
+    r = c.post(
+        "/query",
+        content=b"{}",
+        headers={"content-type": "application/json", "content-length": "abc"},
+    )
     assert r.status_code == 400 and "Content-Length" in detail(r)
     with pytest.raises(neardup.ConfigError, match="max_batch=0"):
         create_app(index, max_batch=0)
@@ -861,29 +997,45 @@ def collection_lines(rng: random.Random, n: int = 30) -> tuple[list[str], list[s
     return ids, texts
 
 
-def to_members(clusters: list[dict[str, Any]], titles: dict[str, str] | None = None
-               ) -> list[dict[str, Any]]:
+def to_members(
+    clusters: list[dict[str, Any]], titles: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """The clusters as an upload's answer gives them; ``titles``: each id's text, whose first
     line (at most 80 characters) the answer shows beside it."""
+
     def title(doc_id: str) -> dict[str, str]:
         if titles is None:
             return {}
         line = titles[doc_id].strip().split("\n")[0].strip()
         return {"title": line if len(line) <= 80 else line[:77].rstrip() + "..."}
 
-    return [{"cluster": c["cluster"], "size": c["size"], "representative": c["representative"],
-             "members": [{"id": m["id"], "similarity_to_representative": round(
-                 m["similarity"], 6), **title(m["id"])} for m in c["members"]]}
-            for c in clusters]
+    return [
+        {
+            "cluster": c["cluster"],
+            "size": c["size"],
+            "representative": c["representative"],
+            "members": [
+                {
+                    "id": m["id"],
+                    "similarity_to_representative": round(m["similarity"], 6),
+                    **title(m["id"]),
+                }
+                for m in c["members"]
+            ],
+        }
+        for c in clusters
+    ]
 
 
 @pytest.mark.parametrize("method", ["components", "strict"])
 def test_collection_jsonl_equals_dedup(client: TestClient, method: str) -> None:
     ids, texts = collection_lines(random.Random(7))
     body = "\n".join(json.dumps({"sku": i, "desc": t}) for i, t in zip(ids, texts)) + "\n"
-    r = client.post("/collections", files={"file": ("shop.jsonl", body.encode())},
-                    data={"text_field": "desc", "id_field": "sku", "threshold": "0.7",
-                          "cluster": method})
+    r = client.post(
+        "/collections",
+        files={"file": ("shop.jsonl", body.encode())},
+        data={"text_field": "desc", "id_field": "sku", "threshold": "0.7", "cluster": method},
+    )
     assert r.status_code == 201, r.text
     got = r.json()
     want = neardup.dedup(texts, ids, threshold=0.7, cluster=method)
@@ -899,8 +1051,7 @@ def test_collection_jsonl_equals_dedup(client: TestClient, method: str) -> None:
     # The side-by-side view of a member and its representative.
     c = got["clusters"][0]
     rep, other = c["representative"], c["members"][1]
-    r = client.get(f"/collections/{got['collection_id']}/pair",
-                   params={"a": rep, "b": other["id"]})
+    r = client.get(f"/collections/{got['collection_id']}/pair", params={"a": rep, "b": other["id"]})
     assert r.status_code == 200
     p = r.json()
     ta, tb = texts[ids.index(rep)], texts[ids.index(other["id"])]
@@ -924,9 +1075,11 @@ def test_parquet_upload_with_two_text_fields_and_its_exports(client: TestClient)
     texts = [f"{t}\n{d}" for t, d in zip(titles, descs)]
     buf = io.BytesIO()
     pq.write_table(pa.table({"sku": ids, "title": titles, "description": descs}), buf)
-    r = client.post("/collections", files={"file": ("shop.parquet", buf.getvalue())},
-                    data={"text_field": "title, description", "id_field": "sku",
-                          "threshold": "0.5"})
+    r = client.post(
+        "/collections",
+        files={"file": ("shop.parquet", buf.getvalue())},
+        data={"text_field": "title, description", "id_field": "sku", "threshold": "0.5"},
+    )
     assert r.status_code == 201, r.text
     got = r.json()
     want = neardup.dedup(texts, ids, threshold=0.5)
@@ -943,19 +1096,28 @@ def test_parquet_upload_with_two_text_fields_and_its_exports(client: TestClient)
     e = client.get(f"/collections/{cid}/export", params={"what": "groups", "format": "jsonl"})
     lines = [json.loads(x) for x in e.text.splitlines()]
     rep = want.representative.tolist()
-    assert lines == [{"id": i, "cluster": int(want.labels[r]), "representative": ids[rep[r]],
-                      "similarity": round(float(want.similarity[r]), 6), "kept": rep[r] == r}
-                     for r, i in enumerate(ids)]
+    assert lines == [
+        {
+            "id": i,
+            "cluster": int(want.labels[r]),
+            "representative": ids[rep[r]],
+            "similarity": round(float(want.similarity[r]), 6),
+            "kept": rep[r] == r,
+        }
+        for r, i in enumerate(ids)
+    ]
     e = client.get(f"/collections/{cid}/export", params={"what": "groups", "format": "csv"})
     assert list(csv.reader(io.StringIO(e.text)))[1][4] in ("true", "false")
-    assert client.get(f"/collections/{cid}/export", params={"what": "kept",
-                                                           "format": "jsonl"}).text.count(
-        "\n") == len(kept)
-    assert client.get(f"/collections/{cid}/export",
-                      params={"what": "pairs"}).status_code == 422
+    assert client.get(
+        f"/collections/{cid}/export", params={"what": "kept", "format": "jsonl"}
+    ).text.count("\n") == len(kept)
+    assert client.get(f"/collections/{cid}/export", params={"what": "pairs"}).status_code == 422
     assert client.get("/collections/0123456789abcdef/export").status_code == 404
-    r = client.post("/collections", files={"file": ("shop.parquet", buf.getvalue())},
-                    data={"text_field": "title,,description"})
+    r = client.post(
+        "/collections",
+        files={"file": ("shop.parquet", buf.getvalue())},
+        data={"text_field": "title,,description"},
+    )
     assert r.status_code == 422 and "separated by commas" in r.json()["detail"]
 
 
@@ -990,16 +1152,24 @@ def test_an_upload_takes_its_ids_from_the_field_id_as_dedup_does(client: TestCli
 def test_collection_csv_with_line_ids(client: TestClient) -> None:
     rng = random.Random(8)
     a = make_text(rng, 80)
-    rows = [["title", "price"], [a, "10"], ["a, \"quoted\"\nmultiline title", "3"],
-            [edit(rng, a, 1), "11"], [make_text(rng, 80), "4"]]
+    rows = [
+        ["title", "price"],
+        [a, "10"],
+        ['a, "quoted"\nmultiline title', "3"],
+        [edit(rng, a, 1), "11"],
+        [make_text(rng, 80), "4"],
+    ]
     import csv
     import io
 
     buf = io.StringIO()
     csv.writer(buf).writerows(rows)
     data = buf.getvalue().encode()
-    r = client.post("/collections", files={"file": ("offers.csv", data, "text/csv")},
-                    data={"text_field": "title"})
+    r = client.post(
+        "/collections",
+        files={"file": ("offers.csv", data, "text/csv")},
+        data={"text_field": "title"},
+    )
     assert r.status_code == 201, r.text
     got = r.json()
     assert got["format"] == "csv" and got["id_field"] is None
@@ -1014,30 +1184,42 @@ def test_collection_skipped_records(client: TestClient) -> None:
     rng = random.Random(9)
     good = [make_text(rng, 20) for _ in range(3)]
     lines = [
-        json.dumps({"id": "a", "text": good[0]}).encode(),     # 1 ok
-        b'{"id": "b", "text": ',                                # 2 malformed JSON
-        json.dumps({"id": "c"}).encode(),                       # 3 no text
-        json.dumps({"id": "d", "text": 7}).encode(),            # 4 non-string text
-        b"",                                                    # 5 blank: ignored
-        b'{"id": "e", "text": "caf\xe9"}',                      # 6 invalid UTF-8
-        b"[1, 2]",                                              # 7 not an object
-        json.dumps({"id": "a", "text": good[1]}).encode(),     # 8 repeated id
-        json.dumps({"text": good[1]}).encode(),                 # 9 no id
-        json.dumps({"id": "f", "text": "  "}).encode(),         # 10 empty text
-        json.dumps({"id": 12, "text": good[2]}).encode(),      # 11 ok, integer id
-        json.dumps({"id": None, "text": good[2]}).encode(),    # 12 bad id
+        json.dumps({"id": "a", "text": good[0]}).encode(),  # 1 ok
+        b'{"id": "b", "text": ',  # 2 malformed JSON
+        json.dumps({"id": "c"}).encode(),  # 3 no text
+        json.dumps({"id": "d", "text": 7}).encode(),  # 4 non-string text
+        b"",  # 5 blank: ignored
+        b'{"id": "e", "text": "caf\xe9"}',  # 6 invalid UTF-8
+        b"[1, 2]",  # 7 not an object
+        json.dumps({"id": "a", "text": good[1]}).encode(),  # 8 repeated id
+        json.dumps({"text": good[1]}).encode(),  # 9 no id
+        json.dumps({"id": "f", "text": "  "}).encode(),  # 10 empty text
+        json.dumps({"id": 12, "text": good[2]}).encode(),  # 11 ok, integer id
+        json.dumps({"id": None, "text": good[2]}).encode(),  # 12 bad id
     ]
-    r = client.post("/collections", files={"file": ("x.jsonl", b"\n".join(lines))},
-                    data={"id_field": "id"})
+    r = client.post(
+        "/collections", files={"file": ("x.jsonl", b"\n".join(lines))}, data={"id_field": "id"}
+    )
     assert r.status_code == 201, r.text
     got = r.json()
     assert got["documents"] == 2
-    assert got["skipped"] == {"bad_id": 1, "duplicate_id": 1, "empty_text": 1, "undecodable": 1,
-                              "malformed_json": 1, "missing_field": 2,
-                              "non_string_field": 1, "not_object": 1}
+    assert got["skipped"] == {
+        "bad_id": 1,
+        "duplicate_id": 1,
+        "empty_text": 1,
+        "undecodable": 1,
+        "malformed_json": 1,
+        "missing_field": 2,
+        "non_string_field": 1,
+        "not_object": 1,
+    }
     assert [(e["line"], e["reason"]) for e in got["skipped_examples"]] == [
-        (2, "malformed_json"), (3, "missing_field"), (4, "non_string_field"),
-        (6, "undecodable"), (7, "not_object")]
+        (2, "malformed_json"),
+        (3, "missing_field"),
+        (4, "non_string_field"),
+        (6, "undecodable"),
+        (7, "not_object"),
+    ]
     assert got["skipped_examples"][1]["message"] == "no field 'text'"
     assert got["skipped_examples"][2]["message"] == "field 'text' is a number, not a string"
     assert set(got["skipped"]) <= set(SkipReason)
@@ -1045,70 +1227,136 @@ def test_collection_skipped_records(client: TestClient) -> None:
 
 def test_collection_csv_skipped_rows(index: Index) -> None:
     c = local_client(create_app(index, max_text_bytes=50))
-    data = (b"sku,title\na,red wool jacket with zip\nb,caf\xe9 au lait\nc,only,three\n"
-            b"d," + b"x" * 51 + b"\ne,  \n,blue cotton shirt\ng,red wool jacket with zip\n"
-            b"a,green hat\n")
-    r = c.post("/collections", files={"file": ("x.csv", data, "text/csv")},
-               data={"text_field": "title", "id_field": "sku"})
+    data = (
+        b"sku,title\na,red wool jacket with zip\nb,caf\xe9 au lait\nc,only,three\n"
+        b"d," + b"x" * 51 + b"\ne,  \n,blue cotton shirt\ng,red wool jacket with zip\n"
+        b"a,green hat\n"
+    )
+    r = c.post(
+        "/collections",
+        files={"file": ("x.csv", data, "text/csv")},
+        data={"text_field": "title", "id_field": "sku"},
+    )
     assert r.status_code == 201, r.text
     got = r.json()
     assert got["documents"] == 2 and got["duplicates"] == 1
-    assert got["skipped"] == {"bad_id": 1, "bad_row": 1, "duplicate_id": 1, "empty_text": 1,
-                              "text_too_large": 1, "undecodable": 1}
+    assert got["skipped"] == {
+        "bad_id": 1,
+        "bad_row": 1,
+        "duplicate_id": 1,
+        "empty_text": 1,
+        "text_too_large": 1,
+        "undecodable": 1,
+    }
     assert [(e["line"], e["reason"], e["message"]) for e in got["skipped_examples"]] == [
-        (3, "undecodable", "not valid UTF-8 (byte 6 of the line: b'\\xe9', invalid "
-                           "continuation byte)"),
+        (
+            3,
+            "undecodable",
+            "not valid UTF-8 (byte 6 of the line: b'\\xe9', invalid continuation byte)",
+        ),
         (4, "bad_row", "expected 2 fields, found 3"),
         (5, "text_too_large", "field 'title' is 51 bytes; the limit is 50"),
         (6, "empty_text", "field 'title' is empty"),
-        (7, "bad_id", "field 'sku' is an empty string; an id must not be empty")]
+        (7, "bad_id", "field 'sku' is an empty string; an id must not be empty"),
+    ]
     # problems with the whole file
     for name, body, status, message in [
-            ("x.csv", b"\xffsku,title\na,b\n", 422,
-             "the CSV header is not valid UTF-8 (byte 1 of the line: b'\\xff', invalid start "
-             "byte)"),
-            ("x.csv", b"title\n", 422, "no usable record in 'x.csv' (text field 'title'): it "
-                                        "is empty"),
-            ("x.jsonl.gz", b"{}", 415, "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
-                                      "(.parquet) file; got 'x.jsonl.gz' "
-                                      "(application/octet-stream)"),
-            ("x.tsv", b"title\na\n", 415, "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
-                                          "(.parquet) file; got 'x.tsv' "
-                                          "(application/octet-stream)")]:
-        r = c.post("/collections", files={"file": (name, body, "application/octet-stream")},
-                   data={"text_field": "title"})
+        (
+            "x.csv",
+            b"\xffsku,title\na,b\n",
+            422,
+            "the CSV header is not valid UTF-8 (byte 1 of the line: b'\\xff', invalid start byte)",
+        ),
+        ("x.csv", b"title\n", 422, "no usable record in 'x.csv' (text field 'title'): it is empty"),
+        (
+            "x.jsonl.gz",
+            b"{}",
+            415,
+            "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
+            "(.parquet) file; got 'x.jsonl.gz' "
+            "(application/octet-stream)",
+        ),
+        (
+            "x.tsv",
+            b"title\na\n",
+            415,
+            "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
+            "(.parquet) file; got 'x.tsv' "
+            "(application/octet-stream)",
+        ),
+    ]:
+        r = c.post(
+            "/collections",
+            files={"file": (name, body, "application/octet-stream")},
+            data={"text_field": "title"},
+        )
         assert (r.status_code, detail(r)) == (status, message)
 
 
 def test_collection_errors(client: TestClient) -> None:
     ok = b'{"text": "one two three"}\n'
     cases = [
-        ({"files": {"file": ("x.pdf", b"%PDF-1.4", "application/pdf")}}, 415,
-         "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet (.parquet) file; got 'x.pdf' "
-         "(application/pdf)"),
-        ({"files": {"file": ("x.jsonl", b"\n\n")}}, 422,
-         "no usable record in 'x.jsonl' (text field 'text'): it is empty"),
-        ({"files": {"file": ("x.jsonl", b'{"title": "a"}\n[1]\n')}}, 422,
-         "no usable record in 'x.jsonl' (text field 'text'): line 1: no field 'text'; "
-         "line 2: a JSON line must be an object, not an array"),
-        ({"files": {"file": ("x.csv", b"name,price\na,1\n")}}, 422,
-         "text_field 'text' is not a column of the CSV header (columns: name, price)"),
-        ({"files": {"file": ("x.csv", b"text\nabc\n")}, "data": {"id_field": "sku"}}, 422,
-         "id_field 'sku' is not a column of the CSV header (columns: text)"),
-        ({"files": {"file": ("x.csv", b"")}}, 422, "the CSV file is empty: it needs a header "
-                                                   "row naming the text column ('text') and "
-                                                   "at least one row"),
-        ({"files": {"file": ("x.jsonl", ok)}, "data": {"threshold": "0"}}, 422,
-         "threshold: Input should be greater than 0"),
-        ({"files": {"file": ("x.jsonl", ok)}, "data": {"threshold": "abc"}}, 422,
-         "threshold: Input should be a valid number, unable to parse string as a number"),
-        ({"files": {"file": ("x.jsonl", ok)}, "data": {"cluster": "big"}}, 422,
-         "cluster: Input should be 'components' or 'strict'"),
-        ({"data": {"text_field": "text"}}, 415,
-         "/collections takes a multipart/form-data upload with a 'file' field (got "
-         "'application/x-www-form-urlencoded')"),
-        ({"json": {"file": "x"}}, 415, "/collections takes a multipart/form-data upload with "
-                                       "a 'file' field (got 'application/json')"),
+        (
+            {"files": {"file": ("x.pdf", b"%PDF-1.4", "application/pdf")}},
+            415,
+            "upload a CSV (.csv), JSON Lines (.jsonl) or Parquet (.parquet) file; got 'x.pdf' "
+            "(application/pdf)",
+        ),
+        (
+            {"files": {"file": ("x.jsonl", b"\n\n")}},
+            422,
+            "no usable record in 'x.jsonl' (text field 'text'): it is empty",
+        ),
+        (
+            {"files": {"file": ("x.jsonl", b'{"title": "a"}\n[1]\n')}},
+            422,
+            "no usable record in 'x.jsonl' (text field 'text'): line 1: no field 'text'; "
+            "line 2: a JSON line must be an object, not an array",
+        ),
+        (
+            {"files": {"file": ("x.csv", b"name,price\na,1\n")}},
+            422,
+            "text_field 'text' is not a column of the CSV header (columns: name, price)",
+        ),
+        (
+            {"files": {"file": ("x.csv", b"text\nabc\n")}, "data": {"id_field": "sku"}},
+            422,
+            "id_field 'sku' is not a column of the CSV header (columns: text)",
+        ),
+        (
+            {"files": {"file": ("x.csv", b"")}},
+            422,
+            "the CSV file is empty: it needs a header "
+            "row naming the text column ('text') and "
+            "at least one row",
+        ),
+        (
+            {"files": {"file": ("x.jsonl", ok)}, "data": {"threshold": "0"}},
+            422,
+            "threshold: Input should be greater than 0",
+        ),
+        (
+            {"files": {"file": ("x.jsonl", ok)}, "data": {"threshold": "abc"}},
+            422,
+            "threshold: Input should be a valid number, unable to parse string as a number",
+        ),
+        (
+            {"files": {"file": ("x.jsonl", ok)}, "data": {"cluster": "big"}},
+            422,
+            "cluster: Input should be 'components' or 'strict'",
+        ),
+        (
+            {"data": {"text_field": "text"}},
+            415,
+            "/collections takes a multipart/form-data upload with a 'file' field (got "
+            "'application/x-www-form-urlencoded')",
+        ),
+        (
+            {"json": {"file": "x"}},
+            415,
+            "/collections takes a multipart/form-data upload with "
+            "a 'file' field (got 'application/json')",
+        ),
         ({"files": {"other": ("x.jsonl", ok)}}, 422, "file: Field required"),
     ]
     for kwargs, status, message in cases:
@@ -1129,8 +1377,11 @@ def test_collection_errors(client: TestClient) -> None:
 def test_collection_upload_limit_and_lru(index: Index) -> None:
     c = local_client(create_app(index, max_upload_bytes=5000))
     r = c.post("/collections", files={"file": ("x.jsonl", b'{"text": "a"}\n' * 500)})
-    assert r.status_code == 413 and "limit of 5000 bytes" in detail(r) or \
-        "the limit is 5000 bytes" in detail(r)
+    assert (
+        r.status_code == 413
+        and "limit of 5000 bytes" in detail(r)
+        or "the limit is 5000 bytes" in detail(r)
+    )
     cids = []
     for i in range(server_app.MAX_COLLECTIONS + 1):
         r = c.post("/collections", files={"file": ("x.jsonl", b'{"text": "t%d"}\n' % i)})
@@ -1140,8 +1391,9 @@ def test_collection_upload_limit_and_lru(index: Index) -> None:
     assert c.get("/stats").json()["collections"] == server_app.MAX_COLLECTIONS
 
 
-def test_upload_is_not_written_under_its_name(client: TestClient, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_upload_is_not_written_under_its_name(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     work = tmp_path / "a" / "b"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
@@ -1175,8 +1427,7 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     neardup_logger = logging.getLogger("neardup")
     before = (neardup_logger.level, neardup_logger.propagate, list(neardup_logger.handlers))
     server_app.run(str(db), port=8123, max_batch=5)
-    assert seen == {"host": "127.0.0.1", "port": 8123,
-                    "health": {"status": "ok", "documents": 1}}
+    assert seen == {"host": "127.0.0.1", "port": 8123, "health": {"status": "ok", "documents": 1}}
     # the log it set up is undone when it returns
     after = (neardup_logger.level, neardup_logger.propagate, list(neardup_logger.handlers))
     assert after == before
@@ -1207,13 +1458,23 @@ def check_response(r: Any) -> None:
 
 json_st = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(
-        st.sampled_from(["id", "text", "threshold", "top_k", "add", "documents", "x"])
-        | st.text(max_size=5), children, max_size=5),
-    max_leaves=12)
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["id", "text", "threshold", "top_k", "add", "documents", "x"])
+            | st.text(max_size=5),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=12,
+)
 POSTS = ["/documents", "/documents:batch", "/query", "/check", "/collections"]
-fuzz = settings(max_examples=100, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+fuzz = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 @fuzz
@@ -1221,52 +1482,82 @@ fuzz = settings(max_examples=100, deadline=None,
 def test_fuzz_random_json(path: str, body: Any) -> None:
     # json.dumps writes NaN and Infinity as the bare words Python's parser accepts.
     data = json.dumps(body).encode("utf-8", "surrogatepass")
-    check_response(fuzz_client().post(path, content=data,
-                                      headers={"content-type": "application/json"}))
+    check_response(
+        fuzz_client().post(path, content=data, headers={"content-type": "application/json"})
+    )
 
 
-doc_st = st.fixed_dictionaries({"text": st.text(max_size=60)}, optional={
-    "id": st.text(max_size=6) | json_st, "threshold": st.floats() | json_st,
-    "top_k": st.integers(-3, 5) | json_st, "add": st.booleans() | json_st})
+doc_st = st.fixed_dictionaries(
+    {"text": st.text(max_size=60)},
+    optional={
+        "id": st.text(max_size=6) | json_st,
+        "threshold": st.floats() | json_st,
+        "top_k": st.integers(-3, 5) | json_st,
+        "add": st.booleans() | json_st,
+    },
+)
 
 
 @fuzz
 @given(st.sampled_from(["/documents", "/query", "/check"]), doc_st)
 def test_fuzz_near_valid_requests(path: str, body: dict[str, Any]) -> None:
     data = json.dumps(body).encode()
-    check_response(fuzz_client().post(path, content=data,
-                                      headers={"content-type": "application/json"}))
+    check_response(
+        fuzz_client().post(path, content=data, headers={"content-type": "application/json"})
+    )
     batch = json.dumps({"documents": [body, body]}).encode()
-    check_response(fuzz_client().post("/documents:batch", content=batch,
-                                      headers={"content-type": "application/json"}))
+    check_response(
+        fuzz_client().post(
+            "/documents:batch", content=batch, headers={"content-type": "application/json"}
+        )
+    )
 
 
 @fuzz
-@given(st.sampled_from(POSTS), st.binary(max_size=200),
-       st.sampled_from(["application/json", "text/plain", "multipart/form-data; boundary=x",
-                        "multipart/form-data", "application/x-www-form-urlencoded", "",
-                        "application/json; charset=utf-16"]))
+@given(
+    st.sampled_from(POSTS),
+    st.binary(max_size=200),
+    st.sampled_from(
+        [
+            "application/json",
+            "text/plain",
+            "multipart/form-data; boundary=x",
+            "multipart/form-data",
+            "application/x-www-form-urlencoded",
+            "",
+            "application/json; charset=utf-16",
+        ]
+    ),
+)
 def test_fuzz_random_bytes(path: str, body: bytes, ctype: str) -> None:
     headers = {"content-type": ctype} if ctype else {}
     check_response(fuzz_client().post(path, content=body, headers=headers))
 
 
 @fuzz
-@given(st.binary(max_size=300), st.text(max_size=12), st.sampled_from(["text", "id", "", "é"]),
-       st.one_of(st.none(), st.text(max_size=6)), st.text(max_size=6))
-def test_fuzz_random_uploads(data: bytes, filename: str, text_field: str,
-                             id_field: str | None, threshold: str) -> None:
+@given(
+    st.binary(max_size=300),
+    st.text(max_size=12),
+    st.sampled_from(["text", "id", "", "é"]),
+    st.one_of(st.none(), st.text(max_size=6)),
+    st.text(max_size=6),
+)
+def test_fuzz_random_uploads(
+    data: bytes, filename: str, text_field: str, id_field: str | None, threshold: str
+) -> None:
     form = {"text_field": text_field, "threshold": threshold or "0.8"}
     if id_field is not None:
         form["id_field"] = id_field
     for name in (filename, filename + ".csv", filename + ".jsonl"):
-        check_response(fuzz_client().post("/collections", files={"file": (name, data)},
-                                          data=form))
+        check_response(fuzz_client().post("/collections", files={"file": (name, data)}, data=form))
 
 
 @fuzz
-@given(st.lists(st.text(max_size=8), max_size=4), st.sampled_from(["GET", "DELETE", "POST"]),
-       st.dictionaries(st.text(max_size=5), st.text(max_size=8), max_size=3))
+@given(
+    st.lists(st.text(max_size=8), max_size=4),
+    st.sampled_from(["GET", "DELETE", "POST"]),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=8), max_size=3),
+)
 def test_fuzz_random_paths(parts: list[str], method: str, params: dict[str, str]) -> None:
     c = fuzz_client()
     from urllib.parse import quote
@@ -1321,8 +1612,10 @@ def test_a_full_index_refuses_to_grow_with_507() -> None:
     idx = Index()
     with local_client(create_app(idx, max_documents=3)) as c:
         for i in range(3):
-            assert c.post("/documents", json={"id": f"d{i}", "text": f"text number {i}"}
-                          ).status_code == 201
+            assert (
+                c.post("/documents", json={"id": f"d{i}", "text": f"text number {i}"}).status_code
+                == 201
+            )
         r = c.post("/documents", json={"id": "d3", "text": "one more text"})
         assert r.status_code == 507 and "the index is full" in r.json()["detail"]
         r = c.post("/documents:batch", json={"documents": [{"id": "x", "text": "a b c"}]})
@@ -1331,8 +1624,7 @@ def test_a_full_index_refuses_to_grow_with_507() -> None:
         assert r.status_code == 507
         assert c.post("/query", json={"text": "text number 1"}).status_code == 200
         assert c.delete("/documents/d0").status_code in (200, 204)
-        assert c.post("/documents", json={"id": "d3", "text": "one more text"}
-                      ).status_code == 201
+        assert c.post("/documents", json={"id": "d3", "text": "one more text"}).status_code == 201
     assert len(idx) == 3
 
 
@@ -1356,8 +1648,9 @@ def test_large_texts_are_searched_a_few_at_a_time(monkeypatch: pytest.MonkeyPatc
     app = create_app(idx, large_text_bytes=40, max_large_requests=1)
     got: list = []
     with local_client(app) as c:
-        t = threading.Thread(target=lambda: got.append(
-            c.post("/query", json={"text": "a large text " * 5})))
+        t = threading.Thread(
+            target=lambda: got.append(c.post("/query", json={"text": "a large text " * 5}))
+        )
         t.start()
         assert entered.wait(20)
         r = c.post("/query", json={"text": "another large text " * 5})
@@ -1368,8 +1661,9 @@ def test_large_texts_are_searched_a_few_at_a_time(monkeypatch: pytest.MonkeyPatc
     assert got[0].status_code == 200
 
 
-def test_a_query_with_a_spent_time_budget_says_it_is_incomplete(monkeypatch: pytest.MonkeyPatch
-                                                               ) -> None:
+def test_a_query_with_a_spent_time_budget_says_it_is_incomplete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Bounded work: a query reads and verifies its candidates a part at a time and stops
     when its time budget is spent; the answer then says it is incomplete, never unique."""
     import neardup.index.core as core
@@ -1398,8 +1692,10 @@ def test_requests_run_on_the_threads_given() -> None:
     import anyio.to_thread
 
     with TestClient(create_app(Index(), threads=3), base_url="http://localhost") as c:
-        assert c.portal.call(
-            lambda: anyio.to_thread.current_default_thread_limiter().total_tokens) == 3
+        assert (
+            c.portal.call(lambda: anyio.to_thread.current_default_thread_limiter().total_tokens)
+            == 3
+        )
         assert c.post("/query", json={"text": "some words"}).status_code == 200
     with pytest.raises(neardup.ConfigError, match="threads"):
         create_app(Index(), threads=0)

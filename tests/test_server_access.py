@@ -32,8 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 READ_KEY = "read-" + secrets.token_urlsafe(24)
 WRITE_KEY = "write-" + secrets.token_urlsafe(24)
 ENV_WRITE_KEY = "envwrite-" + secrets.token_urlsafe(24)
-TEXT = ("Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in under four "
-        "minutes and a removable washable limescale filter.")
+TEXT = (
+    "Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in under four "
+    "minutes and a removable washable limescale filter."
+)
 
 
 def _free_port() -> int:
@@ -79,18 +81,33 @@ class Server:
         return self.output()
 
 
-def serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
-          index: str | None = None, host: str = "127.0.0.1") -> Server:
+def serve(
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    index: str | None = None,
+    host: str = "127.0.0.1",
+) -> Server:
     """`neardup serve --create` on a free port; returns once /health answers (it needs no key)."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "neardup.cli", "serve", "--index",
-           index or str(tmp_path / "shop.db"), "--create", "--host", host, "--port", str(port),
-           *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "neardup.cli",
+        "serve",
+        "--index",
+        index or str(tmp_path / "shop.db"),
+        "--create",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        *args,
+    ]
     return start_server(cmd, tmp_path / f"serve-{port}.log", port, env)
 
 
-def start_server(cmd: list[str], log: Path, port: int, env: dict[str, str] | None = None
-                 ) -> Server:
+def start_server(cmd: list[str], log: Path, port: int, env: dict[str, str] | None = None) -> Server:
     """The server process of ``cmd`` (its output in ``log``), once /health answers."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=_env(env), stdout=out, stderr=subprocess.STDOUT)
@@ -134,20 +151,45 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = serve(d, "--api-keys-file", str(keys), env={"NEARDUP_API_KEY_WRITE": ENV_WRITE_KEY})
     with srv.client(WRITE_KEY) as c:
         assert c.post("/documents", json={"id": "kettle", "text": TEXT}).status_code == 201
-        assert c.post("/documents", json={"id": "lamp", "text": "A desk lamp with a "
-                                          "gooseneck arm and five brightness levels."}
-                      ).status_code == 201
+        assert (
+            c.post(
+                "/documents",
+                json={
+                    "id": "lamp",
+                    "text": "A desk lamp with a gooseneck arm and five brightness levels.",
+                },
+            ).status_code
+            == 201
+        )
     yield srv
     no_key_shown(srv.stop())
 
 
-UPLOAD = {"files": {"file": ("shop.jsonl", (json.dumps({"text": TEXT}) + "\n" + json.dumps(
-    {"text": TEXT + " Free delivery."}) + "\n").encode())}}
+UPLOAD = {
+    "files": {
+        "file": (
+            "shop.jsonl",
+            (
+                json.dumps({"text": TEXT})
+                + "\n"
+                + json.dumps({"text": TEXT + " Free delivery."})
+                + "\n"
+            ).encode(),
+        )
+    }
+}
 #: Every request that changes something, as (method, path, keyword arguments of httpx).
 WRITES = [
     ("POST", "/documents", {"json": {"id": "new", "text": "a new text about kettles"}}),
-    ("POST", "/documents:batch", {"json": {"documents": [{"id": "n1", "text": "one text"},
-                                                         {"id": "n2", "text": "two texts"}]}}),
+    (
+        "POST",
+        "/documents:batch",
+        {
+            "json": {
+                "documents": [{"id": "n1", "text": "one text"}, {"id": "n2", "text": "two texts"}]
+            }
+        },
+    ),
     ("DELETE", "/documents/kettle", {}),
     ("POST", "/check", {"json": {"id": "new", "text": "a new text about rugs", "add": True}}),
     ("POST", "/collections", UPLOAD),
@@ -170,8 +212,7 @@ def _state(srv: Server) -> tuple[list[str], int]:
         return c.get("/documents").json()["ids"], c.get("/stats").json()["collections"]
 
 
-def test_without_a_key_or_with_a_read_key_no_write_route_changes_anything(keyed: Server
-                                                                          ) -> None:
+def test_without_a_key_or_with_a_read_key_no_write_route_changes_anything(keyed: Server) -> None:
     before = _state(keyed)
     assert before == (["kettle", "lamp"], 0)
     answers = []
@@ -213,40 +254,64 @@ def test_every_read_route_needs_a_key_and_a_read_key_is_enough(keyed: Server) ->
 def test_one_key_header_at_most(keyed: Server) -> None:
     """Two key headers are refused, whichever comes last (a proxy or a client library that
     adds its own must not decide which key is used); a proxy's own login is not a key."""
-    h = [("Authorization", f"Bearer {READ_KEY}"), ("Authorization", f"Bearer {WRITE_KEY}"),
-         ("X-API-Key", READ_KEY), ("X-API-Key", WRITE_KEY)]
+    h = [
+        ("Authorization", f"Bearer {READ_KEY}"),
+        ("Authorization", f"Bearer {WRITE_KEY}"),
+        ("X-API-Key", READ_KEY),
+        ("X-API-Key", WRITE_KEY),
+    ]
     with httpx.Client(base_url=keyed.url, timeout=30) as c:
-        for headers, said in [([h[0], h[1]], "2 Authorization headers"),
-                              ([h[1], h[0]], "2 Authorization headers"),
-                              ([h[2], h[3]], "2 X-API-Key headers"),
-                              ([h[0], h[3]], "both an Authorization: Bearer header and an "
-                                             "X-API-Key header"),
-                              ([h[3], h[0]], "both an Authorization: Bearer header and an "
-                                             "X-API-Key header")]:
+        for headers, said in [
+            ([h[0], h[1]], "2 Authorization headers"),
+            ([h[1], h[0]], "2 Authorization headers"),
+            ([h[2], h[3]], "2 X-API-Key headers"),
+            ([h[0], h[3]], "both an Authorization: Bearer header and an X-API-Key header"),
+            ([h[3], h[0]], "both an Authorization: Bearer header and an X-API-Key header"),
+        ]:
             for path in ("/stats", "/health"):
                 r = c.get(path, headers=httpx.Headers(headers))
                 assert r.status_code == 400, (headers, r.text)
-                assert r.json()["detail"] == (f"the request sends {said}: send one API key, in "
-                                              "one 'Authorization: Bearer KEY' or one "
-                                              "'X-API-Key: KEY' header")
+                assert r.json()["detail"] == (
+                    f"the request sends {said}: send one API key, in "
+                    "one 'Authorization: Bearer KEY' or one "
+                    "'X-API-Key: KEY' header"
+                )
             no_key_shown(r.text)
         # one key: answered; a Basic login of a proxy beside an X-API-Key: the X-API-Key counts
         assert c.get("/stats", headers=httpx.Headers([h[2]])).status_code == 200
         basic = ("Authorization", "Basic dXNlcjpwYXNz")
-        r = c.post("/documents", json={"id": "via-proxy", "text": TEXT + " proxy"},
-                   headers=httpx.Headers([basic, ("X-API-Key", WRITE_KEY)]))
+        r = c.post(
+            "/documents",
+            json={"id": "via-proxy", "text": TEXT + " proxy"},
+            headers=httpx.Headers([basic, ("X-API-Key", WRITE_KEY)]),
+        )
         assert r.status_code == 201, r.text
-        assert c.delete("/documents/via-proxy", headers={"X-API-Key": WRITE_KEY}
-                        ).status_code == 204
+        assert c.delete("/documents/via-proxy", headers={"X-API-Key": WRITE_KEY}).status_code == 204
 
 
 def test_any_host_name_needs_keys(tmp_path: Path) -> None:
     """'--allowed-host *' without keys would open the service to DNS rebinding: refused before
     anything is created, unless every client is declared trusted."""
     db = tmp_path / "new.db"
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", "--index", str(db),
-                        "--create", "--allowed-host", "*", "--port", str(_free_port())],
-                       env=_env(), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            str(db),
+            "--create",
+            "--allowed-host",
+            "*",
+            "--port",
+            str(_free_port()),
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     assert "--allowed-host '*' without API keys" in r.stderr and "DNS rebinding" in r.stderr
     assert not db.exists()
@@ -275,8 +340,14 @@ def test_the_page_its_files_health_and_docs_need_no_key(keyed: Server) -> None:
 def test_a_write_key_does_everything_from_the_file_or_the_environment(keyed: Server) -> None:
     for key in (WRITE_KEY, ENV_WRITE_KEY):
         with keyed.client(key) as c:
-            r = c.post("/check", json={"id": f"rug-{key[:3]}", "add": True,
-                                       "text": f"a hand woven wool rug {key[:3]} in blue"})
+            r = c.post(
+                "/check",
+                json={
+                    "id": f"rug-{key[:3]}",
+                    "add": True,
+                    "text": f"a hand woven wool rug {key[:3]} in blue",
+                },
+            )
             assert r.status_code == 200 and r.json()["added"] is True, r.text
             assert c.delete(f"/documents/rug-{key[:3]}").status_code == 204
             r = c.post("/collections", **UPLOAD)
@@ -284,8 +355,11 @@ def test_a_write_key_does_everything_from_the_file_or_the_environment(keyed: Ser
     # X-API-Key works as well as the Bearer header
     r = httpx.get(keyed.url + "/stats", headers={"X-API-Key": READ_KEY})
     assert r.status_code == 200
-    r = httpx.post(keyed.url + "/documents", headers={"X-API-Key": READ_KEY},
-                   json={"id": "x", "text": "some words"})
+    r = httpx.post(
+        keyed.url + "/documents",
+        headers={"X-API-Key": READ_KEY},
+        json={"id": "x", "text": "some words"},
+    )
     assert r.status_code == 403
     r = httpx.get(keyed.url + "/stats", headers={"Authorization": f"Basic {READ_KEY}"})
     assert r.status_code == 401 and "is not 'Bearer KEY'" in r.json()["detail"]
@@ -315,8 +389,7 @@ def _wait_for(condition, seconds: float = 10) -> bool:
     return condition()
 
 
-def test_keys_are_rotated_without_a_restart_and_without_touching_the_index(tmp_path: Path
-                                                                            ) -> None:
+def test_keys_are_rotated_without_a_restart_and_without_touching_the_index(tmp_path: Path) -> None:
     old = "old-" + secrets.token_urlsafe(24)
     new = "new-" + secrets.token_urlsafe(24)
     newer = "nwr-" + secrets.token_urlsafe(24)  # as long as `new`: the file keeps its size
@@ -372,15 +445,33 @@ def test_without_keys_the_service_stays_on_this_machine_and_says_so(tmp_path: Pa
             assert c.get("/health").json()["documents"] == 1
     finally:
         out = srv.stop()
-    assert "no API key configured: anyone who can reach this address can read, add and " \
-           "delete documents (it is reachable from this machine only)" in out
+    assert (
+        "no API key configured: anyone who can reach this address can read, add and "
+        "delete documents (it is reachable from this machine only)" in out
+    )
 
 
 def test_a_public_address_without_keys_is_refused_unless_asked_for(tmp_path: Path) -> None:
     db = tmp_path / "new.db"
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", "--index", str(db),
-                        "--create", "--host", "0.0.0.0", "--port", str(_free_port())],
-                       env=_env(), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            str(db),
+            "--create",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(_free_port()),
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     assert "no API key is configured" in r.stderr and "--api-keys-file" in r.stderr
     assert "--allow-unauthenticated" in r.stderr
@@ -394,16 +485,36 @@ def test_a_public_address_without_keys_is_refused_unless_asked_for(tmp_path: Pat
     assert "no API key configured" in out and "--allowed-host" in out
 
 
-def test_keys_are_taken_from_a_file_or_the_environment_never_the_command_line(tmp_path: Path
-                                                                               ) -> None:
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", "--help"], env=_env(),
-                       capture_output=True, text=True, timeout=60)
+def test_keys_are_taken_from_a_file_or_the_environment_never_the_command_line(
+    tmp_path: Path,
+) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "serve", "--help"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "--api-keys-file" in r.stdout and "NEARDUP_API_KEY_READ" in r.stdout
     assert "--api-key " not in r.stdout and "--api-key=" not in r.stdout
     bad = write_keys(tmp_path / "bad.txt", f"admin:{WRITE_KEY}")
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", "--index",
-                        str(tmp_path / "x.db"), "--create", "--api-keys-file", str(bad)],
-                       env=_env(), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            str(tmp_path / "x.db"),
+            "--create",
+            "--api-keys-file",
+            str(bad),
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "line 3: expected ROLE:KEY" in r.stderr
     no_key_shown(r.stdout, r.stderr)
 
@@ -417,38 +528,61 @@ def test_host_header_must_name_the_service(keyed: Server) -> None:
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST.:{port}"):
         r = httpx.get(keyed.url + "/health", headers={"Host": host})
         assert r.status_code == 200, host
-    for host in ("evil.example", f"evil.example:{port}", f"localhost:{port + 1}",
-                 f"127.0.0.1.evil.example:{port}"):
+    for host in (
+        "evil.example",
+        f"evil.example:{port}",
+        f"localhost:{port + 1}",
+        f"127.0.0.1.evil.example:{port}",
+    ):
         r = httpx.get(keyed.url + "/health", headers={"Host": host})
         assert r.status_code == 400, host
         assert "is not a name this service answers to" in r.json()["detail"]
         assert "--allowed-host" in r.json()["detail"]
     # refused before the key is looked at: a rebinding page gets nothing with a stolen key
-    r = httpx.get(keyed.url + "/documents", headers={"Host": "evil.example",
-                                                     "Authorization": f"Bearer {READ_KEY}"})
+    r = httpx.get(
+        keyed.url + "/documents",
+        headers={"Host": "evil.example", "Authorization": f"Bearer {READ_KEY}"},
+    )
     assert r.status_code == 400
 
 
 def test_allowed_hosts_and_origins_are_configurable(tmp_path: Path) -> None:
-    srv = serve(tmp_path, "--allowed-host", "search.example.com",
-                "--allowed-origin", "https://admin.example.com")
+    srv = serve(
+        tmp_path,
+        "--allowed-host",
+        "search.example.com",
+        "--allowed-origin",
+        "https://admin.example.com",
+    )
     try:
         r = httpx.get(srv.url + "/health", headers={"Host": "search.example.com"})
         assert r.status_code == 200
-        r = httpx.post(srv.url + "/documents", json={"id": "a", "text": TEXT},
-                       headers={"Origin": "https://admin.example.com"})
+        r = httpx.post(
+            srv.url + "/documents",
+            json={"id": "a", "text": TEXT},
+            headers={"Origin": "https://admin.example.com"},
+        )
         assert r.status_code == 201
-        r = httpx.post(srv.url + "/documents", json={"id": "b", "text": TEXT},
-                       headers={"Origin": "https://other.example.com"})
+        r = httpx.post(
+            srv.url + "/documents",
+            json={"id": "b", "text": TEXT},
+            headers={"Origin": "https://other.example.com"},
+        )
         assert r.status_code == 403
         # behind a TLS proxy on this machine that passes the Host on, the page's origin is
         # https://NAME: its own
         page = {"Host": "search.example.com", "X-Forwarded-Proto": "https"}
-        r = httpx.post(srv.url + "/documents", json={"id": "c", "text": TEXT},
-                       headers={**page, "Origin": "https://search.example.com"})
+        r = httpx.post(
+            srv.url + "/documents",
+            json={"id": "c", "text": TEXT},
+            headers={**page, "Origin": "https://search.example.com"},
+        )
         assert r.status_code == 201, r.text
-        r = httpx.post(srv.url + "/documents", json={"id": "d", "text": TEXT},
-                       headers={**page, "Origin": "http://search.example.com"})
+        r = httpx.post(
+            srv.url + "/documents",
+            json={"id": "d", "text": TEXT},
+            headers={**page, "Origin": "http://search.example.com"},
+        )
         assert r.status_code == 403
     finally:
         srv.stop()
@@ -464,52 +598,65 @@ def test_state_changing_requests_from_other_origins_are_refused(keyed: Server) -
             assert r.status_code == 403, (method, path, r.text)
             assert "cross-origin request refused" in r.json()["detail"]
         # without an Origin, a browser's Sec-Fetch-Site says where the request comes from
-        r = c.post("/documents", json={"id": "z", "text": TEXT},
-                   headers={"Sec-Fetch-Site": "cross-site"})
+        r = c.post(
+            "/documents", json={"id": "z", "text": TEXT}, headers={"Sec-Fetch-Site": "cross-site"}
+        )
         assert r.status_code == 403 and "Sec-Fetch-Site" in r.json()["detail"]
-        for origin in ("null", "http://127.0.0.1", f"https://127.0.0.1:{keyed.port}",
-                       f"http://127.0.0.1:{keyed.port + 1}"):
-            r = c.post("/documents", json={"id": "z", "text": TEXT},
-                       headers={"Origin": origin})
+        for origin in (
+            "null",
+            "http://127.0.0.1",
+            f"https://127.0.0.1:{keyed.port}",
+            f"http://127.0.0.1:{keyed.port + 1}",
+        ):
+            r = c.post("/documents", json={"id": "z", "text": TEXT}, headers={"Origin": origin})
             assert r.status_code == 403, origin
         assert _state(keyed) == before
         # the page of the service itself, and reads from anywhere (CORS keeps their answers
         # from other pages)
-        r = c.post("/documents", json={"id": "z", "text": TEXT},
-                   headers={"Origin": own, "Sec-Fetch-Site": "same-origin"})
+        r = c.post(
+            "/documents",
+            json={"id": "z", "text": TEXT},
+            headers={"Origin": own, "Sec-Fetch-Site": "same-origin"},
+        )
         assert r.status_code == 201
         assert c.delete("/documents/z", headers={"Origin": own}).status_code == 204
         r = c.get("/documents", headers=evil)
         assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
 
 
-def test_cors_is_off_by_default_and_on_for_the_origins_given(keyed: Server,
-                                                             tmp_path: Path) -> None:
-    preflight = {"Origin": "https://app.example.com", "Access-Control-Request-Method": "POST",
-                 "Access-Control-Request-Headers": "authorization, content-type"}
+def test_cors_is_off_by_default_and_on_for_the_origins_given(keyed: Server, tmp_path: Path) -> None:
+    preflight = {
+        "Origin": "https://app.example.com",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
     r = httpx.options(keyed.url + "/query", headers=preflight)
     assert "access-control-allow-origin" not in r.headers and r.status_code >= 400
     keys = write_keys(tmp_path / "keys.txt", f"read:{READ_KEY}")
-    srv = serve(tmp_path, "--api-keys-file", str(keys), "--cors-origin",
-                "https://app.example.com")
+    srv = serve(tmp_path, "--api-keys-file", str(keys), "--cors-origin", "https://app.example.com")
     try:
         r = httpx.options(srv.url + "/query", headers=preflight)
         assert r.status_code == 200
         assert r.headers["access-control-allow-origin"] == "https://app.example.com"
         assert "authorization" in r.headers["access-control-allow-headers"].lower()
-        r = httpx.post(srv.url + "/query", json={"text": TEXT},
-                       headers={"Origin": "https://app.example.com",
-                                "Authorization": f"Bearer {READ_KEY}"})
+        r = httpx.post(
+            srv.url + "/query",
+            json={"text": TEXT},
+            headers={"Origin": "https://app.example.com", "Authorization": f"Bearer {READ_KEY}"},
+        )
         assert r.status_code == 200
         assert r.headers["access-control-allow-origin"] == "https://app.example.com"
         # another origin: no CORS headers, its preflight refused with a JSON answer
-        r = httpx.options(srv.url + "/query", headers={**preflight,
-                                                       "Origin": "https://evil.example"})
+        r = httpx.options(
+            srv.url + "/query", headers={**preflight, "Origin": "https://evil.example"}
+        )
         assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
         assert "cross-origin request refused" in r.json()["detail"]
-        r = httpx.post(srv.url + "/query", json={"text": TEXT},
-                       headers={"Origin": "https://evil.example",
-                                "Authorization": f"Bearer {READ_KEY}"})
+        r = httpx.post(
+            srv.url + "/query",
+            json={"text": TEXT},
+            headers={"Origin": "https://evil.example", "Authorization": f"Bearer {READ_KEY}"},
+        )
         assert "access-control-allow-origin" not in r.headers
     finally:
         srv.stop()
@@ -519,8 +666,7 @@ def test_cors_is_off_by_default_and_on_for_the_origins_given(keyed: Server,
 # Redis: the password stays out of /stats and of what the server prints
 
 
-def test_stats_of_a_redis_index_hide_its_password(redis_with_password: str,
-                                                  tmp_path: Path) -> None:
+def test_stats_of_a_redis_index_hide_its_password(redis_with_password: str, tmp_path: Path) -> None:
     from conftest import REDIS_PASSWORD
 
     from neardup import Index
@@ -574,14 +720,27 @@ def test_readme_service_commands_run_as_written(tmp_path: Path) -> None:
             if " serve " in cmd and not shown:  # started; the others talk to it
                 log = tmp_path / "serve.log"
                 with open(log, "wb") as out:
-                    proc = subprocess.Popen(cmd + f" --port {port}", shell=True, cwd=tmp_path,
-                                            env=_env(), stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                    proc = subprocess.Popen(
+                        cmd + f" --port {port}",
+                        shell=True,
+                        cwd=tmp_path,
+                        env=_env(),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
                 srv = Server(proc, port, log)
                 assert _wait_for(lambda s=srv: _answers(s), 60), srv.output()
                 continue
-            r = subprocess.run(cmd.replace(":8000/", f":{port}/"), shell=True, cwd=tmp_path,
-                               env=_env(), capture_output=True, text=True, timeout=120)
+            r = subprocess.run(
+                cmd.replace(":8000/", f":{port}/"),
+                shell=True,
+                cwd=tmp_path,
+                env=_env(),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert r.returncode == (2 if " serve " in cmd else 0), (cmd, r.stderr)
             if shown:
                 assert (r.stdout + r.stderr).split() == " ".join(shown).split(), cmd
@@ -613,11 +772,12 @@ def test_key_file_format_and_its_errors() -> None:
     pairs = parse_key_file(f"# comment\n\n  read : {READ_KEY}  \nWRITE:{WRITE_KEY}\n")
     assert pairs == [("read", READ_KEY), ("write", WRITE_KEY)]
     for text, message in [
-            (f"{READ_KEY}\n", "line 1: expected ROLE:KEY"),
-            (f"admin:{READ_KEY}\n", "line 1: expected ROLE:KEY"),
-            ("# c\nread:short\n", "line 2: the key has 5 characters; a key needs at least 16"),
-            ("read:" + "k" * 20 + " x\n", "line 1: a key may hold only letters"),
-            ("read:" + "é" * 20 + "\n", "line 1: a key may hold only letters")]:
+        (f"{READ_KEY}\n", "line 1: expected ROLE:KEY"),
+        (f"admin:{READ_KEY}\n", "line 1: expected ROLE:KEY"),
+        ("# c\nread:short\n", "line 2: the key has 5 characters; a key needs at least 16"),
+        ("read:" + "k" * 20 + " x\n", "line 1: a key may hold only letters"),
+        ("read:" + "é" * 20 + "\n", "line 1: a key may hold only letters"),
+    ]:
         with pytest.raises(ConfigError, match=message) as e:
             parse_key_file(text, "keys.txt")
         assert "keys.txt" in str(e.value) and "short" not in str(e.value).split("line")[0]
@@ -625,8 +785,12 @@ def test_key_file_format_and_its_errors() -> None:
 
 
 def test_api_keys_roles_and_environment() -> None:
-    keys = ApiKeys(environ={"NEARDUP_API_KEY_READ": f"{READ_KEY}, {WRITE_KEY[::-1]}",
-                            "NEARDUP_API_KEY_WRITE": WRITE_KEY})
+    keys = ApiKeys(
+        environ={
+            "NEARDUP_API_KEY_READ": f"{READ_KEY}, {WRITE_KEY[::-1]}",
+            "NEARDUP_API_KEY_WRITE": WRITE_KEY,
+        }
+    )
     assert keys.counts() == {"read": 2, "write": 1}
     assert keys.role(READ_KEY) == "read" and keys.role(WRITE_KEY[::-1]) == "read"
     assert keys.role(WRITE_KEY) == "write"
@@ -638,20 +802,40 @@ def test_api_keys_roles_and_environment() -> None:
     with pytest.raises(ConfigError, match="no API key given"):
         ApiKeys()
     assert READ_KEY not in repr(vars(keys)) and WRITE_KEY not in json.dumps(
-        keys.describe())  # only digests are kept
+        keys.describe()
+    )  # only digests are kept
 
 
 def test_host_rules_origins_and_loopback() -> None:
     rules = HostRules.for_binding("127.0.0.1", 8000, ["search.example.com", "10.0.0.5:9000"])
-    for ok in ("127.0.0.1:8000", "localhost:8000", "[::1]:8000", "search.example.com",
-               "search.example.com:443", "SEARCH.example.com.", "10.0.0.5:9000"):
+    for ok in (
+        "127.0.0.1:8000",
+        "localhost:8000",
+        "[::1]:8000",
+        "search.example.com",
+        "search.example.com:443",
+        "SEARCH.example.com.",
+        "10.0.0.5:9000",
+    ):
         assert rules.allows(ok), ok
-    for bad in (None, "", "localhost", "localhost:8001", "10.0.0.5:8000", "evil.example",
-                "search.example.com.evil.example", "[::1", "a:b:c"):
+    for bad in (
+        None,
+        "",
+        "localhost",
+        "localhost:8001",
+        "10.0.0.5:8000",
+        "evil.example",
+        "search.example.com.evil.example",
+        "[::1",
+        "a:b:c",
+    ):
         assert not rules.allows(bad), bad
     assert HostRules(["*"]).allows("anything:1")
-    assert HostRules.for_binding("::", 8000).entries == ["localhost:8000", "127.0.0.1:8000",
-                                                         "[::1]:8000"]
+    assert HostRules.for_binding("::", 8000).entries == [
+        "localhost:8000",
+        "127.0.0.1:8000",
+        "[::1]:8000",
+    ]
     with pytest.raises(ConfigError, match="allowed host 'http://x' is invalid"):
         HostRules(["http://x"])
     assert normalise_origin("HTTPS://App.Example.com:443") == "https://app.example.com"

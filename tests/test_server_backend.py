@@ -32,20 +32,33 @@ def _text(i: int) -> str:
     return f"document number {i} about " + " ".join(f"w{i}x{k}" for k in range(12))
 
 
-def _start(cmd: list[str], tmp_path: Path, port: int, env: dict[str, str] | None = None
-           ) -> Server:
+def _start(cmd: list[str], tmp_path: Path, port: int, env: dict[str, str] | None = None) -> Server:
     """A server process from ``cmd``; returns once /health answers."""
     return start_server(cmd, tmp_path / f"server-{port}.log", port, env)
 
 
 def _serve_cmd(index: str, port: int, *args: str) -> list[str]:
-    return [sys.executable, "-m", "neardup.cli", "serve", "--index", index, "--port", str(port),
-            *args]
+    return [
+        sys.executable,
+        "-m",
+        "neardup.cli",
+        "serve",
+        "--index",
+        index,
+        "--port",
+        str(port),
+        *args,
+    ]
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "neardup.cli", *args], env=_env(env),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "neardup.cli", *args],
+        env=_env(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,11 +67,12 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 def _writes(srv: Server, ids: list[str], workers: int = 8) -> dict[str, int]:
     """POST /documents for each id from ``workers`` clients at once: status by id."""
+
     def one(doc_id: str) -> tuple[str, int]:
         with httpx.Client(base_url=srv.url, timeout=30) as c:
-            return doc_id, c.post("/documents", json={"id": doc_id,
-                                                      "text": _text(hash(doc_id) % 10**6)}
-                                  ).status_code
+            return doc_id, c.post(
+                "/documents", json={"id": doc_id, "text": _text(hash(doc_id) % 10**6)}
+            ).status_code
 
     with ThreadPoolExecutor(workers) as pool:
         return dict(pool.map(one, ids))
@@ -76,9 +90,13 @@ def test_a_deleted_index_file_is_a_503_on_every_thread_and_a_restart_refuses(tmp
         assert set(got.values()) == {503}, got  # old threads and new ones alike
         assert not db.exists()  # no thread made a new, empty file
         with srv.client() as c:
-            for r in (c.post("/documents", json={"id": "x", "text": "one two three"}),
-                      c.post("/query", json={"text": _text(1)}), c.get("/stats"),
-                      c.get("/documents/before-1"), c.delete("/documents/before-2")):
+            for r in (
+                c.post("/documents", json={"id": "x", "text": "one two three"}),
+                c.post("/query", json={"text": _text(1)}),
+                c.get("/stats"),
+                c.get("/documents/before-1"),
+                c.delete("/documents/before-2"),
+            ):
                 assert r.status_code == 503, (r.request.url, r.text)
                 detail = r.json()["detail"]
                 assert "shop.db was deleted or moved away" in detail
@@ -90,8 +108,9 @@ def test_a_deleted_index_file_is_a_503_on_every_thread_and_a_restart_refuses(tmp
     assert "Traceback" not in out
     # a restart does not serve a new, empty file in its place
     port = _free_port()
-    r = subprocess.run(_serve_cmd(str(db), port), env=_env(), capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        _serve_cmd(str(db), port), env=_env(), capture_output=True, text=True, timeout=120
+    )
     assert r.returncode != 0 and "no such index" in r.stderr and "--create" in r.stderr
     assert not db.exists()
 
@@ -110,8 +129,7 @@ def test_writes_racing_a_move_are_kept_or_refused_never_lost(tmp_path: Path):
         while time.monotonic() < deadline:
             conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             try:
-                n = conn.execute("SELECT value FROM counts WHERE name = 'documents'"
-                                 ).fetchone()[0]
+                n = conn.execute("SELECT value FROM counts WHERE name = 'documents'").fetchone()[0]
             finally:
                 conn.close()
             if n >= 20:
@@ -136,8 +154,10 @@ def test_writes_racing_a_move_are_kept_or_refused_never_lost(tmp_path: Path):
         assert acked <= held, sorted(acked - held)[:5]
         os.rename(moved, db)  # back under its name: served again
         with srv.client() as c:
-            assert c.post("/documents", json={"id": "back", "text": "one two three"}
-                          ).status_code == 201
+            assert (
+                c.post("/documents", json={"id": "back", "text": "one two three"}).status_code
+                == 201
+            )
     finally:
         srv.stop()
     with Index(db, create=False) as ix:
@@ -189,8 +209,9 @@ def test_a_full_database_is_a_507_and_the_service_goes_on(tmp_path: Path):
     db = tmp_path / "full.db"
     Index(db).close()
     port = _free_port()
-    srv = _start([sys.executable, "-c", _FULL_SERVER, str(db), str(port), str(300 * 1024)],
-                 tmp_path, port)
+    srv = _start(
+        [sys.executable, "-c", _FULL_SERVER, str(db), str(port), str(300 * 1024)], tmp_path, port
+    )
     big = " ".join(f"w{k}" for k in range(4000))  # about 24 KB of shingles a document
     try:
         with srv.client() as c:
@@ -208,12 +229,13 @@ def test_a_full_database_is_a_507_and_the_service_goes_on(tmp_path: Path):
             refused = f"d{len(acked)}"
             assert c.get(f"/documents/{refused}").status_code == 404  # nothing of it kept
             assert c.get(f"/documents/{acked[0]}").status_code == 200
-            assert c.post("/query", json={"text": f"0 {big}"}).json()["matches"][0]["id"] \
-                == "d0"
+            assert c.post("/query", json={"text": f"0 {big}"}).json()["matches"][0]["id"] == "d0"
             for doc_id in acked[:4]:
                 assert c.delete(f"/documents/{doc_id}").status_code == 204
-            assert c.post("/documents", json={"id": "after", "text": "a short text"}
-                          ).status_code == 201
+            assert (
+                c.post("/documents", json={"id": "after", "text": "a short text"}).status_code
+                == 201
+            )
     finally:
         out = srv.stop()
     assert "Traceback" not in out
@@ -239,8 +261,13 @@ def test_a_failing_disk_is_a_503(tmp_path: Path):
 
     log = tmp_path / "io.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(_serve_cmd(str(db), port), env=_env(), stdout=out,
-                                stderr=subprocess.STDOUT, preexec_fn=limited)
+        proc = subprocess.Popen(
+            _serve_cmd(str(db), port),
+            env=_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=limited,
+        )
     srv = Server(proc, port, log)
     try:
         deadline = time.monotonic() + 60
@@ -283,32 +310,44 @@ def _keys(url: str, prefix: str) -> list[bytes]:
     return redis.Redis.from_url(url).keys(f"{prefix}:*")
 
 
-def test_a_redis_prefix_without_an_index_is_refused_unless_asked_to_create(empty_redis: str,
-                                                                          tmp_path: Path):
+def test_a_redis_prefix_without_an_index_is_refused_unless_asked_to_create(
+    empty_redis: str, tmp_path: Path
+):
     url = f"{empty_redis}?prefix=lost"
     docs = tmp_path / "docs.jsonl"
     docs.write_text('{"id": "a", "text": "one two three four"}\n')
-    for args in (["index", "add", url, str(docs)], ["index", "query", url, "one two"],
-                 ["index", "stats", url], ["index", "remove", url, "a"]):
+    for args in (
+        ["index", "add", url, str(docs)],
+        ["index", "query", url, "one two"],
+        ["index", "stats", url],
+        ["index", "remove", url, "a"],
+    ):
         r = _cli(*args)
         assert r.returncode == 4, (args, r.stderr)
         assert "holds no neardup index" in r.stderr and "lost its data" in r.stderr
         assert "appendonly yes" in r.stderr and "neardup index create" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "stream", url], env=_env(),
-                       input='{"id": "a", "text": "one two three"}\n', capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "stream", url],
+        env=_env(),
+        input='{"id": "a", "text": "one two three"}\n',
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 4 and "lost its data" in r.stderr
     port = _free_port()
-    r = subprocess.run(_serve_cmd(url, port), env=_env(), capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        _serve_cmd(url, port), env=_env(), capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 4 and "lost its data" in r.stderr
     assert _keys(empty_redis, "lost") == []  # nothing was made
     # asked for: --create makes one (and says so), `index create` too
     srv = _start(_serve_cmd(url, port, "--create"), tmp_path, port)
     try:
         with srv.client() as c:
-            assert c.post("/documents", json={"id": "a", "text": "one two three"}
-                          ).status_code == 201
+            assert (
+                c.post("/documents", json={"id": "a", "text": "one two three"}).status_code == 201
+            )
     finally:
         out = srv.stop()
     assert "created a new, empty index: redis://127.0.0.1:" in out
@@ -317,8 +356,7 @@ def test_a_redis_prefix_without_an_index_is_refused_unless_asked_to_create(empty
     assert _cli("index", "stats", f"{empty_redis}?prefix=new").returncode == 0
 
 
-def test_a_service_restarted_on_an_emptied_redis_refuses_to_start(tmp_path: Path,
-                                                                  tmp_path_factory):
+def test_a_service_restarted_on_an_emptied_redis_refuses_to_start(tmp_path: Path, tmp_path_factory):
     proc, port = _start_redis(tmp_path_factory)
     url = f"redis://127.0.0.1:{port}/0"
     next(_ready(proc, url))
@@ -327,16 +365,19 @@ def test_a_service_restarted_on_an_emptied_redis_refuses_to_start(tmp_path: Path
         sport = _free_port()
         srv = _start(_serve_cmd(index, sport, "--create"), tmp_path, sport)
         with srv.client() as c:
-            assert c.post("/documents", json={"id": "a", "text": "alpha beta gamma"}
-                          ).status_code == 201
+            assert (
+                c.post("/documents", json={"id": "a", "text": "alpha beta gamma"}).status_code
+                == 201
+            )
         srv.stop()
         proc.terminate()
         proc.wait(10)
         proc, _ = _start_redis(tmp_path_factory, "--port", str(port))  # back, empty
         next(_ready(proc, url))
         sport = _free_port()
-        r = subprocess.run(_serve_cmd(index, sport), env=_env(), capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run(
+            _serve_cmd(index, sport), env=_env(), capture_output=True, text=True, timeout=120
+        )
         assert r.returncode == 4, r.stderr
         assert "the Redis server has lost its data" in r.stderr
         assert _keys(url, "shop") == []
@@ -354,9 +395,9 @@ def _plain(url: str) -> str:
     return url.replace(f":{REDIS_PASSWORD}@", "")
 
 
-def test_the_redis_password_from_a_file_or_the_environment(redis_with_password: str,
-                                                           tmp_path: Path, capsys,
-                                                           monkeypatch):
+def test_the_redis_password_from_a_file_or_the_environment(
+    redis_with_password: str, tmp_path: Path, capsys, monkeypatch
+):
     prefix = f"pw{uuid.uuid4().hex[:8]}"
     url = f"{_plain(redis_with_password)}?prefix={prefix}"
     pw_file = tmp_path / "redis-password"
@@ -396,27 +437,30 @@ def test_the_redis_password_from_a_file_or_the_environment(redis_with_password: 
     bad.write_text("not-the-password\n")
     code, out = cli("index", "stats", url, "--redis-password-file", str(bad))
     assert code == 4 and "not-the-password" not in out
-    code, out = cli("index", "stats", str(tmp_path / "x.db"), "--redis-password-file",
-                    str(pw_file))
+    code, out = cli("index", "stats", str(tmp_path / "x.db"), "--redis-password-file", str(pw_file))
     assert code == 2 and "is for an index in Redis" in out
     with Index(url, storage_options={"password": REDIS_PASSWORD}) as ix:
         ix.storage.drop()
 
 
 def test_serve_takes_the_redis_password_from_a_file_and_never_shows_it(
-        redis_with_password: str, tmp_path: Path):
+    redis_with_password: str, tmp_path: Path
+):
     url = f"{_plain(redis_with_password)}?prefix=pw{uuid.uuid4().hex[:8]}"
     pw_file = tmp_path / "redis-password"
     pw_file.write_text(REDIS_PASSWORD + "\n")
     port = _free_port()
-    srv = _start(_serve_cmd(url, port, "--create", "--redis-password-file", str(pw_file)),
-                 tmp_path, port)
+    srv = _start(
+        _serve_cmd(url, port, "--create", "--redis-password-file", str(pw_file)), tmp_path, port
+    )
     try:
         cmdline = Path(f"/proc/{srv.proc.pid}/cmdline").read_bytes()
         assert REDIS_PASSWORD.encode() not in cmdline  # what `ps` shows other users
         with srv.client() as c:
-            assert c.post("/documents", json={"id": "a", "text": "one two three four"}
-                          ).status_code == 201
+            assert (
+                c.post("/documents", json={"id": "a", "text": "one two three four"}).status_code
+                == 201
+            )
             r = c.get("/stats")
             assert r.status_code == 200 and r.json()["documents"] == 1
             assert REDIS_PASSWORD not in r.text
@@ -425,16 +469,18 @@ def test_serve_takes_the_redis_password_from_a_file_and_never_shows_it(
     assert REDIS_PASSWORD not in out and "warning" not in out
     # the environment variable, and the URL (with its warning)
     port = _free_port()
-    srv = _start(_serve_cmd(url, port), tmp_path, port,
-                 env={"NEARDUP_REDIS_PASSWORD": REDIS_PASSWORD})
+    srv = _start(
+        _serve_cmd(url, port), tmp_path, port, env={"NEARDUP_REDIS_PASSWORD": REDIS_PASSWORD}
+    )
     try:
         assert httpx.get(f"{srv.url}/stats").json()["documents"] == 1
     finally:
         out = srv.stop()
     assert REDIS_PASSWORD not in out and "warning" not in out
     port = _free_port()
-    srv = _start(_serve_cmd(url.replace("redis://", f"redis://:{REDIS_PASSWORD}@"), port),
-                 tmp_path, port)
+    srv = _start(
+        _serve_cmd(url.replace("redis://", f"redis://:{REDIS_PASSWORD}@"), port), tmp_path, port
+    )
     try:
         assert httpx.get(f"{srv.url}/stats").json()["documents"] == 1
     finally:

@@ -48,9 +48,11 @@ from neardup.server.passages import passages_within  # noqa: E402
 from neardup.text.words import word_key  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-VOCAB = ("red blue green large small cotton wool shirt dress jacket with without pocket zip "
-         "button collar sleeve long short summer winter soft warm light dark slim fit classic "
-         "modern washable organic").split()
+VOCAB = (
+    "red blue green large small cotton wool shirt dress jacket with without pocket zip "
+    "button collar sleeve long short summer winter soft warm light dark slim fit classic "
+    "modern washable organic"
+).split()
 
 
 def make_text(rng: random.Random, n: int = 30) -> str:
@@ -63,8 +65,9 @@ def local_client(app: Any) -> TestClient:
 
 def upload(c: TestClient, ids: list[str], texts: list[str], **form: str) -> Any:
     body = "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts))
-    return c.post("/collections", files={"file": ("c.jsonl", body.encode())},
-                  data={"id_field": "id", **form})
+    return c.post(
+        "/collections", files={"file": ("c.jsonl", body.encode())}, data={"id_field": "id", **form}
+    )
 
 
 def grouped_collection(rng: random.Random) -> tuple[list[str], list[str]]:
@@ -98,10 +101,13 @@ def test_pair_similarity_is_exact_against_brute_force(method: str) -> None:
     got = r.json()
     cid = got["collection_id"]
     # what the run knows: every pair the engine expands (pairs="all", no group left out) ...
-    full = neardup.dedup(texts, ids, threshold=0.8, cluster=method, pairs="all",
-                         pairs_max_group=10**9)
-    known = {(int(a), int(b)): float(s) for a, b, s in
-             zip(full.pairs.left, full.pairs.right, full.pairs.similarity)}
+    full = neardup.dedup(
+        texts, ids, threshold=0.8, cluster=method, pairs="all", pairs_max_group=10**9
+    )
+    known = {
+        (int(a), int(b)): float(s)
+        for a, b, s in zip(full.pairs.left, full.pairs.right, full.pairs.similarity)
+    }
     # ... and each member with its representative and the representative's copies
     norm = [normalize(t) for t in texts]
     for x, rep in enumerate(full.representative.tolist()):
@@ -162,8 +168,13 @@ def test_upload_of_many_copies_keeps_groups_not_pairs() -> None:
 
 def test_store_moves_collections_to_disk_then_drops_them(tmp_path: Path) -> None:
     rng = random.Random(7)
-    app = create_app(Index(), collection_memory_bytes=1, collection_disk_bytes=30_000,
-                     max_collections=50, collection_folder=str(tmp_path))
+    app = create_app(
+        Index(),
+        collection_memory_bytes=1,
+        collection_disk_bytes=30_000,
+        max_collections=50,
+        collection_folder=str(tmp_path),
+    )
     store = app.state.collections
     answers, docs = [], []
     with local_client(app) as c:
@@ -190,20 +201,21 @@ def test_store_moves_collections_to_disk_then_drops_them(tmp_path: Path) -> None
                 continue
             assert r.status_code == 200 and r.json() == answer  # read back from disk
             ids, texts = docs[k]
-            p = c.get(f"/collections/{answer['collection_id']}/pair",
-                      params={"a": ids[0], "b": ids[-1]}).json()
+            p = c.get(
+                f"/collections/{answer['collection_id']}/pair", params={"a": ids[0], "b": ids[-1]}
+            ).json()
             assert p["similarity"] == 1.0 and p["b"]["text"] == texts[-1]
             assert p["passages"] == shared_passages(texts[0], texts[-1], 5, max_occurrences=8)
         assert sorted(x.name for x in folder.iterdir()) == sorted(
-            a["collection_id"] for a in answers[6 - kept:])
+            a["collection_id"] for a in answers[6 - kept :]
+        )
     assert not folder.exists()  # removed when the service stops
 
 
 def test_memory_budget_keeps_recent_collections_in_memory() -> None:
     app = create_app(Index(), max_collections=3)
     c = local_client(app)
-    cids = [upload(c, [f"x{i}"], [f"text number {i}"]).json()["collection_id"]
-            for i in range(4)]
+    cids = [upload(c, [f"x{i}"], [f"text number {i}"]).json()["collection_id"] for i in range(4)]
     assert c.get(f"/collections/{cids[0]}").status_code == 404
     assert app.state.collections.usage()["in_memory"] == 3
     assert app.state.collections.folder is None  # nothing written to disk
@@ -220,8 +232,10 @@ def test_uploads_beyond_the_concurrent_ones_get_503() -> None:
     assert upload(c, ["a"], ["some text"]).status_code == 201
 
 
-@pytest.mark.parametrize("option", ["collection_memory_bytes", "concurrent_uploads",
-                                    "max_collections", "check_text_bytes"])
+@pytest.mark.parametrize(
+    "option",
+    ["collection_memory_bytes", "concurrent_uploads", "max_collections", "check_text_bytes"],
+)
 def test_limits_are_checked(option: str) -> None:
     with pytest.raises(ValueError, match=option):
         create_app(Index(), **{option: -1})
@@ -292,8 +306,8 @@ def oracle(a: str, b: str, k: int, max_occurrences: int | None) -> list[dict[str
     ``max_occurrences`` of its k-gram; runs along the diagonals."""
     wa = [(m.start(), m.end(), word_key(m.group())) for m in re.finditer(r"\S+", a)]
     wb = [(m.start(), m.end(), word_key(m.group())) for m in re.finditer(r"\S+", b)]
-    ga = [tuple(w[2] for w in wa[i:i + k]) for i in range(len(wa) - k + 1)]
-    gb = [tuple(w[2] for w in wb[j:j + k]) for j in range(len(wb) - k + 1)]
+    ga = [tuple(w[2] for w in wa[i : i + k]) for i in range(len(wa) - k + 1)]
+    gb = [tuple(w[2] for w in wb[j : j + k]) for j in range(len(wb) - k + 1)]
     allowed = set()
     seen: dict[tuple, int] = {}
     for j, g in enumerate(gb):
@@ -312,8 +326,13 @@ def oracle(a: str, b: str, k: int, max_occurrences: int | None) -> list[dict[str
                 while same(i + m, j + m):
                     m += 1
                 last = m + k - 2
-                out.append({"a": [wa[i][0], wa[i + last][1]],
-                            "b": [wb[j][0], wb[j + last][1]], "words": m + k - 1})
+                out.append(
+                    {
+                        "a": [wa[i][0], wa[i + last][1]],
+                        "b": [wb[j][0], wb[j + last][1]],
+                        "words": m + k - 1,
+                    }
+                )
     return out
 
 
@@ -329,10 +348,12 @@ def text_st(draw: st.DrawFn) -> str:
 
 @settings(max_examples=300, deadline=None)
 @given(text_st(), text_st(), st.integers(1, 4), st.sampled_from([None, 1, 2, 3]))
-def test_vectorised_passages_match_brute_force(a: str, b: str, k: int,
-                                               max_occurrences: int | None) -> None:
+def test_vectorised_passages_match_brute_force(
+    a: str, b: str, k: int, max_occurrences: int | None
+) -> None:
     assert shared_passages(a, b, k, max_occurrences=max_occurrences) == oracle(
-        a, b, k, max_occurrences)
+        a, b, k, max_occurrences
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,8 +381,7 @@ def similarities(col: Collection) -> list[list[float | None]]:
     return [[col.similarity(a, b) for b in range(len(col))] for a in range(len(col))]
 
 
-def assert_same(got: Collection | None, ids: list[str], texts: list[str],
-                want: Collection) -> None:
+def assert_same(got: Collection | None, ids: list[str], texts: list[str], want: Collection) -> None:
     assert got is not None
     assert [got.id(r) for r in range(len(got))] == ids
     assert [got.text(r) for r in range(len(got))] == texts
@@ -398,8 +418,12 @@ def test_a_collection_put_in_one_shared_store_is_got_by_another(tmp_path: Path) 
     assert isinstance(got.texts_buf, np.memmap)  # mapped from the shared folder
     assert b.get(cid) is got  # then from b's memory
     on_disk = folder_bytes(shared / cid)
-    assert b.usage() == {"in_memory": 1, "memory_bytes": col.nbytes, "on_disk": 1,
-                         "disk_bytes": on_disk}
+    assert b.usage() == {
+        "in_memory": 1,
+        "memory_bytes": col.nbytes,
+        "on_disk": 1,
+        "disk_bytes": on_disk,
+    }
     assert len(a) == len(b) == 1
     # beyond its memory budget a store forgets it from memory only
     c = CollectionStore(memory_bytes=1, shared=shared)
@@ -412,8 +436,12 @@ def test_a_collection_put_in_one_shared_store_is_got_by_another(tmp_path: Path) 
     for store in (a, b, c):
         store.close()
     assert sorted(os.listdir(shared)) == [".lock", cid, cid_of(2)]
-    assert a.usage() == {"in_memory": 0, "memory_bytes": 0, "on_disk": 2,
-                         "disk_bytes": on_disk + folder_bytes(shared / cid_of(2))}
+    assert a.usage() == {
+        "in_memory": 0,
+        "memory_bytes": 0,
+        "on_disk": 2,
+        "disk_bytes": on_disk + folder_bytes(shared / cid_of(2)),
+    }
     assert_same(CollectionStore(shared=shared).get(cid), ids, texts, col)
 
 
@@ -443,7 +471,10 @@ def test_a_get_in_one_shared_store_keeps_a_collection_the_other_evicts(tmp_path:
     time.sleep(0.01)
     assert a.put(cid_of(3), cols[3][2])  # the least recently used goes: 1, not 0
     assert sorted(x for x in os.listdir(shared) if x != ".lock") == [
-        cid_of(0), cid_of(2), cid_of(3)]
+        cid_of(0),
+        cid_of(2),
+        cid_of(3),
+    ]
     assert b.get(cid_of(1)) is None  # gone from the folder, never in b's memory
     assert_same(b.get(cid_of(0)), *cols[0])
     # a has 1 in memory still: served until its next touch finds the folder gone
@@ -451,8 +482,10 @@ def test_a_get_in_one_shared_store_keeps_a_collection_the_other_evicts(tmp_path:
     assert a.get(cid_of(1)) is None and a.usage()["in_memory"] == 2
     # the disk budget of the whole folder: room for two
     size = max(folder_bytes(shared / cid_of(k)) for k in (0, 2, 3))
-    size = max(size, len(cols[4][2].summary) + sum(
-        getattr(cols[4][2], name).nbytes + 256 for name in _ARRAYS))
+    size = max(
+        size,
+        len(cols[4][2].summary) + sum(getattr(cols[4][2], name).nbytes + 256 for name in _ARRAYS),
+    )
     assert 3 * min(folder_bytes(shared / cid_of(k)) for k in (0, 2, 3)) > 2 * size  # not 3
     c = CollectionStore(disk_bytes=2 * size, shared=shared)
     assert b.get(cid_of(2)) is not None  # touched: 2 more recent than 0
@@ -470,14 +503,32 @@ def test_crafted_ids_reach_nothing_outside_the_shared_folder(tmp_path: Path) -> 
     assert store.put(good, col)
     col.save(tmp_path / "x")  # a collection outside the folder, where "../x" would point
     (tmp_path / "a").mkdir()
-    crafted = ["../x", "a/b", ".lock", "", "0" * 100_000, good[:-1] + "\x00",
-               good + "\x00", f"../shared/{good}", f"./{good}", "..", ".",
-               "/" + good[1:], good.upper(), good[:-1], good + "0",
-               good + "\n", "\u0660" * 16, str(tmp_path / "x"), "x"]
+    crafted = [
+        "../x",
+        "a/b",
+        ".lock",
+        "",
+        "0" * 100_000,
+        good[:-1] + "\x00",
+        good + "\x00",
+        f"../shared/{good}",
+        f"./{good}",
+        "..",
+        ".",
+        "/" + good[1:],
+        good.upper(),
+        good[:-1],
+        good + "0",
+        good + "\n",
+        "\u0660" * 16,
+        str(tmp_path / "x"),
+        "x",
+    ]
 
     def tree() -> dict[str, tuple[int, int]]:
-        return {str(p): (p.stat().st_mtime_ns, p.stat().st_size)
-                for p in sorted(tmp_path.rglob("*"))}
+        return {
+            str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(tmp_path.rglob("*"))
+        }
 
     before = tree()
     other = CollectionStore(shared=shared)
@@ -515,17 +566,41 @@ print(json.dumps(log))
 """
 
 
-def put_at_once(shared: Path, seeds: list[list[int]], max_collections: int, disk_bytes: int,
-                while_putting: Any = None) -> list[dict[str, Any]]:
+def put_at_once(
+    shared: Path,
+    seeds: list[list[int]],
+    max_collections: int,
+    disk_bytes: int,
+    while_putting: Any = None,
+) -> list[dict[str, Any]]:
     """Each list of seeds put by a process of its own, the processes starting together;
     ``while_putting()`` is called meanwhile, again and again. What they put."""
     go = shared.parent / "go"
     go.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "src"), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(shared), str(go),
-                               str(max_collections), str(disk_bytes), *map(str, s)],
-                              stdout=subprocess.PIPE, text=True, env=env) for s in seeds]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "src"), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(shared),
+                str(go),
+                str(max_collections),
+                str(disk_bytes),
+                *map(str, s),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for s in seeds
+    ]
     try:
         for p in procs:
             assert p.stdout is not None and p.stdout.readline() == "ready\n"
@@ -541,8 +616,9 @@ def put_at_once(shared: Path, seeds: list[list[int]], max_collections: int, disk
     return [entry for out in outs for entry in json.loads(out)]
 
 
-def check_shared_folder(shared: Path, log: list[dict[str, Any]], max_collections: int,
-                        disk_bytes: int) -> list[str]:
+def check_shared_folder(
+    shared: Path, log: list[dict[str, Any]], max_collections: int, disk_bytes: int
+) -> list[str]:
     """The folder within its budgets, no temporary or half-removed folder left, each collection
     whole and as put; the ids kept."""
     names = sorted(os.listdir(shared))
@@ -563,7 +639,8 @@ def check_shared_folder(shared: Path, log: list[dict[str, Any]], max_collections
 
 
 def test_processes_putting_at_once_keep_the_shared_folder_within_its_budgets(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     shared = shared_folder(tmp_path)
     seeds = [list(range(100, 112)), list(range(200, 212))]
     sizes = []
@@ -609,8 +686,13 @@ def test_gets_while_other_processes_put_and_remove_never_fail(tmp_path: Path) ->
 
     threads_read = threading.Thread(target=lambda: [read_all() for _ in range(20)])
     threads_read.start()
-    log = put_at_once(shared, [list(range(300, 315)), list(range(400, 415))],
-                      max_collections, disk_bytes, while_putting=read_all)
+    log = put_at_once(
+        shared,
+        [list(range(300, 315)), list(range(400, 415))],
+        max_collections,
+        disk_bytes,
+        while_putting=read_all,
+    )
     threads_read.join()
     assert errors == [] and got
     check_shared_folder(shared, log, max_collections, disk_bytes)
@@ -626,8 +708,9 @@ def test_service_memory_benchmark_runs_tiny(tmp_path: Path) -> None:
         import service_memory
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    code = service_memory.main(["--records", "600", "--distinct", "10", "--uploads", "3",
-                                "--results", str(tmp_path)])
+    code = service_memory.main(
+        ["--records", "600", "--distinct", "10", "--uploads", "3", "--results", str(tmp_path)]
+    )
     report = json.loads((tmp_path / "service_memory.json").read_text())
     assert code == 0 and report["failed"] == 0
     assert [u["shape"] for u in report["uploads"]] == ["copies", "distinct", "copies"]

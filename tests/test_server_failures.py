@@ -24,8 +24,9 @@ def test_a_held_sqlite_write_lock_is_a_quick_503_and_the_service_recovers(tmp_pa
     srv = serve(tmp_path)
     try:
         with srv.client() as c:
-            assert c.post("/documents", json={"id": "a", "text": "one two three"}).status_code \
-                == 201
+            assert (
+                c.post("/documents", json={"id": "a", "text": "one two three"}).status_code == 201
+            )
             other = sqlite3.connect(tmp_path / "shop.db", isolation_level=None)
             other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
             t = time.monotonic()
@@ -36,8 +37,9 @@ def test_a_held_sqlite_write_lock_is_a_quick_503_and_the_service_recovers(tmp_pa
             assert c.get("/documents/a").status_code == 200  # reads go on meanwhile
             other.execute("ROLLBACK")
             other.close()
-            assert c.post("/documents", json={"id": "b", "text": "four five six"}).status_code \
-                == 201
+            assert (
+                c.post("/documents", json={"id": "b", "text": "four five six"}).status_code == 201
+            )
     finally:
         srv.stop()
 
@@ -51,8 +53,10 @@ def test_redis_stopped_then_back_empty(tmp_path: Path, tmp_path_factory):
     srv = serve(tmp_path, index=f"{url}?prefix=fail")
     try:
         with srv.client() as c:
-            assert c.post("/documents", json={"id": "a", "text": "alpha beta gamma delta"}
-                          ).status_code == 201
+            assert (
+                c.post("/documents", json={"id": "a", "text": "alpha beta gamma delta"}).status_code
+                == 201
+            )
             proc.terminate()
             proc.wait(10)
             r = c.post("/query", json={"text": "alpha beta gamma delta"})
@@ -82,8 +86,12 @@ def test_an_index_knows_its_identity(tmp_path: Path):
     assert ix.identity == ident
     ix.verify_identity()
     other = Index(tmp_path / "other.db")
-    ix.storage.write_meta({"format_version": other.storage.read_meta()["format_version"],
-                           "params": other.storage.read_meta()["params"]})
+    ix.storage.write_meta(
+        {
+            "format_version": other.storage.read_meta()["format_version"],
+            "params": other.storage.read_meta()["params"],
+        }
+    )
     with pytest.raises(IndexChangedError, match="another index"):
         ix.verify_identity()
     assert Index().identity != Index().identity
@@ -105,7 +113,8 @@ def test_any_other_error_is_a_json_500_that_shows_nothing(monkeypatch):
     r = c.post("/query", json={"text": "anything"})
     rid = r.headers["x-request-id"]
     assert r.status_code == 500 and r.json() == {
-        "detail": f"internal error (reported in the service's log as request ID {rid})"}
+        "detail": f"internal error (reported in the service's log as request ID {rid})"
+    }
     assert "secret" not in r.text
 
 
@@ -117,9 +126,10 @@ def test_a_client_that_stops_sending_its_body_gets_a_408(tmp_path: Path):
     srv = serve(tmp_path, "--body-timeout", "1")
     try:
         with socket.create_connection(("127.0.0.1", srv.port), timeout=20) as sock:
-            sock.sendall(b"POST /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                         b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\""
-                         % srv.port)
+            sock.sendall(
+                b"POST /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"id"' % srv.port
+            )
             t = time.monotonic()
             got = b""
             while b"\r\n\r\n" not in got:

@@ -17,8 +17,7 @@ def test_parallel_writers_and_readers_lose_nothing(tmp_path):
     port = free_port()
     proc = start_server(tmp_path / "load.db", port)
     try:
-        res = run_load(f"http://127.0.0.1:{port}", writers=8, readers=4, docs=20,
-                       batch_every=2)
+        res = run_load(f"http://127.0.0.1:{port}", writers=8, readers=4, docs=20, batch_every=2)
     finally:
         proc.terminate()
         proc.wait(30)

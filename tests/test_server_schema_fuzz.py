@@ -32,12 +32,15 @@ def _app() -> tuple[TestClient, dict]:
     idx = Index(passages=True)
     rng = random.Random(3)
     words = [f"w{i}" for i in range(300)]
-    idx.add_many([(f"doc-{i}", " ".join(rng.choice(words) for _ in range(80)))
-                  for i in range(30)])
+    idx.add_many([(f"doc-{i}", " ".join(rng.choice(words) for _ in range(80))) for i in range(30)])
     keys = ApiKeys(write=[KEY])
     app = create_app(idx, api_keys=keys, max_text_bytes=20_000, max_batch=50)
-    client = TestClient(app, base_url="http://localhost", raise_server_exceptions=False,
-                        headers={"Authorization": f"Bearer {KEY}"})
+    client = TestClient(
+        app,
+        base_url="http://localhost",
+        raise_server_exceptions=False,
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
     return client, app.openapi()
 
 
@@ -93,21 +96,32 @@ def from_schema(schema: dict, depth: int = 0) -> st.SearchStrategy:
     if t == "integer":
         return st.integers(schema.get("minimum", -(2**40)), schema.get("maximum", 2**40))
     if t == "number":
-        return st.floats(schema.get("minimum", -1e9), schema.get("maximum", 1e9),
-                         allow_nan=False, allow_infinity=False)
+        return st.floats(
+            schema.get("minimum", -1e9),
+            schema.get("maximum", 1e9),
+            allow_nan=False,
+            allow_infinity=False,
+        )
     if t == "string":
-        return st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
-                       min_size=schema.get("minLength", 0),
-                       max_size=min(schema.get("maxLength", 200), 200))
+        return st.text(
+            alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+            min_size=schema.get("minLength", 0),
+            max_size=min(schema.get("maxLength", 200), 200),
+        )
     if t == "array":
-        return st.lists(from_schema(schema.get("items", {}), depth + 1),
-                        min_size=schema.get("minItems", 0),
-                        max_size=min(schema.get("maxItems", 4), 4))
+        return st.lists(
+            from_schema(schema.get("items", {}), depth + 1),
+            min_size=schema.get("minItems", 0),
+            max_size=min(schema.get("maxItems", 4), 4),
+        )
     props = schema.get("properties", {})
     required = set(schema.get("required", []))
     return st.fixed_dictionaries(
         {k: from_schema(v, depth + 1) for k, v in props.items() if k in required},
-        optional={k: from_schema(v, depth + 1) for k, v in props.items() if k not in required})
+        optional={k: from_schema(v, depth + 1) for k, v in props.items() if k not in required},
+    )
+
+
 _TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200)
 
 
@@ -131,24 +145,37 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict | None, dict, Any]:
     if "application/json" in content:
         schema = _inline(content["application/json"]["schema"])
         # mostly valid bodies, sometimes anything JSON (the API must refuse those with a 4xx)
-        body = draw(st.one_of(from_schema(schema), from_schema(schema),
-                              st.recursive(st.none() | st.booleans() | st.integers()
-                                           | _TEXT, lambda c: st.lists(c, max_size=3)
-                                           | st.dictionaries(_TEXT, c, max_size=3),
-                                           max_leaves=6)))
+        body = draw(
+            st.one_of(
+                from_schema(schema),
+                from_schema(schema),
+                st.recursive(
+                    st.none() | st.booleans() | st.integers() | _TEXT,
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(_TEXT, c, max_size=3),
+                    max_leaves=6,
+                ),
+            )
+        )
     return method, url, body, params, op
 
 
-@settings(max_examples=250, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(requests())
 def test_no_request_drawn_from_the_schema_gets_a_server_error(req) -> None:
     method, url, body, params, op = req
     if "multipart/form-data" in op.get("requestBody", {}).get("content", {}):
         return  # uploads: fuzzed in test_server.py with real multipart bodies
-    r = CLIENT.request(method.upper(), url, params=params,
-                       content=None if body is None else json.dumps(body).encode(),
-                       headers={"Content-Type": "application/json"} if body is not None else {})
+    r = CLIENT.request(
+        method.upper(),
+        url,
+        params=params,
+        content=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"} if body is not None else {},
+    )
     assert r.status_code < 500, (method, url, body, r.status_code, r.text[:500])
     if r.headers.get("content-type", "").startswith("application/json"):
         got = r.json()

@@ -59,8 +59,17 @@ def test_half_open_connections_neither_hold_request_slots_nor_connections(tmp_pa
     time; the connections waiting longest are closed with a JSON 503 to make room; requests
     over the limit get a JSON 503 with Retry-After and the service recovers."""
     keys = write_keys(tmp_path / "keys.txt", f"read:{READ_KEY}", f"write:{WRITE_KEY}")
-    srv = serve(tmp_path, "--api-keys-file", str(keys), "--max-requests", "2",
-                "--max-connections", "30", "--header-timeout", "3")
+    srv = serve(
+        tmp_path,
+        "--api-keys-file",
+        str(keys),
+        "--max-requests",
+        "2",
+        "--max-connections",
+        "30",
+        "--header-timeout",
+        "3",
+    )
     stop = threading.Event()
     first = [_half_open(srv.port) for _ in range(10)]
     time.sleep(0.5)  # their partial headers read by the server before the others come
@@ -107,9 +116,11 @@ def test_half_open_connections_neither_hold_request_slots_nor_connections(tmp_pa
         holders = []
         for _ in range(2):
             h = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            h.sendall(b"POST /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: "
-                      b"Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100"
-                      b"\r\n\r\n{" % (srv.port, WRITE_KEY.encode()))
+            h.sendall(
+                b"POST /documents HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: "
+                b"Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100"
+                b"\r\n\r\n{" % (srv.port, WRITE_KEY.encode())
+            )
             holders.append(h)
         with srv.client(READ_KEY) as c:
             r = None
@@ -144,8 +155,11 @@ def test_the_log_holds_errors_with_their_request_id_and_never_a_key_or_a_text(tm
         with srv.client(WRITE_KEY) as c:
             assert c.post("/documents", json={"id": "bowl", "text": text}).status_code == 201
             assert c.post("/query", json={"text": text}).status_code == 200
-            r = c.get("/documents", headers={"X-Request-ID": "order-1234.a"},
-                      params={"api_key": READ_KEY, "after": "a"})
+            r = c.get(
+                "/documents",
+                headers={"X-Request-ID": "order-1234.a"},
+                params={"api_key": READ_KEY, "after": "a"},
+            )
             assert r.status_code == 200 and r.headers["x-request-id"] == "order-1234.a"
             # a key sent as the request ID, or an ID that is not sane, is replaced
             for bad in (READ_KEY, "a b INFO forged <x>", "x" * 200):
@@ -159,8 +173,9 @@ def test_the_log_holds_errors_with_their_request_id_and_never_a_key_or_a_text(tm
             r = c.get("/documents/bowl")
             assert r.status_code == 500
             rid = r.headers["x-request-id"]
-            assert r.json()["detail"] == ("internal error (reported in the service's log as "
-                                          f"request ID {rid})")
+            assert r.json()["detail"] == (
+                f"internal error (reported in the service's log as request ID {rid})"
+            )
             # logrotate moves the file away: the service writes a new one
             log.rename(tmp_path / "neardup.log.1")
             assert c.get("/health").status_code == 200
@@ -169,13 +184,17 @@ def test_the_log_holds_errors_with_their_request_id_and_never_a_key_or_a_text(tm
         printed = srv.stop()
     old = (tmp_path / "neardup.log.1").read_text()
     both = old + log.read_text()
-    assert "serving the index shop.db" in old and "API keys needed: 1 read key, 1 write key" \
-        in old and "at most 64 requests handled at once and 1000 connections" in old
+    assert (
+        "serving the index shop.db" in old
+        and "API keys needed: 1 read key, 1 write key" in old
+        and "at most 64 requests handled at once and 1000 connections" in old
+    )
     assert "stopped, the index closed" in log.read_text()
     # the access line may come just after the move: it is in one of the two files
     errors = [line for line in both.splitlines() if f"request ID {rid}" in line]
-    assert any("ERROR" in line and "internal error on GET /documents/bowl" in line
-               for line in errors), old
+    assert any(
+        "ERROR" in line and "internal error on GET /documents/bowl" in line for line in errors
+    ), old
     assert any('"GET /documents/bowl" 500' in line for line in errors), old
     assert "Traceback" in old and "no such table: texts" in old
     assert '"GET /documents" 200' in old and "request ID order-1234.a" in old
@@ -198,8 +217,12 @@ def test_every_response_carries_the_security_headers_and_the_page_needs_no_inlin
             assert r.headers[name.decode()] == value.decode(), (path, name)
         assert r.headers["x-request-id"]
     csp = c.get("/").headers["content-security-policy"]
-    for part in ("default-src 'self'", "frame-ancestors 'none'", "base-uri 'none'",
-                 "object-src 'none'"):
+    for part in (
+        "default-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "object-src 'none'",
+    ):
         assert part in csp
     assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
     html = (STATIC / "index.html").read_text()
@@ -214,8 +237,15 @@ def test_request_ids_and_masked_passwords():
     assert request_id(scope) == scope["neardup.request_id"]  # chosen once
     import logging
 
-    record = logging.LogRecord("neardup", logging.ERROR, __file__, 1,
-                               "cannot reach %s", ("redis://:s3cret@cache:6379/0",), None)
+    record = logging.LogRecord(
+        "neardup",
+        logging.ERROR,
+        __file__,
+        1,
+        "cannot reach %s",
+        ("redis://:s3cret@cache:6379/0",),
+        None,
+    )
     out = _MaskPasswords("%(message)s").format(record)
     assert out == "cannot reach redis://:***@cache:6379/0"
 
@@ -223,8 +253,10 @@ def test_request_ids_and_masked_passwords():
 def _partial_post(port: int, path: str, length: int, sent: bytes = b"{") -> socket.socket:
     """A POST whose headers announce ``length`` bytes of body, of which only ``sent`` came."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-              b"Content-Length: %d\r\n\r\n" % (path.encode(), port, length) + sent)
+    s.sendall(
+        b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % (path.encode(), port, length) + sent
+    )
     return s
 
 
@@ -233,15 +265,19 @@ def test_request_bodies_held_at_once_stay_within_their_budget(tmp_path: Path):
     received count against --body-memory-mb, a body beyond gets a JSON 503 with Retry-After at
     once, and room comes back when a body is done. A slow body sent where no endpoint reads one
     is not waited for; a body that stops half way gets a 408 with Retry-After."""
-    srv = serve(tmp_path, "--body-memory-mb", "10", "--max-upload-bytes", "8000000",
-                "--body-timeout", "3")
+    srv = serve(
+        tmp_path, "--body-memory-mb", "10", "--max-upload-bytes", "8000000", "--body-timeout", "3"
+    )
     try:
         held = _partial_post(srv.port, "/documents:batch", 7_000_000)
         time.sleep(0.5)
         with srv.client() as c:
             t = time.monotonic()
-            r = c.post("/query", content=b'{"text": "' + b"word " * 700_000 + b'"}',
-                       headers={"Content-Type": "application/json"})
+            r = c.post(
+                "/query",
+                content=b'{"text": "' + b"word " * 700_000 + b'"}',
+                headers={"Content-Type": "application/json"},
+            )
             assert r.status_code == 503 and r.headers["retry-after"] == "2", r.text
             assert "limit of 10 MB of request bodies at once" in r.json()["detail"]
             assert time.monotonic() - t < 3
@@ -251,8 +287,11 @@ def test_request_bodies_held_at_once_stay_within_their_budget(tmp_path: Path):
             got = _response(held)
             assert b" 408 " in got.split(b"\r\n")[0] and b"retry-after: 1" in got.lower()
             held.close()
-            r = c.post("/query", content=b'{"text": "' + b"word " * 700_000 + b'"}',
-                       headers={"Content-Type": "application/json"})
+            r = c.post(
+                "/query",
+                content=b'{"text": "' + b"word " * 700_000 + b'"}',
+                headers={"Content-Type": "application/json"},
+            )
             # read whole this time, and judged by the endpoint (a text over --max-text-bytes)
             assert r.status_code == 413 and "the text is 3500000 bytes" in r.text, r.text
             # a body sent to the page is not waited for: answered at once

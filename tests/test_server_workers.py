@@ -28,14 +28,15 @@ from test_server_access import (  # noqa: E402
     write_keys,
 )
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="reads the workers from /proc")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads the workers from /proc"
+)
 
 TEXTS = {
     "kettle": "Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil in "
-              "under four minutes and a removable washable limescale filter for clean water.",
+    "under four minutes and a removable washable limescale filter for clean water.",
     "lamp": "A desk lamp with a flexible arm, warm white light, three brightness levels and a "
-            "weighted base that keeps it steady on any desk or bedside table at night.",
+    "weighted base that keeps it steady on any desk or bedside table at night.",
 }
 
 
@@ -59,8 +60,9 @@ def test_workers_answer_on_one_port_and_share_the_index_and_the_collections(tmp_
     keys = write_keys(tmp_path / "keys.txt", f"read:{READ_KEY}", f"write:{WRITE_KEY}")
     folder = tmp_path / "collections"
     folder.mkdir()
-    srv = serve(tmp_path, "--api-keys-file", str(keys), "--workers", "2",
-                "--collection-folder", str(folder))
+    srv = serve(
+        tmp_path, "--api-keys-file", str(keys), "--workers", "2", "--collection-folder", str(folder)
+    )
     try:
         assert _wait_for(lambda: len(_children(srv.proc.pid)) == 2)
         workers = set(_children(srv.proc.pid))
@@ -83,8 +85,11 @@ def test_workers_answer_on_one_port_and_share_the_index_and_the_collections(tmp_
         lines = [f'{{"id": "a{i}", "text": "{TEXTS["kettle"]} {i % 3}"}}' for i in range(9)]
         lines += [f'{{"id": "b{i}", "text": "{TEXTS["lamp"]}"}}' for i in range(3)]
         with srv.client(WRITE_KEY) as c:
-            up = c.post("/collections", files={"file": ("c.jsonl", "\n".join(lines).encode())},
-                        data={"id_field": "id"})
+            up = c.post(
+                "/collections",
+                files={"file": ("c.jsonl", "\n".join(lines).encode())},
+                data={"id_field": "id"},
+            )
         assert up.status_code == 201, up.text
         cid = up.json()["collection_id"]
         shared = [p for p in folder.iterdir() if p.name.startswith("neardup-collections-")]
@@ -100,8 +105,9 @@ def test_workers_answer_on_one_port_and_share_the_index_and_the_collections(tmp_
         # a worker that dies is replaced; the others go on answering
         victim = sorted(workers)[0]
         os.kill(victim, signal.SIGKILL)
-        assert _wait_for(lambda: len(_children(srv.proc.pid)) == 2
-                         and victim not in _children(srv.proc.pid), 20)
+        assert _wait_for(
+            lambda: len(_children(srv.proc.pid)) == 2 and victim not in _children(srv.proc.pid), 20
+        )
         assert _process_of_each_answer(srv, READ_KEY, 40) == set(_children(srv.proc.pid))
         with srv.client(READ_KEY) as c:
             assert c.get("/documents/kettle").status_code == 200
@@ -114,8 +120,9 @@ def test_workers_answer_on_one_port_and_share_the_index_and_the_collections(tmp_
     assert "[worker 0]" in out and "[worker 1]" in out
     assert "exited (exit code -9); starting another" in out
     for pid in workers:
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
-            f"/proc/{pid}/status").read_text()
+        assert (
+            not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+        )
 
 
 def test_few_long_lived_clients_end_up_spread_over_the_workers(tmp_path: Path):
@@ -179,9 +186,25 @@ def test_worker_connections_send_responses_at_once(tmp_path: Path):
 
 def test_workers_need_an_index_they_can_share(tmp_path: Path):
     port = _free_port()
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", "--index", ":memory:",
-                        "--create", "--port", str(port), "--workers", "2"], env=_env(),
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            "--index",
+            ":memory:",
+            "--create",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "an index in memory cannot be shared by several processes" in r.stderr
 
@@ -191,10 +214,25 @@ def test_workers_report_a_port_in_use_before_starting(tmp_path: Path):
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", "--index",
-                            str(tmp_path / "shop.db"), "--create", "--port", str(port),
-                            "--workers", "2"], env=_env(), capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "serve",
+                "--index",
+                str(tmp_path / "shop.db"),
+                "--create",
+                "--port",
+                str(port),
+                "--workers",
+                "2",
+            ],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert r.returncode == 2, r.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
 

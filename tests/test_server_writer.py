@@ -39,13 +39,14 @@ def test_batches_are_added_by_a_process_of_lower_priority(writer):
         assert w.add_many(part) == 15
         mem.add_many(part)
         # what the writer process committed is read here at once, segments included
-        for t in texts[:b + 15:4]:
+        for t in texts[: b + 15 : 4]:
             assert ix.query(t) == mem.query(t)
     assert w.process and len(ix) == 60
     pid = _helper_pid(w)
     assert pid != os.getpid()
     assert os.getpriority(os.PRIO_PROCESS, pid) == min(
-        os.getpriority(os.PRIO_PROCESS, 0) + WRITER_NICE, 19)
+        os.getpriority(os.PRIO_PROCESS, 0) + WRITER_NICE, 19
+    )
 
 
 def test_errors_come_back_as_themselves(writer):

@@ -12,12 +12,19 @@ pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")
 
-BASE = ("Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil and a "
-        "removable washable limescale filter, cordless on a 360 degree base")
-ROWS = {"sku": ["k-1", "k-2", "rug", "k-3"],
-        "description": [BASE, BASE + " Free delivery.",
-                        "A hand woven wool rug in deep blue with a geometric pattern",
-                        "Free delivery. " + BASE]}
+BASE = (
+    "Stainless steel electric kettle with a capacity of 1.7 litres, rapid boil and a "
+    "removable washable limescale filter, cordless on a 360 degree base"
+)
+ROWS = {
+    "sku": ["k-1", "k-2", "rug", "k-3"],
+    "description": [
+        BASE,
+        BASE + " Free delivery.",
+        "A hand woven wool rug in deep blue with a geometric pattern",
+        "Free delivery. " + BASE,
+    ],
+}
 
 
 def _tables(rows: dict) -> list:
@@ -51,8 +58,11 @@ def test_the_columns_text_and_id_are_taken_by_default():
 
 def test_a_table_without_the_column_is_a_clear_error():
     df = pd.DataFrame(ROWS)
-    with pytest.raises(ConfigError, match=r"no column 'text' \(its columns: sku, description\)"
-                                          r": name the column of the texts with text_field"):
+    with pytest.raises(
+        ConfigError,
+        match=r"no column 'text' \(its columns: sku, description\)"
+        r": name the column of the texts with text_field",
+    ):
         neardup.dedup(df)
     with pytest.raises(ConfigError, match="did you mean text_field='description'"):
         neardup.dedup(df, text_field="descripton")
@@ -84,8 +94,16 @@ def test_index_add_many_takes_a_table_and_reports_progress():
     for table in _tables(ROWS):
         ix = neardup.Index()
         calls: list = []
-        assert ix.add_many(table, batch_size=3, text_field="description", id_field="sku",
-                           progress=lambda *a, seen=calls: seen.append(a)) == 4
+        assert (
+            ix.add_many(
+                table,
+                batch_size=3,
+                text_field="description",
+                id_field="sku",
+                progress=lambda *a, seen=calls: seen.append(a),
+            )
+            == 4
+        )
         assert calls == [("add", 3, 4), ("add", 4, 4)]
         assert ix.query(BASE) == want.query(BASE) and len(ix.query(BASE)) == 3
         assert ix.get("rug") == ROWS["description"][2]
@@ -93,15 +111,23 @@ def test_index_add_many_takes_a_table_and_reports_progress():
         neardup.Index().add_many(pd.DataFrame(ROWS), text_field="description")
     # pairs from a generator: the total is not known
     calls = []
-    neardup.Index().add_many(((f"d{i}", t) for i, t in enumerate(ROWS["description"])),
-                             batch_size=2, progress=lambda *a: calls.append(a))
+    neardup.Index().add_many(
+        ((f"d{i}", t) for i, t in enumerate(ROWS["description"])),
+        batch_size=2,
+        progress=lambda *a: calls.append(a),
+    )
     assert calls == [("add", 2, None), ("add", 4, None)]
 
 
 def test_find_reuse_takes_a_table_and_gives_tables():
     copied = " ".join(f"w{i}" for i in range(30))
-    rows = {"body": ["new words " + copied + " end", "other text entirely here and now",
-                     "start " + copied]}
+    rows = {
+        "body": [
+            "new words " + copied + " end",
+            "other text entirely here and now",
+            "start " + copied,
+        ]
+    }
     want = neardup.find_reuse(rows["body"])
     for table in _tables(rows):
         got = neardup.find_reuse(table, text_field="body")

@@ -56,8 +56,12 @@ CASES = [
     ("SketchConfig(scheme='x')", lambda t: SketchConfig(scheme="x"), "scheme", "x"),
     ("LSHConfig(threshold=True)", lambda t: LSHConfig(threshold=True), "threshold", True),
     ("LSHConfig(threshold=0)", lambda t: LSHConfig(threshold=0), "threshold", 0),
-    ("LSHConfig(threshold=nan)", lambda t: LSHConfig(threshold=float("nan")), "threshold",
-     float("nan")),
+    (
+        "LSHConfig(threshold=nan)",
+        lambda t: LSHConfig(threshold=float("nan")),
+        "threshold",
+        float("nan"),
+    ),
     ("LSHConfig(min_recall=1)", lambda t: LSHConfig(min_recall=1), "min_recall", 1),
     ("LSHConfig(bands=False)", lambda t: LSHConfig(bands=False), "bands", False),
     ("LSHConfig(bucket_cap=1)", lambda t: LSHConfig(bucket_cap=1), "bucket_cap", 1),
@@ -65,45 +69,77 @@ CASES = [
     ("VerifyConfig('approx')", lambda t: VerifyConfig("approx"), "verify", "approx"),
     ("ClusterConfig(method='x')", lambda t: ClusterConfig(method="x"), "cluster", "x"),
     ("ClusterConfig(keep=1)", lambda t: ClusterConfig(keep=1), "keep", 1),
-    ("DedupConfig.from_kwargs(num_perm=True)",
-     lambda t: DedupConfig.from_kwargs(num_perm=True), "num_perm", True),
+    (
+        "DedupConfig.from_kwargs(num_perm=True)",
+        lambda t: DedupConfig.from_kwargs(num_perm=True),
+        "num_perm",
+        True,
+    ),
     ("dedup(threshold=True)", lambda t: neardup.dedup(TEXTS, threshold=True), "threshold", True),
     ("dedup(chunk_size=0)", lambda t: neardup.dedup(TEXTS, chunk_size=0), "chunk_size", 0),
-    ("dedup(chunk_size=True)", lambda t: neardup.dedup(TEXTS, chunk_size=True), "chunk_size",
-     True),
+    ("dedup(chunk_size=True)", lambda t: neardup.dedup(TEXTS, chunk_size=True), "chunk_size", True),
     ("Deduplicator(workers=True)", lambda t: neardup.Deduplicator(workers=True), "workers", True),
     ("Index(threshold=True)", lambda t: neardup.Index(threshold=True), "threshold", True),
-    ("Index.query(top_k=True)", lambda t: neardup.Index().query("a b c", top_k=True), "top_k",
-     True),
-    ("Index.query(threshold='0.5')", lambda t: neardup.Index().query("a b", threshold="0.5"),
-     "threshold", "0.5"),
-    ("Index.list_ids(limit=True)", lambda t: neardup.Index().list_ids(limit=True), "limit",
-     True),
+    (
+        "Index.query(top_k=True)",
+        lambda t: neardup.Index().query("a b c", top_k=True),
+        "top_k",
+        True,
+    ),
+    (
+        "Index.query(threshold='0.5')",
+        lambda t: neardup.Index().query("a b", threshold="0.5"),
+        "threshold",
+        "0.5",
+    ),
+    ("Index.list_ids(limit=True)", lambda t: neardup.Index().list_ids(limit=True), "limit", True),
     ("Index.list_ids(after=3)", lambda t: neardup.Index().list_ids(after=3), "after", 3),
     ("choose_bands(threshold=True)", lambda t: choose_bands(True, 128), "threshold", True),
     ("choose_bands(num_perm=0)", lambda t: choose_bands(0.8, 0), "num_perm", 0),
     ("ReadOptions(chunk_size=True)", lambda t: ReadOptions(chunk_size=True), "chunk_size", True),
-    ("ReadOptions(on_error='ignore')", lambda t: ReadOptions(on_error="ignore"), "on_error",
-     "ignore"),
+    (
+        "ReadOptions(on_error='ignore')",
+        lambda t: ReadOptions(on_error="ignore"),
+        "on_error",
+        "ignore",
+    ),
     ("ReadOptions(format='xml')", lambda t: ReadOptions(format="xml"), "input_format", "xml"),
     ("ReadOptions(encoding='nope')", lambda t: ReadOptions(encoding="nope"), "encoding", "nope"),
     ("ReadOptions(text_fields=())", lambda t: ReadOptions(text_fields=()), "text_fields", ()),
     ("ReadOptions(id_field='')", lambda t: ReadOptions(id_field=""), "id_field", ""),
     ("OutputOptions('xml')", lambda t: OutputOptions("xml"), "output_format", "xml"),
-    ("OutputOptions(write_corpus=1)", lambda t: OutputOptions(write_corpus=1), "write_corpus",
-     1),
-    ("read_documents(chunk_size=0)", lambda t: read_documents(_docs(t), chunk_size=0),
-     "chunk_size", 0),
-    ("read_documents(fmt='xml')", lambda t: read_documents(_docs(t), fmt="xml"), "input_format", "xml"),
+    ("OutputOptions(write_corpus=1)", lambda t: OutputOptions(write_corpus=1), "write_corpus", 1),
+    (
+        "read_documents(chunk_size=0)",
+        lambda t: read_documents(_docs(t), chunk_size=0),
+        "chunk_size",
+        0,
+    ),
+    (
+        "read_documents(fmt='xml')",
+        lambda t: read_documents(_docs(t), fmt="xml"),
+        "input_format",
+        "xml",
+    ),
     ("write_table(fmt='xml')", lambda t: write_table(t / "x", {"a": [1]}, "xml"), "fmt", "xml"),
-    ("dedup_files(output_format='xml')",
-     lambda t: neardup.dedup_files([_docs(t)], t / "out", output_format="xml"),
-     "output_format", "xml"),
-    ("dedup_files(on_error='maybe')",
-     lambda t: neardup.dedup_files([_docs(t)], t / "out", on_error="maybe"), "on_error",
-     "maybe"),
-    ("dedup_files(chunk_size=True)",
-     lambda t: neardup.dedup_files([_docs(t)], t / "out", chunk_size=True), "chunk_size", True),
+    (
+        "dedup_files(output_format='xml')",
+        lambda t: neardup.dedup_files([_docs(t)], t / "out", output_format="xml"),
+        "output_format",
+        "xml",
+    ),
+    (
+        "dedup_files(on_error='maybe')",
+        lambda t: neardup.dedup_files([_docs(t)], t / "out", on_error="maybe"),
+        "on_error",
+        "maybe",
+    ),
+    (
+        "dedup_files(chunk_size=True)",
+        lambda t: neardup.dedup_files([_docs(t)], t / "out", chunk_size=True),
+        "chunk_size",
+        True,
+    ),
     ("scurve(points=[1.5])", lambda t: curves.scurve(points=[1.5]), "points", 1.5),
     ("params(num_perm=True)", lambda t: curves.params(num_perm=True), "num_perm", True),
     ("params(min_recall=1.0)", lambda t: curves.params(min_recall=1.0), "min_recall", 1.0),
@@ -115,10 +151,18 @@ CASES = [
     ("StudyConfig(bands=61)", lambda t: _study(bands=61), "bands*rows", "61*4=244"),
     ("StudyConfig(blocking='words')", lambda t: _study(blocking="words"), "blocking", "words"),
     ("StudyConfig(per_offer=0)", lambda t: _study(per_offer=0), "per_offer", 0),
-    ("DedupConfig.from_kwargs(bands=20, rows=20)",
-     lambda t: DedupConfig.from_kwargs(bands=20, rows=20), "bands*rows", "20*20=400"),
-    ("sample_corpus(max_docs=True)",
-     lambda t: acorpus.sample_corpus(acorpus.Corpus(["a"], ["x"], 1), True), "max_docs", True),
+    (
+        "DedupConfig.from_kwargs(bands=20, rows=20)",
+        lambda t: DedupConfig.from_kwargs(bands=20, rows=20),
+        "bands*rows",
+        "20*20=400",
+    ),
+    (
+        "sample_corpus(max_docs=True)",
+        lambda t: acorpus.sample_corpus(acorpus.Corpus(["a"], ["x"], 1), True),
+        "max_docs",
+        True,
+    ),
 ]
 
 
@@ -157,14 +201,25 @@ def test_dask_engine_options_are_checked_before_a_cluster_starts(tmp_path):
 
 # --- the helper itself, against a plain-Python oracle -----------------------------------------
 
-values = st.one_of(st.booleans(), st.integers(-10, 10), st.floats(allow_nan=True),
-                   st.text(max_size=3), st.none(), st.just(np.int64(3)), st.just(np.float32(0.5)))
+values = st.one_of(
+    st.booleans(),
+    st.integers(-10, 10),
+    st.floats(allow_nan=True),
+    st.text(max_size=3),
+    st.none(),
+    st.just(np.int64(3)),
+    st.just(np.float32(0.5)),
+)
 
 
 @given(values, st.one_of(st.none(), st.integers(-5, 5)), st.one_of(st.none(), st.integers(-5, 5)))
 def test_check_int_matches_oracle(v, lo, hi):
-    ok = (isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-          and (lo is None or v >= lo) and (hi is None or v <= hi))
+    ok = (
+        isinstance(v, (int, np.integer))
+        and not isinstance(v, bool)
+        and (lo is None or v >= lo)
+        and (hi is None or v <= hi)
+    )
     if ok:
         assert check_int("x", v, lo, hi) == int(v)
         assert type(check_int("x", v, lo, hi)) is int
@@ -175,8 +230,12 @@ def test_check_int_matches_oracle(v, lo, hi):
 
 @given(values)
 def test_check_real_matches_oracle(v):
-    ok = (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-          and np.isfinite(float(v)) and 0.0 < float(v) <= 1.0)
+    ok = (
+        isinstance(v, (int, float, np.integer, np.floating))
+        and not isinstance(v, bool)
+        and np.isfinite(float(v))
+        and 0.0 < float(v) <= 1.0
+    )
     if ok:
         assert check_real("t", v, 0.0, 1.0, lo_open=True) == float(v)
     else:

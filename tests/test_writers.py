@@ -85,7 +85,7 @@ def old_copy_jsonl(stream, src, staged, keep, lines, spans=None):
     if base + len(lines) > keep.n:
         raise ConfigError("keep has fewer flags than the inputs hold records")
     keep.ready()  # flags decided while the corpus is written: all of them
-    wanted = iter(lines[keep.array[base:base + len(lines)]].tolist())
+    wanted = iter(lines[keep.array[base : base + len(lines)]].tolist())
     stream.count += len(lines)
     nxt = next(wanted, None)
     if nxt is None:
@@ -122,8 +122,20 @@ def decompressed(data: bytes, compression: str | None):
 # Generated JSONL-like bytes
 
 
-_PIECES = [b'{"text": "a b c"}', b'{"text":"\xc3\xa9t\xc3\xa9"}', b"", b" ", b"\t  ", b"\r",
-           b"broken", b'{"id": 7, "text": "x"}', b"\xef\xbb\xbf", b'"\\n"', b"{}", b"x" * 50]
+_PIECES = [
+    b'{"text": "a b c"}',
+    b'{"text":"\xc3\xa9t\xc3\xa9"}',
+    b"",
+    b" ",
+    b"\t  ",
+    b"\r",
+    b"broken",
+    b'{"id": 7, "text": "x"}',
+    b"\xef\xbb\xbf",
+    b'"\\n"',
+    b"{}",
+    b"x" * 50,
+]
 
 
 @st.composite
@@ -165,30 +177,37 @@ def n_lines(data: bytes) -> int:
 # The line copier
 
 
-@given(data=st.data(), body=jsonl_data(), block=st.sampled_from([1, 2, 7, 64, 1 << 20]),
-       long_line=st.sampled_from([0, 4, 1024, 10**9]),
-       compression=st.sampled_from([None, "gz", "zst"]))
+@given(
+    data=st.data(),
+    body=jsonl_data(),
+    block=st.sampled_from([1, 2, 7, 64, 1 << 20]),
+    long_line=st.sampled_from([0, 4, 1024, 10**9]),
+    compression=st.sampled_from([None, "gz", "zst"]),
+)
 def test_copy_lines_equals_the_line_by_line_loop(data, body, block, long_line, compression):
     """Blocks of 1 byte to 1 MiB; newlines found with numpy, one by one (``long_line=0``), or
     either as the lines come."""
     wanted = data.draw(wanted_lines(n_lines(body)))
     expected, complete = copy_lines_oracle(body, wanted)
     out = io.BytesIO()
-    found = writers._copy_lines(decompressed(body, compression), out,
-                                np.array(wanted, dtype=np.int64), block, long_line)
+    found = writers._copy_lines(
+        decompressed(body, compression), out, np.array(wanted, dtype=np.int64), block, long_line
+    )
     assert found == complete
     assert out.getvalue() == expected  # when incomplete, what exists (and is thrown away)
 
 
 def test_copy_lines_edges():
-    data = b"\xef\xbb\xbf{}\r\n\n  \n{\"a\":1}"
+    data = b'\xef\xbb\xbf{}\r\n\n  \n{"a":1}'
     for block in (1, 3, 4, 5, 1 << 20):
         for wanted in ([1], [4], [1, 2, 3, 4], [2, 3], [3, 4], [5], [4, 5]):
             expected, complete = copy_lines_oracle(data, wanted)
             for long_line in (0, 1024):
                 out = io.BytesIO()
-                assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block,
-                                           long_line) == complete
+                assert (
+                    writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block, long_line)
+                    == complete
+                )
                 assert out.getvalue() == expected
     # a line as long as many blocks, kept and dropped; reading stops after the last wanted
     long = b"z" * 1000 + b"\n"
@@ -196,8 +215,7 @@ def test_copy_lines_edges():
     for wanted in ([2], [1, 3], [2, 3, 4], [5], [1, 2, 3, 4, 5]):
         for block, long_line in ((7, 1024), (7, 0), (64, 16), (1 << 20, 0)):
             out = io.BytesIO()
-            assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block,
-                                       long_line)
+            assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block, long_line)
             assert out.getvalue() == copy_lines_oracle(data, wanted)[0]
     stream = io.BytesIO(data)
     writers._copy_lines(stream, io.BytesIO(), np.array([1]), 7)
@@ -246,16 +264,24 @@ def _read_with_locations(paths):
 def _read_with_spans(paths):
     """Locations and byte spans as the pipeline reads them (Arrow batches, line by line where a
     block does not parse)."""
-    chunks = list(read_documents(paths, on_error="skip", report=SkipReport(), chunk_size=3,
-                                 arrow=True))
-    return (np.concatenate([ch.locations for ch in chunks]),
-            np.concatenate([ch.spans for ch in chunks]))
+    chunks = list(
+        read_documents(paths, on_error="skip", report=SkipReport(), chunk_size=3, arrow=True)
+    )
+    return (
+        np.concatenate([ch.locations for ch in chunks]),
+        np.concatenate([ch.spans for ch in chunks]),
+    )
 
 
-@given(body=jsonl_data(), cuts=st.lists(st.integers(0, 1000), max_size=4),
-       seed=st.integers(0, 2**16), with_lines=st.booleans())
-def test_parts_of_a_jsonl_file_concatenate_to_its_output(tmp_path_factory, body, cuts, seed,
-                                                         with_lines):
+@given(
+    body=jsonl_data(),
+    cuts=st.lists(st.integers(0, 1000), max_size=4),
+    seed=st.integers(0, 2**16),
+    with_lines=st.booleans(),
+)
+def test_parts_of_a_jsonl_file_concatenate_to_its_output(
+    tmp_path_factory, body, cuts, seed, with_lines
+):
     """The kept lines of line-aligned byte ranges of a file (as the Dask engine writes them,
     copied by line number or read again), joined by concat_files: the bytes that
     write_deduplicated writes for the whole file (bad lines skipped, blank lines, CR LF, a BOM,
@@ -274,10 +300,18 @@ def test_parts_of_a_jsonl_file_concatenate_to_its_output(tmp_path_factory, body,
     for j, (a, b) in enumerate(zip(bounds, bounds[1:])):
         part = FilePart(a, b, data[:a].count(b"\n"))
         lines = [r.line for r in record_stream([path], opts, part=part)]
-        flags = keep[done:done + len(lines)]
+        flags = keep[done : done + len(lines)]
         done += len(lines)
-        parts.append(write_deduplicated_part(path, flags, tmp / f"part-{j}.jsonl", options=opts,
-                                             part=part, lines=lines if with_lines else None))
+        parts.append(
+            write_deduplicated_part(
+                path,
+                flags,
+                tmp / f"part-{j}.jsonl",
+                options=opts,
+                part=part,
+                lines=lines if with_lines else None,
+            )
+        )
     assert done == n
     joined = concat_files(parts, tmp / "joined.jsonl", "jsonl")
     assert joined.read_bytes() == whole.read_bytes()
@@ -288,8 +322,13 @@ def test_parts_of_a_parquet_file_and_one_csv_part(tmp_path):
     metadata) and joined: the table write_deduplicated writes; a CSV file as one part: the same
     bytes; an input with nothing readable: no part."""
     path = tmp_path / "in.parquet"
-    table = pa.table({"id": [f"r{i}" for i in range(50)], "text": [f"t {i}" for i in range(50)],
-                      "x": [i * 0.5 for i in range(50)]}).replace_schema_metadata({"k": "v"})
+    table = pa.table(
+        {
+            "id": [f"r{i}" for i in range(50)],
+            "text": [f"t {i}" for i in range(50)],
+            "x": [i * 0.5 for i in range(50)],
+        }
+    ).replace_schema_metadata({"k": "v"})
     pq.write_table(table, path, row_group_size=7)
     keep = np.arange(50) % 3 != 1
     whole = write_deduplicated([path], keep, tmp_path / "whole")[0]
@@ -300,42 +339,56 @@ def test_parts_of_a_parquet_file_and_one_csv_part(tmp_path):
     for j, (a, b) in enumerate([(0, 2), (2, 3), (3, None)]):
         rows = sum(meta.row_group(g).num_rows for g in range(a, 8 if b is None else b))
         part = FilePart(a, b, row_groups=True)
-        flags = keep[done:done + rows]
+        flags = keep[done : done + rows]
         done += rows
-        parts.append(write_deduplicated_part(path, flags, tmp_path / f"p{j}.parquet",
-                                             options=opts, part=part))
+        parts.append(
+            write_deduplicated_part(
+                path, flags, tmp_path / f"p{j}.parquet", options=opts, part=part
+            )
+        )
     joined = concat_files(parts, tmp_path / "joined.parquet", "parquet")
     assert pq.read_table(joined).equals(pq.read_table(whole), check_metadata=True)
-    assert pq.read_table(joined).column("x").to_pylist() == \
-        [i * 0.5 for i in range(50) if keep[i]]
+    assert pq.read_table(joined).column("x").to_pylist() == [i * 0.5 for i in range(50) if keep[i]]
 
     csv_path = tmp_path / "in.csv"
     csv_path.write_bytes(b'id,text,n\r\n1,"a, b",3\r\n2,c,4\r\n3,"d ""e""",5\r\n')
     keep = np.array([True, False, True])
     whole = write_deduplicated([csv_path], keep, tmp_path / "whole", id_field="id")[0]
-    part = write_deduplicated_part(csv_path, keep, tmp_path / "p.csv",
-                                   options=ReadOptions(id_field="id"))
-    assert part.read_bytes() == whole.read_bytes() == \
-        b'id,text,n\r\n1,"a, b",3\r\n3,"d ""e""",5\r\n'
+    part = write_deduplicated_part(
+        csv_path, keep, tmp_path / "p.csv", options=ReadOptions(id_field="id")
+    )
+    assert (
+        part.read_bytes() == whole.read_bytes() == b'id,text,n\r\n1,"a, b",3\r\n3,"d ""e""",5\r\n'
+    )
     with pytest.raises(ConfigError, match="keep has 2 flags but"):
-        write_deduplicated_part(csv_path, keep[:2], tmp_path / "p2.csv",
-                                options=ReadOptions(id_field="id"))
+        write_deduplicated_part(
+            csv_path, keep[:2], tmp_path / "p2.csv", options=ReadOptions(id_field="id")
+        )
     assert not (tmp_path / "p2.csv").exists()
     with pytest.raises(ConfigError, match="header each"):
         concat_files([part, part], tmp_path / "two.csv", "csv")
 
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"not parquet")
-    assert write_deduplicated_part(broken, np.zeros(0, bool), tmp_path / "b.parquet",
-                                   options=ReadOptions(on_error="skip")) is None
+    assert (
+        write_deduplicated_part(
+            broken, np.zeros(0, bool), tmp_path / "b.parquet", options=ReadOptions(on_error="skip")
+        )
+        is None
+    )
     assert not (tmp_path / "b.parquet").exists()
 
 
-@given(body=jsonl_data(), block=st.sampled_from([1, 48, 1 << 20]),
-       keep_how=st.sampled_from(["all", "none", "random"]), seed=st.integers(0, 2**16),
-       system_copy=st.booleans())
-def test_write_deduplicated_by_spans_equals_old_copy(tmp_path_factory, body, block, keep_how,
-                                                     seed, system_copy):
+@given(
+    body=jsonl_data(),
+    block=st.sampled_from([1, 48, 1 << 20]),
+    keep_how=st.sampled_from(["all", "none", "random"]),
+    seed=st.integers(0, 2**16),
+    system_copy=st.booleans(),
+)
+def test_write_deduplicated_by_spans_equals_old_copy(
+    tmp_path_factory, body, block, keep_how, seed, system_copy
+):
     """The kept lines copied by byte ranges (the system's copy, or pread and write) against the
     old loop: blocks parsed by Arrow and blocks read line by line (bad JSON), blank lines,
     CR LF, a BOM, no final newline."""
@@ -350,13 +403,17 @@ def test_write_deduplicated_by_spans_equals_old_copy(tmp_path_factory, body, blo
             mp.delattr(os, "copy_file_range", raising=False)
         assert (spans[:, 0] >= 0).all()  # an uncompressed file: every span is known
         n = len(locations)
-        keep = {"all": np.ones(n, bool), "none": np.zeros(n, bool),
-                "random": np.random.default_rng(seed).random(n) < 0.5}[keep_how]
+        keep = {
+            "all": np.ones(n, bool),
+            "none": np.zeros(n, bool),
+            "random": np.random.default_rng(seed).random(n) < 0.5,
+        }[keep_how]
         calls = []
         copy_ranges = writers._copy_ranges
         mp.setattr(writers, "_copy_ranges", lambda *a: calls.append(1) or copy_ranges(*a))
-        new = write_deduplicated([path], keep, tmp / "new", on_error="skip",
-                                 locations=locations, spans=spans)
+        new = write_deduplicated(
+            [path], keep, tmp / "new", on_error="skip", locations=locations, spans=spans
+        )
         assert calls == ([1] if keep.any() else [])
         mp.setattr(writers, "_copy_jsonl", old_copy_jsonl)
         old = write_deduplicated([path], keep, tmp / "old", on_error="skip", locations=locations)
@@ -365,12 +422,18 @@ def test_write_deduplicated_by_spans_equals_old_copy(tmp_path_factory, body, blo
     assert new[0].read_bytes() == old[0].read_bytes()
 
 
-@given(data=st.binary(min_size=1, max_size=400), cuts=st.lists(st.integers(0, 400), max_size=30),
-       threads=st.integers(1, 4), prefix=st.binary(max_size=20), system_copy=st.booleans())
+@given(
+    data=st.binary(min_size=1, max_size=400),
+    cuts=st.lists(st.integers(0, 400), max_size=30),
+    threads=st.integers(1, 4),
+    prefix=st.binary(max_size=20),
+    system_copy=st.booleans(),
+)
 # a share's cut rounded down to a block boundary before the output's start (after a prefix)
 @example(data=bytes(17), cuts=[1, 2], threads=2, prefix=b"\x00", system_copy=False)
-def test_copy_ranges_in_parallel_equals_slices(tmp_path_factory, data, cuts, threads, prefix,
-                                               system_copy):
+def test_copy_ranges_in_parallel_equals_slices(
+    tmp_path_factory, data, cuts, threads, prefix, system_copy
+):
     """Ranges copied by several threads at their precomputed places land exactly where one
     sequential copy puts them, after what the output already held."""
     tmp = tmp_path_factory.mktemp("ranges")
@@ -397,11 +460,16 @@ def test_copy_ranges_in_parallel_equals_slices(tmp_path_factory, data, cuts, thr
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.binary(min_size=1, max_size=3000), lines=st.integers(1, 200),
-       cuts=st.lists(st.integers(0, 60_000), max_size=60), threads=st.integers(1, 3),
-       prefix=st.sampled_from([b"", b"[header]"]))
-def test_copy_past_the_page_cache_equals_slices(tmp_path_factory, data, lines, cuts, threads,
-                                                prefix):
+@given(
+    data=st.binary(min_size=1, max_size=3000),
+    lines=st.integers(1, 200),
+    cuts=st.lists(st.integers(0, 60_000), max_size=60),
+    threads=st.integers(1, 3),
+    prefix=st.sampled_from([b"", b"[header]"]),
+)
+def test_copy_past_the_page_cache_equals_slices(
+    tmp_path_factory, data, lines, cuts, threads, prefix
+):
     """The copy through aligned blocks (``O_DIRECT`` where the file system takes it) gives
     the same bytes as slicing, over many blocks and shares, each share's runs cut at its
     block-aligned bounds; after a prefix that leaves the output unaligned the blocks go
@@ -489,12 +557,18 @@ def test_copy_by_spans_notices_a_shorter_file(tmp_path):
     assert spans.tolist() == [[0, 13], [13, 26], [26, 39]]
     path.write_bytes(b'{"text":"a"}\n')
     with pytest.raises(ConfigError, match="shorter than when it was read"):
-        write_deduplicated([path], np.array([True, False, True]), tmp_path / "out",
-                           locations=locations, spans=spans)
+        write_deduplicated(
+            [path],
+            np.array([True, False, True]),
+            tmp_path / "out",
+            locations=locations,
+            spans=spans,
+        )
     assert not (tmp_path / "out" / "in.jsonl").exists()
     with pytest.raises(ConfigError, match="spans has shape"):
-        write_deduplicated([path], np.ones(3, bool), tmp_path / "out", locations=locations,
-                           spans=spans[:2])
+        write_deduplicated(
+            [path], np.ones(3, bool), tmp_path / "out", locations=locations, spans=spans[:2]
+        )
 
 
 def test_compressed_sources_have_no_spans(tmp_path):
@@ -504,11 +578,17 @@ def test_compressed_sources_have_no_spans(tmp_path):
     assert spans.tolist() == [[-1, -1], [-1, -1]]
 
 
-@given(body=jsonl_data(), block=st.sampled_from([1, 7, 64, 1 << 20]),
-       long_line=st.sampled_from([0, 1024]), compression=st.sampled_from([None, "gz", "zst"]),
-       keep_how=st.sampled_from(["all", "none", "random"]), seed=st.integers(0, 2**16))
-def test_write_deduplicated_copy_equals_old_copy(tmp_path_factory, body, block, long_line,
-                                                 compression, keep_how, seed):
+@given(
+    body=jsonl_data(),
+    block=st.sampled_from([1, 7, 64, 1 << 20]),
+    long_line=st.sampled_from([0, 1024]),
+    compression=st.sampled_from([None, "gz", "zst"]),
+    keep_how=st.sampled_from(["all", "none", "random"]),
+    seed=st.integers(0, 2**16),
+)
+def test_write_deduplicated_copy_equals_old_copy(
+    tmp_path_factory, body, block, long_line, compression, keep_how, seed
+):
     """Through ``write_deduplicated``: records skipped for bad JSON (gaps in the line numbers),
     blank lines, CR LF, a BOM, no final newline; the new copier (tiny blocks) against the old
     loop and against parsing the input again."""
@@ -517,8 +597,11 @@ def test_write_deduplicated_copy_equals_old_copy(tmp_path_factory, body, block, 
     path.write_bytes(compress(body + b'\n{"text":"last"}\n', compression))
     locations = _read_with_locations([path])
     n = len(locations)
-    keep = {"all": np.ones(n, bool), "none": np.zeros(n, bool),
-            "random": np.random.default_rng(seed).random(n) < 0.5}[keep_how]
+    keep = {
+        "all": np.ones(n, bool),
+        "none": np.zeros(n, bool),
+        "random": np.random.default_rng(seed).random(n) < 0.5,
+    }[keep_how]
     mp = pytest.MonkeyPatch()
     try:
         mp.setattr(writers, "_COPY_BLOCK", block)
@@ -537,8 +620,15 @@ def test_copy_several_sources_and_errors(tmp_path, compression, monkeypatch):
     monkeypatch.setattr(writers, "_COPY_BLOCK", 16)
     ext = "" if compression is None else "." + compression
     a = tmp_path / f"a.jsonl{ext}"
-    a_lines = [b'\xef\xbb\xbf{"text":"0"}\r\n', b"\n", b"broken\n", b'{"text":"1"}\r\n',
-               b'{"text":"' + b"2" * 100 + b'"}\n', b"   \n", b'{"text":"3"}']
+    a_lines = [
+        b'\xef\xbb\xbf{"text":"0"}\r\n',
+        b"\n",
+        b"broken\n",
+        b'{"text":"1"}\r\n',
+        b'{"text":"' + b"2" * 100 + b'"}\n',
+        b"   \n",
+        b'{"text":"3"}',
+    ]
     a.write_bytes(compress(b"".join(a_lines), compression))
     b = tmp_path / "b.csv"
     b.write_bytes(b"text\nfour\n")
@@ -547,15 +637,15 @@ def test_copy_several_sources_and_errors(tmp_path, compression, monkeypatch):
     locations = _read_with_locations([a, b, c])
     assert (locations & ((1 << 40) - 1)).tolist() == [1, 4, 5, 7, 2, 1, 2]
     keep = np.array([True, False, True, True, True, False, True])
-    out = write_deduplicated([a, b, c], keep, tmp_path / "out", on_error="skip",
-                             locations=locations)
+    out = write_deduplicated(
+        [a, b, c], keep, tmp_path / "out", on_error="skip", locations=locations
+    )
     assert out[0].read_bytes() == a_lines[0] + a_lines[4] + a_lines[6]
     assert out[2].read_bytes() == b'{"text":"6"}\n'
     # the input shortened after it was read: an error, and no output
     a.write_bytes(compress(b"".join(a_lines[:5]), compression))
     with pytest.raises(ConfigError, match="fewer lines"):
-        write_deduplicated([a, b, c], keep, tmp_path / "out2", on_error="skip",
-                           locations=locations)
+        write_deduplicated([a, b, c], keep, tmp_path / "out2", on_error="skip", locations=locations)
     assert os.listdir(tmp_path / "out2") == []
     # locations out of reading order
     a.write_bytes(compress(b"".join(a_lines), compression))
@@ -583,8 +673,10 @@ def same_array(a, b) -> bool:
     if a.type != b.type or len(a) != len(b) or a.null_count != b.null_count:
         return False
     if pa.types.is_floating(a.type):  # NaN is not equal to itself in Array.equals
-        return np.array_equal(a.to_numpy(zero_copy_only=False).view(np.uint8),
-                              b.to_numpy(zero_copy_only=False).view(np.uint8))
+        return np.array_equal(
+            a.to_numpy(zero_copy_only=False).view(np.uint8),
+            b.to_numpy(zero_copy_only=False).view(np.uint8),
+        )
     return a.equals(b)
 
 
@@ -598,8 +690,18 @@ def _file_bytes(table, fmt: str) -> bytes:
 
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
-_NUMERIC = [np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint8, np.float64,
-            np.float32, np.bool_]
+_NUMERIC = [
+    np.int64,
+    np.int32,
+    np.int16,
+    np.int8,
+    np.uint64,
+    np.uint32,
+    np.uint8,
+    np.float64,
+    np.float32,
+    np.bool_,
+]
 
 
 @st.composite
@@ -610,10 +712,16 @@ def columns(draw) -> dict:
         kind = draw(st.sampled_from(["str", "ascii", "list", "numeric"]))
         if kind == "numeric":
             dtype = np.dtype(draw(st.sampled_from(_NUMERIC)))
-            raw = draw(st.lists(st.integers(0, 255), min_size=n * dtype.itemsize,
-                                max_size=n * dtype.itemsize))
-            col = np.frombuffer(bytes(raw), dtype=dtype).copy() if dtype != np.bool_ else \
-                np.array([x % 2 == 1 for x in raw], dtype=bool)
+            raw = draw(
+                st.lists(
+                    st.integers(0, 255), min_size=n * dtype.itemsize, max_size=n * dtype.itemsize
+                )
+            )
+            col = (
+                np.frombuffer(bytes(raw), dtype=dtype).copy()
+                if dtype != np.bool_
+                else np.array([x % 2 == 1 for x in raw], dtype=bool)
+            )
             if draw(st.booleans()) and n > 1:
                 col = np.concatenate([col, col])[::2]  # a strided view
         else:
@@ -684,10 +792,12 @@ def test_result_tables_do_not_import_pandas(tmp_path):
         "for fmt in ('parquet', 'csv', 'jsonl'):\n"
         f"    write_table({str(tmp_path / 't')!r}, {{'id': ids, 'n': np.arange(3),\n"
         "                'f': np.ones(3, np.float32), 'b': np.ones(3, bool)}, fmt)\n"
-        "print('pandas' in sys.modules)\n")
+        "print('pandas' in sys.modules)\n"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -699,15 +809,28 @@ def write_jsonl_table_oracle(f, columns, n):
     for start in range(0, n, 4):
         end = min(start + 4, n)
         parts = [writers._py_slice(c, start, end) for c in columns.values()]
-        f.write(b"".join([orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
-                          for row in zip(*parts, strict=True)]))
+        f.write(
+            b"".join(
+                [
+                    orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
+                    for row in zip(*parts, strict=True)
+                ]
+            )
+        )
 
 
-_JSON_TEXT = st.lists(st.sampled_from(['"', ",", "\\", "a", "é", "\n", "\x00", "\U0001f600",
-                                       '",', "/", " ", '\\"']),
-                      max_size=6).map("".join)
-_ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(),
-                 _JSON_TEXT, st.lists(st.integers(0, 3), max_size=2))
+_JSON_TEXT = st.lists(
+    st.sampled_from(['"', ",", "\\", "a", "é", "\n", "\x00", "\U0001f600", '",', "/", " ", '\\"']),
+    max_size=6,
+).map("".join)
+_ANY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(),
+    _JSON_TEXT,
+    st.lists(st.integers(0, 3), max_size=2),
+)
 
 
 @st.composite
@@ -715,23 +838,30 @@ def json_columns(draw) -> tuple[dict, int]:
     n = draw(st.integers(0, 12))
     cols: dict = {}
     for i in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["str", "list", "any", "int", "uint", "f64", "f32", "f16",
-                                     "bool"]))
+        kind = draw(
+            st.sampled_from(["str", "list", "any", "int", "uint", "f64", "f32", "f16", "bool"])
+        )
         if kind in ("str", "list", "any"):
-            values = draw(st.lists(_ANY if kind == "any" else _JSON_TEXT, min_size=n,
-                                   max_size=n))
+            values = draw(st.lists(_ANY if kind == "any" else _JSON_TEXT, min_size=n, max_size=n))
             col = values if kind == "list" else np.asarray(values + [None], dtype=object)[:-1]
         elif kind == "bool":
             col = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
         elif kind in ("int", "uint"):
-            lo, hi = (-2**63, 2**63 - 1) if kind == "int" else (0, 2**64 - 1)
-            col = np.array(draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)),
-                           dtype=np.int64 if kind == "int" else np.uint64)
+            lo, hi = (-(2**63), 2**63 - 1) if kind == "int" else (0, 2**64 - 1)
+            col = np.array(
+                draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)),
+                dtype=np.int64 if kind == "int" else np.uint64,
+            )
         else:
             dtype = {"f64": np.float64, "f32": np.float32, "f16": np.float16}[kind]
-            values = draw(st.lists(st.floats(width=16 if kind == "f16" else 32)
-                                   | st.sampled_from([1e300, -0.0, 5e-324]),
-                                   min_size=n, max_size=n))
+            values = draw(
+                st.lists(
+                    st.floats(width=16 if kind == "f16" else 32)
+                    | st.sampled_from([1e300, -0.0, 5e-324]),
+                    min_size=n,
+                    max_size=n,
+                )
+            )
             with np.errstate(over="ignore"):
                 col = np.array(values, dtype=dtype)
         cols[draw(st.sampled_from(["id", "a,b", 'q"', "é", ""])) + str(i)] = col
@@ -754,8 +884,13 @@ def test_write_jsonl_table_equals_a_dict_a_row(monkeypatch, case, batch):
 
 
 def test_write_jsonl_table_errors_as_before():
-    for cols in ({"a": np.array([1 + 2j])}, {"a": [object()]}, {1: np.arange(2)},
-                 {"a": ["ok", "\udc80"]}, {"a": np.array(['"', "\udc80"], dtype=object)}):
+    for cols in (
+        {"a": np.array([1 + 2j])},
+        {"a": [object()]},
+        {1: np.arange(2)},
+        {"a": ["ok", "\udc80"]},
+        {"a": np.array(['"', "\udc80"], dtype=object)},
+    ):
         n = len(next(iter(cols.values())))
         with pytest.raises(TypeError) as new:
             writers.write_jsonl_table(io.BytesIO(), cols, n)
@@ -782,13 +917,15 @@ def test_table_stream_in_parts_equals_write_table(tmp_path, fmt):
 @pytest.mark.parametrize("rows", [0, 1, 1000])
 def test_parquet_writer_writes_the_bytes_of_pyarrow_parquet(rows):
     rng = np.random.default_rng(rows)
-    table = pa.table({
-        "id": pa.array([f"d{i}é" for i in range(rows)], type=pa.string()),
-        "cluster": rng.integers(0, 50, rows),
-        "similarity": rng.random(rows).astype(np.float32),
-        "exact": pa.array(rng.random(rows) < 0.5, type=pa.bool_()),
-        "members": pa.array([[i, i + 1] for i in range(rows)], type=pa.list_(pa.int64())),
-    })
+    table = pa.table(
+        {
+            "id": pa.array([f"d{i}é" for i in range(rows)], type=pa.string()),
+            "cluster": rng.integers(0, 50, rows),
+            "similarity": rng.random(rows).astype(np.float32),
+            "exact": pa.array(rng.random(rows) < 0.5, type=pa.bool_()),
+            "members": pa.array([[i, i + 1] for i in range(rows)], type=pa.list_(pa.int64())),
+        }
+    )
     want = io.BytesIO()
     pq.write_table(table, want)
     for parts in ([table], [table.slice(0, rows // 3), table.slice(rows // 3)]):
@@ -817,10 +954,12 @@ def test_parquet_writer_falls_back_to_pyarrow_parquet(monkeypatch):
 def test_dedup_writes_parquet_without_pyarrow_file_systems(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"text": "one two three four five six"}\n' * 2)
-    code = ("import sys\nfrom neardup.cli import main\n"
-            f"assert main(['dedup', {str(corpus)!r}, '-o', {str(tmp_path / 'out')!r}, '--quiet'])"
-            " == 0\nprint(sorted(m for m in ('pyarrow.parquet', 'pyarrow.fs', 'ssl')"
-            " if m in sys.modules))\n")
+    code = (
+        "import sys\nfrom neardup.cli import main\n"
+        f"assert main(['dedup', {str(corpus)!r}, '-o', {str(tmp_path / 'out')!r}, '--quiet'])"
+        " == 0\nprint(sorted(m for m in ('pyarrow.parquet', 'pyarrow.fs', 'ssl')"
+        " if m in sys.modules))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["[]"]
@@ -852,21 +991,32 @@ def _corpus(path: Path) -> None:
     path.write_bytes(("\ufeff" + "".join(lines)).encode()[:-1])  # a BOM, no final newline
 
 
-@pytest.mark.parametrize("fmt,streamed", [("parquet", False), ("csv", False),
-                                          ("jsonl", False), ("jsonl", True)])
+@pytest.mark.parametrize(
+    "fmt,streamed", [("parquet", False), ("csv", False), ("jsonl", False), ("jsonl", True)]
+)
 def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, streamed, own_strings, monkeypatch):
     """``streamed``: the corpus copied while its keep flags are decided, as large inputs are
     (a byte order mark, CR LF endings, blank and malformed lines in between)."""
     src = tmp_path / "corpus.jsonl"
     _corpus(src)
-    args = ["dedup", str(src), "--id-field", "id", "--on-error", "skip", "--quiet",
-            "--output-format", fmt]
+    args = [
+        "dedup",
+        str(src),
+        "--id-field",
+        "id",
+        "--on-error",
+        "skip",
+        "--quiet",
+        "--output-format",
+        fmt,
+    ]
     calls = []
     if streamed:
         monkeypatch.setattr(writers, "_DIRECT_COPY", 0)
         streaming = writers._copy_streaming
-        monkeypatch.setattr(writers, "_copy_streaming",
-                            lambda *a, **k: calls.append(1) or streaming(*a, **k))
+        monkeypatch.setattr(
+            writers, "_copy_streaming", lambda *a, **k: calls.append(1) or streaming(*a, **k)
+        )
     assert main([*args, "-o", str(tmp_path / "new")]) == 0
     assert len(calls) == streamed
     monkeypatch.setattr(writers, "_arrow_array", arrow_array_oracle)
@@ -904,8 +1054,10 @@ def test_a_writer_without_parents_never_brings_back_a_removed_folder(tmp_path, k
     run = tmp_path / "run"
     dest = run / "deduplicated" / src.name
     dest.parent.mkdir(parents=True)
-    assert write_deduplicated_part(src, [True, True], dest, options=ReadOptions(),
-                                   parents=False) == dest
+    assert (
+        write_deduplicated_part(src, [True, True], dest, options=ReadOptions(), parents=False)
+        == dest
+    )
     shutil.rmtree(run)
     with pytest.raises(OutputError):
         write_deduplicated_part(src, [True, True], dest, options=ReadOptions(), parents=False)
@@ -917,6 +1069,7 @@ def test_a_writer_without_parents_never_brings_back_a_removed_folder(tmp_path, k
         with pytest.raises(OutputError):
             writers.concat_files([src, src], dest, "jsonl", parents=False)
         assert not run.exists()
+
 
 def _feed(stream, flags, steps, delay=0.0):
     """Decide ``flags`` on ``stream`` in ``steps`` pieces, from another thread."""
@@ -935,12 +1088,18 @@ def _feed(stream, flags, steps, delay=0.0):
     return t
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lengths=st.lists(st.integers(1, 9000), min_size=1, max_size=60),
-       seed=st.integers(0, 2**16), steps=st.lists(st.integers(0, 60), max_size=6),
-       fail_direct=st.booleans())
-def test_kept_lines_are_copied_as_their_flags_are_decided(tmp_path_factory, monkeypatch,
-                                                          lengths, seed, steps, fail_direct):
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lengths=st.lists(st.integers(1, 9000), min_size=1, max_size=60),
+    seed=st.integers(0, 2**16),
+    steps=st.lists(st.integers(0, 60), max_size=6),
+    fail_direct=st.booleans(),
+)
+def test_kept_lines_are_copied_as_their_flags_are_decided(
+    tmp_path_factory, monkeypatch, lengths, seed, steps, fail_direct
+):
     """A JSONL file whose keep flags arrive in pieces: each piece's kept lines are copied as it
     comes (past the page cache in whole blocks, the last one padded and cut; or through it
     where direct writes are refused), and the output is the kept lines, byte for byte."""
@@ -1024,13 +1183,13 @@ def test_other_inputs_wait_for_every_flag(tmp_path):
 def test_take_strings_gathers_rows_like_python(values, data):
     """:func:`writers.take_strings`: the rows of an Arrow string array (a slice of one too),
     gathered from its buffers, are Python's indexing of the same strings."""
-    values = [v for v in values if v.encode("utf-8", "surrogatepass").decode("utf-8", "ignore")
-              == v]  # Arrow strings hold no lone surrogates
+    values = [
+        v for v in values if v.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") == v
+    ]  # Arrow strings hold no lone surrogates
     start = data.draw(st.integers(0, len(values)))
     arr = pa.array(values, type=pa.string())[start:]
     part = values[start:]
-    rows = data.draw(st.lists(st.integers(0, max(len(part) - 1, 0)),
-                              max_size=40 if part else 0))
+    rows = data.draw(st.lists(st.integers(0, max(len(part) - 1, 0)), max_size=40 if part else 0))
     got = writers.take_strings(arr, np.array(rows, dtype=np.int64))
     assert got.type == pa.string() and got.to_pylist() == [part[r] for r in rows]
     assert writers.take_strings(pa.array(["a", None]), np.array([0])) is None

@@ -31,8 +31,7 @@ def check_pairs(n: int, left: np.ndarray, right: np.ndarray) -> None:
             raise ValueError(f"pair members must be rows 0..{n - 1}")
 
 
-def check_segments(size: int, starts: np.ndarray, ends: np.ndarray, what: str = "segments"
-                   ) -> None:
+def check_segments(size: int, starts: np.ndarray, ends: np.ndarray, what: str = "segments") -> None:
     """Raise ``ValueError`` unless every segment ``[starts[i], ends[i])`` lies inside an array of
     ``size`` values (``starts`` and ``ends`` of one length): the compiled kernels read them
     without checking."""
@@ -56,8 +55,9 @@ class Growable:
         # Plain 4 KB pages on purpose: with MADV_HUGEPAGE the kernel zeroes (and may compact
         # for) 2 MB at each fault, which measured 2-4x more system time for the index at 1M
         # documents than small pages (benchmarks/README.md, "Where the time goes").
-        self._map = mmap.mmap(-1, capacity * self._dtype.itemsize,
-                              flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._map = mmap.mmap(
+            -1, capacity * self._dtype.itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        )
         self._n = 0
 
     def __len__(self) -> int:
@@ -77,8 +77,7 @@ class Growable:
         if need > self._cap:
             self._cap = max(need, 2 * self._cap)
             self._map.resize(self._cap * self._dtype.itemsize)
-        return np.frombuffer(self._map, self._dtype, count=m,
-                             offset=self._n * self._dtype.itemsize)
+        return np.frombuffer(self._map, self._dtype, count=m, offset=self._n * self._dtype.itemsize)
 
     def commit(self, m: int) -> None:
         """Count the ``m`` elements written through the last :meth:`reserve` as appended."""

@@ -40,8 +40,11 @@ def to_arrow(obj: Any) -> Any | None:
     mod = type(obj).__module__.split(".")[0]
     if _is_arrow(obj):
         return obj
-    if mod not in ("pandas", "polars", "datasets") and not hasattr(obj, "__arrow_c_stream__") \
-            and not hasattr(obj, "__arrow_c_array__"):
+    if (
+        mod not in ("pandas", "polars", "datasets")
+        and not hasattr(obj, "__arrow_c_stream__")
+        and not hasattr(obj, "__arrow_c_array__")
+    ):
         return None
     import pyarrow as pa
 
@@ -62,8 +65,9 @@ def to_arrow(obj: Any) -> Any | None:
     return pa.array(obj)
 
 
-def text_column(texts: Any, on_error: str = "fail", base: int = 0
-                ) -> tuple[Any, np.ndarray | None, int]:
+def text_column(
+    texts: Any, on_error: str = "fail", base: int = 0
+) -> tuple[Any, np.ndarray | None, int]:
     """``(texts, kept, n)``: the texts as a list of ``str`` or a pyarrow string array, the
     positions kept (``None``: all) and the number of texts given. ``base``: the row number of
     the first text, for messages. Raises :class:`InputError` for a missing or non-string text unless ``on_error="skip"``."""
@@ -75,12 +79,18 @@ def text_column(texts: Any, on_error: str = "fail", base: int = 0
         is_view = getattr(pa.types, "is_string_view", lambda t: False)
         if pa.types.is_dictionary(t):
             t = t.value_type
-        if is_view(t) or pa.types.is_null(t) or (t != arr.type and (
-                pa.types.is_string(t) or pa.types.is_large_string(t))):
+        if (
+            is_view(t)
+            or pa.types.is_null(t)
+            or (t != arr.type and (pa.types.is_string(t) or pa.types.is_large_string(t)))
+        ):
             arr = arr.cast(pa.large_string())
         if not is_arrow_strings(arr):
-            raise InputError(f"texts are Arrow {arr.type}, not strings", field="texts",
-                             reason=SkipReason.NON_STRING_FIELD)
+            raise InputError(
+                f"texts are Arrow {arr.type}, not strings",
+                field="texts",
+                reason=SkipReason.NON_STRING_FIELD,
+            )
         if arr.null_count == 0:
             return arr, None, len(arr)
         valid = np.asarray(arr.is_valid())
@@ -91,8 +101,9 @@ def text_column(texts: Any, on_error: str = "fail", base: int = 0
         texts = texts.tolist()
     elif not isinstance(texts, (list, tuple)):
         if isinstance(texts, (str, bytes)):
-            raise ConfigError("texts must be a sequence of strings, not one "
-                              f"{type(texts).__name__}")
+            raise ConfigError(
+                f"texts must be a sequence of strings, not one {type(texts).__name__}"
+            )
         texts = list(texts)
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if not bad:
@@ -100,8 +111,11 @@ def text_column(texts: Any, on_error: str = "fail", base: int = 0
     wrong = [i for i in bad if texts[i] is not None and not _is_nan(texts[i])]
     if wrong:
         i = wrong[0]
-        raise InputError(f"text at position {base + i} is {type(texts[i]).__name__}, not str",
-                         field="texts", reason=SkipReason.NON_STRING_FIELD)
+        raise InputError(
+            f"text at position {base + i} is {type(texts[i]).__name__}, not str",
+            field="texts",
+            reason=SkipReason.NON_STRING_FIELD,
+        )
     _missing(np.asarray(bad), len(texts), on_error, base)
     keep = np.ones(len(texts), bool)
     keep[bad] = False
@@ -118,10 +132,13 @@ def _missing(rows: np.ndarray, n: int, on_error: str, base: int) -> None:
         return
     shown = ", ".join(str(base + int(i)) for i in rows[:_SHOW])
     more = f" and {len(rows) - _SHOW:,} more" if len(rows) > _SHOW else ""
-    raise InputError(f"{len(rows):,} of {n:,} texts are missing (None or null), at position"
-                     f"{'s' if len(rows) > 1 else ''} {shown}{more}; fill or drop them, or pass "
-                     "on_error='skip' to leave those documents out", field="texts",
-                     reason=SkipReason.NON_STRING_FIELD)
+    raise InputError(
+        f"{len(rows):,} of {n:,} texts are missing (None or null), at position"
+        f"{'s' if len(rows) > 1 else ''} {shown}{more}; fill or drop them, or pass "
+        "on_error='skip' to leave those documents out",
+        field="texts",
+        reason=SkipReason.NON_STRING_FIELD,
+    )
 
 
 def id_column(ids: Any, n: int, base: int = 0) -> list[str]:
@@ -133,8 +150,9 @@ def id_column(ids: Any, n: int, base: int = 0) -> list[str]:
     elif isinstance(ids, np.ndarray):
         values = ids.tolist()
     elif isinstance(ids, (str, bytes)):
-        raise ConfigError(f"ids must be a sequence of strings or integers, not one "
-                          f"{type(ids).__name__}")
+        raise ConfigError(
+            f"ids must be a sequence of strings or integers, not one {type(ids).__name__}"
+        )
     else:
         values = list(ids) if not isinstance(ids, list) else ids
     if len(values) != n:
@@ -154,8 +172,11 @@ def id_column(ids: Any, n: int, base: int = 0) -> list[str]:
         elif isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
             out.append(str(int(x)))
         else:
-            raise InputError(f"id at position {base + i} is {type(x).__name__}, not a string or "
-                             "an integer", field="ids", reason=SkipReason.BAD_ID)
+            raise InputError(
+                f"id at position {base + i} is {type(x).__name__}, not a string or an integer",
+                field="ids",
+                reason=SkipReason.BAD_ID,
+            )
     if out is None:
         return values if isinstance(values, list) else list(values)
     return out
@@ -171,9 +192,13 @@ def select(values: Sequence[Any], rows: np.ndarray | None) -> Sequence[Any]:
 # -- whole tables -----------------------------------------------------------------------------
 
 #: the kinds of table the library takes whole, by (top-level module, class name)
-_TABLES = {("pandas", "DataFrame"): "pandas DataFrame", ("polars", "DataFrame"): "polars DataFrame",
-           ("pyarrow", "Table"): "pyarrow Table", ("pyarrow", "RecordBatch"): "pyarrow RecordBatch",
-           ("datasets", "Dataset"): "Hugging Face Dataset"}
+_TABLES = {
+    ("pandas", "DataFrame"): "pandas DataFrame",
+    ("polars", "DataFrame"): "polars DataFrame",
+    ("pyarrow", "Table"): "pyarrow Table",
+    ("pyarrow", "RecordBatch"): "pyarrow RecordBatch",
+    ("datasets", "Dataset"): "Hugging Face Dataset",
+}
 
 
 def table_kind(obj: object) -> str | None:
@@ -212,12 +237,19 @@ def _pick(table: Any, names: list[str], name: str, option: str, kind: str) -> st
 
     near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
     hint = f"; did you mean {option}={near[0]!r}?" if near else ""
-    raise ConfigError(f"{option}={name!r}: the {kind} has no such column (its columns: "
-                      f"{', '.join(names)}){hint}")
+    raise ConfigError(
+        f"{option}={name!r}: the {kind} has no such column (its columns: {', '.join(names)}){hint}"
+    )
 
 
-def table_columns(texts: Any, ids: Any, text_field: str | None, id_field: str | None, *,
-                  default_id: str | None = "id") -> tuple[Any, Any]:
+def table_columns(
+    texts: Any,
+    ids: Any,
+    text_field: str | None,
+    id_field: str | None,
+    *,
+    default_id: str | None = "id",
+) -> tuple[Any, Any]:
     """``(texts, ids)`` as columns: those of ``texts`` when it is a whole table (the column
     ``text_field``, by default "text"; ``id_field``, by default ``default_id`` where the table
     has such a column), else ``texts`` and ``ids`` as given. A missing column is an error that
@@ -225,14 +257,18 @@ def table_columns(texts: Any, ids: Any, text_field: str | None, id_field: str | 
     kind = table_kind(texts)
     if kind is None:
         if text_field is not None or id_field is not None:
-            raise ConfigError("text_field and id_field name the columns of a table (a pandas or "
-                              "polars DataFrame, a pyarrow Table, a Hugging Face Dataset); "
-                              f"texts is a {type(texts).__name__}")
+            raise ConfigError(
+                "text_field and id_field name the columns of a table (a pandas or "
+                "polars DataFrame, a pyarrow Table, a Hugging Face Dataset); "
+                f"texts is a {type(texts).__name__}"
+            )
         return texts, ids
     names = table_names(texts)
     if text_field is None and "text" not in names:
-        raise ConfigError(f"the {kind} has no column 'text' (its columns: {', '.join(names)}): "
-                          "name the column of the texts with text_field=...")
+        raise ConfigError(
+            f"the {kind} has no column 'text' (its columns: {', '.join(names)}): "
+            "name the column of the texts with text_field=..."
+        )
     column = _column(texts, _pick(texts, names, text_field or "text", "text_field", kind))
     if ids is not None:
         if id_field is not None:

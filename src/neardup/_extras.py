@@ -35,10 +35,17 @@ from .errors import ConfigError
 
 #: distribution (as pip names it) of each top-level module an extra provides
 DISTRIBUTIONS = {
-    "fastapi": "fastapi", "starlette": "fastapi", "uvicorn": "uvicorn",
-    "multipart": "python-multipart", "python_multipart": "python-multipart",
-    "redis": "redis", "dask": "dask", "distributed": "distributed",
-    "matplotlib": "matplotlib", "sklearn": "scikit-learn", "httpx": "httpx",
+    "fastapi": "fastapi",
+    "starlette": "fastapi",
+    "uvicorn": "uvicorn",
+    "multipart": "python-multipart",
+    "python_multipart": "python-multipart",
+    "redis": "redis",
+    "dask": "dask",
+    "distributed": "distributed",
+    "matplotlib": "matplotlib",
+    "sklearn": "scikit-learn",
+    "httpx": "httpx",
 }
 
 
@@ -51,8 +58,7 @@ class MissingExtraError(ConfigError):
         top = module.split(".")[0]
         dist = DISTRIBUTIONS.get(top, top)
         install = f"'neardup[{extra}]'" if extra else dist
-        super().__init__(f"{feature} needs {dist}, which is not installed: "
-                         f"pip install {install}")
+        super().__init__(f"{feature} needs {dist}, which is not installed: pip install {install}")
         self.feature = feature
         self.extra = extra
         self.module = module
@@ -79,8 +85,10 @@ def available(module: str) -> bool:
 
 
 #: What a report says in place of its figures when matplotlib is not installed.
-NO_FIGURES = ("figures not drawn: matplotlib is not installed (pip install 'neardup[plots]'); "
-              "the tables are complete")
+NO_FIGURES = (
+    "figures not drawn: matplotlib is not installed (pip install 'neardup[plots]'); "
+    "the tables are complete"
+)
 
 
 def can_plot() -> bool:

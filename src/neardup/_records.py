@@ -63,9 +63,11 @@ def _make(cls: T, frozen: bool) -> T:
     for base in cls.__mro__[1:]:
         p = base.__dict__.get("__dataclass_params__")
         if p is not None and p.frozen != frozen:
-            raise TypeError("cannot inherit frozen dataclass from a non-frozen one"
-                            if not frozen else
-                            "cannot inherit non-frozen dataclass from a frozen one")
+            raise TypeError(
+                "cannot inherit frozen dataclass from a non-frozen one"
+                if not frozen
+                else "cannot inherit non-frozen dataclass from a frozen one"
+            )
     cls.__init__ = _init(cls, fields, frozen)  # type: ignore[misc]
     cls.__repr__ = _repr(cls, fields)  # type: ignore[assignment]
     cls.__eq__ = _eq(fields)  # type: ignore[assignment]
@@ -82,15 +84,20 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
     names = tuple(f.name for f in params)
     index = {n: i for i, n in enumerate(names)}
     # per parameter: (True, factory) or (False, default); _MISSING: required
-    fills = tuple((True, f.default_factory) if f.default_factory is not _MISSING
-                  else (False, f.default) for f in params)
+    fills = tuple(
+        (True, f.default_factory) if f.default_factory is not _MISSING else (False, f.default)
+        for f in params
+    )
     for i in range(1, len(params)):
         if fills[i - 1][1] is not _MISSING and fills[i][1] is _MISSING:
             raise TypeError(f"non-default argument {names[i]!r} follows default argument")
     # fields left out of __init__ with a default_factory: made by __init__ (those with a
     # default are the class's attribute, which instances read as dataclasses leaves them)
-    extra = tuple((f.name, f.default_factory) for f in fields
-                  if not f.init and f.default_factory is not _MISSING)
+    extra = tuple(
+        (f.name, f.default_factory)
+        for f in fields
+        if not f.init and f.default_factory is not _MISSING
+    )
     order = tuple(f.name for f in fields if f.init or f.default_factory is not _MISSING)
     post = getattr(cls, "__post_init__", None) is not None
     qual = cls.__qualname__
@@ -99,8 +106,10 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if len(args) > count:
-            raise TypeError(f"{qual}.__init__() takes {count + 1} positional arguments but "
-                            f"{len(args) + 1} were given")
+            raise TypeError(
+                f"{qual}.__init__() takes {count + 1} positional arguments but "
+                f"{len(args) + 1} were given"
+            )
         values = list(args)
         values.extend([_MISSING] * (count - len(args)))
         for k, v in kwargs.items():
@@ -119,10 +128,15 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
                 else:
                     values[i] = v() if factory else v
         if missing:
-            listed = " and ".join(repr(m) for m in missing) if len(missing) < 3 else (
-                ", ".join(repr(m) for m in missing[:-1]) + f", and {missing[-1]!r}")
-            raise TypeError(f"{qual}.__init__() missing {len(missing)} required positional "
-                            f"argument{'s' if len(missing) > 1 else ''}: {listed}")
+            listed = (
+                " and ".join(repr(m) for m in missing)
+                if len(missing) < 3
+                else (", ".join(repr(m) for m in missing[:-1]) + f", and {missing[-1]!r}")
+            )
+            raise TypeError(
+                f"{qual}.__init__() missing {len(missing)} required positional "
+                f"argument{'s' if len(missing) > 1 else ''}: {listed}"
+            )
         got = dict(zip(names, values))
         for name, factory in extra:
             got[name] = factory()
@@ -138,12 +152,23 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     __init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("self", kind)]
-        + [inspect.Parameter(f.name, kind, annotation=f.type,
-                             default=(_FACTORY if f.default_factory is not _MISSING else
-                                      inspect.Parameter.empty if f.default is _MISSING
-                                      else f.default))
-           for f in params],
-        return_annotation=None)
+        + [
+            inspect.Parameter(
+                f.name,
+                kind,
+                annotation=f.type,
+                default=(
+                    _FACTORY
+                    if f.default_factory is not _MISSING
+                    else inspect.Parameter.empty
+                    if f.default is _MISSING
+                    else f.default
+                ),
+            )
+            for f in params
+        ],
+        return_annotation=None,
+    )
     return __init__
 
 
@@ -174,8 +199,9 @@ def _eq(fields: tuple[dataclasses.Field, ...]) -> Callable:
             return NotImplemented
         if self is other:
             return True
-        return (tuple(getattr(self, n) for n in compared)
-                == tuple(getattr(other, n) for n in compared))
+        return tuple(getattr(self, n) for n in compared) == tuple(
+            getattr(other, n) for n in compared
+        )
 
     return __eq__
 

@@ -59,8 +59,12 @@ def _get_pool(size: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def parallel(fn: Callable[[int, int], object], n: int, weights: np.ndarray | None = None,
-             min_weight: float = 1 << 16) -> None:
+def parallel(
+    fn: Callable[[int, int], object],
+    n: int,
+    weights: np.ndarray | None = None,
+    min_weight: float = 1 << 16,
+) -> None:
     """Call ``fn(lo, hi)`` over ranges that together cover ``[0, n)`` exactly once.
 
     ``weights`` (``n`` values, e.g. bytes per document) balance the parts; without them each

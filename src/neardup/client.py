@@ -44,9 +44,20 @@ from .errors import ConfigError, NeardupError
 from .index import DuplicateIdError, IndexFullError, Match
 
 __all__ = [
-    "Client", "QueryAnswer", "CheckAnswer", "CheckMatch", "Reused", "Common", "Passage",
-    "ServiceError", "AuthError", "IdTakenError", "InvalidRequestError", "ServiceFullError",
-    "ServiceUnavailableError", "ServiceUnreachableError",
+    "Client",
+    "QueryAnswer",
+    "CheckAnswer",
+    "CheckMatch",
+    "Reused",
+    "Common",
+    "Passage",
+    "ServiceError",
+    "AuthError",
+    "IdTakenError",
+    "InvalidRequestError",
+    "ServiceFullError",
+    "ServiceUnavailableError",
+    "ServiceUnreachableError",
 ]
 
 #: documents one ``POST /documents:batch`` carries where the service does not say its limit
@@ -75,12 +86,18 @@ class ServiceError(NeardupError):
     did. ``added``: where :meth:`Client.add_many` stopped on this error, the documents of the
     batches before, which were added."""
 
-    def __init__(self, status: int | None, detail: str, request_id: str | None = None,
-                 retry_after: float | None = None):
+    def __init__(
+        self,
+        status: int | None,
+        detail: str,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ):
         self._set(status, detail, request_id, retry_after)
 
-    def _set(self, status: int | None, detail: str, request_id: str | None,
-             retry_after: float | None) -> None:
+    def _set(
+        self, status: int | None, detail: str, request_id: str | None, retry_after: float | None
+    ) -> None:
         what = f"HTTP {status}" if status is not None else "no answer"
         rid = f", request ID {request_id}" if request_id else ""
         self.args = (f"{detail} ({what}{rid})",)
@@ -105,8 +122,14 @@ class IdTakenError(ServiceError, DuplicateIdError):
     """409: the id is already in the index; nothing was added. Also a
     :class:`neardup.DuplicateIdError`, as the library raises (``doc_id``: the id)."""
 
-    def __init__(self, status: int | None, detail: str, request_id: str | None = None,
-                 retry_after: float | None = None, doc_id: str = ""):
+    def __init__(
+        self,
+        status: int | None,
+        detail: str,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        doc_id: str = "",
+    ):
         DuplicateIdError.__init__(self, doc_id)
         self._set(status, detail, request_id, retry_after)
 
@@ -126,9 +149,15 @@ class ServiceUnreachableError(ServiceError):
 
 
 _ERRORS: dict[int, type[ServiceError]] = {
-    400: InvalidRequestError, 401: AuthError, 403: AuthError, 409: IdTakenError,
-    413: InvalidRequestError, 415: InvalidRequestError, 422: InvalidRequestError,
-    503: ServiceUnavailableError, 507: ServiceFullError,
+    400: InvalidRequestError,
+    401: AuthError,
+    403: AuthError,
+    409: IdTakenError,
+    413: InvalidRequestError,
+    415: InvalidRequestError,
+    422: InvalidRequestError,
+    503: ServiceUnavailableError,
+    507: ServiceFullError,
 }
 
 
@@ -234,20 +263,29 @@ def _passages(items: list[dict[str, Any]]) -> tuple[Passage, ...]:
 
 def _check_answer(body: dict[str, Any]) -> CheckAnswer:
     return CheckAnswer(
-        unique=body["unique"], threshold=body["threshold"], added=body["added"],
-        matches=[CheckMatch(m["id"], m["similarity"], m.get("text"),
-                            _passages(m.get("passages", []))) for m in body["matches"]],
-        reused=[Reused(r["id"], r["share"], r["share_source"], r.get("text"),
-                       _passages(r["passages"])) for r in body.get("reused", [])],
-        common=[Common(tuple(c["a"]), c["words"], c["texts"], c["example"], tuple(c["b"]))
-                for c in body.get("common", [])],
+        unique=body["unique"],
+        threshold=body["threshold"],
+        added=body["added"],
+        matches=[
+            CheckMatch(m["id"], m["similarity"], m.get("text"), _passages(m.get("passages", [])))
+            for m in body["matches"]
+        ],
+        reused=[
+            Reused(r["id"], r["share"], r["share_source"], r.get("text"), _passages(r["passages"]))
+            for r in body.get("reused", [])
+        ],
+        common=[
+            Common(tuple(c["a"]), c["words"], c["texts"], c["example"], tuple(c["b"]))
+            for c in body.get("common", [])
+        ],
         matches_capped=body.get("matches_capped", False),
         reused_capped=body.get("reused_capped", False),
         passages_incomplete=body.get("passages_incomplete", False),
         texts_capped=body.get("texts_capped", False),
         reuse_incomplete=body.get("reuse_incomplete", False),
         passages_indexed=body.get("passages_indexed", False),
-        min_passage_words=body.get("min_passage_words"))
+        min_passage_words=body.get("min_passage_words"),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,8 +294,7 @@ def _check_answer(body: dict[str, Any]) -> CheckAnswer:
 
 def _doc_id(doc_id: str | int) -> str:
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        raise TypeError(f"a document id is a string or an integer, not "
-                        f"{type(doc_id).__name__}")
+        raise TypeError(f"a document id is a string or an integer, not {type(doc_id).__name__}")
     return str(doc_id)
 
 
@@ -268,8 +305,9 @@ def _path_id(doc_id: str) -> str:
 
 
 def _json_bytes(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
-                      allow_nan=False).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def _shown_url(url: str) -> str:
@@ -297,27 +335,47 @@ class Client:
     refuses the request.
     """
 
-    def __init__(self, url: str, key: str | None = None, *, timeout: float = 30.0,
-                 retries: int = 3, max_wait: float = 30.0):
+    def __init__(
+        self,
+        url: str,
+        key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        max_wait: float = 30.0,
+    ):
         httpx = require("httpx", "client", "the neardup client")
-        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") \
-                or not urlsplit(url).hostname:
-            raise ConfigError(f"url {url!r} is not an http:// or https:// address of the "
-                              "service (such as http://127.0.0.1:8000)")
+        if (
+            not isinstance(url, str)
+            or urlsplit(url).scheme not in ("http", "https")
+            or not urlsplit(url).hostname
+        ):
+            raise ConfigError(
+                f"url {url!r} is not an http:// or https:// address of the "
+                "service (such as http://127.0.0.1:8000)"
+            )
         if key is not None:
             if not isinstance(key, str):
                 raise ConfigError(f"key must be a string (or None), not {type(key).__name__}")
             key = key.strip()
             if not _KEY_CHARS.fullmatch(key):  # the key itself is never shown
-                raise ConfigError("the API key is empty or holds characters that are not "
-                                  "printable ASCII (a space, a line break): pass the key as "
-                                  "the service's operator gave it")
+                raise ConfigError(
+                    "the API key is empty or holds characters that are not "
+                    "printable ASCII (a space, a line break): pass the key as "
+                    "the service's operator gave it"
+                )
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError(f"retries={retries!r} is invalid: a whole number, 0 or more")
-        for name, value, least in (("timeout", timeout, "more than 0"),
-                                   ("max_wait", max_wait, "0 or more")):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
-                    or (value == 0 and name == "timeout"):
+        for name, value, least in (
+            ("timeout", timeout, "more than 0"),
+            ("max_wait", max_wait, "0 or more"),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or value < 0
+                or (value == 0 and name == "timeout")
+            ):
                 raise ConfigError(f"{name}={value!r} is invalid: a number of seconds, {least}")
         self.url = url.rstrip("/")
         self.timeout = float(timeout)
@@ -329,8 +387,11 @@ class Client:
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
         self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=self.timeout,
-            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+            base_url=self.url,
+            headers=headers,
+            timeout=self.timeout,
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
+        )
         self._limits: tuple[int, int] | None = None
 
     def __repr__(self) -> str:
@@ -355,8 +416,13 @@ class Client:
         :class:`InvalidRequestError` for an invalid id or an empty text,
         :class:`ServiceFullError` where the service keeps no more documents."""
         doc = {"id": _doc_id(id), "text": text}
-        r = self._send("POST", "/documents", body=_json_bytes(doc), idempotent=False,
-                       confirm=[(doc["id"], text)])
+        r = self._send(
+            "POST",
+            "/documents",
+            body=_json_bytes(doc),
+            idempotent=False,
+            confirm=[(doc["id"], text)],
+        )
         if r is not None:
             self._raise(r, ids=[doc["id"]])
 
@@ -394,8 +460,7 @@ class Client:
         body = b'{"documents":[' + b",".join(parts) + b"]}"
         ids = [i for i, _ in batch]
         try:
-            r = self._send("POST", "/documents:batch", body=body, idempotent=False,
-                           confirm=batch)
+            r = self._send("POST", "/documents:batch", body=body, idempotent=False, confirm=batch)
             if r is None:  # kept by the first try (see _send)
                 return len(batch)
             self._raise(r, ids=ids)
@@ -444,8 +509,9 @@ class Client:
 
     # -- search ------------------------------------------------------------------------------
 
-    def query(self, text: str, *, threshold: float | None = None,
-              top_k: int | None = None) -> QueryAnswer:
+    def query(
+        self, text: str, *, threshold: float | None = None, top_k: int | None = None
+    ) -> QueryAnswer:
         """The indexed near-duplicates of ``text``: a list of :class:`neardup.Match`, most
         similar first, whose similarity reaches ``threshold`` (the index's own by default; a
         lower one is refused), at most ``top_k`` of them. The list is a :class:`QueryAnswer`:
@@ -466,8 +532,14 @@ class Client:
         answer.threshold = got["threshold"]
         return answer
 
-    def check(self, text: str, *, threshold: float | None = None, id: str | int | None = None,
-              add: bool = False) -> CheckAnswer:  # noqa: A002
+    def check(
+        self,
+        text: str,
+        *,
+        threshold: float | None = None,
+        id: str | int | None = None,
+        add: bool = False,
+    ) -> CheckAnswer:  # noqa: A002
         """Whether ``text`` repeats indexed documents, whole or in passages: a
         :class:`CheckAnswer`. ``id``: the text's own id, left out of the matches if already
         indexed. With ``add=True`` (and an ``id``; a write key) the text is added if it is
@@ -513,13 +585,22 @@ class Client:
                 if e.status != 404:
                     raise
                 limits = {}
-            self._limits = (int(limits.get("max_batch", DEFAULT_MAX_BATCH)),
-                            int(limits.get("max_upload_bytes", DEFAULT_MAX_BODY)))
+            self._limits = (
+                int(limits.get("max_batch", DEFAULT_MAX_BATCH)),
+                int(limits.get("max_upload_bytes", DEFAULT_MAX_BODY)),
+            )
         return self._limits
 
-    def _send(self, method: str, path: str, *, body: bytes | None = None,
-              params: dict[str, Any] | None = None, idempotent: bool = True,
-              confirm: list[tuple[str, str]] | None = None) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        params: dict[str, Any] | None = None,
+        idempotent: bool = True,
+        confirm: list[tuple[str, str]] | None = None,
+    ) -> Any:
         """The service's answer to a request, after the retries; None where ``confirm`` (the
         documents an add sends) was found kept by an earlier try (see below)."""
         httpx = self._httpx
@@ -531,8 +612,7 @@ class Client:
         unsure = False  # an earlier try of this write may have been kept
         while True:
             try:
-                r = self._http.request(method, path, content=body, params=params,
-                                       headers=headers)
+                r = self._http.request(method, path, content=body, params=params, headers=headers)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
                 # the request was never sent: safe to send again, whatever it does
                 if attempt >= self.retries:
@@ -577,14 +657,16 @@ class Client:
         if r is not None:
             wait = _retry_after(r)
         if wait is None:  # exponential backoff, with jitter so that clients do not align
-            wait = BACKOFF_SECONDS * 2 ** attempt * random.uniform(0.8, 1.2)
+            wait = BACKOFF_SECONDS * 2**attempt * random.uniform(0.8, 1.2)
         time.sleep(min(wait, self.max_wait))
 
     def _unreachable(self, exc: Exception, rid: str) -> ServiceUnreachableError:
         what = type(exc).__name__
         return ServiceUnreachableError(
-            None, self._clean(f"the service at {_shown_url(self.url)} did not answer ({what}: "
-                              f"{exc})"), rid)
+            None,
+            self._clean(f"the service at {_shown_url(self.url)} did not answer ({what}: {exc})"),
+            rid,
+        )
 
     def _clean(self, text: str) -> str:
         """``text`` without the key (the service never sends it back; kept out all the same)."""
@@ -607,8 +689,10 @@ class Client:
         rid = r.headers.get("x-request-id")
         cls = _ERRORS.get(r.status_code, ServiceError)
         if cls is IdTakenError:
-            taken = next((i for i in ids or () if detail.startswith(f"id {i!r} ")),
-                         (ids or [""])[0] if ids and len(ids) == 1 else "")
+            taken = next(
+                (i for i in ids or () if detail.startswith(f"id {i!r} ")),
+                (ids or [""])[0] if ids and len(ids) == 1 else "",
+            )
             raise IdTakenError(r.status_code, detail, rid, None, taken)
         raise cls(r.status_code, detail, rid, _retry_after(r))
 

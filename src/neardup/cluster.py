@@ -19,8 +19,12 @@ from ._arrays import check_pairs
 from ._kernels import cluster as _k
 
 
-def preference_rank(n: int, keep: str = "first", lengths: np.ndarray | None = None,
-                    tiebreak: np.ndarray | None = None) -> np.ndarray:
+def preference_rank(
+    n: int,
+    keep: str = "first",
+    lengths: np.ndarray | None = None,
+    tiebreak: np.ndarray | None = None,
+) -> np.ndarray:
     """Rank of each document as a representative (0 = most preferred): ``int64[n]``.
 
     ``keep="first"``: input order. ``keep="longest"``: longest first, then by ``tiebreak`` (a
@@ -38,8 +42,9 @@ def preference_rank(n: int, keep: str = "first", lengths: np.ndarray | None = No
     return rank
 
 
-def connected_components(n: int, left: np.ndarray, right: np.ndarray,
-                         rank: np.ndarray | None = None) -> np.ndarray:
+def connected_components(
+    n: int, left: np.ndarray, right: np.ndarray, rank: np.ndarray | None = None
+) -> np.ndarray:
     """Representative row of each of ``n`` documents: the lowest-``rank`` member of its
     connected component (``rank`` defaults to input order)."""
     rank = _rank(n, rank)
@@ -50,8 +55,9 @@ def connected_components(n: int, left: np.ndarray, right: np.ndarray,
     return rep
 
 
-def strict_clusters(n: int, left: np.ndarray, right: np.ndarray,
-                    rank: np.ndarray | None = None) -> np.ndarray:
+def strict_clusters(
+    n: int, left: np.ndarray, right: np.ndarray, rank: np.ndarray | None = None
+) -> np.ndarray:
     """Representative row of each document under greedy star clustering (see module doc).
 
     Only pairs that are given link documents, so pass only pairs at or above the threshold.
@@ -93,8 +99,8 @@ def labels_from_reps(rep: np.ndarray) -> np.ndarray:
     order = np.argsort(rep, kind="stable")
     srt = rep[order]
     start = np.concatenate(([True], srt[1:] != srt[:-1]))
-    group = np.cumsum(start) - 1              # group of each sorted position
-    first = order[start]                      # first row of each group (stable sort)
+    group = np.cumsum(start) - 1  # group of each sorted position
+    first = order[start]  # first row of each group (stable sort)
     relabel = np.empty(len(first), np.int64)
     relabel[np.argsort(first, kind="stable")] = np.arange(len(first))
     out = np.empty(n, np.int64)
@@ -102,8 +108,9 @@ def labels_from_reps(rep: np.ndarray) -> np.ndarray:
     return out
 
 
-def cluster_representatives(n: int, left: np.ndarray, right: np.ndarray, method: str,
-                            rank: np.ndarray | None = None) -> np.ndarray:
+def cluster_representatives(
+    n: int, left: np.ndarray, right: np.ndarray, method: str, rank: np.ndarray | None = None
+) -> np.ndarray:
     """Representative row of each document for a :class:`~neardup.ClusterConfig` method:
     ``"components"`` (:func:`connected_components`) or ``"strict"`` (:func:`strict_clusters`)."""
     if method == "strict":

@@ -68,7 +68,9 @@ class ShingleConfig:
         try:
             nums = [int(p) for p in parts[1:]]
         except ValueError:
-            raise ConfigError(f"shingle={spec!r} is invalid: K and OFFSET must be integers") from None
+            raise ConfigError(
+                f"shingle={spec!r} is invalid: K and OFFSET must be integers"
+            ) from None
         return cls(parts[0], *nums)
 
     def __str__(self) -> str:
@@ -130,8 +132,13 @@ class LSHConfig:
         check_threshold(self.threshold)
         check_real("min_recall", self.min_recall, 0.0, 1.0, lo_open=True, hi_open=True)
         for name in ("bands", "rows"):
-            check_int(name, getattr(self, name), 1, none=True,
-                      allowed="a positive integer or None (chosen from the threshold)")
+            check_int(
+                name,
+                getattr(self, name),
+                1,
+                none=True,
+                allowed="a positive integer or None (chosen from the threshold)",
+            )
         check_int("bucket_cap", self.bucket_cap, 2)
 
 
@@ -193,18 +200,25 @@ class DedupConfig:
 
     # flat keyword name -> (section, field)
     _FLAT = {
-        "nfkc": ("normalize", "nfkc"), "casefold": ("normalize", "casefold"),
+        "nfkc": ("normalize", "nfkc"),
+        "casefold": ("normalize", "casefold"),
         "strip_html": ("normalize", "strip_html"),
         "strip_punctuation": ("normalize", "strip_punctuation"),
         "strip_digits": ("normalize", "strip_digits"),
         "strip_stopwords": ("normalize", "strip_stopwords"),
-        "num_perm": ("sketch", "num_perm"), "seed": ("sketch", "seed"),
+        "num_perm": ("sketch", "num_perm"),
+        "seed": ("sketch", "seed"),
         "scheme": ("sketch", "scheme"),
-        "threshold": ("lsh", "threshold"), "bands": ("lsh", "bands"), "rows": ("lsh", "rows"),
-        "min_recall": ("lsh", "min_recall"), "bucket_cap": ("lsh", "bucket_cap"),
+        "threshold": ("lsh", "threshold"),
+        "bands": ("lsh", "bands"),
+        "rows": ("lsh", "rows"),
+        "min_recall": ("lsh", "min_recall"),
+        "bucket_cap": ("lsh", "bucket_cap"),
         "verify": ("verify", "mode"),
-        "cluster": ("cluster", "method"), "keep": ("cluster", "keep"),
-        "pairs": ("pairs", "mode"), "pairs_max_group": ("pairs", "max_group"),
+        "cluster": ("cluster", "method"),
+        "keep": ("cluster", "keep"),
+        "pairs": ("pairs", "mode"),
+        "pairs_max_group": ("pairs", "max_group"),
     }
 
     @classmethod
@@ -212,7 +226,12 @@ class DedupConfig:
         """Build from flat names: ``shingle="char:5"``, ``threshold=0.7``, ``verify="estimate"``,
         ``cluster="strict"``, ``num_perm=256``, ``strip_html=True``, ..."""
         sections: dict[str, dict[str, Any]] = {
-            "normalize": {}, "sketch": {}, "lsh": {}, "verify": {}, "cluster": {}, "pairs": {}
+            "normalize": {},
+            "sketch": {},
+            "lsh": {},
+            "verify": {},
+            "cluster": {},
+            "pairs": {},
         }
         shingle = ShingleConfig()
         for key, value in kwargs.items():
@@ -258,9 +277,12 @@ def config_from(config: DedupConfig | None, params: dict[str, Any]) -> DedupConf
     if not isinstance(config, DedupConfig):
         raise ConfigError(f"config={config!r} is invalid: a neardup.DedupConfig")
     defaults = flat_defaults()
-    changed = sorted(k for k, v in params.items()
-                     if not (type(v) is type(defaults[k]) and v == defaults[k]))
+    changed = sorted(
+        k for k, v in params.items() if not (type(v) is type(defaults[k]) and v == defaults[k])
+    )
     if changed:
-        raise ConfigError(f"pass either config= or the keyword parameters, not both (given: "
-                          f"config and {', '.join(changed)})")
+        raise ConfigError(
+            f"pass either config= or the keyword parameters, not both (given: "
+            f"config and {', '.join(changed)})"
+        )
     return config

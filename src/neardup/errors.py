@@ -52,28 +52,42 @@ class SkipReason(str, Enum):
 
     MALFORMED_JSON = "malformed_json", "a JSON line that does not parse"
     NOT_OBJECT = "not_object", "a JSON line that is not an object"
-    UNDECODABLE = ("undecodable", "bytes that are not valid in the input's encoding, or text "
-                   "that is not valid Unicode (a lone surrogate)")
-    BAD_ROW = ("bad_row", "a CSV/TSV row that does not parse or has the wrong number of "
-               "fields")
-    MISSING_FIELD = ("missing_field", "a record without the text or id field, or a header or "
-                     "schema without that column")
-    NON_STRING_FIELD = ("non_string_field", "a text field that is not a string (a number, "
-                        "null, ...)")
-    BAD_ID = ("bad_id", "an id that is not a string or an integer (or an empty id, where ids "
-              "must not be empty)")
+    UNDECODABLE = (
+        "undecodable",
+        "bytes that are not valid in the input's encoding, or text "
+        "that is not valid Unicode (a lone surrogate)",
+    )
+    BAD_ROW = ("bad_row", "a CSV/TSV row that does not parse or has the wrong number of fields")
+    MISSING_FIELD = (
+        "missing_field",
+        "a record without the text or id field, or a header or schema without that column",
+    )
+    NON_STRING_FIELD = (
+        "non_string_field",
+        "a text field that is not a string (a number, null, ...)",
+    )
+    BAD_ID = (
+        "bad_id",
+        "an id that is not a string or an integer (or an empty id, where ids must not be empty)",
+    )
     DUPLICATE_ID = "duplicate_id", "an id already given to an earlier record"
-    EMPTY_TEXT = ("empty_text", "a text that is empty or only white space (when empty texts "
-                  "are skipped)")
+    EMPTY_TEXT = (
+        "empty_text",
+        "a text that is empty or only white space (when empty texts are skipped)",
+    )
     TEXT_TOO_LARGE = "text_too_large", "a text over the limit of UTF-8 bytes per text"
     EMPTY_FILE = "empty_file", "a file (or folder) that holds no record"
-    UNREADABLE = ("unreadable", "a file that cannot be opened or read to its end (an I/O "
-                  "error, corrupt compressed data, a broken Parquet file)")
+    UNREADABLE = (
+        "unreadable",
+        "a file that cannot be opened or read to its end (an I/O "
+        "error, corrupt compressed data, a broken Parquet file)",
+    )
     MISSING_PATH = "missing_path", "an input path that does not exist"
-    UNKNOWN_FORMAT = ("unknown_format", "an input whose format cannot be told from its name, "
-                      "or is not supported")
-    NOT_A_DIRECTORY = ("not_a_directory", "a file given where a folder of text files is "
-                       "expected")
+    UNKNOWN_FORMAT = (
+        "unknown_format",
+        "an input whose format cannot be told from its name, or is not supported",
+    )
+    NOT_A_DIRECTORY = ("not_a_directory", "a file given where a folder of text files is expected")
 
 
 class NeardupError(Exception):
@@ -100,9 +114,16 @@ class InputError(NeardupError):
 
     exit_code = 3
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None, reason: SkipReason | str = "invalid",
-                 whole_file: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        reason: SkipReason | str = "invalid",
+        whole_file: bool = False,
+    ):
         where = ""
         if path is not None:
             where = str(path)

@@ -49,25 +49,29 @@ class FingerprintTable:
     def __len__(self) -> int:
         return self._size
 
-    def add(self, hi: np.ndarray, lo: np.ndarray, skip: np.ndarray | None = None
-            ) -> tuple[np.ndarray, np.ndarray]:
+    def add(
+        self, hi: np.ndarray, lo: np.ndarray, skip: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Group of each fingerprint (``int64[n]``, -1 where ``skip``), and ``bool[n]``: True
         where a row brought a fingerprint not seen before (its first occurrence)."""
         hi = np.ascontiguousarray(hi, np.uint64)
         lo = np.ascontiguousarray(lo, np.uint64)
-        skip = (np.zeros(len(hi), np.bool_) if skip is None
-                else np.ascontiguousarray(skip, np.bool_))
+        skip = np.zeros(len(hi), np.bool_) if skip is None else np.ascontiguousarray(skip, np.bool_)
         need = self._size + len(hi)
         if 2 * need > len(self._val):  # load factor at most 1/2: short probe runs
             cap = 1 << (2 * need - 1).bit_length()
-            new = (np.zeros(cap, np.uint64), np.zeros(cap, np.uint64),
-                   np.full(cap, _EMPTY, np.int64))
+            new = (
+                np.zeros(cap, np.uint64),
+                np.zeros(cap, np.uint64),
+                np.full(cap, _EMPTY, np.int64),
+            )
             _k.rehash(self._hi, self._lo, self._val, *new)
             self._hi, self._lo, self._val = new
         groups = np.empty(len(hi), np.int64)
         first = np.empty(len(hi), np.uint8)
-        self._size = _k.lookup_insert(self._hi, self._lo, self._val, hi, lo, skip.view(np.uint8),
-                                      self._size, groups, first)
+        self._size = _k.lookup_insert(
+            self._hi, self._lo, self._val, hi, lo, skip.view(np.uint8), self._size, groups, first
+        )
         return groups, first.view(np.bool_)
 
 

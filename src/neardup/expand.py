@@ -76,11 +76,17 @@ class PairCounts:
         """The ``pairs`` section of the summary."""
         # three parts that add up to the rows: the compared pairs, the identical texts paired
         # with their group's first, and the pairs implied by exact groups (identical or not)
-        return {"mode": self.mode, "rows": self.rows, "verified": self.verified,
-                "identical": self.fingerprint - self.implied_fingerprint,
-                "implied": self.implied,
-                "left_out": self.left_out, "max_group": self.max_group,
-                "groups_over_max": self.groups_over, "largest_exact_group": self.largest_group}
+        return {
+            "mode": self.mode,
+            "rows": self.rows,
+            "verified": self.verified,
+            "identical": self.fingerprint - self.implied_fingerprint,
+            "implied": self.implied,
+            "left_out": self.left_out,
+            "max_group": self.max_group,
+            "groups_over_max": self.groups_over,
+            "largest_exact_group": self.largest_group,
+        }
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -106,8 +112,9 @@ def group_layout(group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarr
     return members, starts, sizes
 
 
-def within_pairs(members: np.ndarray, starts: np.ndarray, sizes: np.ndarray, mode: str,
-                 max_group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, PairCounts]:
+def within_pairs(
+    members: np.ndarray, starts: np.ndarray, sizes: np.ndarray, mode: str, max_group: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, PairCounts]:
     """The pairs inside exact groups: ``(left, right, implied, counts)`` as member *positions*
     (indices into ``members``), ``left < right``. Each copy is paired with its group's first
     member (not implied); with ``mode`` "all", also every two copies of a group of at most
@@ -133,18 +140,27 @@ def within_pairs(members: np.ndarray, starts: np.ndarray, sizes: np.ndarray, mod
     implied = np.concatenate([e_implied, np.zeros(len(sl), bool)])
     s_all = sizes[multi]
     n_pairs = s_all * (s_all - 1) // 2
-    counts = PairCounts(mode=mode, max_group=max_group, fingerprint=len(left),
-                        implied_fingerprint=int(np.count_nonzero(implied)),
-                        left_out=int(n_pairs.sum() - len(left)),
-                        groups_over=(int(np.count_nonzero(sizes > max_group))
-                                     if mode == "all" else 0),
-                        largest_group=int(sizes.max(initial=0)))
+    counts = PairCounts(
+        mode=mode,
+        max_group=max_group,
+        fingerprint=len(left),
+        implied_fingerprint=int(np.count_nonzero(implied)),
+        left_out=int(n_pairs.sum() - len(left)),
+        groups_over=(int(np.count_nonzero(sizes > max_group)) if mode == "all" else 0),
+        largest_group=int(sizes.max(initial=0)),
+    )
     return left, right, implied, counts
 
 
-def cross_pairs(members: np.ndarray, starts: np.ndarray, sizes: np.ndarray, eu: np.ndarray,
-                ev: np.ndarray, mode: str, max_group: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, PairCounts]:
+def cross_pairs(
+    members: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    eu: np.ndarray,
+    ev: np.ndarray,
+    mode: str,
+    max_group: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, PairCounts]:
     """The pairs of the edges between groups ``eu[i]`` and ``ev[i]`` (group numbers of the
     layout): ``(a, b, edge, implied, counts)``, ``a`` and ``b`` member positions (not ordered),
     ``edge`` the index of the edge each pair comes from. The edge itself is the pair of the
@@ -165,15 +181,26 @@ def cross_pairs(members: np.ndarray, starts: np.ndarray, sizes: np.ndarray, eu: 
     a = starts[eu][edge] + i
     b = starts[ev][edge] + j
     implied = t > 0
-    counts = PairCounts(mode=mode, max_group=max_group, verified=len(eu),
-                        implied_near=int(np.count_nonzero(implied)),
-                        left_out=int((full - n).sum()))
+    counts = PairCounts(
+        mode=mode,
+        max_group=max_group,
+        verified=len(eu),
+        implied_near=int(np.count_nonzero(implied)),
+        left_out=int((full - n).sum()),
+    )
     return a, b, edge, implied, counts
 
 
-def expand_pairs(group: np.ndarray, n_groups: int, left: np.ndarray, right: np.ndarray,
-                 similarity: np.ndarray, method: int, mode: str = "all", max_group: int = 1000
-                 ) -> tuple[Pairs, PairCounts]:
+def expand_pairs(
+    group: np.ndarray,
+    n_groups: int,
+    left: np.ndarray,
+    right: np.ndarray,
+    similarity: np.ndarray,
+    method: int,
+    mode: str = "all",
+    max_group: int = 1000,
+) -> tuple[Pairs, PairCounts]:
     """The pairs table of a run: ``group`` (``int64[n]``, each document's exact group, -1 for
     none), the verified edges ``left``, ``right`` (group numbers) with their ``similarity``
     and ``method`` code. Returns the :class:`~neardup.result.Pairs` of document rows, sorted by
@@ -184,10 +211,10 @@ def expand_pairs(group: np.ndarray, n_groups: int, left: np.ndarray, right: np.n
     a, b = members[a], members[b]
     pl = np.concatenate([np.minimum(a, b), members[wl]])
     pr = np.concatenate([np.maximum(a, b), members[wr]])
-    ps = np.concatenate([np.asarray(similarity, np.float32)[edge],
-                         np.ones(len(wl), np.float32)])
-    pm = np.concatenate([np.full(len(a), method, np.uint8),
-                         np.full(len(wl), FINGERPRINT, np.uint8)])
+    ps = np.concatenate([np.asarray(similarity, np.float32)[edge], np.ones(len(wl), np.float32)])
+    pm = np.concatenate(
+        [np.full(len(a), method, np.uint8), np.full(len(wl), FINGERPRINT, np.uint8)]
+    )
     pi = np.concatenate([cimp, wimp])
     order = np.lexsort((pr, pl))
     return (Pairs(pl[order], pr[order], ps[order], pm[order], pi[order]), wc.merge(cc))

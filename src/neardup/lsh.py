@@ -39,8 +39,11 @@ def s_curve(s: np.ndarray | float, bands: int, rows: int) -> np.ndarray | float:
 
 def _area(bands: int, rows: int, lo: float, hi: float, n: int = 401) -> float:
     xs = np.linspace(lo, hi, n)
-    return float(np.trapezoid(s_curve(xs, bands, rows), xs)) if hasattr(np, "trapezoid") else \
-        float(np.trapz(s_curve(xs, bands, rows), xs))
+    return (
+        float(np.trapezoid(s_curve(xs, bands, rows), xs))
+        if hasattr(np, "trapezoid")
+        else float(np.trapz(s_curve(xs, bands, rows), xs))
+    )
 
 
 def false_positive_area(bands: int, rows: int, threshold: float) -> float:
@@ -55,8 +58,13 @@ def false_negative_area(bands: int, rows: int, threshold: float) -> float:
     return (1.0 - threshold) - _area(bands, rows, threshold, 1.0)
 
 
-def choose_bands(threshold: float, num_perm: int, min_recall: float = 0.9,
-                 fp_weight: float = 1.0, fn_weight: float = 1.0) -> tuple[int, int]:
+def choose_bands(
+    threshold: float,
+    num_perm: int,
+    min_recall: float = 0.9,
+    fp_weight: float = 1.0,
+    fn_weight: float = 1.0,
+) -> tuple[int, int]:
     """Choose ``(bands, rows)`` with ``bands * rows <= num_perm``.
 
     Among the choices whose S-curve at ``threshold`` is at least ``min_recall``, return the one
@@ -77,8 +85,9 @@ def choose_bands(threshold: float, num_perm: int, min_recall: float = 0.9,
             fallback, fallback_p = (bands, rows), p
         if p < min_recall:
             continue
-        cost = fp_weight * false_positive_area(bands, rows, threshold) + \
-            fn_weight * false_negative_area(bands, rows, threshold)
+        cost = fp_weight * false_positive_area(
+            bands, rows, threshold
+        ) + fn_weight * false_negative_area(bands, rows, threshold)
         if cost < best_cost - 1e-12:
             best, best_cost = (bands, rows), cost
     return best if best is not None else fallback
@@ -104,13 +113,13 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
         sig = sig.astype(np.uint64)
     n = sig.shape[0]
     keys = np.empty((bands, n), np.uint64)
-    parallel(lambda lo, hi: _k.band_keys(sig, bands, rows, keys, lo, hi), n,
-             min_weight=1 << 13)
+    parallel(lambda lo, hi: _k.band_keys(sig, bands, rows, keys, lo, hi), n, min_weight=1 << 13)
     return keys
 
 
-def _runs_to_pairs(packed: np.ndarray, idbits: int, ids: np.ndarray, cap: int
-                   ) -> tuple[np.ndarray, int, int, int]:
+def _runs_to_pairs(
+    packed: np.ndarray, idbits: int, ids: np.ndarray, cap: int
+) -> tuple[np.ndarray, int, int, int]:
     """Pairs (encoded ``lo << 32 | hi`` of ``ids``, in the order of their runs) within runs of
     equal keys of the sorted ``packed`` keys; runs longer than ``cap`` become stars around
     their first member. A document has one key per band, so it is in one run and the pairs of
@@ -129,9 +138,9 @@ class CandidateStats:
     bands: int = 0
     rows: int = 0
     bucket_cap: int = 0
-    raw_pairs: int = 0          # pairs emitted over all bands, before removing repeats
-    candidates: int = 0         # distinct candidate pairs
-    capped_buckets: int = 0     # buckets larger than the cap (linked as stars)
+    raw_pairs: int = 0  # pairs emitted over all bands, before removing repeats
+    candidates: int = 0  # distinct candidate pairs
+    capped_buckets: int = 0  # buckets larger than the cap (linked as stars)
     capped_bucket_docs: int = 0
     largest_bucket: int = 0
 
@@ -167,9 +176,13 @@ def key_mask(idbits: int) -> np.uint64:
     return ~np.uint64((1 << idbits) - 1)
 
 
-def candidate_pairs(signatures: np.ndarray, bands: int, rows: int, bucket_cap: int = 500,
-                    rows_subset: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray,
-                                                                     CandidateStats]:
+def candidate_pairs(
+    signatures: np.ndarray,
+    bands: int,
+    rows: int,
+    bucket_cap: int = 500,
+    rows_subset: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
     """Candidate pairs of the signature matrix's rows, found by sorting band keys.
 
     Returns ``left, right`` (``int64[m]``, ``left < right``, sorted, distinct) and the stats.
@@ -177,15 +190,17 @@ def candidate_pairs(signatures: np.ndarray, bands: int, rows: int, bucket_cap: i
     """
     sig = signatures if rows_subset is None else signatures[rows_subset]
     keys = band_keys(sig, bands, rows)
-    left, right, stats = candidates_from_keys(list(keys), bucket_cap, rows_subset,
-                                              overwrite=True)
+    left, right, stats = candidates_from_keys(list(keys), bucket_cap, rows_subset, overwrite=True)
     stats.rows = rows
     return left, right, stats
 
 
-def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
-                         ids: np.ndarray | None = None, overwrite: bool = False
-                         ) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
+def candidates_from_keys(
+    keys: list[np.ndarray],
+    bucket_cap: int = 500,
+    ids: np.ndarray | None = None,
+    overwrite: bool = False,
+) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
     """Candidate pairs from precomputed band keys: one ``uint64[n]`` array per band, as
     :func:`band_keys` returns them (the pipeline computes them chunk by chunk and keeps only
     the keys, 8 bytes per band and document, instead of the signatures).
@@ -217,7 +232,7 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
         packed = row if overwrite else row.copy()
         _k.pack_ids(packed, mask)
         if n >= _REPEAT_FILTER_MIN:
-            packed = packed[:_k.keep_repeats(packed, table_bits)]
+            packed = packed[: _k.keep_repeats(packed, table_bits)]
         packed.sort()  # numpy's sort releases the GIL: bands run in parallel
         enc, capped, capped_docs, largest = _runs_to_pairs(packed, idbits, ids, bucket_cap)
         # a key that met no other was a run of one
@@ -228,13 +243,18 @@ def candidates_from_keys(keys: list[np.ndarray], bucket_cap: int = 500,
         results = list(pool.map(one_band, keys))
     parts = []
     for enc, capped, capped_docs, largest in results:
-        stats.merge(CandidateStats(raw_pairs=len(enc), capped_buckets=capped,
-                                   capped_bucket_docs=capped_docs, largest_bucket=int(largest)))
+        stats.merge(
+            CandidateStats(
+                raw_pairs=len(enc),
+                capped_buckets=capped,
+                capped_bucket_docs=capped_docs,
+                largest_bucket=int(largest),
+            )
+        )
         if len(enc):
             parts.append(enc)
     del results
-    enc = (sorted_unique(np.concatenate(parts), overwrite=True) if parts
-           else np.zeros(0, np.uint64))
+    enc = sorted_unique(np.concatenate(parts), overwrite=True) if parts else np.zeros(0, np.uint64)
     stats.candidates = len(enc)
     left = (enc >> np.uint64(32)).astype(np.int64)
     right = (enc & np.uint64(0xFFFFFFFF)).astype(np.int64)

@@ -45,8 +45,13 @@ class Pairs:
 
     @classmethod
     def empty(cls) -> Pairs:
-        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32),
-                   np.zeros(0, np.uint8), np.zeros(0, bool))
+        return cls(
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.float32),
+            np.zeros(0, np.uint8),
+            np.zeros(0, bool),
+        )
 
 
 @record
@@ -97,8 +102,12 @@ class Result:
             entry = out.get(c)
             if entry is None:
                 rep = int(self.representative[r])
-                entry = out[c] = {"cluster": c, "representative": self.ids[rep],
-                                  "size": int(sizes[c]), "members": []}
+                entry = out[c] = {
+                    "cluster": c,
+                    "representative": self.ids[rep],
+                    "size": int(sizes[c]),
+                    "members": [],
+                }
             entry["members"].append({"id": self.ids[r], "similarity": float(self.similarity[r])})
         return sorted(out.values(), key=lambda e: (-e["size"], e["cluster"]))
 
@@ -115,15 +124,22 @@ class Result:
         ids = self.ids
         p = self.pairs
         return [
-            {"id_a": ids[int(a)], "id_b": ids[int(b)], "similarity": float(s),
-             "method": METHOD_NAMES[int(m)], "implied": bool(i)}
+            {
+                "id_a": ids[int(a)],
+                "id_b": ids[int(b)],
+                "similarity": float(s),
+                "method": METHOD_NAMES[int(m)],
+                "implied": bool(i),
+            }
             for a, b, s, m, i in zip(p.left, p.right, p.similarity, p.method, p.implied)
         ]
 
     # -- tables -------------------------------------------------------------------------------
-    def columns(self, table: Literal["clusters", "pairs"] = "clusters",
-                id_column: Callable[[np.ndarray | None], Any] | None = None
-                ) -> dict[str, np.ndarray]:
+    def columns(
+        self,
+        table: Literal["clusters", "pairs"] = "clusters",
+        id_column: Callable[[np.ndarray | None], Any] | None = None,
+    ) -> dict[str, np.ndarray]:
         """The columns of a table as NumPy arrays, as ``neardup dedup`` writes them:
 
         - ``"clusters"``: one row per document: ``id``, ``cluster``, ``representative`` (its
@@ -141,16 +157,24 @@ class Result:
 
             def id_column(rows):
                 return ids if rows is None else ids[rows]
+
         if table == "clusters":
-            return {"id": id_column(None), "cluster": self.labels,
-                    "representative": id_column(self.representative),
-                    "similarity": self.similarity, "keep": self.keep}
+            return {
+                "id": id_column(None),
+                "cluster": self.labels,
+                "representative": id_column(self.representative),
+                "similarity": self.similarity,
+                "keep": self.keep,
+            }
         if table == "pairs":
             p = self.pairs
-            return {"id_a": id_column(p.left), "id_b": id_column(p.right),
-                    "similarity": p.similarity,
-                    "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
-                    "implied": p.implied}
+            return {
+                "id_a": id_column(p.left),
+                "id_b": id_column(p.right),
+                "similarity": p.similarity,
+                "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
+                "implied": p.implied,
+            }
         from .errors import ConfigError
 
         raise ConfigError(f"table={table!r} is invalid: 'clusters' or 'pairs'")
@@ -160,8 +184,12 @@ class Result:
         import pyarrow as pa
 
         cols = self.columns(table)
-        return pa.table({k: pa.array(v, type=pa.string() if v.dtype == object else None)
-                         for k, v in cols.items()})
+        return pa.table(
+            {
+                k: pa.array(v, type=pa.string() if v.dtype == object else None)
+                for k, v in cols.items()
+            }
+        )
 
     def to_pandas(self, table: Literal["clusters", "pairs"] = "clusters") -> pandas.DataFrame:
         """The ``clusters`` or ``pairs`` table as a ``pandas.DataFrame`` (needs pandas)."""
@@ -172,4 +200,3 @@ class Result:
         """The ``clusters`` or ``pairs`` table as a ``polars.DataFrame`` (needs polars)."""
         pl = require("polars", "tables", "Result.to_polars")
         return pl.from_arrow(self.to_arrow(table))
-

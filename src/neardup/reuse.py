@@ -54,10 +54,25 @@ from .text.scripts import WORD as WORD_RE
 from .text.words import ASCII_PUNCTUATION, word_key, word_keys
 from .validate import check_int
 
-__all__ = ["PassageConfig", "Passage", "PassageIndex", "ReuseMatch", "ReuseResult",
-           "TextWords", "text_words", "words_many", "fingerprints", "fingerprints_many",
-           "winnow_many", "reused_passages", "passages_with", "reuse_share", "find_reuse",
-           "blank_tags"]
+__all__ = [
+    "PassageConfig",
+    "Passage",
+    "PassageIndex",
+    "ReuseMatch",
+    "ReuseResult",
+    "TextWords",
+    "text_words",
+    "words_many",
+    "fingerprints",
+    "fingerprints_many",
+    "winnow_many",
+    "reused_passages",
+    "passages_with",
+    "reuse_share",
+    "find_reuse",
+    "blank_tags",
+]
+
 
 @record(frozen=True)
 class PassageConfig:
@@ -92,7 +107,8 @@ class PassageConfig:
             raise ConfigError(
                 f"min_words={self.min_words} is invalid: at least window + k - 1 = "
                 f"{self.guaranteed_words}, the length from which every shared run is found "
-                "(lower window or k for shorter passages)")
+                "(lower window or k for shorter passages)"
+            )
 
     @property
     def guaranteed_words(self) -> int:
@@ -206,8 +222,9 @@ def word_hashes(keys: Sequence[str]) -> np.ndarray:
     return out
 
 
-def _split(data: np.ndarray, offsets: np.ndarray, where: bool
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _split(
+    data: np.ndarray, offsets: np.ndarray, where: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The words of the UTF-8 texts ``data[offsets[t]:offsets[t + 1]]``:
     ``(hashes, word_offsets, starts, ends, foreign)``; ``foreign`` marks the words whose hash
     is still to be computed (non-ASCII); ``starts``/``ends`` (byte offsets in each text) only
@@ -218,14 +235,21 @@ def _split(data: np.ndarray, offsets: np.ndarray, where: bool
     return _apart(data, offsets, *got, where) if got[4].any() else got
 
 
-def _apart(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, woff: np.ndarray,
-           starts: np.ndarray, ends: np.ndarray, foreign: np.ndarray, where: bool
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _apart(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    hashes: np.ndarray,
+    woff: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    foreign: np.ndarray,
+    where: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_split`'s words with those holding characters of unspaced scripts cut apart."""
     texts = np.unique(np.searchsorted(woff, np.flatnonzero(foreign), side="right") - 1)
     cut: dict[int, tuple] = {}  # text -> its words (hashes, starts, ends, foreign), cut
     for t in texts.tolist():
-        one = data[offsets[t]:offsets[t + 1]]
+        one = data[offsets[t] : offsets[t + 1]]
         w = slice(woff[t], woff[t + 1])
         if where:
             h, st, en, fo = hashes[w], starts[w], ends[w], foreign[w]
@@ -234,18 +258,19 @@ def _apart(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, woff: np.n
         raw = one.tobytes()
         parts = None
         for j in np.flatnonzero(fo).tolist():
-            word = raw[st[j]:en[j]].decode("utf-8", "surrogatepass")
+            word = raw[st[j] : en[j]].decode("utf-8", "surrogatepass")
             if UNSPACED.search(word) is None:
                 continue
             if parts is None:
                 parts = {}
             at, pos, spans = 0, st[j], []
             for m in WORD_RE.finditer(word):  # byte offsets of each piece
-                pos += len(word[at:m.start()].encode("utf-8", "surrogatepass"))
+                pos += len(word[at : m.start()].encode("utf-8", "surrogatepass"))
                 size = len(m.group().encode("utf-8", "surrogatepass"))
                 # an ASCII piece is hashed here, the others are still to be keyed
-                ascii_hash = (int(word_hashes([word_key(m.group())])[0])
-                              if m.group().isascii() else None)
+                ascii_hash = (
+                    int(word_hashes([word_key(m.group())])[0]) if m.group().isascii() else None
+                )
                 spans.append((pos, pos + size, ascii_hash))
                 pos, at = pos + size, m.end()
             parts[j] = spans
@@ -257,14 +282,20 @@ def _apart(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, woff: np.n
         for j in sorted(parts):
             runs.append((h[prev:j], st[prev:j], en[prev:j], fo[prev:j]))
             pieces = parts[j]
-            runs.append((np.array([0 if x is None else x for _, _, x in pieces], np.uint64),
-                         np.array([a for a, _, _ in pieces], np.int64),
-                         np.array([b for _, b, _ in pieces], np.int64),
-                         np.array([x is None for _, _, x in pieces], np.uint8)))
+            runs.append(
+                (
+                    np.array([0 if x is None else x for _, _, x in pieces], np.uint64),
+                    np.array([a for a, _, _ in pieces], np.int64),
+                    np.array([b for _, b, _ in pieces], np.int64),
+                    np.array([x is None for _, _, x in pieces], np.uint8),
+                )
+            )
             prev = j + 1
         runs.append((h[prev:], st[prev:], en[prev:], fo[prev:]))
-        cut[t] = tuple(np.concatenate([r[i] for r in runs]).astype(dt)
-                       for i, dt in enumerate((np.uint64, np.int64, np.int64, np.uint8)))
+        cut[t] = tuple(
+            np.concatenate([r[i] for r in runs]).astype(dt)
+            for i, dt in enumerate((np.uint64, np.int64, np.int64, np.uint8))
+        )
     if not cut:
         return hashes, woff, starts, ends, foreign
     counts = np.diff(woff)
@@ -279,9 +310,9 @@ def _apart(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, woff: np.n
     prev = 0  # the texts between the cut ones move as blocks
     for t in [*sorted(cut), len(counts)]:
         a, b, shift = woff[prev], woff[t], nwoff[prev] - woff[prev]
-        nh[a + shift:b + shift], nfo[a + shift:b + shift] = hashes[a:b], foreign[a:b]
+        nh[a + shift : b + shift], nfo[a + shift : b + shift] = hashes[a:b], foreign[a:b]
         if where:
-            ns[a + shift:b + shift], ne[a + shift:b + shift] = starts[a:b], ends[a:b]
+            ns[a + shift : b + shift], ne[a + shift : b + shift] = starts[a:b], ends[a:b]
         if t < len(counts):
             h, st, en, fo = cut[t]
             w = slice(nwoff[t], nwoff[t + 1])
@@ -292,8 +323,9 @@ def _apart(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray, woff: np.n
     return nh, nwoff, ns, ne, nfo
 
 
-def _split_spaces(data: np.ndarray, offsets: np.ndarray, where: bool
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _split_spaces(
+    data: np.ndarray, offsets: np.ndarray, where: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The words of the UTF-8 texts that the kernel finds between white space (see
     :func:`_split`)."""
     n = len(offsets) - 1
@@ -307,19 +339,27 @@ def _split_spaces(data: np.ndarray, offsets: np.ndarray, where: bool
     starts = np.empty(total if where else 0, np.int64)
     ends = np.empty(total if where else 0, np.int64)
     foreign = np.empty(total, np.uint8)
-    parallel(lambda lo, hi: _text_words(data, offsets, woff, _PUNCT, hashes, starts, ends,
-                                        foreign, lo, hi), n, weights)
+    parallel(
+        lambda lo, hi: _text_words(
+            data, offsets, woff, _PUNCT, hashes, starts, ends, foreign, lo, hi
+        ),
+        n,
+        weights,
+    )
     return hashes, woff, starts, ends, foreign
 
 
-def _key_foreign(data: np.ndarray, hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                 foreign: np.ndarray) -> None:
+def _key_foreign(
+    data: np.ndarray, hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, foreign: np.ndarray
+) -> None:
     """Hash the words marked ``foreign`` of one text (``data``: its UTF-8 bytes; ``starts``/
     ``ends``: its words' byte offsets) from their keys (:func:`word_key`)."""
     at = np.flatnonzero(foreign)
     raw = data.tobytes()
-    keys = [word_key(raw[s:e].decode("utf-8", "surrogatepass"))
-            for s, e in zip(starts[at].tolist(), ends[at].tolist())]
+    keys = [
+        word_key(raw[s:e].decode("utf-8", "surrogatepass"))
+        for s, e in zip(starts[at].tolist(), ends[at].tolist())
+    ]
     hashes[at] = word_hashes(keys)
 
 
@@ -341,10 +381,10 @@ def words_many(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     marked = np.flatnonzero(foreign)
     if len(marked):
         for t in np.unique(np.searchsorted(woff, marked, side="right") - 1).tolist():
-            one = data[off[t]:off[t + 1]]
+            one = data[off[t] : off[t + 1]]
             h, _, st, en, fo = _split(one, np.array([0, len(one)], np.int64), True)
             _key_foreign(one, h, st, en, fo)
-            hashes[woff[t]:woff[t + 1]] = h
+            hashes[woff[t] : woff[t + 1]] = h
     return hashes, woff
 
 
@@ -359,7 +399,7 @@ def combine_kgrams(h: np.ndarray, k: int) -> np.ndarray:
     mult = np.uint64(1)
     with np.errstate(over="ignore"):
         for t in range(k):
-            acc += h[t:t + n] * (mult | np.uint64(1))
+            acc += h[t : t + n] * (mult | np.uint64(1))
             mult = mult * _M1 + np.uint64(t + 1)
         acc ^= acc >> np.uint64(30)
         acc *= _M2
@@ -369,8 +409,7 @@ def combine_kgrams(h: np.ndarray, k: int) -> np.ndarray:
     return acc
 
 
-def fingerprints(keys: Sequence[str] | np.ndarray, k: int, window: int
-                 ) -> list[tuple[int, int]]:
+def fingerprints(keys: Sequence[str] | np.ndarray, k: int, window: int) -> list[tuple[int, int]]:
     """``(hash, position)`` of the k-grams that winnowing keeps, in position order: of every
     ``window`` consecutive k-gram hashes the smallest (the rightmost of equal ones), each kept
     position once. A text of fewer than ``window`` k-grams keeps its smallest one (if any).
@@ -396,8 +435,12 @@ class Passage:
     runs: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return {"a": list(self.a_chars), "b": list(self.b_chars), "words": self.words,
-                "matched_words": self.matched}
+        return {
+            "a": list(self.a_chars),
+            "b": list(self.b_chars),
+            "words": self.words,
+            "matched_words": self.matched,
+        }
 
 
 def _words_of(text: str, cfg: PassageConfig) -> TextWords:
@@ -410,12 +453,14 @@ def _words_of(text: str, cfg: PassageConfig) -> TextWords:
     return tw
 
 
-def _sorted_fingerprints(fp: Sequence[tuple[int, int]] | None, words: TextWords,
-                         cfg: PassageConfig) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_fingerprints(
+    fp: Sequence[tuple[int, int]] | None, words: TextWords, cfg: PassageConfig
+) -> tuple[np.ndarray, np.ndarray]:
     """A text's fingerprints as arrays sorted by hash, then position (what the kernel takes)."""
     if fp is None:
-        h, _, pos = fingerprints_many_flat(words.hashes, np.array([0, len(words)], np.int64),
-                                           cfg.k, cfg.window)
+        h, _, pos = fingerprints_many_flat(
+            words.hashes, np.array([0, len(words)], np.int64), cfg.k, cfg.window
+        )
     elif len(fp):
         arr = np.asarray(fp, dtype=np.uint64)
         h, pos = arr[:, 0], arr[:, 1].astype(np.int64)
@@ -425,25 +470,50 @@ def _sorted_fingerprints(fp: Sequence[tuple[int, int]] | None, words: TextWords,
     return h[order], pos[order]
 
 
-def _passages_of_pair(ta: TextWords, tb: TextWords, fa: tuple[np.ndarray, np.ndarray],
-                      fb: tuple[np.ndarray, np.ndarray], cfg: PassageConfig) -> list[Passage]:
+def _passages_of_pair(
+    ta: TextWords,
+    tb: TextWords,
+    fa: tuple[np.ndarray, np.ndarray],
+    fb: tuple[np.ndarray, np.ndarray],
+    cfg: PassageConfig,
+) -> list[Passage]:
     """The passages of two texts from their sorted fingerprints (:func:`_sorted_fingerprints`)."""
     la, lb = len(ta), len(tb)
     words = np.concatenate([ta.hashes, tb.hashes])
     fh = np.concatenate([fa[0], fb[0]])
     fpos = np.concatenate([fa[1], fb[1]])
     rows, runs = pair_passages_many(
-        words, np.array([0, la, la + lb], np.int64), fh, fpos,
-        np.array([0, len(fa[0]), len(fh)], np.int64), _ZERO, _ONE, 0, 1, cfg.k, cfg.max_gap,
-        cfg.min_match, cfg.max_occurrences, cfg.shortest)
+        words,
+        np.array([0, la, la + lb], np.int64),
+        fh,
+        fpos,
+        np.array([0, len(fa[0]), len(fh)], np.int64),
+        _ZERO,
+        _ONE,
+        0,
+        1,
+        cfg.k,
+        cfg.max_gap,
+        cfg.min_match,
+        cfg.max_occurrences,
+        cfg.shortest,
+    )
     if len(rows) == 0:
         return []
     a_st, a_en, b_st, b_en = ta.starts, ta.ends, tb.starts, tb.ends
     out = []
     for _, i0, i1, j0, j1, matched, r0, nr in rows.tolist():
-        out.append(Passage((i0, i1), (j0, j1), (int(a_st[i0]), int(a_en[i1 - 1])),
-                           (int(b_st[j0]), int(b_en[j1 - 1])), i1 - i0, matched,
-                           [tuple(r) for r in runs[r0:r0 + nr].tolist()]))
+        out.append(
+            Passage(
+                (i0, i1),
+                (j0, j1),
+                (int(a_st[i0]), int(a_en[i1 - 1])),
+                (int(b_st[j0]), int(b_en[j1 - 1])),
+                i1 - i0,
+                matched,
+                [tuple(r) for r in runs[r0 : r0 + nr].tolist()],
+            )
+        )
     out.sort(key=lambda p: (p.a_words, p.b_words))
     return out
 
@@ -452,23 +522,37 @@ _ZERO = np.zeros(1, np.int64)
 _ONE = np.ones(1, np.int64)
 
 
-def reused_passages(a: str | TextWords, b: str | TextWords,
-                    config: PassageConfig | None = None, *,
-                    fingerprints_a: Sequence[tuple[int, int]] | None = None,
-                    fingerprints_b: Sequence[tuple[int, int]] | None = None) -> list[Passage]:
+def reused_passages(
+    a: str | TextWords,
+    b: str | TextWords,
+    config: PassageConfig | None = None,
+    *,
+    fingerprints_a: Sequence[tuple[int, int]] | None = None,
+    fingerprints_b: Sequence[tuple[int, int]] | None = None,
+) -> list[Passage]:
     """The passages of ``b`` reused in ``a`` (and so of ``a`` in ``b``), in reading order of
     ``a``; see the module docstring for what is found and the guarantee. ``fingerprints_a``/
     ``_b``: the texts' :func:`fingerprints` with the same ``k`` and ``window``, if known."""
     cfg = config or PassageConfig()
     ta = a if isinstance(a, TextWords) else _words_of(a, cfg)
     tb = b if isinstance(b, TextWords) else _words_of(b, cfg)
-    return _passages_of_pair(ta, tb, _sorted_fingerprints(fingerprints_a, ta, cfg),
-                             _sorted_fingerprints(fingerprints_b, tb, cfg), cfg)
+    return _passages_of_pair(
+        ta,
+        tb,
+        _sorted_fingerprints(fingerprints_a, ta, cfg),
+        _sorted_fingerprints(fingerprints_b, tb, cfg),
+        cfg,
+    )
 
 
-def passages_with(query: str | TextWords, texts: Sequence[str],
-                  config: PassageConfig | None = None, *, deadline: float | None = None,
-                  batch: int = 64) -> tuple[list[list[Passage]], list[int]]:
+def passages_with(
+    query: str | TextWords,
+    texts: Sequence[str],
+    config: PassageConfig | None = None,
+    *,
+    deadline: float | None = None,
+    batch: int = 64,
+) -> tuple[list[list[Passage]], list[int]]:
     """The passages ``query`` shares with each of ``texts`` (what :func:`reused_passages` of
     ``query`` and each text finds), compared ``batch`` texts at a time by the kernel.
     ``deadline`` (a :func:`time.monotonic` time): no new batch is started after it. Returns
@@ -486,15 +570,16 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
     for s0 in range(0, len(texts), batch):
         if deadline is not None and s0 and time.monotonic() > deadline:
             break
-        part = texts[s0:s0 + batch]
+        part = texts[s0 : s0 + batch]
         n = len(part)
         # one split gives the words and where they are (the ranges of the passages found)
         data, off = _encode(part)
         words, woff, w_start, w_end, foreign = _split(data, off, True)
-        for t in np.unique(np.searchsorted(woff, np.flatnonzero(foreign), side="right")
-                           - 1).tolist():  # the texts with non-ASCII words: keyed here
+        for t in np.unique(
+            np.searchsorted(woff, np.flatnonzero(foreign), side="right") - 1
+        ).tolist():  # the texts with non-ASCII words: keyed here
             w = slice(woff[t], woff[t + 1])
-            _key_foreign(data[off[t]:off[t + 1]], words[w], w_start[w], w_end[w], foreign[w])
+            _key_foreign(data[off[t] : off[t + 1]], words[w], w_start[w], w_end[w], foreign[w])
         sizes.extend(np.diff(woff).tolist())
         fh, fdoc, fpos = fingerprints_many_flat(words, woff, cfg.k, cfg.window)
         order = order_by_text_then_hash(fdoc, fh, n)
@@ -502,22 +587,45 @@ def passages_with(query: str | TextWords, texts: Sequence[str],
         all_woff = np.concatenate([[0], len(q) + woff]).astype(np.int64)
         all_fh = np.concatenate([fq[0], fh[order]])
         all_fpos = np.concatenate([fq[1], fpos[order]])
-        all_foff = np.concatenate([[0], len(fq[0]) + np.searchsorted(fdoc[order],
-                                                                    np.arange(n + 1))])
+        all_foff = np.concatenate(
+            [[0], len(fq[0]) + np.searchsorted(fdoc[order], np.arange(n + 1))]
+        )
         rows, runs = pair_passages_many(
-            all_words, all_woff, all_fh, all_fpos, all_foff.astype(np.int64),
-            np.zeros(n, np.int64), np.arange(1, n + 1, dtype=np.int64), 0, n, cfg.k,
-            cfg.max_gap, cfg.min_match, cfg.max_occurrences, cfg.shortest)
+            all_words,
+            all_woff,
+            all_fh,
+            all_fpos,
+            all_foff.astype(np.int64),
+            np.zeros(n, np.int64),
+            np.arange(1, n + 1, dtype=np.int64),
+            0,
+            n,
+            cfg.k,
+            cfg.max_gap,
+            cfg.min_match,
+            cfg.max_occurrences,
+            cfg.shortest,
+        )
         found: list[list[Passage]] = [[] for _ in range(n)]
         if len(rows):
-            b_start, b_end = _ranges_in(part, data, off, woff, w_start, w_end, rows[:, 0],
-                                        rows[:, 3], rows[:, 4])
+            b_start, b_end = _ranges_in(
+                part, data, off, woff, w_start, w_end, rows[:, 0], rows[:, 3], rows[:, 4]
+            )
             a_st, a_en = q.starts, q.ends
             for (p, i0, i1, j0, j1, matched, r0, nr), bs, be in zip(
-                    rows.tolist(), b_start.tolist(), b_end.tolist()):
-                found[p].append(Passage(
-                    (i0, i1), (j0, j1), (int(a_st[i0]), int(a_en[i1 - 1])), (bs, be),
-                    i1 - i0, matched, [tuple(r) for r in runs[r0:r0 + nr].tolist()]))
+                rows.tolist(), b_start.tolist(), b_end.tolist()
+            ):
+                found[p].append(
+                    Passage(
+                        (i0, i1),
+                        (j0, j1),
+                        (int(a_st[i0]), int(a_en[i1 - 1])),
+                        (bs, be),
+                        i1 - i0,
+                        matched,
+                        [tuple(r) for r in runs[r0 : r0 + nr].tolist()],
+                    )
+                )
             for f in found:
                 f.sort(key=lambda x: (x.a_words, x.b_words))
         out.extend(found)
@@ -533,9 +641,17 @@ def order_by_text_then_hash(doc: np.ndarray, hashes: np.ndarray, n: int) -> np.n
     return by_hash[np.argsort(doc[by_hash].astype(small), kind="stable")]
 
 
-def _ranges_in(texts: Sequence[str], data: np.ndarray, off: np.ndarray, woff: np.ndarray,
-               starts: np.ndarray, ends: np.ndarray, doc: np.ndarray, w0: np.ndarray,
-               w1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ranges_in(
+    texts: Sequence[str],
+    data: np.ndarray,
+    off: np.ndarray,
+    woff: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    doc: np.ndarray,
+    w0: np.ndarray,
+    w1: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_char_ranges` from a split already made (:func:`_split` with ``where``: the
     words' byte offsets in each text): ``[start of word w0, end of word w1 - 1)`` in
     ``texts[doc]``, in characters."""
@@ -545,7 +661,7 @@ def _ranges_in(texts: Sequence[str], data: np.ndarray, off: np.ndarray, woff: np
         if texts[t].isascii():
             continue
         chars = np.zeros(off[t + 1] - off[t] + 1, np.int64)  # bytes -> characters
-        np.cumsum((data[off[t]:off[t + 1]] & 0xC0) != 0x80, out=chars[1:])
+        np.cumsum((data[off[t] : off[t + 1]] & 0xC0) != 0x80, out=chars[1:])
         at = doc == t
         a[at], b[at] = chars[a[at]], chars[b[at]]
     return a, b
@@ -567,8 +683,9 @@ def reuse_share(passages: Sequence[Passage], n_words: int, side: str = "a") -> f
     return covered / n_words
 
 
-def winnow_many(kgram_hashes: np.ndarray, offsets: np.ndarray, window: int,
-                block: int = 1 << 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def winnow_many(
+    kgram_hashes: np.ndarray, offsets: np.ndarray, window: int, block: int = 1 << 20
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`fingerprints` of many texts at once: ``kgram_hashes`` (``uint64``) of all texts
     one after the other, text ``d``'s being ``[offsets[d], offsets[d + 1])``. Returns
     ``(hash, text, position)`` arrays, in text then position order: for each text what
@@ -585,11 +702,11 @@ def winnow_many(kgram_hashes: np.ndarray, offsets: np.ndarray, window: int,
     nwin = counts[full] - w + 1
     if len(full) and len(kh) >= w:
         starts = np.repeat(off[full], nwin) + (
-            np.arange(int(nwin.sum()), dtype=np.int64)
-            - np.repeat(np.cumsum(nwin) - nwin, nwin))
+            np.arange(int(nwin.sum()), dtype=np.int64) - np.repeat(np.cumsum(nwin) - nwin, nwin)
+        )
         view = sliding_window_view(kh, w)
         for s0 in range(0, len(starts), block):
-            st = starts[s0:s0 + block]
+            st = starts[s0 : s0 + block]
             win = view[st][:, ::-1]
             best_parts.append(st + (w - 1) - np.argmin(win, axis=1))
     best = np.concatenate(best_parts) if best_parts else np.zeros(0, np.int64)
@@ -598,7 +715,7 @@ def winnow_many(kgram_hashes: np.ndarray, offsets: np.ndarray, window: int,
     if len(short):
         extra = np.empty(len(short), np.int64)
         for t, d in enumerate(short.tolist()):
-            seg = kh[off[d]:off[d + 1]]
+            seg = kh[off[d] : off[d + 1]]
             extra[t] = off[d] + len(seg) - 1 - int(np.argmin(seg[::-1]))
         best = np.concatenate([best, extra])
     if len(best) == 0:
@@ -634,13 +751,19 @@ class ReuseResult:
         """One dictionary per passage: ``a``, ``b``, ``a_words``/``b_words`` and
         ``a_chars``/``b_chars`` (``(start, end)``), ``words``, ``matched``."""
         t = {k: v.tolist() for k, v in self.passage_table.items()}
-        return [{"a": t["a"][i], "b": t["b"][i],
-                 "a_words": (t["a_word_start"][i], t["a_word_end"][i]),
-                 "b_words": (t["b_word_start"][i], t["b_word_end"][i]),
-                 "a_chars": (t["a_start"][i], t["a_end"][i]),
-                 "b_chars": (t["b_start"][i], t["b_end"][i]),
-                 "words": t["words"][i], "matched": t["matched"][i]}
-                for i in range(len(t["a"]))]
+        return [
+            {
+                "a": t["a"][i],
+                "b": t["b"][i],
+                "a_words": (t["a_word_start"][i], t["a_word_end"][i]),
+                "b_words": (t["b_word_start"][i], t["b_word_end"][i]),
+                "a_chars": (t["a_start"][i], t["a_end"][i]),
+                "b_chars": (t["b_start"][i], t["b_end"][i]),
+                "words": t["words"][i],
+                "matched": t["matched"][i],
+            }
+            for i in range(len(t["a"]))
+        ]
 
     @property
     def pairs(self) -> list[dict]:
@@ -677,8 +800,9 @@ class ReuseResult:
         return pl.from_arrow(self.to_arrow(table))
 
 
-def _union_lengths(group: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                   n_groups: int) -> np.ndarray:
+def _union_lengths(
+    group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_groups: int
+) -> np.ndarray:
     """Per group, the length of the union of its ranges ``[starts, ends)`` (``group`` sorted,
     and ``starts`` ascending within a group)."""
     out = np.zeros(n_groups, np.int64)
@@ -695,8 +819,9 @@ def _union_lengths(group: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     return out
 
 
-def _candidate_pairs(fh: np.ndarray, fdoc: np.ndarray, n: int, max_doc_freq: int
-                     ) -> tuple[np.ndarray, np.ndarray, int]:
+def _candidate_pairs(
+    fh: np.ndarray, fdoc: np.ndarray, n: int, max_doc_freq: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """The pairs of texts (``left < right``) that keep a common fingerprint held by at most
     ``max_doc_freq`` texts, and how many fingerprints were held by more."""
     order = np.lexsort((fdoc, fh))
@@ -705,8 +830,7 @@ def _candidate_pairs(fh: np.ndarray, fdoc: np.ndarray, n: int, max_doc_freq: int
     new[1:] = (h_sorted[1:] != h_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
     h_u, d_u = h_sorted[new], d_sorted[new]  # (hash, text) once each, texts ascending
     del order, h_sorted, d_sorted, new
-    starts = np.flatnonzero(np.r_[True, h_u[1:] != h_u[:-1]]) if len(h_u) else \
-        np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, h_u[1:] != h_u[:-1]]) if len(h_u) else np.zeros(0, np.int64)
     sizes = np.diff(np.r_[starts, len(h_u)])
     common = int((sizes > max_doc_freq).sum())
     ok = (sizes >= 2) & (sizes <= max_doc_freq)
@@ -723,8 +847,13 @@ def _candidate_pairs(fh: np.ndarray, fdoc: np.ndarray, n: int, max_doc_freq: int
     return keys // n, keys % n, common
 
 
-def find_reuse(texts: Sequence[str] | Any, config: PassageConfig | None = None, *,
-               max_doc_freq: int = 100, text_field: str | None = None) -> ReuseResult:
+def find_reuse(
+    texts: Sequence[str] | Any,
+    config: PassageConfig | None = None,
+    *,
+    max_doc_freq: int = 100,
+    text_field: str | None = None,
+) -> ReuseResult:
     """Every pair of ``texts`` that shares a passage, with the passages (see the module
     docstring; the guarantee holds for every pair whose shared fingerprints are each kept by
     at most ``max_doc_freq`` texts).
@@ -767,13 +896,30 @@ def find_reuse(texts: Sequence[str] | Any, config: PassageConfig | None = None, 
     chunks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def compare(lo: int, hi: int) -> None:
-        chunks[lo] = pair_passages_many(words, woff, sfh, sfpos, foff, left, right, lo, hi,
-                                        cfg.k, cfg.max_gap, cfg.min_match,
-                                        cfg.max_occurrences, cfg.shortest)
+        chunks[lo] = pair_passages_many(
+            words,
+            woff,
+            sfh,
+            sfpos,
+            foff,
+            left,
+            right,
+            lo,
+            hi,
+            cfg.k,
+            cfg.max_gap,
+            cfg.min_match,
+            cfg.max_occurrences,
+            cfg.shortest,
+        )
 
     wlen = np.diff(woff)
-    parallel(compare, len(left), weights=(wlen[left] + wlen[right]).astype(np.float64)
-             if len(left) else None, min_weight=1 << 14)
+    parallel(
+        compare,
+        len(left),
+        weights=(wlen[left] + wlen[right]).astype(np.float64) if len(left) else None,
+        min_weight=1 << 14,
+    )
     rows = [chunks[k][0] for k in sorted(chunks)]
     rows = np.concatenate(rows) if rows else np.zeros((0, 8), np.int64)
     pair, a0, a1, b0, b1, matched = (rows[:, c] for c in range(6))
@@ -783,10 +929,20 @@ def find_reuse(texts: Sequence[str] | Any, config: PassageConfig | None = None, 
     # character ranges, from the words of the texts that hold passages
     a_start, a_end = _char_ranges(texts, pa, a0, a1)
     b_start, b_end = _char_ranges(texts, pb, b0, b1)
-    passage_table = {"a": pa, "b": pb, "a_word_start": a0, "a_word_end": a1,
-                     "b_word_start": b0, "b_word_end": b1, "a_start": a_start,
-                     "a_end": a_end, "b_start": b_start, "b_end": b_end,
-                     "words": a1 - a0, "matched": matched}
+    passage_table = {
+        "a": pa,
+        "b": pb,
+        "a_word_start": a0,
+        "a_word_end": a1,
+        "b_word_start": b0,
+        "b_word_end": b1,
+        "a_start": a_start,
+        "a_end": a_end,
+        "b_start": b_start,
+        "b_end": b_end,
+        "words": a1 - a0,
+        "matched": matched,
+    }
     # per pair of documents: passages, words covered in each (overlaps once), shares
     uniq, first, counts = np.unique(pair, return_index=True, return_counts=True)
     gid = np.repeat(np.arange(len(uniq)), counts)
@@ -794,18 +950,32 @@ def find_reuse(texts: Sequence[str] | Any, config: PassageConfig | None = None, 
     ob = np.lexsort((b0, gid))
     reused_b = _union_lengths(gid[ob], b0[ob], b1[ob], len(uniq))
     na, nb = wlen[left[uniq]], wlen[right[uniq]]
-    pair_table = {"a": left[uniq], "b": right[uniq], "passages": counts,
-                  "reused_a": reused_a, "reused_b": reused_b,
-                  "share_a": reused_a / np.maximum(na, 1), "share_b": reused_b / np.maximum(nb, 1)}
-    stats = {"documents": n, "words": int(len(words)), "fingerprints": int(n_fp),
-             "common_fingerprints": common, "candidate_pairs": int(len(left)),
-             "pairs": int(len(uniq)), "passages": int(len(pair)),
-             "guaranteed_words": cfg.guaranteed_words, "min_words": cfg.shortest}
+    pair_table = {
+        "a": left[uniq],
+        "b": right[uniq],
+        "passages": counts,
+        "reused_a": reused_a,
+        "reused_b": reused_b,
+        "share_a": reused_a / np.maximum(na, 1),
+        "share_b": reused_b / np.maximum(nb, 1),
+    }
+    stats = {
+        "documents": n,
+        "words": int(len(words)),
+        "fingerprints": int(n_fp),
+        "common_fingerprints": common,
+        "candidate_pairs": int(len(left)),
+        "pairs": int(len(uniq)),
+        "passages": int(len(pair)),
+        "guaranteed_words": cfg.guaranteed_words,
+        "min_words": cfg.shortest,
+    }
     return ReuseResult(passage_table, pair_table, stats)
 
 
-def _char_ranges(texts: Sequence[str], doc: np.ndarray, w0: np.ndarray, w1: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _char_ranges(
+    texts: Sequence[str], doc: np.ndarray, w0: np.ndarray, w1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The character range ``[start of word w0, end of word w1 - 1)`` in ``texts[doc]``, per
     row; the words' offsets are found for the texts named only."""
     if len(doc) == 0:
@@ -816,7 +986,7 @@ def _char_ranges(texts: Sequence[str], doc: np.ndarray, w0: np.ndarray, w1: np.n
     _, woff, starts, ends, _ = _split(data, off, True)
     for t in [i for i, x in enumerate(sub) if not x.isascii()]:  # bytes -> characters
         chars = np.zeros(off[t + 1] - off[t] + 1, np.int64)
-        np.cumsum((data[off[t]:off[t + 1]] & 0xC0) != 0x80, out=chars[1:])
+        np.cumsum((data[off[t] : off[t + 1]] & 0xC0) != 0x80, out=chars[1:])
         w = slice(woff[t], woff[t + 1])
         starts[w], ends[w] = chars[starts[w]], chars[ends[w]]
     at = woff[inv]
@@ -850,8 +1020,7 @@ class PassageIndex:
     run of at least ``config.guaranteed_words`` words with the checked one (among fingerprints
     under the limit), with the same passages as :func:`reused_passages`."""
 
-    def __init__(self, config: PassageConfig | None = None, *,
-                 max_doc_freq: int | None = None):
+    def __init__(self, config: PassageConfig | None = None, *, max_doc_freq: int | None = None):
         self.config = config or PassageConfig()
         check_int("max_doc_freq", max_doc_freq, 1, none=True)
         self.max_doc_freq = max_doc_freq
@@ -889,8 +1058,9 @@ class PassageIndex:
                     del self._where[h]
         return True
 
-    def check(self, text: str, *, min_share: float = 0.0,
-              top_k: int | None = None) -> list[ReuseMatch]:
+    def check(
+        self, text: str, *, min_share: float = 0.0, top_k: int | None = None
+    ) -> list[ReuseMatch]:
         """The indexed texts ``text`` shares passages with, most reused first (by the share
         of ``text`` they cover, then id); ``min_share``: leave out those that cover less of
         ``text``; ``top_k``: at most that many."""
@@ -927,8 +1097,9 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64)
 
 
-def fingerprints_many(hashes: Sequence[np.ndarray], k: int, window: int
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fingerprints_many(
+    hashes: Sequence[np.ndarray], k: int, window: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`fingerprints` of many texts given as their :func:`word_hashes`, at once:
     ``(hash, text, position)`` arrays, as :func:`winnow_many` returns them."""
     n = len(hashes)
@@ -939,8 +1110,9 @@ def fingerprints_many(hashes: Sequence[np.ndarray], k: int, window: int
     return fingerprints_many_flat(words, woff, k, window)
 
 
-def fingerprints_many_flat(words: np.ndarray, word_offsets: np.ndarray, k: int, window: int
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fingerprints_many_flat(
+    words: np.ndarray, word_offsets: np.ndarray, k: int, window: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`fingerprints_many` of texts given as one array of word hashes, text ``t``'s
     being ``words[word_offsets[t]:word_offsets[t + 1]]`` (as :func:`words_many` gives them):
     the k-grams hashed as :func:`combine_kgrams` does and winnowed as :func:`winnow_many`
@@ -962,20 +1134,28 @@ def fingerprints_many_flat(words: np.ndarray, word_offsets: np.ndarray, k: int, 
         np.cumsum(room, out=roff[1:])
         out_h = np.empty(int(roff[-1]), np.uint64)
         out_pos = np.full(int(roff[-1]), -1, np.int64)
-        parallel(lambda lo, hi: winnow(words, woff, coef, window, _NO_I64, out_h, out_pos,
-                                       roff, lo, hi), n, weights)
+        parallel(
+            lambda lo, hi: winnow(words, woff, coef, window, _NO_I64, out_h, out_pos, roff, lo, hi),
+            n,
+            weights,
+        )
         kept = out_pos >= 0
-        return (out_h[kept], np.repeat(np.arange(n, dtype=np.int64), room)[kept],
-                out_pos[kept])
+        return (out_h[kept], np.repeat(np.arange(n, dtype=np.int64), room)[kept], out_pos[kept])
     counts = np.zeros(n, np.int64)
-    parallel(lambda lo, hi: winnow(words, woff, coef, window, counts, _NO_U64, _NO_I64,
-                                   _NO_I64, lo, hi), n, weights)
+    parallel(
+        lambda lo, hi: winnow(words, woff, coef, window, counts, _NO_U64, _NO_I64, _NO_I64, lo, hi),
+        n,
+        weights,
+    )
     foff = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=foff[1:])
     total = int(foff[-1])
     out_h = np.empty(total, np.uint64)
     out_pos = np.empty(total, np.int64)
     if total:
-        parallel(lambda lo, hi: winnow(words, woff, coef, window, counts, out_h, out_pos,
-                                       foff, lo, hi), n, weights)
+        parallel(
+            lambda lo, hi: winnow(words, woff, coef, window, counts, out_h, out_pos, foff, lo, hi),
+            n,
+            weights,
+        )
     return out_h, np.repeat(np.arange(n, dtype=np.int64), counts), out_pos

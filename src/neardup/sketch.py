@@ -72,12 +72,20 @@ def sketch(shingles: Shingles, cfg: SketchConfig | None = None) -> np.ndarray:
     sizes = np.diff(offsets)
     if cfg.scheme == "classic":
         a, b = classic_params(cfg.num_perm, cfg.seed)
-        parallel(lambda lo, hi: _k.classic_sketch(hashes, offsets, a, b, out, lo, hi), n,
-                 sizes * cfg.num_perm + 1, min_weight=1 << 18)
+        parallel(
+            lambda lo, hi: _k.classic_sketch(hashes, offsets, a, b, out, lo, hi),
+            n,
+            sizes * cfg.num_perm + 1,
+            min_weight=1 << 18,
+        )
     else:
         s_bin, s_probe = _seed_words(cfg.seed)
-        parallel(lambda lo, hi: _k.oph_sketch(hashes, offsets, s_bin, s_probe, out, lo, hi), n,
-                 sizes + cfg.num_perm, min_weight=1 << 18)
+        parallel(
+            lambda lo, hi: _k.oph_sketch(hashes, offsets, s_bin, s_probe, out, lo, hi),
+            n,
+            sizes + cfg.num_perm,
+            min_weight=1 << 18,
+        )
     return out
 
 
@@ -90,11 +98,14 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray | float
     return eq.mean(axis=-1)
 
 
-def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = None,
-                   cfg: SketchConfig | None = None, docs: np.ndarray | None = None,
-                   h32_out: Callable[[int], np.ndarray] | None = None,
-                   rows_done: Callable[[np.ndarray, int, int], object] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def shingle_sketch(
+    batch: NormalizedBatch,
+    shingle_cfg: ShingleConfig | None = None,
+    cfg: SketchConfig | None = None,
+    docs: np.ndarray | None = None,
+    h32_out: Callable[[int], np.ndarray] | None = None,
+    rows_done: Callable[[np.ndarray, int, int], object] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Shingle and sketch the documents ``docs`` (default all) of a normalised batch in one pass.
 
     Returns ``(signatures, h32, offsets)``: the same signatures as
@@ -133,8 +144,21 @@ def shingle_sketch(batch: NormalizedBatch, shingle_cfg: ShingleConfig | None = N
     if h32.dtype != np.uint32 or h32.shape != (total,):
         raise ValueError(f"h32_out({total}) must return a uint32 array of that length")
     sig = np.empty((len(docs), cfg.num_perm), np.uint32)
-    args = (batch.data, batch.offsets, docs, kind_code(shingle_cfg), shingle_cfg.k,
-            shingle_cfg.offset, s_bin, s_probe, units, out_off, h32, sig)
+    args = (
+        batch.data,
+        batch.offsets,
+        docs,
+        kind_code(shingle_cfg),
+        shingle_cfg.k,
+        shingle_cfg.offset,
+        s_bin,
+        s_probe,
+        units,
+        out_off,
+        h32,
+        sig,
+    )
+
     def part(lo: int, hi: int) -> None:
         _k.shingle_oph(*args, lo, hi)
         if rows_done is not None:

@@ -27,8 +27,16 @@ from .lsh import CandidateStats, s_curve
 from .sketch import shingle_sketch
 from .text.normalize import NormalizedBatch, normalize
 
-__all__ = ["Fingerprinted", "Sketched", "fingerprint_chunk", "sketch_chunk",
-           "ingest_chunk", "RunSummary", "Progress", "NoProgress"]
+__all__ = [
+    "Fingerprinted",
+    "Sketched",
+    "fingerprint_chunk",
+    "sketch_chunk",
+    "ingest_chunk",
+    "RunSummary",
+    "Progress",
+    "NoProgress",
+]
 
 
 @record
@@ -68,8 +76,9 @@ class Sketched:
         return np.diff(self.offsets)
 
 
-def fingerprint_chunk(batch: NormalizedBatch, table: FingerprintTable | None = None
-                      ) -> Fingerprinted:
+def fingerprint_chunk(
+    batch: NormalizedBatch, table: FingerprintTable | None = None
+) -> Fingerprinted:
     """Fingerprint a normalised chunk. With a ``table`` (exact groups across chunks), only the
     first copy of each text is new; without one, every non-empty text is its own group and no
     fingerprint is computed (``fp_hi``/``fp_lo`` are ``None``: the online index needs none, and
@@ -85,14 +94,19 @@ def fingerprint_chunk(batch: NormalizedBatch, table: FingerprintTable | None = N
         group = np.full(len(empty), -1, np.int64)
         group[docs] = np.arange(len(docs), dtype=np.int64)
         hi = lo = None
-    return Fingerprinted(batch, group, docs, batch.lengths[docs], hi, lo,
-                         int(np.count_nonzero(empty)))
+    return Fingerprinted(
+        batch, group, docs, batch.lengths[docs], hi, lo, int(np.count_nonzero(empty))
+    )
 
 
-def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig,
-                 bands_rows: tuple[int, int] | None,
-                 out: Callable[[int], np.ndarray] | None = None,
-                 keys_out: Sequence[np.ndarray] | None = None) -> Sketched:
+def sketch_chunk(
+    fp: Fingerprinted,
+    shingle: ShingleConfig,
+    sketch: SketchConfig,
+    bands_rows: tuple[int, int] | None,
+    out: Callable[[int], np.ndarray] | None = None,
+    keys_out: Sequence[np.ndarray] | None = None,
+) -> Sketched:
     """Shingle and sketch the new distinct texts of ``fp`` in one pass; with ``bands_rows``
     keep only their LSH band keys, without it their signatures. ``out(m)`` may supply the
     ``uint32[m]`` array the shingle fingerprints are written to (an engine's growing store),
@@ -108,9 +122,10 @@ def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig
     if keys_out is None:
         keys = np.empty((bands, n), np.uint64)
         keys_out = list(keys)
-    if len(keys_out) != bands or any(k.dtype != np.uint64 or k.shape != (n,)
-                                     or not k.flags.c_contiguous or not k.flags.writeable
-                                     for k in keys_out):
+    if len(keys_out) != bands or any(
+        k.dtype != np.uint64 or k.shape != (n,) or not k.flags.c_contiguous or not k.flags.writeable
+        for k in keys_out
+    ):
         raise ValueError(f"keys_out must be {bands} writable uint64[{n}] arrays")
     addresses = np.array([k.ctypes.data for k in keys_out], np.uint64)
     check_banding(sketch.num_perm, bands, rows)
@@ -122,9 +137,12 @@ def sketch_chunk(fp: Fingerprinted, shingle: ShingleConfig, sketch: SketchConfig
     return Sketched(list(keys_out) if keys is None else keys, None, h32, off)
 
 
-def ingest_chunk(texts: Sequence[str], config: DedupConfig,
-                 bands_rows: tuple[int, int] | None, table: FingerprintTable | None = None
-                 ) -> tuple[Fingerprinted, Sketched]:
+def ingest_chunk(
+    texts: Sequence[str],
+    config: DedupConfig,
+    bands_rows: tuple[int, int] | None,
+    table: FingerprintTable | None = None,
+) -> tuple[Fingerprinted, Sketched]:
     """Normalise, fingerprint, shingle and sketch a chunk: :func:`fingerprint_chunk` then
     :func:`sketch_chunk`, in one call."""
     fp = fingerprint_chunk(normalize(texts, config.normalize), table)
@@ -199,50 +217,61 @@ class RunSummary:
         d: dict[str, Any] = {"neardup_version": __version__}
         if self.engine is not None:
             d["engine"] = self.engine
-        d.update({
-            "documents": n,
-            "text_bytes": self.text_bytes,
-            "empty_documents": self.empty_documents,
-            "distinct_texts": self.distinct_texts,
-            "exact_duplicates": exact_removed,
-            "near_duplicates": n - self.kept - exact_removed,
-            "kept": self.kept,
-            "removed": n - self.kept,
-            "clusters": self.clusters,
-            "largest_cluster": self.largest_cluster,
-            "duplicate_pairs": self.duplicate_pairs,
-            "shingles": self.shingles,
-            "lsh": {
-                "bands": b, "rows": r, "threshold": t,
-                "expected_recall_at_threshold": round(s_curve(t, b, r), 6),
-                "expected_recall_at_threshold_plus_0.05": round(
-                    s_curve(min(t + 0.05, 1.0), b, r), 6),
-                "expected_recall_at_threshold_plus_0.1": round(s_curve(min(t + 0.1, 1.0), b, r),
-                                                               6),
-                **{k: v for k, v in self.candidates.to_dict().items() if k not in ("bands",
-                                                                                   "rows")},
-            },
-            "verified_pairs": self.verified_pairs,
-            "pairs": self.pairs.to_dict() if self.pairs is not None else None,
-            "config": self.config.to_dict(),
-            "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
-            "workers": self.workers,
-        })
+        d.update(
+            {
+                "documents": n,
+                "text_bytes": self.text_bytes,
+                "empty_documents": self.empty_documents,
+                "distinct_texts": self.distinct_texts,
+                "exact_duplicates": exact_removed,
+                "near_duplicates": n - self.kept - exact_removed,
+                "kept": self.kept,
+                "removed": n - self.kept,
+                "clusters": self.clusters,
+                "largest_cluster": self.largest_cluster,
+                "duplicate_pairs": self.duplicate_pairs,
+                "shingles": self.shingles,
+                "lsh": {
+                    "bands": b,
+                    "rows": r,
+                    "threshold": t,
+                    "expected_recall_at_threshold": round(s_curve(t, b, r), 6),
+                    "expected_recall_at_threshold_plus_0.05": round(
+                        s_curve(min(t + 0.05, 1.0), b, r), 6
+                    ),
+                    "expected_recall_at_threshold_plus_0.1": round(
+                        s_curve(min(t + 0.1, 1.0), b, r), 6
+                    ),
+                    **{
+                        k: v
+                        for k, v in self.candidates.to_dict().items()
+                        if k not in ("bands", "rows")
+                    },
+                },
+                "verified_pairs": self.verified_pairs,
+                "pairs": self.pairs.to_dict() if self.pairs is not None else None,
+                "config": self.config.to_dict(),
+                "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
+                "workers": self.workers,
+            }
+        )
         if self.partitions is not None:
             d["partitions"] = self.partitions
         d["seconds"] = round(self.seconds, 4)
         if self.inputs is not None:
             wall = self.seconds
-            d.update({
-                "inputs": self.inputs,
-                **({"ids": self.ids} if self.ids is not None else {}),
-                "input_bytes": self.input_bytes,
-                "skipped": self.skipped,
-                "outputs": self.outputs,
-                "documents_per_s": round(n / wall, 1) if wall > 0 else None,
-                "mb_per_s": round(self.text_bytes / 1e6 / wall, 2) if wall > 0 else None,
-                "ingest_seconds": round(self.ingest_seconds or 0.0, 4),
-            })
+            d.update(
+                {
+                    "inputs": self.inputs,
+                    **({"ids": self.ids} if self.ids is not None else {}),
+                    "input_bytes": self.input_bytes,
+                    "skipped": self.skipped,
+                    "outputs": self.outputs,
+                    "documents_per_s": round(n / wall, 1) if wall > 0 else None,
+                    "mb_per_s": round(self.text_bytes / 1e6 / wall, 2) if wall > 0 else None,
+                    "ingest_seconds": round(self.ingest_seconds or 0.0, 4),
+                }
+            )
         elif self.skipped is not None:  # the library's documents left out (on_error="skip")
             d["skipped"] = self.skipped
         return d

@@ -15,8 +15,36 @@ import numpy as np
 
 KINDS = ("exact", "format", "edit", "paragraph", "header_footer")
 
-_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "ba", "do", "fe", "gu", "ha",
-              "ji", "ko", "la", "mu", "no", "pe", "qui", "ro", "su", "ta", "un", "ve", "wa", "xo")
+_SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ru",
+    "sa",
+    "ti",
+    "vo",
+    "ze",
+    "ba",
+    "do",
+    "fe",
+    "gu",
+    "ha",
+    "ji",
+    "ko",
+    "la",
+    "mu",
+    "no",
+    "pe",
+    "qui",
+    "ro",
+    "su",
+    "ta",
+    "un",
+    "ve",
+    "wa",
+    "xo",
+)
 
 
 def vocabulary(size: int, seed: int = 0) -> list[str]:
@@ -45,8 +73,9 @@ class Planted:
     edit_rate: float
 
 
-def _paragraphs(rng: np.random.Generator, vocab: list[str], probs: np.ndarray,
-                words: int) -> list[str]:
+def _paragraphs(
+    rng: np.random.Generator, vocab: list[str], probs: np.ndarray, words: int
+) -> list[str]:
     toks = [vocab[i] for i in rng.choice(len(vocab), size=words, p=probs)]
     cuts = sorted(set(rng.integers(1, max(2, words), size=max(1, words // 60)).tolist()))
     paras, start = [], 0
@@ -78,8 +107,9 @@ def edit_words(text: str, rate: float, rng: np.random.Generator, vocab: list[str
     return "\n\n".join(out_paras)
 
 
-def make_variant(text: str, kind: str, rng: np.random.Generator, vocab: list[str],
-                 edit_rate: float = 0.05) -> str:
+def make_variant(
+    text: str, kind: str, rng: np.random.Generator, vocab: list[str], edit_rate: float = 0.05
+) -> str:
     """One variant of ``text`` of the given kind (see :data:`KINDS`)."""
     if kind == "exact":
         return text
@@ -101,9 +131,15 @@ def make_variant(text: str, kind: str, rng: np.random.Generator, vocab: list[str
     raise ValueError(f"kind={kind!r} is invalid: one of {', '.join(KINDS)}")
 
 
-def make_corpus(n: int, dup_fraction: float = 0.3, seed: int = 0, vocab_size: int = 5000,
-                words: tuple[int, int] = (60, 250), max_edit_rate: float = 0.25,
-                kinds: tuple[str, ...] = KINDS) -> tuple[list[str], list[Planted]]:
+def make_corpus(
+    n: int,
+    dup_fraction: float = 0.3,
+    seed: int = 0,
+    vocab_size: int = 5000,
+    words: tuple[int, int] = (60, 250),
+    max_edit_rate: float = 0.25,
+    kinds: tuple[str, ...] = KINDS,
+) -> tuple[list[str], list[Planted]]:
     """``n`` documents, about ``dup_fraction`` of them planted variants of earlier documents.
 
     Edit rates of "edit" variants are uniform in ``[0, max_edit_rate]``, which spreads their
@@ -128,10 +164,14 @@ def make_corpus(n: int, dup_fraction: float = 0.3, seed: int = 0, vocab_size: in
     return texts, planted
 
 
-def near_duplicate_collection(originals: int, variants: int,
-                              edit_rates: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2),
-                              seed: int = 0, words: tuple[int, int] = (150, 400),
-                              vocab_size: int = 5000) -> tuple[list[str], list[int]]:
+def near_duplicate_collection(
+    originals: int,
+    variants: int,
+    edit_rates: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2),
+    seed: int = 0,
+    words: tuple[int, int] = (150, 400),
+    vocab_size: int = 5000,
+) -> tuple[list[str], list[int]]:
     """A test collection like the RUS collection of the FCA study (a few original texts and
     near-duplicates generated from them): ``originals`` texts, each followed by ``variants``
     word-edited copies (edit rates taken in turn from ``edit_rates``). Returns the texts and,

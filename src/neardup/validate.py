@@ -37,8 +37,15 @@ def _int_range(lo: int | None, hi: int | None) -> str:
     return "an integer"
 
 
-def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, *,
-              none: bool = False, allowed: str | None = None) -> int | None:
+def check_int(
+    name: str,
+    value: Any,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    none: bool = False,
+    allowed: str | None = None,
+) -> int | None:
     """``value`` as an ``int`` in ``[lo, hi]`` (either bound may be open-ended with ``None``);
     ``none=True`` also lets ``None`` through. ``allowed`` replaces the generated description."""
     if value is None and none:
@@ -53,9 +60,17 @@ def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = Non
     return v
 
 
-def check_real(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,
-               lo_open: bool = False, hi_open: bool = False, none: bool = False,
-               allowed: str | None = None) -> float | None:
+def check_real(
+    name: str,
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    none: bool = False,
+    allowed: str | None = None,
+) -> float | None:
     """``value`` as a finite ``float`` between ``lo`` and ``hi`` (``lo_open``/``hi_open``
     exclude the bound); integers are accepted, booleans and NaN are not."""
     if value is None and none:
@@ -71,8 +86,10 @@ def check_real(name: str, value: Any, lo: float | None = None, hi: float | None 
     if not ok:
         if allowed is None:
             if lo is not None and hi is not None:
-                allowed = (f"a number in {'(' if lo_open else '['}{_num(lo)}, {_num(hi)}"
-                           f"{')' if hi_open else ']'}")
+                allowed = (
+                    f"a number in {'(' if lo_open else '['}{_num(lo)}, {_num(hi)}"
+                    f"{')' if hi_open else ']'}"
+                )
             elif lo is not None:
                 allowed = f"a number {'>' if lo_open else '>='} {_num(lo)}"
             elif hi is not None:
@@ -89,8 +106,9 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def check_choice(name: str, value: Any, choices: Iterable[Any], *, none: bool = False,
-                 allowed: str | None = None) -> Any:
+def check_choice(
+    name: str, value: Any, choices: Iterable[Any], *, none: bool = False, allowed: str | None = None
+) -> Any:
     """``value`` if it is one of ``choices`` (compared by type and value, so ``True`` is not
     ``1``); ``none=True`` also lets ``None`` through."""
     choices = tuple(choices)
@@ -99,8 +117,9 @@ def check_choice(name: str, value: Any, choices: Iterable[Any], *, none: bool = 
     if not any(type(value) is type(c) and value == c for c in choices):
         if allowed is None:
             names = [repr(c) for c in choices]
-            allowed = ("use " + " or ".join(names) if len(names) == 2
-                       else "one of " + ", ".join(names))
+            allowed = (
+                "use " + " or ".join(names) if len(names) == 2 else "one of " + ", ".join(names)
+            )
             if none:
                 allowed += " or None"
         raise fail(name, value, allowed)
@@ -114,8 +133,9 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
-def check_str(name: str, value: Any, *, none: bool = False, empty: bool = False,
-              allowed: str | None = None) -> str | None:
+def check_str(
+    name: str, value: Any, *, none: bool = False, empty: bool = False, allowed: str | None = None
+) -> str | None:
     """``value`` if it is a string (non-empty unless ``empty=True``); ``none=True`` also lets
     ``None`` through."""
     if value is None and none:

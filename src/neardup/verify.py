@@ -16,8 +16,14 @@ from ._threads import parallel
 from .text.shingle import Shingles
 
 
-def _overlap(hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, left: np.ndarray,
-             right: np.ndarray, containment: bool) -> np.ndarray:
+def _overlap(
+    hashes: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    containment: bool,
+) -> np.ndarray:
     hashes = np.ascontiguousarray(hashes)
     if hashes.dtype not in (np.uint32, np.uint64):
         hashes = hashes.astype(np.uint64)
@@ -27,13 +33,15 @@ def _overlap(hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, left: np.
     check_pairs(len(starts), left, right)
     out = np.empty(len(left), np.float32)
     mode = 1 if containment else 0
-    parallel(lambda lo, hi: _k.pair_overlap(hashes, starts, ends, left, right, mode, out, lo,
-                                            hi), len(left), min_weight=1 << 12)
+    parallel(
+        lambda lo, hi: _k.pair_overlap(hashes, starts, ends, left, right, mode, out, lo, hi),
+        len(left),
+        min_weight=1 << 12,
+    )
     return out
 
 
-def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray
-                         ) -> np.ndarray:
+def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> np.ndarray:
     """Make the hash segments of ``docs`` sorted sets, in place; return the end of each set
     (``int64[n]``); the start of set ``d`` is ``offsets[d]``. Documents not listed keep their
     segments unsorted: only the listed ones may be passed to :func:`overlap_pairs`. ``hashes``
@@ -46,13 +54,22 @@ def sort_unique_segments(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarr
     if len(docs) and (docs[0] < 0 or docs[-1] >= len(offsets) - 1):
         raise ValueError(f"docs must be segment numbers 0..{len(offsets) - 2}")
     ends = offsets[1:].copy()
-    parallel(lambda lo, hi: _k.sort_unique_segments(hashes, offsets, docs, ends, lo, hi),
-             len(docs), offsets[docs + 1] - offsets[docs], min_weight=1 << 16)
+    parallel(
+        lambda lo, hi: _k.sort_unique_segments(hashes, offsets, docs, ends, lo, hi),
+        len(docs),
+        offsets[docs + 1] - offsets[docs],
+        min_weight=1 << 16,
+    )
     return ends
 
 
-def unsorted_overlap_pairs(hashes: np.ndarray, offsets: np.ndarray, left: np.ndarray,
-                           right: np.ndarray, containment: bool = False) -> np.ndarray:
+def unsorted_overlap_pairs(
+    hashes: np.ndarray,
+    offsets: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    containment: bool = False,
+) -> np.ndarray:
     """Jaccard (or containment) of pairs of sets given as the unsorted segments
     ``hashes[offsets[d]:offsets[d+1]]`` (repeats allowed) of 32-bit fingerprints: what
     :func:`sort_unique_segments` and :func:`overlap_pairs` give, without sorting anything.
@@ -72,14 +89,23 @@ def unsorted_overlap_pairs(hashes: np.ndarray, offsets: np.ndarray, left: np.nda
     out = np.empty(len(left), np.float32)
     mode = 1 if containment else 0
     sizes = (offsets[left + 1] - offsets[left]) + (offsets[right + 1] - offsets[right])
-    parallel(lambda lo, hi: _k.pair_overlap_unsorted(hashes, offsets, left, right, mode, out,
-                                                     lo, hi), len(left), sizes,
-             min_weight=1 << 16)
+    parallel(
+        lambda lo, hi: _k.pair_overlap_unsorted(hashes, offsets, left, right, mode, out, lo, hi),
+        len(left),
+        sizes,
+        min_weight=1 << 16,
+    )
     return out
 
 
-def overlap_pairs(hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray, left: np.ndarray,
-                  right: np.ndarray, containment: bool = False) -> np.ndarray:
+def overlap_pairs(
+    hashes: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    containment: bool = False,
+) -> np.ndarray:
     """Jaccard (or containment) of pairs of sorted sets ``hashes[starts[d]:ends[d]]``."""
     left, right = _as_pairs(left, right)
     return _overlap(hashes, starts, ends, left, right, containment)
@@ -112,6 +138,9 @@ def estimate_pairs(signatures: np.ndarray, left: np.ndarray, right: np.ndarray) 
     sig = np.ascontiguousarray(signatures, dtype=np.uint32)
     check_pairs(sig.shape[0], left, right)
     out = np.empty(len(left), np.float32)
-    parallel(lambda lo, hi: _k.pair_estimate(sig, left, right, out, lo, hi), len(left),
-             min_weight=1 << 12)
+    parallel(
+        lambda lo, hi: _k.pair_estimate(sig, left, right, out, lo, hi),
+        len(left),
+        min_weight=1 << 12,
+    )
     return out

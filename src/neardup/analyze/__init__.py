@@ -37,8 +37,23 @@ from .output import to_markdown, write_analysis
 from .result import Analysis
 
 __all__ = [
-    "Analysis", "Corpus", "scurve", "params", "recall", "bands", "grid", "distribution",
-    "datasketch_optimal_param", "lsh_areas", "threshold_approx", "parse_bands_rows",
-    "load_corpus", "sample_corpus", "prepare", "all_pairs_jaccard", "expand_result_pairs",
-    "write_analysis", "to_markdown",
+    "Analysis",
+    "Corpus",
+    "scurve",
+    "params",
+    "recall",
+    "bands",
+    "grid",
+    "distribution",
+    "datasketch_optimal_param",
+    "lsh_areas",
+    "threshold_approx",
+    "parse_bands_rows",
+    "load_corpus",
+    "sample_corpus",
+    "prepare",
+    "all_pairs_jaccard",
+    "expand_result_pairs",
+    "write_analysis",
+    "to_markdown",
 ]

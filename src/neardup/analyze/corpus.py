@@ -48,9 +48,15 @@ class Corpus:
     skipped: dict = field(default_factory=lambda: {"total": 0, "by_reason": {}})
 
 
-def load_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
-                text_fields: Sequence[str] | str = ("text",), id_field: str | None = None,
-                max_docs: int | None = None, seed: int = 0, **read_options) -> Corpus:
+def load_corpus(
+    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    *,
+    text_fields: Sequence[str] | str = ("text",),
+    id_field: str | None = None,
+    max_docs: int | None = None,
+    seed: int = 0,
+    **read_options,
+) -> Corpus:
     """Read every document of ``paths`` (:func:`neardup.io.read_documents`); with ``max_docs``,
     keep a uniform sample of that many (in input order, drawn with ``seed``)."""
     from ..io import SkipReport, read_documents
@@ -58,14 +64,14 @@ def load_corpus(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
     ids: list[str] = []
     texts: list[str] = []
     report = read_options.pop("report", None) or SkipReport()
-    for chunk in read_documents(paths, text_fields=text_fields, id_field=id_field,
-                                report=report, **read_options):
+    for chunk in read_documents(
+        paths, text_fields=text_fields, id_field=id_field, report=report, **read_options
+    ):
         ids.extend(chunk.ids)
         texts.extend(chunk.texts)
     read = len(ids)
     sk = report.to_dict()
-    corpus = Corpus(ids, texts, read, skipped={"total": sk["total"],
-                                               "by_reason": sk["by_reason"]})
+    corpus = Corpus(ids, texts, read, skipped={"total": sk["total"], "by_reason": sk["by_reason"]})
     if max_docs is not None:
         corpus = sample_corpus(corpus, max_docs, seed)
     return corpus
@@ -78,17 +84,25 @@ def sample_corpus(corpus: Corpus, max_docs: int, seed: int = 0) -> Corpus:
     if n <= max_docs:
         return corpus
     keep = np.sort(np.random.default_rng(seed).choice(n, size=max_docs, replace=False))
-    return Corpus([corpus.ids[i] for i in keep], [corpus.texts[i] for i in keep], corpus.read,
-                  sampled=True, skipped=corpus.skipped)
+    return Corpus(
+        [corpus.ids[i] for i in keep],
+        [corpus.texts[i] for i in keep],
+        corpus.read,
+        sampled=True,
+        skipped=corpus.skipped,
+    )
 
 
 def _shingle_cfg(spec: str | ShingleConfig) -> ShingleConfig:
     return spec if isinstance(spec, ShingleConfig) else ShingleConfig.parse(spec)
 
 
-def prepare(texts: Sequence[str], shingle_spec: str | ShingleConfig = "word:5",
-            num_perm: int | None = 128, seed: int = 1
-            ) -> tuple[np.ndarray, Shingles, np.ndarray | None]:
+def prepare(
+    texts: Sequence[str],
+    shingle_spec: str | ShingleConfig = "word:5",
+    num_perm: int | None = 128,
+    seed: int = 1,
+) -> tuple[np.ndarray, Shingles, np.ndarray | None]:
     """Shingle (and sketch) the non-empty documents of ``texts``.
 
     Returns ``rows`` (``int64[m]``: the positions in ``texts`` of the non-empty documents),
@@ -107,20 +121,25 @@ def prepare(texts: Sequence[str], shingle_spec: str | ShingleConfig = "word:5",
     return rows, sh, sig
 
 
-def _jaccard_block(hashes: np.ndarray, offsets: np.ndarray, i0: int, i1: int, lo: float
-                   ) -> np.ndarray:
+def _jaccard_block(
+    hashes: np.ndarray, offsets: np.ndarray, i0: int, i1: int, lo: float
+) -> np.ndarray:
     """Exact Jaccard of rows ``i0..i1-1`` with every later row: ``float64[i1-i0, n]``, exact
     where it is >= ``lo``, and some value below ``lo`` (often 0) where it is not."""
     hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = np.zeros((i1 - i0, len(offsets) - 1), np.float64)
-    parallel(lambda r0, r1: _k.jaccard_block(hashes, offsets, i0, lo, out, r0, r1), i1 - i0,
-             min_weight=16)
+    parallel(
+        lambda r0, r1: _k.jaccard_block(hashes, offsets, i0, lo, out, r0, r1),
+        i1 - i0,
+        min_weight=16,
+    )
     return out
 
 
-def all_pairs_jaccard(sh: Shingles, min_similarity: float, block: int = 64
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def all_pairs_jaccard(
+    sh: Shingles, min_similarity: float, block: int = 64
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of documents with exact Jaccard >= ``min_similarity`` (> 0), by comparing all
     pairs: ``left < right`` (``int64[m]``) and ``similarity`` (``float64[m]``). Quadratic: meant
     for a few thousand documents."""
@@ -138,8 +157,11 @@ def all_pairs_jaccard(sh: Shingles, min_similarity: float, block: int = 64
         parts_s.append(sims[bi, j])
     if not parts_l:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
-    return (np.concatenate(parts_l).astype(np.int64), np.concatenate(parts_r).astype(np.int64),
-            np.concatenate(parts_s))
+    return (
+        np.concatenate(parts_l).astype(np.int64),
+        np.concatenate(parts_r).astype(np.int64),
+        np.concatenate(parts_s),
+    )
 
 
 def _encode(left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -158,8 +180,10 @@ def _candidates(sig: np.ndarray, bands: int, rows: int) -> tuple[np.ndarray, np.
 def _check_bins(edges: Sequence[float]) -> np.ndarray:
     e = np.asarray(edges, dtype=np.float64)
     if e.ndim != 1 or len(e) < 2 or np.any(np.diff(e) <= 0) or e[0] <= 0 or e[-1] > 1:
-        raise ConfigError(f"bins={list(edges)!r} are invalid: at least two increasing edges in "
-                          "(0, 1], e.g. 0.5 0.6 0.7 0.8 0.9 1.0")
+        raise ConfigError(
+            f"bins={list(edges)!r} are invalid: at least two increasing edges in "
+            "(0, 1], e.g. 0.5 0.6 0.7 0.8 0.9 1.0"
+        )
     return e
 
 
@@ -171,18 +195,22 @@ def _bin_index(sim: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return idx
 
 
-def _settings(thresholds: Sequence[float], bands_rows: Sequence[tuple[int, int]],
-              num_perm: int, min_recall: float) -> list[dict]:
+def _settings(
+    thresholds: Sequence[float],
+    bands_rows: Sequence[tuple[int, int]],
+    num_perm: int,
+    min_recall: float,
+) -> list[dict]:
     out = []
     for t in thresholds:
         check_threshold(t)
         b, r = lsh_params(LSHConfig(threshold=float(t), min_recall=float(min_recall)), num_perm)
-        out.append({"setting": f"t={t:g}: {b}x{r}", "threshold": float(t), "bands": b,
-                    "rows": r})
+        out.append({"setting": f"t={t:g}: {b}x{r}", "threshold": float(t), "bands": b, "rows": r})
     for b, r in bands_rows:
         if b * r > num_perm:
-            raise ConfigError(f"bands-rows={b}x{r} is invalid: {b}*{r}={b * r} exceeds "
-                              f"num_perm={num_perm}")
+            raise ConfigError(
+                f"bands-rows={b}x{r} is invalid: {b}*{r}={b * r} exceeds num_perm={num_perm}"
+            )
         out.append({"setting": f"{b}x{r}", "threshold": None, "bands": b, "rows": r})
     if not out:
         raise ConfigError("give at least one threshold or BANDSxROWS setting")
@@ -195,11 +223,19 @@ def _check_docs(texts: Sequence[str], ids: Sequence[str] | None) -> list[str]:
     return list(ids) if ids is not None else [str(i) for i in range(len(texts))]
 
 
-def recall(texts: Sequence[str], ids: Sequence[str] | None = None, *,
-           thresholds: Sequence[float] = (0.5, 0.7, 0.8, 0.9),
-           bands_rows: Sequence[tuple[int, int]] = (), bins: Sequence[float] = DEFAULT_BIN_EDGES,
-           shingle: str = "word:5", num_perm: int = 128, seed: int = 1, min_recall: float = 0.9,
-           max_docs: int = MAX_BRUTE_FORCE_DOCS) -> Analysis:
+def recall(
+    texts: Sequence[str],
+    ids: Sequence[str] | None = None,
+    *,
+    thresholds: Sequence[float] = (0.5, 0.7, 0.8, 0.9),
+    bands_rows: Sequence[tuple[int, int]] = (),
+    bins: Sequence[float] = DEFAULT_BIN_EDGES,
+    shingle: str = "word:5",
+    num_perm: int = 128,
+    seed: int = 1,
+    min_recall: float = 0.9,
+    max_docs: int = MAX_BRUTE_FORCE_DOCS,
+) -> Analysis:
     """LSH candidates against the brute force: for each LSH setting (neardup's choice
     for each threshold, and each fixed BANDSxROWS) and similarity bin, how many pairs of that
     exact Jaccard exist, how many LSH proposed, and how many the S-curve expects (the mean
@@ -216,15 +252,26 @@ def recall(texts: Sequence[str], ids: Sequence[str] | None = None, *,
         raise ConfigError(
             f"recall compares all pairs of documents: {len(texts):,} documents is more than "
             f"max_docs={max_docs:,} allows ({len(texts) * (len(texts) - 1) // 2:,} pairs); "
-            f"sample them (--max-docs N draws N documents, seeded by --seed) or raise the limit")
+            f"sample them (--max-docs N draws N documents, seeded by --seed) or raise the limit"
+        )
     rows_kept, sh, sig = prepare(texts, shingle, num_perm, seed)
     tl, tr, tsim = all_pairs_jaccard(sh, float(edges[0]))
     tbin = _bin_index(tsim, edges)
     true_keys = _encode(tl, tr)
     nb = len(edges) - 1
     true_per_bin = np.bincount(tbin[tbin >= 0], minlength=nb)
-    cols = ["setting", "bands", "rows", "bin", "bin_lo", "bin_hi", "true_pairs", "found",
-            "recall", "expected_recall"]
+    cols = [
+        "setting",
+        "bands",
+        "rows",
+        "bin",
+        "bin_lo",
+        "bin_hi",
+        "true_pairs",
+        "found",
+        "recall",
+        "expected_recall",
+    ]
     table = []
     per_setting = []
     for st in settings:
@@ -238,40 +285,73 @@ def recall(texts: Sequence[str], ids: Sequence[str] | None = None, *,
         for k in range(nb):
             t_, f_ = int(true_per_bin[k]), int(found_per_bin[k])
             lo, hi = float(edges[k]), float(edges[k + 1])
-            st_rows.append({
-                "setting": st["setting"], "bands": b, "rows": r,
-                "bin": f"[{lo:g}, {hi:g}{']' if k == nb - 1 else ')'}", "bin_lo": lo,
-                "bin_hi": hi, "true_pairs": t_, "found": f_,
-                "recall": round(f_ / t_, 4) if t_ else None,
-                "expected_recall": round(float(exp_per_bin[k]) / t_, 4) if t_ else None})
+            st_rows.append(
+                {
+                    "setting": st["setting"],
+                    "bands": b,
+                    "rows": r,
+                    "bin": f"[{lo:g}, {hi:g}{']' if k == nb - 1 else ')'}",
+                    "bin_lo": lo,
+                    "bin_hi": hi,
+                    "true_pairs": t_,
+                    "found": f_,
+                    "recall": round(f_ / t_, 4) if t_ else None,
+                    "expected_recall": round(float(exp_per_bin[k]) / t_, 4) if t_ else None,
+                }
+            )
         table.extend(st_rows)
         summ = {"setting": st["setting"], "bands": b, "rows": r, "candidates": len(cl)}
         t = st["threshold"]
         if t is not None:
             above = tsim >= t
             n_true, n_found = int(above.sum()), int((above & found).sum())
-            summ.update({"threshold": t, "true_pairs_at_threshold": n_true,
-                         "found_at_threshold": n_found,
-                         "recall_at_threshold": round(n_found / n_true, 4) if n_true else None,
-                         "expected_recall_at_threshold":
-                             round(float(p[above].mean()), 4) if n_true else None,
-                         "s_curve_at_threshold": round(float(s_curve(t, b, r)), 4)})
+            summ.update(
+                {
+                    "threshold": t,
+                    "true_pairs_at_threshold": n_true,
+                    "found_at_threshold": n_found,
+                    "recall_at_threshold": round(n_found / n_true, 4) if n_true else None,
+                    "expected_recall_at_threshold": round(float(p[above].mean()), 4)
+                    if n_true
+                    else None,
+                    "s_curve_at_threshold": round(float(s_curve(t, b, r)), 4),
+                }
+            )
         top = tbin == nb - 1
         summ["top_bin"] = st_rows[-1]["bin"]
         summ["top_bin_found"] = f"{int((top & found).sum())} of {int(top.sum())}"
         per_setting.append(summ)
-    summary = {"documents": len(texts), "empty_documents": len(texts) - len(rows_kept),
-               "pairs_compared": len(rows_kept) * (len(rows_kept) - 1) // 2,
-               "shingle": str(_shingle_cfg(shingle)), "num_perm": num_perm, "seed": seed,
-               "min_recall": min_recall, "bins": edges.tolist(),
-               "true_pairs_per_bin": true_per_bin.tolist(), "settings": per_setting}
-    return Analysis("recall", "LSH recall against brute-force Jaccard", cols, table, summary,
-                    {"edges": edges, "settings": settings})
+    summary = {
+        "documents": len(texts),
+        "empty_documents": len(texts) - len(rows_kept),
+        "pairs_compared": len(rows_kept) * (len(rows_kept) - 1) // 2,
+        "shingle": str(_shingle_cfg(shingle)),
+        "num_perm": num_perm,
+        "seed": seed,
+        "min_recall": min_recall,
+        "bins": edges.tolist(),
+        "true_pairs_per_bin": true_per_bin.tolist(),
+        "settings": per_setting,
+    }
+    return Analysis(
+        "recall",
+        "LSH recall against brute-force Jaccard",
+        cols,
+        table,
+        summary,
+        {"edges": edges, "settings": settings},
+    )
 
 
-def bands(texts: Sequence[str], *, num_perm: int = 128,
-          bands_list: Sequence[int] = (2, 4, 5, 8, 9, 10, 16, 20, 32, 64),
-          threshold: float = 0.8, shingle: str = "word:5", seed: int = 1) -> Analysis:
+def bands(
+    texts: Sequence[str],
+    *,
+    num_perm: int = 128,
+    bands_list: Sequence[int] = (2, 4, 5, 8, 9, 10, 16, 20, 32, 64),
+    threshold: float = 0.8,
+    shingle: str = "word:5",
+    seed: int = 1,
+) -> Analysis:
     """Candidate pairs against the number of bands for one set of signatures: sketch
     once with ``num_perm`` values, then band them as ``b`` bands of ``num_perm // b`` rows for
     each ``b`` of ``bands_list``; count the candidates and those whose exact Jaccard reaches
@@ -284,30 +364,55 @@ def bands(texts: Sequence[str], *, num_perm: int = 128,
         check_int("bands", b, 1, num_perm, allowed=f"an integer from 1 to num_perm={num_perm}")
     rows_kept, sh, sig = prepare(texts, shingle, num_perm, seed)
     n = len(rows_kept)
-    cols = ["bands", "rows", "values", "candidates", "true_candidates", "false_candidates",
-            "precision", "fraction_of_all_pairs", "threshold_approx", "p_at_threshold"]
+    cols = [
+        "bands",
+        "rows",
+        "values",
+        "candidates",
+        "true_candidates",
+        "false_candidates",
+        "precision",
+        "fraction_of_all_pairs",
+        "threshold_approx",
+        "p_at_threshold",
+    ]
     table = []
     for b in bands_list:
         r = num_perm // b
         cl, cr = _candidates(sig, b, r)
         sim = jaccard_pairs(sh, cl, cr) if len(cl) else np.zeros(0, np.float32)
         good = int(np.count_nonzero(sim >= np.float32(threshold)))
-        table.append({"bands": b, "rows": r, "values": b * r, "candidates": len(cl),
-                      "true_candidates": good, "false_candidates": len(cl) - good,
-                      "precision": round(good / len(cl), 4) if len(cl) else None,
-                      "fraction_of_all_pairs": (round(len(cl) / (n * (n - 1) / 2), 6)
-                                                if n > 1 else None),
-                      "threshold_approx": round(threshold_approx(b, r), 4),
-                      "p_at_threshold": round(float(s_curve(threshold, b, r)), 4)})
-    summary = {"documents": len(texts), "empty_documents": len(texts) - n,
-               "all_pairs": n * (n - 1) // 2, "shingle": str(_shingle_cfg(shingle)),
-               "num_perm": num_perm, "seed": seed, "threshold": threshold}
-    return Analysis("bands", f"Candidate pairs per number of bands ({num_perm} values)", cols,
-                    table, summary)
+        table.append(
+            {
+                "bands": b,
+                "rows": r,
+                "values": b * r,
+                "candidates": len(cl),
+                "true_candidates": good,
+                "false_candidates": len(cl) - good,
+                "precision": round(good / len(cl), 4) if len(cl) else None,
+                "fraction_of_all_pairs": (round(len(cl) / (n * (n - 1) / 2), 6) if n > 1 else None),
+                "threshold_approx": round(threshold_approx(b, r), 4),
+                "p_at_threshold": round(float(s_curve(threshold, b, r)), 4),
+            }
+        )
+    summary = {
+        "documents": len(texts),
+        "empty_documents": len(texts) - n,
+        "all_pairs": n * (n - 1) // 2,
+        "shingle": str(_shingle_cfg(shingle)),
+        "num_perm": num_perm,
+        "seed": seed,
+        "threshold": threshold,
+    }
+    return Analysis(
+        "bands", f"Candidate pairs per number of bands ({num_perm} values)", cols, table, summary
+    )
 
 
-def expand_result_pairs(result, rows_subset: np.ndarray | None = None
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def expand_result_pairs(
+    result, rows_subset: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The document pairs a :class:`~neardup.Result` stands for, all of them.
 
     Its compared pairs (exact-duplicate groups as stars around their first documents, verified
@@ -321,15 +426,23 @@ def expand_result_pairs(result, rows_subset: np.ndarray | None = None
     fp = edge & (p.method == FINGERPRINT)
     head[p.right[fp]] = p.left[fp]
     near = edge & ~fp
-    pairs, _ = expand_pairs(head, n, p.left[near], p.right[near], p.similarity[near], 1,
-                            "all", max(n, 1))
+    pairs, _ = expand_pairs(
+        head, n, p.left[near], p.right[near], p.similarity[near], 1, "all", max(n, 1)
+    )
     return pairs.left, pairs.right, pairs.similarity
 
 
-def grid(texts: Sequence[str], ids: Sequence[str] | None = None, *,
-         thresholds: Sequence[float] = tuple(round(0.3 + 0.1 * i, 1) for i in range(7)),
-         sizes: Sequence[int] = (3, 5, 7), kind: str = "word", num_perm: int = 128,
-         seed: int = 1, min_recall: float = 0.9) -> Analysis:
+def grid(
+    texts: Sequence[str],
+    ids: Sequence[str] | None = None,
+    *,
+    thresholds: Sequence[float] = tuple(round(0.3 + 0.1 * i, 1) for i in range(7)),
+    sizes: Sequence[int] = (3, 5, 7),
+    kind: str = "word",
+    num_perm: int = 128,
+    seed: int = 1,
+    min_recall: float = 0.9,
+) -> Analysis:
     """For each shingle size and threshold, the number of duplicate
     pairs neardup verifies and of documents with at least one near-duplicate.
 
@@ -354,27 +467,62 @@ def grid(texts: Sequence[str], ids: Sequence[str] | None = None, *,
     table = []
     runs = []
     for k in sizes:
-        res = dedup(list(texts), ids, threshold=ts[0], shingle=f"{kind}:{k}", num_perm=num_perm,
-                    seed=seed, min_recall=min_recall)
+        res = dedup(
+            list(texts),
+            ids,
+            threshold=ts[0],
+            shingle=f"{kind}:{k}",
+            num_perm=num_perm,
+            seed=seed,
+            min_recall=min_recall,
+        )
         left, right, sim = expand_result_pairs(res)
         lsh = res.summary["lsh"]
-        runs.append({"k": int(k), "bands": lsh["bands"], "rows": lsh["rows"],
-                     "candidates": lsh["candidates"]})
+        runs.append(
+            {
+                "k": int(k),
+                "bands": lsh["bands"],
+                "rows": lsh["rows"],
+                "candidates": lsh["candidates"],
+            }
+        )
         for t in ts:
             ok = sim >= np.float32(t)
             docs = len(np.union1d(left[ok], right[ok]))
-            table.append({"kind": kind, "k": int(k), "threshold": t, "pairs": int(ok.sum()),
-                          "documents": docs, "document_fraction": round(docs / n, 4) if n else
-                          None})
-    summary = {"documents": n, "kind": kind, "sizes": [int(k) for k in sizes],
-               "thresholds": ts, "num_perm": num_perm, "seed": seed, "min_recall": min_recall,
-               "runs": runs}
+            table.append(
+                {
+                    "kind": kind,
+                    "k": int(k),
+                    "threshold": t,
+                    "pairs": int(ok.sum()),
+                    "documents": docs,
+                    "document_fraction": round(docs / n, 4) if n else None,
+                }
+            )
+    summary = {
+        "documents": n,
+        "kind": kind,
+        "sizes": [int(k) for k in sizes],
+        "thresholds": ts,
+        "num_perm": num_perm,
+        "seed": seed,
+        "min_recall": min_recall,
+        "runs": runs,
+    }
     return Analysis("grid", "Duplicates per threshold and shingle size", cols, table, summary)
 
 
-def distribution(texts: Sequence[str], *, threshold: float = 0.8, num_perm: int = 128,
-                 shingle: str = "word:5", seed: int = 1, min_recall: float = 0.9,
-                 bands_rows: tuple[int, int] | None = None, bins: int = 20) -> Analysis:
+def distribution(
+    texts: Sequence[str],
+    *,
+    threshold: float = 0.8,
+    num_perm: int = 128,
+    shingle: str = "word:5",
+    seed: int = 1,
+    min_recall: float = 0.9,
+    bands_rows: tuple[int, int] | None = None,
+    bins: int = 20,
+) -> Analysis:
     """Histogram of the exact Jaccard similarity of all LSH candidate pairs, and of the verified
     ones (>= ``threshold``), for neardup's (bands, rows) at the threshold or ``bands_rows``.
 
@@ -383,13 +531,15 @@ def distribution(texts: Sequence[str], *, threshold: float = 0.8, num_perm: int 
     check_int("num_perm", num_perm, 2, 4096)
     check_int("bins", bins, 2, 1000)
     if bands_rows is None:
-        b, r = lsh_params(LSHConfig(threshold=float(threshold), min_recall=float(min_recall)),
-                          num_perm)
+        b, r = lsh_params(
+            LSHConfig(threshold=float(threshold), min_recall=float(min_recall)), num_perm
+        )
     else:
         b, r = bands_rows
         if b * r > num_perm:
-            raise ConfigError(f"bands-rows={b}x{r} is invalid: {b}*{r}={b * r} exceeds "
-                              f"num_perm={num_perm}")
+            raise ConfigError(
+                f"bands-rows={b}x{r} is invalid: {b}*{r}={b * r} exceeds num_perm={num_perm}"
+            )
     rows_kept, sh, sig = prepare(texts, shingle, num_perm, seed)
     cl, cr = _candidates(sig, b, r)
     sim = (jaccard_pairs(sh, cl, cr) if len(cl) else np.zeros(0, np.float32)).astype(np.float64)
@@ -399,15 +549,34 @@ def distribution(texts: Sequence[str], *, threshold: float = 0.8, num_perm: int 
     cand_hist = np.bincount(idx, minlength=bins)
     ver_hist = np.bincount(idx[verified], minlength=bins)
     cols = ["bin_lo", "bin_hi", "candidates", "verified"]
-    table = [{"bin_lo": round(float(edges[i]), 6), "bin_hi": round(float(edges[i + 1]), 6),
-              "candidates": int(cand_hist[i]), "verified": int(ver_hist[i])}
-             for i in range(bins)]
-    summary = {"documents": len(texts), "empty_documents": len(texts) - len(rows_kept),
-               "shingle": str(_shingle_cfg(shingle)), "num_perm": num_perm, "seed": seed,
-               "threshold": threshold, "bands": b, "rows": r, "candidates": len(cl),
-               "verified": int(verified.sum()),
-               "identical_shingle_sets": int(np.count_nonzero(sim >= 1.0)),
-               "median_candidate_similarity": round(float(np.median(sim)), 4) if len(sim)
-               else None}
-    return Analysis("distribution", "Similarity of LSH candidates and verified pairs", cols,
-                    table, summary, {"edges": edges, "similarity": sim})
+    table = [
+        {
+            "bin_lo": round(float(edges[i]), 6),
+            "bin_hi": round(float(edges[i + 1]), 6),
+            "candidates": int(cand_hist[i]),
+            "verified": int(ver_hist[i]),
+        }
+        for i in range(bins)
+    ]
+    summary = {
+        "documents": len(texts),
+        "empty_documents": len(texts) - len(rows_kept),
+        "shingle": str(_shingle_cfg(shingle)),
+        "num_perm": num_perm,
+        "seed": seed,
+        "threshold": threshold,
+        "bands": b,
+        "rows": r,
+        "candidates": len(cl),
+        "verified": int(verified.sum()),
+        "identical_shingle_sets": int(np.count_nonzero(sim >= 1.0)),
+        "median_candidate_similarity": round(float(np.median(sim)), 4) if len(sim) else None,
+    }
+    return Analysis(
+        "distribution",
+        "Similarity of LSH candidates and verified pairs",
+        cols,
+        table,
+        summary,
+        {"edges": edges, "similarity": sim},
+    )

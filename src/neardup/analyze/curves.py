@@ -23,8 +23,14 @@ from .result import Analysis
 
 #: (bands, rows) shown by default: the textbook 20x5 (Mining of Massive Datasets, ch. 3) and
 #: 5x20, 10x10, neardup's choice at 0.8/128 (16x8), datasketch's (9x13) and a low-threshold 32x4.
-DEFAULT_BANDS_ROWS: tuple[tuple[int, int], ...] = ((20, 5), (5, 20), (10, 10), (16, 8), (9, 13),
-                                                   (32, 4))
+DEFAULT_BANDS_ROWS: tuple[tuple[int, int], ...] = (
+    (20, 5),
+    (5, 20),
+    (10, 10),
+    (16, 8),
+    (9, 13),
+    (32, 4),
+)
 #: Similarities at which the S-curve table gives the probability.
 DEFAULT_POINTS: tuple[float, ...] = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 
@@ -51,8 +57,9 @@ def _gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.legendre.leggauss(n)
 
 
-def lsh_areas(bands: np.ndarray | int, rows: np.ndarray | int, threshold: float,
-              degree: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def lsh_areas(
+    bands: np.ndarray | int, rows: np.ndarray | int, threshold: float, degree: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """False-positive and false-negative areas of the S-curves of ``bands`` x ``rows``
     (broadcast arrays or ints) at ``threshold``, exact up to rounding (Gauss-Legendre with
     enough nodes for polynomials of ``degree``, default ``max(bands * rows)``)."""
@@ -71,8 +78,9 @@ def lsh_areas(bands: np.ndarray | int, rows: np.ndarray | int, threshold: float,
     return integral(0.0, threshold, False), integral(threshold, 1.0, True)
 
 
-def datasketch_optimal_param(threshold: float, num_perm: int, fp_weight: float = 0.5,
-                             fn_weight: float = 0.5) -> tuple[int, int]:
+def datasketch_optimal_param(
+    threshold: float, num_perm: int, fp_weight: float = 0.5, fn_weight: float = 0.5
+) -> tuple[int, int]:
     """datasketch's ``MinHashLSH._optimal_param``: the ``(b, r)`` with ``b * r <= num_perm``
     minimising ``fp_weight * FP area + fn_weight * FN area``, scanning ``b`` then ``r`` in
     increasing order and keeping the first minimum. No recall floor: at 0.8/128 it picks 9x13."""
@@ -86,8 +94,11 @@ def datasketch_optimal_param(threshold: float, num_perm: int, fp_weight: float =
     return int(bs[i]), int(rs[i])
 
 
-def scurve(bands_rows: Sequence[tuple[int, int]] = DEFAULT_BANDS_ROWS,
-           points: Sequence[float] = DEFAULT_POINTS, resolution: int = 501) -> Analysis:
+def scurve(
+    bands_rows: Sequence[tuple[int, int]] = DEFAULT_BANDS_ROWS,
+    points: Sequence[float] = DEFAULT_POINTS,
+    resolution: int = 501,
+) -> Analysis:
     """Probability of becoming a candidate against Jaccard similarity for each (bands, rows).
 
     Rows of the table: bands, rows, signature values used, the approximate threshold
@@ -107,21 +118,39 @@ def scurve(bands_rows: Sequence[tuple[int, int]] = DEFAULT_BANDS_ROWS,
     curves = np.empty((len(bands_rows), resolution))
     for i, (b, r) in enumerate(bands_rows):
         curves[i] = s_curve(xs, b, r)
-        row = {"bands": b, "rows": r, "values": b * r,
-               "threshold_approx": round(threshold_approx(b, r), 4)}
+        row = {
+            "bands": b,
+            "rows": r,
+            "values": b * r,
+            "threshold_approx": round(threshold_approx(b, r), 4),
+        }
         for s in points:
             row[f"p@{s:g}"] = round(float(s_curve(s, b, r)), 6)
         rows.append(row)
-    summary = {"bands_rows": [f"{b}x{r}" for b, r in bands_rows], "points": list(points),
-               # the textbook example: 20 bands of 5 rows find a pair of
-               # similarity 0.8 almost surely
-               "p_20x5_at_0.8": round(float(s_curve(0.8, 20, 5)), 6)}
-    return Analysis("scurve", "Probability of becoming an LSH candidate", cols, rows, summary,
-                    {"s": xs, "p": curves, "bands_rows": list(bands_rows)})
+    summary = {
+        "bands_rows": [f"{b}x{r}" for b, r in bands_rows],
+        "points": list(points),
+        # the textbook example: 20 bands of 5 rows find a pair of
+        # similarity 0.8 almost surely
+        "p_20x5_at_0.8": round(float(s_curve(0.8, 20, 5)), 6),
+    }
+    return Analysis(
+        "scurve",
+        "Probability of becoming an LSH candidate",
+        cols,
+        rows,
+        summary,
+        {"s": xs, "p": curves, "bands_rows": list(bands_rows)},
+    )
 
 
-def params(thresholds: Sequence[float] = (0.8,), num_perm: int = 128, min_recall: float = 0.9,
-           weights: tuple[float, float] = (0.5, 0.5), resolution: int = 501) -> Analysis:
+def params(
+    thresholds: Sequence[float] = (0.8,),
+    num_perm: int = 128,
+    min_recall: float = 0.9,
+    weights: tuple[float, float] = (0.5, 0.5),
+    resolution: int = 501,
+) -> Analysis:
     """neardup's choice of (bands, rows) (:func:`neardup.lsh.lsh_params`: the fewest false
     positives with recall at the threshold >= ``min_recall``) against datasketch's
     (:func:`datasketch_optimal_param` with ``weights`` = (fp, fn)), for each threshold.
@@ -137,11 +166,23 @@ def params(thresholds: Sequence[float] = (0.8,), num_perm: int = 128, min_recall
     check_real("min_recall", min_recall, 0.0, 1.0, lo_open=True, hi_open=True)
     wfp, wfn = weights
     if wfp < 0 or wfn < 0 or wfp + wfn <= 0:
-        raise ConfigError(f"weights={tuple(weights)!r} are invalid: two non-negative numbers "
-                          "(false positive, false negative), not both 0")
-    cols = ["threshold", "method", "bands", "rows", "values", "fp_area", "fn_area",
-            "weighted_cost", "recall_at_threshold", "recall_at_threshold_plus_0.1",
-            "threshold_approx"]
+        raise ConfigError(
+            f"weights={tuple(weights)!r} are invalid: two non-negative numbers "
+            "(false positive, false negative), not both 0"
+        )
+    cols = [
+        "threshold",
+        "method",
+        "bands",
+        "rows",
+        "values",
+        "fp_area",
+        "fn_area",
+        "weighted_cost",
+        "recall_at_threshold",
+        "recall_at_threshold_plus_0.1",
+        "threshold_approx",
+    ]
     rows = []
     xs = np.linspace(0.0, 1.0, resolution)
     panels = []
@@ -149,25 +190,49 @@ def params(thresholds: Sequence[float] = (0.8,), num_perm: int = 128, min_recall
         ours = lsh_params(LSHConfig(threshold=float(t), min_recall=float(min_recall)), num_perm)
         theirs = datasketch_optimal_param(t, num_perm, wfp, wfn)
         panel = {"threshold": t, "curves": []}
-        for method, (b, r) in ((f"neardup (min_recall {min_recall:g})", ours),
-                               (f"datasketch (weights {wfp:g}/{wfn:g})", theirs)):
+        for method, (b, r) in (
+            (f"neardup (min_recall {min_recall:g})", ours),
+            (f"datasketch (weights {wfp:g}/{wfn:g})", theirs),
+        ):
             fp, fn = lsh_areas(b, r, t, degree=num_perm)
-            rows.append({
-                "threshold": t, "method": method, "bands": b, "rows": r, "values": b * r,
-                "fp_area": round(float(fp[0]), 6), "fn_area": round(float(fn[0]), 6),
-                "weighted_cost": round(float(wfp * fp[0] + wfn * fn[0]), 6),
-                "recall_at_threshold": round(float(s_curve(t, b, r)), 6),
-                "recall_at_threshold_plus_0.1": round(float(s_curve(min(t + 0.1, 1.0), b, r)),
-                                                      6),
-                "threshold_approx": round(threshold_approx(b, r), 4),
-            })
-            panel["curves"].append({"label": f"{method}: {b}x{r}", "bands": b, "rows": r,
-                                    "p": s_curve(xs, b, r)})
+            rows.append(
+                {
+                    "threshold": t,
+                    "method": method,
+                    "bands": b,
+                    "rows": r,
+                    "values": b * r,
+                    "fp_area": round(float(fp[0]), 6),
+                    "fn_area": round(float(fn[0]), 6),
+                    "weighted_cost": round(float(wfp * fp[0] + wfn * fn[0]), 6),
+                    "recall_at_threshold": round(float(s_curve(t, b, r)), 6),
+                    "recall_at_threshold_plus_0.1": round(
+                        float(s_curve(min(t + 0.1, 1.0), b, r)), 6
+                    ),
+                    "threshold_approx": round(threshold_approx(b, r), 4),
+                }
+            )
+            panel["curves"].append(
+                {"label": f"{method}: {b}x{r}", "bands": b, "rows": r, "p": s_curve(xs, b, r)}
+            )
         panels.append(panel)
-    summary = {"num_perm": num_perm, "min_recall": min_recall, "weights": list(weights),
-               "choices": {f"{t:g}": {"neardup": f"{rows[2 * i]['bands']}x{rows[2 * i]['rows']}",
-                                      "datasketch": f"{rows[2 * i + 1]['bands']}x"
-                                                    f"{rows[2 * i + 1]['rows']}"}
-                           for i, t in enumerate(thresholds)}}
-    return Analysis("params", f"Choice of bands and rows ({num_perm} permutations)", cols, rows,
-                    summary, {"s": xs, "panels": panels})
+    summary = {
+        "num_perm": num_perm,
+        "min_recall": min_recall,
+        "weights": list(weights),
+        "choices": {
+            f"{t:g}": {
+                "neardup": f"{rows[2 * i]['bands']}x{rows[2 * i]['rows']}",
+                "datasketch": f"{rows[2 * i + 1]['bands']}x{rows[2 * i + 1]['rows']}",
+            }
+            for i, t in enumerate(thresholds)
+        },
+    }
+    return Analysis(
+        "params",
+        f"Choice of bands and rows ({num_perm} permutations)",
+        cols,
+        rows,
+        summary,
+        {"s": xs, "panels": panels},
+    )

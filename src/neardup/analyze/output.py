@@ -35,9 +35,11 @@ def to_markdown(a: Analysis) -> str:
     in the summary (per-setting results) as a table of its own."""
     s = plain(a.summary)
     out = [f"# {a.title}\n"]
-    scalars = [(k, v) for k, v in s.items()
-               if not (isinstance(v, list) and v and isinstance(v[0], dict))
-               and not isinstance(v, dict)]
+    scalars = [
+        (k, v)
+        for k, v in s.items()
+        if not (isinstance(v, list) and v and isinstance(v[0], dict)) and not isinstance(v, dict)
+    ]
     out += [f"- **{k}**: {_fmt(v)}" for k, v in scalars]
     out.append("")
     out.append(markdown_table(plain(a.rows), a.columns))
@@ -63,8 +65,7 @@ def write_csv(a: Analysis, path: str | os.PathLike) -> None:
         w.writerows(plain(a.rows))
 
 
-def write_analysis(a: Analysis, outdir: str | os.PathLike, plot: bool = True
-                   ) -> dict[str, str]:
+def write_analysis(a: Analysis, outdir: str | os.PathLike, plot: bool = True) -> dict[str, str]:
     """Write ``<name>.csv``, ``<name>.md`` and (with ``plot``, when matplotlib is installed)
     ``<name>.png`` into ``outdir`` (created); return their paths by kind (no ``png`` when the
     figure was not drawn)."""
@@ -74,8 +75,7 @@ def write_analysis(a: Analysis, outdir: str | os.PathLike, plot: bool = True
     plot = plot and can_plot()
 
     out = prepare_outdir(outdir)
-    paths = {"csv": out / f"{a.name}.csv", "md": out / f"{a.name}.md",
-             "png": out / f"{a.name}.png"}
+    paths = {"csv": out / f"{a.name}.csv", "md": out / f"{a.name}.md", "png": out / f"{a.name}.png"}
     try:
         write_csv(a, paths["csv"])
         paths["md"].write_text(to_markdown(a), encoding="utf-8")

@@ -42,5 +42,6 @@ class Analysis:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: name, title, summary and rows."""
-        return plain({"analysis": self.name, "title": self.title, "summary": self.summary,
-                      "rows": self.rows})
+        return plain(
+            {"analysis": self.name, "title": self.title, "summary": self.summary, "rows": self.rows}
+        )

@@ -34,8 +34,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     errors show."""
     p = argparse.ArgumentParser(prog="neardup", description="Find near-duplicate documents.")
     p.add_argument("--version", action="version", version=f"neardup {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                           help="what to do (`neardup COMMAND --help` for its options)")
+    sub = p.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="what to do (`neardup COMMAND --help` for its options)",
+    )
     for family in FAMILIES:
         if command is None or command in family.COMMANDS:
             family.add_commands(sub)

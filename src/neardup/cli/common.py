@@ -37,8 +37,13 @@ Rows = Sequence[tuple[str, str]]
 class RichProgress:
     """One progress bar per stage, on stderr."""
 
-    LABELS = {"read": "read, shingle, sketch", "candidates": "LSH candidates",
-              "verify": "verify pairs", "cluster": "cluster", "write": "write outputs"}
+    LABELS = {
+        "read": "read, shingle, sketch",
+        "candidates": "LSH candidates",
+        "verify": "verify pairs",
+        "cluster": "cluster",
+        "write": "write outputs",
+    }
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -51,17 +56,22 @@ class RichProgress:
         )
 
         self._progress = Progress(
-            TextColumn("{task.description:<22}"), BarColumn(), TaskProgressColumn(),
-            TimeElapsedColumn(), TextColumn("{task.fields[extra]}"),
-            console=Console(stderr=True), transient=False,
+            TextColumn("{task.description:<22}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[extra]}"),
+            console=Console(stderr=True),
+            transient=False,
         )
         self._tasks: dict[str, Any] = {}
         self._progress.start()
 
     def start(self, stage: str, total: int | None) -> None:
         if stage not in self._tasks:
-            self._tasks[stage] = self._progress.add_task(self.LABELS.get(stage, stage),
-                                                         total=total, extra="")
+            self._tasks[stage] = self._progress.add_task(
+                self.LABELS.get(stage, stage), total=total, extra=""
+            )
 
     def update(self, stage: str, done: int, total: int | None = None) -> None:
         self.start(stage, total)
@@ -83,16 +93,21 @@ class RichProgress:
 Group = argparse.ArgumentParser | argparse._ArgumentGroup
 
 #: ``--id-field`` of the commands that detect the field ``id`` (dedup, index add).
-ID_DETECT_HELP = ("field holding the document id (default: the field id when every record has "
-                  "one, a string or an integer, distinct; otherwise the row number across all "
-                  "inputs; '' for row numbers); a folder's files are named by their paths")
+ID_DETECT_HELP = (
+    "field holding the document id (default: the field id when every record has "
+    "one, a string or an integer, distinct; otherwise the row number across all "
+    "inputs; '' for row numbers); a folder's files are named by their paths"
+)
 
-ON_ERROR_HELP = ("bad records: stop with an error (fail, default) or skip them and count them in "
-                 "the summary (skip)")
+ON_ERROR_HELP = (
+    "bad records: stop with an error (fail, default) or skip them and count them in "
+    "the summary (skip)"
+)
 
 
-def add_input_args(p: argparse.ArgumentParser, *, id_help: str | None = None,
-                   on_error_help: str = ON_ERROR_HELP) -> argparse._ArgumentGroup:
+def add_input_args(
+    p: argparse.ArgumentParser, *, id_help: str | None = None, on_error_help: str = ON_ERROR_HELP
+) -> argparse._ArgumentGroup:
     """The INPUT files and how they are read (text and id fields, format, encoding, bad
     records), as :func:`neardup.io.read_documents` takes them. Returns the "input" group, for a
     command's own reading options."""
@@ -100,26 +115,47 @@ def add_input_args(p: argparse.ArgumentParser, *, id_help: str | None = None,
 
     g = p.add_argument_group("input")
     p.set_defaults(trailing="inputs")  # INPUTs after the options too (see cli.main)
-    g.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="JSONL, JSON (an array of objects), CSV, TSV or Parquet files "
-                        "(optionally .gz or .zst), folders of text files (one document per "
-                        "file), or - for JSON lines on standard input")
-    g.add_argument("--text-field", nargs="+", default=["text"], metavar="FIELD",
-                   help="field(s) holding the text; several are joined with a newline "
-                        "(default: text)")
-    g.add_argument("--id-field", default=None, metavar="FIELD",
-                   help=id_help or "field holding the document id (default: the row number "
-                                   "across all inputs, or the file path inside a folder)")
-    g.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
-                   help="input format (default: from the file name)")
-    g.add_argument("--encoding", default="utf-8",
-                   help="text encoding of the inputs (default: utf-8; e.g. latin-1)")
+    g.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="JSONL, JSON (an array of objects), CSV, TSV or Parquet files "
+        "(optionally .gz or .zst), folders of text files (one document per "
+        "file), or - for JSON lines on standard input",
+    )
+    g.add_argument(
+        "--text-field",
+        nargs="+",
+        default=["text"],
+        metavar="FIELD",
+        help="field(s) holding the text; several are joined with a newline (default: text)",
+    )
+    g.add_argument(
+        "--id-field",
+        default=None,
+        metavar="FIELD",
+        help=id_help
+        or "field holding the document id (default: the row number "
+        "across all inputs, or the file path inside a folder)",
+    )
+    g.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        default=None,
+        help="input format (default: from the file name)",
+    )
+    g.add_argument(
+        "--encoding",
+        default="utf-8",
+        help="text encoding of the inputs (default: utf-8; e.g. latin-1)",
+    )
     g.add_argument("--on-error", choices=["fail", "skip"], default="fail", help=on_error_help)
     return g
 
 
-def add_output_args(p: argparse.ArgumentParser, help: str,
-                    metavar: str = "OUTDIR") -> argparse._ArgumentGroup:
+def add_output_args(
+    p: argparse.ArgumentParser, help: str, metavar: str = "OUTDIR"
+) -> argparse._ArgumentGroup:
     """``-o/--output`` (required) in an "output" group, which is returned for a command's own
     output options."""
     g = p.add_argument_group("output")
@@ -127,17 +163,26 @@ def add_output_args(p: argparse.ArgumentParser, help: str,
     return g
 
 
-def add_running_args(g: Group, *, workers: bool = False,
-                     quiet_help: str = "print nothing on success",
-                     json_help: str | None = "print the summary as JSON on stdout",
-                     quiet_short: bool = True) -> None:
+def add_running_args(
+    g: Group,
+    *,
+    workers: bool = False,
+    quiet_help: str = "print nothing on success",
+    json_help: str | None = "print the summary as JSON on stdout",
+    quiet_short: bool = True,
+) -> None:
     """``--workers`` (with ``workers``; see :func:`set_workers`), ``--quiet`` (``-q`` unless not
     ``quiet_short``) and ``--json`` (unless ``json_help`` is None) on ``g``, a parser or a group."""
     if workers:
-        g.add_argument("--workers", type=int, default=None,
-                       help="threads for the compiled stages (default: all cores)")
-    g.add_argument("--quiet", *(["-q"] if quiet_short else []), action="store_true",
-                   help=quiet_help)
+        g.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            help="threads for the compiled stages (default: all cores)",
+        )
+    g.add_argument(
+        "--quiet", *(["-q"] if quiet_short else []), action="store_true", help=quiet_help
+    )
     if json_help is not None:
         g.add_argument("--json", action="store_true", help=json_help)
 
@@ -151,65 +196,117 @@ def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
     nm.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalisation")
     nm.add_argument("--no-casefold", action="store_true", help="keep letter case")
     nm.add_argument("--strip-html", action="store_true", help="remove HTML tags and entities")
-    nm.add_argument("--strip-punctuation", action="store_true",
-                    help="replace punctuation by spaces")
+    nm.add_argument(
+        "--strip-punctuation", action="store_true", help="replace punctuation by spaces"
+    )
     nm.add_argument("--strip-digits", action="store_true", help="remove digits")
     nm.add_argument("--strip-stopwords", action="store_true", help="remove English stop words")
 
     sk = p.add_argument_group("shingles and MinHash")
-    sk.add_argument("--shingle", default=str(d.shingle), metavar="SPEC",
-                    help="word:K[:OFFSET] (K-word shingles, OFFSET words apart) or char:K[:OFFSET] "
-                         f"(default: {d.shingle})")
-    sk.add_argument("--num-perm", type=int, default=d.sketch.num_perm, metavar="K",
-                    help=f"MinHash values per document (default: {d.sketch.num_perm})")
-    sk.add_argument("--seed", type=int, default=d.sketch.seed,
-                    help=f"hash seed (default: {d.sketch.seed})")
-    sk.add_argument("--scheme", choices=SCHEMES, default=d.sketch.scheme,
-                    help="how the MinHash signature is computed: oph (default) hashes each "
-                         "shingle once and spreads the hashes over the signature's values "
-                         "(fast); classic computes one hash function (a*x+b) mod 2^61-1 per "
-                         "value (the textbook method, slower); both estimate the same Jaccard "
-                         "similarity")
+    sk.add_argument(
+        "--shingle",
+        default=str(d.shingle),
+        metavar="SPEC",
+        help="word:K[:OFFSET] (K-word shingles, OFFSET words apart) or char:K[:OFFSET] "
+        f"(default: {d.shingle})",
+    )
+    sk.add_argument(
+        "--num-perm",
+        type=int,
+        default=d.sketch.num_perm,
+        metavar="K",
+        help=f"MinHash values per document (default: {d.sketch.num_perm})",
+    )
+    sk.add_argument(
+        "--seed", type=int, default=d.sketch.seed, help=f"hash seed (default: {d.sketch.seed})"
+    )
+    sk.add_argument(
+        "--scheme",
+        choices=SCHEMES,
+        default=d.sketch.scheme,
+        help="how the MinHash signature is computed: oph (default) hashes each "
+        "shingle once and spreads the hashes over the signature's values "
+        "(fast); classic computes one hash function (a*x+b) mod 2^61-1 per "
+        "value (the textbook method, slower); both estimate the same Jaccard "
+        "similarity",
+    )
 
     ls = p.add_argument_group("LSH")
-    ls.add_argument("--threshold", type=float, default=d.lsh.threshold,
-                    help="Jaccard similarity at which two texts are near-duplicates (default: "
-                         f"{d.lsh.threshold})")
+    ls.add_argument(
+        "--threshold",
+        type=float,
+        default=d.lsh.threshold,
+        help="Jaccard similarity at which two texts are near-duplicates (default: "
+        f"{d.lsh.threshold})",
+    )
     ls.add_argument("--bands", type=int, default=None, help="number of bands (default: chosen)")
     ls.add_argument("--rows", type=int, default=None, help="rows per band (default: chosen)")
-    ls.add_argument("--min-recall", type=float, default=d.lsh.min_recall,
-                    help="lowest probability of finding a pair exactly at the threshold when "
-                         f"bands and rows are chosen (default: {d.lsh.min_recall})")
-    ls.add_argument("--bucket-cap", type=int, default=d.lsh.bucket_cap, metavar="N",
-                    help="a band value shared by more documents than this is not paired "
-                         "all with all: each of them is paired with the bucket's first "
-                         "document only, and the summary counts such buckets "
-                         f"(default: {d.lsh.bucket_cap})")
+    ls.add_argument(
+        "--min-recall",
+        type=float,
+        default=d.lsh.min_recall,
+        help="lowest probability of finding a pair exactly at the threshold when "
+        f"bands and rows are chosen (default: {d.lsh.min_recall})",
+    )
+    ls.add_argument(
+        "--bucket-cap",
+        type=int,
+        default=d.lsh.bucket_cap,
+        metavar="N",
+        help="a band value shared by more documents than this is not paired "
+        "all with all: each of them is paired with the bucket's first "
+        "document only, and the summary counts such buckets "
+        f"(default: {d.lsh.bucket_cap})",
+    )
 
     if not clustering:
         return
     vc = p.add_argument_group("verification and clustering")
-    vc.add_argument("--verify", choices=["exact", "estimate"], default=d.verify.mode,
-                    help="exact Jaccard of the shingle sets (default) or the MinHash estimate")
-    vc.add_argument("--cluster", choices=["components", "strict"], default=d.cluster.method,
-                    help="components (union-find, default) or strict (every member verified "
-                         "against its representative: no chaining)")
-    vc.add_argument("--keep", choices=["first", "longest"], default=d.cluster.keep,
-                    help="representative kept from each cluster (default: first)")
+    vc.add_argument(
+        "--verify",
+        choices=["exact", "estimate"],
+        default=d.verify.mode,
+        help="exact Jaccard of the shingle sets (default) or the MinHash estimate",
+    )
+    vc.add_argument(
+        "--cluster",
+        choices=["components", "strict"],
+        default=d.cluster.method,
+        help="components (union-find, default) or strict (every member verified "
+        "against its representative: no chaining)",
+    )
+    vc.add_argument(
+        "--keep",
+        choices=["first", "longest"],
+        default=d.cluster.keep,
+        help="representative kept from each cluster (default: first)",
+    )
 
 
 def config_from_args(a: argparse.Namespace) -> DedupConfig:
     """The :class:`~neardup.config.DedupConfig` of the options :func:`add_param_args` added."""
-    extra = ({"verify": a.verify, "cluster": a.cluster, "keep": a.keep}
-             if hasattr(a, "verify") else {})
+    extra = (
+        {"verify": a.verify, "cluster": a.cluster, "keep": a.keep} if hasattr(a, "verify") else {}
+    )
     if hasattr(a, "pairs"):
         extra.update(pairs=a.pairs, pairs_max_group=a.pairs_max_group)
     return DedupConfig.from_kwargs(
-        nfkc=not a.no_nfkc, casefold=not a.no_casefold, strip_html=a.strip_html,
-        strip_punctuation=a.strip_punctuation, strip_digits=a.strip_digits,
-        strip_stopwords=a.strip_stopwords, shingle=a.shingle, num_perm=a.num_perm, seed=a.seed,
-        scheme=a.scheme, threshold=a.threshold, bands=a.bands, rows=a.rows,
-        min_recall=a.min_recall, bucket_cap=a.bucket_cap, **extra,
+        nfkc=not a.no_nfkc,
+        casefold=not a.no_casefold,
+        strip_html=a.strip_html,
+        strip_punctuation=a.strip_punctuation,
+        strip_digits=a.strip_digits,
+        strip_stopwords=a.strip_stopwords,
+        shingle=a.shingle,
+        num_perm=a.num_perm,
+        seed=a.seed,
+        scheme=a.scheme,
+        threshold=a.threshold,
+        bands=a.bands,
+        rows=a.rows,
+        min_recall=a.min_recall,
+        bucket_cap=a.bucket_cap,
+        **extra,
     )
 
 
@@ -227,6 +324,7 @@ def set_workers(n: int | None) -> None:
 
 # -- printing -----------------------------------------------------------------------------------
 
+
 def print_table(title: str, rows: Rows) -> None:
     """A two-column table (bold names, values) on stdout."""
     from rich.console import Console
@@ -238,8 +336,14 @@ def print_table(title: str, rows: Rows) -> None:
     Console().print(t)
 
 
-def print_summary(a: argparse.Namespace, data: Any, title: str, rows: Callable[[], Rows], *,
-                  json_default: Callable[[Any], Any] | None = None) -> None:
+def print_summary(
+    a: argparse.Namespace,
+    data: Any,
+    title: str,
+    rows: Callable[[], Rows],
+    *,
+    json_default: Callable[[Any], Any] | None = None,
+) -> None:
     """``data`` as JSON with ``--json``; otherwise the table ``rows()`` unless ``--quiet``."""
     if getattr(a, "json", False):
         print(json.dumps(data, indent=2, default=json_default))
@@ -253,6 +357,7 @@ def skipped_text(sk: dict) -> str:
 
 
 # -- running ------------------------------------------------------------------------------------
+
 
 def _way_past(e: NeardupError, args: argparse.Namespace) -> str:
     """What to add to the error that stopped a command on its input: the option that names
@@ -303,7 +408,8 @@ def run_command(args: argparse.Namespace) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         note = getattr(args, "on_interrupt", None) or (
-            "files it had written so far were left as they are")
+            "files it had written so far were left as they are"
+        )
         print(f"neardup: interrupted; {note}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

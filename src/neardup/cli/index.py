@@ -58,34 +58,48 @@ def _storage_options(a: argparse.Namespace, target: str, command: str = "index")
     env = os.environ.get(REDIS_PASSWORD_ENV) or None
     if not _is_url(target):
         if file is not None:
-            raise ConfigError(f"--redis-password-file is for an index in Redis; {target} is "
-                              "an SQLite file")
+            raise ConfigError(
+                f"--redis-password-file is for an index in Redis; {target} is an SQLite file"
+            )
         return {}
     try:
         parts = urlsplit(target)
         in_url = bool(parts.password) or any(k == "password" for k, _ in parse_qsl(parts.query))
     except ValueError:
         in_url = False  # the backend says what is wrong with the URL
-    given = [name for name, there in (("in the URL", in_url), ("--redis-password-file", file),
-                                      (REDIS_PASSWORD_ENV, env)) if there]
+    given = [
+        name
+        for name, there in (
+            ("in the URL", in_url),
+            ("--redis-password-file", file),
+            (REDIS_PASSWORD_ENV, env),
+        )
+        if there
+    ]
     if len(given) > 1:
-        raise ConfigError(f"the Redis password is given more than once ({', '.join(given)}); "
-                          "give it once")
+        raise ConfigError(
+            f"the Redis password is given more than once ({', '.join(given)}); give it once"
+        )
     if in_url:
-        _say(command, f"warning: the Redis password is in the URL on the command line, where other "
-                f"users of this machine can see it (ps); give it with --redis-password-file "
-                f"PATH or the environment variable {REDIS_PASSWORD_ENV} instead")
+        _say(
+            command,
+            f"warning: the Redis password is in the URL on the command line, where other "
+            f"users of this machine can see it (ps); give it with --redis-password-file "
+            f"PATH or the environment variable {REDIS_PASSWORD_ENV} instead",
+        )
         return {}
     if file is not None:
         try:
             password = Path(file).read_text(encoding="utf-8").strip("\r\n")
         except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"--redis-password-file {file}: cannot read it "
-                              f"({getattr(e, 'strerror', None) or e.__class__.__name__})"
-                              ) from None
+            raise ConfigError(
+                f"--redis-password-file {file}: cannot read it "
+                f"({getattr(e, 'strerror', None) or e.__class__.__name__})"
+            ) from None
         if not password or "\n" in password:
-            raise ConfigError(f"--redis-password-file {file}: holds no password (one line "
-                              "expected)")
+            raise ConfigError(
+                f"--redis-password-file {file}: holds no password (one line expected)"
+            )
         return {"password": password}
     return {"password": env} if env else {}
 
@@ -101,8 +115,9 @@ def _open(a: argparse.Namespace, target: str, command: str = "index"):
     except IndexNotFoundError as e:
         if _is_url(target):
             raise
-        raise IndexNotFoundError(f"{target}: no such index; create it with `neardup index "
-                                 f"create {target}`") from e
+        raise IndexNotFoundError(
+            f"{target}: no such index; create it with `neardup index create {target}`"
+        ) from e
 
 
 def cmd_index_create(a: argparse.Namespace) -> int:
@@ -113,20 +128,32 @@ def cmd_index_create(a: argparse.Namespace) -> int:
     config = config_from_args(a)
     if a.passages and a.no_texts:
         raise ConfigError("--passages needs the texts: leave out --no-texts")
-    idx = Index(a.index, config=config, store_text=not a.no_texts,
-                passages=True if a.passages else None,
-                storage_options=_storage_options(a, a.index))
+    idx = Index(
+        a.index,
+        config=config,
+        store_text=not a.no_texts,
+        passages=True if a.passages else None,
+        storage_options=_storage_options(a, a.index),
+    )
     if _is_url(a.index) and len(idx):
-        raise OutputError(f"{_shown(a.index)}: an index with documents exists under this "
-                          "prefix")
+        raise OutputError(f"{_shown(a.index)}: an index with documents exists under this prefix")
     st = idx.stats()
     idx.close()
-    print_summary(a, st, "neardup index create", lambda: [
-        ("index", _shown(a.index)),
-        ("LSH", f"{st['bands']} bands x {st['rows']} rows, expected recall "
-                f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}"),
-        ("shingles", st["shingle"]),
-        ("passages", _passages_text(st["passages"]))])
+    print_summary(
+        a,
+        st,
+        "neardup index create",
+        lambda: [
+            ("index", _shown(a.index)),
+            (
+                "LSH",
+                f"{st['bands']} bands x {st['rows']} rows, expected recall "
+                f"{st['expected_recall_at_threshold']:.3f} at J={st['threshold']:g}",
+            ),
+            ("shingles", st["shingle"]),
+            ("passages", _passages_text(st["passages"])),
+        ],
+    )
     return EXIT_OK
 
 
@@ -146,9 +173,14 @@ def cmd_index_add(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     added = 0
     ids = IdInfo()
-    options = ReadOptions(text_fields=tuple(a.text_field), on_error=a.on_error,
-                          chunk_size=a.batch_size, encoding=a.encoding, format=a.input_format,
-                          **id_options(a.id_field))
+    options = ReadOptions(
+        text_fields=tuple(a.text_field),
+        on_error=a.on_error,
+        chunk_size=a.batch_size,
+        encoding=a.encoding,
+        format=a.input_format,
+        **id_options(a.id_field),
+    )
     try:
         for chunk in read_documents(a.inputs, report=report, options=options, ids=ids):
             if ids.fallback_row:
@@ -157,28 +189,44 @@ def cmd_index_add(a: argparse.Namespace) -> int:
                     f"records before it have one ({added:,} documents were added under those "
                     f"ids, and this batch was not added); give --id-field {ids.field} (every "
                     "record must then have it) or --id-field '' (row numbers)",
-                    field=ids.field, reason=SkipReason.MISSING_FIELD)
+                    field=ids.field,
+                    reason=SkipReason.MISSING_FIELD,
+                )
             try:
                 added += idx.add_many(zip(chunk.ids, chunk.texts), batch_size=a.batch_size)
             except DuplicateIdError as e:
-                raise InputError(f"{e}; {added:,} documents were added before this batch of "
-                                 f"{len(chunk):,}, which was not added (--id-field names the "
-                                 "ids; row numbers repeat across runs)", field=None,
-                                 reason=SkipReason.DUPLICATE_ID) from e
+                raise InputError(
+                    f"{e}; {added:,} documents were added before this batch of "
+                    f"{len(chunk):,}, which was not added (--id-field names the "
+                    "ids; row numbers repeat across runs)",
+                    field=None,
+                    reason=SkipReason.DUPLICATE_ID,
+                ) from e
         total = len(idx)
     finally:
         idx.close()
     wall = time.perf_counter() - t0
     sk = report.to_dict()
-    data = {"added": added, "documents": total, "ids": ids.to_dict(), "skipped": sk,
-            "seconds": round(wall, 3),
-            "documents_per_s": round(added / wall, 1) if wall > 0 else None}
-    print_summary(a, data, "neardup index add", lambda: [
-        ("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
-        ("ids", ids_text(data["ids"])),
-        ("skipped", skipped_text(sk)),
-        ("index", f"{_shown(a.index)}: {total:,} documents"),
-        ("time", f"{wall:.2f} s")])
+    data = {
+        "added": added,
+        "documents": total,
+        "ids": ids.to_dict(),
+        "skipped": sk,
+        "seconds": round(wall, 3),
+        "documents_per_s": round(added / wall, 1) if wall > 0 else None,
+    }
+    print_summary(
+        a,
+        data,
+        "neardup index add",
+        lambda: [
+            ("added", f"{added:,}  ({data['documents_per_s'] or 0:,.0f} documents/s)"),
+            ("ids", ids_text(data["ids"])),
+            ("skipped", skipped_text(sk)),
+            ("index", f"{_shown(a.index)}: {total:,} documents"),
+            ("time", f"{wall:.2f} s"),
+        ],
+    )
     return EXIT_OK
 
 
@@ -191,10 +239,13 @@ def _query_texts(a: argparse.Namespace) -> list[tuple[str, str]]:
         try:
             out.append((f, Path(f).read_text(encoding="utf-8")))
         except OSError as e:
-            raise InputError(f"cannot read: {e.strerror}", path=f, reason=SkipReason.MISSING_PATH) from e
+            raise InputError(
+                f"cannot read: {e.strerror}", path=f, reason=SkipReason.MISSING_PATH
+            ) from e
         except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 at byte {e.start}", path=f,
-                             reason=SkipReason.UNDECODABLE) from e
+            raise InputError(
+                f"not UTF-8 at byte {e.start}", path=f, reason=SkipReason.UNDECODABLE
+            ) from e
     if not out:
         raise ConfigError("nothing to query: give TEXT arguments or --file PATH")
     return out
@@ -209,11 +260,18 @@ def cmd_index_query(a: argparse.Namespace) -> int:
             if a.passages:
                 found = idx.check(text, threshold=a.threshold, top_k=a.top_k)
                 matches = found.matches
-                r["reused"] = [{"id": m.id, "share": round(m.share_query, 4),
-                                "passages": [p.to_dict() for p in m.passages]}
-                               for m in found.reused]
-                r["common"] = [{"a": list(p.a_chars), "words": p.words, "texts": p.texts,
-                                "example": p.example} for p in found.common]
+                r["reused"] = [
+                    {
+                        "id": m.id,
+                        "share": round(m.share_query, 4),
+                        "passages": [p.to_dict() for p in m.passages],
+                    }
+                    for m in found.reused
+                ]
+                r["common"] = [
+                    {"a": list(p.a_chars), "words": p.words, "texts": p.texts, "example": p.example}
+                    for p in found.common
+                ]
             else:
                 matches = idx.query(text, a.threshold, a.top_k)
             r["matches"] = [{"id": m.id, "similarity": m.similarity} for m in matches]
@@ -228,19 +286,25 @@ def cmd_index_query(a: argparse.Namespace) -> int:
     for r in results:
         reused, common = r.get("reused", []), r.get("common", [])
         if not r["matches"] and not reused and not common:
-            print(f"{r['query']}: unique (no text at Jaccard >= {threshold:g}"
-                  + (f", no shared passage of {shortest}+ words)" if a.passages else ")"))
+            print(
+                f"{r['query']}: unique (no text at Jaccard >= {threshold:g}"
+                + (f", no shared passage of {shortest}+ words)" if a.passages else ")")
+            )
         for m in r["matches"]:
             print(f"{r['query']}\t{m['id']}\t{m['similarity']:.4f}")
         for m in reused:
             words = sum(p["words"] for p in m["passages"])
-            print(f"{r['query']}\t{m['id']}\treuses {len(m['passages'])} passage"
-                  f"{'s' if len(m['passages']) > 1 else ''}, {words} words, "
-                  f"{m['share']:.1%} of the text")
+            print(
+                f"{r['query']}\t{m['id']}\treuses {len(m['passages'])} passage"
+                f"{'s' if len(m['passages']) > 1 else ''}, {words} words, "
+                f"{m['share']:.1%} of the text"
+            )
         for p in common:
-            print(f"{r['query']}\tcommon passage of {p['words']} words (characters "
-                  f"{p['a'][0]}-{p['a'][1]}) in about {p['texts']} indexed texts, "
-                  f"e.g. {p['example']}")
+            print(
+                f"{r['query']}\tcommon passage of {p['words']} words (characters "
+                f"{p['a'][0]}-{p['a'][1]}) in about {p['texts']} indexed texts, "
+                f"e.g. {p['example']}"
+            )
     return EXIT_OK
 
 
@@ -253,9 +317,16 @@ def cmd_index_remove(a: argparse.Namespace) -> int:
         idx.close()
     missing = [i for i, ok in zip(a.ids, gone) if not ok]
     data = {"removed": sum(gone), "not_found": missing, "documents": left}
-    print_summary(a, data, "neardup index remove", lambda: [
-        ("removed", f"{sum(gone):,}"), ("not found", ", ".join(missing) or "none"),
-        ("index", f"{left:,} documents")])
+    print_summary(
+        a,
+        data,
+        "neardup index remove",
+        lambda: [
+            ("removed", f"{sum(gone):,}"),
+            ("not found", ", ".join(missing) or "none"),
+            ("index", f"{left:,} documents"),
+        ],
+    )
     # ids that were not there are bad input only when the caller asked for them all to be there
     return InputError.exit_code if missing and a.strict else EXIT_OK
 
@@ -283,8 +354,11 @@ def _check_and_add(idx, doc_id: str, text: str, threshold: float | None) -> list
         matches = idx.query(text, threshold)
         if any(m.id == doc_id for m in matches):
             return matches
-        raise InputError(f"id {doc_id!r} is already in the index, with a text that this one "
-                         "does not repeat", field="id", reason=SkipReason.DUPLICATE_ID) from None
+        raise InputError(
+            f"id {doc_id!r} is already in the index, with a text that this one does not repeat",
+            field="id",
+            reason=SkipReason.DUPLICATE_ID,
+        ) from None
 
 
 def cmd_stream(a: argparse.Namespace) -> int:
@@ -293,8 +367,14 @@ def cmd_stream(a: argparse.Namespace) -> int:
 
     # the same record path as every reader: a missing id field gives "stdin:LINE", and ids are
     # not checked for repeats here (the index rejects an id it already holds)
-    options = ReadOptions(format="jsonl", text_fields=(a.text_field,), id_field=a.id_field,
-                          on_error="skip", default_id="stdin:{line}", unique_ids=False)
+    options = ReadOptions(
+        format="jsonl",
+        text_fields=(a.text_field,),
+        id_field=a.id_field,
+        on_error="skip",
+        default_id="stdin:{line}",
+        unique_ids=False,
+    )
     idx = _open(a, a.index, "stream")
     counts = {"lines": 0, "unique": 0, "duplicate": 0, "errors": 0}
     out = sys.stdout
@@ -306,31 +386,44 @@ def cmd_stream(a: argparse.Namespace) -> int:
             error = item if isinstance(item, InputError) else None
             if error is None:
                 try:
-                    matches = (idx.query(item.text, a.threshold) if a.no_add
-                               else _check_and_add(idx, item.id, item.text, a.threshold))
+                    matches = (
+                        idx.query(item.text, a.threshold)
+                        if a.no_add
+                        else _check_and_add(idx, item.id, item.text, a.threshold)
+                    )
                 except InputError as e:  # the index's own, e.g. another text under a held id
                     error = e
             if error is not None:
                 counts["errors"] += 1
                 if a.on_error == "fail":
                     raise error
-                out.write(json.dumps({"line": item.line, "decision": "error",
-                                      "error": str(error)}) + "\n")
+                out.write(
+                    json.dumps({"line": item.line, "decision": "error", "error": str(error)}) + "\n"
+                )
                 continue
             decision = "duplicate" if matches else "unique"
             counts[decision] += 1
-            out.write(json.dumps({"id": item.id, "decision": decision,
-                                  "added": not matches and not a.no_add,
-                                  "matches": [{"id": m.id, "similarity": m.similarity}
-                                              for m in matches]}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": item.id,
+                        "decision": decision,
+                        "added": not matches and not a.no_add,
+                        "matches": [{"id": m.id, "similarity": m.similarity} for m in matches],
+                    }
+                )
+                + "\n"
+            )
             if a.flush:
                 out.flush()
     finally:
         idx.close()
         if not a.quiet:
-            print(f"neardup stream: {counts['lines']:,} lines, {counts['unique']:,} unique, "
-                  f"{counts['duplicate']:,} duplicates, {counts['errors']:,} errors",
-                  file=sys.stderr)
+            print(
+                f"neardup stream: {counts['lines']:,} lines, {counts['unique']:,} unique, "
+                f"{counts['duplicate']:,} duplicates, {counts['errors']:,} errors",
+                file=sys.stderr,
+            )
     return EXIT_OK
 
 
@@ -348,17 +441,21 @@ def cmd_serve(a: argparse.Namespace) -> int:
         raise OutputError(f"--log-file {a.log_file}: {e.strerror or e}") from None
     try:
         keys_log = logging.getLogger("neardup.server.access")
-        keys = ApiKeys.configured(a.api_keys_file, os.environ,
-                                  log=lambda m: keys_log.warning(m) if "not reloaded" in m
-                                  else keys_log.info(m))
+        keys = ApiKeys.configured(
+            a.api_keys_file,
+            os.environ,
+            log=lambda m: keys_log.warning(m) if "not reloaded" in m else keys_log.info(m),
+        )
         # before an index is created
         check_binding(a.host, keys, a.allow_unauthenticated, a.allowed_host or ())
         from ..index import Index, IndexNotFoundError
 
         options = _storage_options(a, a.index, "serve")
         if not _is_url(a.index) and not Path(a.index).exists() and not a.create:
-            raise IndexNotFoundError(f"{a.index}: no such index; create it with `neardup "
-                                     f"index create {a.index}` or pass --create")
+            raise IndexNotFoundError(
+                f"{a.index}: no such index; create it with `neardup "
+                f"index create {a.index}` or pass --create"
+            )
         if a.create:
             try:
                 Index(a.index, create=False, storage_options=options).close()
@@ -367,94 +464,166 @@ def cmd_serve(a: argparse.Namespace) -> int:
                 # is slower, which a page that adds one text at a time does not feel)
                 Index(a.index, passages=True, storage_options=options).close()
                 _say("serve", f"created a new, empty index: {_shown(a.index)}")
-        run(a.index, host=a.host, port=a.port, max_upload_bytes=a.max_upload_bytes,
-            max_text_bytes=a.max_text_bytes, max_batch=a.max_batch, api_keys=keys,
-            body_seconds=a.body_timeout, max_documents=a.max_documents,
-            header_seconds=a.header_timeout, check_text_bytes=a.check_text_bytes,
+        run(
+            a.index,
+            host=a.host,
+            port=a.port,
+            max_upload_bytes=a.max_upload_bytes,
+            max_text_bytes=a.max_text_bytes,
+            max_batch=a.max_batch,
+            api_keys=keys,
+            body_seconds=a.body_timeout,
+            max_documents=a.max_documents,
+            header_seconds=a.header_timeout,
+            check_text_bytes=a.check_text_bytes,
             collection_memory_bytes=a.collection_memory_mb * 1_000_000,
             collection_disk_bytes=a.collection_disk_mb * 1_000_000,
-            collection_folder=a.collection_folder, max_collections=a.max_collections,
-            concurrent_uploads=a.concurrent_uploads, storage_options=options,
-            max_memory_bytes=a.max_memory_mb * 1_000_000, threads=a.threads,
-            body_memory_bytes=(max(64_000_000, a.max_upload_bytes) if a.body_memory_mb is None
-                               else a.body_memory_mb * 1_000_000),
-            max_requests=a.max_requests, max_connections=a.max_connections,
-            workers=a.workers, check_slots=a.check_slots, log_level=a.log_level,
+            collection_folder=a.collection_folder,
+            max_collections=a.max_collections,
+            concurrent_uploads=a.concurrent_uploads,
+            storage_options=options,
+            max_memory_bytes=a.max_memory_mb * 1_000_000,
+            threads=a.threads,
+            body_memory_bytes=(
+                max(64_000_000, a.max_upload_bytes)
+                if a.body_memory_mb is None
+                else a.body_memory_mb * 1_000_000
+            ),
+            max_requests=a.max_requests,
+            max_connections=a.max_connections,
+            workers=a.workers,
+            check_slots=a.check_slots,
+            log_level=a.log_level,
             writer_nice=a.writer_nice,
             log_file=a.log_file,
-            allow_unauthenticated=a.allow_unauthenticated, allowed_hosts=a.allowed_host or (),
-            allowed_origins=a.allowed_origin or (), cors_origins=a.cors_origin or ())
+            allow_unauthenticated=a.allow_unauthenticated,
+            allowed_hosts=a.allowed_host or (),
+            allowed_origins=a.allowed_origin or (),
+            cors_origins=a.cors_origin or (),
+        )
     finally:
         logs.reset()
     return EXIT_OK
 
 
 #: The top-level commands of this module and their help.
-COMMANDS = {"index": "an online index: create, add, query, remove, stats",
-            "stream": "deduplicate a JSONL stream on stdin against an index",
-            "serve": "HTTP service and web page over an index"}
+COMMANDS = {
+    "index": "an online index: create, add, query, remove, stats",
+    "stream": "deduplicate a JSONL stream on stdin against an index",
+    "serve": "HTTP service and web page over an index",
+}
 
 
 def _add_redis_password(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument("--redis-password-file", metavar="PATH",
-                   help="a file holding the password of a Redis index (one line); or set the "
-                        f"environment variable {REDIS_PASSWORD_ENV}. A password in the URL "
-                        "works too, but other users of the machine see it in the command "
-                        "line")
+    p.add_argument(
+        "--redis-password-file",
+        metavar="PATH",
+        help="a file holding the password of a Redis index (one line); or set the "
+        f"environment variable {REDIS_PASSWORD_ENV}. A password in the URL "
+        "works too, but other users of the machine see it in the command "
+        "line",
+    )
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``index`` (and its sub-commands), ``stream`` and ``serve`` to the CLI's sub-parsers."""
-    ix = sub.add_parser("index", help=COMMANDS["index"],
-                        description="An online near-duplicate index in an SQLite file or Redis "
-                        "(INDEX: a path, or redis://host:port/db?prefix=NAME).")
-    isub = ix.add_subparsers(dest="index_command", required=True, metavar="COMMAND",
-                            help="what to do with the index")
+    ix = sub.add_parser(
+        "index",
+        help=COMMANDS["index"],
+        description="An online near-duplicate index in an SQLite file or Redis "
+        "(INDEX: a path, or redis://host:port/db?prefix=NAME).",
+    )
+    isub = ix.add_subparsers(
+        dest="index_command", required=True, metavar="COMMAND", help="what to do with the index"
+    )
 
-    c = isub.add_parser("create", help="create an index with its parameters",
-                        description="Create a new index; its parameters are stored in it.")
+    c = isub.add_parser(
+        "create",
+        help="create an index with its parameters",
+        description="Create a new index; its parameters are stored in it.",
+    )
     c.add_argument("index", metavar="INDEX", help="the new index: " + INDEX_HELP)
-    c.add_argument("--no-texts", action="store_true", help="do not store the texts (smaller; "
-                   "side-by-side passages, reused passages and query by id need them)")
-    c.add_argument("--passages", action="store_true",
-                   help="also index passage fingerprints, so that checks (the web page, "
-                        "Index.check) find passages copied into otherwise different texts; "
-                        "adding documents is about 3x slower and the index ~40%% larger "
-                        "(default: whole-text near-duplicates only)")
+    c.add_argument(
+        "--no-texts",
+        action="store_true",
+        help="do not store the texts (smaller; "
+        "side-by-side passages, reused passages and query by id need them)",
+    )
+    c.add_argument(
+        "--passages",
+        action="store_true",
+        help="also index passage fingerprints, so that checks (the web page, "
+        "Index.check) find passages copied into otherwise different texts; "
+        "adding documents is about 3x slower and the index ~40%% larger "
+        "(default: whole-text near-duplicates only)",
+    )
     _add_redis_password(c)
     add_param_args(c, clustering=False)
     add_running_args(c, json_help="print the index's parameters as JSON on stdout")
     c.set_defaults(func=cmd_index_create, acyclic=True)
 
-    ad = isub.add_parser("add", help="add documents from files",
-                         description="Add the documents of JSONL, CSV, TSV or Parquet files or "
-                         "text folders, in transactional batches.")
+    ad = isub.add_parser(
+        "add",
+        help="add documents from files",
+        description="Add the documents of JSONL, CSV, TSV or Parquet files or "
+        "text folders, in transactional batches.",
+    )
     ad.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     _add_redis_password(ad)
-    g = add_input_args(ad, id_help=ID_DETECT_HELP + " (row numbers must not be in the index "
-                       "already)")
-    g.add_argument("--batch-size", type=int, default=1000, metavar="N",
-                   help="documents per transaction (default: 1000)")
+    g = add_input_args(
+        ad, id_help=ID_DETECT_HELP + " (row numbers must not be in the index already)"
+    )
+    g.add_argument(
+        "--batch-size",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="documents per transaction (default: 1000)",
+    )
     add_running_args(ad)
-    ad.set_defaults(func=cmd_index_add, on_interrupt="the documents added before it stay in "
-                    "the index (whole batches of --batch-size)", acyclic=True)
+    ad.set_defaults(
+        func=cmd_index_add,
+        on_interrupt="the documents added before it stay in "
+        "the index (whole batches of --batch-size)",
+        acyclic=True,
+    )
 
-    q = isub.add_parser("query", help="near-duplicates of texts",
-                        description="Print the near-duplicates of each text: id and verified "
-                        "Jaccard similarity, highest first.")
+    q = isub.add_parser(
+        "query",
+        help="near-duplicates of texts",
+        description="Print the near-duplicates of each text: id and verified "
+        "Jaccard similarity, highest first.",
+    )
     q.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     _add_redis_password(q)
     q.add_argument("text", nargs="*", metavar="TEXT", help="texts to query with")
-    q.add_argument("--file", action="append", metavar="PATH",
-                   help="a UTF-8 text file to query with (- for stdin); repeatable")
-    q.add_argument("--threshold", type=float, default=None, metavar="T",
-                   help="Jaccard similarity a match needs (default: the index's threshold)")
-    q.add_argument("--top-k", type=int, default=None, metavar="N",
-                   help="at most this many matches per text, the most similar (default: all)")
-    q.add_argument("--passages", action="store_true",
-                   help="also list the indexed texts each text copies passages from, with "
-                        "how many words and which share of the text (an index created with "
-                        "--passages)")
+    q.add_argument(
+        "--file",
+        action="append",
+        metavar="PATH",
+        help="a UTF-8 text file to query with (- for stdin); repeatable",
+    )
+    q.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help="Jaccard similarity a match needs (default: the index's threshold)",
+    )
+    q.add_argument(
+        "--top-k",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most this many matches per text, the most similar (default: all)",
+    )
+    q.add_argument(
+        "--passages",
+        action="store_true",
+        help="also list the indexed texts each text copies passages from, with "
+        "how many words and which share of the text (an index created with "
+        "--passages)",
+    )
     q.add_argument("--json", action="store_true", help="print the matches as JSON on stdout")
     q.set_defaults(func=cmd_index_query, acyclic=True, trailing="text")
 
@@ -463,171 +632,336 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _add_redis_password(r)
     r.add_argument("ids", nargs="+", metavar="ID", help="ids of the documents to remove")
     r.set_defaults(trailing="ids")  # ids after the options too (see cli.main)
-    r.add_argument("--strict", action="store_true",
-                   help=f"exit {InputError.exit_code} if an id was not found")
+    r.add_argument(
+        "--strict", action="store_true", help=f"exit {InputError.exit_code} if an id was not found"
+    )
     add_running_args(r)
     r.set_defaults(func=cmd_index_remove, acyclic=True)
 
     s = isub.add_parser("stats", help="parameters and counts")
     s.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     _add_redis_password(s)
-    s.add_argument("--json", action="store_true",
-                   help="print the parameters and counts as JSON on stdout")
+    s.add_argument(
+        "--json", action="store_true", help="print the parameters and counts as JSON on stdout"
+    )
     s.set_defaults(func=cmd_index_stats, acyclic=True)
 
-    st = sub.add_parser("stream", help=COMMANDS["stream"],
-                        description="Read JSONL records on stdin; for each, write a decision "
-                        "line: unique (added to the index) or duplicate (of which ids, with what "
-                        "similarity). A record whose id the index holds already is a duplicate "
-                        "if it is the text indexed under that id, else an error. Bad lines give "
-                        "an error line and are counted.")
+    st = sub.add_parser(
+        "stream",
+        help=COMMANDS["stream"],
+        description="Read JSONL records on stdin; for each, write a decision "
+        "line: unique (added to the index) or duplicate (of which ids, with what "
+        "similarity). A record whose id the index holds already is a duplicate "
+        "if it is the text indexed under that id, else an error. Bad lines give "
+        "an error line and are counted.",
+    )
     st.add_argument("index", metavar="INDEX", help=INDEX_HELP)
     _add_redis_password(st)
-    st.add_argument("--text-field", default="text", metavar="FIELD",
-                    help="field holding the text (default: text)")
-    st.add_argument("--id-field", default="id", metavar="FIELD",
-                    help="field holding the document id (default: id; a record without it "
-                         "gets the id stdin:LINE, its line number)")
-    st.add_argument("--threshold", type=float, default=None, metavar="T",
-                    help="Jaccard similarity of a duplicate (default: the index's threshold)")
-    st.add_argument("--no-add", action="store_true",
-                    help="only report the decisions; add no record to the index")
-    st.add_argument("--on-error", choices=["fail", "skip"], default="skip",
-                    help="bad lines: write an error line and go on (skip, default) or stop")
-    st.add_argument("--flush", action="store_true",
-                    help="flush stdout after every decision line (for a reader that waits for "
-                         "each answer)")
-    add_running_args(st, quiet_help="do not print the counts on stderr at the end",
-                     json_help=None)
-    st.set_defaults(func=cmd_stream, on_interrupt="the records decided before it stay in the "
-                    "index", acyclic=True)
+    st.add_argument(
+        "--text-field",
+        default="text",
+        metavar="FIELD",
+        help="field holding the text (default: text)",
+    )
+    st.add_argument(
+        "--id-field",
+        default="id",
+        metavar="FIELD",
+        help="field holding the document id (default: id; a record without it "
+        "gets the id stdin:LINE, its line number)",
+    )
+    st.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help="Jaccard similarity of a duplicate (default: the index's threshold)",
+    )
+    st.add_argument(
+        "--no-add",
+        action="store_true",
+        help="only report the decisions; add no record to the index",
+    )
+    st.add_argument(
+        "--on-error",
+        choices=["fail", "skip"],
+        default="skip",
+        help="bad lines: write an error line and go on (skip, default) or stop",
+    )
+    st.add_argument(
+        "--flush",
+        action="store_true",
+        help="flush stdout after every decision line (for a reader that waits for each answer)",
+    )
+    add_running_args(st, quiet_help="do not print the counts on stderr at the end", json_help=None)
+    st.set_defaults(
+        func=cmd_stream,
+        on_interrupt="the records decided before it stay in the index",
+        acyclic=True,
+    )
 
-    sv = sub.add_parser("serve", help=COMMANDS["serve"],
-                        description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
-                        "schema at /docs, and a web page at / for uniqueness checks and "
-                        "collection uploads.")
+    sv = sub.add_parser(
+        "serve",
+        help=COMMANDS["serve"],
+        description="Serve an index over HTTP (FastAPI): JSON API, OpenAPI "
+        "schema at /docs, and a web page at / for uniqueness checks and "
+        "collection uploads.",
+    )
     sv.add_argument("--index", required=True, metavar="INDEX", help=INDEX_HELP)
-    sv.add_argument("--create", action="store_true", help="create the index if missing, with "
-                    "default parameters and passage fingerprints (so that the page finds "
-                    "copied passages too); without it, a missing SQLite file or a Redis "
-                    "prefix that holds no index (a Redis server that lost its data) is an "
-                    "error")
+    sv.add_argument(
+        "--create",
+        action="store_true",
+        help="create the index if missing, with "
+        "default parameters and passage fingerprints (so that the page finds "
+        "copied passages too); without it, a missing SQLite file or a Redis "
+        "prefix that holds no index (a Redis server that lost its data) is an "
+        "error",
+    )
     _add_redis_password(sv)
-    sv.add_argument("--host", default="127.0.0.1",
-                    help="address to bind (default: 127.0.0.1, this machine only); another "
-                         "address needs API keys, or --allow-unauthenticated")
-    sv.add_argument("--port", type=int, default=8000,
-                    help="port to listen on (default: 8000)")
-    sv.add_argument("--max-upload-bytes", type=int, default=10_000_000, metavar="N",
-                    help="largest request body accepted (default: 10 MB)")
-    sv.add_argument("--max-text-bytes", type=int, default=1_000_000, metavar="N",
-                    help="largest single text accepted (default: 1 MB)")
-    sv.add_argument("--max-batch", type=int, default=10_000, metavar="N",
-                    help="most documents in one batch request (default: 10000)")
-    sv.add_argument("--max-documents", type=int, default=None, metavar="N",
-                    help="the most documents the index may hold: adding beyond is refused "
-                         "with 507 (default: no limit)")
-    sv.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
-                    help="time a client has to send a request's headers; a slower one gets 408 "
-                         "and the connection is closed (default: 10)")
-    sv.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
-                    help="time a client has to send a whole request body; a slower one gets "
-                         "408 (default: 30)")
-    sv.add_argument("--check-text-bytes", type=int, default=4_000_000, metavar="N",
-                    help="most bytes of matched texts one /check answer carries; the other "
-                         "matches come without their text (default: 4 MB)")
+    sv.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default: 127.0.0.1, this machine only); another "
+        "address needs API keys, or --allow-unauthenticated",
+    )
+    sv.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    sv.add_argument(
+        "--max-upload-bytes",
+        type=int,
+        default=10_000_000,
+        metavar="N",
+        help="largest request body accepted (default: 10 MB)",
+    )
+    sv.add_argument(
+        "--max-text-bytes",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="largest single text accepted (default: 1 MB)",
+    )
+    sv.add_argument(
+        "--max-batch",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="most documents in one batch request (default: 10000)",
+    )
+    sv.add_argument(
+        "--max-documents",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most documents the index may hold: adding beyond is refused "
+        "with 507 (default: no limit)",
+    )
+    sv.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time a client has to send a request's headers; a slower one gets 408 "
+        "and the connection is closed (default: 10)",
+    )
+    sv.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a client has to send a whole request body; a slower one gets 408 (default: 30)",
+    )
+    sv.add_argument(
+        "--check-text-bytes",
+        type=int,
+        default=4_000_000,
+        metavar="N",
+        help="most bytes of matched texts one /check answer carries; the other "
+        "matches come without their text (default: 4 MB)",
+    )
     co = sv.add_argument_group(
-        "uploaded collections", "The page's uploads (POST /collections) are deduplicated a "
+        "uploaded collections",
+        "The page's uploads (POST /collections) are deduplicated a "
         "few at a time and kept for the side-by-side view: the most recently used in memory, "
         "older ones in a private temporary folder (removed when the service stops), the "
         "least recently used dropped beyond the limits (a client is then told to upload the "
-        "file again).")
-    co.add_argument("--collection-memory-mb", type=int, default=256, metavar="MB",
-                    help="memory for the collections kept (default: 256); the service's peak "
-                         "is about this plus the work of the uploads being deduplicated "
-                         "(--concurrent-uploads)")
-    co.add_argument("--collection-disk-mb", type=int, default=2000, metavar="MB",
-                    help="disk space for the collections moved out of memory (default: "
-                         "2000; 0: keep none on disk)")
-    co.add_argument("--collection-folder", default=None, metavar="DIR",
-                    help="where the private folder of the collections on disk is made "
-                         "(default: the system's temporary folder, TMPDIR)")
-    co.add_argument("--max-collections", type=int, default=8, metavar="N",
-                    help="collections kept at most, in memory and on disk (default: 8)")
-    co.add_argument("--concurrent-uploads", type=int, default=2, metavar="N",
-                    help="uploads deduplicated at once; more get 503 with Retry-After "
-                         "(default: 2)")
-    sv.add_argument("--max-memory-mb", type=int, default=1000, metavar="MB",
-                    help="the service's memory limit: while its own memory (not counting the "
-                         "index file it reads) is over it, requests that bring work (adds, "
-                         "checks, uploads) get 503 with Retry-After, and reads go on "
-                         "(default: 1000)")
-    sv.add_argument("--body-memory-mb", type=int, default=None, metavar="MB",
-                    help="request bodies held in memory at once; a body beyond gets 503 with "
-                         "Retry-After (default: 64, or --max-upload-bytes if larger)")
-    sv.add_argument("--workers", type=int, default=1, metavar="N",
-                    help="processes serving the index side by side, on one port: a process "
-                         "runs Python on one core at a time, so on a machine of N cores N "
-                         "workers answer more requests at once and sooner. The limits below "
-                         "(requests, connections, memory, uploads, threads) hold per worker; "
-                         "uploaded collections are shared. An SQLite file or Redis index "
-                         "(default: 1)")
-    sv.add_argument("--check-slots", type=int, default=1, metavar="N",
-                    help="uniqueness checks (/check) searched at once by a worker; the others "
-                         "wait for their turn within the check's 2 s (then 503 with "
-                         "Retry-After), so that queries and adds are not held up by several "
-                         "of them (default: 1)")
-    sv.add_argument("--writer-nice", type=int, default=3, metavar="N",
-                    help="batches of documents (POST /documents:batch) are added by a process "
-                         "beside each worker, at this much lower priority (0-19, as nice(1)), "
-                         "so that queries and checks are answered first when the processors "
-                         "are busy; -1: by the worker itself (default: 3)")
-    sv.add_argument("--threads", type=int, default=16, metavar="N",
-                    help="threads that run requests' work at once, each with its own "
-                         "connection to an SQLite index; other requests wait for one "
-                         "(default: 16)")
-    sv.add_argument("--max-requests", type=int, default=64, metavar="N",
-                    help="requests handled at once, counted once their headers have "
-                         "arrived; more get 503 with Retry-After (default: 64)")
-    sv.add_argument("--max-connections", type=int, default=1000, metavar="N",
-                    help="connections kept open at once; beyond, the one that has waited "
-                         "longest without sending a whole request (half-open or idle) is "
-                         "closed to make room. The open-file limit is raised to fit if it "
-                         "can be (default: 1000)")
+        "file again).",
+    )
+    co.add_argument(
+        "--collection-memory-mb",
+        type=int,
+        default=256,
+        metavar="MB",
+        help="memory for the collections kept (default: 256); the service's peak "
+        "is about this plus the work of the uploads being deduplicated "
+        "(--concurrent-uploads)",
+    )
+    co.add_argument(
+        "--collection-disk-mb",
+        type=int,
+        default=2000,
+        metavar="MB",
+        help="disk space for the collections moved out of memory (default: "
+        "2000; 0: keep none on disk)",
+    )
+    co.add_argument(
+        "--collection-folder",
+        default=None,
+        metavar="DIR",
+        help="where the private folder of the collections on disk is made "
+        "(default: the system's temporary folder, TMPDIR)",
+    )
+    co.add_argument(
+        "--max-collections",
+        type=int,
+        default=8,
+        metavar="N",
+        help="collections kept at most, in memory and on disk (default: 8)",
+    )
+    co.add_argument(
+        "--concurrent-uploads",
+        type=int,
+        default=2,
+        metavar="N",
+        help="uploads deduplicated at once; more get 503 with Retry-After (default: 2)",
+    )
+    sv.add_argument(
+        "--max-memory-mb",
+        type=int,
+        default=1000,
+        metavar="MB",
+        help="the service's memory limit: while its own memory (not counting the "
+        "index file it reads) is over it, requests that bring work (adds, "
+        "checks, uploads) get 503 with Retry-After, and reads go on "
+        "(default: 1000)",
+    )
+    sv.add_argument(
+        "--body-memory-mb",
+        type=int,
+        default=None,
+        metavar="MB",
+        help="request bodies held in memory at once; a body beyond gets 503 with "
+        "Retry-After (default: 64, or --max-upload-bytes if larger)",
+    )
+    sv.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes serving the index side by side, on one port: a process "
+        "runs Python on one core at a time, so on a machine of N cores N "
+        "workers answer more requests at once and sooner. The limits below "
+        "(requests, connections, memory, uploads, threads) hold per worker; "
+        "uploaded collections are shared. An SQLite file or Redis index "
+        "(default: 1)",
+    )
+    sv.add_argument(
+        "--check-slots",
+        type=int,
+        default=1,
+        metavar="N",
+        help="uniqueness checks (/check) searched at once by a worker; the others "
+        "wait for their turn within the check's 2 s (then 503 with "
+        "Retry-After), so that queries and adds are not held up by several "
+        "of them (default: 1)",
+    )
+    sv.add_argument(
+        "--writer-nice",
+        type=int,
+        default=3,
+        metavar="N",
+        help="batches of documents (POST /documents:batch) are added by a process "
+        "beside each worker, at this much lower priority (0-19, as nice(1)), "
+        "so that queries and checks are answered first when the processors "
+        "are busy; -1: by the worker itself (default: 3)",
+    )
+    sv.add_argument(
+        "--threads",
+        type=int,
+        default=16,
+        metavar="N",
+        help="threads that run requests' work at once, each with its own "
+        "connection to an SQLite index; other requests wait for one "
+        "(default: 16)",
+    )
+    sv.add_argument(
+        "--max-requests",
+        type=int,
+        default=64,
+        metavar="N",
+        help="requests handled at once, counted once their headers have "
+        "arrived; more get 503 with Retry-After (default: 64)",
+    )
+    sv.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="connections kept open at once; beyond, the one that has waited "
+        "longest without sending a whole request (half-open or idle) is "
+        "closed to make room. The open-file limit is raised to fit if it "
+        "can be (default: 1000)",
+    )
     lg = sv.add_argument_group(
-        "log", "The service logs its start and stop (address, index, limits; never a key), "
+        "log",
+        "The service logs its start and stop (address, index, limits; never a key), "
         "its errors with the request ID the client was given, the index's backend faults, "
         "and one line per request (client, method, path without its query string, status, "
-        "time, request ID). Keys, passwords and document texts are never logged.")
-    lg.add_argument("--log-file", metavar="PATH",
-                    help="append the log to this file instead of stderr; it is reopened when "
-                         "moved or removed, so logrotate needs no copytruncate")
-    lg.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
-                    default="info", help="least severe records logged: 'warning' leaves out "
-                    "the request lines and the start and stop (default: info)")
+        "time, request ID). Keys, passwords and document texts are never logged.",
+    )
+    lg.add_argument(
+        "--log-file",
+        metavar="PATH",
+        help="append the log to this file instead of stderr; it is reopened when "
+        "moved or removed, so logrotate needs no copytruncate",
+    )
+    lg.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="least severe records logged: 'warning' leaves out "
+        "the request lines and the start and stop (default: info)",
+    )
     ac = sv.add_argument_group(
-        "access", "API keys have a role: read (query, check, get, list, stats) or write "
+        "access",
+        "API keys have a role: read (query, check, get, list, stats) or write "
         "(also add, delete and upload). They come from a key file and from the environment "
         "variables NEARDUP_API_KEY_READ and NEARDUP_API_KEY_WRITE (several keys: separated by "
         "commas), never from the command line. Clients send 'Authorization: Bearer KEY' or "
-        "'X-API-Key: KEY'; the web page asks for a key when one is needed.")
-    ac.add_argument("--api-keys-file", metavar="PATH",
-                    help="a file of keys, one 'read:KEY' or 'write:KEY' a line (# comments); "
-                         "read again on SIGHUP and when it changes, so keys are rotated "
-                         "without a restart")
-    ac.add_argument("--allow-unauthenticated", action="store_true",
-                    help="serve a non-loopback --host without API keys (anyone who reaches "
-                         "the port may read, add and delete documents)")
-    ac.add_argument("--allowed-host", action="append", metavar="NAME[:PORT]",
-                    help="a Host name clients use to reach the service, besides the bound "
-                         "address, localhost, 127.0.0.1 and [::1]; '*' for any (behind a "
-                         "proxy that checks it; needs API keys or --allow-unauthenticated); "
-                         "repeatable")
-    ac.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
-                    help="a web origin (https://app.example.com) whose pages may send "
-                         "requests that change something (the service's own page always "
-                         "may); repeatable")
-    ac.add_argument("--cors-origin", action="append", metavar="ORIGIN",
-                    help="a web origin whose scripts may call the API (CORS; off by "
-                         "default); repeatable")
+        "'X-API-Key: KEY'; the web page asks for a key when one is needed.",
+    )
+    ac.add_argument(
+        "--api-keys-file",
+        metavar="PATH",
+        help="a file of keys, one 'read:KEY' or 'write:KEY' a line (# comments); "
+        "read again on SIGHUP and when it changes, so keys are rotated "
+        "without a restart",
+    )
+    ac.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve a non-loopback --host without API keys (anyone who reaches "
+        "the port may read, add and delete documents)",
+    )
+    ac.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="a Host name clients use to reach the service, besides the bound "
+        "address, localhost, 127.0.0.1 and [::1]; '*' for any (behind a "
+        "proxy that checks it; needs API keys or --allow-unauthenticated); "
+        "repeatable",
+    )
+    ac.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a web origin (https://app.example.com) whose pages may send "
+        "requests that change something (the service's own page always "
+        "may); repeatable",
+    )
+    ac.add_argument(
+        "--cors-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a web origin whose scripts may call the API (CORS; off by default); repeatable",
+    )
     sv.set_defaults(func=cmd_serve)

@@ -167,19 +167,35 @@ class Deduplicator:
     Stage timings are therefore seconds of work per stage, and stages overlap.
     """
 
-    def __init__(self, config: DedupConfig | None = None, *, threshold: float = 0.8,
-                 shingle: str | ShingleConfig = "word:5", num_perm: int = 128,
-                 scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
-                 bands: int | None = None, rows: int | None = None, min_recall: float = 0.99,
-                 bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
-                 cluster: Literal["components", "strict"] = "components",
-                 keep: Literal["first", "longest"] = "first",
-                 pairs: Literal["all", "edges"] = "all", pairs_max_group: int = 1000,
-                 nfkc: bool = True, casefold: bool = True, strip_html: bool = False,
-                 strip_punctuation: bool = False, strip_digits: bool = False,
-                 strip_stopwords: bool = False,
-                 workers: int | None = None, on_error: Literal["fail", "skip"] = "fail",
-                 check_ids: bool = True, on_stage: StageCallback | None = None):
+    def __init__(
+        self,
+        config: DedupConfig | None = None,
+        *,
+        threshold: float = 0.8,
+        shingle: str | ShingleConfig = "word:5",
+        num_perm: int = 128,
+        scheme: Literal["oph", "classic"] = "oph",
+        seed: int = 1,
+        bands: int | None = None,
+        rows: int | None = None,
+        min_recall: float = 0.99,
+        bucket_cap: int = 500,
+        verify: Literal["exact", "estimate"] = "exact",
+        cluster: Literal["components", "strict"] = "components",
+        keep: Literal["first", "longest"] = "first",
+        pairs: Literal["all", "edges"] = "all",
+        pairs_max_group: int = 1000,
+        nfkc: bool = True,
+        casefold: bool = True,
+        strip_html: bool = False,
+        strip_punctuation: bool = False,
+        strip_digits: bool = False,
+        strip_stopwords: bool = False,
+        workers: int | None = None,
+        on_error: Literal["fail", "skip"] = "fail",
+        check_ids: bool = True,
+        on_stage: StageCallback | None = None,
+    ):
         self.config = config_from(config, {k: v for k, v in locals().items() if k in _FLAT})
         check_choice("on_error", on_error, ("fail", "skip"))
         self.on_error = on_error
@@ -201,8 +217,9 @@ class Deduplicator:
         # (8 bytes per band and text, a quarter of a 128-value signature), one array per band.
         self._bands_rows = self.lsh_params()
         self._sigs = Growable(np.uint32) if not self._exact else None
-        self._keys = ([Growable(np.uint64) for _ in range(self._bands_rows[0])]
-                      if self._exact else None)
+        self._keys = (
+            [Growable(np.uint64) for _ in range(self._bands_rows[0])] if self._exact else None
+        )
         self._sh = Growable(np.uint32)
         self._shsize = Growable(np.int64)
         self._n_unique = 0
@@ -225,8 +242,9 @@ class Deduplicator:
         self.timings[stage] = self.timings.get(stage, 0.0) + (t1 - t0)
         return t1
 
-    def add(self, texts: TextColumn, ids: IdColumn | None = None,
-            text_bytes: int | None = None) -> None:
+    def add(
+        self, texts: TextColumn, ids: IdColumn | None = None, text_bytes: int | None = None
+    ) -> None:
         """Add a chunk of documents: ``texts`` in any form :mod:`neardup._columns` takes (a
         list of ``str``, a pyarrow, pandas or polars column, ...), ``ids`` strings or integers
         (default: the documents' running row numbers, counting skipped ones)."""
@@ -258,8 +276,11 @@ class Deduplicator:
                 self._auto_until = -1
             for i, x in enumerate(ids):
                 if x in seen:
-                    raise InputError(f"duplicate id {x!r} at positions {seen[x]} and {base + i}",
-                                     field="ids", reason=SkipReason.DUPLICATE_ID)
+                    raise InputError(
+                        f"duplicate id {x!r} at positions {seen[x]} and {base + i}",
+                        field="ids",
+                        reason=SkipReason.DUPLICATE_ID,
+                    )
                 seen[x] = base + i
         self._ids.extend(ids)
         if text_bytes is None:
@@ -293,9 +314,12 @@ class Deduplicator:
             # the kernels' thread count is per calling thread: the worker gets ``workers``. (All
             # threads for the worker measured faster than leaving one core to the main thread,
             # which spends part of each chunk waiting for the worker.)
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="neardup-sketch",
-                                                initializer=_worker_init,
-                                                initargs=(self.workers,))
+            self._executor = ThreadPoolExecutor(
+                1,
+                thread_name_prefix="neardup-sketch",
+                initializer=_worker_init,
+                initargs=(self.workers,),
+            )
         self._pending.append(self._executor.submit(self._sketch_chunk, fp))
 
     def _sketch_chunk(self, fp) -> None:
@@ -317,9 +341,14 @@ class Deduplicator:
         # (not copied afterwards by this one while the others wait).
         g = len(fp.docs)
         keys_out = [store.reserve(g) for store in self._keys] if self._exact else None
-        sk = sketch_chunk(fp, cfg.shingle, cfg.sketch,
-                          self._bands_rows if self._exact else None,
-                          self._sh.reserve if self._exact else None, keys_out)
+        sk = sketch_chunk(
+            fp,
+            cfg.shingle,
+            cfg.sketch,
+            self._bands_rows if self._exact else None,
+            self._sh.reserve if self._exact else None,
+            keys_out,
+        )
         del fp
         m = len(sk.shingles)
         # the stores' views: they must go before the stores can grow again
@@ -385,12 +414,18 @@ class Deduplicator:
         finally:
             set_num_threads(before)
         s = result.summary
-        log.info("%d documents: %d distinct texts, %d clusters of near-duplicates, %d removed "
-                 "(%.3f s)", s["documents"], s["distinct_texts"], s["clusters"], s["removed"],
-                 s["seconds"])
+        log.info(
+            "%d documents: %d distinct texts, %d clusters of near-duplicates, %d removed (%.3f s)",
+            s["documents"],
+            s["distinct_texts"],
+            s["clusters"],
+            s["removed"],
+            s["seconds"],
+        )
         if self._skipped:
-            log.warning("%d documents with a missing text were left out (on_error='skip')",
-                        self._skipped)
+            log.warning(
+                "%d documents with a missing text were left out (on_error='skip')", self._skipped
+            )
         return result
 
     def _finish(self, keep_out: KeepStream | None = None) -> Result:
@@ -436,18 +471,23 @@ class Deduplicator:
 
         self._stage("verify", 0, len(left))
         if self._exact:
+
             def measure(a, b):
                 return unsorted_overlap_pairs(sh_hashes, sh_off, a, b)
+
             method = JACCARD
         else:
+
             def measure(a, b):
                 return estimate_pairs(sigs, a, b)
+
             method = MINHASH
         rank = preference_rank(U, cfg.cluster.keep, ulen, ufp)
         rep_u = None
         if keep_out is not None and len(left):
-            sim, rep_u = _decide_in_order(U, n, left, right, thr, cfg.cluster.method, rank,
-                                          group, urow, measure, keep_out)
+            sim, rep_u = _decide_in_order(
+                U, n, left, right, thr, cfg.cluster.method, rank, group, urow, measure, keep_out
+            )
         else:
             sim = measure(left, right)
         ok = sim >= thr
@@ -484,8 +524,9 @@ class Deduplicator:
 
         # every pair known to be a duplicate: the verified edges between distinct texts and
         # the pairs their exact groups imply (see neardup.expand)
-        pairs, pcounts = expand_pairs(group, U, left, right, sim, method, cfg.pairs.mode,
-                                      cfg.pairs.max_group)
+        pairs, pcounts = expand_pairs(
+            group, U, left, right, sim, method, cfg.pairs.mode, cfg.pairs.max_group
+        )
         self._stage("cluster", 1, 1)
         self._tick("cluster", t0)
 
@@ -493,20 +534,33 @@ class Deduplicator:
         summary = self._summary(n, U, bands, rows, cstats, pcounts, sizes, representative)
         return Result(self._ids, labels, representative, similarity, pairs, summary)
 
-    def _summary(self, n, U, bands, rows, cstats, pcounts, sizes, representative
-                 ) -> dict[str, Any]:
+    def _summary(self, n, U, bands, rows, cstats, pcounts, sizes, representative) -> dict[str, Any]:
         wall = time.perf_counter() - (self._t_first or time.perf_counter())
         self.run_summary = RunSummary(
-            config=self.config, bands=bands, rows=rows, candidates=cstats, documents=n,
-            text_bytes=self._text_bytes, empty_documents=self._n_empty, distinct_texts=U,
+            config=self.config,
+            bands=bands,
+            rows=rows,
+            candidates=cstats,
+            documents=n,
+            text_bytes=self._text_bytes,
+            empty_documents=self._n_empty,
+            distinct_texts=U,
             kept=int(np.count_nonzero(representative == np.arange(n))),
-            clusters=int(np.count_nonzero(sizes >= 2)), largest_cluster=int(sizes.max(initial=0)),
-            duplicate_pairs=pcounts.rows, verified_pairs=pcounts.verified, pairs=pcounts,
-            shingles=self._shingles_total, timings=dict(self.timings), workers=self.workers,
-            seconds=wall)
+            clusters=int(np.count_nonzero(sizes >= 2)),
+            largest_cluster=int(sizes.max(initial=0)),
+            duplicate_pairs=pcounts.rows,
+            verified_pairs=pcounts.verified,
+            pairs=pcounts,
+            shingles=self._shingles_total,
+            timings=dict(self.timings),
+            workers=self.workers,
+            seconds=wall,
+        )
         if self._skipped:
-            self.run_summary.skipped = {"total": self._skipped, "by_reason": {
-                str(SkipReason.NON_STRING_FIELD): self._skipped}}
+            self.run_summary.skipped = {
+                "total": self._skipped,
+                "by_reason": {str(SkipReason.NON_STRING_FIELD): self._skipped},
+            }
         return self.run_summary.to_dict()
 
 
@@ -516,8 +570,9 @@ class Deduplicator:
 _DECISION_CUTS = (1 / 32, 1 / 16, 1 / 8, 2 / 8, 3 / 8, 4 / 8, 5 / 8, 6 / 8, 7 / 8)
 
 
-def _kept_rows(a: int, b: int, group: np.ndarray, urow: np.ndarray, rep_u: np.ndarray
-               ) -> np.ndarray:
+def _kept_rows(
+    a: int, b: int, group: np.ndarray, urow: np.ndarray, rep_u: np.ndarray
+) -> np.ndarray:
     """Whether each document of the rows ``[a, b)`` is kept: an empty one always, another if it
     is the first of its text and its text represents itself or its cluster."""
     g = group[a:b]
@@ -527,9 +582,19 @@ def _kept_rows(a: int, b: int, group: np.ndarray, urow: np.ndarray, rep_u: np.nd
     return keep
 
 
-def _decide_in_order(U: int, n: int, left: np.ndarray, right: np.ndarray, thr, method: str,
-                     rank: np.ndarray, group: np.ndarray, urow: np.ndarray, measure,
-                     keep_out: KeepStream) -> tuple[np.ndarray, np.ndarray]:
+def _decide_in_order(
+    U: int,
+    n: int,
+    left: np.ndarray,
+    right: np.ndarray,
+    thr,
+    method: str,
+    rank: np.ndarray,
+    group: np.ndarray,
+    urow: np.ndarray,
+    measure,
+    keep_out: KeepStream,
+) -> tuple[np.ndarray, np.ndarray]:
     """Verify the candidate pairs and cluster the distinct texts group by group of candidates
     (connected by candidate pairs), in the order of their groups' first texts, and tell
     ``keep_out`` which documents are kept as soon as every text before them is decided.
@@ -558,8 +623,7 @@ def _decide_in_order(U: int, n: int, left: np.ndarray, right: np.ndarray, thr, m
         if ok.any():
             texts, pos = np.unique(np.concatenate((la[ok], rb[ok])), return_inverse=True)
             k = int(ok.sum())
-            reps = cluster_representatives(len(texts), pos[:k], pos[k:], method,
-                                           rank[texts])
+            reps = cluster_representatives(len(texts), pos[:k], pos[k:], method, rank[texts])
             rep_u[texts] = texts[reps]
         # every text before the next group's first is decided, and so is every document
         # before that text's first document
@@ -570,8 +634,9 @@ def _decide_in_order(U: int, n: int, left: np.ndarray, right: np.ndarray, thr, m
     return sim, rep_u
 
 
-def _pair_lookup(n: int, left: np.ndarray, right: np.ndarray, values: np.ndarray,
-                 a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pair_lookup(
+    n: int, left: np.ndarray, right: np.ndarray, values: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``values`` of the pairs ``(a[i], b[i])`` among the pairs ``(left, right)`` of rows
     ``0..n-1``, in either order: ``(found values, or 0, found mask)``."""
     out = np.zeros(len(a), values.dtype)
@@ -588,20 +653,38 @@ def _pair_lookup(n: int, left: np.ndarray, right: np.ndarray, values: np.ndarray
     return out, found
 
 
-def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
-          threshold: float = 0.8, shingle: str | ShingleConfig = "word:5",
-          num_perm: int = 128, scheme: Literal["oph", "classic"] = "oph", seed: int = 1,
-          bands: int | None = None, rows: int | None = None, min_recall: float = 0.99,
-          bucket_cap: int = 500, verify: Literal["exact", "estimate"] = "exact",
-          cluster: Literal["components", "strict"] = "components",
-          keep: Literal["first", "longest"] = "first", pairs: Literal["all", "edges"] = "all",
-          pairs_max_group: int = 1000, nfkc: bool = True, casefold: bool = True,
-          strip_html: bool = False, strip_punctuation: bool = False, strip_digits: bool = False,
-          strip_stopwords: bool = False,
-          config: DedupConfig | None = None, chunk_size: int = 10_000,
-          workers: int | None = None, on_error: Literal["fail", "skip"] = "fail",
-          text_field: str | None = None, id_field: str | None = None,
-          progress: StageCallback | None = None) -> Result:
+def dedup(
+    texts: TextColumn,
+    ids: IdColumn | None = None,
+    *,
+    threshold: float = 0.8,
+    shingle: str | ShingleConfig = "word:5",
+    num_perm: int = 128,
+    scheme: Literal["oph", "classic"] = "oph",
+    seed: int = 1,
+    bands: int | None = None,
+    rows: int | None = None,
+    min_recall: float = 0.99,
+    bucket_cap: int = 500,
+    verify: Literal["exact", "estimate"] = "exact",
+    cluster: Literal["components", "strict"] = "components",
+    keep: Literal["first", "longest"] = "first",
+    pairs: Literal["all", "edges"] = "all",
+    pairs_max_group: int = 1000,
+    nfkc: bool = True,
+    casefold: bool = True,
+    strip_html: bool = False,
+    strip_punctuation: bool = False,
+    strip_digits: bool = False,
+    strip_stopwords: bool = False,
+    config: DedupConfig | None = None,
+    chunk_size: int = 10_000,
+    workers: int | None = None,
+    on_error: Literal["fail", "skip"] = "fail",
+    text_field: str | None = None,
+    id_field: str | None = None,
+    progress: StageCallback | None = None,
+) -> Result:
     """Find near-duplicate clusters among ``texts`` and return a :class:`Result`
     (``result.to_pandas()``, ``to_polars()``, ``to_arrow()``: the clusters or the pairs as a
     table).
@@ -645,12 +728,12 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
     """
     check_int("chunk_size", chunk_size, 1)
     if progress is not None and not callable(progress):
-        raise ConfigError(f"progress={progress!r} is invalid: a function of (stage, done, "
-                          "total)")
+        raise ConfigError(f"progress={progress!r} is invalid: a function of (stage, done, total)")
     params = {k: v for k, v in locals().items() if k in _FLAT}
     texts, ids = table_columns(texts, ids, text_field, id_field)
-    d = Deduplicator(config_from(config, params), workers=workers, on_error=on_error,
-                     on_stage=progress)
+    d = Deduplicator(
+        config_from(config, params), workers=workers, on_error=on_error, on_stage=progress
+    )
     arrow = to_arrow(texts)
     if arrow is not None:
         texts = arrow
@@ -663,7 +746,7 @@ def dedup(texts: TextColumn, ids: IdColumn | None = None, *,
     if ids is not None:
         ids = id_column(ids, len(texts))
     for s in range(0, len(texts), chunk_size):
-        d.add(texts[s:s + chunk_size], None if ids is None else ids[s:s + chunk_size])
+        d.add(texts[s : s + chunk_size], None if ids is None else ids[s : s + chunk_size])
         if progress is not None:
             progress("read", min(s + chunk_size, len(texts)), len(texts))
     if len(texts) == 0:
@@ -676,8 +759,10 @@ def _new_index(path: Path, config: DedupConfig):
     from ..index import Index
 
     if path.exists():
-        raise OutputError(f"{path}: exists; --save-index writes a new index (add to an existing "
-                          "one with `neardup index add`)")
+        raise OutputError(
+            f"{path}: exists; --save-index writes a new index (add to an existing "
+            "one with `neardup index add`)"
+        )
     if not path.parent.is_dir():
         raise OutputError(f"{path}: the folder {path.parent} does not exist")
     from ..index.sqlite import remove_index_files
@@ -729,13 +814,22 @@ def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str
     return {"clusters": str(clusters), "pairs": str(pairs)}
 
 
-def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
-                config: DedupConfig | None = None, text_fields: Sequence[str] = ("text",),
-                id_field: str | None = None, input_format: str | None = None,
-                encoding: str = "utf-8", on_error: str = "fail", chunk_size: int = 10_000,
-                output_format: str = "parquet", write_corpus: bool = True,
-                progress: Progress | None = None,
-                save_index: str | os.PathLike | None = None) -> dict[str, Any]:
+def dedup_files(
+    paths: Sequence[str | os.PathLike],
+    outdir: str | os.PathLike,
+    *,
+    config: DedupConfig | None = None,
+    text_fields: Sequence[str] = ("text",),
+    id_field: str | None = None,
+    input_format: str | None = None,
+    encoding: str = "utf-8",
+    on_error: str = "fail",
+    chunk_size: int = 10_000,
+    output_format: str = "parquet",
+    write_corpus: bool = True,
+    progress: Progress | None = None,
+    save_index: str | os.PathLike | None = None,
+) -> dict[str, Any]:
     """Deduplicate the documents of ``paths`` and write clusters, pairs, the deduplicated corpus
     and ``summary.json`` into ``outdir``. Returns the summary.
 
@@ -752,9 +846,14 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     # ``import neardup`` and the command line's help stay light
     from ..io import OutputOptions, ReadOptions, SkipReport, id_options
 
-    read_opts = ReadOptions(text_fields=text_fields, format=input_format, encoding=encoding,
-                            on_error=on_error, chunk_size=chunk_size,
-                            **id_options(id_field))
+    read_opts = ReadOptions(
+        text_fields=text_fields,
+        format=input_format,
+        encoding=encoding,
+        on_error=on_error,
+        chunk_size=chunk_size,
+        **id_options(id_field),
+    )
     out_opts = OutputOptions(output_format, write_corpus)
     config = config or DedupConfig()
     progress = progress or NoProgress()
@@ -771,8 +870,20 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
         paths = spool.paths(paths)
         if save_index is not None:
             index, index_tmp = _new_index(Path(save_index), config)
-        summary = _run(paths, outdir, config, report, read_opts, out_opts, progress, t_start,
-                       index, index_tmp, save_index, spool.display)
+        summary = _run(
+            paths,
+            outdir,
+            config,
+            report,
+            read_opts,
+            out_opts,
+            progress,
+            t_start,
+            index,
+            index_tmp,
+            save_index,
+            spool.display,
+        )
     except BaseException:
         if index is not None:
             index.close()
@@ -785,8 +896,20 @@ def dedup_files(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *
     return summary
 
 
-def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: OutputOptions,
-         progress, t_start, index, index_tmp, save_index, display=str) -> dict[str, Any]:
+def _run(
+    paths,
+    outdir,
+    config,
+    report,
+    read_opts: ReadOptions,
+    out_opts: OutputOptions,
+    progress,
+    t_start,
+    index,
+    index_tmp,
+    save_index,
+    display=str,
+) -> dict[str, Any]:
     from ..io import (
         IdInfo,
         prepare_outdir,
@@ -819,7 +942,10 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
                         f"{ids.fallback_row:,} records before it have one: the index being "
                         f"built cannot change their ids to row numbers; give --id-field "
                         f"{ids.field} (every record must then have it) or --id-field '' (row "
-                        "numbers)", field=ids.field, reason=SkipReason.MISSING_FIELD)
+                        "numbers)",
+                        field=ids.field,
+                        reason=SkipReason.MISSING_FIELD,
+                    )
                 if index is not None:
                     t_ix = time.perf_counter()
                     texts = chunk.texts
@@ -844,8 +970,11 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
         # decide which documents are kept, in document order.
         prepare_outdir(outdir)
         (outdir / "summary.json").unlink(missing_ok=True)  # an earlier run's: no longer true
-        corpus = (_CorpusCopy(paths, outdir, read_opts, locations, spans, len(dd))
-                  if out_opts.write_corpus else None)
+        corpus = (
+            _CorpusCopy(paths, outdir, read_opts, locations, spans, len(dd))
+            if out_opts.write_corpus
+            else None
+        )
         try:
             for stage in ("candidates", "verify", "cluster"):
                 progress.start(stage, None)
@@ -871,14 +1000,28 @@ def _run(paths, outdir, config, report, read_opts: ReadOptions, out_opts: Output
             outputs["index"] = str(save_index)
         t_write = time.perf_counter() - t0
         progress.finish("write")
-        summary = _final_summary(dd, report, [display(p) for p in paths], outdir, outputs,
-                                 total_bytes, t_start, t_ingest, read_time, t_write, index_time,
-                                 index is not None, ids.to_dict())
+        summary = _final_summary(
+            dd,
+            report,
+            [display(p) for p in paths],
+            outdir,
+            outputs,
+            total_bytes,
+            t_start,
+            t_ingest,
+            read_time,
+            t_write,
+            index_time,
+            index is not None,
+            ids.to_dict(),
+        )
     except BaseException as e:
         _remove(committed)
         if committed:
-            log.warning("the run failed while writing; removed what it had written: %s",
-                        ", ".join(str(p) for p in committed))
+            log.warning(
+                "the run failed while writing; removed what it had written: %s",
+                ", ".join(str(p) for p in committed),
+            )
         if isinstance(e, OutputError):
             raise OutputError(f"{e} (no output of this run was left in {outdir})") from e
         raise
@@ -889,16 +1032,14 @@ class _CorpusCopy:
     """The deduplicated corpus, written on a thread of its own from the keep flags of
     :attr:`keep` (a :class:`~neardup.io.writers.KeepStream`) as they are decided."""
 
-    def __init__(self, paths, outdir: Path, read_opts, locations: list, spans: list,
-                 n: int):
+    def __init__(self, paths, outdir: Path, read_opts, locations: list, spans: list, n: int):
         from ..io.writers import KeepStream
 
         self.keep = KeepStream(n)
         self.folder = outdir / "deduplicated"
         self._folder_existed = self.folder.exists()
         locs = np.concatenate(locations) if locations else np.zeros(0, np.int64)
-        spans_all = (np.concatenate(spans) if spans and all(x is not None for x in spans)
-                     else None)
+        spans_all = np.concatenate(spans) if spans and all(x is not None for x in spans) else None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="neardup-write")
         self._future = self._pool.submit(self._copy, paths, locs, spans_all, read_opts)
 
@@ -913,8 +1054,9 @@ class _CorpusCopy:
             if fmt != "textdir" and old.is_file() and not old.is_symlink():
                 with contextlib.suppress(OSError):
                     old.unlink()
-        return write_deduplicated(paths, self.keep, self.folder, locations=locations,
-                                  spans=spans, options=read_opts)
+        return write_deduplicated(
+            paths, self.keep, self.folder, locations=locations, spans=spans, options=read_opts
+        )
 
     def failed(self) -> bool:
         return self._future.done() and self._future.exception() is not None
@@ -941,8 +1083,9 @@ class _CorpusCopy:
                 self.folder.rmdir()
 
 
-def _write_outputs(result, outdir, out_opts, corpus: _CorpusCopy | None,
-                   committed: list[Path]) -> dict[str, Any]:
+def _write_outputs(
+    result, outdir, out_opts, corpus: _CorpusCopy | None, committed: list[Path]
+) -> dict[str, Any]:
     """Write the tables while the corpus is being copied (both mostly outside the GIL: Arrow's
     writer, the system's copy); add each path to ``committed`` as soon as it is in place."""
     if corpus is None:
@@ -988,8 +1131,21 @@ def _remove(paths: list[Path]) -> None:
                 p.rmdir()
 
 
-def _final_summary(dd, report, inputs, outdir, outputs, total_bytes, t_start, t_ingest,
-                   read_time, t_write, index_time, with_index, ids) -> dict[str, Any]:
+def _final_summary(
+    dd,
+    report,
+    inputs,
+    outdir,
+    outputs,
+    total_bytes,
+    t_start,
+    t_ingest,
+    read_time,
+    t_write,
+    index_time,
+    with_index,
+    ids,
+) -> dict[str, Any]:
     from ..io import write_json_atomic
 
     rs = dd.run_summary

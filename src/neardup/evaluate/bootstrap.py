@@ -29,8 +29,13 @@ def _pair_keys(left, right, n: int) -> np.ndarray:
     return np.unique(a * n + b)
 
 
-def pair_metrics(left: Sequence[int], right: Sequence[int], true_left: Sequence[int],
-                 true_right: Sequence[int], n: int) -> dict:
+def pair_metrics(
+    left: Sequence[int],
+    right: Sequence[int],
+    true_left: Sequence[int],
+    true_right: Sequence[int],
+    n: int,
+) -> dict:
     """Precision, recall and F1 of predicted duplicate pairs against the true pairs (both as
     row numbers below ``n``; order within a pair and repeats do not matter)."""
     pred = _pair_keys(np.asarray(left), np.asarray(right), n)
@@ -39,12 +44,19 @@ def pair_metrics(left: Sequence[int], right: Sequence[int], true_left: Sequence[
     p = tp / len(pred) if len(pred) else 0.0
     r = tp / len(true) if len(true) else float("nan")
     f1 = 2 * p * r / (p + r) if p + r > 0 else 0.0
-    return {"predicted": len(pred), "true": len(true), "tp": tp, "precision": p, "recall": r,
-            "f1": f1}
+    return {
+        "predicted": len(pred),
+        "true": len(true),
+        "tp": tp,
+        "precision": p,
+        "recall": r,
+        "f1": f1,
+    }
 
 
-def subset_pairs(left: np.ndarray, right: np.ndarray, keep: np.ndarray, n: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def subset_pairs(
+    left: np.ndarray, right: np.ndarray, keep: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pairs with both rows in ``keep`` (indices below ``n``), renumbered to positions in
     the sorted ``keep``; also returns the boolean mask of the pairs kept."""
     keep = np.unique(np.asarray(keep, np.int64))
@@ -56,8 +68,9 @@ def subset_pairs(left: np.ndarray, right: np.ndarray, keep: np.ndarray, n: int
     return pos[left[mask]], pos[right[mask]], mask
 
 
-def tune_threshold(scores: np.ndarray, is_true: np.ndarray, total_true: int,
-                   kept: tuple[int, int] = (0, 0)) -> tuple[float, float]:
+def tune_threshold(
+    scores: np.ndarray, is_true: np.ndarray, total_true: int, kept: tuple[int, int] = (0, 0)
+) -> tuple[float, float]:
     """The score threshold (pairs with ``score >= t`` are duplicates) that maximises F1 when the
     scored candidates hold ``is_true`` duplicates and ``total_true`` duplicates exist in all
     (recall counts the ones the candidates missed). Returns ``(threshold, f1)``; with no true

@@ -14,5 +14,12 @@ from .core import (
     inverted_table,
 )
 
-__all__ = ["FCACluster", "FCAResult", "document_images", "inverted_table", "fca_clusters", "fca",
-           "default_min_common"]
+__all__ = [
+    "FCACluster",
+    "FCAResult",
+    "document_images",
+    "inverted_table",
+    "fca_clusters",
+    "fca",
+    "default_min_common",
+]

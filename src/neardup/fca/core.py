@@ -65,9 +65,14 @@ class FCAResult:
         return out
 
 
-def document_images(texts: Sequence[str], length: int = 5, offset: int = 1,
-                    image_size: int = 256, kind: str = "word",
-                    normalize_cfg: NormalizeConfig | None = None) -> Shingles:
+def document_images(
+    texts: Sequence[str],
+    length: int = 5,
+    offset: int = 1,
+    image_size: int = 256,
+    kind: str = "word",
+    normalize_cfg: NormalizeConfig | None = None,
+) -> Shingles:
     """Each document's ``image_size`` smallest shingle hashes, sorted: CSR ``Shingles``."""
     for name, v in (("length", length), ("offset", offset), ("image_size", image_size)):
         check_int(name, v, 1)
@@ -83,8 +88,9 @@ def document_images(texts: Sequence[str], length: int = 5, offset: int = 1,
     return Shingles(hashes=sh.hashes[idx], offsets=off)
 
 
-def inverted_table(images: Shingles, max_doc_freq: int | None = None
-                   ) -> tuple[dict[tuple[int, ...], int], dict[str, int]]:
+def inverted_table(
+    images: Shingles, max_doc_freq: int | None = None
+) -> tuple[dict[tuple[int, ...], int], dict[str, int]]:
     """Transactions for the itemset miner: for each hash held by two documents or more (and at most
     ``max_doc_freq``, if given), the sorted tuple of those documents; identical transactions are
     merged into one with their count. Returns the transactions and counts of what was dropped."""
@@ -120,12 +126,20 @@ def inverted_table(images: Shingles, max_doc_freq: int | None = None
         at = np.flatnonzero(new)
         counts = np.diff(np.append(at, len(rows)))
         tracts.update(zip(map(tuple, rows[at].tolist()), counts.tolist()))
-    return tracts, {"hashes": int(len(starts)), "shared_hashes": int(shared.sum()),
-                    "capped_hashes": int(capped.sum()), "transactions": len(tracts)}
+    return tracts, {
+        "hashes": int(len(starts)),
+        "shared_hashes": int(shared.sum()),
+        "capped_hashes": int(capped.sum()),
+        "transactions": len(tracts),
+    }
 
 
-def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = None,
-                 tracts: dict[tuple[int, ...], int] | None = None) -> FCAResult:
+def fca_clusters(
+    images: Shingles,
+    min_common: int,
+    max_doc_freq: int | None = None,
+    tracts: dict[tuple[int, ...], int] | None = None,
+) -> FCAResult:
     """Maximal sets of two documents or more whose images share at least ``min_common`` hashes,
     each with its number of common hashes (the maximal frequent itemsets of the inverted table,
     by :func:`~neardup.fca.itemsets.maximal_itemsets`)."""
@@ -134,11 +148,13 @@ def fca_clusters(images: Shingles, min_common: int, max_doc_freq: int | None = N
     stats: dict[str, Any] = {}
     if tracts is None:
         tracts, stats = inverted_table(images, max_doc_freq)
-    clusters = [FCACluster(members, support)
-                for members, support in maximal_itemsets(tracts, min_common)]
+    clusters = [
+        FCACluster(members, support) for members, support in maximal_itemsets(tracts, min_common)
+    ]
     clusters.sort(key=lambda c: (-c.common, c.members))
-    return FCAResult(min_common, clusters, time.perf_counter() - t0,
-                     {**stats, "clusters": len(clusters)})
+    return FCAResult(
+        min_common, clusters, time.perf_counter() - t0, {**stats, "clusters": len(clusters)}
+    )
 
 
 def default_min_common(image_size: int, similarity: float = 0.8) -> int:
@@ -155,22 +171,35 @@ def default_min_common(image_size: int, similarity: float = 0.8) -> int:
     return max(1, min(image_size, k))
 
 
-def fca(texts: Sequence[str], min_common: int | Sequence[int] | None = None, *,
-        length: int = 5, offset: int = 1, image_size: int = 256, kind: str = "word",
-        max_doc_freq: int | None = None) -> list[FCAResult]:
+def fca(
+    texts: Sequence[str],
+    min_common: int | Sequence[int] | None = None,
+    *,
+    length: int = 5,
+    offset: int = 1,
+    image_size: int = 256,
+    kind: str = "word",
+    max_doc_freq: int | None = None,
+) -> list[FCAResult]:
     """The FCA method end to end: images, inverted table, maximal itemsets for each
     ``min_common``.
     The images and the table are built once; each result's ``seconds`` is its mining time and
     ``stats["prepare_seconds"]`` the time to build them. ``min_common`` None:
     :func:`default_min_common` of the images' median size (``image_size``, or fewer hashes
     where the documents have fewer shingles: short texts)."""
-    ks = ([] if min_common is None else [min_common] if isinstance(min_common, int)
-          else list(min_common))
+    ks = (
+        []
+        if min_common is None
+        else [min_common]
+        if isinstance(min_common, int)
+        else list(min_common)
+    )
     if min_common is not None and not ks:
         raise ConfigError("min_common: give at least one value")
     for k in ks:
-        check_int("min_common", k, 1, image_size,
-                  allowed=f"an integer from 1 to image_size={image_size}")
+        check_int(
+            "min_common", k, 1, image_size, allowed=f"an integer from 1 to image_size={image_size}"
+        )
     t0 = time.perf_counter()
     images = document_images(texts, length, offset, image_size, kind)
     if min_common is None:

@@ -13,8 +13,9 @@ import numpy as np
 from ..validate import check_int
 
 
-def maximal_itemsets(tracts: Mapping[tuple[int, ...], int], min_support: int
-                     ) -> list[tuple[tuple[int, ...], int]]:
+def maximal_itemsets(
+    tracts: Mapping[tuple[int, ...], int], min_support: int
+) -> list[tuple[tuple[int, ...], int]]:
     """Every maximal itemset of two items or more whose support is at least ``min_support``,
     with its support, in no particular order.
 
@@ -33,11 +34,12 @@ def maximal_itemsets(tracts: Mapping[tuple[int, ...], int], min_support: int
     members, bounds, supports = maximal_itemset_arrays(items, offsets, weights, min_support)
     flat = members.tolist()
     b = bounds.tolist()
-    return [(tuple(flat[b[i]:b[i + 1]]), s) for i, s in enumerate(supports.tolist())]
+    return [(tuple(flat[b[i] : b[i + 1]]), s) for i, s in enumerate(supports.tolist())]
 
 
-def maximal_itemset_arrays(items: np.ndarray, offsets: np.ndarray, weights: np.ndarray,
-                           min_support: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def maximal_itemset_arrays(
+    items: np.ndarray, offsets: np.ndarray, weights: np.ndarray, min_support: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`maximal_itemsets` on a CSR database: transaction ``t`` is
     ``items[offsets[t]:offsets[t + 1]]`` with multiplicity ``weights[t]``. Returns
     ``(members, bounds, supports)``: set ``i`` is ``members[bounds[i]:bounds[i + 1]]``."""
@@ -48,10 +50,17 @@ def maximal_itemset_arrays(items: np.ndarray, offsets: np.ndarray, weights: np.n
     offsets = np.ascontiguousarray(offsets, np.int64)
     weights = np.ascontiguousarray(weights, np.int64)
     n = len(weights)
-    if offsets.ndim != 1 or len(offsets) != n + 1 or (n and offsets[0] != 0) \
-            or (n and offsets[-1] != len(items)) or np.any(np.diff(offsets) < 0):
-        raise ValueError(f"offsets: {n + 1} non-decreasing values from 0 to {len(items)} "
-                         "(one more than the weights)")
+    if (
+        offsets.ndim != 1
+        or len(offsets) != n + 1
+        or (n and offsets[0] != 0)
+        or (n and offsets[-1] != len(items))
+        or np.any(np.diff(offsets) < 0)
+    ):
+        raise ValueError(
+            f"offsets: {n + 1} non-decreasing values from 0 to {len(items)} "
+            "(one more than the weights)"
+        )
     if len(weights) and weights.min() < 0:
         raise ValueError("weights: multiplicities are non-negative")
     if n >= 2**31 - 1:
@@ -65,7 +74,8 @@ def maximal_itemset_arrays(items: np.ndarray, offsets: np.ndarray, weights: np.n
     if n_items > 2 * len(items) + 1024:
         # sparse item numbers: the kernel's tables by item would be mostly empty
         ids, dense = np.unique(items, return_inverse=True)
-        members, bounds, supports = kernel(dense.astype(np.int64).reshape(-1), offsets, weights,
-                                           len(ids), min_support)
+        members, bounds, supports = kernel(
+            dense.astype(np.int64).reshape(-1), offsets, weights, len(ids), min_support
+        )
         return ids[members], bounds, supports
     return kernel(items, offsets, weights, n_items, min_support)

@@ -13,6 +13,18 @@ from .storage import (
     StoredDoc,
 )
 
-__all__ = ["CheckResult", "CommonPassage", "Index", "IndexChangedError", "Match", "Storage", "StoredDoc", "MemoryStorage",
-           "DuplicateIdError", "IndexBusyError", "IndexFullError", "IndexNotFoundError",
-           "FORMAT_VERSION"]
+__all__ = [
+    "CheckResult",
+    "CommonPassage",
+    "Index",
+    "IndexChangedError",
+    "Match",
+    "Storage",
+    "StoredDoc",
+    "MemoryStorage",
+    "DuplicateIdError",
+    "IndexBusyError",
+    "IndexFullError",
+    "IndexNotFoundError",
+    "FORMAT_VERSION",
+]

@@ -98,8 +98,7 @@ class CheckResult:
     incomplete: bool = False
     #: the indexed texts compared, by id (those of ``reused`` among them), for showing them
     #: beside the passages without reading them again
-    texts: dict[str, str] = dataclasses.field(default_factory=dict, repr=False,
-                                              compare=False)
+    texts: dict[str, str] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     #: the passages of the checked text that many indexed texts hold, each once
     common: list[CommonPassage] = dataclasses.field(default_factory=list)
@@ -108,8 +107,7 @@ class CheckResult:
     def unique(self) -> bool:
         """Neither a whole-text near-duplicate nor a passage held by an indexed text (reused
         or common) was found, and every candidate was compared."""
-        return (not self.matches and not self.reused and not self.common
-                and not self.incomplete)
+        return not self.matches and not self.reused and not self.common and not self.incomplete
 
 
 @dataclass(frozen=True)
@@ -124,8 +122,9 @@ class Match:
         yield self.similarity
 
 
-def _open_storage(target: str | os.PathLike | Storage | None, create: bool = True,
-                  **options: Any) -> Storage:
+def _open_storage(
+    target: str | os.PathLike | Storage | None, create: bool = True, **options: Any
+) -> Storage:
     if target is None or target == ":memory:":
         return MemoryStorage()
     if isinstance(target, Storage):
@@ -156,34 +155,52 @@ class Index:
     ``lock_timeout``).
     """
 
-    def __init__(self, target: str | os.PathLike | Storage | None = None, *,
-                 threshold: float | None = None, shingle: str | ShingleConfig | None = None,
-                 num_perm: int | None = None, scheme: Literal["oph", "classic"] | None = None,
-                 seed: int | None = None, bands: int | None = None, rows: int | None = None,
-                 min_recall: float | None = None, bucket_cap: int | None = None,
-                 verify: Literal["exact", "estimate"] | None = None,
-                 cluster: Literal["components", "strict"] | None = None,
-                 keep: Literal["first", "longest"] | None = None, nfkc: bool | None = None,
-                 casefold: bool | None = None, strip_html: bool | None = None,
-                 strip_punctuation: bool | None = None, strip_digits: bool | None = None,
-                 strip_stopwords: bool | None = None, config: DedupConfig | None = None,
-                 store_text: bool = True, storage_options: dict[str, Any] | None = None,
-                 passages: PassageConfig | bool | None = None, create: bool = True):
+    def __init__(
+        self,
+        target: str | os.PathLike | Storage | None = None,
+        *,
+        threshold: float | None = None,
+        shingle: str | ShingleConfig | None = None,
+        num_perm: int | None = None,
+        scheme: Literal["oph", "classic"] | None = None,
+        seed: int | None = None,
+        bands: int | None = None,
+        rows: int | None = None,
+        min_recall: float | None = None,
+        bucket_cap: int | None = None,
+        verify: Literal["exact", "estimate"] | None = None,
+        cluster: Literal["components", "strict"] | None = None,
+        keep: Literal["first", "longest"] | None = None,
+        nfkc: bool | None = None,
+        casefold: bool | None = None,
+        strip_html: bool | None = None,
+        strip_punctuation: bool | None = None,
+        strip_digits: bool | None = None,
+        strip_stopwords: bool | None = None,
+        config: DedupConfig | None = None,
+        store_text: bool = True,
+        storage_options: dict[str, Any] | None = None,
+        passages: PassageConfig | bool | None = None,
+        create: bool = True,
+    ):
         # None: not given (a new index takes DedupConfig's default, an existing one its own)
         params = {k: v for k, v in locals().items() if k in _FLAT and v is not None}
         if not isinstance(create, bool):
             raise ConfigError(f"create={create!r} is invalid: True or False")
         if config is not None and params:
-            raise ConfigError("pass either config= or the keyword parameters, not both "
-                              f"(given: config and {', '.join(sorted(params))})")
+            raise ConfigError(
+                "pass either config= or the keyword parameters, not both "
+                f"(given: config and {', '.join(sorted(params))})"
+            )
         self.storage = _open_storage(target, create, **(storage_options or {}))
         self._no_passages = _NO_PASSAGES
         self._local = threading.local()  # per thread: whether the last verification was whole
         given = config or (DedupConfig.from_kwargs(**params) if params else None)
         meta = self.storage.read_meta()
         if passages is not None and not isinstance(passages, (bool, PassageConfig)):
-            raise ConfigError(f"passages={passages!r} is invalid: True, False or a "
-                              "neardup.PassageConfig")
+            raise ConfigError(
+                f"passages={passages!r} is invalid: True, False or a neardup.PassageConfig"
+            )
         if meta is None and not create:
             self.storage.close()
             if self.storage.kind == "redis":  # its server may have come back without its data
@@ -195,9 +212,12 @@ class Index:
                     "one was kept there, the Redis server has lost its data (a server "
                     "restarted without persistence comes back empty: run it with "
                     "`appendonly yes`); create a new index with `neardup index create` or "
-                    "Index(..., create=True)")
-            raise IndexNotFoundError(f"{target}: holds no neardup index; create one with "
-                                     "`neardup index create` or Index(..., create=True)")
+                    "Index(..., create=True)"
+                )
+            raise IndexNotFoundError(
+                f"{target}: holds no neardup index; create one with "
+                "`neardup index create` or Index(..., create=True)"
+            )
         if meta is None:
             # a random identity stored with the data: a backend that comes back empty or
             # holding another index is told apart (verify_identity)
@@ -207,18 +227,24 @@ class Index:
             self.text_codec = _CODEC
             self._bands_rows = self._choose(self.config)
             if passages not in (None, False) and not store_text:
-                raise ConfigError("passages need the texts: store_text=False cannot find "
-                                  "reused passages")
+                raise ConfigError(
+                    "passages need the texts: store_text=False cannot find reused passages"
+                )
             # texts whose markup the index strips: their passages skip it too
-            self.passages = (passages if isinstance(passages, PassageConfig)
-                             else PassageConfig(strip_html=self.config.normalize.strip_html)
-                             if passages is True else None)
-            self.storage.write_meta({"format_version": FORMAT_VERSION,
-                                     "params": self._params()})
+            self.passages = (
+                passages
+                if isinstance(passages, PassageConfig)
+                else PassageConfig(strip_html=self.config.normalize.strip_html)
+                if passages is True
+                else None
+            )
+            self.storage.write_meta({"format_version": FORMAT_VERSION, "params": self._params()})
         else:
             if meta.get("format_version") != FORMAT_VERSION:
-                raise ConfigError(f"{target}: index format version {meta.get('format_version')}"
-                                  f" is not supported (this neardup reads {FORMAT_VERSION})")
+                raise ConfigError(
+                    f"{target}: index format version {meta.get('format_version')}"
+                    f" is not supported (this neardup reads {FORMAT_VERSION})"
+                )
             stored = meta["params"]
             self.identity = stored.get("identity")  # None: made before indexes had one
             self.config = _config_from_params(stored)
@@ -237,9 +263,11 @@ class Index:
             if passages not in (None, False) and self.passages is None:
                 raise ConfigError(f"{target}: {self._no_passages}")
             if isinstance(passages, PassageConfig) and passages != self.passages:
-                raise ConfigError(f"{target}: the index finds passages with {self.passages}, "
-                                  f"asked for {passages}; open it without passages= to use "
-                                  "its own")
+                raise ConfigError(
+                    f"{target}: the index finds passages with {self.passages}, "
+                    f"asked for {passages}; open it without passages= to use "
+                    "its own"
+                )
         self.bucket_cap = self.config.lsh.bucket_cap
 
     # -- parameters -------------------------------------------------------------------------
@@ -250,11 +278,20 @@ class Index:
     def _params(self) -> dict[str, Any]:
         d = self.config.to_dict()
         b, r = self._bands_rows
-        return {**d, "bands": b, "rows": r, "store_text": self.store_text,
-                "text_codec": self.text_codec, "identity": self.identity,
-                "passages": ({**dataclasses.asdict(self.passages), "word_hash": WORD_HASH}
-                             if self.passages else None),
-                "created_by": f"neardup {__version__}"}
+        return {
+            **d,
+            "bands": b,
+            "rows": r,
+            "store_text": self.store_text,
+            "text_codec": self.text_codec,
+            "identity": self.identity,
+            "passages": (
+                {**dataclasses.asdict(self.passages), "word_hash": WORD_HASH}
+                if self.passages
+                else None
+            ),
+            "created_by": f"neardup {__version__}",
+        }
 
     def _check_same(self, given: DedupConfig, stored: dict[str, Any], target: Any) -> None:
         want = given.to_dict()
@@ -262,17 +299,25 @@ class Index:
         for sec in (*_STORED_SECTIONS, "lsh"):
             have, asked = stored.get(sec), want[sec]
             if isinstance(asked, dict) and isinstance(have, dict):
-                diffs += [f"{sec}.{k}: index has {have.get(k)!r}, asked for {v!r}"
-                          for k, v in asked.items() if have.get(k) != v]
+                diffs += [
+                    f"{sec}.{k}: index has {have.get(k)!r}, asked for {v!r}"
+                    for k, v in asked.items()
+                    if have.get(k) != v
+                ]
             elif have != asked:
                 diffs.append(f"{sec}: index has {have!r}, asked for {asked!r}")
         b, r = self._choose(given)
         if (b, r) != self._bands_rows:
-            diffs.append(f"bands x rows: index has {self._bands_rows[0]}x{self._bands_rows[1]}"
-                         f", asked for {b}x{r}")
+            diffs.append(
+                f"bands x rows: index has {self._bands_rows[0]}x{self._bands_rows[1]}"
+                f", asked for {b}x{r}"
+            )
         if diffs:
-            raise ConfigError(f"{target}: the index was created with other parameters ("
-                              + "; ".join(diffs) + "); open it without parameters to use its own")
+            raise ConfigError(
+                f"{target}: the index was created with other parameters ("
+                + "; ".join(diffs)
+                + "); open it without parameters to use its own"
+            )
 
     @property
     def bands(self) -> int:
@@ -287,8 +332,14 @@ class Index:
         return self.config.lsh.threshold
 
     # -- encoding ---------------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], ids: Sequence[str] | None = None, *,
-               passages: bool = True, keep_text: bool = True) -> list[StoredDoc]:
+    def encode(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        *,
+        passages: bool = True,
+        keep_text: bool = True,
+    ) -> list[StoredDoc]:
         """Shingle and sketch ``texts`` once, as the batch engine does: one
         :class:`StoredDoc` each (ids default to ``""``; texts kept, compressed, if
         ``store_text`` and ``keep_text``: a query stores nothing). Its ``keys`` are the LSH
@@ -296,14 +347,20 @@ class Index:
         passage fingerprints."""
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise InputError(f"text at position {i} is {type(t).__name__}, not str",
-                                 field="text", reason=SkipReason.NON_STRING_FIELD)
+                raise InputError(
+                    f"text at position {i} is {type(t).__name__}, not str",
+                    field="text",
+                    reason=SkipReason.NON_STRING_FIELD,
+                )
             try:
                 t.encode("utf-8")
             except UnicodeEncodeError as e:  # lone surrogates: not storable as UTF-8
-                raise InputError(f"text at position {i} is not valid Unicode at character "
-                                 f"{e.start} ({e.reason})", field="text",
-                                 reason=SkipReason.UNDECODABLE) from e
+                raise InputError(
+                    f"text at position {i} is not valid Unicode at character "
+                    f"{e.start} ({e.reason})",
+                    field="text",
+                    reason=SkipReason.UNDECODABLE,
+                ) from e
         n = len(texts)
         if n == 0:
             return []
@@ -323,11 +380,14 @@ class Index:
             k = keys[:, g].copy() if g >= 0 else none64
             if extra is not None and g >= 0:
                 k = np.concatenate([k, extra[i]])
-            out.append(StoredDoc(id="" if ids is None else ids[i],
-                                 text=(self._pack(texts[i]) if self.store_text and keep_text
-                                       else None),
-                                 shingles=h32[off[g]:ends[g]].copy() if g >= 0 else none32,
-                                 keys=k))
+            out.append(
+                StoredDoc(
+                    id="" if ids is None else ids[i],
+                    text=(self._pack(texts[i]) if self.store_text and keep_text else None),
+                    shingles=h32[off[g] : ends[g]].copy() if g >= 0 else none32,
+                    keys=k,
+                )
+            )
         return out
 
     @staticmethod
@@ -341,9 +401,15 @@ class Index:
         """Add one document; :class:`DuplicateIdError` if ``id`` is present."""
         self.add_many([(id, text)])
 
-    def add_many(self, docs: Iterable[tuple[str, str]] | Any, batch_size: int = 1000, *,
-                 text_field: str | None = None, id_field: str | None = None,
-                 progress: Callable[[str, int, int | None], Any] | None = None) -> int:
+    def add_many(
+        self,
+        docs: Iterable[tuple[str, str]] | Any,
+        batch_size: int = 1000,
+        *,
+        text_field: str | None = None,
+        id_field: str | None = None,
+        progress: Callable[[str, int, int | None], Any] | None = None,
+    ) -> int:
         """Add ``(id, text)`` pairs (or a mapping id -> text) in transactional batches of
         ``batch_size``; each batch is stored completely or not at all. Returns the number added.
 
@@ -353,8 +419,9 @@ class Index:
         total)`` after each batch (``total``: None where ``docs`` does not say its length)."""
         check_int("batch_size", batch_size, 1)
         if progress is not None and not callable(progress):
-            raise ConfigError(f"progress={progress!r} is invalid: a function of (stage, done, "
-                              "total)")
+            raise ConfigError(
+                f"progress={progress!r} is invalid: a function of (stage, done, total)"
+            )
         kind = table_kind(docs)
         if kind is not None:
             docs = _table_docs(docs, kind, text_field, id_field)
@@ -392,15 +459,20 @@ class Index:
         return sum(self.storage.delete([_check_id(i) for i in ids]))
 
     # -- reading ----------------------------------------------------------------------------
-    def _verify(self, doc: StoredDoc, threshold: float, exclude: str | None = None,
-                deadline: float | None = None) -> list[Match]:
+    def _verify(
+        self,
+        doc: StoredDoc,
+        threshold: float,
+        exclude: str | None = None,
+        deadline: float | None = None,
+    ) -> list[Match]:
         """The verified matches of ``doc``; with a ``deadline`` (:func:`time.monotonic`), the
         candidates' shingles are read a part at a time and no new part is read after it (the
         matches among those read; ``self._local.complete`` says whether all were)."""
         self._local.complete = True
         if len(doc.keys) == 0:
             return []
-        handles = self.storage.candidates(doc.keys[:self.bands], self.bucket_cap)
+        handles = self.storage.candidates(doc.keys[: self.bands], self.bucket_cap)
         if not handles:
             return []
         if deadline is None:
@@ -413,7 +485,7 @@ class Index:
                 if s0 and time.monotonic() > deadline:
                     self._local.complete = False
                     break
-                got.extend(self.storage.shingles(handles[s0:s0 + _VERIFY_PART]))
+                got.extend(self.storage.shingles(handles[s0 : s0 + _VERIFY_PART]))
         found = [(i, s) for i, s in got if i != exclude]
         if not found:
             return []
@@ -423,15 +495,21 @@ class Index:
         np.cumsum(sizes[:-1], out=starts[1:])
         hashes = np.concatenate(arrays).astype(np.uint32, copy=False)
         m = len(found)
-        sim = overlap_pairs(hashes, starts, starts + sizes, np.zeros(m, np.int64),
-                            np.arange(1, m + 1, dtype=np.int64))
+        sim = overlap_pairs(
+            hashes,
+            starts,
+            starts + sizes,
+            np.zeros(m, np.int64),
+            np.arange(1, m + 1, dtype=np.int64),
+        )
         keep = np.flatnonzero(sim >= np.float32(threshold))
         matches = [Match(found[j][0], round(float(sim[j]), 6)) for j in keep.tolist()]
         matches.sort(key=lambda x: (-x.similarity, x.id))
         return matches
 
-    def query_within(self, text: str, seconds: float, threshold: float | None = None,
-                     top_k: int | None = None) -> tuple[list[Match], bool]:
+    def query_within(
+        self, text: str, seconds: float, threshold: float | None = None, top_k: int | None = None
+    ) -> tuple[list[Match], bool]:
         """:meth:`query` with a time budget: the candidates whose shingles were read within
         ``seconds`` are verified (at least a first part of them); returns the matches and
         whether every candidate was verified."""
@@ -447,8 +525,9 @@ class Index:
         complete = self._local.complete
         return (matches[:top_k] if top_k is not None else matches), complete
 
-    def query(self, text: str, threshold: float | None = None, top_k: int | None = None
-              ) -> list[Match]:
+    def query(
+        self, text: str, threshold: float | None = None, top_k: int | None = None
+    ) -> list[Match]:
         """Near-duplicates of ``text`` already in the index: :class:`Match` ``(id, similarity)``
         sorted by verified Jaccard similarity, highest first. ``threshold`` defaults to the
         index's; below it, LSH finds pairs with the probability of its S-curve."""
@@ -458,10 +537,18 @@ class Index:
         matches = self._verify(doc, threshold)
         return matches[:top_k] if top_k is not None else matches
 
-    def check(self, text: str, *, threshold: float | None = None, min_share: float = 0.0,
-              top_k: int | None = None, max_passages: int = 100,
-              max_candidates: int = 1000, time_budget: float | None = None,
-              common_texts: int = COMMON_TEXTS) -> CheckResult:
+    def check(
+        self,
+        text: str,
+        *,
+        threshold: float | None = None,
+        min_share: float = 0.0,
+        top_k: int | None = None,
+        max_passages: int = 100,
+        max_candidates: int = 1000,
+        time_budget: float | None = None,
+        common_texts: int = COMMON_TEXTS,
+    ) -> CheckResult:
         """Everything the index holds of ``text``: ``matches``, its whole-text near-duplicates
         (as :meth:`query` with ``threshold``); ``reused``, the indexed texts it shares
         passages with (see :mod:`neardup.reuse`): :class:`~neardup.reuse.ReuseMatch` with the
@@ -499,8 +586,9 @@ class Index:
         check_int("max_passages", max_passages, 1)
         check_int("max_candidates", max_candidates, 1)
         check_int("common_texts", common_texts, 2)
-        if time_budget is not None and not (isinstance(time_budget, (int, float))
-                                            and time_budget > 0):
+        if time_budget is not None and not (
+            isinstance(time_budget, (int, float)) and time_budget > 0
+        ):
             raise ConfigError(f"time_budget={time_budget!r} is invalid: seconds, above 0")
         deadline = None if time_budget is None else time.monotonic() + float(time_budget)
         if deadline is None:
@@ -510,8 +598,9 @@ class Index:
         cfg = self.passages
         q = text_words(blank_tags(text) if cfg.strip_html else text, keep_keys=False)
         q.text = text
-        fh, _, fpos = fingerprints_many_flat(q.hashes, np.array([0, len(q)], np.int64),
-                                             cfg.k, cfg.window)
+        fh, _, fpos = fingerprints_many_flat(
+            q.hashes, np.array([0, len(q)], np.int64), cfg.k, cfg.window
+        )
         keys, key_of = np.unique(_salt(fh), return_inverse=True)
         floor = min(common_texts, self.bucket_cap)
         pos, handles, held, ranked = self._candidates(keys, floor)
@@ -530,8 +619,7 @@ class Index:
             inside = np.cumsum(covered)[fpos] > 0
             open_key = common.copy()
             open_key[key_of[inside]] = False
-            reps = _representatives(pos, handles, open_key, ranked,
-                                    max_candidates - len(ranked))
+            reps = _representatives(pos, handles, open_key, ranked, max_candidates - len(ranked))
             if len(reps):
                 more = self._compare(q, reps, deadline)
                 stored, found, sizes = stored + more[0], found + more[1], sizes + more[2]
@@ -568,19 +656,22 @@ class Index:
         for m in out:
             if total + len(m.passages) > max_passages:
                 capped = True
-                m = ReuseMatch(m.id, m.passages[:max_passages - total], m.share_query,
-                               m.share_source)
+                m = ReuseMatch(
+                    m.id, m.passages[: max_passages - total], m.share_query, m.share_source
+                )
                 if not m.passages:
                     break
             kept.append(m)
             total += len(m.passages)
         shared = _common_passages(pool, len(q))
         capped = capped or len(shared) > max_passages
-        return CheckResult(matches, kept, capped, incomplete, dict(stored),
-                           common=shared[:max_passages])
+        return CheckResult(
+            matches, kept, capped, incomplete, dict(stored), common=shared[:max_passages]
+        )
 
-    def _candidates(self, keys: np.ndarray, floor: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _candidates(
+        self, keys: np.ndarray, floor: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Who holds the passage ``keys`` (distinct) of a checked text: ``(pos, handles)``,
         a holding each (its key's position in ``keys``, the text's handle; ``floor`` a key
         at most: a common key's holders are not all read), the holders of each key, and the
@@ -593,8 +684,9 @@ class Index:
         held = np.bincount(pos, minlength=len(keys))
         return pos, handles, held, _ranked(pos, handles, held < floor)
 
-    def _compare(self, q: Any, handles: np.ndarray, deadline: float | None
-                 ) -> tuple[list[tuple[str, str]], list, list[int], bool]:
+    def _compare(
+        self, q: Any, handles: np.ndarray, deadline: float | None
+    ) -> tuple[list[tuple[str, str]], list, list[int], bool]:
         """The texts of ``handles`` (``(id, text)``), the passages ``q`` shares with each of
         those compared before ``deadline``, their numbers of words, and whether the deadline
         left some out."""
@@ -602,28 +694,35 @@ class Index:
         stored = [(i, self._unpack(t)) for i, t in rows if t is not None]
         if not stored:
             return [], [], [], False
-        found, sizes = passages_with(q, [t for _, t in stored], self.passages,
-                                     deadline=deadline)
-        return stored[:len(found)], found, sizes, len(found) < len(stored)
+        found, sizes = passages_with(q, [t for _, t in stored], self.passages, deadline=deadline)
+        return stored[: len(found)], found, sizes, len(found) < len(stored)
 
-    def query_id(self, id: str | int, threshold: float | None = None,  # noqa: A002
-                 top_k: int | None = None) -> list[Match]:
+    def query_id(
+        self,
+        id: str | int,
+        threshold: float | None = None,  # noqa: A002
+        top_k: int | None = None,
+    ) -> list[Match]:
         """Near-duplicates of a document already in the index (itself left out)."""
         id = _check_id(id)  # noqa: A001
         got = self.storage.get(id)
         if got is None:
             raise KeyError(id)
         if got["text"] is not None:
-            doc = self.encode([self._unpack(got["text"])], passages=False,
-                              keep_text=False)[0]
+            doc = self.encode([self._unpack(got["text"])], passages=False, keep_text=False)[0]
         else:
-            raise ConfigError("query_id needs the texts: this index was built with "
-                              "store_text=False")
+            raise ConfigError(
+                "query_id needs the texts: this index was built with store_text=False"
+            )
         matches = self._verify(doc, self._check_threshold(threshold), exclude=id)
         return matches[:top_k] if top_k is not None else matches
 
-    def check_and_add(self, id: str | int, text: str, threshold: float | None = None  # noqa: A002
-                      ) -> list[Match]:
+    def check_and_add(
+        self,
+        id: str | int,
+        text: str,
+        threshold: float | None = None,  # noqa: A002
+    ) -> list[Match]:
         """For streams: the near-duplicates of ``text``; if there are none, ``text`` is added
         under ``id``. Atomic across every client of the index (no two near-duplicates arriving
         at once can both be added). An ``id`` already present is a :class:`DuplicateIdError`
@@ -687,12 +786,22 @@ class Index:
     def stats(self) -> dict[str, Any]:
         b, r = self._bands_rows
         t = self.threshold
-        return {**self.storage.stats(), "threshold": t, "bands": b, "rows": r,
-                "num_perm": self.config.sketch.num_perm, "shingle": str(self.config.shingle),
-                "expected_recall_at_threshold": round(float(s_curve(t, b, r)), 6),
-                "store_text": self.store_text, "identity": self.identity,
-                "passages": (dataclasses.asdict(self.passages) if self.passages else
-                             "not indexed: this index finds whole-text near-duplicates only")}
+        return {
+            **self.storage.stats(),
+            "threshold": t,
+            "bands": b,
+            "rows": r,
+            "num_perm": self.config.sketch.num_perm,
+            "shingle": str(self.config.shingle),
+            "expected_recall_at_threshold": round(float(s_curve(t, b, r)), 6),
+            "store_text": self.store_text,
+            "identity": self.identity,
+            "passages": (
+                dataclasses.asdict(self.passages)
+                if self.passages
+                else "not indexed: this index finds whole-text near-duplicates only"
+            ),
+        }
 
     def verify_identity(self) -> None:
         """Check that the backend still holds the index that was opened (one read of its
@@ -704,12 +813,13 @@ class Index:
             raise IndexChangedError(
                 "the index is gone: its backend holds no neardup index any more (a Redis "
                 "server restarted without persistence comes back empty; see the README on "
-                "running Redis with append-only persistence)")
+                "running Redis with append-only persistence)"
+            )
         got = meta["params"].get("identity")
         if got != self.identity:
             raise IndexChangedError(
-                f"the backend now holds another index (identity {got}, opened as "
-                f"{self.identity})")
+                f"the backend now holds another index (identity {got}, opened as {self.identity})"
+            )
 
     def close(self) -> None:
         self.storage.close()
@@ -725,15 +835,19 @@ _CODEC = "zstd"
 #: candidates whose shingles are read at a time by a query with a time budget
 _VERIFY_PART = 512
 #: what an index built without passage fingerprints says when asked for passages
-_NO_PASSAGES = ("this index was built without passage fingerprints (the default): it finds "
-                "whole-text near-duplicates only; an index created with `neardup index create "
-                "--passages` or Index(..., passages=True) also finds reused passages")
+_NO_PASSAGES = (
+    "this index was built without passage fingerprints (the default): it finds "
+    "whole-text near-duplicates only; an index created with `neardup index create "
+    "--passages` or Index(..., passages=True) also finds reused passages"
+)
 
 #: what an index whose passage fingerprints were made with another word hash says
-_OLD_PASSAGES = ("this index's passage fingerprints were made by a development version of "
-                 "neardup that hashed words differently: it finds whole-text near-duplicates "
-                 "only; build it again (`neardup index create --passages`, then add the texts) "
-                 "to find reused passages")
+_OLD_PASSAGES = (
+    "this index's passage fingerprints were made by a development version of "
+    "neardup that hashed words differently: it finds whole-text near-duplicates "
+    "only; build it again (`neardup index create --passages`, then add the texts) "
+    "to find reused passages"
+)
 #: the word hash that passage fingerprints are made with (stored with an index's passages)
 WORD_HASH = 1
 
@@ -741,16 +855,19 @@ WORD_HASH = 1
 _PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
 
 
-def _table_docs(table: Any, kind: str, text_field: str | None, id_field: str | None
-                ) -> list[tuple[str, str]]:
+def _table_docs(
+    table: Any, kind: str, text_field: str | None, id_field: str | None
+) -> list[tuple[str, str]]:
     """The ``(id, text)`` pairs of a whole table (see :meth:`Index.add_many`)."""
     from .._columns import id_column, table_names, text_column
 
     texts, ids = table_columns(table, None, text_field, id_field)
     if ids is None:
-        raise ConfigError(f"the {kind} has no column 'id' (its columns: "
-                          f"{', '.join(table_names(table))}): name the column of the ids with "
-                          "id_field=...")
+        raise ConfigError(
+            f"the {kind} has no column 'id' (its columns: "
+            f"{', '.join(table_names(table))}): name the column of the ids with "
+            "id_field=..."
+        )
     texts, _, n = text_column(texts)
     if not isinstance(texts, list):
         texts = texts.to_pylist()
@@ -770,8 +887,9 @@ def _ranked(pos: np.ndarray, handles: np.ndarray, rare: np.ndarray) -> np.ndarra
     return cand[np.lexsort((cand, -shared))]
 
 
-def _representatives(pos: np.ndarray, handles: np.ndarray, open_key: np.ndarray,
-                     compared: np.ndarray, room: int) -> np.ndarray:
+def _representatives(
+    pos: np.ndarray, handles: np.ndarray, open_key: np.ndarray, compared: np.ndarray, room: int
+) -> np.ndarray:
     """Texts to compare for the keys ``open_key`` marks (common ones that nothing compared
     explains), at most ``room``: key by key, the holder (not in ``compared``) that holds the
     most open keys (then the oldest); the keys it holds are then taken care of."""
@@ -790,10 +908,10 @@ def _representatives(pos: np.ndarray, handles: np.ndarray, open_key: np.ndarray,
     for key in np.unique(kp).tolist():
         if done[key]:
             continue
-        cands = inv[by_key[key_starts[key]:key_starts[key + 1]]]
+        cands = inv[by_key[key_starts[key] : key_starts[key + 1]]]
         best = int(cands[np.argmax(weight[cands] * (len(uniq) + 1) - cands)])
         out.append(int(uniq[best]))
-        done[kp[by_holder[holder_starts[best]:holder_starts[best + 1]]]] = True
+        done[kp[by_holder[holder_starts[best] : holder_starts[best + 1]]]] = True
         if len(out) >= room:
             break
     return np.array(out, np.int64)
@@ -819,6 +937,8 @@ def _salt(fingerprints: np.ndarray) -> np.ndarray:
     their own, so that they meet no band key)."""
     with np.errstate(over="ignore"):
         return (fingerprints.astype(np.uint64) ^ _PASSAGE_SALT) * np.uint64(0x9E3779B97F4A7C15)
+
+
 _zstd_local = threading.local()
 
 
@@ -858,8 +978,11 @@ def _check_id(x: object) -> str:
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
         return str(int(x))
     if not isinstance(x, str) or not x:
-        raise InputError(f"id {x!r} is invalid: a non-empty string or an integer", field="id",
-                         reason=SkipReason.BAD_ID)
+        raise InputError(
+            f"id {x!r} is invalid: a non-empty string or an integer",
+            field="id",
+            reason=SkipReason.BAD_ID,
+        )
     return x
 
 
@@ -874,10 +997,13 @@ def _config_from_params(p: dict[str, Any]) -> DedupConfig:
     )
 
     try:
-        return DedupConfig(normalize=NormalizeConfig(**p["normalize"]),
-                           shingle=ShingleConfig.parse(p["shingle"]),
-                           sketch=SketchConfig(**p["sketch"]), lsh=LSHConfig(**p["lsh"]),
-                           verify=VerifyConfig(**p["verify"]),
-                           cluster=ClusterConfig(**p["cluster"]))
+        return DedupConfig(
+            normalize=NormalizeConfig(**p["normalize"]),
+            shingle=ShingleConfig.parse(p["shingle"]),
+            sketch=SketchConfig(**p["sketch"]),
+            lsh=LSHConfig(**p["lsh"]),
+            verify=VerifyConfig(**p["verify"]),
+            cluster=ClusterConfig(**p["cluster"]),
+        )
     except (KeyError, TypeError) as e:
         raise ConfigError(f"the index's stored parameters are unreadable: {e}") from e

@@ -70,8 +70,11 @@ class Run:
 
     def bounds(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each key of ``q``: where its pairs start, and how many there are."""
-        if (self.fence is None or len(self.keys) <= FENCE
-                or not FENCE_KEYS[0] <= len(q) <= FENCE_KEYS[1]):
+        if (
+            self.fence is None
+            or len(self.keys) <= FENCE
+            or not FENCE_KEYS[0] <= len(q) <= FENCE_KEYS[1]
+        ):
             lo = np.searchsorted(self.keys, q, "left")
             return lo, np.searchsorted(self.keys, q, "right") - lo
         # the block of FENCE keys each bound falls in, from the fence in memory; then a binary
@@ -193,8 +196,7 @@ class _Writer:
             self._files[2].write(np.ascontiguousarray(keys[first::FENCE], "<u8").tobytes())
         except OSError as e:
             self.abort()
-            raise KeyStoreError(e.errno, f"{self.folder}: cannot write a key segment ({e})"
-                                ) from e
+            raise KeyStoreError(e.errno, f"{self.folder}: cannot write a key segment ({e})") from e
         self.n += len(keys)
 
     def finish(self) -> str:
@@ -207,8 +209,7 @@ class _Writer:
                 os.replace(p, p.with_suffix(""))
         except OSError as e:
             self.abort()
-            raise KeyStoreError(e.errno, f"{self.folder}: cannot write a key segment ({e})"
-                                ) from e
+            raise KeyStoreError(e.errno, f"{self.folder}: cannot write a key segment ({e})") from e
         _fsync_dir(self.folder)
         return self.name
 
@@ -226,8 +227,7 @@ class _Writer:
                     pass
 
 
-def write_segment(folder: Path, lo: int, hi: int, keys: np.ndarray, handles: np.ndarray
-                  ) -> str:
+def write_segment(folder: Path, lo: int, hi: int, keys: np.ndarray, handles: np.ndarray) -> str:
     """Write sorted pairs (handles within ``lo..hi``) as a new segment; its name."""
     w = _Writer(folder, lo, hi)
     w.write(keys, handles)
@@ -289,9 +289,9 @@ def merge_segments(folder: Path, parts: Sequence[Segment], gone: np.ndarray) -> 
             ks, hs = [], []
             for i in live:  # parts in handle order: equal keys stay in handle order
                 r = runs[i]
-                end = at[i] + int(np.searchsorted(r.keys[at[i]:], bound, "right"))
-                ks.append(np.asarray(r.keys[at[i]:end]))
-                hs.append(np.asarray(r.handles[at[i]:end], np.int64) + r.base)
+                end = at[i] + int(np.searchsorted(r.keys[at[i] :], bound, "right"))
+                ks.append(np.asarray(r.keys[at[i] : end]))
+                hs.append(np.asarray(r.handles[at[i] : end], np.int64) + r.base)
                 at[i] = end
             keys, handles = np.concatenate(ks), np.concatenate(hs)
             if len(ks) > 1:
@@ -309,8 +309,9 @@ def merge_segments(folder: Path, parts: Sequence[Segment], gone: np.ndarray) -> 
     return open_segment(folder, name, lo, hi, max(docs, 0), w.n)
 
 
-def probe(run: Run, q: np.ndarray, cap: int, gone: np.ndarray = _EMPTY_I64
-          ) -> tuple[np.ndarray, np.ndarray]:
+def probe(
+    run: Run, q: np.ndarray, cap: int, gone: np.ndarray = _EMPTY_I64
+) -> tuple[np.ndarray, np.ndarray]:
     """Who holds each of the keys ``q`` (``uint64``) in ``run``: ``(position in q, handle)``
     pairs, at most ``cap`` a key (the lowest handles), none of ``gone`` (sorted ``int64``)."""
     if not len(run) or not len(q):
@@ -355,8 +356,9 @@ def member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[at] == values
 
 
-def _gather(run: Run, hit: np.ndarray, start: np.ndarray, take: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
+def _gather(
+    run: Run, hit: np.ndarray, start: np.ndarray, take: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Pairs ``start[i] .. start[i] + take[i]`` of ``run`` for each ``hit[i]``."""
     total = int(take.sum())
     if not total:

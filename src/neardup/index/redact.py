@@ -31,5 +31,6 @@ def redact_location(target: str) -> str:
     del port
     query = "&".join(
         f"{quote(k, safe='')}={quote(v, safe='') if k in SAFE_PARAMS else MASK}"
-        for k, v in parse_qsl(parts.query, keep_blank_values=True))
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")

@@ -185,8 +185,14 @@ SCRIPT_SECONDS = 300.0
 class RedisStorage(Storage):
     kind = "redis"
 
-    def __init__(self, url: str, *, prefix: str | None = None, lock_timeout: float = 5.0,
-                 password: str | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str | None = None,
+        lock_timeout: float = 5.0,
+        password: str | None = None,
+    ):
         """``password``: the Redis password, when it is not in ``url`` (where the command
         lines of other users' processes would show it)."""
         from .._extras import require
@@ -201,13 +207,16 @@ class RedisStorage(Storage):
         if password is not None:
             parts = urlsplit(plain)
             if parts.password or any(k == "password" for k, _ in parse_qsl(parts.query)):
-                raise ConfigError(f"{redact_location(plain)}: the Redis password is given "
-                                  "twice, in the URL and apart from it; give it once")
+                raise ConfigError(
+                    f"{redact_location(plain)}: the Redis password is given "
+                    "twice, in the URL and apart from it; give it once"
+                )
             if not isinstance(password, str) or not password:
                 raise ConfigError("password: a non-empty string")
         try:
-            self.r = redis.Redis.from_url(plain, **({} if password is None
-                                                    else {"password": password}))
+            self.r = redis.Redis.from_url(
+                plain, **({} if password is None else {"password": password})
+            )
             self.r.ping()
         except (redis.RedisError, ValueError) as e:
             # the message names the server, never its password
@@ -215,9 +224,11 @@ class RedisStorage(Storage):
         # The batch scripts run on a client of their own that waits for their answer: a script
         # runs to its end once started, so a client that gave up after the driver's default
         # socket timeout (5 s) would report as failed a batch that is in the index.
-        self.w = redis.Redis.from_url(plain, **({} if password is None
-                                                else {"password": password}),
-                                      socket_timeout=SCRIPT_SECONDS)
+        self.w = redis.Redis.from_url(
+            plain,
+            **({} if password is None else {"password": password}),
+            socket_timeout=SCRIPT_SECONDS,
+        )
         self._reserve = self.w.register_script(_RESERVE)
         self._stage = self.w.register_script(_STAGE)
         self._unstage = self.w.register_script(_UNSTAGE)
@@ -236,13 +247,19 @@ class RedisStorage(Storage):
         meta = self.r.hgetall(self._k("meta"))
         if b"params" not in meta:
             return None
-        return {"format_version": int(meta.get(b"format_version", b"0")),
-                "params": json.loads(meta[b"params"])}
+        return {
+            "format_version": int(meta.get(b"format_version", b"0")),
+            "params": json.loads(meta[b"params"]),
+        }
 
     def write_meta(self, meta):
-        self.r.hset(self._k("meta"), mapping={
-            "format_version": str(meta["format_version"]),
-            "params": json.dumps(meta["params"], sort_keys=True)})
+        self.r.hset(
+            self._k("meta"),
+            mapping={
+                "format_version": str(meta["format_version"]),
+                "params": json.dumps(meta["params"], sort_keys=True),
+            },
+        )
 
     def insert(self, docs: Sequence[StoredDoc]) -> None:
         if not docs:
@@ -262,8 +279,14 @@ class RedisStorage(Storage):
             args: list[Any] = [self.prefix]
             for i in range(lo, min(lo + BAND_DOCS, len(docs))):
                 d = docs[i]
-                args += [first + i, d.id, d.text or "", "0" if d.text is None else "1",
-                         d.shingles.astype("<u4", copy=False).tobytes(), keys[i]]
+                args += [
+                    first + i,
+                    d.id,
+                    d.text or "",
+                    "0" if d.text is None else "1",
+                    d.shingles.astype("<u4", copy=False).tobytes(),
+                    keys[i],
+                ]
             self._stage(args=args, client=pipe)
         try:
             pipe.execute()
@@ -286,9 +309,10 @@ class RedisStorage(Storage):
             pipe = self.w.pipeline(transaction=False)
             for lo in range(0, len(keys), BAND_DOCS):
                 hi = min(lo + BAND_DOCS, len(keys))
-                self._unstage(args=[self.prefix, *(v for i in range(lo, hi)
-                                                   for v in (first + i, keys[i]))],
-                              client=pipe)
+                self._unstage(
+                    args=[self.prefix, *(v for i in range(lo, hi) for v in (first + i, keys[i]))],
+                    client=pipe,
+                )
             pipe.execute()
         except self._redis_mod.RedisError:
             pass
@@ -300,8 +324,13 @@ class RedisStorage(Storage):
         gone = [x for x in got if x != 0]
         pipe = self.w.pipeline(transaction=False)
         for lo in range(0, len(gone), BAND_DOCS):
-            self._unbands(args=[self.prefix, *(v for h, keys in gone[lo:lo + BAND_DOCS]
-                                               for v in (h, keys))], client=pipe)
+            self._unbands(
+                args=[
+                    self.prefix,
+                    *(v for h, keys in gone[lo : lo + BAND_DOCS] for v in (h, keys)),
+                ],
+                client=pipe,
+            )
         pipe.execute()
         return [x != 0 for x in got]
 
@@ -312,8 +341,7 @@ class RedisStorage(Storage):
         if not len(keys):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         counts, members = self._probe(args=[self.prefix, int(cap), *keys.tolist()])
-        return (np.fromstring(counts, np.int64, sep=" "),
-                np.fromstring(members, np.int64, sep=" "))
+        return (np.fromstring(counts, np.int64, sep=" "), np.fromstring(members, np.int64, sep=" "))
 
     def candidates(self, keys, cap):
         return list(dict.fromkeys(self._holdings(keys, cap)[1].tolist()))
@@ -341,8 +369,10 @@ class RedisStorage(Storage):
         return [(doc_id.decode(), text) for doc_id, text in self._documents(handles, "text")]
 
     def shingles(self, handles):
-        return [(doc_id.decode(), np.frombuffer(sh, "<u4"))
-                for doc_id, sh in self._documents(handles, "sh")]
+        return [
+            (doc_id.decode(), np.frombuffer(sh, "<u4"))
+            for doc_id, sh in self._documents(handles, "sh")
+        ]
 
     def get(self, doc_id):
         h = self.r.hget(self._k("ids"), doc_id)
@@ -351,8 +381,11 @@ class RedisStorage(Storage):
         doc_id_b, text, sh = self.r.hmget(self._k("d", int(h)), "id", "text", "sh")
         if doc_id_b is None:
             return None
-        return {"id": doc_id, "text": text,  # bytes as stored; Index decodes them
-                "shingles": np.frombuffer(sh, "<u4")}
+        return {
+            "id": doc_id,
+            "text": text,  # bytes as stored; Index decodes them
+            "shingles": np.frombuffer(sh, "<u4"),
+        }
 
     def get_texts(self, ids):
         ids = list(ids)
@@ -387,14 +420,17 @@ class RedisStorage(Storage):
         # the lock holds a random owner token (only its owner releases it) and expires after
         # lock_timeout seconds, so that a client killed while holding it blocks the others for
         # that long at most; what it guards (a check and an insert) takes milliseconds
-        lock = self.r.lock(self._k("lock"), timeout=self._lock_timeout,
-                           blocking_timeout=2 * self._lock_timeout)
+        lock = self.r.lock(
+            self._k("lock"), timeout=self._lock_timeout, blocking_timeout=2 * self._lock_timeout
+        )
         if not lock.acquire():
             from .storage import IndexBusyError
 
-            raise IndexBusyError(f"{redact_location(self.url)}: the index lock "
-                                 f"{self._k('lock')} was held by another client for "
-                                 f"{2 * self._lock_timeout:g} s; try again")
+            raise IndexBusyError(
+                f"{redact_location(self.url)}: the index lock "
+                f"{self._k('lock')} was held by another client for "
+                f"{2 * self._lock_timeout:g} s; try again"
+            )
         try:
             yield
         finally:

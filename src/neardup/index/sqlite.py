@@ -105,7 +105,7 @@ def _padded(values: list, most: int) -> list[list]:
     come in a few sizes, so that each connection prepares them once and reuses them."""
     out = []
     for s in range(0, len(values), most):
-        part = values[s:s + most]
+        part = values[s : s + most]
         size = max(8, 1 << (len(part) - 1).bit_length())
         out.append(part + [None] * (min(size, most) - len(part)))
     return out
@@ -148,8 +148,8 @@ class _View:
         """Each run with the gone handles of its range."""
         g = self.gone
         for seg in self.segments:
-            yield seg.run, g[np.searchsorted(g, seg.lo):np.searchsorted(g, seg.hi, "right")]
-        tail_gone = g[np.searchsorted(g, self.covered, "right"):]
+            yield seg.run, g[np.searchsorted(g, seg.lo) : np.searchsorted(g, seg.hi, "right")]
+        tail_gone = g[np.searchsorted(g, self.covered, "right") :]
         for run in self.tail:
             yield run, tail_gone
 
@@ -166,8 +166,10 @@ def _with_run(tail: tuple[keystore.Run, ...], run: keystore.Run) -> tuple[keysto
     logarithmic number of times), or while there are more than 64 runs (the tail is written
     out every ``flush_docs`` texts: with batches of a thousand texts, ~17 runs)."""
     out = [*tail, run]
-    while len(out) > 1 and ((len(out[-2]) <= 2 * len(out[-1])
-                             and len(out[-2]) + len(out[-1]) <= TAIL_RUN) or len(out) > 64):
+    while len(out) > 1 and (
+        (len(out[-2]) <= 2 * len(out[-1]) and len(out[-2]) + len(out[-1]) <= TAIL_RUN)
+        or len(out) > 64
+    ):
         b, a = out.pop(), out.pop()
         keys = np.concatenate([a.keys, b.keys])
         handles = np.concatenate([_absolute(a), _absolute(b)])
@@ -186,8 +188,11 @@ def _run_blobs(docs: Sequence[StoredDoc], base: int) -> tuple[bytes, bytes]:
     """The sorted pairs of a batch (handles ``base``, ``base + 1``, ...), as the blobs of a
     ``tail_runs`` row: keys (``<u8``) and handle offsets from ``base`` (``<u4``)."""
     sizes = np.fromiter((len(d.keys) for d in docs), np.int64, len(docs))
-    keys = (np.concatenate([d.keys for d in docs]).astype(np.uint64, copy=False)
-            if sizes.sum() else np.zeros(0, np.uint64))
+    keys = (
+        np.concatenate([d.keys for d in docs]).astype(np.uint64, copy=False)
+        if sizes.sum()
+        else np.zeros(0, np.uint64)
+    )
     offs = np.repeat(np.arange(len(docs), dtype=np.int64), sizes)
     keys, offs = keystore.sort_pairs(keys, offs)
     return keys.astype("<u8", copy=False).tobytes(), offs.astype("<u4").tobytes()
@@ -216,10 +221,17 @@ class SQLiteStorage(Storage):
 
     kind = "sqlite"
 
-    def __init__(self, path: str | os.PathLike, *, synchronous: str = "normal",
-                 timeout: float = 60.0, flush_docs: int = keystore.FLUSH_DOCS,
-                 merges: str = "background", create: bool = True,
-                 max_bytes: int | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        synchronous: str = "normal",
+        timeout: float = 60.0,
+        flush_docs: int = keystore.FLUSH_DOCS,
+        merges: str = "background",
+        create: bool = True,
+        max_bytes: int | None = None,
+    ):
         check_choice("synchronous", synchronous, ("normal", "full"))
         check_int("max_bytes", max_bytes, 4096, none=True)
         self.path = Path(path)
@@ -247,8 +259,13 @@ class SQLiteStorage(Storage):
         self._merge_lock = threading.Lock()
         self._merge_again = False
         conn = self._conn(create=create)
-        if not create and conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                                       "AND name = 'meta'").fetchone() is None:
+        if (
+            not create
+            and conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+            ).fetchone()
+            is None
+        ):
             self.close()
             raise IndexNotFoundError(f"{self.path}: holds no neardup index")
         try:
@@ -276,12 +293,14 @@ class SQLiteStorage(Storage):
             raise IndexChangedError(
                 f"the index file {self.path.name} was deleted or moved away after it was "
                 "opened; nothing is read or written until it is back under its name (a "
-                "write that gets this error was not kept)") from None
+                "write that gets this error was not kept)"
+            ) from None
         if (st.st_dev, st.st_ino) != self._file:
             raise IndexChangedError(
                 f"the index file {self.path.name} was replaced by another file after it was "
                 "opened; nothing is read or written in the new file (a write that gets this "
-                "error was not kept)")
+                "error was not kept)"
+            )
 
     def _moved(self) -> bool:
         """Whether the file's name no longer leads to the file opened."""
@@ -304,12 +323,18 @@ class SQLiteStorage(Storage):
         try:
             busy = self._truncate_log(conn)
         except sqlite3.Error as e:
-            log.warning("%s: the index file changed; its write-ahead log could not be "
-                        "moved into it: %s", self.path.name, e)
+            log.warning(
+                "%s: the index file changed; its write-ahead log could not be moved into it: %s",
+                self.path.name,
+                e,
+            )
             return
         if busy:
-            log.warning("%s: the index file changed; its write-ahead log was held by a reader "
-                        "and is left as it is", self.path.name)
+            log.warning(
+                "%s: the index file changed; its write-ahead log was held by a reader "
+                "and is left as it is",
+                self.path.name,
+            )
 
     def _conn(self, create: bool = False) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -324,9 +349,14 @@ class SQLiteStorage(Storage):
         try:
             # the first connection may make the file (create=True); the others open it only
             target = self._abs if create else self._uri
-            conn = sqlite3.connect(target, timeout=self._timeout, isolation_level=None,
-                                   check_same_thread=False, uri=not create,
-                                   cached_statements=_STATEMENTS)
+            conn = sqlite3.connect(
+                target,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=not create,
+                cached_statements=_STATEMENTS,
+            )
             if self._file is None:
                 st = os.stat(self._abs)
                 self._file = (st.st_dev, st.st_ino)
@@ -389,12 +419,14 @@ class SQLiteStorage(Storage):
                         pass
                 for name in self._local.written:
                     keystore.remove_segment(self._keys_dir, name)
-                if ((getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_FULL
-                        or (isinstance(e, OSError) and e.errno == errno.ENOSPC)):
+                if (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_FULL or (
+                    isinstance(e, OSError) and e.errno == errno.ENOSPC
+                ):
                     raise IndexFullError(
                         f"{self.path.name}: no room for this write: the disk is full, or the "
                         "index file reached its size limit (" + str(e) + "); nothing of it "
-                        "was kept") from e
+                        "was kept"
+                    ) from e
                 raise
             finally:
                 self._local.depth = 0
@@ -453,8 +485,10 @@ class SQLiteStorage(Storage):
         rows = dict(self._conn().execute("SELECT key, value FROM meta"))
         if "params" not in rows:
             return None
-        meta = {"format_version": int(rows.get("format_version", "0")),
-                "params": json.loads(rows["params"])}
+        meta = {
+            "format_version": int(rows.get("format_version", "0")),
+            "params": json.loads(rows["params"]),
+        }
         self._meta = meta
         return meta
 
@@ -470,9 +504,13 @@ class SQLiteStorage(Storage):
     def write_meta(self, meta):
         self._meta = None
         with self._write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                             [("format_version", str(meta["format_version"])),
-                              ("params", json.dumps(meta["params"], sort_keys=True))])
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [
+                    ("format_version", str(meta["format_version"])),
+                    ("params", json.dumps(meta["params"], sort_keys=True)),
+                ],
+            )
 
     def insert(self, docs: Sequence[StoredDoc]) -> None:
         if not docs:
@@ -481,27 +519,41 @@ class SQLiteStorage(Storage):
         check_batch_ids(ids)
         with self._write() as conn:
             for s in range(0, len(ids), _CHUNK):
-                part = ids[s:s + _CHUNK]
-                row = conn.execute(f"SELECT id FROM docs WHERE id IN ({','.join('?' * len(part))})"
-                                   " LIMIT 1", part).fetchone()
+                part = ids[s : s + _CHUNK]
+                row = conn.execute(
+                    f"SELECT id FROM docs WHERE id IN ({','.join('?' * len(part))}) LIMIT 1", part
+                ).fetchone()
                 if row is not None:
                     raise DuplicateIdError(row[0])
             base = self._count(conn, "next_handle")
             conn.executemany(
                 "INSERT INTO docs (handle, id, shingles, keys) VALUES (?, ?, ?, ?)",
-                [(base + i, d.id, d.shingles.astype("<u4", copy=False).tobytes(),
-                  d.keys.astype("<u8", copy=False).tobytes()) for i, d in enumerate(docs)])
-            conn.executemany("INSERT INTO texts (handle, text) VALUES (?, ?)",
-                             [(base + i, d.text) for i, d in enumerate(docs)
-                              if d.text is not None])
-            conn.execute("UPDATE counts SET value = value + ? WHERE name = 'documents'",
-                         (len(docs),))
-            conn.execute("UPDATE counts SET value = ? WHERE name = 'next_handle'",
-                         (base + len(docs),))
+                [
+                    (
+                        base + i,
+                        d.id,
+                        d.shingles.astype("<u4", copy=False).tobytes(),
+                        d.keys.astype("<u8", copy=False).tobytes(),
+                    )
+                    for i, d in enumerate(docs)
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO texts (handle, text) VALUES (?, ?)",
+                [(base + i, d.text) for i, d in enumerate(docs) if d.text is not None],
+            )
+            conn.execute(
+                "UPDATE counts SET value = value + ? WHERE name = 'documents'", (len(docs),)
+            )
+            conn.execute(
+                "UPDATE counts SET value = ? WHERE name = 'next_handle'", (base + len(docs),)
+            )
             # the batch's keys sorted once, here, for every process to read as they are
             # (rather than each sorting them again from the documents)
-            conn.execute("INSERT INTO tail_runs (lo, hi, keys, handles) VALUES (?, ?, ?, ?)",
-                         (base, base + len(docs) - 1, *_run_blobs(docs, base)))
+            conn.execute(
+                "INSERT INTO tail_runs (lo, hi, keys, handles) VALUES (?, ?, ?, ?)",
+                (base, base + len(docs) - 1, *_run_blobs(docs, base)),
+            )
             if base + len(docs) - 1 - self._count(conn, "covered") >= self.flush_docs:
                 self._flush(conn)
 
@@ -521,17 +573,17 @@ class SQLiteStorage(Storage):
                 # its keys stay where they are (a segment, the tails of processes) until its
                 # segment is rewritten: lookups leave the handle out until then
                 conn.executemany("INSERT OR IGNORE INTO gone (handle) VALUES (?)", gone)
-                conn.execute("UPDATE counts SET value = value - ? WHERE name = 'documents'",
-                             (len(gone),))
+                conn.execute(
+                    "UPDATE counts SET value = value - ? WHERE name = 'documents'", (len(gone),)
+                )
                 self._changed(conn)
                 # a segment of which a quarter is gone is rewritten: counted in SQLite for the
                 # segments these texts were in (not the whole gone table read at each removal)
                 handles = [h for (h,) in gone]
                 for seg in self._segments(conn, repair=True):
                     if any(seg.lo <= h <= seg.hi for h in handles) and conn.execute(
-                            "SELECT COUNT(*) FROM gone WHERE handle BETWEEN ? AND ?",
-                            (seg.lo, seg.hi)).fetchone()[0] >= keystore.GONE_SHARE * max(
-                                seg.docs, 1):
+                        "SELECT COUNT(*) FROM gone WHERE handle BETWEEN ? AND ?", (seg.lo, seg.hi)
+                    ).fetchone()[0] >= keystore.GONE_SHARE * max(seg.docs, 1):
                         self._compact(conn)
                         break
         return out
@@ -551,10 +603,12 @@ class SQLiteStorage(Storage):
         version), the band key tables of such a file replaced by segments (once), and
         segments lost or cut short rebuilt from the file."""
         conn = self._conn()
-        legacy = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name GLOB "
-                              f"'{_LEGACY}*' LIMIT 1").fetchone()
-        have = conn.execute("SELECT COUNT(*) FROM counts WHERE name IN ('next_handle', "
-                            "'covered', 'keys_version')").fetchone()[0]
+        legacy = conn.execute(
+            f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name GLOB '{_LEGACY}*' LIMIT 1"
+        ).fetchone()
+        have = conn.execute(
+            "SELECT COUNT(*) FROM counts WHERE name IN ('next_handle', 'covered', 'keys_version')"
+        ).fetchone()[0]
         if legacy is not None or have < 3:
             with self._write() as conn:
                 self._upgrade(conn)
@@ -562,13 +616,23 @@ class SQLiteStorage(Storage):
 
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         last = conn.execute("SELECT COALESCE(MAX(handle), 0) FROM docs").fetchone()[0]
-        conn.executemany("INSERT OR IGNORE INTO counts VALUES (?, ?)",
-                         [("next_handle", last + 1), ("covered", 0), ("keys_version", 0)])
-        tables = [r[0] for r in conn.execute(
-            f"SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB '{_LEGACY}*'")]
+        conn.executemany(
+            "INSERT OR IGNORE INTO counts VALUES (?, ?)",
+            [("next_handle", last + 1), ("covered", 0), ("keys_version", 0)],
+        )
+        tables = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB '{_LEGACY}*'"
+            )
+        ]
         if tables:
-            log.info("%s: made by an earlier version of neardup: building its key segments "
-                     "from its %d texts (once)", self.path.name, self._count(conn, "documents"))
+            log.info(
+                "%s: made by an earlier version of neardup: building its key segments "
+                "from its %d texts (once)",
+                self.path.name,
+                self._count(conn, "documents"),
+            )
             for t in tables:
                 conn.execute(f"DROP TABLE {t}")
             conn.execute("DELETE FROM counts WHERE name IN ('part_docs', 'recent_docs')")
@@ -582,13 +646,13 @@ class SQLiteStorage(Storage):
         parts: list[keystore.Segment] = []
         for a in range(lo, hi + 1, block):
             b = min(hi, a + block - 1)
-            rows = conn.execute("SELECT handle, keys FROM docs WHERE handle BETWEEN ? AND ? "
-                                "ORDER BY handle", (a, b)).fetchall()
+            rows = conn.execute(
+                "SELECT handle, keys FROM docs WHERE handle BETWEEN ? AND ? ORDER BY handle", (a, b)
+            ).fetchall()
             keys, handles = keystore.pairs_of(rows)
             name = keystore.write_segment(self._keys_dir, a, b, keys, handles)
             self._local.written.append(name)
-            parts.append(keystore.open_segment(self._keys_dir, name, a, b, len(rows),
-                                               len(keys)))
+            parts.append(keystore.open_segment(self._keys_dir, name, a, b, len(rows), len(keys)))
         if len(parts) == 1:
             seg = parts[0]
         else:
@@ -635,26 +699,32 @@ class SQLiteStorage(Storage):
                 except OSError:
                     pass
 
-    def _list(self, conn: sqlite3.Connection, seg: keystore.Segment,
-              replaces: Sequence[keystore.Segment] = ()) -> None:
+    def _list(
+        self,
+        conn: sqlite3.Connection,
+        seg: keystore.Segment,
+        replaces: Sequence[keystore.Segment] = (),
+    ) -> None:
         """List ``seg`` in place of ``replaces`` (whose files go once the transaction has
         committed)."""
         for old in replaces:
             conn.execute("DELETE FROM segments WHERE name = ?", (old.name,))
             self._local.dropped.append(old.name)
-        conn.execute("INSERT INTO segments (name, lo, hi, docs, n) VALUES (?, ?, ?, ?, ?)",
-                     (seg.name, seg.lo, seg.hi, seg.docs, len(seg.run)))
+        conn.execute(
+            "INSERT INTO segments (name, lo, hi, docs, n) VALUES (?, ?, ?, ?, ?)",
+            (seg.name, seg.lo, seg.hi, seg.docs, len(seg.run)),
+        )
         self._opened[seg.name] = seg
         self._changed(conn)
 
-    def _segments(self, conn: sqlite3.Connection, repair: bool = False
-                  ) -> list[keystore.Segment]:
+    def _segments(self, conn: sqlite3.Connection, repair: bool = False) -> list[keystore.Segment]:
         """The listed segments in handle order, opened; with ``repair`` (inside a write
         transaction), one whose files are lost or cut short is rebuilt from ``docs``, and
         :class:`FileNotFoundError` otherwise."""
         out = []
         for name, lo, hi, docs, n in conn.execute(
-                "SELECT name, lo, hi, docs, n FROM segments ORDER BY lo").fetchall():
+            "SELECT name, lo, hi, docs, n FROM segments ORDER BY lo"
+        ).fetchall():
             seg = self._opened.get(name)
             if seg is None:
                 try:
@@ -662,8 +732,12 @@ class SQLiteStorage(Storage):
                 except FileNotFoundError as e:
                     if not repair:
                         raise _SegmentMissing(name) from e
-                    log.warning("%s: the key segment %s is missing or cut short: building "
-                                "it again from the index", self.path.name, name)
+                    log.warning(
+                        "%s: the key segment %s is missing or cut short: building "
+                        "it again from the index",
+                        self.path.name,
+                        name,
+                    )
                     conn.execute("DELETE FROM segments WHERE name = ?", (name,))
                     self._changed(conn)
                     conn.execute("DELETE FROM gone WHERE handle BETWEEN ? AND ?", (lo, hi))
@@ -675,8 +749,9 @@ class SQLiteStorage(Storage):
             out.append(seg)
         return out
 
-    def _plan(self, segs: Sequence[keystore.Segment], gone: np.ndarray
-              ) -> list[keystore.Segment] | None:
+    def _plan(
+        self, segs: Sequence[keystore.Segment], gone: np.ndarray
+    ) -> list[keystore.Segment] | None:
         """The segments to merge next: one whose gone texts reached ``GONE_SHARE`` of it, or
         the newest ``FANOUT`` adjacent segments of one size; None when neither."""
         for seg in segs:
@@ -685,12 +760,17 @@ class SQLiteStorage(Storage):
                 return [seg]
         levels = [s.level(self.flush_docs) for s in segs]
         for end in range(len(segs), keystore.FANOUT - 1, -1):
-            if len(set(levels[end - keystore.FANOUT:end])) == 1:
-                return list(segs[end - keystore.FANOUT:end])
+            if len(set(levels[end - keystore.FANOUT : end])) == 1:
+                return list(segs[end - keystore.FANOUT : end])
         return None
 
-    def _put(self, conn: sqlite3.Connection, work: Sequence[keystore.Segment],
-             seg: keystore.Segment, gone: np.ndarray) -> None:
+    def _put(
+        self,
+        conn: sqlite3.Connection,
+        work: Sequence[keystore.Segment],
+        seg: keystore.Segment,
+        gone: np.ndarray,
+    ) -> None:
         """List the merge ``seg`` of ``work``, which left the ``gone`` handles out (inside the
         caller's write transaction)."""
         self._local.written.append(seg.name)
@@ -706,8 +786,9 @@ class SQLiteStorage(Storage):
 
     @staticmethod
     def _gone(conn: sqlite3.Connection) -> np.ndarray:
-        return np.fromiter((h for (h,) in conn.execute("SELECT handle FROM gone ORDER BY handle")),
-                           np.int64)
+        return np.fromiter(
+            (h for (h,) in conn.execute("SELECT handle FROM gone ORDER BY handle")), np.int64
+        )
 
     def _compact(self, conn: sqlite3.Connection) -> None:
         """Merge segments (see :meth:`_plan`) until none is left to merge: inside the caller's
@@ -729,8 +810,9 @@ class SQLiteStorage(Storage):
         with self._merge_lock:
             self._merge_again = True
             if self._merger is None:
-                self._merger = threading.Thread(target=self._merge_loop, daemon=True,
-                                                name=f"neardup-merge-{self.path.name}")
+                self._merger = threading.Thread(
+                    target=self._merge_loop, daemon=True, name=f"neardup-merge-{self.path.name}"
+                )
                 self._merger.start()
 
     def wait_merges(self) -> None:
@@ -820,16 +902,19 @@ class SQLiteStorage(Storage):
                     # names it. One still listed after its files went missing is lost (a
                     # merge deletes files only after it has listed their replacement), and
                     # is rebuilt, under the write lock.
-                    listed = conn.execute("SELECT 1 FROM segments WHERE name = ?",
-                                          (e.segment,)).fetchone()
+                    listed = conn.execute(
+                        "SELECT 1 FROM segments WHERE name = ?", (e.segment,)
+                    ).fetchone()
                     if listed is not None:
                         if lost == e.segment:
                             raise
                         lost = e.segment
                         with self._write() as wconn:
                             self._segments(wconn, repair=True)
-        raise IndexBusyError(f"{self.path.name}: its key segments were replaced by other "
-                             f"writers {_REFRESHES} times while being read; try again")
+        raise IndexBusyError(
+            f"{self.path.name}: its key segments were replaced by other "
+            f"writers {_REFRESHES} times while being read; try again"
+        )
 
     def _refresh(self, conn: sqlite3.Connection, writing: bool) -> _View:
         own = not conn.in_transaction
@@ -842,26 +927,32 @@ class SQLiteStorage(Storage):
                 covered = self._count(conn, "covered")
                 segs = tuple(self._segments(conn))
                 self._opened = {s.name: s for s in segs}
-                gone = np.fromiter((h for (h,) in conn.execute(
-                    "SELECT handle FROM gone ORDER BY handle")), np.int64)
+                gone = np.fromiter(
+                    (h for (h,) in conn.execute("SELECT handle FROM gone ORDER BY handle")),
+                    np.int64,
+                )
                 if v is not None and v.seen >= covered:
                     seen = v.seen
-                    tail = tuple(keystore.Run(r.keys[m], h[m]) for r in v.tail
-                                 if (m := (h := _absolute(r)) > covered).any())
+                    tail = tuple(
+                        keystore.Run(r.keys[m], h[m])
+                        for r in v.tail
+                        if (m := (h := _absolute(r)) > covered).any()
+                    )
                 else:
                     seen, tail = covered, ()
                 v = _View(version, covered, seen, segs, tail, gone)
             # the batches added since: their runs as the writer sorted them
             tail, seen = v.tail, v.seen
             for lo, hi, keys, offs in conn.execute(
-                    "SELECT lo, hi, keys, handles FROM tail_runs WHERE hi > ? ORDER BY lo",
-                    (seen,)):
+                "SELECT lo, hi, keys, handles FROM tail_runs WHERE hi > ? ORDER BY lo", (seen,)
+            ):
                 if lo <= seen:  # pragma: no cover - batches are read whole
                     continue
                 if lo > seen + 1:  # texts without a run (not written by insert): from docs
                     tail = self._tail_from_docs(conn, tail, seen, lo - 1)
-                tail = _with_run(tail, keystore.Run(
-                    np.frombuffer(keys, "<u8"), np.frombuffer(offs, "<u4"), lo))
+                tail = _with_run(
+                    tail, keystore.Run(np.frombuffer(keys, "<u8"), np.frombuffer(offs, "<u4"), lo)
+                )
                 seen = hi
             last = conn.execute("SELECT COALESCE(MAX(handle), 0) FROM docs").fetchone()[0]
             if last > seen:
@@ -877,10 +968,13 @@ class SQLiteStorage(Storage):
         return v
 
     @staticmethod
-    def _tail_from_docs(conn: sqlite3.Connection, tail: tuple[keystore.Run, ...], seen: int,
-                        last: int) -> tuple[keystore.Run, ...]:
-        rows = conn.execute("SELECT handle, keys FROM docs WHERE handle > ? AND handle <= ? "
-                            "ORDER BY handle", (seen, last)).fetchall()
+    def _tail_from_docs(
+        conn: sqlite3.Connection, tail: tuple[keystore.Run, ...], seen: int, last: int
+    ) -> tuple[keystore.Run, ...]:
+        rows = conn.execute(
+            "SELECT handle, keys FROM docs WHERE handle > ? AND handle <= ? ORDER BY handle",
+            (seen, last),
+        ).fetchall()
         if not rows:
             return tail
         keys, handles = keystore.pairs_of(rows)
@@ -916,12 +1010,19 @@ class SQLiteStorage(Storage):
         return out
 
     def texts_of(self, handles):
-        return self._by_handle("SELECT d.handle, d.id, t.text FROM docs d LEFT JOIN texts t "
-                               "USING (handle) WHERE d.handle IN", handles, lambda t: t)
+        return self._by_handle(
+            "SELECT d.handle, d.id, t.text FROM docs d LEFT JOIN texts t "
+            "USING (handle) WHERE d.handle IN",
+            handles,
+            lambda t: t,
+        )
 
     def shingles(self, handles):
-        return self._by_handle("SELECT handle, id, shingles FROM docs WHERE handle IN", handles,
-                               lambda b: np.frombuffer(b, "<u4").astype(np.uint32, copy=False))
+        return self._by_handle(
+            "SELECT handle, id, shingles FROM docs WHERE handle IN",
+            handles,
+            lambda b: np.frombuffer(b, "<u4").astype(np.uint32, copy=False),
+        )
 
     def _by_handle(self, select: str, handles: Sequence[int], value: Any) -> list[tuple]:
         """``(id, value(column))`` of the rows of ``select`` (``handle, id, column ...
@@ -935,9 +1036,15 @@ class SQLiteStorage(Storage):
         return [rows[h] for h in handles if h in rows]
 
     def get(self, doc_id):
-        row = self._conn().execute(
-            "SELECT d.id, t.text, d.shingles FROM docs d LEFT JOIN texts t USING (handle) "
-            "WHERE d.id = ?", (doc_id,)).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT d.id, t.text, d.shingles FROM docs d LEFT JOIN texts t USING (handle) "
+                "WHERE d.id = ?",
+                (doc_id,),
+            )
+            .fetchone()
+        )
         if row is None:
             return None
         return {"id": row[0], "text": row[1], "shingles": np.frombuffer(row[2], "<u4")}
@@ -947,19 +1054,27 @@ class SQLiteStorage(Storage):
         out: dict[str, str | None] = {}
         ids = list(ids)
         for s in range(0, len(ids), _CHUNK):
-            part = ids[s:s + _CHUNK]
-            out.update(conn.execute(f"SELECT d.id, t.text FROM docs d LEFT JOIN texts t "
-                                    f"USING (handle) WHERE d.id IN "
-                                    f"({','.join('?' * len(part))})", part))
+            part = ids[s : s + _CHUNK]
+            out.update(
+                conn.execute(
+                    f"SELECT d.id, t.text FROM docs d LEFT JOIN texts t "
+                    f"USING (handle) WHERE d.id IN "
+                    f"({','.join('?' * len(part))})",
+                    part,
+                )
+            )
         return out
 
     def contains(self, doc_id):
-        return self._conn().execute("SELECT 1 FROM docs WHERE id = ?",
-                                    (doc_id,)).fetchone() is not None
+        return (
+            self._conn().execute("SELECT 1 FROM docs WHERE id = ?", (doc_id,)).fetchone()
+            is not None
+        )
 
     def count(self):
-        return int(self._conn().execute(
-            "SELECT value FROM counts WHERE name = 'documents'").fetchone()[0])
+        return int(
+            self._conn().execute("SELECT value FROM counts WHERE name = 'documents'").fetchone()[0]
+        )
 
     def iter_ids(self):
         cur = self._conn().execute("SELECT id FROM docs ORDER BY handle")
@@ -971,8 +1086,9 @@ class SQLiteStorage(Storage):
         if after is None:
             rows = conn.execute("SELECT id FROM docs ORDER BY id LIMIT ?", (limit,))
         else:
-            rows = conn.execute("SELECT id FROM docs WHERE id > ? ORDER BY id LIMIT ?",
-                                (after, limit))
+            rows = conn.execute(
+                "SELECT id FROM docs WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+            )
         return [r[0] for r in rows]
 
     def stats(self):
@@ -997,21 +1113,35 @@ class SQLiteStorage(Storage):
         docs = conn.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
         counted = self.count()
         view = self._keys()
-        live = np.fromiter((h for (h,) in conn.execute("SELECT handle FROM docs ORDER BY handle")),
-                           np.int64)
-        pairs = [(np.asarray(s.run.keys), np.asarray(s.run.handles, np.int64) + s.run.base)
-                 for s in view.segments]
-        have = (np.concatenate([k for k, _ in pairs]) if pairs else np.zeros(0, np.uint64),
-                np.concatenate([h for _, h in pairs]) if pairs else np.zeros(0, np.int64))
+        live = np.fromiter(
+            (h for (h,) in conn.execute("SELECT handle FROM docs ORDER BY handle")), np.int64
+        )
+        pairs = [
+            (np.asarray(s.run.keys), np.asarray(s.run.handles, np.int64) + s.run.base)
+            for s in view.segments
+        ]
+        have = (
+            np.concatenate([k for k, _ in pairs]) if pairs else np.zeros(0, np.uint64),
+            np.concatenate([h for _, h in pairs]) if pairs else np.zeros(0, np.int64),
+        )
         orphan = int(np.count_nonzero(~np.isin(have[1], live) & ~np.isin(have[1], view.gone)))
-        orphan += conn.execute("SELECT COUNT(*) FROM texts WHERE handle NOT IN "
-                               "(SELECT handle FROM docs)").fetchone()[0]
-        want = keystore.pairs_of(conn.execute(
-            "SELECT handle, keys FROM docs WHERE handle <= ? ORDER BY handle", (view.covered,)))
+        orphan += conn.execute(
+            "SELECT COUNT(*) FROM texts WHERE handle NOT IN (SELECT handle FROM docs)"
+        ).fetchone()[0]
+        want = keystore.pairs_of(
+            conn.execute(
+                "SELECT handle, keys FROM docs WHERE handle <= ? ORDER BY handle", (view.covered,)
+            )
+        )
         held = {(int(k), int(h)) for k, h in zip(*have)}
         missing = sum((int(k), int(h)) not in held for k, h in zip(*want))
-        return {"integrity": ok, "documents": docs, "counted": counted, "orphan_keys": orphan,
-                "missing_keys": missing}
+        return {
+            "integrity": ok,
+            "documents": docs,
+            "counted": counted,
+            "orphan_keys": orphan,
+            "missing_keys": missing,
+        }
 
     def close(self):
         self.wait_merges()

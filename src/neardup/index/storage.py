@@ -120,7 +120,7 @@ class Storage(ABC):
         pos: list[int] = []
         got: list[int] = []
         for j in range(len(keys)):
-            hs = self.candidates(keys[j:j + 1], cap)
+            hs = self.candidates(keys[j : j + 1], cap)
             pos += [j] * len(hs)
             got += hs
         return np.asarray(pos, np.int64), np.asarray(got, np.int64)
@@ -255,8 +255,13 @@ class MemoryStorage(Storage):
 
     def holder_counts(self, keys, cap):
         with self._lock:
-            return np.array([min(len(self._bands.get(k) or ()), cap)
-                             for k in np.asarray(keys, np.uint64).tolist()], np.int64)
+            return np.array(
+                [
+                    min(len(self._bands.get(k) or ()), cap)
+                    for k in np.asarray(keys, np.uint64).tolist()
+                ],
+                np.int64,
+            )
 
     def shingles(self, handles):
         with self._lock:
@@ -295,7 +300,7 @@ class MemoryStorage(Storage):
         with self._lock:
             ids = sorted(self._handle_of)
         start = 0 if after is None else bisect.bisect_right(ids, after)
-        return ids[start:start + limit]
+        return ids[start : start + limit]
 
     @contextmanager
     def exclusive(self):

@@ -74,8 +74,7 @@ class ReadOptions:
             if not isinstance(self.detect_id, str) or not self.detect_id:
                 raise fail("detect_id", self.detect_id, "a field name or None")
             if self.id_field is not None or self.default_id is not None:
-                raise fail("detect_id", self.detect_id,
-                           "None when id_field or default_id is given")
+                raise fail("detect_id", self.detect_id, "None when id_field or default_id is given")
         check_choice("input_format", self.format, INPUT_FORMATS, none=True)
         check_choice("on_error", self.on_error, ON_ERROR)
         check_int("chunk_size", self.chunk_size, 1)
@@ -86,13 +85,17 @@ class ReadOptions:
             check_str("default_id", self.default_id)
             try:
                 ok = "{line}" in self.default_id and isinstance(
-                    self.default_id.format(line=1, name="x"), str)
+                    self.default_id.format(line=1, name="x"), str
+                )
             except (KeyError, IndexError, ValueError):
                 ok = False
             if not ok:
-                raise fail("default_id", self.default_id,
-                           'a template holding {line}, e.g. "{line}" or "stdin:{line}" '
-                           "(and optionally {name}), or None")
+                raise fail(
+                    "default_id",
+                    self.default_id,
+                    'a template holding {line}, e.g. "{line}" or "stdin:{line}" '
+                    "(and optionally {name}), or None",
+                )
         try:
             codecs.lookup(self.encoding)
         except (LookupError, TypeError):

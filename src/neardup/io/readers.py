@@ -37,31 +37,51 @@ from ..errors import ConfigError, InputError, SkipReason
 from .options import INPUT_FORMATS, ReadOptions
 
 __all__ = [
-    "SkipReport", "DocChunk", "FilePart", "Record", "RecordStream", "Source", "detect_format",
-    "format_of_name", "split_compression", "total_input_bytes", "read_documents",
-    "record_stream", "utf8_len", "INPUT_FORMATS",
+    "SkipReport",
+    "DocChunk",
+    "FilePart",
+    "Record",
+    "RecordStream",
+    "Source",
+    "detect_format",
+    "format_of_name",
+    "split_compression",
+    "total_input_bytes",
+    "read_documents",
+    "record_stream",
+    "utf8_len",
+    "INPUT_FORMATS",
 ]
 
 # The one place that knows which names and content types stand for which format.
 _SUFFIX_FORMATS = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json",
-    ".csv": "csv", ".tsv": "tsv",
-    ".parquet": "parquet", ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
 }
 _CONTENT_TYPES = {
-    "application/jsonl": "jsonl", "application/x-jsonlines": "jsonl",
-    "application/jsonlines": "jsonl", "application/x-ndjson": "jsonl",
-    "application/ndjson": "jsonl", "application/json": "json",
-    "text/csv": "csv", "application/csv": "csv", "text/comma-separated-values": "csv",
+    "application/jsonl": "jsonl",
+    "application/x-jsonlines": "jsonl",
+    "application/jsonlines": "jsonl",
+    "application/x-ndjson": "jsonl",
+    "application/ndjson": "jsonl",
+    "application/json": "json",
+    "text/csv": "csv",
+    "application/csv": "csv",
+    "text/comma-separated-values": "csv",
     "text/tab-separated-values": "tsv",
-    "application/vnd.apache.parquet": "parquet", "application/x-parquet": "parquet",
+    "application/vnd.apache.parquet": "parquet",
+    "application/x-parquet": "parquet",
 }
 _COMPRESSIONS = {".gz": "gz", ".zst": "zst"}
 _SNIFF_SKIP = codecs.BOM_UTF8 + b" \t\r\n"
 
 #: What the readers take: a path or several, the bytes of one file, or one binary file object.
-Source = (str | os.PathLike | Iterable[str | os.PathLike] | bytes | bytearray | memoryview
-          | BinaryIO)
+Source = str | os.PathLike | Iterable[str | os.PathLike] | bytes | bytearray | memoryview | BinaryIO
 _MAX_EXAMPLES = 20
 _MAX_SNIPPET = 160
 
@@ -90,8 +110,11 @@ class SkipReport:
         return sum(self.counts.values())
 
     def to_dict(self) -> dict:
-        return {"total": self.total, "by_reason": dict(sorted(self.counts.items())),
-                "examples": list(self.examples)}
+        return {
+            "total": self.total,
+            "by_reason": dict(sorted(self.counts.items())),
+            "examples": list(self.examples),
+        }
 
 
 @record
@@ -128,7 +151,7 @@ class IdInfo:
             return
         import numpy as np
 
-        src = np.asarray(locations[:self.fallback_row], np.int64) >> 40
+        src = np.asarray(locations[: self.fallback_row], np.int64) >> 40
         rows = np.arange(self.fallback_row)
         if self.textdir_sources:
             rows = rows[~np.isin(src, list(self.textdir_sources))]
@@ -145,11 +168,16 @@ class IdInfo:
         if self.file_names:
             parts.append("file names")
         field = self.from_field and self.field_inputs
-        return {"from": " and ".join(parts) or "row numbers",
-                "field": self.field if field else None,
-                "detected": self.detected and field,
-                **({"missing": f"no field {self.field!r} at {self.missing}"}
-                   if self.detected and self.missing else {})}
+        return {
+            "from": " and ".join(parts) or "row numbers",
+            "field": self.field if field else None,
+            "detected": self.detected and field,
+            **(
+                {"missing": f"no field {self.field!r} at {self.missing}"}
+                if self.detected and self.missing
+                else {}
+            ),
+        }
 
     def repeat_error(self) -> InputError | None:
         """The error of a repeated id of a detected field, if the ids are that field's."""
@@ -166,7 +194,11 @@ def repeat_error(field: str, x: str, first: str, path: str, line: int | None) ->
         f"id {x!r} repeats (first at {first}): the ids are taken from the field {field!r}, "
         f"which every record has, and must be distinct; give --id-field '' (id_field='') for "
         f"row numbers, or --id-field FIELD for another field",
-        path=path, line=line, field=field, reason=SkipReason.DUPLICATE_ID)
+        path=path,
+        line=line,
+        field=field,
+        reason=SkipReason.DUPLICATE_ID,
+    )
 
 
 def ids_text(ids: dict[str, Any]) -> str:
@@ -223,8 +255,13 @@ def format_of_name(name: str) -> str | None:
     return _SUFFIX_FORMATS.get(Path(base).suffix.lower())
 
 
-def detect_format(path: str | os.PathLike | None = None, *, name: str | None = None,
-                  content_type: str | None = None, head: bytes | None = None) -> str:
+def detect_format(
+    path: str | os.PathLike | None = None,
+    *,
+    name: str | None = None,
+    content_type: str | None = None,
+    head: bytes | None = None,
+) -> str:
     """The format of an input: ``"jsonl"``, ``"csv"``, ``"tsv"``, ``"parquet"`` or ``"textdir"``.
 
     Looked for in this order: ``path`` is a directory (``"textdir"``); the suffix of the file
@@ -259,10 +296,14 @@ def detect_format(path: str | os.PathLike | None = None, *, name: str | None = N
     if head and "." not in base and head.lstrip(_SNIFF_SKIP)[:1] == b"{":
         return "jsonl"
     told = "the file name" if content_type is None else "the file name or content type"
-    raise InputError(f"cannot tell the input format from {told} (known suffixes: "
-                     f"{', '.join(_SUFFIX_FORMATS)}, optionally + .gz/.zst); "
-                     "give the format explicitly", path=where or name or None,
-                     reason=SkipReason.UNKNOWN_FORMAT, whole_file=True)
+    raise InputError(
+        f"cannot tell the input format from {told} (known suffixes: "
+        f"{', '.join(_SUFFIX_FORMATS)}, optionally + .gz/.zst); "
+        "give the format explicitly",
+        path=where or name or None,
+        reason=SkipReason.UNKNOWN_FORMAT,
+        whole_file=True,
+    )
 
 
 def _list_text_dir(root: Path) -> list[tuple[str, Path]]:
@@ -312,8 +353,12 @@ class _Source:
 def _check_missing(paths: Sequence[Path]) -> None:
     for p in paths:
         if not p.exists():
-            raise InputError("no such file or directory", path=str(p),
-                             reason=SkipReason.MISSING_PATH, whole_file=True)
+            raise InputError(
+                "no such file or directory",
+                path=str(p),
+                reason=SkipReason.MISSING_PATH,
+                whole_file=True,
+            )
 
 
 def _as_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
@@ -325,16 +370,20 @@ def _as_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Pa
 def _in_memory(source: Source) -> bool:
     """Whether ``source`` is the bytes of a file or a file object (not paths)."""
     return isinstance(source, (bytes, bytearray, memoryview)) or (
-        hasattr(source, "read") and not isinstance(source, (str, os.PathLike)))
+        hasattr(source, "read") and not isinstance(source, (str, os.PathLike))
+    )
 
 
 def _compression(name: str, fmt: str) -> str | None:
     """The compression of an input named ``name`` in format ``fmt`` (not for Parquet)."""
     _, comp = split_compression(name)
     if fmt == "parquet" and comp is not None:
-        raise InputError("compressed Parquet files are not supported (Parquet compresses "
-                         "internally)", path=name, reason=SkipReason.UNKNOWN_FORMAT,
-                         whole_file=True)
+        raise InputError(
+            "compressed Parquet files are not supported (Parquet compresses internally)",
+            path=name,
+            reason=SkipReason.UNKNOWN_FORMAT,
+            whole_file=True,
+        )
     return comp
 
 
@@ -345,9 +394,11 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
         source = source.cast("B")  # sized and sliced in bytes
     if not is_data:
         if isinstance(source, io.TextIOBase) or not callable(getattr(source, "readline", None)):
-            raise ConfigError(f"source={source!r} is invalid: paths, bytes or a binary file "
-                              "object with read and readline (open(path, 'rb'), "
-                              "sys.stdin.buffer, io.BytesIO(data))")
+            raise ConfigError(
+                f"source={source!r} is invalid: paths, bytes or a binary file "
+                "object with read and readline (open(path, 'rb'), "
+                "sys.stdin.buffer, io.BytesIO(data))"
+            )
     if name is None:
         own = None if is_data else getattr(source, "name", None)
         name = own if isinstance(own, str) and own else ("<bytes>" if is_data else "<stream>")
@@ -358,9 +409,12 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
         else:
             fmt = detect_format(name=label, head=bytes(source[:64]) if is_data else None)
     if fmt == "textdir":
-        raise InputError("is not a directory (fmt='textdir'): a folder of text files is read "
-                         "from its path", path=label, reason=SkipReason.NOT_A_DIRECTORY,
-                         whole_file=True)
+        raise InputError(
+            "is not a directory (fmt='textdir'): a folder of text files is read from its path",
+            path=label,
+            reason=SkipReason.NOT_A_DIRECTORY,
+            whole_file=True,
+        )
     comp = _compression(label, fmt)
     if is_data:
         return _Source(0, None, fmt, comp, len(source), data=source, label=label)
@@ -373,17 +427,28 @@ def _stdin_source(index: int, fmt: str | None) -> _Source:
     magic bytes."""
     stdin: Any = sys.stdin.buffer
     head = stdin.peek(64)[:64] if hasattr(stdin, "peek") else b""
-    comp = "gz" if head.startswith(b"\x1f\x8b") else (
-        "zst" if head.startswith(b"\x28\xb5\x2f\xfd") else None)
+    comp = (
+        "gz"
+        if head.startswith(b"\x1f\x8b")
+        else ("zst" if head.startswith(b"\x28\xb5\x2f\xfd") else None)
+    )
     if fmt is None:
         if comp is None and head.lstrip(_SNIFF_SKIP)[:1] != b"{":
-            raise InputError("cannot tell the format of standard input from its first bytes "
-                             "(not JSON lines); give the input format", path="<stdin>",
-                             reason=SkipReason.UNKNOWN_FORMAT, whole_file=True)
+            raise InputError(
+                "cannot tell the format of standard input from its first bytes "
+                "(not JSON lines); give the input format",
+                path="<stdin>",
+                reason=SkipReason.UNKNOWN_FORMAT,
+                whole_file=True,
+            )
         fmt = "jsonl"
     if fmt in ("parquet", "textdir"):
-        raise InputError(f"standard input cannot be read as {fmt}; give a file", path="<stdin>",
-                         reason=SkipReason.UNKNOWN_FORMAT, whole_file=True)
+        raise InputError(
+            f"standard input cannot be read as {fmt}; give a file",
+            path="<stdin>",
+            reason=SkipReason.UNKNOWN_FORMAT,
+            whole_file=True,
+        )
     return _Source(index, None, fmt, comp, 0, fileobj=stdin, label="<stdin>")
 
 
@@ -403,8 +468,12 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
             sources.append(_Source(i, p, "textdir", None, sum(s for _, _, s in files), files))
             continue
         if fmt == "textdir":
-            raise InputError("is not a directory (fmt='textdir')", path=str(p),
-                             reason=SkipReason.NOT_A_DIRECTORY, whole_file=True)
+            raise InputError(
+                "is not a directory (fmt='textdir')",
+                path=str(p),
+                reason=SkipReason.NOT_A_DIRECTORY,
+                whole_file=True,
+            )
         f = fmt or detect_format(p)
         comp = _compression(str(p), f)
         sources.append(_Source(i, p, f, comp, p.stat().st_size))
@@ -486,10 +555,15 @@ def _decompressed(raw: BinaryIO, compression: str | None, name: str) -> Iterator
             stream = gzip.GzipFile(fileobj=raw, mode="rb")
         elif compression == "zst":
             if zstandard is None:  # pragma: no cover
-                raise InputError("zstandard is not installed", path=name,
-                                 reason=SkipReason.UNREADABLE, whole_file=True)
+                raise InputError(
+                    "zstandard is not installed",
+                    path=name,
+                    reason=SkipReason.UNREADABLE,
+                    whole_file=True,
+                )
             reader = zstandard.ZstdDecompressor().stream_reader(
-                raw, read_across_frames=True, closefd=False)
+                raw, read_across_frames=True, closefd=False
+            )
             stream = io.BufferedReader(reader, buffer_size=1 << 16)  # type: ignore[arg-type]
         yield stream
     finally:
@@ -511,17 +585,23 @@ def _open_source(src: _Source) -> Iterator[tuple[BinaryIO, BinaryIO]]:
 
 
 def _open_error(src: _Source, exc: BaseException) -> InputError:
-    return InputError(f"cannot read the file: {exc}", path=src.name,
-                      reason=SkipReason.UNREADABLE, whole_file=True)
+    return InputError(
+        f"cannot read the file: {exc}", path=src.name, reason=SkipReason.UNREADABLE, whole_file=True
+    )
 
 
 def _read_error(name: str, lineno: int, exc: BaseException) -> InputError:
     """A corrupt/truncated compressed stream or an I/O error after ``lineno`` good lines."""
     if lineno == 0:
-        return InputError(f"cannot read the file: {exc}", path=name,
-                          reason=SkipReason.UNREADABLE, whole_file=True)
-    return InputError(f"cannot read the file after line {lineno}: {exc}", path=name,
-                      reason=SkipReason.UNREADABLE, whole_file=True)
+        return InputError(
+            f"cannot read the file: {exc}", path=name, reason=SkipReason.UNREADABLE, whole_file=True
+        )
+    return InputError(
+        f"cannot read the file after line {lineno}: {exc}",
+        path=name,
+        reason=SkipReason.UNREADABLE,
+        whole_file=True,
+    )
 
 
 def _snippet(data: bytes | str) -> str:
@@ -531,8 +611,15 @@ def _snippet(data: bytes | str) -> str:
     return repr(s) if len(s) < _MAX_SNIPPET else repr(s) + "..."
 
 
-_JSON_TYPES = {dict: "an object", list: "an array", type(None): "null", bool: "a boolean",
-               int: "a number", float: "a number", str: "a string"}
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    str: "a string",
+}
 
 
 def _type_name(v: Any) -> str:
@@ -541,15 +628,16 @@ def _type_name(v: Any) -> str:
 
 
 def _nearest(name: str, names: Sequence[str]) -> str:
-    """", did you mean 'X'" for the name of ``names`` nearest to ``name``, if one is near."""
+    """ ", did you mean 'X'" for the name of ``names`` nearest to ``name``, if one is near."""
     import difflib
 
     near = difflib.get_close_matches(name, [str(n) for n in names], n=1, cutoff=0.5)
     return f", did you mean {near[0]!r}?" if near else ""
 
 
-def _record_error(message: str, path: str, line: int | None, field: str | None,
-                  reason: SkipReason) -> InputError:
+def _record_error(
+    message: str, path: str, line: int | None, field: str | None, reason: SkipReason
+) -> InputError:
     """An error about a field of one record, whose ``message`` names the field itself."""
     err = InputError(message, path=path, line=line, reason=reason)
     err.field = field
@@ -596,7 +684,7 @@ class _LineSource:
         self.lineno += 1
         if self.lineno == 1:
             if self.utf8 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
+                raw = raw[len(codecs.BOM_UTF8) :]
             self.first_ending = "\r\n" if raw.endswith(b"\r\n") else "\n"
         try:
             return raw.decode(self.encoding)
@@ -604,17 +692,27 @@ class _LineSource:
             raise _Undecodable(self.lineno, e) from None
 
 
-def _undecodable(path: str, line: int | None, e: UnicodeDecodeError, encoding: str, *,
-                 unit: str = "line", what: str | None = None) -> InputError:
+def _undecodable(
+    path: str,
+    line: int | None,
+    e: UnicodeDecodeError,
+    encoding: str,
+    *,
+    unit: str = "line",
+    what: str | None = None,
+) -> InputError:
     """``not valid UTF-8 (byte 7 of the line: b'\\xe9', invalid continuation byte)``; ``what``
     (e.g. "the CSV header") is an error about the whole file."""
     enc = "UTF-8" if _is_utf8(encoding) else encoding
-    message = (f"not valid {enc} (byte {e.start + 1} of the {unit}: "
-               f"{e.object[e.start:e.end]!r}, {e.reason})")
+    message = (
+        f"not valid {enc} (byte {e.start + 1} of the {unit}: "
+        f"{e.object[e.start : e.end]!r}, {e.reason})"
+    )
     if what is not None:
         message = f"{what} is {message}"
-    return InputError(message, path=path, line=line, reason=SkipReason.UNDECODABLE,
-                      whole_file=what is not None)
+    return InputError(
+        message, path=path, line=line, reason=SkipReason.UNDECODABLE, whole_file=what is not None
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -642,16 +740,22 @@ _Item = tuple[int, str, "str | None", Any]
 
 
 def _empty(src: _Source, what: str = "no records") -> InputError:
-    return InputError(f"the file is empty ({what})", path=src.name,
-                      reason=SkipReason.EMPTY_FILE, whole_file=True)
+    return InputError(
+        f"the file is empty ({what})", path=src.name, reason=SkipReason.EMPTY_FILE, whole_file=True
+    )
 
 
 def _bad_id(v: Any, path: str, line: int, id_field: str) -> InputError:
     what = _type_name(v)
     if isinstance(v, (bool, float)):
         what += f" ({orjson.dumps(v).decode()})"
-    return _record_error(f"field {id_field!r} is {what}; an id is a string or an integer",
-                         path, line, id_field, SkipReason.BAD_ID)
+    return _record_error(
+        f"field {id_field!r} is {what}; an id is a string or an integer",
+        path,
+        line,
+        id_field,
+        SkipReason.BAD_ID,
+    )
 
 
 def _id_value(v: Any, path: str, line: int, id_field: str) -> str | InputError:
@@ -662,13 +766,14 @@ def _id_value(v: Any, path: str, line: int, id_field: str) -> str | InputError:
     return _bad_id(v, path, line, id_field)
 
 
-def _jsonl_line(data: bytes, name: str, lineno: int, opts: _Options, utf8: bool,
-                single: str | None) -> _Item | InputError:
+def _jsonl_line(
+    data: bytes, name: str, lineno: int, opts: _Options, utf8: bool, single: str | None
+) -> _Item | InputError:
     """One non-blank JSONL line (``data``, its ``\\n`` included) as a record item or its
     error."""
     raw = data
     if lineno == 1 and utf8 and data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     try:
         if utf8:
             obj = orjson.loads(data)
@@ -682,17 +787,25 @@ def _jsonl_line(data: bytes, name: str, lineno: int, opts: _Options, utf8: bool,
                 data.decode("utf-8")
             except UnicodeDecodeError as ue:
                 return _undecodable(name, lineno, ue, opts.encoding)
-        return InputError(f"malformed JSON: {e.msg} (character {e.pos + 1}): "
-                          f"{_snippet(data)}", path=name, line=lineno,
-                          reason=SkipReason.MALFORMED_JSON)
+        return InputError(
+            f"malformed JSON: {e.msg} (character {e.pos + 1}): {_snippet(data)}",
+            path=name,
+            line=lineno,
+            reason=SkipReason.MALFORMED_JSON,
+        )
     if type(obj) is not dict:
-        return InputError(f"a JSON line must be an object, not {_type_name(obj)}",
-                          path=name, line=lineno, reason=SkipReason.NOT_OBJECT)
+        return InputError(
+            f"a JSON line must be an object, not {_type_name(obj)}",
+            path=name,
+            line=lineno,
+            reason=SkipReason.NOT_OBJECT,
+        )
     return _json_object(obj, name, lineno, opts, single, raw)
 
 
-def _json_object(obj: dict, name: str, lineno: int, opts: _Options, single: str | None,
-                 raw: Any) -> _Item | InputError:
+def _json_object(
+    obj: dict, name: str, lineno: int, opts: _Options, single: str | None, raw: Any
+) -> _Item | InputError:
     """A JSON object (a line of JSONL, an item of a JSON array) as a record item or its
     error; ``raw``: what the writer copies for it."""
     if single is not None:
@@ -727,8 +840,9 @@ def _is_blank(raw: bytes) -> bool:
     return raw[:1] in b" \t\r\n" and not raw.strip()  # (raw[:1] is never b"" here)
 
 
-def _jsonl_records(src: _Source, opts: _Options,
-                   progress: _Progress) -> Iterator[_Item | InputError]:
+def _jsonl_records(
+    src: _Source, opts: _Options, progress: _Progress
+) -> Iterator[_Item | InputError]:
     name = src.name
     utf8 = _is_utf8(opts.encoding)
     single = opts.text_fields[0] if len(opts.text_fields) == 1 else None
@@ -757,8 +871,12 @@ def _jsonl_records(src: _Source, opts: _Options,
                 break
             pos += len(raw)
             lineno += 1
-            if _is_blank(raw) or (lineno == 1 and utf8 and raw.startswith(codecs.BOM_UTF8)
-                                  and _is_blank(raw[len(codecs.BOM_UTF8):])):
+            if _is_blank(raw) or (
+                lineno == 1
+                and utf8
+                and raw.startswith(codecs.BOM_UTF8)
+                and _is_blank(raw[len(codecs.BOM_UTF8) :])
+            ):
                 continue  # a blank line (a byte order mark alone on the first line too)
             records += 1
             yield _jsonl_line(raw, name, lineno, opts, utf8, single)
@@ -777,12 +895,12 @@ _MISSING: Any = _Missing()
 def _field_error(v: Any, path: str, line: int, f: str) -> InputError:
     if v is _MISSING:
         return _record_error(f"no field {f!r}", path, line, f, SkipReason.MISSING_FIELD)
-    return _record_error(f"field {f!r} is {_type_name(v)}, not a string", path, line, f,
-                         SkipReason.NON_STRING_FIELD)
+    return _record_error(
+        f"field {f!r} is {_type_name(v)}, not a string", path, line, f, SkipReason.NON_STRING_FIELD
+    )
 
 
-def _csv_records(src: _Source, opts: _Options,
-                 progress: _Progress) -> Iterator[_Item | InputError]:
+def _csv_records(src: _Source, opts: _Options, progress: _Progress) -> Iterator[_Item | InputError]:
     """Records of a CSV/TSV file. ``raw`` is the row (a list of str); the header is available
     as ``raw`` of a first pseudo-item ``(0, "", None, ("header", header, line_ending))`` which the
     record stream passes on to the writer only."""
@@ -811,15 +929,17 @@ def _csv_records(src: _Source, opts: _Options,
                 break
             except _Undecodable as e:
                 if header is None:  # a header that cannot be decoded: nothing else can be read
-                    yield _undecodable(name, e.lineno, e.exc, opts.encoding,
-                                       what=f"the {kind} header")
+                    yield _undecodable(
+                        name, e.lineno, e.exc, opts.encoding, what=f"the {kind} header"
+                    )
                     return
                 yield _undecodable(name, e.lineno, e.exc, opts.encoding)
                 reader = csv.reader(lines, delimiter=delimiter)
                 continue
             except csv.Error as e:
-                yield InputError(f"malformed {kind}: {e}", path=name, line=start,
-                                 reason=SkipReason.BAD_ROW)
+                yield InputError(
+                    f"malformed {kind}: {e}", path=name, line=start, reason=SkipReason.BAD_ROW
+                )
                 reader = csv.reader(lines, delimiter=delimiter)
                 continue
             except _READ_ERRORS as e:
@@ -836,9 +956,14 @@ def _csv_records(src: _Source, opts: _Options,
                 wanted = [*opts.text_fields, *([id_field] if id_field else [])]
                 absent = next((f for f in wanted if f not in header), None)
                 if absent is not None:
-                    err = _record_error(f"{absent!r} is not a column of the {kind} header "
-                                        f"(columns: {', '.join(header)}){_nearest(absent, header)}",
-                                        name, start, absent, SkipReason.MISSING_FIELD)
+                    err = _record_error(
+                        f"{absent!r} is not a column of the {kind} header "
+                        f"(columns: {', '.join(header)}){_nearest(absent, header)}",
+                        name,
+                        start,
+                        absent,
+                        SkipReason.MISSING_FIELD,
+                    )
                     err.whole_file = True
                     yield err
                     return
@@ -849,8 +974,12 @@ def _csv_records(src: _Source, opts: _Options,
                 continue
             records += 1
             if len(row) != ncols:
-                yield InputError(f"expected {ncols} fields, found {len(row)}", path=name,
-                                 line=start, reason=SkipReason.BAD_ROW)
+                yield InputError(
+                    f"expected {ncols} fields, found {len(row)}",
+                    path=name,
+                    line=start,
+                    reason=SkipReason.BAD_ROW,
+                )
                 continue
             if len(text_idx) == 1:
                 text = row[text_idx[0]]
@@ -862,8 +991,9 @@ def _csv_records(src: _Source, opts: _Options,
             yield _empty(src, "no rows" if header is None else "only a header")
 
 
-def _parquet_records(src: _Source, opts: _Options,
-                     progress: _Progress) -> Iterator[_Item | InputError]:
+def _parquet_records(
+    src: _Source, opts: _Options, progress: _Progress
+) -> Iterator[_Item | InputError]:
     """Records of a Parquet file (or of a run of its row groups, ``src.whole=False``, still
     numbered from the file's first row); ``raw`` is ``(batch, row index in the batch)``; the
     first pseudo-item ``(0, "", None, ("schema", schema))`` carries the file's Arrow schema."""
@@ -894,8 +1024,8 @@ def _parquet_records(src: _Source, opts: _Options,
             end = meta.num_row_groups if src.end is None else src.end
             groups = list(range(src.start, end))
             sizes = [meta.row_group(k).num_rows for k in range(end)]
-            row = sum(sizes[:src.start])
-            num_rows = sum(sizes[src.start:])
+            row = sum(sizes[: src.start])
+            num_rows = sum(sizes[src.start :])
         done = 0
         progress.start(src, lambda: src.size * done // max(num_rows, 1))
         names = schema.names
@@ -903,8 +1033,11 @@ def _parquet_records(src: _Source, opts: _Options,
         def is_str(t: pa.DataType) -> bool:
             if pa.types.is_dictionary(t):
                 t = t.value_type
-            return (pa.types.is_string(t) or pa.types.is_large_string(t)
-                    or getattr(pa.types, "is_string_view", lambda _t: False)(t))
+            return (
+                pa.types.is_string(t)
+                or pa.types.is_large_string(t)
+                or getattr(pa.types, "is_string_view", lambda _t: False)(t)
+            )
 
         def is_int(t: pa.DataType) -> bool:
             if pa.types.is_dictionary(t):
@@ -912,31 +1045,49 @@ def _parquet_records(src: _Source, opts: _Options,
             return pa.types.is_integer(t)
 
         id_field = opts.id_field
-        if opts.id_optional and id_field is not None and (
-                id_field not in names or not (is_str(schema.field(id_field).type)
-                                              or is_int(schema.field(id_field).type))):
+        if (
+            opts.id_optional
+            and id_field is not None
+            and (
+                id_field not in names
+                or not (is_str(schema.field(id_field).type) or is_int(schema.field(id_field).type))
+            )
+        ):
             id_field = None  # a detected id column that this file lacks, or holds no ids
 
         def bad_columns() -> InputError | None:
             for f in [*opts.text_fields, *([id_field] if id_field is not None else [])]:
                 if f not in names:
-                    err = _record_error(f"{f!r} is not a column of the Parquet file (columns: "
-                                        f"{', '.join(names)}){_nearest(f, names)}", name, None, f,
-                                        SkipReason.MISSING_FIELD)
+                    err = _record_error(
+                        f"{f!r} is not a column of the Parquet file (columns: "
+                        f"{', '.join(names)}){_nearest(f, names)}",
+                        name,
+                        None,
+                        f,
+                        SkipReason.MISSING_FIELD,
+                    )
                     err.whole_file = True
                     return err
             for f in opts.text_fields:
                 t = schema.field(f).type
                 if not is_str(t):
-                    return InputError(f"expected a string column, got {t}", path=name,
-                                      field=f, reason=SkipReason.NON_STRING_FIELD,
-                                      whole_file=True)
+                    return InputError(
+                        f"expected a string column, got {t}",
+                        path=name,
+                        field=f,
+                        reason=SkipReason.NON_STRING_FIELD,
+                        whole_file=True,
+                    )
             if id_field is not None:
                 t = schema.field(id_field).type
                 if not (is_str(t) or is_int(t)):
-                    return InputError(f"an id column must hold strings or integers, got {t}",
-                                      path=name, field=id_field, reason=SkipReason.BAD_ID,
-                                      whole_file=True)
+                    return InputError(
+                        f"an id column must hold strings or integers, got {t}",
+                        path=name,
+                        field=id_field,
+                        reason=SkipReason.BAD_ID,
+                        whole_file=True,
+                    )
             return None
 
         bad_file = bad_columns()
@@ -949,8 +1100,9 @@ def _parquet_records(src: _Source, opts: _Options,
         yield 0, "", None, ("schema", schema)
         wanted = list(dict.fromkeys([*opts.text_fields, *([id_field] if id_field else [])]))
         columns = None if opts.all_columns else wanted
-        for batch in pf.iter_batches(batch_size=opts.batch_size, row_groups=groups,
-                                     columns=columns):
+        for batch in pf.iter_batches(
+            batch_size=opts.batch_size, row_groups=groups, columns=columns
+        ):
             cols = [batch.column(f).to_pylist() for f in opts.text_fields]
             ids = batch.column(id_field).to_pylist() if id_field is not None else None
             n = batch.num_rows
@@ -981,21 +1133,27 @@ def _parquet_records(src: _Source, opts: _Options,
                 yield row, text, rid, (batch, i)
             done += n
     except (pa.ArrowException, OSError) as e:
-        yield InputError(f"cannot read the file: {e}", path=name, reason=SkipReason.UNREADABLE,
-                         whole_file=True)
+        yield InputError(
+            f"cannot read the file: {e}", path=name, reason=SkipReason.UNREADABLE, whole_file=True
+        )
         return
 
 
-def _textdir_records(src: _Source, opts: _Options,
-                     progress: _Progress) -> Iterator[_Item | InputError]:
+def _textdir_records(
+    src: _Source, opts: _Options, progress: _Progress
+) -> Iterator[_Item | InputError]:
     """One record per file; ``raw`` is the file's path; ``line`` is the file's 1-based position
     in the sorted listing (used only to locate duplicate ids)."""
     assert src.files is not None
     done = 0
     progress.start(src, lambda: done)
     if not src.files:
-        yield InputError("the directory holds no (non-hidden) files", path=src.name,
-                         reason=SkipReason.EMPTY_FILE, whole_file=True)
+        yield InputError(
+            "the directory holds no (non-hidden) files",
+            path=src.name,
+            reason=SkipReason.EMPTY_FILE,
+            whole_file=True,
+        )
         return
     for k, (rel, path, size) in enumerate(src.files, start=1):
         try:
@@ -1007,12 +1165,13 @@ def _textdir_records(src: _Source, opts: _Options,
                 data = stream.read()
         except _READ_ERRORS as e:
             done += size
-            yield InputError(f"cannot read the file: {e}", path=str(path),
-                             reason=SkipReason.UNREADABLE)
+            yield InputError(
+                f"cannot read the file: {e}", path=str(path), reason=SkipReason.UNREADABLE
+            )
             continue
         done += size
         if _is_utf8(opts.encoding) and data.startswith(codecs.BOM_UTF8):
-            data = data[len(codecs.BOM_UTF8):]
+            data = data[len(codecs.BOM_UTF8) :]
         try:
             text = data.decode(opts.encoding)
         except UnicodeDecodeError as e:
@@ -1022,8 +1181,9 @@ def _textdir_records(src: _Source, opts: _Options,
         yield k, text, rel, path
 
 
-def _json_records(src: _Source, opts: _Options,
-                  progress: _Progress) -> Iterator[_Item | InputError]:
+def _json_records(
+    src: _Source, opts: _Options, progress: _Progress
+) -> Iterator[_Item | InputError]:
     """The items of a JSON file holding one array of objects (a ``.json`` file that starts
     with ``[``). The whole file is parsed at once (a JSON array has no record boundaries to
     stream by); an item's "line" in messages and record numbers is its 1-based position in
@@ -1040,7 +1200,7 @@ def _json_records(src: _Source, opts: _Options,
             yield _open_error(src, e)
             return
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     try:
         arr = orjson.loads(data if utf8 else data.decode(opts.encoding))
     except UnicodeDecodeError as e:
@@ -1048,22 +1208,33 @@ def _json_records(src: _Source, opts: _Options,
         return
     except orjson.JSONDecodeError as e:
         line = data.count(b"\n", 0, e.pos) + 1 if isinstance(e.pos, int) else None
-        yield InputError(f"malformed JSON: {e.msg} (line {line})", path=name,
-                         reason=SkipReason.MALFORMED_JSON, whole_file=True)
+        yield InputError(
+            f"malformed JSON: {e.msg} (line {line})",
+            path=name,
+            reason=SkipReason.MALFORMED_JSON,
+            whole_file=True,
+        )
         return
     if type(arr) is not list:
-        yield InputError(f"a .json input holds one array of objects, not {_type_name(arr)} "
-                         "(JSON lines go in a .jsonl file)", path=name,
-                         reason=SkipReason.NOT_OBJECT, whole_file=True)
+        yield InputError(
+            f"a .json input holds one array of objects, not {_type_name(arr)} "
+            "(JSON lines go in a .jsonl file)",
+            path=name,
+            reason=SkipReason.NOT_OBJECT,
+            whole_file=True,
+        )
         return
     if not arr and src.whole:
         yield _empty(src, "an empty JSON array")
         return
     for i, obj in enumerate(arr, 1):
         if type(obj) is not dict:
-            yield InputError(f"item {i} of the array must be an object, not "
-                             f"{_type_name(obj)}", path=name, line=i,
-                             reason=SkipReason.NOT_OBJECT)
+            yield InputError(
+                f"item {i} of the array must be an object, not {_type_name(obj)}",
+                path=name,
+                line=i,
+                reason=SkipReason.NOT_OBJECT,
+            )
             continue
         yield _json_object(obj, name, i, opts, single, obj)
 
@@ -1149,8 +1320,8 @@ def _read_blocks(stream: BinaryIO, size: int, block_size: int) -> Iterator[memor
     tail = np.empty(0, np.uint8)  # the unfinished line at the end of the last block
     while True:
         buf = np.empty(len(tail) + size, np.uint8)
-        buf[:len(tail)] = tail
-        got = stream.readinto(memoryview(buf)[len(tail):])  # type: ignore[attr-defined]
+        buf[: len(tail)] = tail
+        got = stream.readinto(memoryview(buf)[len(tail) :])  # type: ignore[attr-defined]
         size = min(2 * size, block_size)
         if got:
             end = len(tail) + got
@@ -1187,8 +1358,7 @@ class _MappedBlocks:
 
         self._fd = raw.fileno()
         self.total = os.fstat(self._fd).st_size
-        self._map = (mmap.mmap(self._fd, self.total, access=mmap.ACCESS_READ)
-                     if self.total else None)
+        self._map = mmap.mmap(self._fd, self.total, access=mmap.ACCESS_READ) if self.total else None
         self._size = size
         self._block_size = block_size
         self.position = 0
@@ -1267,7 +1437,7 @@ class _BlockLines:
         starts[1:] = ends[:-1]
         first = arr[starts]
         maybe = np.flatnonzero((first == 32) | (first == 9) | (first == 13) | (first == 10))
-        self.blank = {int(k) for k in maybe if not bytes(block[starts[k]:ends[k]]).strip()}
+        self.blank = {int(k) for k in maybe if not bytes(block[starts[k] : ends[k]]).strip()}
         self.n = n
         self.starts = starts
         self.ends = ends
@@ -1337,11 +1507,13 @@ class _BlockParser:
 
     def __init__(self, opts: _Options):
         self.keys = tuple(f.encode("utf-8", "surrogatepass") for f in opts.text_fields)
-        self.id_key = (None if opts.id_field is None
-                       else opts.id_field.encode("utf-8", "surrogatepass"))
+        self.id_key = (
+            None if opts.id_field is None else opts.id_field.encode("utf-8", "surrogatepass")
+        )
 
-    def parse(self, block: bytes | memoryview, lines: _BlockLines, first_line: int,
-              source_index: int) -> Iterator[tuple[int, int, ArrowBatch] | int]:
+    def parse(
+        self, block: bytes | memoryview, lines: _BlockLines, first_line: int, source_index: int
+    ) -> Iterator[tuple[int, int, ArrowBatch] | int]:
         import numpy as np
         import pyarrow as pa
 
@@ -1363,22 +1535,43 @@ class _BlockParser:
         pos = 0
         offsets[0] = id_offsets[0] = 0
         while pos < n:
-            stop = scan_lines(data, starts, ends, pos, self.keys, self.id_key, out, offsets,
-                              id_out, id_offsets, scratch)
+            stop = scan_lines(
+                data,
+                starts,
+                ends,
+                pos,
+                self.keys,
+                self.id_key,
+                out,
+                offsets,
+                id_out,
+                id_offsets,
+                scratch,
+            )
             if stop > pos:
                 if text_buf is None:
                     text_buf = pa.py_buffer(out)
                 k = stop - pos
                 texts = pa.Array.from_buffers(
-                    pa.large_string(), k, [None, pa.py_buffer(offsets[pos:stop + 1]), text_buf])
+                    pa.large_string(), k, [None, pa.py_buffer(offsets[pos : stop + 1]), text_buf]
+                )
                 ids = id_offs = None
                 if self.id_key is not None:
-                    id_offs = id_offsets[pos:stop + 1]
+                    id_offs = id_offsets[pos : stop + 1]
                     ids = decode_ids(id_out, id_offs, k)
                 text_bytes = int(offsets[stop] - offsets[pos])
-                yield pos, stop, ArrowBatch(texts, ids, locations[pos:stop], text_bytes,
-                                            id_bytes=None if ids is None else id_out,
-                                            id_offsets=id_offs)
+                yield (
+                    pos,
+                    stop,
+                    ArrowBatch(
+                        texts,
+                        ids,
+                        locations[pos:stop],
+                        text_bytes,
+                        id_bytes=None if ids is None else id_out,
+                        id_offsets=id_offs,
+                    ),
+                )
             if stop < n:
                 yield stop  # for the line reader
                 offsets[stop + 1] = offsets[stop]
@@ -1390,12 +1583,12 @@ class _BlockParser:
 class Record:
     """One valid record of a :class:`RecordStream`."""
 
-    index: int      # global record number (0-based), the index into ``keep``
+    index: int  # global record number (0-based), the index into ``keep``
     id: str
     text: str
-    raw: Any        # JSONL: the line's bytes; CSV: the row; Parquet: (batch, row); folder: path
-    line: int       # the line where the record starts (Parquet: row; folder: file number)
-    location: int   # (source index << 40) | line
+    raw: Any  # JSONL: the line's bytes; CSV: the row; Parquet: (batch, row); folder: path
+    line: int  # the line where the record starts (Parquet: row; folder: file number)
+    location: int  # (source index << 40) | line
     span: tuple[int, int] | None = None  # bytes [start, end) of the line in an uncompressed file
 
 
@@ -1408,8 +1601,9 @@ class RecordStream:
     :meth:`with_errors` also yields each skipped record's error, in place.
     """
 
-    def __init__(self, sources: list[_Source], opts: _Options, on_error: str,
-                 report: SkipReport | None):
+    def __init__(
+        self, sources: list[_Source], opts: _Options, on_error: str, report: SkipReport | None
+    ):
         self.sources = sources
         self.opts = opts
         self.fail = on_error == "fail"
@@ -1418,8 +1612,11 @@ class RecordStream:
         self.progress = _Progress()
         # ids of a field, of a template or of a folder's files can repeat (running numbers
         # cannot)
-        check = (opts.id_field is not None or opts.default_id is not None
-                 or any(s.fmt == "textdir" for s in sources))
+        check = (
+            opts.id_field is not None
+            or opts.default_id is not None
+            or any(s.fmt == "textdir" for s in sources)
+        )
         # id -> (source index << 40) | line: a compiled table of the ids' digests, cheap for
         # millions of ids (see neardup.exact.IdTable)
         self.seen: Any = None
@@ -1429,9 +1626,13 @@ class RecordStream:
             self.seen = IdTable()
         self.header: Any = None  # the CSV header / Parquet schema of the current source
         textdirs = frozenset(s.index for s in sources if s.fmt == "textdir")
-        self.ids = IdInfo(field=opts.id_field, detected=opts.id_optional,
-                          file_names=bool(textdirs), textdir_sources=textdirs,
-                          field_inputs=len(textdirs) < len(sources))
+        self.ids = IdInfo(
+            field=opts.id_field,
+            detected=opts.id_optional,
+            file_names=bool(textdirs),
+            textdir_sources=textdirs,
+            field_inputs=len(textdirs) < len(sources),
+        )
         #: raise a detected field's repeated id at the end of the read (the Dask engine
         #: decides across partitions instead)
         self.check_repeats = True
@@ -1468,8 +1669,9 @@ class RecordStream:
             return f"{src.name}: row {line}"
         return f"{src.name}:{line}"
 
-    def _rules(self, src: _Source, items: Iterator[_Item | InputError]
-               ) -> Iterator[_Item | InputError]:
+    def _rules(
+        self, src: _Source, items: Iterator[_Item | InputError]
+    ) -> Iterator[_Item | InputError]:
         """``items`` with ``max_text_bytes`` and ``skip_empty`` applied (an error in place of a
         text they leave out) and the ids of ``default_id`` given. A generator of its own, put
         in front of a source's only with these options, so that reading without them pays
@@ -1491,8 +1693,10 @@ class RecordStream:
                 if limit is not None and len(text) > limit >> 2:
                     n = utf8_len(text)
                     if n > limit:
-                        reason, what = (SkipReason.TEXT_TOO_LARGE,
-                                        f"is {n} bytes; the limit is {limit}")
+                        reason, what = (
+                            SkipReason.TEXT_TOO_LARGE,
+                            f"is {n} bytes; the limit is {limit}",
+                        )
                 if reason is None and skip_empty and not text.strip():
                     reason, what = SkipReason.EMPTY_TEXT, "is empty"
                 if reason is not None:
@@ -1527,15 +1731,22 @@ class RecordStream:
                 # not a bad record: the ids may still become row numbers (finish_ids)
                 if self.ids.repeat is None:
                     parquet = src.fmt == "parquet"
-                    self.ids.repeat = (rid, self._where(prev),
-                                       f"{src.name}: row {line}" if parquet else src.name,
-                                       None if parquet else line, self.count)
+                    self.ids.repeat = (
+                        rid,
+                        self._where(prev),
+                        f"{src.name}: row {line}" if parquet else src.name,
+                        None if parquet else line,
+                        self.count,
+                    )
             elif prev != code:
                 where = str(raw) if src.fmt == "textdir" else src.name
                 err = InputError(
                     f"duplicate id {rid!r} (first seen at {self._where(prev)})",
-                    path=where, line=None if src.fmt == "textdir" else line,
-                    field=self.opts.id_field, reason=SkipReason.DUPLICATE_ID)
+                    path=where,
+                    line=None if src.fmt == "textdir" else line,
+                    field=self.opts.id_field,
+                    reason=SkipReason.DUPLICATE_ID,
+                )
                 self._handle(err)
                 return err
         rec = Record(self.count, rid, text, raw, line, (src.index << 40) | line)
@@ -1569,12 +1780,20 @@ class RecordStream:
         read with neither text rules nor id templates, its fields distinct."""
         o = self.opts
         fields = (*o.text_fields, *((o.id_field,) if o.id_field is not None else ()))
-        return (src.fmt == "jsonl" and src.whole and src.fileobj is None
-                and _is_utf8(o.encoding) and not o.skip_empty and o.max_text_bytes is None
-                and o.default_id is None and len(set(fields)) == len(fields))
+        return (
+            src.fmt == "jsonl"
+            and src.whole
+            and src.fileobj is None
+            and _is_utf8(o.encoding)
+            and not o.skip_empty
+            and o.max_text_bytes is None
+            and o.default_id is None
+            and len(set(fields)) == len(fields)
+        )
 
-    def jsonl_batches(self, src: _Source, block_size: int | None = None
-                      ) -> Iterator[ArrowBatch | Record]:
+    def jsonl_batches(
+        self, src: _Source, block_size: int | None = None
+    ) -> Iterator[ArrowBatch | Record]:
         """The valid records of a JSONL source (see :meth:`batchable`), block by block: each
         run of lines that the compiled scanner reads (see :class:`_BlockParser`), with every
         text field a string and every id present, distinct and a string or an integer, as one
@@ -1585,8 +1804,8 @@ class RecordStream:
         block_size = block_size or JSONL_BLOCK_BYTES
         size = min(JSONL_FIRST_BLOCK_BYTES, block_size)
         self.header = None
-        consumed = 0   # decompressed bytes before the current block
-        lineno = 0     # lines before the current block
+        consumed = 0  # decompressed bytes before the current block
+        lineno = 0  # lines before the current block
         records = 0
         parser = self._parser = _BlockParser(self.opts)
         if self.ids.detected and self.ids.missing is not None:
@@ -1619,7 +1838,7 @@ class RecordStream:
                     # a byte order mark: the line reader ignores it on the first line, and
                     # left in the block it would make a line holding only the mark count as
                     # a record (so that two objects on one line could pass the row count)
-                    block = memoryview(block)[len(codecs.BOM_UTF8):]
+                    block = memoryview(block)[len(codecs.BOM_UTF8) :]
                     consumed = bom = len(codecs.BOM_UTF8)
                     if not len(block):
                         continue
@@ -1629,13 +1848,13 @@ class RecordStream:
                 spans = None
                 for part in parser.parse(block, lines, lineno, src.index):
                     if type(part) is int:  # a line for the line reader
-                        yield from self._block_records(src, block, lines, lineno, base, bom,
-                                                       part, part + 1)
+                        yield from self._block_records(
+                            src, block, lines, lineno, base, bom, part, part + 1
+                        )
                         continue
                     a, b, batch = part
                     if not self._claim_ids(batch):  # a repeated id: named line by line
-                        yield from self._block_records(src, block, lines, lineno, base, bom,
-                                                       a, b)
+                        yield from self._block_records(src, block, lines, lineno, base, bom, a, b)
                         continue
                     batch.first = self.count
                     self.count += len(batch)
@@ -1666,9 +1885,17 @@ class RecordStream:
             return seen.claim_utf8(batch.id_bytes, batch.id_offsets, codes)
         return seen.claim(batch.ids, codes)
 
-    def _block_records(self, src: _Source, block: bytes | memoryview, lines: _BlockLines,
-                       lineno: int, base: int | None, bom: int, first: int,
-                       stop: int) -> Iterator[Record]:
+    def _block_records(
+        self,
+        src: _Source,
+        block: bytes | memoryview,
+        lines: _BlockLines,
+        lineno: int,
+        base: int | None,
+        bom: int,
+        first: int,
+        stop: int,
+    ) -> Iterator[Record]:
         """The records ``first:stop`` of a block (positions among its non-blank lines), read
         line by line; ``base``: the byte where the block starts in an uncompressed file (each
         record then gets the span of its line, the first line with the byte order mark of
@@ -1687,8 +1914,9 @@ class RecordStream:
                     out.span = (0 if bom and base + a == bom else base + a, base + b)
                 yield out
 
-    def _jsonl_rest(self, src: _Source, consumed: int, lineno: int,
-                    records: int) -> Iterator[Record]:
+    def _jsonl_rest(
+        self, src: _Source, consumed: int, lineno: int, records: int
+    ) -> Iterator[Record]:
         """The lines of ``src`` after its first ``consumed`` decompressed bytes (``lineno``
         lines), read one by one, after a read error in the batch path."""
         single = self.opts.text_fields[0] if len(self.opts.text_fields) == 1 else None
@@ -1773,9 +2001,15 @@ class FilePart:
     row_groups: bool = False
 
 
-def record_stream(source: Source, options: ReadOptions | None = None,
-                  report: SkipReport | None = None, *, name: str | None = None,
-                  part: FilePart | None = None, all_columns: bool = False) -> RecordStream:
+def record_stream(
+    source: Source,
+    options: ReadOptions | None = None,
+    report: SkipReport | None = None,
+    *,
+    name: str | None = None,
+    part: FilePart | None = None,
+    all_columns: bool = False,
+) -> RecordStream:
     """The records of ``source`` one by one (``.id``, ``.text``, ``.line``, ``.raw``), with
     the options checked and every input resolved at once (raising before anything is read).
 
@@ -1800,30 +2034,50 @@ def record_stream(source: Source, options: ReadOptions | None = None,
         sources = [_memory_source(source, name, options.format)]
     else:
         if name is not None:
-            raise ConfigError(f"name={name!r} is invalid: only for bytes or a file object "
-                              "(a path names itself)")
+            raise ConfigError(
+                f"name={name!r} is invalid: only for bytes or a file object (a path names itself)"
+            )
         sources = _resolve_sources(_as_paths(source), options.format)
     if part is not None:
         if len(sources) != 1:
             raise ConfigError("part: give exactly one input file with it")
         src = sources[0]
-        src.start, src.end, src.first_line, src.whole = (part.start, part.end,
-                                                          part.first_line, False)
-    opts = _Options(options.text_fields, options.id_field or options.detect_id,
-                    options.encoding,
-                    batch_size=max(1, min(options.chunk_size, 65_536)), all_columns=all_columns,
-                    skip_empty=options.skip_empty, max_text_bytes=options.max_text_bytes,
-                    default_id=options.default_id, unique_ids=options.unique_ids,
-                    id_optional=options.detect_id is not None)
+        src.start, src.end, src.first_line, src.whole = (
+            part.start,
+            part.end,
+            part.first_line,
+            False,
+        )
+    opts = _Options(
+        options.text_fields,
+        options.id_field or options.detect_id,
+        options.encoding,
+        batch_size=max(1, min(options.chunk_size, 65_536)),
+        all_columns=all_columns,
+        skip_empty=options.skip_empty,
+        max_text_bytes=options.max_text_bytes,
+        default_id=options.default_id,
+        unique_ids=options.unique_ids,
+        id_optional=options.detect_id is not None,
+    )
     return RecordStream(sources, opts, options.on_error, report)
 
 
-def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text",),
-                   id_field: str | None = None, on_error: str = "fail",
-                   chunk_size: int = 10_000, encoding: str = "utf-8",
-                   report: SkipReport | None = None, fmt: str | None = None,
-                   options: ReadOptions | None = None, name: str | None = None,
-                   arrow: bool = False, ids: IdInfo | None = None) -> Iterator[DocChunk]:
+def read_documents(
+    source: Source,
+    *,
+    text_fields: Sequence[str] | str = ("text",),
+    id_field: str | None = None,
+    on_error: str = "fail",
+    chunk_size: int = 10_000,
+    encoding: str = "utf-8",
+    report: SkipReport | None = None,
+    fmt: str | None = None,
+    options: ReadOptions | None = None,
+    name: str | None = None,
+    arrow: bool = False,
+    ids: IdInfo | None = None,
+) -> Iterator[DocChunk]:
     """Read documents from JSONL, CSV, TSV, Parquet files and directories of text files, in
     chunks of at most ``chunk_size`` documents.
 
@@ -1845,8 +2099,14 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
     numbers).
     """
     if options is None:
-        options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
-                              encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+        options = ReadOptions(
+            text_fields=text_fields,
+            id_field=id_field,
+            format=fmt,
+            encoding=encoding,
+            on_error=on_error,
+            chunk_size=chunk_size,
+        )
     stream = record_stream(source, options, report, name=name)
     if ids is not None:  # the caller's, filled in as the read goes
         ids.__dict__.update(stream.ids.__dict__)
@@ -1854,11 +2114,16 @@ def read_documents(source: Source, *, text_fields: Sequence[str] | str = ("text"
     return _chunks(stream, options.chunk_size, arrow)
 
 
-
-def read_all(paths: Sequence[str | os.PathLike], *, text_fields: Sequence[str] = ("text",),
-             id_field: str | None = None, on_error: str = "fail", encoding: str = "utf-8",
-             fmt: str | None = None, report: SkipReport | None = None
-             ) -> tuple[list[str], list[str], IdInfo]:
+def read_all(
+    paths: Sequence[str | os.PathLike],
+    *,
+    text_fields: Sequence[str] = ("text",),
+    id_field: str | None = None,
+    on_error: str = "fail",
+    encoding: str = "utf-8",
+    fmt: str | None = None,
+    report: SkipReport | None = None,
+) -> tuple[list[str], list[str], IdInfo]:
     """Every document of ``paths`` in memory, as the file jobs that need them all at once
     (``neardup fca``, ``neardup reuse``) read them: ``(ids, texts, ids_info)``. Ids as
     ``neardup dedup`` takes them: the field ``id_field``, or (None) the field ``id`` where every
@@ -1869,10 +2134,16 @@ def read_all(paths: Sequence[str | os.PathLike], *, text_fields: Sequence[str] =
     texts: list[str] = []
     info = IdInfo()
     locations = []
-    options = ReadOptions(text_fields=tuple(text_fields), on_error=on_error, encoding=encoding,
-                          format=fmt, **id_options(id_field))
-    for chunk in read_documents([p if str(p) == "-" else Path(p) for p in paths],
-                                report=report, options=options, ids=info):
+    options = ReadOptions(
+        text_fields=tuple(text_fields),
+        on_error=on_error,
+        encoding=encoding,
+        format=fmt,
+        **id_options(id_field),
+    )
+    for chunk in read_documents(
+        [p if str(p) == "-" else Path(p) for p in paths], report=report, options=options, ids=info
+    ):
         ids.extend(chunk.ids)
         texts.extend(chunk.texts)
         locations.append(chunk.locations)
@@ -1898,9 +2169,9 @@ class _ChunkBuilder:
 
     def _reset(self) -> None:
         self.ids: list[str] = []
-        self.parts: list[Any] = []    # pyarrow arrays and lists of Python strings, in order
-        self.locs: list[Any] = []     # lists of ints and int64 arrays
-        self.spans: list[Any] = []    # lists of (start, end) and int64[m, 2] arrays
+        self.parts: list[Any] = []  # pyarrow arrays and lists of Python strings, in order
+        self.locs: list[Any] = []  # lists of ints and int64 arrays
+        self.spans: list[Any] = []  # lists of (start, end) and int64[m, 2] arrays
         self.n = 0
         self.text_bytes = 0
 
@@ -1934,13 +2205,11 @@ class _ChunkBuilder:
             take = min(self.size - self.n, len(ids) - pos)
             part = texts.slice(pos, take)
             self.parts.append(part)
-            self.locs.append(locs[pos:pos + take])
-            self.spans.append(spans[pos:pos + take] if spans is not None
-                              else [_NO_SPAN] * take)
-            self.ids.extend(ids[pos:pos + take])
+            self.locs.append(locs[pos : pos + take])
+            self.spans.append(spans[pos : pos + take] if spans is not None else [_NO_SPAN] * take)
+            self.ids.extend(ids[pos : pos + take])
             self.n += take
-            self.text_bytes += (batch.text_bytes if take == len(ids)
-                                else arrow_text_bytes(part))
+            self.text_bytes += batch.text_bytes if take == len(ids) else arrow_text_bytes(part)
             pos += take
 
     def flush(self) -> DocChunk:
@@ -1950,16 +2219,26 @@ class _ChunkBuilder:
         if all(type(p) is not list for p in parts):
             import pyarrow as pa
 
-            texts: Any = parts[0] if len(parts) == 1 else pa.chunked_array(
-                [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])])
+            texts: Any = (
+                parts[0]
+                if len(parts) == 1
+                else pa.chunked_array(
+                    [
+                        c
+                        for p in parts
+                        for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])
+                    ]
+                )
+            )
         else:
             texts = []
             for p in parts:
                 texts.extend(p if type(p) is list else p.to_pylist())
         locs = np.concatenate([np.asarray(x, np.int64) for x in self.locs])
         spans = np.concatenate([np.asarray(x, np.int64).reshape(-1, 2) for x in self.spans])
-        chunk = DocChunk(self.ids, texts, self.stream.progress.delta(), self.text_bytes, locs,
-                         spans)
+        chunk = DocChunk(
+            self.ids, texts, self.stream.progress.delta(), self.text_bytes, locs, spans
+        )
         self._reset()
         return chunk
 

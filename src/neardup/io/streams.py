@@ -22,8 +22,7 @@ from ..errors import InputError, OutputError, SkipReason
 #: the word for standard input among the inputs
 STDIN = "-"
 
-_EXT = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "tsv": ".tsv",
-        "parquet": ".parquet"}
+_EXT = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "tsv": ".tsv", "parquet": ".parquet"}
 _MAGIC = {b"\x1f\x8b": ".gz", b"\x28\xb5\x2f\xfd": ".zst"}
 _CHUNK = 8 << 20
 
@@ -81,8 +80,12 @@ class Spool:
             try:
                 src = open(given, "rb")  # noqa: SIM115 - closed below
             except OSError as e:
-                raise InputError(f"cannot open: {e.strerror or e}", path=str(given),
-                                 reason=SkipReason.UNREADABLE, whole_file=True) from e
+                raise InputError(
+                    f"cannot open: {e.strerror or e}",
+                    path=str(given),
+                    reason=SkipReason.UNREADABLE,
+                    whole_file=True,
+                ) from e
             name, own = given.name, True
         try:
             head = src.read(_CHUNK)
@@ -98,8 +101,10 @@ class Spool:
                     f.write(head)
                     shutil.copyfileobj(src, f, _CHUNK)
             except OSError as e:
-                raise OutputError(f"{target}: cannot keep a copy of {given} for the "
-                                  f"deduplicated corpus: {e.strerror or e}") from e
+                raise OutputError(
+                    f"{target}: cannot keep a copy of {given} for the "
+                    f"deduplicated corpus: {e.strerror or e}"
+                ) from e
         finally:
             if own:
                 src.close()
@@ -130,6 +135,10 @@ def _suffix(head: bytes, fmt: str | None, given: Path) -> str:
         return ".json"
     if head.startswith(b"PAR1"):
         return ".parquet"
-    raise InputError("cannot tell the format of this stream from its first bytes (not JSON "
-                     "lines); give it with --input-format", path=os.fspath(given),
-                     reason=SkipReason.UNKNOWN_FORMAT, whole_file=True)
+    raise InputError(
+        "cannot tell the format of this stream from its first bytes (not JSON "
+        "lines); give it with --input-format",
+        path=os.fspath(given),
+        reason=SkipReason.UNKNOWN_FORMAT,
+        whole_file=True,
+    )

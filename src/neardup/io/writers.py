@@ -38,9 +38,21 @@ from .readers import (
     split_compression,
 )
 
-__all__ = ["OUTPUT_FORMATS", "KeepStream", "Staged", "TableStream", "arrow_table", "concat_files",
-           "deduplicated_names", "prepare_outdir", "write_deduplicated",
-           "write_deduplicated_part", "write_json_atomic", "write_jsonl_table", "write_table"]
+__all__ = [
+    "OUTPUT_FORMATS",
+    "KeepStream",
+    "Staged",
+    "TableStream",
+    "arrow_table",
+    "concat_files",
+    "deduplicated_names",
+    "prepare_outdir",
+    "write_deduplicated",
+    "write_deduplicated_part",
+    "write_json_atomic",
+    "write_jsonl_table",
+    "write_table",
+]
 
 _JSONL_BATCH = 65_536
 _BUFFER = 1 << 20
@@ -54,8 +66,11 @@ _PACKED_BLOCK = 1 << 20  # and when packing short runs through the page cache
 _DIRECT_ALIGN = 4096  # what O_DIRECT asks of offsets and lengths (a multiple of the sector)
 _SHORT_RUN = 1 << 20  # runs shorter than this on average are copied through this process
 # errors of os.copy_file_range that mean "not between these files": copy through this process
-_NO_COPY_RANGE = {getattr(errno, n) for n in ("EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP",
-                                               "ENOTSUP", "EBADF", "EPERM") if hasattr(errno, n)}
+_NO_COPY_RANGE = {
+    getattr(errno, n)
+    for n in ("EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP", "ENOTSUP", "EBADF", "EPERM")
+    if hasattr(errno, n)
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,8 +228,7 @@ def _string_array(values: list) -> Any:
     if len(data) > np.iinfo(np.int32).max:
         return None
     offsets = ends.astype(np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
-                                                  pa.py_buffer(data)])
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def arrow_array(col: Any) -> Any:
@@ -235,8 +249,7 @@ def take_strings(arr: Any, rows: np.ndarray) -> Any:
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     _, off_buf, data_buf = arr.buffers()
     off = np.frombuffer(off_buf, np.int32, len(arr) + 1, arr.offset * 4).astype(np.int64)
-    data = (np.frombuffer(data_buf, np.uint8) if data_buf is not None
-            else np.zeros(0, np.uint8))
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     starts = off[:-1][rows]
     lens = (off[1:] - off[:-1])[rows]
     ends = np.zeros(len(rows) + 1, np.int64)
@@ -245,8 +258,9 @@ def take_strings(arr: Any, rows: np.ndarray) -> Any:
         return None
     # byte j of the output is byte j - ends[i] + starts[i] of the input, for its row i
     out = data[np.arange(ends[-1], dtype=np.int64) + np.repeat(starts - ends[:-1], lens)]
-    return pa.Array.from_buffers(pa.string(), len(rows), [None, pa.py_buffer(ends.astype(np.int32)),
-                                                          pa.py_buffer(out)])
+    return pa.Array.from_buffers(
+        pa.string(), len(rows), [None, pa.py_buffer(ends.astype(np.int32)), pa.py_buffer(out)]
+    )
 
 
 def _arrow_array(col: Any) -> Any:
@@ -268,8 +282,9 @@ def _arrow_array(col: Any) -> Any:
             if col.dtype == np.bool_:
                 bits = np.packbits(col, bitorder="little")
                 return pa.Array.from_buffers(pa.bool_(), len(col), [None, pa.py_buffer(bits)])
-            return pa.Array.from_buffers(pa.from_numpy_dtype(col.dtype), len(col),
-                                         [None, pa.py_buffer(col)])
+            return pa.Array.from_buffers(
+                pa.from_numpy_dtype(col.dtype), len(col), [None, pa.py_buffer(col)]
+            )
         if col.dtype == object or col.dtype.kind in "US":
             return pa.array(col, type=pa.string() if len(col) == 0 else None)
         return pa.array(col)
@@ -283,9 +298,14 @@ def _arrow_array(col: Any) -> Any:
 #: The options ``pyarrow.parquet.ParquetWriter`` gives pyarrow's own writer by default (read
 #: from pyarrow 26), which :func:`parquet_writer` passes it so that the files are the same byte
 #: for byte (a test compares them with the installed pyarrow).
-_PARQUET_DEFAULTS = {"version": "2.6", "compression": "snappy", "use_dictionary": True,
-                     "write_statistics": True, "data_page_version": "1.0",
-                     "writer_engine_version": "V2"}
+_PARQUET_DEFAULTS = {
+    "version": "2.6",
+    "compression": "snappy",
+    "use_dictionary": True,
+    "write_statistics": True,
+    "data_page_version": "1.0",
+    "writer_engine_version": "V2",
+}
 
 
 def parquet_writer(sink: BinaryIO, schema: Any) -> Any:
@@ -317,8 +337,9 @@ def _py_slice(col: Any, start: int, end: int) -> list:
         if part.dtype == np.float32 or part.dtype == np.float16:
             # orjson prints float32 in its shortest form (0.8, not 0.800000011920929); parsing
             # that back gives Python floats which print the same way
-            return orjson.loads(orjson.dumps(part.astype(np.float32),
-                                             option=orjson.OPT_SERIALIZE_NUMPY))
+            return orjson.loads(
+                orjson.dumps(part.astype(np.float32), option=orjson.OPT_SERIALIZE_NUMPY)
+            )
         return part.tolist()
     return list(col[start:end])
 
@@ -356,8 +377,14 @@ def write_jsonl_table(f: BinaryIO, columns: Mapping[str, Any], n: int) -> None:
         for start in range(0, n, _JSONL_BATCH):
             end = min(start + _JSONL_BATCH, n)
             parts = [_py_slice(c, start, end) for c in cols]
-            f.write(b"".join([orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
-                              for row in zip(*parts, strict=True)]))
+            f.write(
+                b"".join(
+                    [
+                        orjson.dumps(dict(zip(names, row, strict=True)), option=opt)
+                        for row in zip(*parts, strict=True)
+                    ]
+                )
+            )
         return
     keys = [orjson.dumps(name) + b":" for name in names]
     k = len(cols)
@@ -371,15 +398,16 @@ def write_jsonl_table(f: BinaryIO, columns: Mapping[str, Any], n: int) -> None:
         for j, col in enumerate(cols):
             texts, quotes = _jsonl_values(col, start, end)
             head = (b'",' if quoted else b",") if j else b"{"
-            out[2 * j::2 * k + 1] = [head + keys[j] + (b'"' if quotes else b"")] * m
-            out[2 * j + 1::2 * k + 1] = texts
+            out[2 * j :: 2 * k + 1] = [head + keys[j] + (b'"' if quotes else b"")] * m
+            out[2 * j + 1 :: 2 * k + 1] = texts
             quoted = quotes
-        out[2 * k::2 * k + 1] = [b'"}\n' if quoted else b"}\n"] * m
+        out[2 * k :: 2 * k + 1] = [b'"}\n' if quoted else b"}\n"] * m
         f.write(b"".join(out))
 
 
-def write_table(path_stem: str | os.PathLike, columns: Mapping[str, np.ndarray | list],
-                fmt: str = "parquet") -> Path:
+def write_table(
+    path_stem: str | os.PathLike, columns: Mapping[str, np.ndarray | list], fmt: str = "parquet"
+) -> Path:
     """Write ``columns`` (equal lengths: numpy arrays of numbers/bools/str objects, or lists of
     str; for Parquet and CSV also pyarrow arrays) to ``path_stem`` + ``.parquet`` / ``.jsonl`` /
     ``.csv``, atomically; return the path.
@@ -393,6 +421,7 @@ def write_table(path_stem: str | os.PathLike, columns: Mapping[str, np.ndarray |
         return _write_atomic(final, lambda f: write_jsonl_table(f, columns, n))
     table = arrow_table(columns)
     if fmt == "parquet":
+
         def write(f: BinaryIO) -> None:
             w = parquet_writer(f, table.schema)
             w.write_table(table)
@@ -429,8 +458,10 @@ class TableStream:
 
         table = pq.read_table(path)
         if self.fmt == "jsonl":
-            cols = {name: (col.to_pylist() if pa.types.is_string(col.type) else col.to_numpy())
-                    for name, col in zip(table.column_names, table.columns)}
+            cols = {
+                name: (col.to_pylist() if pa.types.is_string(col.type) else col.to_numpy())
+                for name, col in zip(table.column_names, table.columns)
+            }
             write_jsonl_table(self.staged.file, cols, table.num_rows)
             return
         self._write_arrow(table)
@@ -486,9 +517,14 @@ def _json_default(obj: Any) -> Any:
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
     """Write ``obj`` as pretty JSON (indent 2, trailing newline), atomically; return the path."""
-    data = orjson.dumps(obj, default=_json_default,
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
-                        | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+    data = orjson.dumps(
+        obj,
+        default=_json_default,
+        option=orjson.OPT_INDENT_2
+        | orjson.OPT_SERIALIZE_NUMPY
+        | orjson.OPT_NON_STR_KEYS
+        | orjson.OPT_APPEND_NEWLINE,
+    )
     return _write_atomic(Path(path), lambda f: f.write(data))
 
 
@@ -549,7 +585,7 @@ class KeepStream:
             a = self._decided
             if a + len(flags) > self.n:
                 raise ValueError(f"{a + len(flags)} flags decided for {self.n} records")
-            self.array[a:a + len(flags)] = flags
+            self.array[a : a + len(flags)] = flags
             self._decided = a + len(flags)
             self._cond.notify_all()
 
@@ -567,8 +603,9 @@ class KeepStream:
             while self._decided < end and self._error is None:
                 self._cond.wait()
             if self._decided < end:
-                raise ConfigError("the deduplication stopped before it decided which records "
-                                  "to keep") from self._error
+                raise ConfigError(
+                    "the deduplication stopped before it decided which records to keep"
+                ) from self._error
             return self._decided
 
 
@@ -582,8 +619,10 @@ class _Keep:
             return
         arr = np.asarray(keep)
         if arr.ndim != 1 or arr.dtype != np.bool_:
-            raise ConfigError(f"keep must be a one-dimensional bool array, got dtype {arr.dtype} "
-                              f"and shape {arr.shape}")
+            raise ConfigError(
+                f"keep must be a one-dimensional bool array, got dtype {arr.dtype} "
+                f"and shape {arr.shape}"
+            )
         self.array = arr
         self._flags = arr.tolist()
         self.n = len(self._flags)
@@ -602,8 +641,10 @@ class _Keep:
 
     def __call__(self, index: int) -> bool:
         if index >= self.n:
-            raise ConfigError(f"keep has {self.n} flags but the inputs hold more records: keep "
-                              "must come from reading the same inputs with the same options")
+            raise ConfigError(
+                f"keep has {self.n} flags but the inputs hold more records: keep "
+                "must come from reading the same inputs with the same options"
+            )
         return self.flags[index]
 
 
@@ -615,8 +656,7 @@ def _write_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Kee
             f.write(rec.raw)
 
 
-def _write_json_array(stream: _RecordStream, src: _Source, staged: Staged,
-                      keep: _Keep) -> None:
+def _write_json_array(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep) -> None:
     """The kept items of a JSON array, as a JSON array (one item per line, each written
     again from its parsed value: same data, not the same bytes)."""
     f = staged.file
@@ -630,8 +670,13 @@ def _write_json_array(stream: _RecordStream, src: _Source, staged: Staged,
     f.write(b"[]\n" if sep == b"[\n" else b"\n]\n")
 
 
-def _copy_lines(data: BinaryIO, out: BinaryIO, wanted: np.ndarray,
-                block_size: int = _COPY_BLOCK, long_line: int = _LONG_LINE) -> bool:
+def _copy_lines(
+    data: BinaryIO,
+    out: BinaryIO,
+    wanted: np.ndarray,
+    block_size: int = _COPY_BLOCK,
+    long_line: int = _LONG_LINE,
+) -> bool:
     """Write the lines of ``data`` numbered ``wanted`` (1-based, strictly increasing) to
     ``out``, byte for byte; return ``False`` when ``data`` ends before the last of them.
 
@@ -682,7 +727,7 @@ def _copy_lines(data: BinaryIO, out: BinaryIO, wanted: np.ndarray,
         top = ended + m + 1
         bounds = np.empty(m + 2, dtype=np.int64)
         bounds[0] = 0
-        np.add(nl, 1, out=bounds[1:m + 1])
+        np.add(nl, 1, out=bounds[1 : m + 1])
         bounds[m + 1] = got
         stop = int(np.searchsorted(firsts, top, side="right"))  # runs starting in the block
         if stop > k:
@@ -711,8 +756,7 @@ def _sync_file_range() -> Any:
                 import ctypes
 
                 fn = ctypes.CDLL(None, use_errno=True).sync_file_range
-                fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong,
-                               ctypes.c_uint]
+                fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
                 fn.restype = ctypes.c_int
                 _sync_file_range_fn = fn
             except (OSError, AttributeError):
@@ -755,8 +799,7 @@ def _runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """The ranges ``[starts[i], ends[i])`` (at least one, in order) with adjacent ones joined:
     the starts and ends of the runs."""
     cut = np.flatnonzero(starts[1:] != ends[:-1]) + 1
-    return (starts[np.concatenate(([0], cut))],
-            ends[np.concatenate((cut - 1, [len(starts) - 1]))])
+    return (starts[np.concatenate(([0], cut))], ends[np.concatenate((cut - 1, [len(starts) - 1]))])
 
 
 def _direct_on(dst: int) -> int | None:
@@ -781,8 +824,9 @@ def _direct_off(dst: int, mode: int) -> None:
     fcntl.fcntl(dst, fcntl.F_SETFL, mode)
 
 
-def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray,
-                 threads: int | None = None) -> bool:
+def _copy_ranges(
+    path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray, threads: int | None = None
+) -> bool:
     """Append the bytes ``[starts[i], ends[i])`` of the file ``path`` to ``out``, in order,
     without reading them into this process where the system can copy between files
     (``os.copy_file_range``: Linux; else ``os.pread`` and ``os.pwrite``). Adjacent ranges are
@@ -821,8 +865,11 @@ def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray
         # share k copies the runs whose first byte lands in [k/shares, (k+1)/shares) of total
         bounds = np.searchsorted(dest[:-1] - base, np.arange(shares + 1) * total // shares)
         bounds[-1] = len(run_starts)
-        jobs = [(run_starts[a:b].tolist(), run_ends[a:b].tolist(), dest[a:b].tolist())
-                for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        jobs = [
+            (run_starts[a:b].tolist(), run_ends[a:b].tolist(), dest[a:b].tolist())
+            for a, b in zip(bounds[:-1], bounds[1:])
+            if b > a
+        ]
         if len(jobs) == 1:
             ok = _copy_runs(src, dst, *jobs[0])
         else:
@@ -838,8 +885,15 @@ def _copy_ranges(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray
     return True
 
 
-def _copy_direct(src: int, out: BinaryIO, run_starts: np.ndarray, run_ends: np.ndarray,
-                 dest: np.ndarray, total: int, threads: int) -> bool | None:
+def _copy_direct(
+    src: int,
+    out: BinaryIO,
+    run_starts: np.ndarray,
+    run_ends: np.ndarray,
+    dest: np.ndarray,
+    total: int,
+    threads: int,
+) -> bool | None:
     """:func:`_copy_ranges` past the page cache: the source is read in windows of
     ``_DIRECT_BLOCK`` bytes and the runs packed into whole blocks written with ``O_DIRECT``
     (Linux), ``threads`` threads each writing its share of the output. Copying the 152,868
@@ -856,16 +910,25 @@ def _copy_direct(src: int, out: BinaryIO, run_starts: np.ndarray, run_ends: np.n
         _direct_off(dst, mode)
 
 
-def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarray,
-                 dest: np.ndarray, total: int, threads: int, direct: bool) -> bool | None:
+def _copy_packed(
+    src: int,
+    dst: int,
+    run_starts: np.ndarray,
+    run_ends: np.ndarray,
+    dest: np.ndarray,
+    total: int,
+    threads: int,
+    direct: bool,
+) -> bool | None:
     """Copy the runs to ``dest[0]`` onward in ``dst`` through blocks of this process (the
     compiled :func:`~neardup._kernels.copyout.copy_packed`), ``threads`` threads each writing
     its share of the output (cut at multiples of 4,096 bytes). With ``direct`` (``dst`` opened
     with ``O_DIRECT``) the last block is padded and the file truncated after it, and ``None``
     means that the file system refused the writes. ``False``: the source ended early."""
     base = int(dest[0])
-    done = _copy_packed_range(src, dst, run_starts, run_ends, dest, base, base + total,
-                              threads, direct, direct)
+    done = _copy_packed_range(
+        src, dst, run_starts, run_ends, dest, base, base + total, threads, direct, direct
+    )
     if done is None:
         os.ftruncate(dst, base)
     elif done and direct:
@@ -873,9 +936,18 @@ def _copy_packed(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarra
     return done
 
 
-def _copy_packed_range(src: int, dst: int, run_starts: np.ndarray, run_ends: np.ndarray,
-                       dest: np.ndarray, lo: int, hi: int, threads: int, direct: bool,
-                       last: bool) -> bool | None:
+def _copy_packed_range(
+    src: int,
+    dst: int,
+    run_starts: np.ndarray,
+    run_ends: np.ndarray,
+    dest: np.ndarray,
+    lo: int,
+    hi: int,
+    threads: int,
+    direct: bool,
+    last: bool,
+) -> bool | None:
     """The bytes ``[lo, hi)`` of the output that the runs make (run ``i``: the source's bytes
     ``[run_starts[i], run_ends[i])``, written at ``dest[i]``; ``dest`` has one more value, the
     end of the last run). With ``direct``, ``lo`` is a multiple of 4,096 bytes and so is ``hi``
@@ -886,8 +958,14 @@ def _copy_packed_range(src: int, dst: int, run_starts: np.ndarray, run_ends: np.
     total = hi - lo
     shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
     # (a cut never before lo: lo need not be a multiple of 4,096 through the page cache)
-    cuts = [lo] + [max(lo, (lo + k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN)
-                   for k in range(1, shares)] + [hi]
+    cuts = (
+        [lo]
+        + [
+            max(lo, (lo + k * total // shares) // _DIRECT_ALIGN * _DIRECT_ALIGN)
+            for k in range(1, shares)
+        ]
+        + [hi]
+    )
     jobs = []
     for k in range(shares):
         a, b = cuts[k], cuts[k + 1]
@@ -904,8 +982,9 @@ def _copy_packed_range(src: int, dst: int, run_starts: np.ndarray, run_ends: np.
 
     def job(j: tuple) -> int:
         r0, r1, a, b, pad = j
-        return copy_packed(src, dst, run_starts, run_ends, dest, r0, r1, a, b, pad, block,
-                           not direct)
+        return copy_packed(
+            src, dst, run_starts, run_ends, dest, r0, r1, a, b, pad, block, not direct
+        )
 
     if len(jobs) <= 1:
         codes = [job(j) for j in jobs]
@@ -922,8 +1001,15 @@ def _copy_packed_range(src: int, dst: int, run_starts: np.ndarray, run_ends: np.
     return not any(c < 0 for c in codes)
 
 
-def _copy_streaming(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndarray,
-                    keep: _Keep, first: int, threads: int | None = None) -> bool:
+def _copy_streaming(
+    path: Path,
+    out: BinaryIO,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    keep: _Keep,
+    first: int,
+    threads: int | None = None,
+) -> bool:
     """Append the lines ``[starts[i], ends[i])`` of the file ``path`` whose keep flag
     (record ``first + i`` of ``keep.stream``) is true to ``out``, in order, as the flags are
     decided: each time more are, their kept lines are copied (past the page cache where the
@@ -954,7 +1040,7 @@ def _copy_streaming(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndar
             final = i >= n
             if not final:
                 j = min(keep.stream.wait(first + i + 1) - first, n)
-                flags = keep.array[first + i:first + j]
+                flags = keep.array[first + i : first + j]
                 s, e = starts[i:j][flags], ends[i:j][flags]
                 i = j
                 if len(s):
@@ -967,8 +1053,9 @@ def _copy_streaming(path: Path, out: BinaryIO, starts: np.ndarray, ends: np.ndar
             hi = pos if final or not direct else pos // _DIRECT_ALIGN * _DIRECT_ALIGN
             if hi > done:
                 dest = np.concatenate((r_dest, [pos]))
-                ok = _copy_packed_range(src, dst, r_starts, r_ends, dest, done, hi, threads,
-                                        direct, final)
+                ok = _copy_packed_range(
+                    src, dst, r_starts, r_ends, dest, done, hi, threads, direct, final
+                )
                 if ok is None:  # no direct writes here after all: through the page cache
                     _direct_off(dst, mode)
                     mode = None
@@ -1029,8 +1116,14 @@ def _copy_runs(src: int, dst: int, starts: list[int], ends: list[int], dest: lis
     return True
 
 
-def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
-                lines: np.ndarray, spans: np.ndarray | None = None) -> None:
+def _copy_jsonl(
+    stream: _RecordStream,
+    src: _Source,
+    staged: Staged,
+    keep: _Keep,
+    lines: np.ndarray,
+    spans: np.ndarray | None = None,
+) -> None:
     """Copy the kept lines of a JSONL source without parsing it again: ``lines`` holds the line
     number of each of its records, in record order, as the first reading found them, and
     ``spans`` (optional) the bytes ``[start, end)`` of each record's line in the file (``-1``
@@ -1040,38 +1133,55 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep
     assert f is not None
     base = stream.count
     if base + len(lines) > keep.n:
-        raise ConfigError(f"keep has {keep.n} flags but the inputs hold more records: keep "
-                          "must come from reading the same inputs with the same options")
-    if (keep.stream is not None and spans is not None and src.compression is None
-            and hasattr(os, "pwrite") and src.path is not None and len(lines)):
+        raise ConfigError(
+            f"keep has {keep.n} flags but the inputs hold more records: keep "
+            "must come from reading the same inputs with the same options"
+        )
+    if (
+        keep.stream is not None
+        and spans is not None
+        and src.compression is None
+        and hasattr(os, "pwrite")
+        and src.path is not None
+        and len(lines)
+    ):
         # flags still being decided: copy as they come, where every line's bytes are known
         starts, ends = spans[:, 0], spans[:, 1]
-        if (int(ends[-1]) - int(starts[0]) >= _DIRECT_COPY and lines[0] >= 1
-                and (np.diff(lines) > 0).all() and (starts >= 0).all()
-                and (ends > starts).all() and (starts[1:] >= ends[:-1]).all()):
+        if (
+            int(ends[-1]) - int(starts[0]) >= _DIRECT_COPY
+            and lines[0] >= 1
+            and (np.diff(lines) > 0).all()
+            and (starts >= 0).all()
+            and (ends > starts).all()
+            and (starts[1:] >= ends[:-1]).all()
+        ):
             stream.count += len(lines)
             if _copy_streaming(src.path, f, starts, ends, keep, base):
                 return
-            raise ConfigError(f"{src.name}: is shorter than when it was read: it changed "
-                              "meanwhile")
+            raise ConfigError(f"{src.name}: is shorter than when it was read: it changed meanwhile")
     keep.ready()
-    flags = keep.array[base:base + len(lines)]
+    flags = keep.array[base : base + len(lines)]
     wanted = lines[flags]
     stream.count += len(lines)
     if len(wanted) == 0:
         return
     if wanted[0] < 1 or (np.diff(wanted) <= 0).any():
-        raise ConfigError(f"{src.name}: the locations of its records are not line numbers in "
-                          "reading order: they must come from reading the same inputs")
-    if (spans is not None and src.compression is None and hasattr(os, "pwrite")
-            and src.path is not None):
+        raise ConfigError(
+            f"{src.name}: the locations of its records are not line numbers in "
+            "reading order: they must come from reading the same inputs"
+        )
+    if (
+        spans is not None
+        and src.compression is None
+        and hasattr(os, "pwrite")
+        and src.path is not None
+    ):
         kept = spans[flags]
         starts, ends = kept[:, 0], kept[:, 1]
         if (starts >= 0).all() and (ends > starts).all() and (starts[1:] >= ends[:-1]).all():
             if _copy_ranges(src.path, f, starts, ends):
                 return
-            raise ConfigError(f"{src.name}: is shorter than when it was read: it changed "
-                              "meanwhile")
+            raise ConfigError(f"{src.name}: is shorter than when it was read: it changed meanwhile")
     with _open_binary(src.path, src.compression) as (raw, data):
         if src.start:  # a part of an uncompressed file (a Dask partition): read from its start
             raw.seek(src.start)
@@ -1080,8 +1190,9 @@ def _copy_jsonl(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep
     raise ConfigError(f"{src.name}: has fewer lines than when it was read: it changed meanwhile")
 
 
-def _write_csv(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
-               encoding: str) -> None:
+def _write_csv(
+    stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep, encoding: str
+) -> None:
     assert staged.file is not None
     if codecs.lookup(encoding).name == "utf-8-sig":
         encoding = "utf-8"
@@ -1161,9 +1272,15 @@ def _write_textdir(stream: _RecordStream, src: _Source, staged: Staged, keep: _K
         shutil.copyfile(rec.raw, dest)
 
 
-def _write_source(stream: _RecordStream, src: _Source, staged: Staged, keep: _Keep,
-                  encoding: str, lines: np.ndarray | None = None,
-                  spans: np.ndarray | None = None) -> bool:
+def _write_source(
+    stream: _RecordStream,
+    src: _Source,
+    staged: Staged,
+    keep: _Keep,
+    encoding: str,
+    lines: np.ndarray | None = None,
+    spans: np.ndarray | None = None,
+) -> bool:
     """Write the kept records of one source of ``stream`` to ``staged``, in its format; with
     ``lines`` (JSONL: the line of each of its records, and optionally their ``spans``) the kept
     lines are copied without parsing them. ``False``: the source held nothing readable (a
@@ -1185,12 +1302,21 @@ def _write_source(stream: _RecordStream, src: _Source, staged: Staged, keep: _Ke
     return True
 
 
-def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], keep: Any,
-                       outdir: str | os.PathLike, *, text_fields: Sequence[str] | str = ("text",),
-                       id_field: str | None = None, on_error: str = "fail",
-                       encoding: str = "utf-8", fmt: str | None = None,
-                       chunk_size: int = 10_000, locations: Any = None,
-                       spans: Any = None, options: ReadOptions | None = None) -> list[Path]:
+def write_deduplicated(
+    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    keep: Any,
+    outdir: str | os.PathLike,
+    *,
+    text_fields: Sequence[str] | str = ("text",),
+    id_field: str | None = None,
+    on_error: str = "fail",
+    encoding: str = "utf-8",
+    fmt: str | None = None,
+    chunk_size: int = 10_000,
+    locations: Any = None,
+    spans: Any = None,
+    options: ReadOptions | None = None,
+) -> list[Path]:
     """Write the records of ``paths`` whose ``keep`` flag is true into ``outdir``, each input in
     its own format; return the output paths (in input order).
 
@@ -1222,16 +1348,26 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
     if locations is not None:
         locations = np.asarray(locations, dtype=np.int64)
         if locations.shape != (flags.n,):
-            raise ConfigError(f"locations has shape {locations.shape} but keep has {flags.n} "
-                              "flags: both must come from the same reading")
+            raise ConfigError(
+                f"locations has shape {locations.shape} but keep has {flags.n} "
+                "flags: both must come from the same reading"
+            )
         if spans is not None:
             spans = np.asarray(spans, dtype=np.int64)
             if spans.shape != (flags.n, 2):
-                raise ConfigError(f"spans has shape {spans.shape} but keep has {flags.n} "
-                                  "flags: it must be (records, 2), from the same reading")
+                raise ConfigError(
+                    f"spans has shape {spans.shape} but keep has {flags.n} "
+                    "flags: it must be (records, 2), from the same reading"
+                )
     if options is None:
-        options = ReadOptions(text_fields=text_fields, id_field=id_field, format=fmt,
-                              encoding=encoding, on_error=on_error, chunk_size=chunk_size)
+        options = ReadOptions(
+            text_fields=text_fields,
+            id_field=id_field,
+            format=fmt,
+            encoding=encoding,
+            on_error=on_error,
+            chunk_size=chunk_size,
+        )
     stream = record_stream(paths, options, SkipReport(), all_columns=True)
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
@@ -1247,15 +1383,16 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
                 here = (locations >> 40) == src.index
                 lines = locations[here] & ((1 << 40) - 1)
                 src_spans = None if spans is None else spans[here]
-            if not _write_source(stream, src, staged, flags, options.encoding, lines,
-                                 src_spans):
+            if not _write_source(stream, src, staged, flags, options.encoding, lines, src_spans):
                 staged_all.pop().discard()
                 continue
             staged.close()
         if stream.count != flags.n:
-            raise ConfigError(f"keep has {flags.n} flags but the inputs hold {stream.count} "
-                              "records: keep must come from reading the same inputs with the "
-                              "same options")
+            raise ConfigError(
+                f"keep has {flags.n} flags but the inputs hold {stream.count} "
+                "records: keep must come from reading the same inputs with the "
+                "same options"
+            )
         written = []
         while staged_all:
             written.append(staged_all[0].commit())
@@ -1265,13 +1402,15 @@ def write_deduplicated(paths: str | os.PathLike | Iterable[str | os.PathLike], k
         for staged in staged_all:
             staged.discard()
         if isinstance(e, OSError):
-            raise OutputError(f"{outdir}: cannot write the deduplicated corpus: "
-                              f"{e.strerror or e}") from e
+            raise OutputError(
+                f"{outdir}: cannot write the deduplicated corpus: {e.strerror or e}"
+            ) from e
         raise
 
 
-def deduplicated_names(paths: str | os.PathLike | Iterable[str | os.PathLike],
-                       options: ReadOptions | None = None) -> list[tuple[str, str]]:
+def deduplicated_names(
+    paths: str | os.PathLike | Iterable[str | os.PathLike], options: ReadOptions | None = None
+) -> list[tuple[str, str]]:
     """The name that :func:`write_deduplicated` gives the output of each input of ``paths``
     (read with ``options``) in its folder, and the input's format ("jsonl", "csv", "tsv",
     "parquet" or "textdir"), in input order."""
@@ -1279,9 +1418,16 @@ def deduplicated_names(paths: str | os.PathLike | Iterable[str | os.PathLike],
     return list(zip(_output_names(sources), [src.fmt for src in sources], strict=True))
 
 
-def write_deduplicated_part(path: str | os.PathLike, keep: Any, dest: str | os.PathLike, *,
-                            options: ReadOptions, part: FilePart | None = None,
-                            lines: Any = None, parents: bool = True) -> Path | None:
+def write_deduplicated_part(
+    path: str | os.PathLike,
+    keep: Any,
+    dest: str | os.PathLike,
+    *,
+    options: ReadOptions,
+    part: FilePart | None = None,
+    lines: Any = None,
+    parents: bool = True,
+) -> Path | None:
     """Write the records of one input (or of one ``part`` of it, as :func:`record_stream` reads
     it) whose ``keep`` flag is true to ``dest``, as :func:`write_deduplicated` writes an input:
     in its format and with all its columns (a folder of text files: a folder); atomically.
@@ -1298,31 +1444,38 @@ def write_deduplicated_part(path: str | os.PathLike, keep: Any, dest: str | os.P
     if lines is not None:
         lines = np.asarray(lines, dtype=np.int64)
         if lines.shape != (flags.n,):
-            raise ConfigError(f"lines has shape {lines.shape} but keep has {flags.n} flags: "
-                              "both must come from the same reading")
+            raise ConfigError(
+                f"lines has shape {lines.shape} but keep has {flags.n} flags: "
+                "both must come from the same reading"
+            )
     stream = record_stream([path], options, SkipReport(), part=part, all_columns=True)
     src = stream.sources[0]
     dest = Path(dest)
     staged = Staged(dest, directory=src.fmt == "textdir", parents=parents)
     try:
-        if not _write_source(stream, src, staged, flags, options.encoding,
-                             lines if src.fmt == "jsonl" else None):
+        if not _write_source(
+            stream, src, staged, flags, options.encoding, lines if src.fmt == "jsonl" else None
+        ):
             staged.discard()
             return None
         if stream.count != flags.n:
-            raise ConfigError(f"keep has {flags.n} flags but {src.name} holds {stream.count} "
-                              "records: keep must come from reading it with the same options")
+            raise ConfigError(
+                f"keep has {flags.n} flags but {src.name} holds {stream.count} "
+                "records: keep must come from reading it with the same options"
+            )
         return staged.commit()
     except BaseException as e:
         staged.discard()
         if isinstance(e, OSError):
-            raise OutputError(f"{dest}: cannot write the deduplicated records: "
-                              f"{e.strerror or e}") from e
+            raise OutputError(
+                f"{dest}: cannot write the deduplicated records: {e.strerror or e}"
+            ) from e
         raise
 
 
-def concat_files(parts: Sequence[str | os.PathLike], dest: str | os.PathLike,
-                 fmt: str, parents: bool = True) -> Path:
+def concat_files(
+    parts: Sequence[str | os.PathLike], dest: str | os.PathLike, fmt: str, parents: bool = True
+) -> Path:
     """Write the concatenation of ``parts`` (files of one format, as
     :func:`write_deduplicated_part` writes the parts of a file) to ``dest``, atomically: JSONL
     byte for byte (copied by the system where it can, not through this process); Parquet as

@@ -70,8 +70,15 @@ from ..validate import check_int, check_real
 from .modelwords import TITLE_MODEL_WORD, UnitMap, clean_text
 from .offers import Offers
 
-__all__ = ["BlockingStats", "budget_masks", "lsh_pairs", "offer_tokens", "squared_token_weights",
-           "title_cosine", "token_blocking"]
+__all__ = [
+    "BlockingStats",
+    "budget_masks",
+    "lsh_pairs",
+    "offer_tokens",
+    "squared_token_weights",
+    "title_cosine",
+    "token_blocking",
+]
 
 #: pairs generated per block at once (bounds the memory of the pair enumeration)
 _CHUNK_PAIRS = 2_000_000
@@ -126,16 +133,24 @@ def _token_columns(tokens: list[set[str]]) -> tuple[np.ndarray, np.ndarray, dict
     return np.asarray(rows_l, np.int64), np.asarray(cols_l, np.int64), vocab
 
 
-def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int = 7,
-                 model_keys: Sequence[str] = (), descriptions: bool = False,
-                 stems: bool = True) -> list[set[str]]:
+def offer_tokens(
+    offers: Offers,
+    units: UnitMap | None = None,
+    prefix_len: int = 7,
+    model_keys: Sequence[str] = (),
+    descriptions: bool = False,
+    stems: bool = True,
+) -> list[set[str]]:
     """Each offer's blocking tokens (module docstring, step 1). ``model_keys``: attributes
     whose name contains one of these (case-insensitive) add their words; ``descriptions``:
     the words of the offer's description too; ``stems``: the stem of each model word that
     ends in letters (:func:`_stem`)."""
     keys = tuple(k.lower() for k in model_keys)
-    descs = (offers.descriptions if descriptions and len(offers.descriptions) == len(offers)
-             else [""] * len(offers))
+    descs = (
+        offers.descriptions
+        if descriptions and len(offers.descriptions) == len(offers)
+        else [""] * len(offers)
+    )
     out = []
     for title, attrs, desc in zip(offers.titles, offers.attributes, descs):
         toks = set(clean_text(title, units).split())
@@ -148,8 +163,13 @@ def offer_tokens(offers: Offers, units: UnitMap | None = None, prefix_len: int =
         if stems:
             toks.update([c for c in (_stem(w) for w in toks) if c])
         if prefix_len:
-            toks.update(["p:" + w[:prefix_len] for w in toks
-                         if len(w) > prefix_len and TITLE_MODEL_WORD.fullmatch(w)])
+            toks.update(
+                [
+                    "p:" + w[:prefix_len]
+                    for w in toks
+                    if len(w) > prefix_len and TITLE_MODEL_WORD.fullmatch(w)
+                ]
+            )
         out.append(toks)
     return out
 
@@ -172,13 +192,22 @@ _STEM = re.compile(r"(.*\d)[^\d]+")
 _LETTER = re.compile(r"[a-z]").search
 
 
-def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: float = 100.0,
-                   model_word_boost: float = 3.0, best_per_offer: int = 1, link: bool = False,
-                   units: UnitMap | None = None, prefix_len: int = 7,
-                   tokens: list[set[str]] | None = None, fallback: bool = True,
-                   lsh: tuple[int, int] | None = None, lsh_bucket_cap: int | None = None,
-                   lsh_seed: int = 1
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, BlockingStats]:
+def token_blocking(
+    offers: Offers,
+    *,
+    per_offer: float = 10.0,
+    comparisons: float = 100.0,
+    model_word_boost: float = 3.0,
+    best_per_offer: int = 1,
+    link: bool = False,
+    units: UnitMap | None = None,
+    prefix_len: int = 7,
+    tokens: list[set[str]] | None = None,
+    fallback: bool = True,
+    lsh: tuple[int, int] | None = None,
+    lsh_bucket_cap: int | None = None,
+    lsh_seed: int = 1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, BlockingStats]:
     """Candidate pairs by token blocking and meta-blocking (module docstring).
 
     Returns ``left, right`` (``int64``, ``left < right``, sorted), the pairs' weights
@@ -198,8 +227,11 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     n = len(offers)
     stats = BlockingStats(offers=n)
     if lsh is not None:
-        if (not isinstance(lsh, tuple) or len(lsh) != 2
-                or not all(isinstance(x, int) and x >= 1 for x in lsh)):
+        if (
+            not isinstance(lsh, tuple)
+            or len(lsh) != 2
+            or not all(isinstance(x, int) and x >= 1 for x in lsh)
+        ):
             raise ConfigError(f"lsh: expected (bands, rows), two positive integers, got {lsh!r}")
         if lsh_bucket_cap is not None:
             check_int("lsh_bucket_cap", lsh_bucket_cap, 2)
@@ -231,20 +263,23 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     # keeps the first: the same weight but for co-occurring pairs, weighed on kept tokens)
     parts = [(left, right, sim)]
     if fallback:
-        fl, fr, fs, stats.fallback_offers = _fallback(rows, cols, df, weight, norm, source, n,
-                                                      left, right, math.ceil(comparisons))
+        fl, fr, fs, stats.fallback_offers = _fallback(
+            rows, cols, df, weight, norm, source, n, left, right, math.ceil(comparisons)
+        )
         parts.append((fl, fr, fs))
     if lsh is not None:
         bands, band_rows = lsh
-        cap = (lsh_bucket_cap if lsh_bucket_cap is not None
-               else max(2, int(2 * comparisons // bands)))
-        ll, lr = _lsh_columns(rows, cols, list(vocab), df, n, bands, band_rows, cap, lsh_seed,
-                              source)
+        cap = (
+            lsh_bucket_cap if lsh_bucket_cap is not None else max(2, int(2 * comparisons // bands))
+        )
+        ll, lr = _lsh_columns(
+            rows, cols, list(vocab), df, n, bands, band_rows, cap, lsh_seed, source
+        )
         new = ~_sorted_member(ll * n + lr, left * n + right)
         ll, lr = ll[new], lr[new]
         stats.lsh_pairs = len(ll)
         okey = np.sort(rows * len(vocab) + cols)
-        ls = _cosines(okey, len(vocab), weight ** 2, norm, ll, lr) if len(ll) else np.zeros(0)
+        ls = _cosines(okey, len(vocab), weight**2, norm, ll, lr) if len(ll) else np.zeros(0)
         parts.append((ll, lr, ls))
     if len(parts) > 1:
         key = np.concatenate([a * n + z for a, z, _ in parts])
@@ -270,9 +305,15 @@ def token_blocking(offers: Offers, *, per_offer: float = 10.0, comparisons: floa
     return left, right, np.minimum(sim, 1.0), stats
 
 
-def _co_occurring(rows: np.ndarray, cols: np.ndarray, keep: np.ndarray, weight: np.ndarray,
-                  norm: np.ndarray, source: np.ndarray | None, n: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _co_occurring(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    keep: np.ndarray,
+    weight: np.ndarray,
+    norm: np.ndarray,
+    source: np.ndarray | None,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every distinct pair of offers that share a kept block (across sources with ``source``),
     sorted, and its cosine over the kept tokens the two share (module docstring, steps 2-3)."""
     m = keep[cols]
@@ -294,7 +335,7 @@ def _co_occurring(rows: np.ndarray, cols: np.ndarray, keep: np.ndarray, weight: 
             continue
         step = max(1, _CHUNK_PAIRS // len(iu))
         for c in range(0, len(blocks), step):
-            b = blocks[c:c + step]
+            b = blocks[c : c + step]
             members = rows[b[:, None] + np.arange(s)[None, :]]
             a, z = members[:, iu].ravel(), members[:, ju].ravel()
             w = np.repeat(weight[cols[b]] ** 2, len(iu))
@@ -317,10 +358,18 @@ def _co_occurring(rows: np.ndarray, cols: np.ndarray, keep: np.ndarray, weight: 
     return left, right, dot / (norm[left] * norm[right])
 
 
-def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.ndarray,
-              norm: np.ndarray, source: np.ndarray | None, n: int, left: np.ndarray,
-              right: np.ndarray, limit: int
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _fallback(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    df: np.ndarray,
+    weight: np.ndarray,
+    norm: np.ndarray,
+    source: np.ndarray | None,
+    n: int,
+    left: np.ndarray,
+    right: np.ndarray,
+    limit: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Pairs for the offers in no co-occurring pair (module docstring, step 5): each such offer
     that shares a token with an offer it may be paired with is compared with at most ``limit``
     of them, taken from its rarest shared block (the one with the fewest such offers) and, if
@@ -344,11 +393,11 @@ def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.nda
     if source is not None:
         # offers of each (token, source): a block's members of the offer's own source
         ts, ts_count = np.unique(cols * (source.max() + 1) + source[rows], return_counts=True)
-    sq = weight ** 2
+    sq = weight**2
     memo: dict[tuple, np.ndarray] = {}
     fl, fr = [], []
     for o in np.flatnonzero(alone).tolist():
-        toks = okey[np.searchsorted(okey, o * nv):np.searchsorted(okey, (o + 1) * nv)] - o * nv
+        toks = okey[np.searchsorted(okey, o * nv) : np.searchsorted(okey, (o + 1) * nv)] - o * nv
         if source is None:
             pairable = df[toks] - 1
         else:
@@ -363,7 +412,7 @@ def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.nda
         cand = memo.get(memo_key)
         if cand is None:
             t1 = int(toks[0])
-            cand = post_rows[post_start[t1]:post_start[t1 + 1]]
+            cand = post_rows[post_start[t1] : post_start[t1 + 1]]
             if source is not None:
                 cand = cand[source[cand] != source[o]]
             # without link the offer itself holds each of its tokens: one more in every set
@@ -375,7 +424,7 @@ def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.nda
                 if len(sub) > itself:
                     cand = sub
             # the same for every offer of these tokens (and source): the first `limit` others
-            cand = cand[:limit + itself]
+            cand = cand[: limit + itself]
             memo[memo_key] = cand
         cand = cand[cand != o][:limit]
         if len(cand):
@@ -391,8 +440,14 @@ def _fallback(rows: np.ndarray, cols: np.ndarray, df: np.ndarray, weight: np.nda
     return a, z, _cosines(okey, nv, sq, norm, a, z), len(fl)
 
 
-def lsh_pairs(tokens: list[set[str]], bands: int, rows: int, sources: Sequence[str] | None = None,
-              bucket_cap: int = 100, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def lsh_pairs(
+    tokens: list[set[str]],
+    bands: int,
+    rows: int,
+    sources: Sequence[str] | None = None,
+    bucket_cap: int = 100,
+    seed: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
     """Pairs of offers whose MinHash signatures of their token sets (:func:`offer_tokens`)
     agree on at least one of ``bands`` bands of ``rows`` values: a pair whose sets have Jaccard
     similarity ``s`` is found with probability ``1 - (1 - s ** rows) ** bands``. Tokens that
@@ -408,33 +463,44 @@ def lsh_pairs(tokens: list[set[str]], bands: int, rows: int, sources: Sequence[s
     members, cols, vocab = _token_columns(tokens)
     df = np.bincount(cols, minlength=len(vocab))
     source = _source_codes(sources) if sources is not None else None
-    return _lsh_columns(members, cols, list(vocab), df, len(tokens), bands,
-                        rows, bucket_cap, seed, source)
+    return _lsh_columns(
+        members, cols, list(vocab), df, len(tokens), bands, rows, bucket_cap, seed, source
+    )
 
 
-def _lsh_columns(rows: np.ndarray, cols: np.ndarray, names: list[str], df: np.ndarray, n: int,
-                 bands: int, band_rows: int, bucket_cap: int, seed: int,
-                 source: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _lsh_columns(
+    rows: np.ndarray,
+    cols: np.ndarray,
+    names: list[str],
+    df: np.ndarray,
+    n: int,
+    bands: int,
+    band_rows: int,
+    bucket_cap: int,
+    seed: int,
+    source: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`lsh_pairs` of the offers' tokens as (offer, token) columns."""
     empty = np.zeros(0, np.int64)
     m = df[cols] >= 2
     rows, cols = rows[m], cols[m]
     if n < 2 or len(rows) == 0:
         return empty, empty
-    token_hash = np.fromiter((xxh3_64_intdigest(t.encode(), seed) for t in names), np.uint64,
-                             len(names))
+    token_hash = np.fromiter(
+        (xxh3_64_intdigest(t.encode(), seed) for t in names), np.uint64, len(names)
+    )
     h = token_hash[cols]
     order = np.lexsort((h, rows))
     rows, h = rows[order], h[order]
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
-    sig = sketch(Shingles(h, offsets),
-                 SketchConfig(num_perm=bands * band_rows, seed=seed, scheme="classic"))
+    sig = sketch(
+        Shingles(h, offsets), SketchConfig(num_perm=bands * band_rows, seed=seed, scheme="classic")
+    )
     has = np.flatnonzero(np.diff(offsets) > 0)
     if len(has) < 2:
         return empty, empty
-    left, right, _ = candidate_pairs(sig, bands, band_rows, bucket_cap=bucket_cap,
-                                     rows_subset=has)
+    left, right, _ = candidate_pairs(sig, bands, band_rows, bucket_cap=bucket_cap, rows_subset=has)
     if source is not None:
         cross = source[left] != source[right]
         left, right = left[cross], right[cross]
@@ -461,8 +527,9 @@ def _holds(okey: np.ndarray, offers: np.ndarray, token: int, nv: int) -> np.ndar
     return okey[at] == want
 
 
-def _cosines(okey: np.ndarray, nv: int, sq: np.ndarray, norm: np.ndarray, a: np.ndarray,
-             z: np.ndarray) -> np.ndarray:
+def _cosines(
+    okey: np.ndarray, nv: int, sq: np.ndarray, norm: np.ndarray, a: np.ndarray, z: np.ndarray
+) -> np.ndarray:
     """The cosine of the token weights of each pair ``(a[k], z[k])`` over all their tokens
     (``sq``: each token's squared weight)."""
     out = np.zeros(len(a))
@@ -471,36 +538,44 @@ def _cosines(okey: np.ndarray, nv: int, sq: np.ndarray, norm: np.ndarray, a: np.
     counts = np.searchsorted(okey, (a + 1) * nv) - starts
     step = max(1, _CHUNK_PAIRS // max(1, int(counts.max())))
     for c in range(0, len(a), step):
-        s, cnt = starts[c:c + step], counts[c:c + step]
+        s, cnt = starts[c : c + step], counts[c : c + step]
         pid = np.repeat(np.arange(len(s)), cnt)
         pos = np.repeat(s - np.r_[0, np.cumsum(cnt)[:-1]], cnt) + np.arange(cnt.sum())
-        tok = okey[pos] - a[c:c + step][pid] * nv
-        hit = _holds(okey, z[c:c + step][pid], tok, nv)
-        out[c:c + step] = np.bincount(pid[hit], weights=sq[tok[hit]], minlength=len(s))
+        tok = okey[pos] - a[c : c + step][pid] * nv
+        hit = _holds(okey, z[c : c + step][pid], tok, nv)
+        out[c : c + step] = np.bincount(pid[hit], weights=sq[tok[hit]], minlength=len(s))
     return out / (norm[a] * norm[z])
 
 
-def budget_masks(left: np.ndarray, right: np.ndarray, sim: np.ndarray, n: int,
-                 budgets: Sequence[float], best_per_offer: int = 1) -> list[np.ndarray]:
+def budget_masks(
+    left: np.ndarray,
+    right: np.ndarray,
+    sim: np.ndarray,
+    n: int,
+    budgets: Sequence[float],
+    best_per_offer: int = 1,
+) -> list[np.ndarray]:
     """The pruning of :func:`token_blocking` (module docstring, step 4) at each budget of
     ``budgets`` candidate pairs per offer: ``bool`` per pair, kept or not. Each offer's
     ``best_per_offer`` best-weighted pairs, then the best pairs overall up to ``budget * n``:
     one ranking, so a smaller budget keeps a subset of a larger one's pairs, and pruning the
     pairs :func:`token_blocking` kept at a larger budget gives what it keeps at a smaller one."""
-    best = (_best_of_each(left, right, sim, best_per_offer) if best_per_offer
-            else np.zeros(len(left), bool))
+    best = (
+        _best_of_each(left, right, sim, best_per_offer)
+        if best_per_offer
+        else np.zeros(len(left), bool)
+    )
     others = np.flatnonzero(~best)
     ranked = others[np.argsort(-sim[others], kind="stable")]
     out = []
     for budget in budgets:
         chosen = best.copy()
-        chosen[ranked[:max(0, int(budget * n) - int(best.sum()))]] = True
+        chosen[ranked[: max(0, int(budget * n) - int(best.sum()))]] = True
         out.append(chosen)
     return out
 
 
-def _no_pairs(stats: BlockingStats
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, BlockingStats]:
+def _no_pairs(stats: BlockingStats) -> tuple[np.ndarray, np.ndarray, np.ndarray, BlockingStats]:
     stats.offers_without_candidates = stats.offers
     empty = np.zeros(0, np.int64)
     return empty, empty, np.zeros(0), stats
@@ -508,8 +583,11 @@ def _no_pairs(stats: BlockingStats
 
 def _token_weights(names: list[str], df: np.ndarray, n: int, boost: float) -> np.ndarray:
     """Each token's weight: ``log(1 + n / df)``, ``1 + boost`` times more for a model word."""
-    is_mw = np.fromiter((TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:")) is not None
-                         for t in names), bool, len(names))
+    is_mw = np.fromiter(
+        (TITLE_MODEL_WORD.fullmatch(t.removeprefix("p:")) is not None for t in names),
+        bool,
+        len(names),
+    )
     return np.log1p(n / df) * np.where(is_mw, 1.0 + boost, 1.0)
 
 
@@ -529,8 +607,9 @@ def _best_of_each(left: np.ndarray, right: np.ndarray, sim: np.ndarray, k: int) 
     return out
 
 
-def squared_token_weights(tokens: list[set[str]], model_word_boost: float = 3.0
-                          ) -> dict[str, float]:
+def squared_token_weights(
+    tokens: list[set[str]], model_word_boost: float = 3.0
+) -> dict[str, float]:
     """Each token's squared weight (as in :func:`token_blocking`), document frequencies over
     ``tokens``."""
     check_real("model_word_boost", model_word_boost, 0.0, None)
@@ -540,13 +619,15 @@ def squared_token_weights(tokens: list[set[str]], model_word_boost: float = 3.0
         for t in toks:
             df[t] = df.get(t, 0) + 1
     names = list(df)
-    squared = _token_weights(names, np.fromiter(df.values(), np.int64, len(df)), n,
-                             model_word_boost) ** 2
+    squared = (
+        _token_weights(names, np.fromiter(df.values(), np.int64, len(df)), n, model_word_boost) ** 2
+    )
     return dict(zip(names, squared.tolist()))
 
 
-def title_cosine(tokens: list[set[str]], left: np.ndarray, right: np.ndarray,
-                 model_word_boost: float = 3.0) -> np.ndarray:
+def title_cosine(
+    tokens: list[set[str]], left: np.ndarray, right: np.ndarray, model_word_boost: float = 3.0
+) -> np.ndarray:
     """``float64[m]``: for each pair ``(left[k], right[k])`` the cosine of the two offers'
     token weights over all the tokens they share (weights as in :func:`token_blocking`,
     document frequencies over ``tokens``, no token purged): 1 for offers with the same tokens,
@@ -558,4 +639,3 @@ def title_cosine(tokens: list[set[str]], left: np.ndarray, right: np.ndarray,
         if norm[a] > 0 and norm[b] > 0:
             out[k] = sum(weight[t] for t in tokens[a] & tokens[b]) / (norm[a] * norm[b])
     return np.minimum(out, 1.0)
-

@@ -29,9 +29,14 @@ from .modelwords import UnitMap, clean_text, title_model_words, value_model_word
 from .offers import Offers
 
 
-def model_word_sets(offers: Offers, units: UnitMap | None = None, attributes: bool = False,
-                    seed: int = 0, brands: Sequence[str] | None = None,
-                    max_df: float | None = None) -> Shingles:
+def model_word_sets(
+    offers: Offers,
+    units: UnitMap | None = None,
+    attributes: bool = False,
+    seed: int = 0,
+    brands: Sequence[str] | None = None,
+    max_df: float | None = None,
+) -> Shingles:
     """Each offer's model words as a sorted set of 64-bit hashes (CSR :class:`Shingles`).
 
     Title model words as they are; with ``attributes``, the numeric model words of the
@@ -56,16 +61,26 @@ def model_word_sets(offers: Offers, units: UnitMap | None = None, attributes: bo
                 ws.update("v:" + w for w in value_model_words(v, units))
         if brands is not None and brands[i]:
             ws.add("b:" + brands[i])
-        sets.append(sorted_unique(np.fromiter((xxh3_64_intdigest(w.encode(), seed) for w in ws),
-                                              np.uint64, len(ws)), overwrite=True))
+        sets.append(
+            sorted_unique(
+                np.fromiter((xxh3_64_intdigest(w.encode(), seed) for w in ws), np.uint64, len(ws)),
+                overwrite=True,
+            )
+        )
     offsets = np.zeros(len(sets) + 1, np.int64)
     np.cumsum([len(s) for s in sets], out=offsets[1:])
     hashes = np.concatenate(sets) if sets else np.zeros(0, np.uint64)
     return Shingles(hashes.astype(np.uint64), offsets)
 
 
-def lsh_candidates(sets: Shingles, bands: int, rows: int, num_perm: int | None = None,
-                   seed: int = 1, scheme: str = "classic") -> tuple[np.ndarray, np.ndarray]:
+def lsh_candidates(
+    sets: Shingles,
+    bands: int,
+    rows: int,
+    num_perm: int | None = None,
+    seed: int = 1,
+    scheme: str = "classic",
+) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs ``(left, right)`` (``int64[m]``, ``left < right``) of offers whose
     signatures agree on a whole band. Offers with no model word are never candidates. The
     classic scheme is the default: model-word sets are tiny (a handful of elements), where
@@ -103,8 +118,9 @@ def across_sources(left: np.ndarray, right: np.ndarray, sources: Sequence[str]) 
     return src[left] != src[right] if len(left) else np.zeros(0, bool)
 
 
-def candidate_quality(left: np.ndarray, right: np.ndarray, labels: Sequence[str],
-                      total_true: int | None = None) -> dict:
+def candidate_quality(
+    left: np.ndarray, right: np.ndarray, labels: Sequence[str], total_true: int | None = None
+) -> dict:
     """PC, PQ, F1* and the fraction of comparisons of the candidate pairs (module docstring).
     ``total_true``: the number of true pairs, if already known (else counted from ``labels``)."""
     n = len(labels)
@@ -117,8 +133,15 @@ def candidate_quality(left: np.ndarray, right: np.ndarray, labels: Sequence[str]
     pc = found / total if total else float("nan")
     pq = found / cand if cand else 0.0
     f1s = 2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0
-    return {"candidates": cand, "true_found": found, "true_pairs": total, "pc": pc, "pq": pq,
-            "f1_star": f1s, "fraction": cand / (n * (n - 1) / 2) if n > 1 else 0.0}
+    return {
+        "candidates": cand,
+        "true_found": found,
+        "true_pairs": total,
+        "pc": pc,
+        "pq": pq,
+        "f1_star": f1s,
+        "fraction": cand / (n * (n - 1) / 2) if n > 1 else 0.0,
+    }
 
 
 def bandings(num_perm: int) -> list[tuple[int, int]]:
@@ -126,10 +149,14 @@ def bandings(num_perm: int) -> list[tuple[int, int]]:
     return [(num_perm // r, r) for r in range(1, num_perm + 1) if num_perm % r == 0]
 
 
-def banded_candidates(sets: Shingles, banding: Sequence[tuple[int, int]], num_perm: int,
-                      seed: int = 1, max_pairs: int | None = None,
-                      always: tuple[int, int] | None = None
-                      ) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+def banded_candidates(
+    sets: Shingles,
+    banding: Sequence[tuple[int, int]],
+    num_perm: int,
+    seed: int = 1,
+    max_pairs: int | None = None,
+    always: tuple[int, int] | None = None,
+) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
     """Candidate pairs for each ``(bands, rows)`` of ``banding`` (each with
     ``bands * rows <= num_perm``), all from one signature matrix. ``max_pairs``: a banding
     whose band buckets hold more pairs than this (counted before any pair is made: the sum
@@ -154,8 +181,7 @@ def banded_candidates(sets: Shingles, banding: Sequence[tuple[int, int]], num_pe
                 bound += int((counts * (counts - 1) // 2).sum())
             if min(bound, len(has) * (len(has) - 1) // 2) > max_pairs:
                 continue
-        left, right, _ = candidate_pairs(sig, bands, rows, bucket_cap=len(has) + 1,
-                                         rows_subset=has)
+        left, right, _ = candidate_pairs(sig, bands, rows, bucket_cap=len(has) + 1, rows_subset=has)
         out[(bands, rows)] = (left, right)
     return out
 
@@ -164,9 +190,12 @@ def sweep(sets: Shingles, labels: Sequence[str], num_perm: int = 120, seed: int 
     """:func:`candidate_quality` for every banding with ``bands * rows == num_perm``, from one
     signature matrix, sorted by fraction of comparisons."""
     total = len(true_pairs(labels)[0])
-    out = [{"bands": b, "rows": r, **candidate_quality(left, right, labels, total)}
-           for (b, r), (left, right) in banded_candidates(sets, bandings(num_perm), num_perm,
-                                                          seed).items()]
+    out = [
+        {"bands": b, "rows": r, **candidate_quality(left, right, labels, total)}
+        for (b, r), (left, right) in banded_candidates(
+            sets, bandings(num_perm), num_perm, seed
+        ).items()
+    ]
     return sorted(out, key=lambda r: r["fraction"])
 
 
@@ -175,8 +204,9 @@ def sweep(sets: Shingles, labels: Sequence[str], num_perm: int = 120, seed: int 
 BRAND_ATTRIBUTES = ("brand", "manufacturer", "make")
 
 
-def _brand_word(text: str, units: UnitMap | None, look: int | None = None,
-                vocab: frozenset[str] | None = None) -> str:
+def _brand_word(
+    text: str, units: UnitMap | None, look: int | None = None, vocab: frozenset[str] | None = None
+) -> str:
     """The brand word of a brand value or, with ``vocab``, of a title: among its first ``look``
     cleaned tokens (all by default), the first that holds a letter and is not an English stop
     word ("The Nikon ...", ": Dell"); for a title, the first in ``vocab``, else the first of
@@ -199,8 +229,9 @@ def _stop_words() -> frozenset[str]:
     return stopwords()
 
 
-def learn_brands(offers: Offers, attribute_names: Sequence[str] = BRAND_ATTRIBUTES,
-                 units: UnitMap | None = None) -> frozenset[str]:
+def learn_brands(
+    offers: Offers, attribute_names: Sequence[str] = BRAND_ATTRIBUTES, units: UnitMap | None = None
+) -> frozenset[str]:
     """Brand vocabulary learned from the data: the brand words (:func:`_brand_word`) of the
     values of the attributes named like ``attribute_names`` (case-insensitive)."""
     wanted = {a.lower() for a in attribute_names}
@@ -214,9 +245,14 @@ def learn_brands(offers: Offers, attribute_names: Sequence[str] = BRAND_ATTRIBUT
     return frozenset(vocab)
 
 
-def offer_brands(offers: Offers, vocab: frozenset[str], units: UnitMap | None = None,
-                 look: int = 4, attribute_names: Sequence[str] = BRAND_ATTRIBUTES,
-                 guess: bool = True) -> list[str]:
+def offer_brands(
+    offers: Offers,
+    vocab: frozenset[str],
+    units: UnitMap | None = None,
+    look: int = 4,
+    attribute_names: Sequence[str] = BRAND_ATTRIBUTES,
+    guess: bool = True,
+) -> list[str]:
     """Each offer's brand: the one it states (the brand word of an attribute named like
     ``attribute_names``, case-insensitive: a brand column), else the first of its first
     ``look`` title words in ``vocab``, else its first title word (shops put the brand first;
@@ -235,8 +271,9 @@ def offer_brands(offers: Offers, vocab: frozenset[str], units: UnitMap | None = 
         if stated:
             out.append(stated)
         elif guess:
-            out.append(_brand_word(title, units, look, vocab) or
-                       _brand_word(title, units, None, vocab))
+            out.append(
+                _brand_word(title, units, look, vocab) or _brand_word(title, units, None, vocab)
+            )
         else:
             word = _brand_word(title, units, None, vocab)
             out.append(word if word in vocab else "")
@@ -272,12 +309,14 @@ def brands_of(offers: Offers, units: UnitMap | None = None) -> list[str]:
 
 def _unit_words(words: set[str], unit: str) -> set[str]:
     n = len(unit)
-    return {w for w in words if w.endswith(unit) and len(w) > n
-            and w[:-n].replace(".", "", 1).isdigit()}
+    return {
+        w for w in words if w.endswith(unit) and len(w) > n and w[:-n].replace(".", "", 1).isdigit()
+    }
 
 
-def main_unit(offers: Offers, units: UnitMap | None = None,
-              words: Sequence[set[str]] | None = None) -> str | None:
+def main_unit(
+    offers: Offers, units: UnitMap | None = None, words: Sequence[set[str]] | None = None
+) -> str | None:
     """The unit that most titles state a number in (for TVs: inch), learned from the data.
     ``words``: the offers' title model words, if already computed."""
     units = units or UnitMap()
@@ -300,10 +339,15 @@ def _pairs_of_groups(groups, cap: int) -> set[tuple[int, int]]:
     return out
 
 
-def blocking_candidates(offers: Offers, units: UnitMap | None = None, max_df: int = 20,
-                        prefix_len: int = 7, key_unit: str | None = "learn",
-                        brands: Sequence[str] | None = None, group_cap: int = 200
-                        ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+def blocking_candidates(
+    offers: Offers,
+    units: UnitMap | None = None,
+    max_df: int = 20,
+    prefix_len: int = 7,
+    key_unit: str | None = "learn",
+    brands: Sequence[str] | None = None,
+    group_cap: int = 200,
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Candidate pairs from three keys, each cheap and shared by most duplicates:
 
     - ``rare``: a title model word that at most ``max_df`` offers have (a model number);
@@ -328,8 +372,10 @@ def blocking_candidates(offers: Offers, units: UnitMap | None = None, max_df: in
                 rare.setdefault(w, []).append(i)
                 if len(w) >= prefix_len and any(c.isalpha() for c in w):
                     prefix.setdefault(w[:prefix_len], []).append(i)
-    found = {"rare": _pairs_of_groups(rare.values(), group_cap),
-             "prefix": _pairs_of_groups((set(v) for v in prefix.values()), group_cap)}
+    found = {
+        "rare": _pairs_of_groups(rare.values(), group_cap),
+        "prefix": _pairs_of_groups((set(v) for v in prefix.values()), group_cap),
+    }
     if key_unit == "learn":
         key_unit = main_unit(offers, units, words)
     if key_unit is not None:

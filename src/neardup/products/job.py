@@ -72,20 +72,28 @@ def pairs_by_threshold(scores: np.ndarray) -> dict[str, int]:
     labels, where the count stops falling steeply is where the duplicates' scores begin."""
     scores = np.asarray(scores, np.float64)
     kept = np.sort(scores[scores > 0])
-    return {f"{t:.2f}": int(len(kept) - np.searchsorted(kept, t, side="left"))
-            for t in THRESHOLD_GRID}
+    return {
+        f"{t:.2f}": int(len(kept) - np.searchsorted(kept, t, side="left")) for t in THRESHOLD_GRID
+    }
 
 
 def save_model(model: PairModel, thresholds: Thresholds, path: str | os.PathLike) -> None:
     """Save a fitted matcher and its tuned thresholds (a pickle: load only files you made)."""
     try:
         with open(path, "wb") as f:
-            pickle.dump({"format": MODEL_FORMAT, "version": MODEL_VERSION,
-                         "features": list(FEATURES), "threshold": thresholds.main,
-                         "threshold_one_sided": thresholds.one_sided, "model": model}, f)
+            pickle.dump(
+                {
+                    "format": MODEL_FORMAT,
+                    "version": MODEL_VERSION,
+                    "features": list(FEATURES),
+                    "threshold": thresholds.main,
+                    "threshold_one_sided": thresholds.one_sided,
+                    "model": model,
+                },
+                f,
+            )
     except OSError as e:
-        raise OutputError(f"cannot write the model to {os.fspath(path)}: {e.strerror or e}"
-                          ) from e
+        raise OutputError(f"cannot write the model to {os.fspath(path)}: {e.strerror or e}") from e
 
 
 def load_model(path: str | os.PathLike) -> tuple[PairModel, Thresholds]:
@@ -99,28 +107,44 @@ def load_model(path: str | os.PathLike) -> tuple[PairModel, Thresholds]:
         with open(path, "rb") as f:
             obj = pickle.load(f)  # noqa: S301 - the user's own model file, as documented
     except OSError as e:
-        raise InputError(f"cannot read the model: {e.strerror or e}", path=name,
-                         reason="unreadable") from e
+        raise InputError(
+            f"cannot read the model: {e.strerror or e}", path=name, reason="unreadable"
+        ) from e
     except Exception as e:
-        raise InputError(f"not a neardup offer model ({type(e).__name__})", path=name,
-                         reason="bad_model") from e
+        raise InputError(
+            f"not a neardup offer model ({type(e).__name__})", path=name, reason="bad_model"
+        ) from e
     if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
         raise InputError("not a neardup offer model", path=name, reason="bad_model")
     if obj.get("version") not in _READ_VERSIONS or obj.get("features") != list(FEATURES):
-        raise InputError(f"model version {obj.get('version')} with other features than this "
-                         f"neardup's; make it again with `neardup products eval --save-model`",
-                         path=name, reason="bad_model")
+        raise InputError(
+            f"model version {obj.get('version')} with other features than this "
+            f"neardup's; make it again with `neardup products eval --save-model`",
+            path=name,
+            reason="bad_model",
+        )
     one = obj.get("threshold_one_sided")
-    return obj["model"], Thresholds(float(obj["threshold"]),
-                                    None if one is None else float(one))
+    return obj["model"], Thresholds(float(obj["threshold"]), None if one is None else float(one))
 
 
-def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None = None,
-                 threshold: float | None = None, num_perm: int = 240, bands: int = 60,
-                 rows: int = 4, max_df: float = 0.2, units: UnitMap | None = None,
-                 seed: int = 1, link: bool = False, one_to_one: bool = False,
-                 blocking: str = "tokens", per_offer: float = 10.0,
-                 truth: Truth | None = None) -> dict:
+def dedup_offers(
+    offers: Offers,
+    outdir: str | os.PathLike,
+    *,
+    model: str | None = None,
+    threshold: float | None = None,
+    num_perm: int = 240,
+    bands: int = 60,
+    rows: int = 4,
+    max_df: float = 0.2,
+    units: UnitMap | None = None,
+    seed: int = 1,
+    link: bool = False,
+    one_to_one: bool = False,
+    blocking: str = "tokens",
+    per_offer: float = 10.0,
+    truth: Truth | None = None,
+) -> dict:
     """Find duplicate offers (candidates by LSH, scored, one listing per shop, thresholded,
     clustered) and write the outputs listed in the module docstring. ``model``: a file saved
     by ``neardup products eval --save-model`` (default: the training-free rule score).
@@ -144,7 +168,7 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     check_real("threshold", threshold, 0.0, 1.0, none=True, allowed="a score between 0 and 1")
     t0 = time.perf_counter()
     out = prepare_outdir(outdir)
-    fitted, thr = (load_model(model) if model else (None, Thresholds(RULE_THRESHOLD)))
+    fitted, thr = load_model(model) if model else (None, Thresholds(RULE_THRESHOLD))
     if threshold is not None:
         thr = Thresholds(threshold)
     d = describe(offers, units)
@@ -152,8 +176,9 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     block_stats = None
     tokens = d.block_tokens  # the blocking tokens of each offer (offer_tokens)
     if blocking == "tokens":
-        left, right, _, block_stats = token_blocking(offers, per_offer=per_offer, link=link,
-                                                     units=units, tokens=tokens)
+        left, right, _, block_stats = token_blocking(
+            offers, per_offer=per_offer, link=link, units=units, tokens=tokens
+        )
     else:
         sets = model_word_sets(offers, units, brands=d.brands, max_df=max_df)
         left, right = lsh_candidates(sets, bands, rows, num_perm=num_perm, seed=seed)
@@ -169,14 +194,14 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     else:
         shop = np.asarray(offers.shops, dtype=object)
         clean = np.fromiter((s in once for s in shop[left]), bool, len(left))
-        raw = unsupervised_score(x, x[:, FEATURES.index("title_cos")],
-                                 (shop[left] == shop[right]) & clean)
+        raw = unsupervised_score(
+            x, x[:, FEATURES.index("title_cos")], (shop[left] == shop[right]) & clean
+        )
     scores = one_per_shop(left, right, raw, d, x, once)
     keep = thr.keep(scores, x)
     if one_to_one:
         picked = np.flatnonzero(keep)
-        keep[picked] = unique_mapping(left[picked], right[picked], scores[picked],
-                                      offers.shops)
+        keep[picked] = unique_mapping(left[picked], right[picked], scores[picked], offers.shops)
     pl, pr, ps = left[keep], right[keep], scores[keep]
     labels = offer_clusters(len(offers), pl, pr, ps, offers.shops, once, d.ids)
     quality = _quality(pl, pr, truth, offers, link, candidate_quality, labels)
@@ -184,11 +209,21 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     with open(out / "pairs.jsonl", "w") as f:
         for k in order.tolist():
             a, b = int(pl[k]), int(pr[k])
-            f.write(json.dumps({"id_a": offers.ids[a], "id_b": offers.ids[b],
-                                "shop_a": offers.shops[a], "shop_b": offers.shops[b],
-                                "title_a": offers.titles[a], "title_b": offers.titles[b],
-                                "score": round(float(ps[k]), 4),
-                                "evidence": evidence(d, offers, a, b)}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id_a": offers.ids[a],
+                        "id_b": offers.ids[b],
+                        "shop_a": offers.shops[a],
+                        "shop_b": offers.shops[b],
+                        "title_a": offers.titles[a],
+                        "title_b": offers.titles[b],
+                        "score": round(float(ps[k]), 4),
+                        "evidence": evidence(d, offers, a, b),
+                    }
+                )
+                + "\n"
+            )
     sizes = np.bincount(labels)
     in_cluster = sizes[labels] >= 2
     with open(out / "clusters.csv", "w", newline="") as f:
@@ -200,28 +235,38 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
             w.writerow([int(labels[i]), offers.ids[i], offers.shops[i], offers.titles[i]])
     n = len(offers)
     summary = {
-        "offers": n, "skipped": offers.skipped.to_dict(),
+        "offers": n,
+        "skipped": offers.skipped.to_dict(),
         "unused_fields": dict(sorted(offers.unused_fields.items())),
         "decoded_latin1": getattr(offers, "decoded_latin1", 0),
         "shops": dict(sorted({s: offers.shops.count(s) for s in set(offers.shops)}.items())),
-        "mode": "link" if link else "dedup", "one_to_one": bool(one_to_one),
+        "mode": "link" if link else "dedup",
+        "one_to_one": bool(one_to_one),
         "candidates": int(len(left)),
-        **({"candidates_within_one_source_left_out": within} if link and blocking == "lsh"
-           else {}),
+        **({"candidates_within_one_source_left_out": within} if link and blocking == "lsh" else {}),
         "fraction_of_comparisons": len(left) / (n * (n - 1) / 2) if n > 1 else 0.0,
         "duplicate_pairs": int(keep.sum()),
-        "clusters": int((sizes >= 2).sum()), "offers_in_clusters": int(in_cluster.sum()),
+        "clusters": int((sizes >= 2).sum()),
+        "offers_in_clusters": int(in_cluster.sum()),
         "largest_cluster": int(sizes.max()) if len(sizes) else 0,
         "matcher": "model:" + os.fspath(model) if model else "unsupervised",
         "threshold": thr.main,
-        **({"threshold_one_sided": thr.one_sided_shown} if thr.one_sided is not None
-           else {}),
+        **({"threshold_one_sided": thr.one_sided_shown} if thr.one_sided is not None else {}),
         "pairs_by_threshold": pairs_by_threshold(scores),
         "shops_listing_products_more_than_once": sorted(set(offers.shops) - once),
-        "blocking": ({"method": "tokens", **block_stats.to_dict()} if block_stats is not None
-                     else {"method": "lsh", "num_perm": num_perm, "bands": bands, "rows": rows,
-                           "max_df": max_df}),
-        "brand": {"learned_vocabulary": len(set(d.brands))}, "main_unit": d.main_unit,
+        "blocking": (
+            {"method": "tokens", **block_stats.to_dict()}
+            if block_stats is not None
+            else {
+                "method": "lsh",
+                "num_perm": num_perm,
+                "bands": bands,
+                "rows": rows,
+                "max_df": max_df,
+            }
+        ),
+        "brand": {"learned_vocabulary": len(set(d.brands))},
+        "main_unit": d.main_unit,
         "seconds": round(time.perf_counter() - t0, 3),
         "outputs": {k: str(out / k) for k in ("pairs.jsonl", "clusters.csv", "summary.json")},
         **({"quality": quality} if quality is not None else {}),
@@ -230,24 +275,33 @@ def dedup_offers(offers: Offers, outdir: str | os.PathLike, *, model: str | None
     return summary
 
 
-def _blocking(left: np.ndarray, right: np.ndarray, truth: Truth | None, offers: Offers,
-              link: bool) -> dict | None:
+def _blocking(
+    left: np.ndarray, right: np.ndarray, truth: Truth | None, offers: Offers, link: bool
+) -> dict | None:
     """The candidates' quality on the known truth (``None`` without a truth)."""
     if truth is None:
         return None
     from .truth import candidate_quality_known, check_truth
 
     check_truth(truth, offers)
-    return candidate_quality_known(left, right, truth, len(offers), sources=offers.shops,
-                                   cross_source=link)
+    return candidate_quality_known(
+        left, right, truth, len(offers), sources=offers.shops, cross_source=link
+    )
 
 
 #: :func:`_quality`: clusters whose pairs number more than this are not scored
 MAX_CLUSTER_PAIRS = 5_000_000
 
 
-def _quality(pl: np.ndarray, pr: np.ndarray, truth: Truth | None, offers: Offers, link: bool,
-             blocking: dict | None, labels: np.ndarray | None = None) -> dict | None:
+def _quality(
+    pl: np.ndarray,
+    pr: np.ndarray,
+    truth: Truth | None,
+    offers: Offers,
+    link: bool,
+    blocking: dict | None,
+    labels: np.ndarray | None = None,
+) -> dict | None:
     """The summary's ``quality`` block: the kept pairs scored on known pairs only (across
     shops only with ``link``), the pairs the clusters imply (every two offers of one cluster)
     scored the same way, the candidates' blocking quality, and the truth's counts."""
@@ -256,14 +310,19 @@ def _quality(pl: np.ndarray, pr: np.ndarray, truth: Truth | None, offers: Offers
     from .truth import score_pairs
 
     pairs = score_pairs(pl, pr, truth, sources=offers.shops, cross_source=link)
-    out = {"pairs": pairs, "blocking": blocking, "truth": truth.summary(),
-           "scope": "pairs across shops" if link else "all pairs"}
+    out = {
+        "pairs": pairs,
+        "blocking": blocking,
+        "truth": truth.summary(),
+        "scope": "pairs across shops" if link else "all pairs",
+    }
     if labels is not None:
         cl, cr = _cluster_pairs(labels)
-        out["clusters"] = (score_pairs(cl, cr, truth, sources=offers.shops, cross_source=link)
-                           if cl is not None else
-                           {"not_scored": f"the clusters imply more than "
-                                          f"{MAX_CLUSTER_PAIRS:,} pairs"})
+        out["clusters"] = (
+            score_pairs(cl, cr, truth, sources=offers.shops, cross_source=link)
+            if cl is not None
+            else {"not_scored": f"the clusters imply more than {MAX_CLUSTER_PAIRS:,} pairs"}
+        )
     return out
 
 
@@ -277,7 +336,7 @@ def _cluster_pairs(labels: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | 
     starts = np.r_[0, np.cumsum(sizes)]
     left, right = [], []
     for c in np.flatnonzero(sizes >= 2).tolist():
-        members = order[starts[c]:starts[c + 1]]
+        members = order[starts[c] : starts[c + 1]]
         i, j = np.triu_indices(len(members), 1)
         left.append(members[i])
         right.append(members[j])
@@ -286,9 +345,14 @@ def _cluster_pairs(labels: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | 
     return np.concatenate(left), np.concatenate(right)
 
 
-def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.PathLike,
-                    cfg: StudyConfig | None = None, save_model_to: str | None = None,
-                    progress=None) -> dict:
+def evaluate_offers(
+    offers: Offers,
+    labels: list[str] | Truth,
+    outdir: str | os.PathLike,
+    cfg: StudyConfig | None = None,
+    save_model_to: str | None = None,
+    progress=None,
+) -> dict:
     """Run the bootstrap study, write its report into ``outdir``, and return a summary.
     ``labels``: one per offer, or a :class:`.truth.Truth` (possibly partial: only known pairs
     are fitted on and scored). ``save_model_to``: also fit the matcher on all candidates of
@@ -307,26 +371,35 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
     check_truth(truth, offers)
     out = prepare_outdir(outdir)
     res = run_study(offers, truth, cfg, progress=progress)
-    paths = write_report(res, out, title="neardup products eval",
-                         published=offers.formats == {"tv"})
-    summary = {"offers": len(offers), "skipped": offers.skipped.to_dict(),
-               "unused_fields": dict(sorted(offers.unused_fields.items())),
-               "true_pairs": res.n_true_pairs, "config": {k: v for k, v in asdict(cfg).items()
-                                                          if k != "units"},
-               "summary": res.summary, "seconds": round(res.seconds, 2), "outputs": paths,
-               "bandings_left_out": [f"{b}x{r}" for b, r in sorted(res.skipped_bandings,
-                                                                    key=lambda br: br[1])]}
+    paths = write_report(
+        res, out, title="neardup products eval", published=offers.formats == {"tv"}
+    )
+    summary = {
+        "offers": len(offers),
+        "skipped": offers.skipped.to_dict(),
+        "unused_fields": dict(sorted(offers.unused_fields.items())),
+        "true_pairs": res.n_true_pairs,
+        "config": {k: v for k, v in asdict(cfg).items() if k != "units"},
+        "summary": res.summary,
+        "seconds": round(res.seconds, 2),
+        "outputs": paths,
+        "bandings_left_out": [
+            f"{b}x{r}" for b, r in sorted(res.skipped_bandings, key=lambda br: br[1])
+        ],
+    }
     if isinstance(labels, Truth):
         summary["truth"] = truth.summary()
     if save_model_to:
         d = describe(offers, cfg.units)
         if cfg.blocking == "tokens":
-            left, right, _, _ = token_blocking(offers, per_offer=cfg.per_offer, link=cfg.link,
-                                               units=cfg.units)
+            left, right, _, _ = token_blocking(
+                offers, per_offer=cfg.per_offer, link=cfg.link, units=cfg.units
+            )
         else:
             sets = model_word_sets(offers, cfg.units, brands=d.brands, max_df=cfg.max_df)
-            left, right = lsh_candidates(sets, cfg.bands, cfg.rows, num_perm=cfg.num_perm,
-                                         seed=cfg.seed + 1)
+            left, right = lsh_candidates(
+                sets, cfg.bands, cfg.rows, num_perm=cfg.num_perm, seed=cfg.seed + 1
+            )
         x = pair_features(d, left, right)
         known = truth.is_known(left, right)  # fitted and tuned on the pairs of known truth
         y = truth.is_match(left, right)[known]
@@ -341,7 +414,10 @@ def evaluate_offers(offers: Offers, labels: list[str] | Truth, outdir: str | os.
             total = int(across_sources(*truth.positives(), offers.shops).sum())
         thr = tune_thresholds(oof, y, total, x[known])
         save_model(model, thr, save_model_to)
-        summary["model"] = {"path": save_model_to, "threshold": thr.main,
-                            "threshold_one_sided": thr.one_sided_shown}
+        summary["model"] = {
+            "path": save_model_to,
+            "threshold": thr.main,
+            "threshold_one_sided": thr.one_sided_shown,
+        }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     return summary

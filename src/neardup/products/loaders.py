@@ -60,19 +60,23 @@ FORMATS = ("auto", "json", "jsonl", "csv", "tv", "pages")
 #: field roles beyond id, title, description and shop -> the attribute name an offer's value
 #: is read as (names the matcher recognises: a ``brand`` attribute is the offer's brand, an
 #: attribute whose name holds ``model`` states its model number)
-ROLE_ATTRIBUTES = {"brand": "brand", "model": "model number", "price": "price",
-                   "category": "category"}
+ROLE_ATTRIBUTES = {
+    "brand": "brand",
+    "model": "model number",
+    "price": "price",
+    "category": "category",
+}
 
 
 def _check_roles(roles: Mapping[str, str] | None) -> dict[str, str]:
     out = {}
     for role, name in (roles or {}).items():
         if role not in ROLE_ATTRIBUTES:
-            raise ConfigError(f"unknown field role {role!r}: expected one of "
-                              f"{', '.join(ROLE_ATTRIBUTES)}")
+            raise ConfigError(
+                f"unknown field role {role!r}: expected one of {', '.join(ROLE_ATTRIBUTES)}"
+            )
         if not isinstance(name, str) or not name:
-            raise ConfigError(f"the field of role {role!r} must be a non-empty name, not "
-                              f"{name!r}")
+            raise ConfigError(f"the field of role {role!r} must be a non-empty name, not {name!r}")
         out[role] = name
     return out
 
@@ -92,8 +96,9 @@ def _read_bytes(path: str) -> bytes:
         if path.lower().endswith(".gz"):
             raw = gzip.decompress(raw)
     except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise InputError(f"cannot read: {getattr(e, 'strerror', None) or e}", path=path,
-                         reason="unreadable") from e
+        raise InputError(
+            f"cannot read: {getattr(e, 'strerror', None) or e}", path=path, reason="unreadable"
+        ) from e
     return raw
 
 
@@ -106,8 +111,12 @@ def _detect(path: str, raw: bytes) -> str:
     if low.endswith(".json"):
         head = raw.lstrip()[:1]
         return "tv" if head == b"{" else "json"
-    raise InputError("cannot tell the format from the file name: use .json, .jsonl, .csv or .tsv "
-                     "(optionally .gz) or pass format=", path=path, reason="unknown_format")
+    raise InputError(
+        "cannot tell the format from the file name: use .json, .jsonl, .csv or .tsv "
+        "(optionally .gz) or pass format=",
+        path=path,
+        reason="unknown_format",
+    )
 
 
 class _Decoder:
@@ -126,9 +135,13 @@ class _Decoder:
         try:
             return raw.decode(self.encoding)
         except UnicodeDecodeError as e:
-            raise InputError(f"undecodable bytes for encoding {self.encoding!r} (try "
-                             "encoding='auto' or 'latin-1')", path=self.path, line=lineno,
-                             reason="undecodable") from e
+            raise InputError(
+                f"undecodable bytes for encoding {self.encoding!r} (try "
+                "encoding='auto' or 'latin-1')",
+                path=self.path,
+                line=lineno,
+                reason="undecodable",
+            ) from e
         except LookupError as e:
             raise ConfigError(f"encoding={self.encoding!r} is not a known codec") from e
 
@@ -140,9 +153,14 @@ def _lines(raw: bytes, dec: _Decoder) -> Iterator[tuple[int, str]]:
 
 def _value(v: object, where: str, path: str, line: int | None, field: str) -> str:
     if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-        raise InputError(f"{where}expected a string or a number, got "
-                         f"{'null' if v is None else type(v).__name__}", path=path, line=line,
-                         field=field, reason="bad_attribute_value")
+        raise InputError(
+            f"{where}expected a string or a number, got "
+            f"{'null' if v is None else type(v).__name__}",
+            path=path,
+            line=line,
+            field=field,
+            reason="bad_attribute_value",
+        )
     return v if isinstance(v, str) else repr(v)
 
 
@@ -160,28 +178,43 @@ class _Builder:
             raise err
         self.offers.skipped.add(err)
 
-    def add(self, rec: Mapping, path: str, line: int | None, where: str, attrs_from=None
-            ) -> None:
+    def add(self, rec: Mapping, path: str, line: int | None, where: str, attrs_from=None) -> None:
         a = self.a
         loc = f"{path}:{line}" if line is not None else f"{path}:{where}"
         pre = "" if line is not None else f"{where}: "
         try:
             if not isinstance(rec, Mapping):
-                raise InputError(f"{pre}expected an object, got {type(rec).__name__}",
-                                 path=path, line=line, reason="not_object")
+                raise InputError(
+                    f"{pre}expected an object, got {type(rec).__name__}",
+                    path=path,
+                    line=line,
+                    reason="not_object",
+                )
             title = rec.get(a["title_field"])
             if not isinstance(title, str) or not title.strip():
-                got = "missing" if title is None else (
-                    "empty" if isinstance(title, str) else f"a {type(title).__name__}")
-                raise InputError(f"{pre}expected a non-empty string, got {got}", path=path,
-                                 line=line, field=a["title_field"], reason="bad_title")
+                got = (
+                    "missing"
+                    if title is None
+                    else ("empty" if isinstance(title, str) else f"a {type(title).__name__}")
+                )
+                raise InputError(
+                    f"{pre}expected a non-empty string, got {got}",
+                    path=path,
+                    line=line,
+                    field=a["title_field"],
+                    reason="bad_title",
+                )
             rid = rec.get(a["id_field"])
             if rid is None or rid == "":
                 rid = f"{_stem(path)}:{line if line is not None else where}"
             elif isinstance(rid, bool) or not isinstance(rid, (str, int)):
-                raise InputError(f"{pre}expected a string or an integer, got "
-                                 f"{type(rid).__name__}", path=path, line=line,
-                                 field=a["id_field"], reason="bad_id")
+                raise InputError(
+                    f"{pre}expected a string or an integer, got {type(rid).__name__}",
+                    path=path,
+                    line=line,
+                    field=a["id_field"],
+                    reason="bad_id",
+                )
             rid = str(rid)
             if a["qualify_ids"]:
                 rid = f"{_stem(path)}/{rid}"
@@ -191,8 +224,11 @@ class _Builder:
             shop = _value(shop, pre, path, line, a["shop_field"])
             desc = rec.get(a["description_field"])
             desc = "" if desc is None else _value(desc, pre, path, line, a["description_field"])
-            attrs = attrs_from(rec) if attrs_from is not None else self._json_attrs(
-                rec, pre, path, line)
+            attrs = (
+                attrs_from(rec)
+                if attrs_from is not None
+                else self._json_attrs(rec, pre, path, line)
+            )
             for role, name in a["roles"].items():
                 # a field given a role: its value under the role's attribute name, which the
                 # matcher reads (a brand, a model number), wherever the record holds it
@@ -204,14 +240,28 @@ class _Builder:
             if a["truth_field"] is not None:
                 label = rec.get(a["truth_field"])
                 if label is None or label == "":
-                    raise InputError(f"{pre}the truth is missing", path=path, line=line,
-                                     field=a["truth_field"], reason="missing_truth")
+                    raise InputError(
+                        f"{pre}the truth is missing",
+                        path=path,
+                        line=line,
+                        field=a["truth_field"],
+                        reason="missing_truth",
+                    )
                 label = _value(label, pre, path, line, a["truth_field"])
             if rid in self.seen:
-                hint = "" if a["qualify_ids"] else " (pass qualify_ids=True / --qualify-ids " \
+                hint = (
+                    ""
+                    if a["qualify_ids"]
+                    else " (pass qualify_ids=True / --qualify-ids "
                     "to prefix ids with their file's name)"
-                raise InputError(f"{pre}id {rid!r} repeats {self.seen[rid]}{hint}", path=path,
-                                 line=line, field=a["id_field"], reason="duplicate_id")
+                )
+                raise InputError(
+                    f"{pre}id {rid!r} repeats {self.seen[rid]}{hint}",
+                    path=path,
+                    line=line,
+                    field=a["id_field"],
+                    reason="duplicate_id",
+                )
         except InputError as err:
             self.fail_or_skip(err)
             return
@@ -233,25 +283,43 @@ class _Builder:
         if m is None:
             return self._flat_attrs(rec)
         a = self.a
-        used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
-                a["truth_field"], field, *a["roles"].values()}
+        used = {
+            a["id_field"],
+            a["title_field"],
+            a["description_field"],
+            a["shop_field"],
+            a["truth_field"],
+            field,
+            *a["roles"].values(),
+        }
         unused = self.offers.unused_fields
         for k in rec:
             if k not in used:
                 unused[str(k)] = unused.get(str(k), 0) + 1
         if not isinstance(m, Mapping):
-            raise InputError(f"{pre}expected an object, got {type(m).__name__}", path=path,
-                             line=line, field=field, reason="bad_attributes")
+            raise InputError(
+                f"{pre}expected an object, got {type(m).__name__}",
+                path=path,
+                line=line,
+                field=field,
+                reason="bad_attributes",
+            )
         truth = self.a["truth_field"]
-        return {str(k): _value(v, pre, path, line, f"{field}.{k}") for k, v in m.items()
-                if k != truth}
+        return {
+            str(k): _value(v, pre, path, line, f"{field}.{k}") for k, v in m.items() if k != truth
+        }
 
     def _flat_attrs(self, rec: Mapping, all_fields: bool = False) -> dict:
         """The other top-level fields of a flat record (module docstring); with
         ``all_fields`` a field named like ``attributes_field`` is one of them too (pages)."""
         a = self.a
-        used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
-                a["truth_field"]} | (set() if all_fields else {a["attributes_field"]})
+        used = {
+            a["id_field"],
+            a["title_field"],
+            a["description_field"],
+            a["shop_field"],
+            a["truth_field"],
+        } | (set() if all_fields else {a["attributes_field"]})
         out = {}
         for k, v in rec.items():
             if k in used:
@@ -278,14 +346,23 @@ def _flat_value(v: object) -> str | None:
     return None
 
 
-def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, format: str = "auto",
-                id_field: str = "id", title_field: str = "title",
-                description_field: str = "description", shop_field: str = "shop",
-                attributes_field: str = "attributes",
-                attribute_columns: Sequence[str] | None = None, truth_field: str | None = None,
-                encoding: str = "auto", on_error: str = "fail", qualify_ids: bool = False,
-                sep: str | None = None, roles: Mapping[str, str] | None = None
-                ) -> tuple[Offers, list[str] | None]:
+def load_offers(
+    paths: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    format: str = "auto",
+    id_field: str = "id",
+    title_field: str = "title",
+    description_field: str = "description",
+    shop_field: str = "shop",
+    attributes_field: str = "attributes",
+    attribute_columns: Sequence[str] | None = None,
+    truth_field: str | None = None,
+    encoding: str = "auto",
+    on_error: str = "fail",
+    qualify_ids: bool = False,
+    sep: str | None = None,
+    roles: Mapping[str, str] | None = None,
+) -> tuple[Offers, list[str] | None]:
     """Load offers from one file or several (module docstring). Returns the offers and the
     truth labels (one per offer; ``None`` without ``truth_field``, except for the TV format,
     whose modelIDs are always returned). ``roles``: fields (columns) that hold an offer's
@@ -300,11 +377,18 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
         paths = [paths]
     if not paths:
         raise ConfigError("no input files")
-    a = {"id_field": id_field, "title_field": title_field,
-         "description_field": description_field, "shop_field": shop_field,
-         "attributes_field": attributes_field, "truth_field": truth_field,
-         "on_error": on_error, "qualify_ids": qualify_ids, "sep": sep,
-         "roles": _check_roles(roles)}
+    a = {
+        "id_field": id_field,
+        "title_field": title_field,
+        "description_field": description_field,
+        "shop_field": shop_field,
+        "attributes_field": attributes_field,
+        "truth_field": truth_field,
+        "on_error": on_error,
+        "qualify_ids": qualify_ids,
+        "sep": sep,
+        "roles": _check_roles(roles),
+    }
     offers = Offers()
     if qualify_ids:
         offers.id_prefixes = list(dict.fromkeys(_stem(os.fspath(p)) for p in paths))
@@ -331,8 +415,11 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
                 try:
                     rec = orjson.loads(text)
                 except orjson.JSONDecodeError as e:
-                    b.fail_or_skip(InputError(f"malformed JSON: {e}", path=path, line=i,
-                                              reason="malformed_json"))
+                    b.fail_or_skip(
+                        InputError(
+                            f"malformed JSON: {e}", path=path, line=i, reason="malformed_json"
+                        )
+                    )
                     continue
                 b.add(rec, path, i, f"line {i}")
         elif fmt == "json":
@@ -340,26 +427,37 @@ def load_offers(paths: str | os.PathLike | Sequence[str | os.PathLike], *, forma
             try:
                 data = orjson.loads(text)
             except orjson.JSONDecodeError as e:
-                raise InputError(f"malformed JSON: {e}", path=path,
-                                 line=getattr(e, "lineno", None), reason="malformed_json") from e
+                raise InputError(
+                    f"malformed JSON: {e}",
+                    path=path,
+                    line=getattr(e, "lineno", None),
+                    reason="malformed_json",
+                ) from e
             if not isinstance(data, list):
-                raise InputError(f"expected a list of offers, got {type(data).__name__}",
-                                 path=path, reason="not_list")
+                raise InputError(
+                    f"expected a list of offers, got {type(data).__name__}",
+                    path=path,
+                    reason="not_list",
+                )
             for k, rec in enumerate(data):
                 b.add(rec, path, None, f"record {k}")
         else:
             _add_csv(raw, path, dec, b, attribute_columns)
         offers.decoded_latin1 += dec.latin1
     if len(offers) == 0:
-        raise InputError("no usable offers", path=", ".join(os.fspath(p) for p in paths),
-                         reason="empty")
+        raise InputError(
+            "no usable offers", path=", ".join(os.fspath(p) for p in paths), reason="empty"
+        )
     if truth_field is None and not tv_files:
         return offers, None
     if any(lab is None for lab in labels):
         first = offers.sources[next(i for i, lab in enumerate(labels) if lab is None)]
-        raise InputError(f"no truth for the offer at {first}: the TV format brings its "
-                         "modelIDs, other files need --truth COLUMN", path=first.rsplit(":", 1)[0],
-                         reason="missing_truth")
+        raise InputError(
+            f"no truth for the offer at {first}: the TV format brings its "
+            "modelIDs, other files need --truth COLUMN",
+            path=first.rsplit(":", 1)[0],
+            reason="missing_truth",
+        )
     return offers, [str(lab) for lab in labels]
 
 
@@ -381,14 +479,22 @@ def _pages(path: str) -> Iterator[tuple[str, str, bytes]]:
             try:
                 yield f.parent.name, f.stem, f.read_bytes()
             except OSError as e:
-                raise InputError(f"cannot read: {e.strerror or e}", path=str(f),
-                                 reason="unreadable") from e
+                raise InputError(
+                    f"cannot read: {e.strerror or e}", path=str(f), reason="unreadable"
+                ) from e
         return
     try:
         with tarfile.open(path) as tar:
-            members = sorted((m for m in tar if m.isfile() and m.name.endswith(".json")
-                              and not any(x.startswith(".") for x in m.name.split("/"))),
-                             key=lambda m: m.name)
+            members = sorted(
+                (
+                    m
+                    for m in tar
+                    if m.isfile()
+                    and m.name.endswith(".json")
+                    and not any(x.startswith(".") for x in m.name.split("/"))
+                ),
+                key=lambda m: m.name,
+            )
             for m in members:
                 f = tar.extractfile(m)
                 if f is None:
@@ -396,8 +502,11 @@ def _pages(path: str) -> Iterator[tuple[str, str, bytes]]:
                 parts = m.name.split("/")
                 yield (parts[-2] if len(parts) >= 2 else _stem(path)), parts[-1][:-5], f.read()
     except (OSError, tarfile.TarError, EOFError) as e:
-        raise InputError(f"cannot read the archive: {getattr(e, 'strerror', None) or e}",
-                         path=path, reason="unreadable") from e
+        raise InputError(
+            f"cannot read the archive: {getattr(e, 'strerror', None) or e}",
+            path=path,
+            reason="unreadable",
+        ) from e
 
 
 def _add_pages(path: str, b: _Builder) -> None:
@@ -408,8 +517,9 @@ def _add_pages(path: str, b: _Builder) -> None:
         try:
             rec = orjson.loads(raw)
         except orjson.JSONDecodeError as e:
-            b.fail_or_skip(InputError(f"{where}: malformed JSON: {e}", path=path,
-                                      reason="malformed_json"))
+            b.fail_or_skip(
+                InputError(f"{where}: malformed JSON: {e}", path=path, reason="malformed_json")
+            )
             continue
         if isinstance(rec, dict):
             rec = dict(rec)
@@ -448,9 +558,14 @@ def _add_tv(path: str, encoding: str, b: _Builder) -> None:
     for k in range(len(tv)):
         rid = f"{_stem(path)}/{tv.ids[k]}" if b.a["qualify_ids"] else tv.ids[k]
         if rid in b.seen:
-            b.fail_or_skip(InputError(f"id {rid!r} ({tv.sources[k]}) repeats {b.seen[rid]} "
-                                      "(pass qualify_ids=True / --qualify-ids)", path=path,
-                                      reason="duplicate_id"))
+            b.fail_or_skip(
+                InputError(
+                    f"id {rid!r} ({tv.sources[k]}) repeats {b.seen[rid]} "
+                    "(pass qualify_ids=True / --qualify-ids)",
+                    path=path,
+                    reason="duplicate_id",
+                )
+            )
             continue
         b.seen[rid] = tv.sources[k]
         o.ids.append(rid)
@@ -465,8 +580,9 @@ def _add_tv(path: str, encoding: str, b: _Builder) -> None:
     o.skipped.examples.extend(tv.skipped.examples[: max(0, 10 - len(o.skipped.examples))])
 
 
-def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
-             attribute_columns: Sequence[str] | None) -> None:
+def _add_csv(
+    raw: bytes, path: str, dec: _Decoder, b: _Builder, attribute_columns: Sequence[str] | None
+) -> None:
     a = b.a
     text = "\n".join(t for _, t in _lines(raw, dec))
     sep = a["sep"] or _sniff_sep(text, path)
@@ -478,55 +594,89 @@ def _add_csv(raw: bytes, path: str, dec: _Decoder, b: _Builder,
     except csv.Error as e:
         raise InputError(f"malformed CSV: {e}", path=path, line=1, reason="malformed_csv") from e
     if a["title_field"] not in header:
-        raise InputError(f"no column {a['title_field']!r} (columns: {', '.join(header)}; "
-                         f"read with the separator {sep!r}: give another with sep= / --sep)",
-                         path=path, line=1, reason="no_title_column")
-    used = {a["id_field"], a["title_field"], a["description_field"], a["shop_field"],
-            a["truth_field"], *a["roles"].values()}
+        raise InputError(
+            f"no column {a['title_field']!r} (columns: {', '.join(header)}; "
+            f"read with the separator {sep!r}: give another with sep= / --sep)",
+            path=path,
+            line=1,
+            reason="no_title_column",
+        )
+    used = {
+        a["id_field"],
+        a["title_field"],
+        a["description_field"],
+        a["shop_field"],
+        a["truth_field"],
+        *a["roles"].values(),
+    }
     if attribute_columns is not None:
         missing = [c for c in attribute_columns if c not in header]
         if missing:
-            raise InputError(f"no column(s) {', '.join(map(repr, missing))}", path=path, line=1,
-                             reason="no_attribute_column")
+            raise InputError(
+                f"no column(s) {', '.join(map(repr, missing))}",
+                path=path,
+                line=1,
+                reason="no_attribute_column",
+            )
         acols = [c for c in attribute_columns if c != a["truth_field"]]
     else:
         acols = [c for c in header if c not in used]
     left_out = [c for c in header if c not in used and c not in acols]
     missing = [f"{name!r} ({role})" for role, name in a["roles"].items() if name not in header]
     if missing:
-        raise InputError(f"no column {', '.join(missing)} (columns: {', '.join(header)})",
-                         path=path, line=1, reason="no_role_column")
+        raise InputError(
+            f"no column {', '.join(missing)} (columns: {', '.join(header)})",
+            path=path,
+            line=1,
+            reason="no_role_column",
+        )
     while True:
         try:
             row = next(rows)
         except StopIteration:
             break
         except csv.Error as e:
-            b.fail_or_skip(InputError(f"malformed CSV: {e}", path=path, line=rows.line_num,
-                                      reason="malformed_csv"))
+            b.fail_or_skip(
+                InputError(
+                    f"malformed CSV: {e}", path=path, line=rows.line_num, reason="malformed_csv"
+                )
+            )
             continue
         line = rows.line_num
         if not row or row == [""]:
             continue
         if len(row) != len(header):
-            b.fail_or_skip(InputError(f"{len(row)} fields where the header has {len(header)}",
-                                      path=path, line=line, reason="bad_row"))
+            b.fail_or_skip(
+                InputError(
+                    f"{len(row)} fields where the header has {len(header)}",
+                    path=path,
+                    line=line,
+                    reason="bad_row",
+                )
+            )
             continue
         rec = dict(zip(header, row))
         for c in left_out:
             if rec.get(c, "") != "":
                 b.offers.unused_fields[c] = b.offers.unused_fields.get(c, 0) + 1
-        b.add(rec, path, line, f"row {line}",
-              attrs_from=lambda r: {c: r[c] for c in acols if r.get(c, "") != ""})
+        b.add(
+            rec,
+            path,
+            line,
+            f"row {line}",
+            attrs_from=lambda r: {c: r[c] for c in acols if r.get(c, "") != ""},
+        )
 
 
 SEPARATORS = (",", ";", "\t", "|", "#")
 
 
 def _check_sep(sep: str | None) -> None:
-    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in "\"\r\n"):
-        raise ConfigError(f"sep={sep!r} is invalid: one character (such as ',', ';', '|', "
-                          "'#' or a TAB), not a quote or a line break")
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n'):
+        raise ConfigError(
+            f"sep={sep!r} is invalid: one character (such as ',', ';', '|', "
+            "'#' or a TAB), not a quote or a line break"
+        )
 
 
 def _sniff_sep(text: str, path: str) -> str:
@@ -546,9 +696,9 @@ def _sniff_sep(text: str, path: str) -> str:
     return best if counts[best] else ","
 
 
-def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail",
-                     sep: str | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+def load_truth_pairs(
+    path: str | os.PathLike, offers: Offers, *, on_error: str = "fail", sep: str | None = None
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Matching id pairs from a CSV file (two columns; a first row in which neither value is a
     known id is a header) or JSONL (``{"a": id, "b": id}`` objects or two-element lists).
 
@@ -572,13 +722,21 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
             elif isinstance(rec, list) and len(rec) == 2:
                 pairs.append((line, rec[0], rec[1]))
             else:
-                raise InputError('expected {"a": id, "b": id} or [id, id]', path=name,
-                                 line=line, reason="bad_pair")
+                raise InputError(
+                    'expected {"a": id, "b": id} or [id, id]',
+                    path=name,
+                    line=line,
+                    reason="bad_pair",
+                )
             continue
         if len(cells) != 2:
-            raise InputError(f"expected two ids, got {len(cells)} fields (read with the "
-                             f"separator {delim!r}: give another with sep= / --sep)",
-                             path=name, line=line, reason="bad_pair")
+            raise InputError(
+                f"expected two ids, got {len(cells)} fields (read with the "
+                f"separator {delim!r}: give another with sep= / --sep)",
+                path=name,
+                line=line,
+                reason="bad_pair",
+            )
         if k == 0 and cells[0] not in row_of and cells[1] not in row_of:
             continue  # a header row: neither value is a known id
         pairs.append((line, cells[0], cells[1]))
@@ -590,9 +748,13 @@ def load_truth_pairs(path: str | os.PathLike, offers: Offers, *, on_error: str =
             r = row_of.get(str(v))
             if r is None:
                 if on_error == "fail":
-                    raise InputError(f"unknown id {str(v)!r} (not among the {len(offers):,} "
-                                     f"offers loaded){_qualified_hint(str(v), offers.ids)}",
-                                     path=name, line=line, reason="unknown_id")
+                    raise InputError(
+                        f"unknown id {str(v)!r} (not among the {len(offers):,} "
+                        f"offers loaded){_qualified_hint(str(v), offers.ids)}",
+                        path=name,
+                        line=line,
+                        reason="unknown_id",
+                    )
                 break
             got.append(r)
         if len(got) < 2:
@@ -619,8 +781,10 @@ def _qualified_hint(v: str, ids: Iterable[str]) -> str:
     like = sorted(i for i in ids if i.endswith("/" + v))[:3]
     if not like:
         return ""
-    return (f"; the offers' ids carry their file's name (--qualify-ids): write it as FILE/ID, "
-            f"such as {' or '.join(map(repr, like))}")
+    return (
+        f"; the offers' ids carry their file's name (--qualify-ids): write it as FILE/ID, "
+        f"such as {' or '.join(map(repr, like))}"
+    )
 
 
 def labels_from_pairs(n: int, left: np.ndarray, right: np.ndarray) -> list[str]:

@@ -85,11 +85,38 @@ from .candidates import brands_of, main_unit, offer_brands
 from .modelwords import UnitMap, clean_text, model_ids, title_model_words
 from .offers import Offers
 
-FEATURES = ("id_share", "id_prefix", "id_conflict", "id_one", "brand", "size", "unit1", "unit2",
-            "unit3", "units_agree", "units_conflict", "same_shop", "title_jac", "mw_jac",
-            "num_match", "num_rare", "num_idf", "value_jac", "seed_jac", "title_idf",
-            "value_idf", "desc_jac", "title_cos", "char_jac", "price_ratio", "num_shared",
-            "num_long", "num_unmatched", "id_written", "num_idf_sum")
+FEATURES = (
+    "id_share",
+    "id_prefix",
+    "id_conflict",
+    "id_one",
+    "brand",
+    "size",
+    "unit1",
+    "unit2",
+    "unit3",
+    "units_agree",
+    "units_conflict",
+    "same_shop",
+    "title_jac",
+    "mw_jac",
+    "num_match",
+    "num_rare",
+    "num_idf",
+    "value_jac",
+    "seed_jac",
+    "title_idf",
+    "value_idf",
+    "desc_jac",
+    "title_cos",
+    "char_jac",
+    "price_ratio",
+    "num_shared",
+    "num_long",
+    "num_unmatched",
+    "id_written",
+    "num_idf_sum",
+)
 
 _MEASURE = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")
 _FRACTION = re.compile(r"(\d+)[- ](\d+)/(\d+)")
@@ -188,8 +215,9 @@ class OfferDescriptions:
         return len(self.shops)
 
 
-def offer_parts(offers: Offers, units: UnitMap | None = None,
-                model_keys: Sequence[str] = ("model",)) -> dict[str, list]:
+def offer_parts(
+    offers: Offers, units: UnitMap | None = None, model_keys: Sequence[str] = ("model",)
+) -> dict[str, list]:
     """What :func:`describe` reads of each offer on its own, whatever catalogue it is in:
     ``{name: list with one entry per offer}``. A study describes many parts of one catalogue:
     it makes these once and passes each part's rows of them to :func:`describe`
@@ -215,16 +243,22 @@ def offer_parts(offers: Offers, units: UnitMap | None = None,
     number_lists = [attribute_numbers(a).tolist() for a in offers.attributes]
     descs = offers.descriptions if len(offers.descriptions) == len(offers) else []
     return {
-        "words": words, "ids": ids, "measures": [_measures(w) for w in words],
+        "words": words,
+        "ids": ids,
+        "measures": [_measures(w) for w in words],
         "tokens": [set(clean_text(t, units).split(" ")) for t in offers.titles],
-        "values": values, "kv": kv, "number_lists": number_lists,
+        "values": values,
+        "kv": kv,
+        "number_lists": number_lists,
         "number_keys": [[_number_key(x) for x in v] for v in number_lists],
-        "desc": ([set(clean_text(t, units).split(" ")) - {""} for t in descs]
-                 or [set()] * len(offers)),
+        "desc": (
+            [set(clean_text(t, units).split(" ")) - {""} for t in descs] or [set()] * len(offers)
+        ),
         "block": offer_tokens(offers, units),
         "grams": [_grams(t, units) for t in offers.titles],
         "prices": [_price(a) for a in offers.attributes],
-        "written": written, "spelled": spelled,
+        "written": written,
+        "spelled": spelled,
     }
 
 
@@ -260,7 +294,7 @@ def spellings(texts: Sequence[str]) -> frozenset[str]:
                 continue
             run = w
             out.add(run)
-            for tail in words[i + 1:i + SPELL_RUN]:
+            for tail in words[i + 1 : i + SPELL_RUN]:
                 if len(tail) > SPELL_TAIL:
                     break
                 run += tail
@@ -283,9 +317,13 @@ def select_parts(parts: dict[str, list], rows) -> dict[str, list]:
     return {k: [v[i] for i in rows] if isinstance(v, list) else v for k, v in parts.items()}
 
 
-def describe(offers: Offers, units: UnitMap | None = None,
-             brand_vocab: frozenset[str] | None = None, model_keys: Sequence[str] = ("model",),
-             parts: dict[str, list] | None = None) -> OfferDescriptions:
+def describe(
+    offers: Offers,
+    units: UnitMap | None = None,
+    brand_vocab: frozenset[str] | None = None,
+    model_keys: Sequence[str] = ("model",),
+    parts: dict[str, list] | None = None,
+) -> OfferDescriptions:
     """Describe every offer once (module docstring). ``brand_vocab``: brands to recognise
     (default: learned from the data, :func:`.candidates.brands_of`).
     ``model_keys``: attributes whose name contains one of these (case-insensitive) may state
@@ -299,8 +337,12 @@ def describe(offers: Offers, units: UnitMap | None = None,
     ids = spelled_ids(parts["ids"], parts["spelled"])
     values, kv, number_lists = parts["values"], parts["kv"], parts["number_lists"]
     number_keys, desc, block = parts["number_keys"], parts["desc"], parts["block"]
-    brands = same_brands(brands_of(offers, units) if brand_vocab is None
-                         else offer_brands(offers, brand_vocab, units), ids)
+    brands = same_brands(
+        brands_of(offers, units)
+        if brand_vocab is None
+        else offer_brands(offers, brand_vocab, units),
+        ids,
+    )
     unit = main_unit(offers, units, words)
     freq = Counter(u for m in measures for u in m)
     others = tuple(u for u, _ in freq.most_common() if u != unit)[:3]
@@ -322,25 +364,45 @@ def describe(offers: Offers, units: UnitMap | None = None,
     token_idf = {t: idf(c) for t, c in Counter(t for s in tokens for t in s).items()}
     value_idf = {t: idf(c) for t, c in Counter(t for s in values for t in s).items()}
     bweight = {t: _exact(v) for t, v in squared_token_weights(block).items()}
-    d = OfferDescriptions(list(offers.shops), words, ids, brands, tokens, measures, numbers,
-                          values, kv, unit, others, dict(number_df), token_idf, value_idf,
-                          desc, number_lists, number_idf, number_rare, number_near_idf,
-                          [sum(v) for v in number_idf],
-                          [sum(token_idf[t] for t in s) for s in tokens],
-                          [sum(value_idf[t] for t in s) for s in values],
-                          parts["seed_sets"] if "seed_sets" in parts
-                          else _seed_sets(tokens, kv),
-                          block, bweight,
-                          [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
-                          parts["grams"], parts["prices"], parts["written"],
-                          _joined_index(parts["coded"]) if "coded" in parts else None)
+    d = OfferDescriptions(
+        list(offers.shops),
+        words,
+        ids,
+        brands,
+        tokens,
+        measures,
+        numbers,
+        values,
+        kv,
+        unit,
+        others,
+        dict(number_df),
+        token_idf,
+        value_idf,
+        desc,
+        number_lists,
+        number_idf,
+        number_rare,
+        number_near_idf,
+        [sum(v) for v in number_idf],
+        [sum(token_idf[t] for t in s) for s in tokens],
+        [sum(value_idf[t] for t in s) for s in values],
+        parts["seed_sets"] if "seed_sets" in parts else _seed_sets(tokens, kv),
+        block,
+        bweight,
+        [float(np.sqrt(sum(bweight[t] for t in toks))) for toks in block],
+        parts["grams"],
+        parts["prices"],
+        parts["written"],
+        _joined_index(parts["coded"]) if "coded" in parts else None,
+    )
     if "kernel" in parts:
         d._arrays = _kernel_arrays(d, parts["kernel"], parts["kernel_vocab"])
     return d
 
 
 #: :func:`_exact`: weights are whole multiples of ``1 / WEIGHT_QUANTUM``
-WEIGHT_QUANTUM = 2.0 ** 32
+WEIGHT_QUANTUM = 2.0**32
 
 
 def _exact(w: float) -> float:
@@ -366,7 +428,7 @@ def _near_idf(number_lists: list[list[float]], n: int) -> list[list[float]]:
     idf = np.log(n / np.clip(c, 1, n)).tolist()
     out, k = [], 0
     for v in number_lists:
-        out.append(idf[k:k + len(v)])
+        out.append(idf[k : k + len(v)])
         k += len(v)
     return out
 
@@ -378,7 +440,7 @@ def _seed_sets(tokens: list[set[str]], kv: list[set[str]]) -> list[set[str]]:
 def _grams(title: str, units: UnitMap | None, k: int = 3) -> set[str]:
     """The character ``k``-grams of a title, cleaned, its words run together."""
     t = clean_text(title, units).replace(" ", "")
-    return {t[i:i + k] for i in range(len(t) - k + 1)}
+    return {t[i : i + k] for i in range(len(t) - k + 1)}
 
 
 def _price(attrs: dict[str, str]) -> float:
@@ -430,7 +492,7 @@ def same_brands(brands: Sequence[str], ids: Sequence[set[str]]) -> list[str]:
     for i, w in enumerate(words):  # sorted: the words that begin with w follow it
         if len(w) < BRAND_PREFIX:
             continue
-        for v in words[i + 1:]:
+        for v in words[i + 1 :]:
             if not v.startswith(w):
                 break
             union(w, v)
@@ -444,7 +506,7 @@ def same_brands(brands: Sequence[str], ids: Sequence[set[str]]) -> list[str]:
         if 1 < len(group) <= BRAND_ID_SPREAD:
             g = sorted(group)
             for i, a in enumerate(g):
-                for b in g[i + 1:]:
+                for b in g[i + 1 :]:
                     shared[a, b] += 1
     for (a, b), c in shared.items():
         if c >= BRAND_SHARED_IDS:
@@ -466,8 +528,9 @@ def _number_key(x: float) -> int:
     return int(x)  # 30.38 and 30.3 (one shop rounds, the other truncates) count as one
 
 
-def _number_evidence(d: OfferDescriptions, a: int, b: int
-                     ) -> tuple[float, float, float, float, float, float, float]:
+def _number_evidence(
+    d: OfferDescriptions, a: int, b: int
+) -> tuple[float, float, float, float, float, float, float]:
     """``num_match``, ``num_rare`` (matched numbers that at most ``max(2, n/200)`` offers
     state), ``num_idf`` (IDF-weighted share of the shorter side's numbers matched),
     ``num_shared``, ``num_long``, ``num_unmatched`` and ``num_idf_sum`` (module docstring)."""
@@ -489,9 +552,15 @@ def _number_evidence(d: OfferDescriptions, a: int, b: int
     idf, rare = d.number_idf[a], d.number_rare[a]
     total = d.number_idf_total[a]
     h = len(hit)
-    return (h / len(na), float(sum(rare[k] for k in hit)),
-            sum(idf[k] for k in hit) / total if total > 0 else 0.0,
-            float(h), h / m, float(len(na) - h), sum(d.number_near_idf[a][k] for k in hit))
+    return (
+        h / len(na),
+        float(sum(rare[k] for k in hit)),
+        sum(idf[k] for k in hit) / total if total > 0 else 0.0,
+        float(h),
+        h / m,
+        float(len(na) - h),
+        sum(d.number_near_idf[a][k] for k in hit),
+    )
 
 
 def id_relation(a: set[str], b: set[str]) -> str:
@@ -499,8 +568,9 @@ def id_relation(a: set[str], b: set[str]) -> str:
     if a and b:
         if a & b:
             return "share"
-        if any(x.startswith(y) or y.startswith(x) for x in a for y in b
-               if min(len(x), len(y)) >= 6):
+        if any(
+            x.startswith(y) or y.startswith(x) for x in a for y in b if min(len(x), len(y)) >= 6
+        ):
             return "prefix"
         return "conflict"
     return "one" if a or b else "none"
@@ -508,8 +578,12 @@ def id_relation(a: set[str], b: set[str]) -> str:
 
 #: the plain Jaccard features computed by the compiled overlap kernel, and the description
 #: field each one reads
-_INDEXED = {"mw_jac": "words", "seed_jac": "seed_sets", "desc_jac": "desc_tokens",
-            "char_jac": "grams"}
+_INDEXED = {
+    "mw_jac": "words",
+    "seed_jac": "seed_sets",
+    "desc_jac": "desc_tokens",
+    "char_jac": "grams",
+}
 
 
 #: :func:`code_parts`: the entry of :func:`offer_parts` that each :data:`_INDEXED` set comes
@@ -536,10 +610,13 @@ def code_parts(parts: dict[str, list]) -> dict[str, list]:
         kernel[name] = np.split(flat, off[1:-1]) if len(off) > 1 else []
     keys, vocab["units"] = _measure_keys(parts["measures"])
     kernel["measures"] = [np.array(k, np.uint64) for k in keys]
-    return {**parts, "seed_sets": sets["seed_jac"],
-            "coded": [dict(zip(coded, v)) for v in zip(*coded.values())],
-            "kernel": [dict(zip(kernel, v)) for v in zip(*kernel.values())],
-            "kernel_vocab": vocab}
+    return {
+        **parts,
+        "seed_sets": sets["seed_jac"],
+        "coded": [dict(zip(coded, v)) for v in zip(*coded.values())],
+        "kernel": [dict(zip(kernel, v)) for v in zip(*kernel.values())],
+        "kernel_vocab": vocab,
+    }
 
 
 def _joined_index(coded: list[dict[str, np.ndarray]]) -> dict[str, tuple]:
@@ -547,8 +624,7 @@ def _joined_index(coded: list[dict[str, np.ndarray]]) -> dict[str, tuple]:
     return {f: _joined([c[f] for c in coded], np.uint32) for f in _INDEXED}
 
 
-def _code_sets(sets: Sequence[set[str]], vocab: dict[str, int] | None = None
-               ) -> list[list[int]]:
+def _code_sets(sets: Sequence[set[str]], vocab: dict[str, int] | None = None) -> list[list[int]]:
     """Each set as the sorted distinct numbers of its members, numbered by first appearance
     (in ``vocab``, member -> number, when given)."""
     vocab = {} if vocab is None else vocab
@@ -562,8 +638,9 @@ def _set_index(sets: list[set[str]]) -> tuple[np.ndarray, np.ndarray]:
     return flat, off
 
 
-def _indexed_jaccards(d: OfferDescriptions, left: np.ndarray, right: np.ndarray
-                      ) -> dict[str, np.ndarray]:
+def _indexed_jaccards(
+    d: OfferDescriptions, left: np.ndarray, right: np.ndarray
+) -> dict[str, np.ndarray]:
     """The :data:`_INDEXED` features of the pairs, by the compiled kernel (0 for two empty
     sets, as :func:`_jac` has it)."""
     from ..verify import overlap_pairs
@@ -598,15 +675,17 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
         d._arrays = _kernel_arrays(d)
     k = d._arrays
     tol = NUMBER_TOLERANCE + 1e-9
-    parallel(lambda lo, hi: _k.pair_rows(left, right, *k, tol, x, lo, hi), len(left),
-             min_weight=1 << 12)
+    parallel(
+        lambda lo, hi: _k.pair_rows(left, right, *k, tol, x, lo, hi), len(left), min_weight=1 << 12
+    )
     for f, col in _indexed_jaccards(d, left, right).items():
         x[:, FEATURES.index(f)] = col
     return x
 
 
-def _coded(sets: Sequence[set[str]], weight: dict[str, float] | None = None
-           ) -> tuple[np.ndarray, ...]:
+def _coded(
+    sets: Sequence[set[str]], weight: dict[str, float] | None = None
+) -> tuple[np.ndarray, ...]:
     """``(flat, offsets)`` of the sets as sorted codes (:func:`_code_sets`), with the weight of
     each code when ``weight`` is given; the vocabulary (code -> member) last."""
     vocab: dict[str, int] = {}
@@ -620,8 +699,9 @@ def _coded(sets: Sequence[set[str]], weight: dict[str, float] | None = None
     return flat, off, np.array([weight[t] for t in words], np.float64), words
 
 
-def _kernel_arrays(d: OfferDescriptions, coded: list[dict] | None = None,
-                   vocab: dict | None = None) -> tuple:
+def _kernel_arrays(
+    d: OfferDescriptions, coded: list[dict] | None = None, vocab: dict | None = None
+) -> tuple:
     """The arguments of ``pair_rows`` up to ``tol`` that describe the offers of ``d``; with the
     ``"kernel"`` sets and ``"kernel_vocab"`` of :func:`code_parts` (of these offers, in
     order), the word sets are joined rather than coded again."""
@@ -661,23 +741,58 @@ def _kernel_arrays(d: OfferDescriptions, coded: list[dict] | None = None,
     n_rare = np.fromiter(chain.from_iterable(d.number_rare), np.uint8, size)
     n_near = np.fromiter(chain.from_iterable(d.number_near_idf), np.float64, size)
     f64 = np.float64
-    return (t_flat, t_off, t_w, np.asarray(d.token_weight, f64),
-            v_flat, v_off, v_w, np.asarray(d.value_weight, f64),
-            b_flat, b_off, b_w, np.asarray(d.block_norm, f64),
-            i_flat, i_off, i_text, i_start, i_chars, w_flat, w_off,
-            m_flat, m_off, main, special, brand, shop, np.asarray(d.prices, f64),
-            n_val, n_off, n_idf, n_rare, n_near, np.asarray(d.number_idf_total, f64))
+    return (
+        t_flat,
+        t_off,
+        t_w,
+        np.asarray(d.token_weight, f64),
+        v_flat,
+        v_off,
+        v_w,
+        np.asarray(d.value_weight, f64),
+        b_flat,
+        b_off,
+        b_w,
+        np.asarray(d.block_norm, f64),
+        i_flat,
+        i_off,
+        i_text,
+        i_start,
+        i_chars,
+        w_flat,
+        w_off,
+        m_flat,
+        m_off,
+        main,
+        special,
+        brand,
+        shop,
+        np.asarray(d.prices, f64),
+        n_val,
+        n_off,
+        n_idf,
+        n_rare,
+        n_near,
+        np.asarray(d.number_idf_total, f64),
+    )
 
 
-def _measure_keys(measures: Sequence[dict[str, set[str]]]
-                  ) -> tuple[list[list[int]], dict[str, int]]:
+def _measure_keys(
+    measures: Sequence[dict[str, set[str]]],
+) -> tuple[list[list[int]], dict[str, int]]:
     """Each offer's title measures as sorted keys ``unit << 32 | value`` (units and values
     numbered by first appearance), and the units' numbers."""
     unit_code: dict[str, int] = {}
     value_code: dict[str, int] = {}
-    keys = [sorted((unit_code.setdefault(u, len(unit_code)) << 32)
-                   | value_code.setdefault(v, len(value_code))
-                   for u, vals in m.items() for v in vals) for m in measures]
+    keys = [
+        sorted(
+            (unit_code.setdefault(u, len(unit_code)) << 32)
+            | value_code.setdefault(v, len(value_code))
+            for u, vals in m.items()
+            for v in vals
+        )
+        for m in measures
+    ]
     return keys, unit_code
 
 
@@ -700,9 +815,17 @@ def _joined(arrays: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarr
 #: region or a revision) names another product as often as the same one (on the shared
 #: monitor pages 389 of 593 such candidate pairs are two products, on the TV offers 66 of 75),
 #: so only the rest of the evidence may pair them.
-RULE_WEIGHTS = {"id_share": 0.6, "id_conflict": -0.6, "brand": 0.1,
-                "size": 0.1, "units_conflict": -0.15, "same_shop": -0.2, "title_jac": 0.2,
-                "num_idf": 0.3, "value_jac": 0.1}
+RULE_WEIGHTS = {
+    "id_share": 0.6,
+    "id_conflict": -0.6,
+    "brand": 0.1,
+    "size": 0.1,
+    "units_conflict": -0.15,
+    "same_shop": -0.2,
+    "title_jac": 0.2,
+    "num_idf": 0.3,
+    "value_jac": 0.1,
+}
 #: The threshold on :func:`rule_score` used when none is tuned.
 RULE_THRESHOLD = 0.45
 
@@ -741,13 +864,23 @@ class PairModel:
     (all rows below it, as a random forest does by default), so that fitting on the candidates
     of a large catalogue (millions of pairs) costs what fitting on this many does."""
 
-    def __init__(self, n_estimators: int = 300, min_samples_leaf: int = 1,
-                 random_state: int = 0, n_jobs: int = -1, max_tree_samples: int = 20_000):
+    def __init__(
+        self,
+        n_estimators: int = 300,
+        min_samples_leaf: int = 1,
+        random_state: int = 0,
+        n_jobs: int = -1,
+        max_tree_samples: int = 20_000,
+    ):
         from .._extras import require
 
         require("sklearn", "products", "the trained product matcher")
-        self.params = {"n_estimators": n_estimators, "min_samples_leaf": min_samples_leaf,
-                       "random_state": random_state, "n_jobs": n_jobs}
+        self.params = {
+            "n_estimators": n_estimators,
+            "min_samples_leaf": min_samples_leaf,
+            "random_state": random_state,
+            "n_jobs": n_jobs,
+        }
         self.max_tree_samples = max_tree_samples
         self._clf = self._forest(0)
         self.features = FEATURES
@@ -756,14 +889,17 @@ class PairModel:
         from sklearn.ensemble import RandomForestClassifier
 
         big = rows > self.max_tree_samples
-        return RandomForestClassifier(**self.params,
-                                      max_samples=self.max_tree_samples if big else None)
+        return RandomForestClassifier(
+            **self.params, max_samples=self.max_tree_samples if big else None
+        )
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> PairModel:
         y = np.asarray(y, np.bool_)
         if y.all() or not y.any():
-            raise ValueError("fitting needs both duplicate and non-duplicate pairs "
-                             f"(got {int(y.sum())} duplicates among {len(y)} pairs)")
+            raise ValueError(
+                "fitting needs both duplicate and non-duplicate pairs "
+                f"(got {int(y.sum())} duplicates among {len(y)} pairs)"
+            )
         self._clf = self._forest(len(y)).fit(x, y)
         return self
 
@@ -801,9 +937,14 @@ def _steady(p: np.ndarray) -> np.ndarray:
     return np.round(p, SCORE_DECIMALS)
 
 
-def one_per_shop(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
-                 d: OfferDescriptions, x: np.ndarray, once: set[str] | None = None
-                 ) -> np.ndarray:
+def one_per_shop(
+    left: np.ndarray,
+    right: np.ndarray,
+    scores: np.ndarray,
+    d: OfferDescriptions,
+    x: np.ndarray,
+    once: set[str] | None = None,
+) -> np.ndarray:
     """The scores with one listing per shop enforced: a pair without model-number evidence
     (``id_share``/``id_prefix``) keeps its score only if, for both of its offers, no rival in
     the other's shop (:func:`_best_rivals`: another offer, not a listing of the same model
@@ -873,8 +1014,13 @@ TUNE_ROUNDS = 10
 MIN_GROUP_PAIRS = 20
 
 
-def tune_thresholds(scores: np.ndarray, is_true: np.ndarray, total_true: int,
-                    x: np.ndarray, min_group: int = MIN_GROUP_PAIRS) -> Thresholds:
+def tune_thresholds(
+    scores: np.ndarray,
+    is_true: np.ndarray,
+    total_true: int,
+    x: np.ndarray,
+    min_group: int = MIN_GROUP_PAIRS,
+) -> Thresholds:
     """:class:`Thresholds` that maximise F1 on labelled pairs (``scores``: out-of-fold, after
     :func:`one_per_shop`; ``x`` their feature rows; ``total_true`` duplicates exist in all).
     ``main`` starts as the best single threshold of every pair; then, in turn, ``one_sided``
@@ -906,8 +1052,9 @@ def tune_thresholds(scores: np.ndarray, is_true: np.ndarray, total_true: int,
         new_side = tuned(side_rows, rest_rows & (scores >= main))
         new_main = tuned(rest_rows, side_rows & (scores >= new_side))
         if np.isinf(new_main):  # none of the others kept: just above the best of them
-            new_main = (float(np.nextafter(scores[rest_rows].max(), np.inf))
-                        if rest_rows.any() else main)
+            new_main = (
+                float(np.nextafter(scores[rest_rows].max(), np.inf)) if rest_rows.any() else main
+            )
         if (new_side, new_main) == (side, main):
             break
         side, main = new_side, new_main
@@ -922,8 +1069,9 @@ def _shop_codes(d: OfferDescriptions) -> tuple[np.ndarray, np.ndarray]:
     return d._shop_codes
 
 
-def _best_rivals(d: OfferDescriptions, left: np.ndarray, right: np.ndarray, v: np.ndarray,
-                 keep: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def _best_rivals(
+    d: OfferDescriptions, left: np.ndarray, right: np.ndarray, v: np.ndarray, keep: int = 8
+) -> tuple[np.ndarray, np.ndarray]:
     """For each pair ``(a, b)`` of values ``v``: the best value of ``a``'s other pairs with
     offers of ``b``'s shop, and of ``b``'s with offers of ``a``'s shop (``-inf`` if none),
     looking at each offer's ``keep`` best in that shop (ties: the pair listed first) and
@@ -958,8 +1106,7 @@ def _best_rivals(d: OfferDescriptions, left: np.ndarray, right: np.ndarray, v: n
         both = np.flatnonzero(ok & has[c] & has[w])
         if len(both):
             cb, wb = c[both].tolist(), w[both].tolist()
-            ok[both] = np.fromiter((not (ids[x] & ids[y]) for x, y in zip(cb, wb)), bool,
-                                   len(both))
+            ok[both] = np.fromiter((not (ids[x] & ids[y]) for x, y in zip(cb, wb)), bool, len(both))
         best[todo[ok]] = v_sorted[j[ok]]
         todo = todo[~ok]
     return best[:m], best[m:]
@@ -989,8 +1136,9 @@ def shops_listing_once(d: OfferDescriptions, share: float = REPEAT_SHARE) -> set
     return out
 
 
-def unsupervised_score(x: np.ndarray, cosine: np.ndarray,
-                       within_clean_shop: np.ndarray | None = None) -> np.ndarray:
+def unsupervised_score(
+    x: np.ndarray, cosine: np.ndarray, within_clean_shop: np.ndarray | None = None
+) -> np.ndarray:
     """The score used without a trained model: the larger of :func:`rule_score` (model
     numbers, brand, sizes, attribute numbers) and the title cosine
     (:func:`.blocking.title_cosine`: shared rare words and model words). The cosine counts 0
@@ -1002,15 +1150,19 @@ def unsupervised_score(x: np.ndarray, cosine: np.ndarray,
     titles differ but whose specifications agree; the cosine those whose titles agree where a
     rounded size or sparse attributes made the rule give up."""
     col = FEATURES.index
-    against = (x[:, col("id_conflict")] > 0) | (x[:, col("id_prefix")] > 0) | (
-        (x[:, col("brand")] < 0) & (x[:, col("id_share")] <= 0))
+    against = (
+        (x[:, col("id_conflict")] > 0)
+        | (x[:, col("id_prefix")] > 0)
+        | ((x[:, col("brand")] < 0) & (x[:, col("id_share")] <= 0))
+    )
     if within_clean_shop is not None:
         against |= np.asarray(within_clean_shop, bool)
     return np.maximum(rule_score(x), np.where(against, 0.0, np.asarray(cosine, np.float64)))
 
 
-def unique_mapping(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
-                   sources: Sequence[str]) -> np.ndarray:
+def unique_mapping(
+    left: np.ndarray, right: np.ndarray, scores: np.ndarray, sources: Sequence[str]
+) -> np.ndarray:
     """``bool`` per pair: kept by one-to-one matching of clean sources (each offer matches at
     most one offer of each other source): pairs are taken best score first (then by position)
     and a pair is kept only if neither of its offers already has a match in the other's
@@ -1037,10 +1189,15 @@ def unique_mapping(left: np.ndarray, right: np.ndarray, scores: np.ndarray,
 CLUSTER_MAX_IDS = 2
 
 
-def offer_clusters(n: int, left: np.ndarray, right: np.ndarray,
-                   scores: np.ndarray | None = None, shops: Sequence[str] | None = None,
-                   once: set[str] | None = None, ids: Sequence[set[str]] | None = None
-                   ) -> np.ndarray:
+def offer_clusters(
+    n: int,
+    left: np.ndarray,
+    right: np.ndarray,
+    scores: np.ndarray | None = None,
+    shops: Sequence[str] | None = None,
+    once: set[str] | None = None,
+    ids: Sequence[set[str]] | None = None,
+) -> np.ndarray:
     """Cluster label (``int64[n]``, numbered by first member) of each offer.
 
     Without ``scores``: connected components of the duplicate pairs. With ``scores`` and
@@ -1114,9 +1271,11 @@ def evidence(d: OfferDescriptions, offers: Offers, a: int, b: int) -> dict:
     """What a person checks for a pair: shared model words and model numbers, the brands,
     attribute values both offers state, and how many attribute numbers agree."""
     shared_vals = sorted(d.values[a] & d.values[b])
-    return {"shared_model_words": sorted(d.words[a] & d.words[b]),
-            "shared_model_numbers": sorted(d.ids[a] & d.ids[b]),
-            "model_numbers": [sorted(d.ids[a]), sorted(d.ids[b])],
-            "brands": [d.brands[a], d.brands[b]],
-            "shared_attribute_values": shared_vals[:20],
-            "attribute_number_match": round(_number_evidence(d, a, b)[0], 3)}
+    return {
+        "shared_model_words": sorted(d.words[a] & d.words[b]),
+        "shared_model_numbers": sorted(d.ids[a] & d.ids[b]),
+        "model_numbers": [sorted(d.ids[a]), sorted(d.ids[b])],
+        "brands": [d.brands[a], d.brands[b]],
+        "shared_attribute_values": shared_vals[:20],
+        "attribute_number_match": round(_number_evidence(d, a, b)[0], 3),
+    }

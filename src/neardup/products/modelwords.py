@@ -69,8 +69,9 @@ class UnitMap:
                 raise ConfigError(f"unit {canon!r}: spellings must be a list of non-empty strings")
 
     def pattern(self) -> re.Pattern[str]:
-        pairs = sorted(((s.lower(), c) for c, ss in self.units.items() for s in ss),
-                       key=lambda p: -len(p[0]))
+        pairs = sorted(
+            ((s.lower(), c) for c, ss in self.units.items() for s in ss), key=lambda p: -len(p[0])
+        )
         alt = "|".join(re.escape(s) for s, _ in pairs)
         # a number of its own (not the tail of a model number: "D7000 w/" is no 7000 watts),
         # an optional space or hyphen, the spelling, and no letter right after it
@@ -156,7 +157,12 @@ def model_ids(words: list[str] | set[str], min_len: int = 5, min_digits: int = 2
     letter and ``min_digits`` digits, and not a measurement (a number followed by a unit-like
     suffix, such as ``1080p``, ``46inch``, ``120hz``) or dimensions (``1920x1080``).
     ``["un46es6580", "1080p", "46inch", "1920x1080"]`` -> ``{"un46es6580"}``."""
-    return {w for w in words
-            if len(w) >= min_len and any("a" <= c <= "z" for c in w)
-            and sum(c.isdigit() for c in w) >= min_digits and not _MEASURE.fullmatch(w)
-            and not _DIMENSIONS.fullmatch(w)}
+    return {
+        w
+        for w in words
+        if len(w) >= min_len
+        and any("a" <= c <= "z" for c in w)
+        and sum(c.isdigit() for c in w) >= min_digits
+        and not _MEASURE.fullmatch(w)
+        and not _DIMENSIONS.fullmatch(w)
+    }

@@ -58,35 +58,53 @@ class Offers:
 def _check_offer(raw: object, where: str, path: str) -> tuple[str, str, dict[str, str]]:
     """(shop, title, attributes) of one raw offer, or an :class:`InputError` naming the field."""
     if not isinstance(raw, Mapping):
-        raise InputError(f"{where}: expected an object, got {type(raw).__name__}", path=path,
-                         reason="not_object")
+        raise InputError(
+            f"{where}: expected an object, got {type(raw).__name__}", path=path, reason="not_object"
+        )
     title = raw.get("title")
     if not isinstance(title, str) or not title.strip():
-        got = "missing" if title is None else (
-            "empty" if isinstance(title, str) else f"a {type(title).__name__}")
-        raise InputError(f"{where}: field 'title': expected a non-empty string, got {got}",
-                         path=path, reason="bad_title")
+        got = (
+            "missing"
+            if title is None
+            else ("empty" if isinstance(title, str) else f"a {type(title).__name__}")
+        )
+        raise InputError(
+            f"{where}: field 'title': expected a non-empty string, got {got}",
+            path=path,
+            reason="bad_title",
+        )
     shop = raw.get("shop", "")
     if not isinstance(shop, str):
-        raise InputError(f"{where}: field 'shop': expected a string, got "
-                         f"{type(shop).__name__}", path=path, reason="bad_shop")
+        raise InputError(
+            f"{where}: field 'shop': expected a string, got {type(shop).__name__}",
+            path=path,
+            reason="bad_shop",
+        )
     feats = raw.get("featuresMap", {})
     if feats is None:
         feats = {}
     if not isinstance(feats, Mapping):
-        raise InputError(f"{where}: field 'featuresMap': expected an object, got "
-                         f"{type(feats).__name__}", path=path, reason="bad_attributes")
+        raise InputError(
+            f"{where}: field 'featuresMap': expected an object, got {type(feats).__name__}",
+            path=path,
+            reason="bad_attributes",
+        )
     attrs: dict[str, str] = {}
     for k, v in feats.items():
         if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise InputError(f"{where}: field 'featuresMap.{k}': expected a string or a number, "
-                             f"got {type(v).__name__}", path=path, reason="bad_attribute_value")
+            raise InputError(
+                f"{where}: field 'featuresMap.{k}': expected a string or a number, "
+                f"got {type(v).__name__}",
+                path=path,
+                reason="bad_attribute_value",
+            )
         attrs[str(k)] = v if isinstance(v, str) else repr(v)
     return shop, title, attrs
 
 
-def load_tv_json(path: str | os.PathLike, on_error: str = "fail",
-                 encoding: str = "utf-8") -> tuple[Offers, list[str]]:
+def load_tv_json(
+    path: str | os.PathLike, on_error: str = "fail", encoding: str = "utf-8"
+) -> tuple[Offers, list[str]]:
     """Load the TV offers: one JSON object ``modelID -> [offer, ...]``, each offer with
     ``shop``, ``url``, ``modelID``, ``featuresMap`` and ``title``.
 
@@ -105,24 +123,38 @@ def load_tv_json(path: str | os.PathLike, on_error: str = "fail",
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise InputError(f"undecodable bytes for encoding {encoding!r} (try encoding="
-                         "'latin-1')", path=name, line=line, reason="undecodable") from e
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(
+            f"undecodable bytes for encoding {encoding!r} (try encoding='latin-1')",
+            path=name,
+            line=line,
+            reason="undecodable",
+        ) from e
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as e:
-        raise InputError(f"malformed JSON: {e}", path=name, line=getattr(e, "lineno", None),
-                         reason="malformed_json") from e
+        raise InputError(
+            f"malformed JSON: {e}",
+            path=name,
+            line=getattr(e, "lineno", None),
+            reason="malformed_json",
+        ) from e
     if not isinstance(data, dict):
-        raise InputError(f"expected a JSON object modelID -> [offers], got "
-                         f"{type(data).__name__}", path=name, reason="not_object")
+        raise InputError(
+            f"expected a JSON object modelID -> [offers], got {type(data).__name__}",
+            path=name,
+            reason="not_object",
+        )
     offers = Offers()
     labels: list[str] = []
     pos = 0
     for model, items in data.items():
         if not isinstance(items, list):
-            err = InputError(f"modelID {model!r}: expected a list of offers, got "
-                             f"{type(items).__name__}", path=name, reason="not_list")
+            err = InputError(
+                f"modelID {model!r}: expected a list of offers, got {type(items).__name__}",
+                path=name,
+                reason="not_list",
+            )
             if on_error == "fail":
                 raise err
             offers.skipped.add(err)

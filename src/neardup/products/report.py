@@ -62,12 +62,23 @@ def summary_markdown(res: StudyResult, published: bool = False) -> str:
     """The test figures per method (mean ± sd over the bootstraps; the mean alone with one),
     and with ``published`` (the TV data) the published results on that data."""
     sp = res.config.bootstraps > 1
-    rows = [{"method": r["method"], "fraction": f"{r['fraction']:.4f}",
-             "PC": _pm(r, "pc", sp), "PQ": _pm(r, "pq", sp), "F1*": _pm(r, "f1_star", sp),
-             "precision": _pm(r, "precision", sp), "recall": _pm(r, "recall", sp),
-             "F1": _pm(r, "f1", sp)} for r in res.summary]
-    rows += [{"method": p["method"], "fraction": f"{p['fraction']:.2f}", "F1": f"{p['f1']:.3f}"}
-             for p in (PUBLISHED if published else [])]
+    rows = [
+        {
+            "method": r["method"],
+            "fraction": f"{r['fraction']:.4f}",
+            "PC": _pm(r, "pc", sp),
+            "PQ": _pm(r, "pq", sp),
+            "F1*": _pm(r, "f1_star", sp),
+            "precision": _pm(r, "precision", sp),
+            "recall": _pm(r, "recall", sp),
+            "F1": _pm(r, "f1", sp),
+        }
+        for r in res.summary
+    ]
+    rows += [
+        {"method": p["method"], "fraction": f"{p['fraction']:.2f}", "F1": f"{p['f1']:.3f}"}
+        for p in (PUBLISHED if published else [])
+    ]
     cols = ["method", "fraction", "PC", "PQ", "F1*", "precision", "recall", "F1"]
     return markdown_table(rows, cols)
 
@@ -98,14 +109,23 @@ def _setting_text(key: Key) -> str:
 def _blocking_text(cfg: StudyConfig) -> str:
     """The blocking of the study in words, with its default setting."""
     if cfg.blocking == "tokens":
-        return (f"token blocking over title words and model words, default budget "
-                f"{cfg.per_offer:g} candidate pairs per offer")
-    return (f"MinHash LSH over title model words and the learned brand, {cfg.num_perm} "
-            f"permutations, default banding {cfg.bands}x{cfg.rows}")
+        return (
+            f"token blocking over title words and model words, default budget "
+            f"{cfg.per_offer:g} candidate pairs per offer"
+        )
+    return (
+        f"MinHash LSH over title model words and the learned brand, {cfg.num_perm} "
+        f"permutations, default banding {cfg.bands}x{cfg.rows}"
+    )
 
 
-def plot_sweep(rows: list[dict], path: str | os.PathLike, default: Key,
-               published: bool = False, blocking: str = "lsh") -> None:
+def plot_sweep(
+    rows: list[dict],
+    path: str | os.PathLike,
+    default: Key,
+    published: bool = False,
+    blocking: str = "lsh",
+) -> None:
     """``default``: the default setting (a ``(bands, rows)`` banding or a budget of candidate
     pairs per offer), marked on each panel; ``blocking``: ``"lsh"`` or ``"tokens"``."""
     import matplotlib
@@ -116,8 +136,11 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: Key,
     x = [r["fraction"] for r in rows]
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     name = "LSH" if blocking == "lsh" else "token blocking"
-    panels = [("pc", f"Pair completeness ({name})"), ("pq", f"Pair quality ({name})"),
-              ("f1_star", f"F1* ({name})")]
+    panels = [
+        ("pc", f"Pair completeness ({name})"),
+        ("pq", f"Pair quality ({name})"),
+        ("f1_star", f"F1* ({name})"),
+    ]
     for ax, (k, title) in zip(axes.flat[:3], panels):
         ax.plot(x, [r[k] for r in rows], marker="o", ms=3)
         ax.set_title(title)
@@ -129,8 +152,13 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: Key,
             ax.plot(*zip(*pts), style, ms=3, label=m)
     for p, dy in zip(PUBLISHED if published else [], (-10, -12, 4)):
         ax.plot([p["fraction"]], [p["f1"]], "kx", ms=7)
-        ax.annotate(p["method"].split(" ")[0], (p["fraction"], p["f1"]), fontsize=7,
-                    xytext=(5, dy), textcoords="offset points")
+        ax.annotate(
+            p["method"].split(" ")[0],
+            (p["fraction"], p["f1"]),
+            fontsize=7,
+            xytext=(5, dy),
+            textcoords="offset points",
+        )
     ax.set_title("F1 of the duplicates found (test sets)")
     ax.set_ylabel("F1")
     ax.legend(fontsize=8)
@@ -143,8 +171,7 @@ def plot_sweep(rows: list[dict], path: str | os.PathLike, default: Key,
         if d:
             ax.axvline(d[0]["fraction"], color="grey", lw=0.8, ls=":")
     per = "banding" if blocking == "lsh" else "budget"
-    fig.suptitle(f"Bootstrap test sets, mean per {per} (dotted: default "
-                 f"{_setting_text(default)})")
+    fig.suptitle(f"Bootstrap test sets, mean per {per} (dotted: default {_setting_text(default)})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -178,18 +205,24 @@ def _truth_words(res: StudyResult) -> str:
 
 
 #: What the report's columns mean, for a reader who does not know the literature's names.
-LEGEND = ("*fraction*: the share of all pairs of offers compared (the candidates); "
-          "*PC* (pair completeness): the share of the true duplicate pairs among the candidates; "
-          "*PQ* (pair quality): the share of the candidates that are true duplicates; *F1\\**: "
-          "the harmonic mean of PC and PQ (how good the candidates are); *precision*, *recall* "
-          "and *F1*: of the duplicates a method finds among the candidates, against the truth. "
-          "Methods: *baseline* (the Jaccard similarity of title words and attribute values, "
-          "with a tuned threshold), *rule* (neardup's training-free score) and *neardup* (the "
-          "trained random forest).")
+LEGEND = (
+    "*fraction*: the share of all pairs of offers compared (the candidates); "
+    "*PC* (pair completeness): the share of the true duplicate pairs among the candidates; "
+    "*PQ* (pair quality): the share of the candidates that are true duplicates; *F1\\**: "
+    "the harmonic mean of PC and PQ (how good the candidates are); *precision*, *recall* "
+    "and *F1*: of the duplicates a method finds among the candidates, against the truth. "
+    "Methods: *baseline* (the Jaccard similarity of title words and attribute values, "
+    "with a tuned threshold), *rule* (neardup's training-free score) and *neardup* (the "
+    "trained random forest)."
+)
 
 
-def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Bootstrap study",
-                 published: bool = False) -> dict[str, str]:
+def write_report(
+    res: StudyResult,
+    outdir: str | os.PathLike,
+    title: str = "Bootstrap study",
+    published: bool = False,
+) -> dict[str, str]:
     """Write the tables, plots and ``report.md`` into ``outdir`` (created); returns the paths.
     ``published``: the data is the TV data, whose published results are shown beside."""
     out = Path(outdir)
@@ -206,34 +239,61 @@ def write_report(res: StudyResult, outdir: str | os.PathLike, title: str = "Boot
     kcols = ["per_offer"] if tokens else ["bands", "rows"]
     scols = kcols + ["fraction", "pc", "pq", "f1_star"] + [f"f1_{m}" for m in METHODS]
     shown = [{**r, "per_offer": f"{r['per_offer']:g}"} if tokens else r for r in sweep]
-    sweep_md = markdown_table(shown, scols, (["per offer"] if tokens else kcols)
-                              + ["fraction", "PC", "PQ", "F1*"] + [f"F1 {m}" for m in METHODS])
+    sweep_md = markdown_table(
+        shown,
+        scols,
+        (["per offer"] if tokens else kcols)
+        + ["fraction", "PC", "PQ", "F1*"]
+        + [f"F1 {m}" for m in METHODS],
+    )
     (out / "sweep.md").write_text(sweep_md)
     figures = can_plot()
     if figures:
         plot_sweep(sweep, out / "sweep.png", default, published, cfg.blocking)
         plot_similarity(res, out / "similarity.png")
-    text = [f"# {title}", "",
-            f"{res.n_offers:,} offers, {res.n_true_pairs:,} {_truth_words(res)}; "
-            f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); {_blocking_text(cfg)}; "
-            f"thresholds tuned on each training part (the random forest's: one for pairs "
-            f"where only one offer names a model number, one for the others); "
-            f"{res.seconds:.1f} s.", "",
-            LEGEND, "",
-            (f"## Test sets at the default budget, {cfg.per_offer:g} candidate pairs per offer"
-             if tokens else "## Test sets at the default banding")
-            + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"), "",
-            summary_md,
-            f"## Sweep over the {'budgets of candidate pairs per offer' if tokens else 'bandings'}"
-            " (means)", "", sweep_md]
+    text = [
+        f"# {title}",
+        "",
+        f"{res.n_offers:,} offers, {res.n_true_pairs:,} {_truth_words(res)}; "
+        f"{cfg.bootstraps} bootstraps (seed {cfg.seed}); {_blocking_text(cfg)}; "
+        f"thresholds tuned on each training part (the random forest's: one for pairs "
+        f"where only one offer names a model number, one for the others); "
+        f"{res.seconds:.1f} s.",
+        "",
+        LEGEND,
+        "",
+        (
+            f"## Test sets at the default budget, {cfg.per_offer:g} candidate pairs per offer"
+            if tokens
+            else "## Test sets at the default banding"
+        )
+        + (" (mean ± sd)" if cfg.bootstraps > 1 else " (one bootstrap: no spread)"),
+        "",
+        summary_md,
+        f"## Sweep over the {'budgets of candidate pairs per offer' if tokens else 'bandings'}"
+        " (means)",
+        "",
+        sweep_md,
+    ]
     if res.skipped_bandings:
-        left_out = ", ".join(f"{b}x{r}" for b, r in sorted(res.skipped_bandings,
-                                                          key=lambda br: br[1]))
-        text += [f"Left out of the sweep (their LSH buckets held more than "
-                 f"{cfg.max_pairs:,} pairs): {left_out}.", ""]
-    text += (["![PC, PQ, F1* and F1 against the fraction of comparisons](sweep.png)", "",
-              "![Similarity of candidates and true duplicates](similarity.png)", ""]
-             if figures else [f"({NO_FIGURES}.)", ""])
+        left_out = ", ".join(
+            f"{b}x{r}" for b, r in sorted(res.skipped_bandings, key=lambda br: br[1])
+        )
+        text += [
+            f"Left out of the sweep (their LSH buckets held more than "
+            f"{cfg.max_pairs:,} pairs): {left_out}.",
+            "",
+        ]
+    text += (
+        [
+            "![PC, PQ, F1* and F1 against the fraction of comparisons](sweep.png)",
+            "",
+            "![Similarity of candidates and true duplicates](similarity.png)",
+            "",
+        ]
+        if figures
+        else [f"({NO_FIGURES}.)", ""]
+    )
     (out / "report.md").write_text("\n".join(text))
     names = ["report.md", "summary.csv", "summary.md", "sweep.csv", "sweep.md", "runs.csv"]
     names += ["sweep.png", "similarity.png"] if figures else []

@@ -174,12 +174,16 @@ class StudyResult:
 def subset(offers: Offers, rows: np.ndarray) -> Offers:
     """The offers at ``rows``, in that order (skip counts are not carried over)."""
     rows = np.asarray(rows).tolist()
-    return Offers(ids=[offers.ids[i] for i in rows], shops=[offers.shops[i] for i in rows],
-                  titles=[offers.titles[i] for i in rows],
-                  attributes=[offers.attributes[i] for i in rows],
-                  sources=[offers.sources[i] for i in rows],
-                  descriptions=[offers.descriptions[i] for i in rows]
-                  if len(offers.descriptions) == len(offers) else [""] * len(rows))
+    return Offers(
+        ids=[offers.ids[i] for i in rows],
+        shops=[offers.shops[i] for i in rows],
+        titles=[offers.titles[i] for i in rows],
+        attributes=[offers.attributes[i] for i in rows],
+        sources=[offers.sources[i] for i in rows],
+        descriptions=[offers.descriptions[i] for i in rows]
+        if len(offers.descriptions) == len(offers)
+        else [""] * len(rows),
+    )
 
 
 @record
@@ -204,37 +208,49 @@ def _candidates(part: Offers, d, cfg: StudyConfig, keys: list[Key]) -> dict:
         # one blocking at the largest budget: a smaller budget's pairs are its best-weighted
         # pairs of each offer and then the best overall, a prefix of the same ranking
         tokens = d.block_tokens if d is not None else offer_tokens(part, cfg.units)
-        left, right, w, _ = token_blocking(part, per_offer=max(keys), link=cfg.link,
-                                           units=cfg.units, tokens=tokens)
+        left, right, w, _ = token_blocking(
+            part, per_offer=max(keys), link=cfg.link, units=cfg.units, tokens=tokens
+        )
         masks = budget_masks(left, right, w, len(part), keys)
         return {budget: (left[m], right[m]) for budget, m in zip(keys, masks)}
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
-    pairs = banded_candidates(sets, keys, cfg.num_perm, seed=cfg.seed + 1,
-                              max_pairs=cfg.max_pairs, always=cfg.default)
+    pairs = banded_candidates(
+        sets, keys, cfg.num_perm, seed=cfg.seed + 1, max_pairs=cfg.max_pairs, always=cfg.default
+    )
     if cfg.link:
-        pairs = {k: (lft[m], rgt[m]) for k, (lft, rgt) in pairs.items()
-                 for m in [across_sources(lft, rgt, part.shops)]}
+        pairs = {
+            k: (lft[m], rgt[m])
+            for k, (lft, rgt) in pairs.items()
+            for m in [across_sources(lft, rgt, part.shops)]
+        }
     return pairs
 
 
-def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
-             keys: list[Key], parts: dict | None = None) -> _Part:
+def _prepare(
+    offers: Offers,
+    truth: Truth,
+    rows: np.ndarray,
+    cfg: StudyConfig,
+    keys: list[Key],
+    parts: dict | None = None,
+) -> _Part:
     """One part of a bootstrap as a catalogue of its own: described, blocked at each setting
     of ``keys``, and the features of the candidates of the default setting and of every
     setting up to ``max_fraction``."""
     part = subset(offers, rows)
     sub = truth.subset(rows)
-    d = describe(part, cfg.units, parts=select_parts(parts, rows) if parts is not None
-                 else None)
+    d = describe(part, cfg.units, parts=select_parts(parts, rows) if parts is not None else None)
     default = cfg.default
     pairs = _candidates(part, d, cfg, keys)
     x = {}
     cap = min(cfg.max_fraction * len(part) * (len(part) - 1) / 2, cfg.max_pairs)
     # features once per distinct pair: looser settings hold the tighter ones' pairs mostly.
     # Token blocking: the classifiers run up to the default budget (larger ones: PC/PQ only)
-    wanted = [k for k, (left, _) in pairs.items()
-              if (len(left) <= cap and (cfg.blocking != "tokens" or k <= default))
-              or k == default]
+    wanted = [
+        k
+        for k, (left, _) in pairs.items()
+        if (len(left) <= cap and (cfg.blocking != "tokens" or k <= default)) or k == default
+    ]
     allp: dict[tuple[int, int], int] = {}
     for key in wanted:
         left, right = pairs[key]
@@ -245,8 +261,9 @@ def _prepare(offers: Offers, truth: Truth, rows: np.ndarray, cfg: StudyConfig,
     idxs = {}
     for key in wanted:
         left, right = pairs[key]
-        idxs[key] = np.fromiter((allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())),
-                                np.int64, len(left))
+        idxs[key] = np.fromiter(
+            (allp[(a, b)] for a, b in zip(left.tolist(), right.tolist())), np.int64, len(left)
+        )
         x[key] = xall[idxs[key]]
     total = _n_positives(sub, part.shops, cfg.link)
     return _Part(sub, total, len(part), pairs, x, d, xall, idxs, part.shops, cfg.link)
@@ -265,24 +282,39 @@ def _metrics(pred_l, pred_r, part: _Part) -> dict:
     p = m["precision"] if m["precision"] is not None else 0.0
     r = m["recall"] if m["recall"] is not None else float("nan")
     f1 = 2 * p * r / (p + r) if p + r > 0 else 0.0
-    return {"precision": p, "recall": r, "f1": f1, "predicted": m["predicted"],
-            "unknown": m["unknown"]}
+    return {
+        "precision": p,
+        "recall": r,
+        "f1": f1,
+        "predicted": m["predicted"],
+        "unknown": m["unknown"],
+    }
 
 
 def _candidate_quality(left, right, part: _Part) -> dict:
     """PC, PQ, F1* and the fraction of the candidates (PC of the known matching pairs across
     sources only, with ``link``: pairs within one source are never candidates)."""
-    q = candidate_quality_known(left, right, part.truth, part.n, sources=part.shops,
-                                cross_source=part.link)
+    q = candidate_quality_known(
+        left, right, part.truth, part.n, sources=part.shops, cross_source=part.link
+    )
     pc = q["pc"] if q["pc"] is not None else float("nan")
     pq = q["pq"] if q["pq"] is not None else 0.0
     f1s = 2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0
-    return {"candidates": q["candidates"], "fraction": q["fraction"], "pc": pc, "pq": pq,
-            "f1_star": f1s}
+    return {
+        "candidates": q["candidates"],
+        "fraction": q["fraction"],
+        "pc": pc,
+        "pq": pq,
+        "f1_star": f1s,
+    }
 
 
-def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | None = None,
-              progress: Callable[[str], None] | None = None) -> StudyResult:
+def run_study(
+    offers: Offers,
+    labels: Sequence[str] | Truth,
+    cfg: StudyConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> StudyResult:
     """Run the bootstrap study (module docstring) and return its rows. ``labels``: one label
     per offer, or a :class:`.truth.Truth` of the offers."""
     cfg = cfg or StudyConfig()
@@ -295,15 +327,18 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
     sweep = cfg.sweep()
     t0 = time.perf_counter()
     rng = np.random.default_rng(cfg.seed)
-    res = StudyResult(cfg, n_offers=len(offers),
-                      n_true_pairs=_n_positives(truth, offers.shops, cfg.link))
+    res = StudyResult(
+        cfg, n_offers=len(offers), n_true_pairs=_n_positives(truth, offers.shops, cfg.link)
+    )
     lab = int(truth.labelled.sum())
     if truth.negatives == "listed":
-        res.partial_truth = (f"labelled pairs among {lab:,} offers: only the listed pairs are "
-                             "fitted on and scored")
+        res.partial_truth = (
+            f"labelled pairs among {lab:,} offers: only the listed pairs are fitted on and scored"
+        )
     elif lab < len(offers):
-        res.partial_truth = (f"{lab:,} offers labelled: only pairs of two labelled offers are "
-                             "fitted on and scored")
+        res.partial_truth = (
+            f"{lab:,} offers labelled: only pairs of two labelled offers are fitted on and scored"
+        )
     sj = FEATURES.index("seed_jac")
     parts = code_parts(offer_parts(offers, cfg.units))  # what each offer is on its own, made once
     for b in range(cfg.bootstraps):
@@ -333,9 +368,15 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
             tl, trr = tr.pairs[key]
             el, er = te.pairs[key]
             q = _candidate_quality(el, er, te)
-            base = {"bootstrap": b, **key_fields(key),
-                    "fraction": q["fraction"], "pc": q["pc"], "pq": q["pq"],
-                    "f1_star": q["f1_star"], "candidates": q["candidates"]}
+            base = {
+                "bootstrap": b,
+                **key_fields(key),
+                "fraction": q["fraction"],
+                "pc": q["pc"],
+                "pq": q["pq"],
+                "f1_star": q["f1_star"],
+                "candidates": q["candidates"],
+            }
             if key not in tr.x or key not in te.x:  # the blocking's figures only
                 res.runs.append({**base, "method": cfg.blocking})
                 continue
@@ -346,10 +387,14 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
             s_model_te = model_te[te.idx[key]]
             scores = {
                 "baseline": (xtr[:, sj], xte[:, sj]),
-                "rule": (one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr, otr),
-                         one_per_shop(el, er, rule_score(xte), te.desc, xte, ote)),
-                "neardup": (one_per_shop(tl, trr, s_model_tr, tr.desc, xtr, otr),
-                            one_per_shop(el, er, s_model_te, te.desc, xte, ote)),
+                "rule": (
+                    one_per_shop(tl, trr, rule_score(xtr), tr.desc, xtr, otr),
+                    one_per_shop(el, er, rule_score(xte), te.desc, xte, ote),
+                ),
+                "neardup": (
+                    one_per_shop(tl, trr, s_model_tr, tr.desc, xtr, otr),
+                    one_per_shop(el, er, s_model_te, te.desc, xte, ote),
+                ),
             }
             for method, (s_tr, s_te) in scores.items():
                 extra = {}
@@ -361,23 +406,38 @@ def run_study(offers: Offers, labels: Sequence[str] | Truth, cfg: StudyConfig | 
                 # 0: not this offer's best listing in that shop (the baseline has no such rule)
                 keep = t.keep(s_te, xte) if method != "baseline" else s_te >= t.main
                 m = _metrics(el[keep], er[keep], te)
-                res.runs.append({**base, "method": method, "threshold": t.main, **extra,
-                                 "precision": m["precision"], "recall": m["recall"],
-                                 "f1": m["f1"], "predicted": m["predicted"],
-                                 "unknown": m["unknown"]})
+                res.runs.append(
+                    {
+                        **base,
+                        "method": method,
+                        "threshold": t.main,
+                        **extra,
+                        "precision": m["precision"],
+                        "recall": m["recall"],
+                        "f1": m["f1"],
+                        "predicted": m["predicted"],
+                        "unknown": m["unknown"],
+                    }
+                )
         if progress is not None:
-            last = [r for r in res.runs if r["bootstrap"] == b and run_key(r) == default
-                    and r["method"] == "neardup"]
-            progress(f"bootstrap {b + 1}/{cfg.bootstraps}: test F1 {last[0]['f1']:.3f} at "
-                     f"fraction {last[0]['fraction']:.4f} ({time.perf_counter() - t0:.1f} s)")
+            last = [
+                r
+                for r in res.runs
+                if r["bootstrap"] == b and run_key(r) == default and r["method"] == "neardup"
+            ]
+            progress(
+                f"bootstrap {b + 1}/{cfg.bootstraps}: test F1 {last[0]['f1']:.3f} at "
+                f"fraction {last[0]['fraction']:.4f} ({time.perf_counter() - t0:.1f} s)"
+            )
     res.summary = summarise(res.runs, default)
     # the baseline's similarity of the true pairs and of all candidates, whole data
     # the baseline's similarity of the candidates (whole data, default setting): only it
     seeds = parts["seed_sets"]
     d = describe(offers, cfg.units) if cfg.blocking == "lsh" else None
     wl, wr = _candidates(offers, d, cfg, [default])[default]
-    sim = np.fromiter((_jac(seeds[a], seeds[b]) for a, b in zip(wl.tolist(), wr.tolist())),
-                      np.float64, len(wl))
+    sim = np.fromiter(
+        (_jac(seeds[a], seeds[b]) for a, b in zip(wl.tolist(), wr.tolist())), np.float64, len(wl)
+    )
     res.distributions = {"candidates": sim, "true_pairs": sim[truth.is_match(wl, wr)]}
     res.seconds = time.perf_counter() - t0
     return res
@@ -392,8 +452,17 @@ def summarise(runs: list[dict], key: Key) -> list[dict]:
         if not rows:
             continue
         row = {"method": method, **key_fields(key), "bootstraps": len(rows)}
-        for k in ("fraction", "pc", "pq", "f1_star", "precision", "recall", "f1", "threshold",
-                  "threshold_one_sided"):
+        for k in (
+            "fraction",
+            "pc",
+            "pq",
+            "f1_star",
+            "precision",
+            "recall",
+            "f1",
+            "threshold",
+            "threshold_one_sided",
+        ):
             if not any(k in r for r in rows):  # the trained matcher's rows only
                 continue
             # a one-sided threshold of None: that draw kept no one-sided pair

@@ -34,8 +34,9 @@ def _fraction(x: float) -> str:
     return f"{whole}-{eighths // g}/{8 // g}"
 
 
-def make_catalogue(n_products: int = 60, seed: int = 0, p_listed: float = 0.6
-                   ) -> tuple[Offers, list[str]]:
+def make_catalogue(
+    n_products: int = 60, seed: int = 0, p_listed: float = 0.6
+) -> tuple[Offers, list[str]]:
     """Offers of ``n_products`` products, each listed by every shop with probability
     ``p_listed`` (at least once), and the product of each offer (the truth, kept apart)."""
     rng = np.random.default_rng(seed)
@@ -55,18 +56,23 @@ def make_catalogue(n_products: int = 60, seed: int = 0, p_listed: float = 0.6
         for shop in shops:
             if shop == "alpha":
                 title = f'{brand} {size}" {res} {hz}Hz {kind} HDTV {model}'
-                attrs = {"Brand": brand, "Weight": f"{weight} lbs.",
-                         "Dimensions": f'{width:.1f}" x {size * 0.6:.1f}"',
-                         "Refresh Rate": f"{hz}Hz"}
+                attrs = {
+                    "Brand": brand,
+                    "Weight": f"{weight} lbs.",
+                    "Dimensions": f'{width:.1f}" x {size * 0.6:.1f}"',
+                    "Refresh Rate": f"{hz}Hz",
+                }
             elif shop == "beta":
                 title = f'{brand} - {size}" Class / {kind} / {res} / {hz}Hz / HDTV'
-                attrs = {"Product Weight": f"{weight} lbs.", "Product Width": f'{_fraction(width)}"',
-                         "UPC": f"{int(rng.integers(10**11, 10**12))}",
-                         "Screen Refresh Rate": f"{hz}Hz"}
+                attrs = {
+                    "Product Weight": f"{weight} lbs.",
+                    "Product Width": f'{_fraction(width)}"',
+                    "UPC": f"{int(rng.integers(10**11, 10**12))}",
+                    "Screen Refresh Rate": f"{hz}Hz",
+                }
             else:
                 title = f"{brand} {model[:2]}-{model[2:]} {size}-Inch {res} {kind} TV"
-                attrs = {"Brand Name": brand, "Model": model, "Shipping Weight":
-                         f"{weight} pounds"}
+                attrs = {"Brand Name": brand, "Model": model, "Shipping Weight": f"{weight} pounds"}
             offers.ids.append(f"{shop}-{len(offers.ids)}")
             offers.shops.append(shop)
             offers.titles.append(title)

@@ -56,8 +56,17 @@ TRUTH_FORMATS = ("auto", "pairs", "entities", "labelled_pairs")
 #: Header names of an entity column (compared lower-cased, with ``_id``/``id`` dropped).
 ENTITY_NAMES = ("entity", "cluster", "group", "class", "product", "model", "label", "gold")
 #: Header names of a label column of labelled pairs.
-LABEL_NAMES = ("label", "match", "is_match", "ismatch", "is_duplicate", "duplicate", "gold",
-               "y", "target")
+LABEL_NAMES = (
+    "label",
+    "match",
+    "is_match",
+    "ismatch",
+    "is_duplicate",
+    "duplicate",
+    "gold",
+    "y",
+    "target",
+)
 _TRUE = frozenset(("1", "true", "yes", "1.0", "t", "y"))
 _FALSE = frozenset(("0", "false", "no", "0.0", "f", "n"))
 _SAMPLE = 200
@@ -89,8 +98,11 @@ class Truth:
         """A complete truth from one label per offer (equal labels: the same product);
         ``None`` labels are unlabelled offers."""
         codes: dict[object, int] = {}
-        ent = np.fromiter((-1 if lab is None else codes.setdefault(lab, len(codes))
-                           for lab in labels), np.int64, len(labels))
+        ent = np.fromiter(
+            (-1 if lab is None else codes.setdefault(lab, len(codes)) for lab in labels),
+            np.int64,
+            len(labels),
+        )
         return cls(len(ent), shape, ent >= 0, entity=ent)
 
     @property
@@ -103,8 +115,9 @@ class Truth:
         right = np.asarray(right, np.int64)
         if left.shape != right.shape:
             raise ValueError(f"{len(left)} left rows and {len(right)} right rows")
-        if len(left) and (min(left.min(), right.min()) < 0
-                          or max(left.max(), right.max()) >= self.n):
+        if len(left) and (
+            min(left.min(), right.min()) < 0 or max(left.max(), right.max()) >= self.n
+        ):
             raise ValueError(f"pair rows must lie in [0, {self.n})")
         return np.minimum(left, right), np.maximum(left, right)
 
@@ -113,8 +126,11 @@ class Truth:
         k = a * self.n + b
         pos = np.searchsorted(self.keys, k)
         posc = np.minimum(pos, max(len(self.keys) - 1, 0))
-        found = (pos < len(self.keys)) & (self.keys[posc] == k) if len(self.keys) else \
-            np.zeros(len(k), bool)
+        found = (
+            (pos < len(self.keys)) & (self.keys[posc] == k)
+            if len(self.keys)
+            else np.zeros(len(k), bool)
+        )
         return found & (a != b), posc
 
     def is_known(self, left, right) -> np.ndarray:
@@ -128,8 +144,9 @@ class Truth:
         """``bool`` per pair: known to be the same product."""
         a, b = self._norm(left, right)
         if self.entity is not None:
-            return self.labelled[a] & self.labelled[b] & (a != b) & \
-                (self.entity[a] == self.entity[b])
+            return (
+                self.labelled[a] & self.labelled[b] & (a != b) & (self.entity[a] == self.entity[b])
+            )
         found, pos = self._find(a, b)
         return found & self.match[pos] if len(self.keys) else found
 
@@ -141,8 +158,9 @@ class Truth:
         rows = np.flatnonzero(self.labelled)
         order = rows[np.argsort(self.entity[rows], kind="stable")]
         ent = self.entity[order]
-        starts = np.flatnonzero(np.r_[True, ent[1:] != ent[:-1]]) if len(ent) else \
-            np.zeros(0, np.int64)
+        starts = (
+            np.flatnonzero(np.r_[True, ent[1:] != ent[:-1]]) if len(ent) else np.zeros(0, np.int64)
+        )
         ends = np.r_[starts[1:], len(ent)]
         lefts, rights = [], []
         for s, e in zip(starts.tolist(), ends.tolist()):
@@ -189,8 +207,14 @@ class Truth:
         else:
             neg = int(len(self.keys) - self.match.sum())
             ents = None
-        out = {"shape": self.shape, "offers": self.n, "labelled_offers": lab,
-               "positive_pairs": npos, "negative_pairs": neg, "negatives": self.negatives}
+        out = {
+            "shape": self.shape,
+            "offers": self.n,
+            "labelled_offers": lab,
+            "positive_pairs": npos,
+            "negative_pairs": neg,
+            "negatives": self.negatives,
+        }
         if ents is not None:
             out["entities"] = ents
         if self.path is not None:
@@ -198,8 +222,9 @@ class Truth:
         return {**out, **self.counts}
 
 
-def _positives(truth: Truth, sources: Sequence[str] | None, cross_source: bool
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _positives(
+    truth: Truth, sources: Sequence[str] | None, cross_source: bool
+) -> tuple[np.ndarray, np.ndarray]:
     pl, pr = truth.positives()
     if cross_source:
         m = _across(pl, pr, sources)
@@ -213,8 +238,9 @@ def _across(a: np.ndarray, b: np.ndarray, sources: Sequence[str]) -> np.ndarray:
     return codes[a] != codes[b]
 
 
-def _distinct(left, right, truth: Truth, sources, cross_source: bool
-              ) -> tuple[np.ndarray, np.ndarray, int]:
+def _distinct(
+    left, right, truth: Truth, sources, cross_source: bool
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Distinct non-self pairs ``left < right`` (across sources with ``cross_source``), and
     how many within one source were left out."""
     a, b = truth._norm(left, right)
@@ -238,8 +264,9 @@ def _ratio(x: int, y: int) -> float | None:
     return x / y if y else None
 
 
-def score_pairs(left, right, truth: Truth, *, sources: Sequence[str] | None = None,
-                cross_source: bool = False) -> dict:
+def score_pairs(
+    left, right, truth: Truth, *, sources: Sequence[str] | None = None, cross_source: bool = False
+) -> dict:
     """Precision, recall and F1 of predicted matching pairs, on known pairs only.
 
     Precision is over the predicted pairs whose truth is known (``tp + fp``); the predicted
@@ -255,17 +282,32 @@ def score_pairs(left, right, truth: Truth, *, sources: Sequence[str] | None = No
     npos = len(_positives(truth, sources, cross_source)[0])
     p, r = _ratio(tp, tp + fp), _ratio(tp, npos)
     f1 = None if p is None or r is None else (2 * p * r / (p + r) if p + r > 0 else 0.0)
-    out = {"predicted": len(a), "known": tp + fp, "unknown": int(len(a) - known.sum()),
-           "tp": tp, "fp": fp, "fn": npos - tp, "positives": npos, "precision": p,
-           "recall": r, "f1": f1}
+    out = {
+        "predicted": len(a),
+        "known": tp + fp,
+        "unknown": int(len(a) - known.sum()),
+        "tp": tp,
+        "fp": fp,
+        "fn": npos - tp,
+        "positives": npos,
+        "precision": p,
+        "recall": r,
+        "f1": f1,
+    }
     if cross_source:
         out["within_one_source_left_out"] = within
     return out
 
 
-def candidate_quality_known(left, right, truth: Truth, n_offers: int | None = None, *,
-                            sources: Sequence[str] | None = None,
-                            cross_source: bool = False) -> dict:
+def candidate_quality_known(
+    left,
+    right,
+    truth: Truth,
+    n_offers: int | None = None,
+    *,
+    sources: Sequence[str] | None = None,
+    cross_source: bool = False,
+) -> dict:
     """Blocking quality of candidate pairs on the known truth: pair completeness ``pc``
     (known matching pairs among the candidates / all known matching pairs, across sources
     with ``cross_source``), pair quality ``pq`` (matching / known candidates), ``f1_star``,
@@ -282,15 +324,21 @@ def candidate_quality_known(left, right, truth: Truth, n_offers: int | None = No
     found = int(truth.is_match(a, b).sum())
     npos = len(_positives(truth, sources, cross_source)[0])
     pc, pq = _ratio(found, npos), _ratio(found, known)
-    f1s = None if pc is None or pq is None else (
-        2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0)
+    f1s = None if pc is None or pq is None else (2 * pc * pq / (pc + pq) if pc + pq > 0 else 0.0)
     nlab = int(truth.labelled.sum())
     ends = int(truth.labelled[a].sum() + truth.labelled[b].sum())
-    out = {"candidates": len(a), "known_candidates": known, "positives_found": found,
-           "positives": npos, "pc": pc, "pq": pq, "f1_star": f1s,
-           "fraction": len(a) / (n * (n - 1) / 2) if n > 1 else 0.0,
-           "per_offer": len(a) / n if n else 0.0,
-           "per_labelled_offer": _ratio(ends / 2, nlab)}
+    out = {
+        "candidates": len(a),
+        "known_candidates": known,
+        "positives_found": found,
+        "positives": npos,
+        "pc": pc,
+        "pq": pq,
+        "f1_star": f1s,
+        "fraction": len(a) / (n * (n - 1) / 2) if n > 1 else 0.0,
+        "per_offer": len(a) / n if n else 0.0,
+        "per_labelled_offer": _ratio(ends / 2, nlab),
+    }
     if cross_source:
         out["within_one_source_left_out"] = within
     return out
@@ -331,15 +379,20 @@ def _read_rows(name: str, sep: str | None) -> tuple[list[tuple[int, list]], bool
             try:
                 rec = orjson.loads(text)
             except orjson.JSONDecodeError as e:
-                raise InputError(f"malformed JSON: {e}", path=name, line=i,
-                                 reason="malformed_json") from e
+                raise InputError(
+                    f"malformed JSON: {e}", path=name, line=i, reason="malformed_json"
+                ) from e
             if isinstance(rec, dict):
                 rows.append((i, [rec]))
             elif isinstance(rec, list):
                 rows.append((i, rec))
             else:
-                raise InputError(f"expected an object or a list, got {type(rec).__name__}",
-                                 path=name, line=i, reason="bad_pair")
+                raise InputError(
+                    f"expected an object or a list, got {type(rec).__name__}",
+                    path=name,
+                    line=i,
+                    reason="bad_pair",
+                )
         return rows, True, ""
     text = "\n".join(t for _, t in _lines(raw, dec))
     delim = sep or _sniff_sep(text, name)
@@ -350,16 +403,19 @@ def _read_rows(name: str, sep: str | None) -> tuple[list[tuple[int, list]], bool
         except StopIteration:
             break
         except csv.Error as e:
-            raise InputError(f"malformed CSV: {e}", path=name, line=reader.line_num,
-                             reason="malformed_csv") from e
+            raise InputError(
+                f"malformed CSV: {e}", path=name, line=reader.line_num, reason="malformed_csv"
+            ) from e
         if row and row != [""]:
             rows.append((reader.line_num, row))
     return rows, False, delim
 
 
-_JSON_KEYS = {"entities": (("entity", "cluster", "group"), ("id",)),
-              "labelled_pairs": (("a",), ("b",), ("label", "match")),
-              "pairs": (("a",), ("b",))}
+_JSON_KEYS = {
+    "entities": (("entity", "cluster", "group"), ("id",)),
+    "labelled_pairs": (("a",), ("b",), ("label", "match")),
+    "pairs": (("a",), ("b",)),
+}
 
 
 def _json_shape(rec: dict) -> str | None:
@@ -392,8 +448,9 @@ def _bare_hint(sample: list[list[str]], known: set) -> str:
     return f": they hold bare ids such as {cell!r}{_qualified_hint(cell, known)}"
 
 
-def _ids_by_file(rows: list[tuple[int, list]], prefixes: Sequence[str], known: set
-                 ) -> tuple[list[tuple[int, list]], dict[str, str] | None]:
+def _ids_by_file(
+    rows: list[tuple[int, list]], prefixes: Sequence[str], known: set
+) -> tuple[list[tuple[int, list]], dict[str, str] | None]:
     """A pair list of bare ids against the offers of two files whose ids carry their file's
     name (``--qualify-ids``), as clean-clean benchmarks write it (``D1,D2`` or
     ``ltable_id,rtable_id,label``: the first id column names offers of the first file, the
@@ -405,7 +462,7 @@ def _ids_by_file(rows: list[tuple[int, list]], prefixes: Sequence[str], known: s
     width = len(rows[0][1])
     if len(prefixes) != 2 or width not in (2, 3):
         return rows, None
-    sample = [[str(c) for c in r] for _, r in rows[:_SAMPLE + 1] if len(r) == width]
+    sample = [[str(c) for c in r] for _, r in rows[: _SAMPLE + 1] if len(r) == width]
     if not sample or any(c in known for r in sample for c in r):
         return rows, None
     data = sample[1:] or sample
@@ -431,43 +488,61 @@ def _ids_by_file(rows: list[tuple[int, list]], prefixes: Sequence[str], known: s
     header = not all(qualified(first)[j] in known for j in cols)
     label = [first[j] if header else f"column {j + 1}" for j in cols]
     # a row of another width is left as it is, for the error that names its line
-    return ([(line, qualified([str(c) for c in r]) if len(r) == width else r)
-             for line, r in rows], dict(zip(label, order)))
+    return (
+        [(line, qualified([str(c) for c in r]) if len(r) == width else r) for line, r in rows],
+        dict(zip(label, order)),
+    )
 
 
-def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, name: str,
-            delim: str) -> tuple[str, tuple[int, ...], bool]:
+def _layout(
+    rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, name: str, delim: str
+) -> tuple[str, tuple[int, ...], bool]:
     """``(shape, columns, header)``: the shape, the cell positions of (entity, id) or (a, b)
     or (a, b, label), and whether the first row is a header."""
     if is_jsonl and rows and len(rows[0][1]) == 1 and isinstance(rows[0][1][0], dict):
         shape = _json_shape(rows[0][1][0]) if fmt == "auto" else fmt
         if shape is None:
-            raise InputError('expected {"a": id, "b": id}, {"a", "b", "label"} or '
-                             '{"entity", "id"}', path=name, line=rows[0][0], reason="bad_pair")
+            raise InputError(
+                'expected {"a": id, "b": id}, {"a", "b", "label"} or {"entity", "id"}',
+                path=name,
+                line=rows[0][0],
+                reason="bad_pair",
+            )
         return shape, (), False
     width = len(rows[0][1]) if rows else 2
-    how = f" (read with the separator {delim!r}: give another with sep= / --truth-sep)" \
-        if delim else ""
+    how = (
+        f" (read with the separator {delim!r}: give another with sep= / --truth-sep)"
+        if delim
+        else ""
+    )
     if width not in (2, 3):
-        raise InputError(f"expected 2 columns (a pair of ids, or an entity and an id) or 3 "
-                         f"(a pair and its label), got {width}{how}", path=name,
-                         line=rows[0][0] if rows else None, reason="bad_pair")
+        raise InputError(
+            f"expected 2 columns (a pair of ids, or an entity and an id) or 3 "
+            f"(a pair and its label), got {width}{how}",
+            path=name,
+            line=rows[0][0] if rows else None,
+            reason="bad_pair",
+        )
     first = [str(c) for c in rows[0][1]] if rows else []
-    header = bool(first) and not any(c in known for c in first) and \
-        not any(_label(c) is not None for c in first)
+    header = (
+        bool(first)
+        and not any(c in known for c in first)
+        and not any(_label(c) is not None for c in first)
+    )
     names = [_name(c) for c in first] if header else []
     data = rows[1:] if header else rows
     sample = [[str(c) for c in r] for _, r in data[:_SAMPLE] if len(r) == width]
-    holds_ids = [bool(sample) and sum(r[j] in known for r in sample) * 2 >= len(sample)
-                 for j in range(width)]
-    is_label = [bool(sample) and all(_label(r[j]) is not None for r in sample)
-                for j in range(width)]
+    holds_ids = [
+        bool(sample) and sum(r[j] in known for r in sample) * 2 >= len(sample) for j in range(width)
+    ]
+    is_label = [
+        bool(sample) and all(_label(r[j]) is not None for r in sample) for j in range(width)
+    ]
     shape = fmt
     if shape == "auto":
         shape = "labelled_pairs" if width == 3 else None
         if shape is None and names:
-            if any(n in ENTITY_NAMES for n in names) and not all(n in ENTITY_NAMES
-                                                                 for n in names):
+            if any(n in ENTITY_NAMES for n in names) and not all(n in ENTITY_NAMES for n in names):
                 shape = "entities"
         if shape is None:
             other = holds_ids.index(False) if holds_ids.count(True) == 1 else None
@@ -477,13 +552,21 @@ def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, 
                 shape = "pairs"  # the unknown ids are then reported as such
             else:
                 fix = _bare_hint(sample, known) or f"{how}; give format= / --truth-format"
-                raise InputError(f"cannot tell the shape of the truth: no column holds known "
-                                 f"offer ids in its first {len(sample)} rows{fix}", path=name,
-                                 reason="unknown_shape", whole_file=True)
+                raise InputError(
+                    f"cannot tell the shape of the truth: no column holds known "
+                    f"offer ids in its first {len(sample)} rows{fix}",
+                    path=name,
+                    reason="unknown_shape",
+                    whole_file=True,
+                )
     need = {"pairs": 2, "entities": 2, "labelled_pairs": 3}[shape]
     if width != need:
-        raise InputError(f"a truth of {shape} has {need} columns, got {width}{how}", path=name,
-                         line=rows[0][0], reason="bad_pair")
+        raise InputError(
+            f"a truth of {shape} has {need} columns, got {width}{how}",
+            path=name,
+            line=rows[0][0],
+            reason="bad_pair",
+        )
     if shape == "pairs":
         return shape, (0, 1), header
     if shape == "entities":
@@ -506,8 +589,14 @@ def _layout(rows: list[tuple[int, list]], is_jsonl: bool, known: set, fmt: str, 
     return shape, (ids[0], ids[1], lab), header
 
 
-def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail",
-               sep: str | None = None, format: str = "auto") -> Truth:
+def load_truth(
+    path: str | os.PathLike,
+    offers: Offers,
+    *,
+    on_error: str = "fail",
+    sep: str | None = None,
+    format: str = "auto",
+) -> Truth:
     """Read a truth file of any shape (module docstring) against the loaded ``offers``.
 
     ``counts`` of the returned :class:`Truth`: ``rows`` read, ``header`` (0 or 1),
@@ -530,24 +619,35 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
     if format in ("auto", "pairs", "labelled_pairs"):  # CSV rows, or JSONL lists
         rows, by_file = _ids_by_file(rows, offers.id_prefixes, known)
     shape, cols, header = _layout(rows, is_jsonl, known, format, name, delim)
-    counts = {"rows": len(rows) - header, "header": int(header), "unknown_id": 0,
-              "bad_rows": 0, "self_pairs": 0, "repeated": 0}
+    counts = {
+        "rows": len(rows) - header,
+        "header": int(header),
+        "unknown_id": 0,
+        "bad_rows": 0,
+        "self_pairs": 0,
+        "repeated": 0,
+    }
     if by_file is not None:
         counts["ids_by_file"] = by_file
     width = {"pairs": 2, "entities": 2, "labelled_pairs": 3}[shape]
 
     def bad(msg: str | Callable[[], str], line: int, reason: str, key: str) -> None:
         if on_error == "fail":
-            raise InputError(msg() if callable(msg) else msg, path=name, line=line,
-                             reason=reason)
+            raise InputError(msg() if callable(msg) else msg, path=name, line=line, reason=reason)
         counts[key] += 1
 
     def rid(v: object, line: int) -> int | None:
         r = row_of.get(str(v)) if not isinstance(v, (dict, list, type(None))) else None
         if r is None:  # the hint reads every offer id: only for the error that stops the run
-            bad(lambda: f"unknown id {str(v)!r} (not among the {len(offers):,} offers loaded)"
-                        f"{_qualified_hint(str(v), offers.ids)}", line, "unknown_id",
-                "unknown_id")
+            bad(
+                lambda: (
+                    f"unknown id {str(v)!r} (not among the {len(offers):,} offers loaded)"
+                    f"{_qualified_hint(str(v), offers.ids)}"
+                ),
+                line,
+                "unknown_id",
+                "unknown_id",
+            )
         return r
 
     items: list[tuple[int, list]] = []
@@ -556,12 +656,15 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
             got = _json_cells(cells[0], shape)
             if got is None:
                 keys = " and ".join(n[0] for n in _JSON_KEYS[shape])
-                bad(f"expected the keys {keys} (a truth of {shape})", line, "bad_pair",
-                    "bad_rows")
+                bad(f"expected the keys {keys} (a truth of {shape})", line, "bad_pair", "bad_rows")
                 continue
         elif len(cells) != width:
-            bad(f"expected {width} fields (a truth of {shape}), got {len(cells)}", line,
-                "bad_pair", "bad_rows")
+            bad(
+                f"expected {width} fields (a truth of {shape}), got {len(cells)}",
+                line,
+                "bad_pair",
+                "bad_rows",
+            )
             continue
         else:
             got = [cells[j] for j in (cols or range(width))]  # lists in an object file
@@ -575,8 +678,12 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
         if shape == "labelled_pairs":
             lab = _label(cells[2])
             if lab is None:
-                bad(f"the label {cells[2]!r} is not 1 or 0 (true/false, yes/no)", line,
-                    "bad_label", "bad_rows")
+                bad(
+                    f"the label {cells[2]!r} is not 1 or 0 (true/false, yes/no)",
+                    line,
+                    "bad_label",
+                    "bad_rows",
+                )
                 continue
         a = rid(cells[0], line)
         if a is None:
@@ -591,9 +698,13 @@ def load_truth(path: str | os.PathLike, offers: Offers, *, on_error: str = "fail
         if key in pairs:
             lab0, line0 = pairs[key]
             if lab0 != lab:
-                raise InputError(f"the pair {offers.ids[key[0]]!r}, {offers.ids[key[1]]!r} is "
-                                 f"labelled {int(lab)} here and {int(lab0)} at line {line0}",
-                                 path=name, line=line, reason="conflicting_truth")
+                raise InputError(
+                    f"the pair {offers.ids[key[0]]!r}, {offers.ids[key[1]]!r} is "
+                    f"labelled {int(lab)} here and {int(lab0)} at line {line0}",
+                    path=name,
+                    line=line,
+                    reason="conflicting_truth",
+                )
             counts["repeated"] += 1
             continue
         pairs[key] = (lab, line)

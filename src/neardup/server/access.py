@@ -57,11 +57,15 @@ def _digest(key: str) -> bytes:
 def _check_key(key: str, where: str) -> None:
     """Refuse a key that is not a bearer token or is too short; the message never shows it."""
     if not _KEY.fullmatch(key):
-        raise ConfigError(f"{where}: a key may hold only letters, digits and - . _ ~ + / "
-                          f"(and = at its end); make one with {MAKE_KEY}")
+        raise ConfigError(
+            f"{where}: a key may hold only letters, digits and - . _ ~ + / "
+            f"(and = at its end); make one with {MAKE_KEY}"
+        )
     if len(key) < MIN_KEY_LENGTH:
-        raise ConfigError(f"{where}: the key has {len(key)} characters; a key needs at least "
-                          f"{MIN_KEY_LENGTH} (make one with {MAKE_KEY})")
+        raise ConfigError(
+            f"{where}: the key has {len(key)} characters; a key needs at least "
+            f"{MIN_KEY_LENGTH} (make one with {MAKE_KEY})"
+        )
 
 
 def parse_key_file(text: str, name: str = "the key file") -> list[tuple[Role, str]]:
@@ -76,8 +80,10 @@ def parse_key_file(text: str, name: str = "the key file") -> list[tuple[Role, st
         role, sep, key = line.partition(":")
         role, key = role.strip().lower(), key.strip()
         if not sep or role not in ROLES:
-            raise ConfigError(f"{name}, line {n}: expected ROLE:KEY with ROLE one of "
-                              f"{', '.join(ROLES)} (e.g. read:KEY)")
+            raise ConfigError(
+                f"{name}, line {n}: expected ROLE:KEY with ROLE one of "
+                f"{', '.join(ROLES)} (e.g. read:KEY)"
+            )
         _check_key(key, f"{name}, line {n}")
         out.append((role, key))  # type: ignore[arg-type]
     return out
@@ -102,10 +108,15 @@ class ApiKeys:
     Keys are not stored in the index: rotating them never touches the data. A reload that finds
     an unreadable or invalid file, or one with no key, keeps the keys in use and says why."""
 
-    def __init__(self, *, read: Iterable[str] = (), write: Iterable[str] = (),
-                 file: str | os.PathLike[str] | None = None,
-                 environ: Mapping[str, str] | None = None,
-                 log: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        *,
+        read: Iterable[str] = (),
+        write: Iterable[str] = (),
+        file: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        log: Callable[[str], None] | None = None,
+    ):
         self.file = Path(file) if file is not None else None
         self._log = log or (lambda message: None)
         fixed: list[tuple[Role, str]] = []
@@ -126,16 +137,24 @@ class ApiKeys:
         if self.file is not None:
             from_file, self._stamp = self._read_file()
             if not from_file:
-                raise ConfigError(f"{self.file}: no key in the file; add lines such as "
-                                  f"write:KEY (make a key with {MAKE_KEY})")
+                raise ConfigError(
+                    f"{self.file}: no key in the file; add lines such as "
+                    f"write:KEY (make a key with {MAKE_KEY})"
+                )
         self._keys = _Keys(self._fixed + from_file)
         if not self._keys.digests:
-            raise ConfigError("no API key given: pass keys, a key file or the environment "
-                              f"variables {' / '.join(ENV_KEYS.values())}")
+            raise ConfigError(
+                "no API key given: pass keys, a key file or the environment "
+                f"variables {' / '.join(ENV_KEYS.values())}"
+            )
 
     @classmethod
-    def configured(cls, file: str | os.PathLike[str] | None, environ: Mapping[str, str],
-                   log: Callable[[str], None] | None = None) -> ApiKeys | None:
+    def configured(
+        cls,
+        file: str | os.PathLike[str] | None,
+        environ: Mapping[str, str],
+        log: Callable[[str], None] | None = None,
+    ) -> ApiKeys | None:
         """The keys of ``file`` and ``environ``'s variables, or None if neither gives any."""
         if file is None and not any(environ.get(v, "").strip() for v in ENV_KEYS.values()):
             return None
@@ -150,8 +169,7 @@ class ApiKeys:
             why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
             raise ConfigError(f"{self.file}: cannot read the key file ({why})") from None
         pairs = parse_key_file(text, str(self.file))
-        return (tuple((_digest(k), r) for r, k in pairs),
-                (st.st_mtime_ns, st.st_size, st.st_ino))
+        return (tuple((_digest(k), r) for r, k in pairs), (st.st_mtime_ns, st.st_size, st.st_ino))
 
     def counts(self) -> dict[str, int]:
         """How many keys each role has."""
@@ -161,9 +179,11 @@ class ApiKeys:
         """Where the keys come from and how many there are, for the start-up message."""
         c = self.counts()
         where = [str(self.file)] if self.file is not None else []
-        return (f"{c['read']} read key{'s' if c['read'] != 1 else ''}, {c['write']} write "
-                f"key{'s' if c['write'] != 1 else ''}" + (f" ({', '.join(where)}; read again "
-                                                           "when it changes)" if where else ""))
+        return (
+            f"{c['read']} read key{'s' if c['read'] != 1 else ''}, {c['write']} write "
+            f"key{'s' if c['write'] != 1 else ''}"
+            + (f" ({', '.join(where)}; read again when it changes)" if where else "")
+        )
 
     def reload(self) -> bool:
         """Read the key file again; True if the keys changed. On a bad file the keys in use
@@ -178,16 +198,14 @@ class ApiKeys:
                 return False
             self._stamp = stamp
             if not from_file:
-                self._log(f"API keys not reloaded, the keys in use stay: {self.file} holds no "
-                          "key")
+                self._log(f"API keys not reloaded, the keys in use stay: {self.file} holds no key")
                 return False
             new = _Keys(self._fixed + from_file)
             changed = new != self._keys
             self._keys = new
         if changed:
             c = new.counts()
-            self._log(f"API keys reloaded from {self.file}: {c['read']} read, {c['write']} "
-                      "write")
+            self._log(f"API keys reloaded from {self.file}: {c['read']} read, {c['write']} write")
         return changed
 
     def reload_if_changed(self) -> None:
@@ -233,7 +251,7 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
         end = value.find("]")
         if end < 0:
             return None
-        host, rest = value[: end + 1], value[end + 1:]
+        host, rest = value[: end + 1], value[end + 1 :]
         if rest and not rest.startswith(":"):
             return None
         port_s = rest[1:] if rest else None
@@ -278,9 +296,11 @@ class HostRules:
                 continue
             got = _split_host(e)
             if got is None or not got[0] or "/" in e:
-                raise ConfigError(f"allowed host {e!r} is invalid: a host name or address, "
-                                  "optionally with :PORT (e.g. search.example.com or "
-                                  "10.0.0.5:8000), or *")
+                raise ConfigError(
+                    f"allowed host {e!r} is invalid: a host name or address, "
+                    "optionally with :PORT (e.g. search.example.com or "
+                    "10.0.0.5:8000), or *"
+                )
             self._allowed.add(got)
             self.entries.append(e.strip().lower())
 
@@ -327,14 +347,17 @@ def check_origins(origins: Iterable[str], what: str) -> list[str]:
     for o in origins:
         n = normalise_origin(o)
         if n is None:
-            raise ConfigError(f"{what} {o!r} is invalid: a web origin such as "
-                              "https://app.example.com (scheme, host and port; no path, no *)")
+            raise ConfigError(
+                f"{what} {o!r} is invalid: a web origin such as "
+                "https://app.example.com (scheme, host and port; no path, no *)"
+            )
         out.append(n)
     return out
 
 
-def origin_allowed(origin: str, scheme: str, host_header: str | None,
-                   allowed: Iterable[str]) -> bool:
+def origin_allowed(
+    origin: str, scheme: str, host_header: str | None, allowed: Iterable[str]
+) -> bool:
     """Whether a request from web page ``origin`` may change something: the service's own
     origin (``scheme`` and the request's Host) or one of ``allowed`` (normalised)."""
     got = normalise_origin(origin)
@@ -363,5 +386,4 @@ def is_loopback(host: str) -> bool:
     except OSError:
         return False
     addrs = {info[4][0] for info in infos}
-    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback
-                               for a in addrs)
+    return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)

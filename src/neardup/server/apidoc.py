@@ -54,11 +54,15 @@ def _fields(schema: dict, spec: dict) -> list[tuple[str, str, bool, str]]:
 def _table(rows: list[tuple[str, str, bool, str]], what: str) -> str:
     if not rows:
         return ""
-    body = "".join(f"<tr><td><code>{html.escape(n)}</code></td><td>{html.escape(t)}</td>"
-                   f"<td>{'yes' if r else ''}</td><td>{html.escape(d)}</td></tr>"
-                   for n, t, r, d in rows)
-    return (f"<table><caption>{what}</caption><tr><th>name</th><th>type</th>"
-            f"<th>required</th><th>description</th></tr>{body}</table>")
+    body = "".join(
+        f"<tr><td><code>{html.escape(n)}</code></td><td>{html.escape(t)}</td>"
+        f"<td>{'yes' if r else ''}</td><td>{html.escape(d)}</td></tr>"
+        for n, t, r, d in rows
+    )
+    return (
+        f"<table><caption>{what}</caption><tr><th>name</th><th>type</th>"
+        f"<th>required</th><th>description</th></tr>{body}</table>"
+    )
 
 
 def render(spec: dict) -> str:
@@ -79,37 +83,70 @@ def render(spec: dict) -> str:
                 continue
             anchor = f"{method}-{path}".replace("/", "-").replace("{", "").replace("}", "")
             title = f"{method.upper()} {path}"
-            toc.append(f'<li><a href="#{esc(anchor)}"><code>{esc(title)}</code></a> '
-                       f"{esc(op.get('summary', ''))}</li>")
+            toc.append(
+                f'<li><a href="#{esc(anchor)}"><code>{esc(title)}</code></a> '
+                f"{esc(op.get('summary', ''))}</li>"
+            )
             block = [f'<section id="{esc(anchor)}"><h2><code>{esc(title)}</code></h2>']
             if op.get("summary"):
                 block.append(f"<p><strong>{esc(op['summary'])}</strong></p>")
             if op.get("description"):
                 block.append(f"<p>{esc(op['description'])}</p>")
-            params = [(p.get("name", ""), f"{_type(p.get('schema', {}), spec)} "
-                       f"({p.get('in', '')})", bool(p.get("required")),
-                       p.get("description", "")) for p in op.get("parameters", [])]
+            params = [
+                (
+                    p.get("name", ""),
+                    f"{_type(p.get('schema', {}), spec)} ({p.get('in', '')})",
+                    bool(p.get("required")),
+                    p.get("description", ""),
+                )
+                for p in op.get("parameters", [])
+            ]
             block.append(_table(params, "parameters"))
             content = op.get("requestBody", {}).get("content", {})
             for mime, media in content.items():
-                block.append(_table(_fields(media.get("schema", {}), spec),
-                                    f"request body ({mime})"))
-            resp = [(code, next(iter(r.get("content", {}) or {"": None})), False,
-                     r.get("description", "")) for code, r in op.get("responses", {}).items()]
-            block.append("<table><caption>responses</caption><tr><th>status</th><th>type</th>"
-                         "<th></th><th>description</th></tr>" + "".join(
-                             f"<tr><td>{esc(str(c))}</td><td>{esc(m or '')}</td><td></td>"
-                             f"<td>{esc(d)}</td></tr>" for c, m, _, d in resp) + "</table>")
+                block.append(
+                    _table(_fields(media.get("schema", {}), spec), f"request body ({mime})")
+                )
+            resp = [
+                (
+                    code,
+                    next(iter(r.get("content", {}) or {"": None})),
+                    False,
+                    r.get("description", ""),
+                )
+                for code, r in op.get("responses", {}).items()
+            ]
+            block.append(
+                "<table><caption>responses</caption><tr><th>status</th><th>type</th>"
+                "<th></th><th>description</th></tr>"
+                + "".join(
+                    f"<tr><td>{esc(str(c))}</td><td>{esc(m or '')}</td><td></td>"
+                    f"<td>{esc(d)}</td></tr>"
+                    for c, m, _, d in resp
+                )
+                + "</table>"
+            )
             block.append("</section>")
             ops.append("".join(block))
     schemas = spec.get("components", {}).get("schemas", {})
-    models = [f'<section id="model-{esc(name)}"><h3><code>{esc(name)}</code></h3>'
-              + _table(_fields(s, spec), "fields") + "</section>"
-              for name, s in schemas.items()]
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{esc(info.get('title', 'API'))} API</title>"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            '<link rel="stylesheet" href="/static/style.css"></head>'
-            '<body class="apidoc"><main>' + "".join(parts)
-            + "<h2>Endpoints</h2><ul>" + "".join(toc) + "</ul>" + "".join(ops)
-            + "<h2>Models</h2>" + "".join(models) + "</main></body></html>")
+    models = [
+        f'<section id="model-{esc(name)}"><h3><code>{esc(name)}</code></h3>'
+        + _table(_fields(s, spec), "fields")
+        + "</section>"
+        for name, s in schemas.items()
+    ]
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{esc(info.get('title', 'API'))} API</title>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="stylesheet" href="/static/style.css"></head>'
+        '<body class="apidoc"><main>'
+        + "".join(parts)
+        + "<h2>Endpoints</h2><ul>"
+        + "".join(toc)
+        + "</ul>"
+        + "".join(ops)
+        + "<h2>Models</h2>"
+        + "".join(models)
+        + "</main></body></html>"
+    )

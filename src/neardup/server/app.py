@@ -151,8 +151,10 @@ def _valid_unicode(s: str) -> str:
         try:
             s.encode("utf-8")
         except UnicodeEncodeError as e:
-            raise ValueError(f"contains a lone surrogate (U+{ord(s[e.start]):04X}) at "
-                             f"character {e.start}; send valid Unicode text") from None
+            raise ValueError(
+                f"contains a lone surrogate (U+{ord(s[e.start]):04X}) at "
+                f"character {e.start}; send valid Unicode text"
+            ) from None
     return s
 
 
@@ -176,13 +178,23 @@ def _not_empty(s: str) -> str:
 Text = Annotated[str, AfterValidator(_valid_unicode)]
 #: A text to add to the index: not empty (as the upload path, which skips such records).
 DocText = Annotated[str, AfterValidator(_valid_unicode), AfterValidator(_not_empty)]
-DocId = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_valid_unicode),
-                  AfterValidator(_valid_id)]
-ThresholdParam = Annotated[float | None, Field(
-    default=None, gt=0, le=1,
-    description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1], at least the "
-                "index's own threshold (below it the index cannot find every near-duplicate, "
-                "so a lower one is refused with 422); default: the index's threshold.")]
+DocId = Annotated[
+    str,
+    Field(min_length=1, max_length=1024),
+    AfterValidator(_valid_unicode),
+    AfterValidator(_valid_id),
+]
+ThresholdParam = Annotated[
+    float | None,
+    Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1], at least the "
+        "index's own threshold (below it the index cannot find every near-duplicate, "
+        "so a lower one is refused with 422); default: the index's threshold.",
+    ),
+]
 
 
 class _Strict(BaseModel):
@@ -191,10 +203,12 @@ class _Strict(BaseModel):
 
 
 class DocumentIn(_Strict):
-    id: DocId = Field(description="Your id of the document: a non-empty string of characters "
-                                  "that print (no control, zero-width or other format "
-                                  "characters, no bidirectional marks), kept in Unicode NFC "
-                                  "form.")
+    id: DocId = Field(
+        description="Your id of the document: a non-empty string of characters "
+        "that print (no control, zero-width or other format "
+        "characters, no bidirectional marks), kept in Unicode NFC "
+        "form."
+    )
     text: DocText = Field(description="The document's text (not empty or only white space).")
 
 
@@ -215,7 +229,8 @@ class Created(BaseModel):
 class BatchIn(_Strict):
     documents: list[DocumentIn] = Field(
         description="Documents to add, all or none: if any id is already in the index, "
-                    "nothing is added.")
+        "nothing is added."
+    )
 
 
 class BatchOut(BaseModel):
@@ -225,126 +240,198 @@ class BatchOut(BaseModel):
 class QueryIn(_Strict):
     text: Text = Field(description="The text to look up.")
     threshold: ThresholdParam
-    top_k: int | None = Field(default=None, ge=1, le=MAX_MATCHES, description=(
-        f"Return at most this many matches (best first; at most {MAX_MATCHES})."))
+    top_k: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_MATCHES,
+        description=(f"Return at most this many matches (best first; at most {MAX_MATCHES})."),
+    )
 
 
 class MatchOut(BaseModel):
     id: str = Field(description="Id of an indexed near-duplicate.")
-    similarity: float = Field(description="Verified Jaccard similarity of the shingle sets, "
-                                          "0 to 1.")
+    similarity: float = Field(
+        description="Verified Jaccard similarity of the shingle sets, 0 to 1."
+    )
 
 
 class QueryOut(BaseModel):
     matches: list[MatchOut] = Field(description="Near-duplicates, highest similarity first.")
     unique: bool = Field(description="True if nothing in the index reaches the threshold.")
     threshold: float = Field(description="The threshold used.")
-    common: list[CommonOut] = Field(default_factory=list, description=(
-        f"Passages of the checked text that {COMMON_TEXTS} indexed texts or more hold "
-        "(template sentences, widely quoted text), each once: the texts that share nothing "
-        "else with it are counted here, not listed in `reused`."))
-    matches_capped: bool = Field(default=False, description=(
-        f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
-        "best ones."))
-    incomplete: bool = Field(default=False, description=(
-        f"True if not every candidate was verified within {QUERY_SECONDS:g} s: the answer may "
-        "miss near-duplicates, and `unique` is false."))
+    common: list[CommonOut] = Field(
+        default_factory=list,
+        description=(
+            f"Passages of the checked text that {COMMON_TEXTS} indexed texts or more hold "
+            "(template sentences, widely quoted text), each once: the texts that share nothing "
+            "else with it are counted here, not listed in `reused`."
+        ),
+    )
+    matches_capped: bool = Field(
+        default=False,
+        description=(
+            f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
+            "best ones."
+        ),
+    )
+    incomplete: bool = Field(
+        default=False,
+        description=(
+            f"True if not every candidate was verified within {QUERY_SECONDS:g} s: the answer may "
+            "miss near-duplicates, and `unique` is false."
+        ),
+    )
 
 
 class Passage(BaseModel):
-    a: tuple[int, int] = Field(description="[start, end) character offsets in the first text "
-                                           "(the checked text, or document a).")
-    b: tuple[int, int] = Field(description="[start, end) character offsets in the second text "
-                                           "(the match, or document b).")
+    a: tuple[int, int] = Field(
+        description="[start, end) character offsets in the first text "
+        "(the checked text, or document a)."
+    )
+    b: tuple[int, int] = Field(
+        description="[start, end) character offsets in the second text (the match, or document b)."
+    )
     words: int = Field(description="Number of words in the passage.")
 
 
 class CheckIn(_Strict):
     text: Text = Field(description="The new text to check against the index.")
-    id: DocId | None = Field(default=None, description=(
-        "Its id: left out of the matches if already indexed; required with add=true."))
+    id: DocId | None = Field(
+        default=None,
+        description=("Its id: left out of the matches if already indexed; required with add=true."),
+    )
     threshold: ThresholdParam
-    add: bool = Field(default=False, description=(
-        "Add the text under `id` if it is unique (atomically: two near-duplicates checked at "
-        "once cannot both be added)."))
+    add: bool = Field(
+        default=False,
+        description=(
+            "Add the text under `id` if it is unique (atomically: two near-duplicates checked at "
+            "once cannot both be added)."
+        ),
+    )
 
 
 class CheckMatch(MatchOut):
-    text: str | None = Field(default=None, description=(
-        f"The match's stored text (for the {CHECK_DETAILS} best matches only, while the "
-        "answer's texts stay within its byte budget: see `texts_capped`)."))
-    passages: list[Passage] = Field(default_factory=list, description=(
-        "Passages the checked text shares with the match (offsets into the checked text, "
-        "`a`, and into the match's text, `b`); for the matches that come with their text, "
-        "as far as the time budget allows (see `passages_incomplete`)."))
+    text: str | None = Field(
+        default=None,
+        description=(
+            f"The match's stored text (for the {CHECK_DETAILS} best matches only, while the "
+            "answer's texts stay within its byte budget: see `texts_capped`)."
+        ),
+    )
+    passages: list[Passage] = Field(
+        default_factory=list,
+        description=(
+            "Passages the checked text shares with the match (offsets into the checked text, "
+            "`a`, and into the match's text, `b`); for the matches that come with their text, "
+            "as far as the time budget allows (see `passages_incomplete`)."
+        ),
+    )
 
 
 class ReusedOut(BaseModel):
-    id: str = Field(description="Id of an indexed text that shares passages with the checked "
-                                "one.")
-    share: float = Field(description="Share of the checked text's words in those passages, "
-                                     "0 to 1.")
+    id: str = Field(description="Id of an indexed text that shares passages with the checked one.")
+    share: float = Field(description="Share of the checked text's words in those passages, 0 to 1.")
     share_source: float = Field(description="Share of the indexed text's words in them.")
-    text: str | None = Field(default=None, description=(
-        f"The indexed text (for the {CHECK_DETAILS} most reused only)."))
-    passages: list[Passage] = Field(description=(
-        "The passages: offsets into the checked text, `a`, and into the indexed text, `b`."))
+    text: str | None = Field(
+        default=None, description=(f"The indexed text (for the {CHECK_DETAILS} most reused only).")
+    )
+    passages: list[Passage] = Field(
+        description=(
+            "The passages: offsets into the checked text, `a`, and into the indexed text, `b`."
+        )
+    )
 
 
 class CommonOut(BaseModel):
-    a: tuple[int, int] = Field(description="[start, end) character offsets in the checked "
-                                           "text.")
+    a: tuple[int, int] = Field(description="[start, end) character offsets in the checked text.")
     words: int = Field(description="Number of words in the passage.")
-    texts: int = Field(description=(
-        "About how many indexed texts hold it: at most this many (the fewest texts that hold "
-        "one of its fingerprints, counted up to the index's bucket cap)."))
+    texts: int = Field(
+        description=(
+            "About how many indexed texts hold it: at most this many (the fewest texts that hold "
+            "one of its fingerprints, counted up to the index's bucket cap)."
+        )
+    )
     example: str = Field(description="Id of an indexed text that holds it.")
     b: tuple[int, int] = Field(description="[start, end) character offsets in that text.")
 
 
 class CheckOut(BaseModel):
-    unique: bool = Field(description="True if nothing in the index reaches the threshold, "
-                                     "no indexed text shares a passage with the text (reused "
-                                     "or common), and every candidate was compared.")
+    unique: bool = Field(
+        description="True if nothing in the index reaches the threshold, "
+        "no indexed text shares a passage with the text (reused "
+        "or common), and every candidate was compared."
+    )
     threshold: float = Field(description="The threshold used.")
     matches: list[CheckMatch] = Field(description="Near-duplicates, highest similarity first.")
     added: bool = Field(description="True if the text was added to the index.")
-    reused: list[ReusedOut] = Field(default_factory=list, description=(
-        "Indexed texts the checked text shares passages with (copied text inside otherwise "
-        "different texts), most reused first; empty where the index does not find passages "
-        "(see `passages_indexed`)."))
-    common: list[CommonOut] = Field(default_factory=list, description=(
-        f"Passages of the checked text that {COMMON_TEXTS} indexed texts or more hold "
-        "(template sentences, widely quoted text), each once: the texts that share nothing "
-        "else with it are counted here, not listed in `reused`."))
-    matches_capped: bool = Field(default=False, description=(
-        f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
-        "best ones."))
-    reused_capped: bool = Field(default=False, description=(
-        "True if more passages were found than the response carries."))
-    passages_incomplete: bool = Field(default=False, description=(
-        f"True if the passages of some of the best matches were not found within the "
-        f"{CHECK_SECONDS:g} s the check may take: those matches come with their text and "
-        "without passages (or with the passages found so far)."))
-    texts_capped: bool = Field(default=False, description=(
-        f"True if some of the best matches or reused texts come with `text` null because the "
-        f"answer carries at most {CHECK_TEXT_BYTES:,} bytes of matched texts (UTF-8) in all; "
-        "fetch them with GET /documents/{id}."))
-    reuse_incomplete: bool = Field(default=False, description=(
-        f"True if not every indexed text that may share a passage was compared (more than "
-        f"{CHECK_CANDIDATES}, or {CHECK_SECONDS:g} s spent): the answer may miss some, and "
-        "`unique` is false."))
-    passages_indexed: bool = Field(default=False, description=(
-        "Whether this index finds reused passages (an index built without them finds "
-        "whole-text near-duplicates only)."))
-    min_passage_words: int | None = Field(default=None, description=(
-        "The shortest passage the index reports, in words."))
+    reused: list[ReusedOut] = Field(
+        default_factory=list,
+        description=(
+            "Indexed texts the checked text shares passages with (copied text inside otherwise "
+            "different texts), most reused first; empty where the index does not find passages "
+            "(see `passages_indexed`)."
+        ),
+    )
+    common: list[CommonOut] = Field(
+        default_factory=list,
+        description=(
+            f"Passages of the checked text that {COMMON_TEXTS} indexed texts or more hold "
+            "(template sentences, widely quoted text), each once: the texts that share nothing "
+            "else with it are counted here, not listed in `reused`."
+        ),
+    )
+    matches_capped: bool = Field(
+        default=False,
+        description=(
+            f"True if more than {MAX_MATCHES} documents reach the threshold: the answer holds the "
+            "best ones."
+        ),
+    )
+    reused_capped: bool = Field(
+        default=False, description=("True if more passages were found than the response carries.")
+    )
+    passages_incomplete: bool = Field(
+        default=False,
+        description=(
+            f"True if the passages of some of the best matches were not found within the "
+            f"{CHECK_SECONDS:g} s the check may take: those matches come with their text and "
+            "without passages (or with the passages found so far)."
+        ),
+    )
+    texts_capped: bool = Field(
+        default=False,
+        description=(
+            f"True if some of the best matches or reused texts come with `text` null because the "
+            f"answer carries at most {CHECK_TEXT_BYTES:,} bytes of matched texts (UTF-8) in all; "
+            "fetch them with GET /documents/{id}."
+        ),
+    )
+    reuse_incomplete: bool = Field(
+        default=False,
+        description=(
+            f"True if not every indexed text that may share a passage was compared (more than "
+            f"{CHECK_CANDIDATES}, or {CHECK_SECONDS:g} s spent): the answer may miss some, and "
+            "`unique` is false."
+        ),
+    )
+    passages_indexed: bool = Field(
+        default=False,
+        description=(
+            "Whether this index finds reused passages (an index built without them finds "
+            "whole-text near-duplicates only)."
+        ),
+    )
+    min_passage_words: int | None = Field(
+        default=None, description=("The shortest passage the index reports, in words.")
+    )
 
 
 class HealthOut(BaseModel):
     status: Literal["ok"] = Field(description="Always 'ok' when the service answers.")
-    documents: int | None = Field(description="Documents in the index (null for a client "
-                                              "without a key, where the service needs one).")
+    documents: int | None = Field(
+        description="Documents in the index (null for a client "
+        "without a key, where the service needs one)."
+    )
 
 
 class ErrorOut(BaseModel):
@@ -354,9 +441,12 @@ class ErrorOut(BaseModel):
 class Member(BaseModel):
     id: str = Field(description="Document id (the id field, or the line number of the record).")
     similarity_to_representative: float = Field(
-        description="Jaccard similarity to the cluster's representative (1 for itself).")
-    title: str | None = Field(default=None, description=(
-        "The first line of its text (at most 80 characters), to recognise it by."))
+        description="Jaccard similarity to the cluster's representative (1 for itself)."
+    )
+    title: str | None = Field(
+        default=None,
+        description=("The first line of its text (at most 80 characters), to recognise it by."),
+    )
 
 
 class ClusterOut(BaseModel):
@@ -367,17 +457,29 @@ class ClusterOut(BaseModel):
 
 
 #: The reasons a record of an upload is left out for (a whole file is a 415 or a 422).
-_RECORD_REASONS = (SkipReason.MALFORMED_JSON, SkipReason.NOT_OBJECT, SkipReason.UNDECODABLE,
-                   SkipReason.BAD_ROW, SkipReason.MISSING_FIELD, SkipReason.NON_STRING_FIELD,
-                   SkipReason.BAD_ID, SkipReason.DUPLICATE_ID, SkipReason.EMPTY_TEXT,
-                   SkipReason.TEXT_TOO_LARGE)
+_RECORD_REASONS = (
+    SkipReason.MALFORMED_JSON,
+    SkipReason.NOT_OBJECT,
+    SkipReason.UNDECODABLE,
+    SkipReason.BAD_ROW,
+    SkipReason.MISSING_FIELD,
+    SkipReason.NON_STRING_FIELD,
+    SkipReason.BAD_ID,
+    SkipReason.DUPLICATE_ID,
+    SkipReason.EMPTY_TEXT,
+    SkipReason.TEXT_TOO_LARGE,
+)
 
 
 class SkipExample(BaseModel):
     line: int = Field(description="Line of the file where the record starts.")
-    reason: str = Field(description=(
-        "Why it was skipped, a reason of `skipped`: " + "; ".join(
-            f"`{r}`: {r.description}" for r in _RECORD_REASONS) + "."))
+    reason: str = Field(
+        description=(
+            "Why it was skipped, a reason of `skipped`: "
+            + "; ".join(f"`{r}`: {r.description}" for r in _RECORD_REASONS)
+            + "."
+        )
+    )
     message: str = Field(description="What was wrong, in words.")
 
 
@@ -385,19 +487,25 @@ class CollectionOut(BaseModel):
     collection_id: str = Field(description="Use it with GET /collections/{collection_id}.")
     filename: str | None = Field(description="Name of the uploaded file, as sent.")
     format: Literal["csv", "jsonl", "parquet"] = Field(description="How the file was read.")
-    id_field: str | None = Field(description="Field of the ids (given, or the field id found in "
-                                             "every record); null: ids are line numbers.")
+    id_field: str | None = Field(
+        description="Field of the ids (given, or the field id found in "
+        "every record); null: ids are line numbers."
+    )
     documents: int = Field(description="Records deduplicated.")
     skipped: dict[str, int] = Field(description="Records left out, counted by reason.")
     skipped_examples: list[SkipExample] = Field(description="The first few records left out.")
     threshold: float = Field(description="Jaccard threshold used.")
     cluster_method: str = Field(description="'components' or 'strict'.")
-    clusters: list[ClusterOut] = Field(description="Clusters of two or more near-duplicates, "
-                                                   "largest first.")
-    pairs: int = Field(description=(
-        "Pairs of documents known to be near-duplicates: the verified pairs of distinct texts "
-        "and those their exact copies imply (every two copies of a text, and every copy of "
-        "one text with every copy of a near-duplicate of it), counted, not listed."))
+    clusters: list[ClusterOut] = Field(
+        description="Clusters of two or more near-duplicates, largest first."
+    )
+    pairs: int = Field(
+        description=(
+            "Pairs of documents known to be near-duplicates: the verified pairs of distinct texts "
+            "and those their exact copies imply (every two copies of a text, and every copy of "
+            "one text with every copy of a near-duplicate of it), counted, not listed."
+        )
+    )
     duplicates: int = Field(description="Documents that repeat a representative.")
 
 
@@ -405,21 +513,28 @@ class PairOut(BaseModel):
     collection_id: str
     a: DocumentOut = Field(description="The first document.")
     b: DocumentOut = Field(description="The second document.")
-    similarity: float | None = Field(description=(
-        "Their Jaccard similarity where the run knows it exactly: 1 for two copies of one "
-        "text (after normalisation), the verified similarity of their texts where the run "
-        "compared them (a pair, or a member and its representative); null otherwise."))
+    similarity: float | None = Field(
+        description=(
+            "Their Jaccard similarity where the run knows it exactly: 1 for two copies of one "
+            "text (after normalisation), the verified similarity of their texts where the run "
+            "compared them (a pair, or a member and its representative); null otherwise."
+        )
+    )
     same_cluster: bool = Field(description="Whether they are in the same cluster.")
     passages: list[Passage] = Field(description="Passages the two texts share.")
-    incomplete: bool = Field(default=False, description=(
-        f"True if not every shared passage was found within {PAIR_SECONDS:g} s: `passages` "
-        "holds those found."))
+    incomplete: bool = Field(
+        default=False,
+        description=(
+            f"True if not every shared passage was found within {PAIR_SECONDS:g} s: `passages` "
+            "holds those found."
+        ),
+    )
 
 
 #: What each error status means for a client (every error body is an :class:`ErrorOut`).
 _STATUS_MEANING = {
     400: "A malformed request: a bad header, an unknown Host name, invalid UTF-8, more than "
-         "one API key.",
+    "one API key.",
     401: "No API key, or one the service does not know (see `WWW-Authenticate`).",
     403: "The key's role may not do this, or a web page of another origin sent it.",
     404: "No such document, collection or endpoint.",
@@ -429,20 +544,29 @@ _STATUS_MEANING = {
     415: "The wrong content type (JSON bodies, multipart uploads).",
     422: "Invalid fields: `detail` names each one.",
     500: "An error of the service: nothing is shown of it; the service's log has it under "
-         "the request's id.",
+    "the request's id.",
     503: "The service or its index cannot answer right now (busy, too many requests, the "
-         "backend unreachable or changed): try again after `Retry-After` seconds where it is "
-         "given.",
-    507: "No room: the index holds the most documents the service keeps, or its disk is "
-         "full.",
+    "backend unreachable or changed): try again after `Retry-After` seconds where it is "
+    "given.",
+    507: "No room: the index holds the most documents the service keeps, or its disk is full.",
 }
-_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.",
-                                "schema": {"type": "integer"}}}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again.",
+        "schema": {"type": "integer"},
+    }
+}
 
 
 def _error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {c: {"model": ErrorOut, "description": _STATUS_MEANING[c],
-                **({"headers": _RETRY_AFTER} if c == 503 else {})} for c in codes}
+    return {
+        c: {
+            "model": ErrorOut,
+            "description": _STATUS_MEANING[c],
+            **({"headers": _RETRY_AFTER} if c == 503 else {}),
+        }
+        for c in codes
+    }
 
 
 #: The errors every endpoint of the API may answer, and those of the endpoints that add
@@ -450,10 +574,15 @@ _ERRORS = _error_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 500, 503
 _WRITE_ERRORS = _error_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 500, 503, 507)
 
 #: How keys are sent, for the OpenAPI schema (the middleware reads them; see ``_key_of``).
-_BEARER = HTTPBearer(auto_error=False, scheme_name="bearer",
-                     description="An API key: `Authorization: Bearer KEY`.")
-_X_API_KEY = APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey",
-                          description="An API key: `X-API-Key: KEY`.")
+_BEARER = HTTPBearer(
+    auto_error=False, scheme_name="bearer", description="An API key: `Authorization: Bearer KEY`."
+)
+_X_API_KEY = APIKeyHeader(
+    name="X-API-Key",
+    auto_error=False,
+    scheme_name="apiKey",
+    description="An API key: `X-API-Key: KEY`.",
+)
 _WHAT_WRITE_DOES = "to add or delete documents and to upload collections"
 
 
@@ -463,22 +592,31 @@ def _role_dependencies(api_keys: ApiKeys | None) -> tuple[Any, Any]:
 
     def need(needed: Role) -> Any:
         if api_keys is None:
+
             def everyone() -> Role:
                 return "write"
 
             return Depends(everyone)
 
-        def dep(request: Request, _bearer: Annotated[Any, Security(_BEARER)],
-                _key: Annotated[Any, Security(_X_API_KEY)]) -> Role:
+        def dep(
+            request: Request,
+            _bearer: Annotated[Any, Security(_BEARER)],
+            _key: Annotated[Any, Security(_X_API_KEY)],
+        ) -> Role:
             role = request.scope.get(ROLE_SCOPE_KEY)
             if role is None:  # the middleware refuses these first; kept as a guard
-                raise HTTPException(401, "this service needs an API key: send it as "
-                                         "'Authorization: Bearer KEY'",
-                                    headers={"WWW-Authenticate": 'Bearer realm="neardup"'})
+                raise HTTPException(
+                    401,
+                    "this service needs an API key: send it as 'Authorization: Bearer KEY'",
+                    headers={"WWW-Authenticate": 'Bearer realm="neardup"'},
+                )
             if not allows(role, needed):
-                raise HTTPException(403, f"this needs an API key with the {needed} role "
-                                         f"({_WHAT_WRITE_DOES}); the key sent has the "
-                                         f"{role} role")
+                raise HTTPException(
+                    403,
+                    f"this needs an API key with the {needed} role "
+                    f"({_WHAT_WRITE_DOES}); the key sent has the "
+                    f"{role} role",
+                )
             return role
 
         return Depends(dep)
@@ -507,8 +645,11 @@ class _Counts:
 
     def to_dict(self) -> dict[str, Any]:
         with self.lock:
-            return {"total": self.total, "by_endpoint": dict(sorted(self.by_endpoint.items())),
-                    "by_status": dict(sorted(self.by_status.items()))}
+            return {
+                "total": self.total,
+                "by_endpoint": dict(sorted(self.by_endpoint.items())),
+                "by_status": dict(sorted(self.by_status.items())),
+            }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,10 +662,18 @@ class _Guard:
     (Content-Length and bytes actually sent), content type and UTF-8 of JSON bodies; and request
     counts. Refusals come before the body is read. Reads the body once and replays it."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]], max_upload_bytes: int,
-                 counts: _Counts, hosts: HostRules, origins: list[str],
-                 api_keys: ApiKeys | None, body_seconds: float = 30.0,
-                 bodies: BodyBudget | None = None, ceiling: MemoryCeiling | None = None):
+    def __init__(
+        self,
+        app: Callable[..., Awaitable[None]],
+        max_upload_bytes: int,
+        counts: _Counts,
+        hosts: HostRules,
+        origins: list[str],
+        api_keys: ApiKeys | None,
+        body_seconds: float = 30.0,
+        bodies: BodyBudget | None = None,
+        ceiling: MemoryCeiling | None = None,
+    ):
         self.app = app
         self.body_seconds = body_seconds
         self.limit = max_upload_bytes
@@ -535,8 +684,9 @@ class _Guard:
         self.origins = origins
         self.api_keys = api_keys
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Callable, send: Callable
-                       ) -> None:
+    async def __call__(
+        self, scope: MutableMapping[str, Any], receive: Callable, send: Callable
+    ) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -563,12 +713,14 @@ class _Guard:
             endpoint = scope.get("endpoint")
             self.counts.add(getattr(endpoint, "__name__", "other"), status[0])
 
-    async def _check(self, scope: MutableMapping[str, Any], receive: Callable,
-                     held: list[int]) -> JSONResponse | Callable:
+    async def _check(
+        self, scope: MutableMapping[str, Any], receive: Callable, held: list[int]
+    ) -> JSONResponse | Callable:
         """A response refusing the request, or the ``receive`` to run it with (the bytes of
         its body reserved in the budget go into ``held``)."""
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                   for k, v in scope.get("headers", [])}
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+        }
         method, path = scope["method"], scope["path"]
         refused = self._access(scope, headers, method, path)
         if refused is not None:
@@ -578,30 +730,46 @@ class _Guard:
             if not length.strip().isdigit():
                 return _error(400, f"Content-Length {length!r} is not a number")
             if int(length) > self.limit:
-                return _error(413, f"the request body is {int(length)} bytes; the limit is "
-                                   f"{self.limit} bytes")
+                return _error(
+                    413, f"the request body is {int(length)} bytes; the limit is {self.limit} bytes"
+                )
         if method == "POST" and (path in _JSON_ENDPOINTS or path in _UPLOAD_ENDPOINTS):
             ctype = headers.get("content-type", "")
             media = ctype.split(";")[0].strip().lower()
-            if path in _JSON_ENDPOINTS and ctype and not (
-                    media == "application/json" or media.endswith("+json")):
-                return _error(415, f"{path} takes a JSON body: send Content-Type: "
-                                   f"application/json (got {ctype!r})")
-            if path in _JSON_ENDPOINTS and "charset=" in ctype.lower() and \
-                    ctype.lower().split("charset=")[1].strip(' "\'').split(";")[0] not in (
-                        "utf-8", "utf8"):
+            if (
+                path in _JSON_ENDPOINTS
+                and ctype
+                and not (media == "application/json" or media.endswith("+json"))
+            ):
+                return _error(
+                    415,
+                    f"{path} takes a JSON body: send Content-Type: "
+                    f"application/json (got {ctype!r})",
+                )
+            if (
+                path in _JSON_ENDPOINTS
+                and "charset=" in ctype.lower()
+                and ctype.lower().split("charset=")[1].strip(" \"'").split(";")[0]
+                not in ("utf-8", "utf8")
+            ):
                 return _error(415, f"{path} takes UTF-8 JSON (got {ctype!r})")
             if path in _UPLOAD_ENDPOINTS and media != "multipart/form-data":
-                return _error(415, f"{path} takes a multipart/form-data upload with a 'file' "
-                                   f"field (got {ctype or 'no Content-Type'!r})")
+                return _error(
+                    415,
+                    f"{path} takes a multipart/form-data upload with a 'file' "
+                    f"field (got {ctype or 'no Content-Type'!r})",
+                )
         if method != "POST" or path not in _BODY_ENDPOINTS:
             # no endpoint here reads a body: none is waited for (a slow body sent to the page
             # or to /health must not hold a request slot)
             return receive
         if self.ceiling.over():
-            return _error(503, "the service is at its memory limit (--max-memory-mb) and "
-                               "takes no new work until it falls; try again in a moment",
-                          {"Retry-After": "5"})
+            return _error(
+                503,
+                "the service is at its memory limit (--max-memory-mb) and "
+                "takes no new work until it falls; try again in a moment",
+                {"Retry-After": "5"},
+            )
         # Read the whole body (bounded) so that its size and encoding are known before parsing;
         # a client that stops sending gets a 408 instead of holding the request open. The
         # bodies held at once stay within their budget: the announced length is reserved
@@ -616,9 +784,12 @@ class _Guard:
             try:
                 message = await asyncio.wait_for(receive(), timeout=max(left, 0.001))
             except asyncio.TimeoutError:
-                return _error(408, f"the request body did not arrive within "
-                                   f"{self.body_seconds:g} s: send it at once",
-                              {"Connection": "close", "Retry-After": "1"})
+                return _error(
+                    408,
+                    f"the request body did not arrive within "
+                    f"{self.body_seconds:g} s: send it at once",
+                    {"Connection": "close", "Retry-After": "1"},
+                )
             if message["type"] == "http.disconnect":
                 return _error(400, "the client disconnected before sending the whole body")
             body = message.get("body", b"")
@@ -654,57 +825,84 @@ class _Guard:
         return True
 
     def _bodies_full(self) -> JSONResponse:
-        return _error(503, f"the service is receiving its limit of "
-                           f"{self.bodies.limit / 1e6:g} MB of request bodies at once "
-                           "(--body-memory-mb); try again in a moment", {"Retry-After": "2"})
+        return _error(
+            503,
+            f"the service is receiving its limit of "
+            f"{self.bodies.limit / 1e6:g} MB of request bodies at once "
+            "(--body-memory-mb); try again in a moment",
+            {"Retry-After": "2"},
+        )
 
-    def _access(self, scope: MutableMapping[str, Any], headers: dict[str, str], method: str,
-                path: str) -> JSONResponse | None:
+    def _access(
+        self, scope: MutableMapping[str, Any], headers: dict[str, str], method: str, path: str
+    ) -> JSONResponse | None:
         """A refusal for the Host, the Origin or the key, or None (the role is then in the
         scope)."""
         host = headers.get("host")
         if not self.hosts.allows(host):
-            return _error(400, f"the Host header {host!r} is not a name this service answers "
-                               "to; if clients reach it under that name, start it with "
-                               "--allowed-host NAME (allowed_hosts)" if host is not None else
-                          "the request has no Host header; send one")
+            return _error(
+                400,
+                f"the Host header {host!r} is not a name this service answers "
+                "to; if clients reach it under that name, start it with "
+                "--allowed-host NAME (allowed_hosts)"
+                if host is not None
+                else "the request has no Host header; send one",
+            )
         if method not in SAFE_METHODS:
             origin = headers.get("origin")
             site = headers.get("sec-fetch-site", "").strip().lower()
-            if origin is not None and not origin_allowed(origin, scope.get("scheme", "http"),
-                                                         host, self.origins):
-                return _error(403, f"cross-origin request refused: a web page of {origin!r} "
-                                   f"may not {method} here (only the service's own page may, "
-                                   "and origins given with --allowed-origin or --cors-origin)")
+            if origin is not None and not origin_allowed(
+                origin, scope.get("scheme", "http"), host, self.origins
+            ):
+                return _error(
+                    403,
+                    f"cross-origin request refused: a web page of {origin!r} "
+                    f"may not {method} here (only the service's own page may, "
+                    "and origins given with --allowed-origin or --cors-origin)",
+                )
             if origin is None and site in ("cross-site", "same-site"):
-                return _error(403, f"cross-site request refused (Sec-Fetch-Site: {site}): only "
-                                   "the service's own page may change something")
+                return _error(
+                    403,
+                    f"cross-site request refused (Sec-Fetch-Site: {site}): only "
+                    "the service's own page may change something",
+                )
         if self.api_keys is None:
             scope[ROLE_SCOPE_KEY] = "write"  # no keys: everyone may do everything
             return None
         self.api_keys.reload_if_changed()
         repeated = _repeated_key_headers(scope.get("headers", []))
         if repeated is not None:
-            return _error(400, f"the request sends {repeated}: send one API key, in one "
-                               "'Authorization: Bearer KEY' or one 'X-API-Key: KEY' header")
+            return _error(
+                400,
+                f"the request sends {repeated}: send one API key, in one "
+                "'Authorization: Bearer KEY' or one 'X-API-Key: KEY' header",
+            )
         key, how = _key_of(headers)
         role = self.api_keys.role(key) if key else None
         scope[ROLE_SCOPE_KEY] = role
         if role is not None or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
             return None
         if key == "":
-            return _error(401, "the Authorization header is not 'Bearer KEY': send the API "
-                               "key as 'Authorization: Bearer KEY' (or 'X-API-Key: KEY')",
-                          headers={"WWW-Authenticate": 'Bearer realm="neardup"'})
+            return _error(
+                401,
+                "the Authorization header is not 'Bearer KEY': send the API "
+                "key as 'Authorization: Bearer KEY' (or 'X-API-Key: KEY')",
+                headers={"WWW-Authenticate": 'Bearer realm="neardup"'},
+            )
         if key is None:
-            return _error(401, "this service needs an API key: send it as 'Authorization: "
-                               "Bearer KEY' (or 'X-API-Key: KEY'); ask its operator for a "
-                               "read key (to search) or a write key (to add and delete)",
-                          headers={"WWW-Authenticate": 'Bearer realm="neardup"'})
-        return _error(401, f"the API key sent ({how}) is not valid: it may have been "
-                           "replaced; ask the service's operator for the current one",
-                      headers={"WWW-Authenticate": 'Bearer realm="neardup", '
-                                                   'error="invalid_token"'})
+            return _error(
+                401,
+                "this service needs an API key: send it as 'Authorization: "
+                "Bearer KEY' (or 'X-API-Key: KEY'); ask its operator for a "
+                "read key (to search) or a write key (to add and delete)",
+                headers={"WWW-Authenticate": 'Bearer realm="neardup"'},
+            )
+        return _error(
+            401,
+            f"the API key sent ({how}) is not valid: it may have been "
+            "replaced; ask the service's operator for the current one",
+            headers={"WWW-Authenticate": 'Bearer realm="neardup", error="invalid_token"'},
+        )
 
 
 def _repeated_key_headers(raw: Sequence[tuple[bytes, bytes]]) -> str | None:
@@ -792,12 +990,18 @@ class _Cors(CORSMiddleware):
         if response.status_code < 400:
             return response
         what = bytes(response.body).decode("latin-1").removeprefix("Disallowed CORS ")
-        headers = {k: v for k, v in response.headers.items()
-                   if k.lower() not in ("content-length", "content-type")}
-        return _error(response.status_code, f"cross-origin request refused: its {what} "
-                                            "are not allowed (--cors-origin names the web "
-                                            "origins that may call this service)",
-                      headers=headers)
+        headers = {
+            k: v
+            for k, v in response.headers.items()
+            if k.lower() not in ("content-length", "content-type")
+        }
+        return _error(
+            response.status_code,
+            f"cross-origin request refused: its {what} "
+            "are not allowed (--cors-origin names the web "
+            "origins that may call this service)",
+            headers=headers,
+        )
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -814,10 +1018,12 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 #: What a JSON field of a strict type must be, after pydantic's message.
-_JSON_TYPES = {"bool_type": " (JSON true or false; not a string or a number)",
-               "int_type": " (a JSON integer; not true or false, a string or a fraction)",
-               "float_type": " (a JSON number; not true or false or a string)",
-               "string_type": " (a JSON string)"}
+_JSON_TYPES = {
+    "bool_type": " (JSON true or false; not a string or a number)",
+    "int_type": " (a JSON integer; not true or false, a string or a fraction)",
+    "float_type": " (a JSON number; not true or false or a string)",
+    "string_type": " (a JSON string)",
+}
 
 
 def _validation_message(errors: list[dict[str, Any]]) -> str:
@@ -873,24 +1079,35 @@ def _passage_k(index: Index) -> int:
 # The application
 
 
-def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
-               max_text_bytes: int = 1_000_000, max_batch: int = 10_000,
-               max_documents: int | None = None, large_text_bytes: int = 100_000,
-               max_large_requests: int = 2,
-               api_keys: ApiKeys | None = None, allowed_hosts: Sequence[str] | None = None,
-               allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (),
-               body_seconds: float = 30.0, check_text_bytes: int = CHECK_TEXT_BYTES,
-               max_collections: int = MAX_COLLECTIONS,
-               collection_memory_bytes: int = COLLECTION_MEMORY_BYTES,
-               collection_disk_bytes: int = COLLECTION_DISK_BYTES,
-               concurrent_uploads: int = CONCURRENT_UPLOADS,
-               collection_folder: str | None = None,
-               body_memory_bytes: int = BODY_MEMORY_BYTES,
-               max_memory_bytes: int | None = None, threads: int = THREADS,
-               collections_shared: str | Path | None = None,
-               check_slots: int = CHECK_SLOTS, writer_target: str | None = None,
-               writer_options: dict[str, Any] | None = None,
-               writer_nice: int | None = None) -> FastAPI:
+def create_app(
+    index: Index,
+    *,
+    max_upload_bytes: int = 10_000_000,
+    max_text_bytes: int = 1_000_000,
+    max_batch: int = 10_000,
+    max_documents: int | None = None,
+    large_text_bytes: int = 100_000,
+    max_large_requests: int = 2,
+    api_keys: ApiKeys | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] = (),
+    cors_origins: Sequence[str] = (),
+    body_seconds: float = 30.0,
+    check_text_bytes: int = CHECK_TEXT_BYTES,
+    max_collections: int = MAX_COLLECTIONS,
+    collection_memory_bytes: int = COLLECTION_MEMORY_BYTES,
+    collection_disk_bytes: int = COLLECTION_DISK_BYTES,
+    concurrent_uploads: int = CONCURRENT_UPLOADS,
+    collection_folder: str | None = None,
+    body_memory_bytes: int = BODY_MEMORY_BYTES,
+    max_memory_bytes: int | None = None,
+    threads: int = THREADS,
+    collections_shared: str | Path | None = None,
+    check_slots: int = CHECK_SLOTS,
+    writer_target: str | None = None,
+    writer_options: dict[str, Any] | None = None,
+    writer_nice: int | None = None,
+) -> FastAPI:
     """The FastAPI application serving ``index`` (the caller opens and closes it).
 
     ``max_upload_bytes``: largest request body (413 beyond); ``max_text_bytes``: largest text
@@ -941,14 +1158,18 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     collections = CollectionStore(
         check_int("collection_memory_bytes", collection_memory_bytes, 0),
         check_int("collection_disk_bytes", collection_disk_bytes, 0),
-        check_int("max_collections", max_collections, 1), collection_folder,
-        shared=collections_shared)
+        check_int("max_collections", max_collections, 1),
+        collection_folder,
+        shared=collections_shared,
+    )
     uploads = UploadSlots(check_int("concurrent_uploads", concurrent_uploads, 1))
     body_memory_bytes = check_int("body_memory_bytes", body_memory_bytes, 1)
     if body_memory_bytes < max_upload_bytes:
-        raise ConfigError(f"body_memory_bytes={body_memory_bytes} is invalid: at least "
-                          f"max_upload_bytes ({max_upload_bytes}), or the largest body "
-                          "allowed could never be read")
+        raise ConfigError(
+            f"body_memory_bytes={body_memory_bytes} is invalid: at least "
+            f"max_upload_bytes ({max_upload_bytes}), or the largest body "
+            "allowed could never be read"
+        )
     ceiling = MemoryCeiling(check_int("max_memory_bytes", max_memory_bytes, 1, none=True))
 
     threads = check_int("threads", threads, 1)
@@ -956,8 +1177,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     check_gate = threading.BoundedSemaphore(check_slots)
     from .writer import BatchWriter
 
-    batches = BatchWriter(index, writer_target, writer_options,
-                          process=writer_target is not None, nice=writer_nice)
+    batches = BatchWriter(
+        index, writer_target, writer_options, process=writer_target is not None, nice=writer_nice
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -975,7 +1197,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     cors = check_origins(cors_origins, "CORS origin")
     origins = sorted(set(check_origins(allowed_origins, "allowed origin")) | set(cors))
     app = FastAPI(
-        docs_url=None, redoc_url=None,  # /docs: rendered here, nothing fetched from elsewhere
+        docs_url=None,
+        redoc_url=None,  # /docs: rendered here, nothing fetched from elsewhere
         title="neardup",
         version=_version(),
         summary="Near-duplicate search over an online index, and deduplication of uploads.",
@@ -983,7 +1206,8 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             "Add documents to a near-duplicate index, ask whether a new text repeats any of "
             "them (with the passages they share), and deduplicate an uploaded CSV or JSONL "
             "collection. Similarities are verified Jaccard similarities of word-shingle sets. "
-            "Errors are `{\"detail\": \"message\"}` with a 4xx status."),
+            'Errors are `{"detail": "message"}` with a 4xx status.'
+        ),
         lifespan=lifespan,
     )
     counts = _Counts()
@@ -991,14 +1215,26 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     app.state.collections = collections
     app.state.uploads = uploads
     app.state.api_keys = api_keys
-    app.add_middleware(_Guard, body_seconds=body_seconds,
-                       max_upload_bytes=max_upload_bytes, counts=counts, hosts=hosts,
-                       origins=origins, api_keys=api_keys,
-                       bodies=BodyBudget(body_memory_bytes), ceiling=ceiling)
+    app.add_middleware(
+        _Guard,
+        body_seconds=body_seconds,
+        max_upload_bytes=max_upload_bytes,
+        counts=counts,
+        hosts=hosts,
+        origins=origins,
+        api_keys=api_keys,
+        bodies=BodyBudget(body_memory_bytes),
+        ceiling=ceiling,
+    )
     if cors:  # outside the guard, so that preflights (which carry no key) are answered
-        app.add_middleware(_Cors, allow_origins=cors, allow_methods=["GET", "POST", "DELETE"],
-                           allow_headers=["Authorization", "X-API-Key", "Content-Type"],
-                           expose_headers=["WWW-Authenticate", "Retry-After"], max_age=600)
+        app.add_middleware(
+            _Cors,
+            allow_origins=cors,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+            expose_headers=["WWW-Authenticate", "Retry-After"],
+            max_age=600,
+        )
     k_index = _passage_k(index)
     read, write = _role_dependencies(api_keys)
 
@@ -1012,9 +1248,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     def _room(adding: int) -> None:
         """507 where adding would take the index over ``max_documents``."""
         if max_documents is not None and len(index) + adding > max_documents:
-            raise HTTPException(507, f"the index is full: it holds {len(index):,} documents "
-                                     f"and this service keeps at most {max_documents:,} "
-                                     "(--max-documents); delete some, or raise the limit")
+            raise HTTPException(
+                507,
+                f"the index is full: it holds {len(index):,} documents "
+                f"and this service keeps at most {max_documents:,} "
+                "(--max-documents); delete some, or raise the limit",
+            )
 
     @contextlib.contextmanager
     def _heavy(text: str) -> Iterator[None]:
@@ -1023,9 +1262,13 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             yield
             return
         if not large.acquire(blocking=False):
-            raise HTTPException(503, f"{max_large_requests} requests with texts of "
-                                     f"{large_text_bytes:,} bytes or more are being handled; "
-                                     "try again in a moment", headers={"Retry-After": "2"})
+            raise HTTPException(
+                503,
+                f"{max_large_requests} requests with texts of "
+                f"{large_text_bytes:,} bytes or more are being handled; "
+                "try again in a moment",
+                headers={"Retry-After": "2"},
+            )
         try:
             yield
         finally:
@@ -1036,21 +1279,32 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         return JSONResponse(
-            {"detail": _validation_message(list(errors)),
-             "errors": jsonable_encoder([{"loc": e.get("loc"), "msg": e.get("msg"),
-                                          "type": e.get("type")} for e in errors])},
-            status_code=422)
+            {
+                "detail": _validation_message(list(errors)),
+                "errors": jsonable_encoder(
+                    [
+                        {"loc": e.get("loc"), "msg": e.get("msg"), "type": e.get("type")}
+                        for e in errors
+                    ]
+                ),
+            },
+            status_code=422,
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail
         if exc.status_code == 404 and detail == "Not Found":
-            detail = (f"no such endpoint: {request.method} {request.url.path} "
-                      "(see /docs for the API)")
+            detail = (
+                f"no such endpoint: {request.method} {request.url.path} (see /docs for the API)"
+            )
         elif exc.status_code == 405:
             detail = f"{request.method} is not allowed on {request.url.path}"
-        return JSONResponse({"detail": str(detail)}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            {"detail": str(detail)},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
 
     @app.exception_handler(DuplicateIdError)
     async def _duplicate(request: Request, exc: DuplicateIdError) -> JSONResponse:
@@ -1070,62 +1324,108 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     @app.exception_handler(IndexChangedError)
     async def _changed(request: Request, exc: IndexChangedError) -> JSONResponse:
-        log.error("the index is not there as opened (%s %s): %s", request.method,
-                  request.url.path, exc)
-        return _error(503, f"{exc}: this service will not answer from it; restart the "
-                           "service to serve the backend as it is now")
+        log.error(
+            "the index is not there as opened (%s %s): %s", request.method, request.url.path, exc
+        )
+        return _error(
+            503,
+            f"{exc}: this service will not answer from it; restart the "
+            "service to serve the backend as it is now",
+        )
 
     @app.exception_handler(IndexFullError)
     async def _full(request: Request, exc: IndexFullError) -> JSONResponse:
         log.error("the index has no room (%s %s): %s", request.method, request.url.path, exc)
-        return _error(507, f"the index has no room: {exc}; the operator must free disk space "
-                           "(or raise the index's size limit)")
+        return _error(
+            507,
+            f"the index has no room: {exc}; the operator must free disk space "
+            "(or raise the index's size limit)",
+        )
 
     @app.exception_handler(sqlite3.OperationalError)
     async def _sqlite(request: Request, exc: sqlite3.OperationalError) -> JSONResponse:
         rid = request_id(request.scope)
         if _busy(exc):
-            log.warning("the index is busy (another process holds its SQLite write lock): "
-                        "503 to %s %s, request ID %s", request.method, request.url.path, rid)
-            return _error(503, "the index is busy: another process holds its write lock; "
-                               "try again in a moment", {"Retry-After": "1"})
+            log.warning(
+                "the index is busy (another process holds its SQLite write lock): "
+                "503 to %s %s, request ID %s",
+                request.method,
+                request.url.path,
+                rid,
+            )
+            return _error(
+                503,
+                "the index is busy: another process holds its write lock; try again in a moment",
+                {"Retry-After": "1"},
+            )
         code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code
         if code == sqlite3.SQLITE_FULL:  # outside a write transaction (the library's own)
-            log.error("the index has no room (%s %s): %s", request.method, request.url.path,
-                      exc)
-            return _error(507, "the index has no room: the disk is full, or the index file "
-                               "reached its size limit; nothing was written; the operator "
-                               "must free disk space (or raise the index's size limit)")
+            log.error("the index has no room (%s %s): %s", request.method, request.url.path, exc)
+            return _error(
+                507,
+                "the index has no room: the disk is full, or the index file "
+                "reached its size limit; nothing was written; the operator "
+                "must free disk space (or raise the index's size limit)",
+            )
         if code == sqlite3.SQLITE_READONLY:
-            log.error("the index cannot be written (%s %s): %s", request.method,
-                      request.url.path, exc)
-            return _error(503, "the index's SQLite file cannot be written (a read-only file "
-                               "system, or no write permission); nothing was written; the "
-                               "operator must make it writable")
+            log.error(
+                "the index cannot be written (%s %s): %s", request.method, request.url.path, exc
+            )
+            return _error(
+                503,
+                "the index's SQLite file cannot be written (a read-only file "
+                "system, or no write permission); nothing was written; the "
+                "operator must make it writable",
+            )
         msg = str(exc).lower()
         if "unable to open" in msg or "disk i/o" in msg:
-            log.error("index error on %s %s, request ID %s: %s", request.method,
-                      request.url.path, rid, exc)
-            return _error(503, "the index's SQLite file cannot be used right now (a disk "
-                               f"error, see the service's log, request ID {rid}); nothing was "
-                               "written; try again later", {"Retry-After": "5"})
+            log.error(
+                "index error on %s %s, request ID %s: %s",
+                request.method,
+                request.url.path,
+                rid,
+                exc,
+            )
+            return _error(
+                503,
+                "the index's SQLite file cannot be used right now (a disk "
+                f"error, see the service's log, request ID {rid}); nothing was "
+                "written; try again later",
+                {"Retry-After": "5"},
+            )
         return _internal_error(request, exc)
 
     def _internal_error(request: Request, exc: Exception) -> JSONResponse:
         rid = request_id(request.scope)
-        log.error("internal error on %s %s, request ID %s", request.method, request.url.path,
-                  rid, exc_info=exc)
+        log.error(
+            "internal error on %s %s, request ID %s",
+            request.method,
+            request.url.path,
+            rid,
+            exc_info=exc,
+        )
         request.scope[LOGGED_SCOPE_KEY] = True
-        return _error(500, f"internal error (reported in the service's log as request ID "
-                           f"{rid})", {"X-Request-ID": rid})
+        return _error(
+            500,
+            f"internal error (reported in the service's log as request ID {rid})",
+            {"X-Request-ID": rid},
+        )
 
     async def _redis_down(request: Request, exc: Exception) -> JSONResponse:
         rid = request_id(request.scope)
-        log.warning("the index's Redis server cannot be reached (%s): 503 to %s %s, request "
-                    "ID %s", type(exc).__name__, request.method, request.url.path, rid)
-        return _error(503, "the index's Redis server cannot be reached; try again in a "
-                           "moment (the service reconnects by itself)",
-                      {"Retry-After": "5", "X-Request-ID": rid})
+        log.warning(
+            "the index's Redis server cannot be reached (%s): 503 to %s %s, request ID %s",
+            type(exc).__name__,
+            request.method,
+            request.url.path,
+            rid,
+        )
+        return _error(
+            503,
+            "the index's Redis server cannot be reached; try again in a "
+            "moment (the service reconnects by itself)",
+            {"Retry-After": "5", "X-Request-ID": rid},
+        )
 
     for kind in _redis_errors():
         app.add_exception_handler(kind, _redis_down)
@@ -1137,8 +1437,15 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return _internal_error(request, exc)
 
     # -- the index -------------------------------------------------------------------------
-    @app.post("/documents", status_code=201, response_model=Created, responses=_WRITE_ERRORS,
-              tags=["index"], summary="Add one document", dependencies=[write, there])
+    @app.post(
+        "/documents",
+        status_code=201,
+        response_model=Created,
+        responses=_WRITE_ERRORS,
+        tags=["index"],
+        summary="Add one document",
+        dependencies=[write, there],
+    )
     async def add_document(doc: DocumentIn) -> Created:
         """Add a document; 409 if its id is already in the index."""
         _check_size(doc.text, max_text_bytes, "the text")
@@ -1146,41 +1453,70 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         await batches.acall("add", doc.id, doc.text)
         return Created(id=doc.id)
 
-    @app.post("/documents:batch", status_code=201, response_model=BatchOut, responses=_WRITE_ERRORS,
-              tags=["index"], summary="Add many documents, all or none", dependencies=[write, there])
+    @app.post(
+        "/documents:batch",
+        status_code=201,
+        response_model=BatchOut,
+        responses=_WRITE_ERRORS,
+        tags=["index"],
+        summary="Add many documents, all or none",
+        dependencies=[write, there],
+    )
     async def add_documents(batch: BatchIn) -> BatchOut:
         """Add documents in one transaction; 409 naming an id already present (nothing added)."""
         docs = batch.documents
         if len(docs) > max_batch:
-            raise HTTPException(413, f"a batch holds at most {max_batch} documents; got "
-                                     f"{len(docs)}: split it")
+            raise HTTPException(
+                413, f"a batch holds at most {max_batch} documents; got {len(docs)}: split it"
+            )
         first: dict[str, int] = {}
         for i, d in enumerate(docs):
             _check_size(d.text, max_text_bytes, f"documents[{i}].text")
             if d.id in first:
-                raise HTTPException(422, f"id {d.id!r} appears twice in the batch "
-                                         f"(documents[{first[d.id]}] and documents[{i}])")
+                raise HTTPException(
+                    422,
+                    f"id {d.id!r} appears twice in the batch "
+                    f"(documents[{first[d.id]}] and documents[{i}])",
+                )
             first[d.id] = i
         if not docs:
             return BatchOut(added=0)
         _room(len(docs))
-        added = await batches.acall("add_many", [(d.id, d.text) for d in docs],
-                                    batch_size=len(docs))
+        added = await batches.acall(
+            "add_many", [(d.id, d.text) for d in docs], batch_size=len(docs)
+        )
         return BatchOut(added=added)
 
-    @app.get("/documents", response_model=IdPage, responses=_ERRORS, tags=["index"],
-             summary="List the ids in the index, a page at a time", dependencies=[read, there])
+    @app.get(
+        "/documents",
+        response_model=IdPage,
+        responses=_ERRORS,
+        tags=["index"],
+        summary="List the ids in the index, a page at a time",
+        dependencies=[read, there],
+    )
     def list_documents(
-        after: Annotated[str | None, Query(max_length=1024, description="Start after this id "
-                                            "(the `next` of the previous page).")] = None,
+        after: Annotated[
+            str | None,
+            Query(
+                max_length=1024,
+                description="Start after this id (the `next` of the previous page).",
+            ),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=1000, description="Ids per page.")] = 100,
     ) -> IdPage:
         """Ids in code-point order, `limit` at a time; follow `next` until it is null."""
         ids = index.list_ids(None if after is None else normal_id(after), limit)
         return IdPage(ids=ids, next=ids[-1] if len(ids) == limit else None)
 
-    @app.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=_ERRORS,
-             tags=["index"], summary="Get a document's text", dependencies=[read, there])
+    @app.get(
+        "/documents/{doc_id:path}",
+        response_model=DocumentOut,
+        responses=_ERRORS,
+        tags=["index"],
+        summary="Get a document's text",
+        dependencies=[read, there],
+    )
     def get_document(doc_id: str) -> DocumentOut:
         """The stored text of a document; 404 if the id is unknown. Percent-encode the id; an id
         `.` or `..` must be sent as `%2E` or `%2E%2E` (clients drop dot segments from paths)."""
@@ -1190,8 +1526,14 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         except KeyError:
             raise HTTPException(404, f"no document with id {doc_id!r}") from None
 
-    @app.delete("/documents/{doc_id:path}", status_code=204, responses=_ERRORS, tags=["index"],
-                summary="Remove a document", dependencies=[write, there])
+    @app.delete(
+        "/documents/{doc_id:path}",
+        status_code=204,
+        responses=_ERRORS,
+        tags=["index"],
+        summary="Remove a document",
+        dependencies=[write, there],
+    )
     async def delete_document(doc_id: str) -> Response:
         """Remove a document; 404 if the id is unknown."""
         doc_id = normal_id(doc_id)
@@ -1205,30 +1547,50 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         if asked is None:
             return index.threshold
         if asked < index.threshold:
-            raise HTTPException(422, f"threshold: {asked:g} is below this index's threshold "
-                                     f"({index.threshold:g}), under which it does not find "
-                                     "every near-duplicate; use a threshold of at least "
-                                     f"{index.threshold:g} (an index finds texts from the "
-                                     "similarity it was created with)")
+            raise HTTPException(
+                422,
+                f"threshold: {asked:g} is below this index's threshold "
+                f"({index.threshold:g}), under which it does not find "
+                "every near-duplicate; use a threshold of at least "
+                f"{index.threshold:g} (an index finds texts from the "
+                "similarity it was created with)",
+            )
         return asked
 
-    @app.post("/query", response_model=QueryOut, responses=_ERRORS, tags=["search"],
-              summary="Near-duplicates of a text", dependencies=[read, there])
+    @app.post(
+        "/query",
+        response_model=QueryOut,
+        responses=_ERRORS,
+        tags=["search"],
+        summary="Near-duplicates of a text",
+        dependencies=[read, there],
+    )
     def query(q: QueryIn) -> QueryOut:
         """Indexed documents whose similarity to `text` reaches the threshold, best first."""
         _check_size(q.text, max_text_bytes, "the text")
         threshold = _threshold(q.threshold)
         with _heavy(q.text):
-            matches, complete = index.query_within(q.text, QUERY_SECONDS, threshold=threshold,
-                                                   top_k=q.top_k)
+            matches, complete = index.query_within(
+                q.text, QUERY_SECONDS, threshold=threshold, top_k=q.top_k
+            )
         capped = len(matches) > MAX_MATCHES
         matches = matches[:MAX_MATCHES]
-        return QueryOut(matches=[MatchOut(id=m.id, similarity=m.similarity) for m in matches],
-                        unique=not matches and complete, threshold=threshold,
-                        matches_capped=capped, incomplete=not complete)
+        return QueryOut(
+            matches=[MatchOut(id=m.id, similarity=m.similarity) for m in matches],
+            unique=not matches and complete,
+            threshold=threshold,
+            matches_capped=capped,
+            incomplete=not complete,
+        )
 
-    @app.post("/check", response_model=CheckOut, responses=_WRITE_ERRORS, tags=["search"],
-              summary="Is this text new? With the passages it shares", dependencies=[there])
+    @app.post(
+        "/check",
+        response_model=CheckOut,
+        responses=_WRITE_ERRORS,
+        tags=["search"],
+        summary="Is this text new? With the passages it shares",
+        dependencies=[there],
+    )
     def check(c: CheckIn, role: Role = read) -> CheckOut:
         """Whether `text` repeats indexed documents: the matches, and for the best
         10 their text and the passages shared with `text`. With `add=true` and an
@@ -1244,9 +1606,12 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
 
     def _check(c: CheckIn, role: Role) -> CheckOut:
         if c.add and not allows(role, "write"):
-            raise HTTPException(403, "adding a text (add=true) needs an API key with the "
-                                     f"write role; the key sent has the {role} role (a check "
-                                     "without add=true needs only a read key)")
+            raise HTTPException(
+                403,
+                "adding a text (add=true) needs an API key with the "
+                f"write role; the key sent has the {role} role (a check "
+                "without add=true needs only a read key)",
+            )
         deadline = time.monotonic() + CHECK_SECONDS  # passages too are found within it
         _check_size(c.text, max_text_bytes, "the text")
         threshold = _threshold(c.threshold)
@@ -1258,15 +1623,22 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             # at most check_slots searches at once: cheaper requests are not held up by
             # several of them taking turns; one that waits its whole budget is told to retry
             if not check_gate.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-                raise HTTPException(503, f"{check_slots} uniqueness check"
-                                         f"{'s are' if check_slots > 1 else ' is'} being made "
-                                         f"and this one waited {CHECK_SECONDS:g} s for its "
-                                         "turn; try again in a moment",
-                                    headers={"Retry-After": "1"})
+                raise HTTPException(
+                    503,
+                    f"{check_slots} uniqueness check"
+                    f"{'s are' if check_slots > 1 else ' is'} being made "
+                    f"and this one waited {CHECK_SECONDS:g} s for its "
+                    "turn; try again in a moment",
+                    headers={"Retry-After": "1"},
+                )
             try:
-                found = index.check(c.text, threshold=threshold, max_passages=MAX_PASSAGES,
-                                    max_candidates=CHECK_CANDIDATES,
-                                    time_budget=max(deadline - time.monotonic(), 0.01))
+                found = index.check(
+                    c.text,
+                    threshold=threshold,
+                    max_passages=MAX_PASSAGES,
+                    max_candidates=CHECK_CANDIDATES,
+                    time_budget=max(deadline - time.monotonic(), 0.01),
+                )
             finally:
                 check_gate.release()
             reused = [m for m in found.reused if m.id != c.id]
@@ -1274,20 +1646,26 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             incomplete = found.incomplete
         if c.add:
             if c.id is None:
-                raise HTTPException(422, "id: required with add=true (the id to add the text "
-                                         "under)")
+                raise HTTPException(
+                    422, "id: required with add=true (the id to add the text under)"
+                )
             if not c.text.strip():
                 raise HTTPException(422, f"text: {EMPTY_TEXT} (it cannot be added)")
             if c.id in index:
                 raise HTTPException(409, f"id {c.id!r} is already in the index")
-        if (c.add and not reused and not incomplete  # copies passages, or not known: kept out
-                and not (found is not None and found.common)):
+        if (
+            c.add
+            and not reused
+            and not incomplete  # copies passages, or not known: kept out
+            and not (found is not None and found.common)
+        ):
             _room(1)
             matches = batches.call("check_and_add", c.id, c.text, threshold=threshold)
             added = not matches
         else:
-            matches = found.matches if found is not None else index.query(c.text,
-                                                                           threshold=threshold)
+            matches = (
+                found.matches if found is not None else index.query(c.text, threshold=threshold)
+            )
             if c.id is not None:
                 matches = [m for m in matches if m.id != c.id]
         matches_capped = len(matches) > MAX_MATCHES
@@ -1317,41 +1695,65 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
             text = carried(texts.get(m.id)) if i < CHECK_DETAILS else None
             passages: list = []
             if text and not cut["passages"]:
-                passages, complete = passages_within(c.text, text, k_index, deadline=deadline,
-                                                     keys_a=keys)
+                passages, complete = passages_within(
+                    c.text, text, k_index, deadline=deadline, keys_a=keys
+                )
                 cut["passages"] = not complete
-            out.append(CheckMatch(id=m.id, similarity=m.similarity, text=text,
-                                  passages=passages))
-        rout = [ReusedOut(id=m.id, share=round(m.share_query, 4),
-                          share_source=round(m.share_source, 4),
-                          text=carried(rtexts.get(m.id)) if i < CHECK_DETAILS else None,
-                          passages=[Passage(a=p.a_chars, b=p.b_chars, words=p.words)
-                                    for p in m.passages])
-                for i, m in enumerate(reused)]
-        common = [CommonOut(a=p.a_chars, words=p.words, texts=p.texts, example=p.example,
-                            b=p.b_chars) for p in (found.common if found is not None else [])]
-        return CheckOut(unique=not matches and not reused and not common and not incomplete,
-                        common=common,
-                        threshold=threshold, matches=out, added=added, reused=rout,
-                        reused_capped=capped, reuse_incomplete=incomplete,
-                        passages_incomplete=cut["passages"], texts_capped=cut["texts"],
-                        matches_capped=matches_capped,
-                        passages_indexed=index.passages is not None,
-                        min_passage_words=(index.passages.shortest if index.passages
-                                           else None))
+            out.append(CheckMatch(id=m.id, similarity=m.similarity, text=text, passages=passages))
+        rout = [
+            ReusedOut(
+                id=m.id,
+                share=round(m.share_query, 4),
+                share_source=round(m.share_source, 4),
+                text=carried(rtexts.get(m.id)) if i < CHECK_DETAILS else None,
+                passages=[Passage(a=p.a_chars, b=p.b_chars, words=p.words) for p in m.passages],
+            )
+            for i, m in enumerate(reused)
+        ]
+        common = [
+            CommonOut(a=p.a_chars, words=p.words, texts=p.texts, example=p.example, b=p.b_chars)
+            for p in (found.common if found is not None else [])
+        ]
+        return CheckOut(
+            unique=not matches and not reused and not common and not incomplete,
+            common=common,
+            threshold=threshold,
+            matches=out,
+            added=added,
+            reused=rout,
+            reused_capped=capped,
+            reuse_incomplete=incomplete,
+            passages_incomplete=cut["passages"],
+            texts_capped=cut["texts"],
+            matches_capped=matches_capped,
+            passages_indexed=index.passages is not None,
+            min_passage_words=(index.passages.shortest if index.passages else None),
+        )
 
-    @app.get("/stats", tags=["service"], summary="Index and service statistics",
-             responses=_ERRORS, dependencies=[read, there])
+    @app.get(
+        "/stats",
+        tags=["service"],
+        summary="Index and service statistics",
+        responses=_ERRORS,
+        dependencies=[read, there],
+    )
     def stats() -> dict[str, Any]:
         """The index's statistics (backend, documents, threshold, bands, ...), request counts
         and the number of collections kept."""
-        return jsonable_encoder({**_shown_stats(index.stats()), "requests": counts.to_dict(),
-                                 "collections": len(collections),
-                                 "process": os.getpid(),
-                                 "collections_kept": collections.usage(),
-                                 "limits": {"max_upload_bytes": max_upload_bytes,
-                                            "max_text_bytes": max_text_bytes,
-                                            "max_batch": max_batch}})
+        return jsonable_encoder(
+            {
+                **_shown_stats(index.stats()),
+                "requests": counts.to_dict(),
+                "collections": len(collections),
+                "process": os.getpid(),
+                "collections_kept": collections.usage(),
+                "limits": {
+                    "max_upload_bytes": max_upload_bytes,
+                    "max_text_bytes": max_text_bytes,
+                    "max_batch": max_batch,
+                },
+            }
+        )
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> Response:
@@ -1368,24 +1770,53 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         return HealthOut(status="ok", documents=len(index) if known else None)
 
     # -- collections -----------------------------------------------------------------------
-    @app.post("/collections", status_code=201, response_model=CollectionOut, responses=_ERRORS,
-              tags=["collections"], summary="Deduplicate an uploaded CSV, JSONL or Parquet file",
-              dependencies=[write])
+    @app.post(
+        "/collections",
+        status_code=201,
+        response_model=CollectionOut,
+        responses=_ERRORS,
+        tags=["collections"],
+        summary="Deduplicate an uploaded CSV, JSONL or Parquet file",
+        dependencies=[write],
+    )
     def upload_collection(
-        file: Annotated[UploadFile, File(description="A CSV file with a header row, a JSON "
-                                                     "Lines file (one object per line) or a "
-                                                     "Parquet file.")],
-        text_field: Annotated[str, Form(min_length=1, description=(
-            "Field or column holding the text; several separated by commas "
-            "('title,description'), whose texts are joined with a newline."))] = "text",
-        id_field: Annotated[str | None, Form(description=(
-            "Field or column holding the id (default: the field 'id' where every record has "
-            "one and they are distinct, else the line number)."))] = None,
-        threshold: Annotated[float, Form(gt=0, le=1, description="Jaccard threshold, "
-                                                                 "(0, 1].")] = 0.8,
-        cluster: Annotated[Literal["components", "strict"], Form(
-            description="'components' (transitive) or 'strict' (every member verified against "
-                        "its representative).")] = "components",
+        file: Annotated[
+            UploadFile,
+            File(
+                description="A CSV file with a header row, a JSON "
+                "Lines file (one object per line) or a "
+                "Parquet file."
+            ),
+        ],
+        text_field: Annotated[
+            str,
+            Form(
+                min_length=1,
+                description=(
+                    "Field or column holding the text; several separated by commas "
+                    "('title,description'), whose texts are joined with a newline."
+                ),
+            ),
+        ] = "text",
+        id_field: Annotated[
+            str | None,
+            Form(
+                description=(
+                    "Field or column holding the id (default: the field 'id' where every record has "
+                    "one and they are distinct, else the line number)."
+                )
+            ),
+        ] = None,
+        threshold: Annotated[
+            float, Form(gt=0, le=1, description="Jaccard threshold, (0, 1].")
+        ] = 0.8,
+        cluster: Annotated[
+            Literal["components", "strict"],
+            Form(
+                description="'components' (transitive) or 'strict' (every member verified against "
+                "its representative)."
+            ),
+        ] = "components",
     ) -> CollectionOut:
         """Parse the file in memory, deduplicate it with `neardup.dedup` and keep the result
         for `GET /collections/{collection_id}` and the side-by-side view (the most recent
@@ -1401,8 +1832,9 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
                 release_free_memory()
         return Response(body, status_code=201, media_type="application/json")
 
-    def _upload(file: UploadFile, text_field: str, id_field: str | None, threshold: float,
-                cluster: str) -> bytes:
+    def _upload(
+        file: UploadFile, text_field: str, id_field: str | None, threshold: float, cluster: str
+    ) -> bytes:
         data = file.file.read(max_upload_bytes + 1)
         if len(data) > max_upload_bytes:
             raise HTTPException(413, f"the file is over the limit of {max_upload_bytes} bytes")
@@ -1411,22 +1843,38 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         del data
         if not parsed.texts:
             why = "; ".join(f"line {e['line']}: {e['message']}" for e in parsed.examples)
-            raise HTTPException(422, f"no usable record in {file.filename or 'the file'!r}"
-                                     f" (text field {text_field!r})" + (f": {why}" if why
-                                                                        else ": it is empty"))
+            raise HTTPException(
+                422,
+                f"no usable record in {file.filename or 'the file'!r}"
+                f" (text field {text_field!r})" + (f": {why}" if why else ": it is empty"),
+            )
         from ..engines.local import dedup
 
         # the compared pairs only: a group of g copies is g - 1 pairs, not g (g - 1) / 2
-        result = dedup(parsed.texts, parsed.ids, threshold=threshold, cluster=cluster,
-                       shingle=COLLECTION_SHINGLE, pairs="edges")
+        result = dedup(
+            parsed.texts,
+            parsed.ids,
+            threshold=threshold,
+            cluster=cluster,
+            shingle=COLLECTION_SHINGLE,
+            pairs="edges",
+        )
         cid = secrets.token_hex(8)
         col = Collection.build(parsed.ids, parsed.texts, result, b"")
-        meta = {"collection_id": cid, "filename": file.filename, "format": fmt,
-                "id_field": parsed.id_field, "documents": len(parsed.ids),
-                "skipped": dict(sorted(parsed.skipped.items())),
-                "skipped_examples": [SkipExample(**e).model_dump() for e in parsed.examples],
-                "threshold": threshold, "cluster_method": cluster, "clusters": None,
-                "pairs": known_pairs(col), "duplicates": int(len(result.duplicate_rows))}
+        meta = {
+            "collection_id": cid,
+            "filename": file.filename,
+            "format": fmt,
+            "id_field": parsed.id_field,
+            "documents": len(parsed.ids),
+            "skipped": dict(sorted(parsed.skipped.items())),
+            "skipped_examples": [SkipExample(**e).model_dump() for e in parsed.examples],
+            "threshold": threshold,
+            "cluster_method": cluster,
+            "clusters": None,
+            "pairs": known_pairs(col),
+            "duplicates": int(len(result.duplicate_rows)),
+        }
         col.summary = summary_json(meta, parsed.ids, result, parsed.texts)
         del parsed, result
         collections.put(cid, col)
@@ -1435,46 +1883,83 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
     def _collection(cid: str) -> Collection:
         got = collections.get(cid)
         if got is None:
-            raise HTTPException(404, f"no collection {cid!r}: this service keeps the most "
-                                     f"recent uploads only (at most {max_collections}, within "
-                                     "its memory and disk limits); upload the file again")
+            raise HTTPException(
+                404,
+                f"no collection {cid!r}: this service keeps the most "
+                f"recent uploads only (at most {max_collections}, within "
+                "its memory and disk limits); upload the file again",
+            )
         return got
 
-    @app.get("/collections/{cid}", response_model=CollectionOut, responses=_ERRORS,
-             tags=["collections"], summary="A deduplicated collection again",
-             dependencies=[read])
+    @app.get(
+        "/collections/{cid}",
+        response_model=CollectionOut,
+        responses=_ERRORS,
+        tags=["collections"],
+        summary="A deduplicated collection again",
+        dependencies=[read],
+    )
     def get_collection(cid: str) -> Response:
         """The result of an earlier upload; 404 once it has been dropped."""
         return Response(_collection(cid).summary, media_type="application/json")
 
-    @app.get("/collections/{cid}/export", responses={
-                 **_ERRORS, 200: {"description": "The file (CSV or JSON Lines).",
-                                  "content": {"text/csv": {}, "application/x-ndjson": {}}}},
-             tags=["collections"], summary="The deduplicated list or the groups, as a file",
-             dependencies=[read])
+    @app.get(
+        "/collections/{cid}/export",
+        responses={
+            **_ERRORS,
+            200: {
+                "description": "The file (CSV or JSON Lines).",
+                "content": {"text/csv": {}, "application/x-ndjson": {}},
+            },
+        },
+        tags=["collections"],
+        summary="The deduplicated list or the groups, as a file",
+        dependencies=[read],
+    )
     def export_collection(
-            cid: str,
-            what: Annotated[Literal["kept", "groups"], Query(description=(
-                "'kept': the deduplicated list (id, text of each cluster's representative and "
-                "of every document in no cluster); 'groups': every document with its cluster, "
-                "representative, similarity to it and whether it is kept."))] = "kept",
-            format: Annotated[Literal["csv", "jsonl"], Query(  # noqa: A002 - the API's word
-                description="'csv' (with a header row) or 'jsonl'.")] = "csv") -> Response:
+        cid: str,
+        what: Annotated[
+            Literal["kept", "groups"],
+            Query(
+                description=(
+                    "'kept': the deduplicated list (id, text of each cluster's representative and "
+                    "of every document in no cluster); 'groups': every document with its cluster, "
+                    "representative, similarity to it and whether it is kept."
+                )
+            ),
+        ] = "kept",
+        format: Annotated[
+            Literal["csv", "jsonl"],
+            Query(  # noqa: A002 - the API's word
+                description="'csv' (with a header row) or 'jsonl'."
+            ),
+        ] = "csv",
+    ) -> Response:
         """An uploaded collection's result as a file to download."""
         from fastapi.responses import StreamingResponse
 
         col = _collection(cid)
         media = "text/csv; charset=utf-8" if format == "csv" else "application/x-ndjson"
         name = f"{cid}-{what}.{format}"
-        return StreamingResponse(col.export(what, format), media_type=media, headers={
-            "Content-Disposition": f'attachment; filename="{name}"'})
+        return StreamingResponse(
+            col.export(what, format),
+            media_type=media,
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
 
-    @app.get("/collections/{cid}/pair", response_model=PairOut, responses=_ERRORS,
-             tags=["collections"], summary="Two documents side by side", dependencies=[read])
-    def get_pair(cid: str,
-                 a: Annotated[str, Query(min_length=1, description="Id of the first document.")],
-                 b: Annotated[str, Query(min_length=1, description="Id of the second document.")]
-                 ) -> PairOut:
+    @app.get(
+        "/collections/{cid}/pair",
+        response_model=PairOut,
+        responses=_ERRORS,
+        tags=["collections"],
+        summary="Two documents side by side",
+        dependencies=[read],
+    )
+    def get_pair(
+        cid: str,
+        a: Annotated[str, Query(min_length=1, description="Id of the first document.")],
+        b: Annotated[str, Query(min_length=1, description="Id of the second document.")],
+    ) -> PairOut:
         """Both texts, their similarity where the run knows it, and the passages they share
         (offsets into each), found within a time budget (`incomplete` says when cut)."""
         deadline = time.monotonic() + PAIR_SECONDS
@@ -1488,13 +1973,16 @@ def create_app(index: Index, *, max_upload_bytes: int = 10_000_000,
         ra, rb = rows
         sim = col.similarity(ra, rb)
         ta, tb = col.text(ra), col.text(rb)
-        passages, complete = passages_within(ta, tb, int(COLLECTION_SHINGLE[5:]),
-                                             deadline=deadline)
-        return PairOut(collection_id=cid, a=DocumentOut(id=a, text=ta),
-                       b=DocumentOut(id=b, text=tb),
-                       similarity=None if sim is None else round(sim, 6),
-                       same_cluster=col.same_cluster(ra, rb), passages=passages,
-                       incomplete=not complete)
+        passages, complete = passages_within(ta, tb, int(COLLECTION_SHINGLE[5:]), deadline=deadline)
+        return PairOut(
+            collection_id=cid,
+            a=DocumentOut(id=a, text=ta),
+            b=DocumentOut(id=b, text=tb),
+            similarity=None if sim is None else round(sim, 6),
+            same_cluster=col.same_cluster(ra, rb),
+            passages=passages,
+            incomplete=not complete,
+        )
 
     # -- the web page ----------------------------------------------------------------------
     @app.get("/", include_in_schema=False)
@@ -1511,25 +1999,34 @@ def _version() -> str:
     return __version__
 
 
-def check_binding(host: str, api_keys: ApiKeys | None, allow_unauthenticated: bool,
-                  allowed_hosts: Sequence[str] = ()) -> None:
+def check_binding(
+    host: str,
+    api_keys: ApiKeys | None,
+    allow_unauthenticated: bool,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
     """Refuse to serve without keys on an address other machines reach, or under any Host
     name (``*`` in ``allowed_hosts``), unless asked to."""
-    if api_keys is None and not allow_unauthenticated and any(
-            h.strip() == "*" for h in allowed_hosts):
+    if (
+        api_keys is None
+        and not allow_unauthenticated
+        and any(h.strip() == "*" for h in allowed_hosts)
+    ):
         raise ConfigError(
             "--allowed-host '*' without API keys would let any web page that a browser on "
             "this machine opens use the service under its own name (DNS rebinding): it could "
             "read, add and delete documents. Give keys (--api-keys-file PATH, or the "
             "environment variables NEARDUP_API_KEY_READ / NEARDUP_API_KEY_WRITE), name the "
-            "hosts instead of '*', or pass --allow-unauthenticated if every client is trusted")
+            "hosts instead of '*', or pass --allow-unauthenticated if every client is trusted"
+        )
     if api_keys is None and not allow_unauthenticated and not is_loopback(host):
         raise ConfigError(
             f"--host {host} makes the service reachable from other machines, and no API key "
             "is configured: anyone who reaches the port could read, add and delete documents. "
             "Give keys (--api-keys-file PATH, or the environment variables "
             "NEARDUP_API_KEY_READ / NEARDUP_API_KEY_WRITE), or pass --allow-unauthenticated if "
-            "the network is trusted")
+            "the network is trusted"
+        )
 
 
 def _named(index_target: str) -> str:
@@ -1557,20 +2054,37 @@ def _open_files_for(connections: int) -> int:
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft != resource.RLIM_INFINITY and soft < need:
         fit = max(soft - spare, 1)
-        log.warning("open files are limited to %d (ulimit -n): at most %d connections instead "
-                    "of %d (--max-connections)", soft, fit, connections)
+        log.warning(
+            "open files are limited to %d (ulimit -n): at most %d connections instead "
+            "of %d (--max-connections)",
+            soft,
+            fit,
+            connections,
+        )
         return fit
     return connections
 
 
-def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
-        api_keys: ApiKeys | None = None, allow_unauthenticated: bool = False,
-        allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = (),
-        cors_origins: Sequence[str] = (), header_seconds: float = 10.0,
-        max_requests: int = CONCURRENCY, max_connections: int = MAX_CONNECTIONS,
-        log_level: str = "info", log_file: str | Path | None = None,
-        storage_options: dict[str, Any] | None = None, workers: int = 1,
-        writer_nice: int = 3, **limits: Any) -> None:
+def run(
+    index_target: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    api_keys: ApiKeys | None = None,
+    allow_unauthenticated: bool = False,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    cors_origins: Sequence[str] = (),
+    header_seconds: float = 10.0,
+    max_requests: int = CONCURRENCY,
+    max_connections: int = MAX_CONNECTIONS,
+    log_level: str = "info",
+    log_file: str | Path | None = None,
+    storage_options: dict[str, Any] | None = None,
+    workers: int = 1,
+    writer_nice: int = 3,
+    **limits: Any,
+) -> None:
     """Open ``Index(index_target, create=False)`` (an existing index only, with the backend's
     ``storage_options``), serve it with uvicorn until interrupted, then close it.
 
@@ -1604,16 +2118,25 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
     workers = check_int("workers", workers, 1, 256)
     memory_index = index_target in (None, ":memory:")
     if workers > 1 and memory_index:
-        raise ConfigError(f"workers={workers}: an index in memory cannot be shared by several "
-                          "processes; serve an SQLite file or a Redis index, or one worker")
+        raise ConfigError(
+            f"workers={workers}: an index in memory cannot be shared by several "
+            "processes; serve an SQLite file or a Redis index, or one worker"
+        )
     if workers > 1 and not hasattr(os, "fork"):
-        raise ConfigError(f"workers={workers}: worker processes are forked from the service, "
-                          "which this system cannot do; serve with one worker")
+        raise ConfigError(
+            f"workers={workers}: worker processes are forked from the service, "
+            "which this system cannot do; serve with one worker"
+        )
     check_binding(host, api_keys, allow_unauthenticated, allowed_hosts)
     logs.configure(log_level, log_file)
     hosts = HostRules.for_binding(host, port, allowed_hosts)
-    app_options = {"api_keys": api_keys, "allowed_hosts": hosts.entries,
-                   "allowed_origins": allowed_origins, "cors_origins": cors_origins, **limits}
+    app_options = {
+        "api_keys": api_keys,
+        "allowed_hosts": hosts.entries,
+        "allowed_origins": allowed_origins,
+        "cors_origins": cors_origins,
+        **limits,
+    }
     writer_nice = check_int("writer_nice", writer_nice, -1, 19)
     sqlite_target = not str(index_target).startswith(("redis://", "rediss://", "unix://"))
     # an index that is there only: a missing one (a deleted file, a Redis server that lost its
@@ -1626,8 +2149,9 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         return Index(index_target, storage_options=options, create=memory_index)
 
     if writer_nice >= 0 and not memory_index:  # batches added by a process of lower priority
-        app_options.update(writer_target=str(index_target), writer_options=options,
-                           writer_nice=writer_nice)
+        app_options.update(
+            writer_target=str(index_target), writer_options=options, writer_nice=writer_nice
+        )
 
     index = open_index()
     url = f"http://{host_entry(host, port)}"
@@ -1635,26 +2159,43 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         # its options checked before the log says more (with workers, each makes its own)
         app = create_app(index, **app_options)
         if api_keys is None:
-            log.warning("%s: no API key configured: anyone who can reach this address can "
-                        "read, add and delete documents%s", url,
-                        " (it is reachable from this machine only)" if is_loopback(host)
-                        else "")
+            log.warning(
+                "%s: no API key configured: anyone who can reach this address can "
+                "read, add and delete documents%s",
+                url,
+                " (it is reachable from this machine only)" if is_loopback(host) else "",
+            )
         else:
             log.info("%s: API keys needed: %s", url, api_keys.describe())
         if not is_loopback(host) and not allowed_hosts and not hosts.any:
-            log.warning("answers to the Host names %s only: add the names clients use to reach "
-                        "it with --allowed-host NAME", ", ".join(hosts.entries))
+            log.warning(
+                "answers to the Host names %s only: add the names clients use to reach "
+                "it with --allowed-host NAME",
+                ", ".join(hosts.entries),
+            )
         max_connections = _open_files_for(max_connections)
         cpus = available_cpus()
         if workers == 1 and cpus > 1 and not memory_index:
-            log.info("one worker process on a machine of %d processors: --workers %d answers "
-                     "more requests at once and sooner", cpus, cpus)
-        log.info("serving the index %s (%s documents) at %s%s: at most %d requests handled at "
-                 "once and %d connections open%s, request headers within %g s, idle "
-                 "connections closed after %d s", _named(index_target), f"{len(index):,}",
-                 url, f" with {workers} worker processes" if workers > 1 else "", max_requests,
-                 max_connections, " per worker" if workers > 1 else "", header_seconds,
-                 KEEP_ALIVE_SECONDS)
+            log.info(
+                "one worker process on a machine of %d processors: --workers %d answers "
+                "more requests at once and sooner",
+                cpus,
+                cpus,
+            )
+        log.info(
+            "serving the index %s (%s documents) at %s%s: at most %d requests handled at "
+            "once and %d connections open%s, request headers within %g s, idle "
+            "connections closed after %d s",
+            _named(index_target),
+            f"{len(index):,}",
+            url,
+            f" with {workers} worker processes" if workers > 1 else "",
+            max_requests,
+            max_connections,
+            " per worker" if workers > 1 else "",
+            header_seconds,
+            KEEP_ALIVE_SECONDS,
+        )
 
         def serve(app: FastAPI, sockets: list | None = None, shares: Any = None) -> None:
             import uvicorn
@@ -1665,28 +2206,47 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
             if api_keys is not None and api_keys.file is not None and hasattr(signal, "SIGHUP"):
                 # read on a thread of its own: the handler interrupts the main thread, which
                 # may hold the keys' lock at that moment
-                signal.signal(signal.SIGHUP, lambda *_: threading.Thread(
-                    target=api_keys.reload, name="neardup-reload-keys", daemon=True).start())
+                signal.signal(
+                    signal.SIGHUP,
+                    lambda *_: threading.Thread(
+                        target=api_keys.reload, name="neardup-reload-keys", daemon=True
+                    ).start(),
+                )
             # bounded: at most max_requests requests at once (Front: 503 beyond),
             # max_connections connections (the protocol closes the one waiting longest for a
             # request to make room), idle connections closed after KEEP_ALIVE_SECONDS, request
             # headers within header_seconds (protocol.py), request bodies within body_seconds
             # (create_app)
-            protocol = type("Protocol", (BoundedH11Protocol,), {
-                "header_seconds": header_seconds, "max_connections": max_connections,
-                "shares": shares})
+            protocol = type(
+                "Protocol",
+                (BoundedH11Protocol,),
+                {
+                    "header_seconds": header_seconds,
+                    "max_connections": max_connections,
+                    "shares": shares,
+                },
+            )
             keys = api_keys
-            front = Front(app, max_requests=max_requests,
-                          refused_id=None if keys is None else lambda v: keys.role(v) is not None,
-                          close_after=None if shares is None else shares.over)
+            front = Front(
+                app,
+                max_requests=max_requests,
+                refused_id=None if keys is None else lambda v: keys.role(v) is not None,
+                close_after=None if shares is None else shares.over,
+            )
             with contextlib.suppress(ValueError):  # not on the main thread: left as it is
                 # uvicorn stops gracefully on SIGTERM, then raises it again: exit through the
                 # callers' `finally` (the index closed, the stop logged) rather than die at once
                 signal.signal(signal.SIGTERM, _exit_quietly)
-            options = {"host": host, "port": port, "limit_concurrency": None,
-                       "timeout_keep_alive": KEEP_ALIVE_SECONDS,
-                       "h11_max_incomplete_event_size": 65536, "http": protocol,
-                       "log_config": None, "access_log": False}
+            options = {
+                "host": host,
+                "port": port,
+                "limit_concurrency": None,
+                "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+                "h11_max_incomplete_event_size": 65536,
+                "http": protocol,
+                "log_config": None,
+                "access_log": False,
+            }
             if sockets is None:
                 uvicorn.run(front, **options)
             else:  # a worker: on the sockets made for it
@@ -1697,8 +2257,9 @@ def run(index_target: str, host: str = "127.0.0.1", port: int = 8000, *,
         else:
             del app
             index.close()  # each worker opens its own (a connection must not cross a fork)
-            _serve_workers(workers, host, port, open_index, serve, app_options,
-                           limits.get("collection_folder"))
+            _serve_workers(
+                workers, host, port, open_index, serve, app_options, limits.get("collection_folder")
+            )
     finally:
         index.close()
         log.info("%s: stopped, the index closed", url)
@@ -1713,9 +2274,15 @@ WORKER_EARLY_EXITS = 3
 WORKER_STOP_SECONDS = 30.0
 
 
-def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], Index],
-                   serve: Callable[..., None], app_options: dict[str, Any],
-                   collection_folder: str | None) -> None:
+def _serve_workers(
+    workers: int,
+    host: str,
+    port: int,
+    open_index: Callable[[], Index],
+    serve: Callable[..., None],
+    app_options: dict[str, Any],
+    collection_folder: str | None,
+) -> None:
     """Serve with ``workers`` processes forked from this one, on one port (the system hands
     each new connection to one of them), until SIGTERM or SIGINT; then each finishes its
     requests (``WORKER_STOP_SECONDS`` at most) and the collections' folder is removed. A
@@ -1749,8 +2316,9 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
             sock.bind((host, port))
         except OSError as e:
             sock.close()
-            raise ConfigError(f"cannot listen on {host_entry(host, port)}: "
-                              f"{e.strerror or e}") from None
+            raise ConfigError(
+                f"cannot listen on {host_entry(host, port)}: {e.strerror or e}"
+            ) from None
         sock.set_inheritable(True)
         return sock
 
@@ -1773,8 +2341,11 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
         try:
             index = open_index()
             try:
-                serve(create_app(index, collections_shared=shared, **app_options),
-                      [socks[k] if balanced else socks[0]], ConnectionShares(counts, k))
+                serve(
+                    create_app(index, collections_shared=shared, **app_options),
+                    [socks[k] if balanced else socks[0]],
+                    ConnectionShares(counts, k),
+                )
             finally:
                 index.close()
         except Exception as e:  # said in the service's log, not only on stderr
@@ -1797,8 +2368,10 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
         for sig in old:
             signal.signal(sig, lambda *_: stop.set())
         if hup is not None:
-            signal.signal(signal.SIGHUP, lambda *_: [os.kill(p.pid, signal.SIGHUP)
-                                                     for p, _ in procs if p.is_alive()])
+            signal.signal(
+                signal.SIGHUP,
+                lambda *_: [os.kill(p.pid, signal.SIGHUP) for p, _ in procs if p.is_alive()],
+            )
         procs.extend(start(k) for k in range(workers))
         early = [0] * workers  # exits soon after a start, in a row, per worker
         while not stop.wait(0.2):
@@ -1808,13 +2381,19 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
                 lived = time.monotonic() - began
                 early[k] = early[k] + 1 if lived < WORKER_MIN_SECONDS else 0
                 if early[k] >= WORKER_EARLY_EXITS:
-                    failed = (f"worker {k} (pid {proc.pid}) exited {lived:.1f} s after its start "
-                              f"(exit code {proc.exitcode}), {early[k]} times in a row: the "
-                              "service stops")
+                    failed = (
+                        f"worker {k} (pid {proc.pid}) exited {lived:.1f} s after its start "
+                        f"(exit code {proc.exitcode}), {early[k]} times in a row: the "
+                        "service stops"
+                    )
                     stop.set()
                     break
-                log.error("worker %d (pid %d) exited (exit code %s); starting another", k,
-                          proc.pid, proc.exitcode)
+                log.error(
+                    "worker %d (pid %d) exited (exit code %s); starting another",
+                    k,
+                    proc.pid,
+                    proc.exitcode,
+                )
                 procs[k] = start(k)
         if failed:
             log.error(failed)
@@ -1826,8 +2405,9 @@ def _serve_workers(workers: int, host: str, port: int, open_index: Callable[[], 
         for proc, _ in procs:
             proc.join(max(deadline - time.monotonic(), 0.1))
             if proc.is_alive():
-                log.warning("worker pid %d did not stop within %g s: killed", proc.pid,
-                            WORKER_STOP_SECONDS)
+                log.warning(
+                    "worker pid %d did not stop within %g s: killed", proc.pid, WORKER_STOP_SECONDS
+                )
                 proc.kill()
                 proc.join()
         for sock in socks:

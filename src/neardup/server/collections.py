@@ -72,8 +72,20 @@ TOUCH_SECONDS = 1.0
 STALE_SECONDS = 3600.0
 
 #: The arrays of a :class:`Collection`, as its files on disk are named.
-_ARRAYS = ("ids_buf", "ids_off", "id_hash", "id_row", "texts_buf", "texts_off", "head",
-           "labels", "representative", "rep_similarity", "edge_key", "edge_similarity")
+_ARRAYS = (
+    "ids_buf",
+    "ids_off",
+    "id_hash",
+    "id_row",
+    "texts_buf",
+    "texts_off",
+    "head",
+    "labels",
+    "representative",
+    "rep_similarity",
+    "edge_key",
+    "edge_similarity",
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,21 +93,23 @@ _ARRAYS = ("ids_buf", "ids_off", "id_hash", "id_row", "texts_buf", "texts_off", 
 
 
 def upload_format(filename: str | None, content_type: str | None, head: bytes) -> str:
-    """"csv" or "jsonl", from the file name's suffix, else its content type, else its content
+    """ "csv" or "jsonl", from the file name's suffix, else its content type, else its content
     (:func:`neardup.io.detect_format`); compressed uploads are refused (415)."""
     # the readers and the batch engine load with the first upload, not with the service
     from ..io import detect_format, split_compression
 
     try:
-        fmt: str | None = detect_format(name=filename or "", content_type=content_type,
-                                        head=head)
+        fmt: str | None = detect_format(name=filename or "", content_type=content_type, head=head)
     except InputError:
         fmt = None
     if fmt not in UPLOAD_FORMATS or split_compression(filename or "")[1] is not None:
         ctype = (content_type or "").split(";")[0].strip().lower()
-        raise HTTPException(415, f"upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
-                                 f"(.parquet) file; got {filename or 'a file without a name'!r} "
-                                 f"({ctype or 'no type'})")
+        raise HTTPException(
+            415,
+            f"upload a CSV (.csv), JSON Lines (.jsonl) or Parquet "
+            f"(.parquet) file; got {filename or 'a file without a name'!r} "
+            f"({ctype or 'no type'})",
+        )
     return fmt
 
 
@@ -118,8 +132,11 @@ def text_fields(text_field: str) -> tuple[str, ...]:
     ("title,description"), whose texts are joined with a newline."""
     fields = tuple(f.strip() for f in text_field.split(","))
     if not all(fields):
-        raise HTTPException(422, f"text_field {text_field!r}: a field name, or several "
-                                 "separated by commas (e.g. 'title,description')")
+        raise HTTPException(
+            422,
+            f"text_field {text_field!r}: a field name, or several "
+            "separated by commas (e.g. 'title,description')",
+        )
     return fields
 
 
@@ -141,8 +158,14 @@ def _may_have_id(data: bytes, fmt: str) -> bool:
     return "id" in (c.strip().strip('"') for c in first.decode("utf-8", "replace").split(","))
 
 
-def read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
-                id_field: str | None, max_text_bytes: int) -> Upload:
+def read_upload(
+    data: bytes,
+    filename: str | None,
+    fmt: str,
+    text_field: str,
+    id_field: str | None,
+    max_text_bytes: int,
+) -> Upload:
     """Read an upload with :func:`neardup.io.record_stream`: bad records are skipped and counted
     (texts over ``max_text_bytes`` and empty texts too). Ids: the field ``id_field``; without
     it, as ``neardup dedup`` takes them, the field ``id`` where every record has one and they
@@ -163,17 +186,33 @@ def read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
     return got
 
 
-def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
-                 id_field: str | None, max_text_bytes: int, detect: bool) -> Upload | None:
+def _read_upload(
+    data: bytes,
+    filename: str | None,
+    fmt: str,
+    text_field: str,
+    id_field: str | None,
+    max_text_bytes: int,
+    detect: bool,
+) -> Upload | None:
     """:func:`read_upload` with ``id_field``, line numbers, or (``detect``) the field ``id``:
     None if some record lacks it."""
     from ..io import ReadOptions, SkipReport, record_stream
     from .ids import id_problem, normal_id  # the same rule for ids sent as JSON
 
-    ids = ({"id_field": None, "detect_id": "id"} if detect else
-           {"id_field": id_field, "default_id": "{line}" if id_field is None else None})
-    options = ReadOptions(text_fields=text_fields(text_field), format=fmt, on_error="skip",
-                          skip_empty=True, max_text_bytes=max_text_bytes, **ids)
+    ids = (
+        {"id_field": None, "detect_id": "id"}
+        if detect
+        else {"id_field": id_field, "default_id": "{line}" if id_field is None else None}
+    )
+    options = ReadOptions(
+        text_fields=text_fields(text_field),
+        format=fmt,
+        on_error="skip",
+        skip_empty=True,
+        max_text_bytes=max_text_bytes,
+        **ids,
+    )
     report = SkipReport()
     stream = record_stream(data, options, report, name=filename or "upload")
     out = Upload([], [], report.counts, [], "id" if detect else id_field)
@@ -183,25 +222,35 @@ def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
 
     def example(err: InputError) -> None:
         if len(out.examples) < MAX_SKIP_EXAMPLES:
-            out.examples.append({"line": err.line, "reason": str(err.reason),
-                                 "message": err.detail})
+            out.examples.append(
+                {"line": err.line, "reason": str(err.reason), "message": err.detail}
+            )
 
     for item in stream.with_errors():
         if isinstance(item, InputError):
             if item.whole_file:
-                raise HTTPException(422, _file_problem(item, fmt, filename, text_field,
-                                                       stream.header is not None))
+                raise HTTPException(
+                    422, _file_problem(item, fmt, filename, text_field, stream.header is not None)
+                )
             example(item)
             continue
-        problem = (f"field {id_field!r} is an empty string; an id must not be empty"
-                   if not item.id else  # an id names a document in the service's URLs
-                   f"field {id_field!r} {id_problem(item.id)}" if id_problem(item.id) else None)
+        problem = (
+            f"field {id_field!r} is an empty string; an id must not be empty"
+            if not item.id
+            # an id names a document in the service's URLs
+            else f"field {id_field!r} {id_problem(item.id)}"
+            if id_problem(item.id)
+            else None
+        )
         doc_id = normal_id(item.id)
         if problem is None and doc_id in seen:
             # the reader tells repeated ids apart as written; two forms of one id are one id
-            err = InputError(f"duplicate id {doc_id!r} (in another Unicode form; ids are "
-                             "kept in NFC form)", line=item.line, field=id_field,
-                             reason=SkipReason.DUPLICATE_ID)
+            err = InputError(
+                f"duplicate id {doc_id!r} (in another Unicode form; ids are kept in NFC form)",
+                line=item.line,
+                field=id_field,
+                reason=SkipReason.DUPLICATE_ID,
+            )
             report.add(err)
             example(err)
             continue
@@ -218,15 +267,20 @@ def _read_upload(data: bytes, filename: str | None, fmt: str, text_field: str,
     return out
 
 
-def _file_problem(err: InputError, fmt: str, filename: str | None, text_field: str,
-                  header_seen: bool) -> str:
+def _file_problem(
+    err: InputError, fmt: str, filename: str | None, text_field: str, header_seen: bool
+) -> str:
     """The 422 message of an error about the whole upload, in the terms of the form."""
     if err.reason is SkipReason.EMPTY_FILE:
         if fmt == "csv" and not header_seen:
-            return ("the CSV file is empty: it needs a header row naming the text column "
-                    f"({text_field!r}) and at least one row")
-        return (f"no usable record in {filename or 'the file'!r} (text field {text_field!r}): "
-                "it is empty")
+            return (
+                "the CSV file is empty: it needs a header row naming the text column "
+                f"({text_field!r}) and at least one row"
+            )
+        return (
+            f"no usable record in {filename or 'the file'!r} (text field {text_field!r}): "
+            "it is empty"
+        )
     if err.reason is SkipReason.MISSING_FIELD and err.field is not None:
         # "'sku' is not a column of the CSV header (...)", said of the form field naming it
         return f"{'text_field' if err.field == text_field else 'id_field'} {err.detail}"
@@ -286,13 +340,21 @@ class Collection:
         ids_buf, ids_off = _pack(ids)
         texts_buf, texts_off = _pack(texts)
         small = np.int32 if n < 2**31 else np.int64
-        return cls(summary, ids_buf=ids_buf, ids_off=ids_off, id_hash=id_hash[id_row],
-                   id_row=id_row.astype(small), texts_buf=texts_buf, texts_off=texts_off,
-                   head=head.astype(small), labels=np.asarray(result.labels).astype(small),
-                   representative=np.asarray(result.representative).astype(small),
-                   rep_similarity=np.asarray(result.similarity, np.float32),
-                   edge_key=key[order], edge_similarity=p.similarity[~copy][order]
-                   .astype(np.float32))
+        return cls(
+            summary,
+            ids_buf=ids_buf,
+            ids_off=ids_off,
+            id_hash=id_hash[id_row],
+            id_row=id_row.astype(small),
+            texts_buf=texts_buf,
+            texts_off=texts_off,
+            head=head.astype(small),
+            labels=np.asarray(result.labels).astype(small),
+            representative=np.asarray(result.representative).astype(small),
+            rep_similarity=np.asarray(result.similarity, np.float32),
+            edge_key=key[order],
+            edge_similarity=p.similarity[~copy][order].astype(np.float32),
+        )
 
     def __len__(self) -> int:
         return len(self.head)
@@ -304,8 +366,9 @@ class Collection:
 
     def _str(self, buf: str, row: int) -> str:
         off = getattr(self, buf + "_off")
-        return bytes(getattr(self, buf + "_buf")[off[row]:off[row + 1]]).decode(
-            "utf-8", "surrogatepass")
+        return bytes(getattr(self, buf + "_buf")[off[row] : off[row + 1]]).decode(
+            "utf-8", "surrogatepass"
+        )
 
     def id(self, row: int) -> str:
         return self._str("ids", row)
@@ -337,15 +400,20 @@ class Collection:
             if what == "kept":
                 return [self.id(i), self.text(i)]
             kept = bool(rep[i] == i)
-            return [self.id(i), int(labels[i]), self.id(int(rep[i])),
-                    round(float(sims[i]), 6), kept if fmt == "jsonl" else str(kept).lower()]
+            return [
+                self.id(i),
+                int(labels[i]),
+                self.id(int(rep[i])),
+                round(float(sims[i]), 6),
+                kept if fmt == "jsonl" else str(kept).lower(),
+            ]
 
         if fmt == "csv":
             buf = io.StringIO()
             out = csv.writer(buf, lineterminator="\n")
             out.writerow(cols)
         for s in range(0, len(rows), 1000):  # a thousand rows a part
-            part = rows[s:s + 1000].tolist()
+            part = rows[s : s + 1000].tolist()
             if fmt == "csv":
                 out.writerows(record(i) for i in part)
                 yield buf.getvalue().encode("utf-8", "surrogatepass")
@@ -424,11 +492,12 @@ def title_of(text: str) -> str:
     """What the page shows of a document beside its id: its first line, cut at
     :data:`TITLE_CHARS` characters (with "..." where cut)."""
     line = text.strip().split("\n", 1)[0].strip()
-    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 3].rstrip() + "..."
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 3].rstrip() + "..."
 
 
-def summary_json(meta: dict[str, Any], ids: list[str], result: Any,
-                 texts: list[str] | None = None) -> bytes:
+def summary_json(
+    meta: dict[str, Any], ids: list[str], result: Any, texts: list[str] | None = None
+) -> bytes:
     """The upload's answer (``CollectionOut``) as JSON: ``meta`` (every field in the model's
     order, ``clusters`` a placeholder) with the clusters of two or more
     documents, largest first, their members in document order (with ``texts``, each with its
@@ -443,18 +512,29 @@ def summary_json(meta: dict[str, Any], ids: list[str], result: Any,
     first = np.searchsorted(labels[rows], big)  # where each cluster's rows start
     parts = []
     for c in sorted(range(len(big)), key=lambda c: (-int(sizes[big[c]]), int(big[c]))):
-        members = rows[first[c]:first[c] + int(sizes[big[c]])].tolist()
+        members = rows[first[c] : first[c] + int(sizes[big[c]])].tolist()
         sims = result.similarity[members].tolist()
-        parts.append(orjson.dumps({
-            "cluster": int(big[c]), "size": len(members),
-            "representative": ids[int(result.representative[members[0]])],
-            "members": [{"id": ids[r], "similarity_to_representative": round(s, 6),
-                         **({"title": title_of(texts[r])} if texts is not None else {})}
-                        for r, s in zip(members, sims)]}))
+        parts.append(
+            orjson.dumps(
+                {
+                    "cluster": int(big[c]),
+                    "size": len(members),
+                    "representative": ids[int(result.representative[members[0]])],
+                    "members": [
+                        {
+                            "id": ids[r],
+                            "similarity_to_representative": round(s, 6),
+                            **({"title": title_of(texts[r])} if texts is not None else {}),
+                        }
+                        for r, s in zip(members, sims)
+                    ],
+                }
+            )
+        )
     keys = list(meta)
     at = keys.index("clusters")
     before = orjson.dumps({k: meta[k] for k in keys[:at]})
-    after = orjson.dumps({k: meta[k] for k in keys[at + 1:]})
+    after = orjson.dumps({k: meta[k] for k in keys[at + 1 :]})
     return b"".join([before[:-1], b',"clusters":[', b",".join(parts), b"],", after[1:]])
 
 
@@ -490,10 +570,14 @@ class CollectionStore:
     next update finds it gone. Ids other than :data:`COLLECTION_ID` name no collection (get:
     None; put: ValueError), so that none reaches outside the folder."""
 
-    def __init__(self, memory_bytes: int = COLLECTION_MEMORY_BYTES,
-                 disk_bytes: int = COLLECTION_DISK_BYTES,
-                 max_collections: int = MAX_COLLECTIONS, parent: str | None = None,
-                 shared: Path | str | None = None):
+    def __init__(
+        self,
+        memory_bytes: int = COLLECTION_MEMORY_BYTES,
+        disk_bytes: int = COLLECTION_DISK_BYTES,
+        max_collections: int = MAX_COLLECTIONS,
+        parent: str | None = None,
+        shared: Path | str | None = None,
+    ):
         self.memory_bytes = memory_bytes
         self.disk_bytes = disk_bytes
         self.max_collections = max_collections
@@ -517,8 +601,7 @@ class CollectionStore:
     def _make_folder(self) -> Path:
         if self._folder is None:
             # mkdtemp: mode 0700, a name no one else can take
-            self._folder = Path(tempfile.mkdtemp(prefix="neardup-collections-",
-                                                 dir=self._parent))
+            self._folder = Path(tempfile.mkdtemp(prefix="neardup-collections-", dir=self._parent))
             self._finalizer = weakref.finalize(self, shutil.rmtree, str(self._folder), True)
         return self._folder
 
@@ -549,8 +632,12 @@ class CollectionStore:
             with self._lock:
                 mem = [k.nbytes for k in self._d.values() if k.collection is not None]
                 disk = [k.nbytes for k in self._d.values() if k.collection is None]
-        return {"in_memory": len(mem), "memory_bytes": sum(mem), "on_disk": len(disk),
-                "disk_bytes": sum(disk)}
+        return {
+            "in_memory": len(mem),
+            "memory_bytes": sum(mem),
+            "on_disk": len(disk),
+            "disk_bytes": sum(disk),
+        }
 
     def put(self, cid: str, col: Collection) -> bool:
         """Keep ``col`` as the most recently used; False if it is over both budgets (not
@@ -671,8 +758,9 @@ class CollectionStore:
     def _enforce_cache(self) -> None:
         """Forget the least recently used collections beyond the budgets (they stay in the
         shared folder)."""
-        while self._d and (len(self._d) > self.max_collections
-                           or self._used(True) > self.memory_bytes):
+        while self._d and (
+            len(self._d) > self.max_collections or self._used(True) > self.memory_bytes
+        ):
             self._d.popitem(last=False)
 
     def _touch(self, cid: str, folder: Path) -> bool:
@@ -704,8 +792,9 @@ class CollectionStore:
         import fcntl  # POSIX only, as the shared mode is (worker processes are forked)
 
         assert self._shared is not None
-        fd = os.open(self._shared / ".lock",
-                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(
+            self._shared / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
@@ -737,10 +826,13 @@ class CollectionStore:
                             if e.is_dir(follow_symlinks=False):
                                 st = e.stat(follow_symlinks=False)
                                 out.append((st.st_mtime_ns, e.name, _folder_bytes(Path(e.path))))
-                        elif clean and (e.name.startswith(".del-") or (
+                        elif clean and (
+                            e.name.startswith(".del-")
+                            or (
                                 e.name.startswith(".tmp-")
-                                and now - e.stat(follow_symlinks=False).st_mtime
-                                > STALE_SECONDS)):
+                                and now - e.stat(follow_symlinks=False).st_mtime > STALE_SECONDS
+                            )
+                        ):
                             shutil.rmtree(e.path, ignore_errors=True)
                     except FileNotFoundError:
                         continue
@@ -788,8 +880,11 @@ def _is_cid(cid: object) -> bool:
 def _folder_bytes(folder: Path) -> int:
     """Bytes of the files in ``folder`` (a collection's: no subfolder)."""
     with os.scandir(folder) as entries:
-        return sum(e.stat(follow_symlinks=False).st_size for e in entries
-                   if e.is_file(follow_symlinks=False))
+        return sum(
+            e.stat(follow_symlinks=False).st_size
+            for e in entries
+            if e.is_file(follow_symlinks=False)
+        )
 
 
 class UploadSlots:
@@ -803,9 +898,12 @@ class UploadSlots:
     @contextlib.contextmanager
     def take(self) -> Iterator[None]:
         if not self._sem.acquire(blocking=False):
-            raise HTTPException(503, f"{self.n} upload{'s are' if self.n > 1 else ' is'} being "
-                                     "deduplicated; send the file again in a few seconds",
-                                headers={"Retry-After": "5"})
+            raise HTTPException(
+                503,
+                f"{self.n} upload{'s are' if self.n > 1 else ' is'} being "
+                "deduplicated; send the file again in a few seconds",
+                headers={"Retry-After": "5"},
+            )
         try:
             yield
         finally:

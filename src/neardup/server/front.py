@@ -32,8 +32,10 @@ LOGGED_SCOPE_KEY = "neardup.error_logged"
 
 #: The page's policy: its own script and style sheet only, nothing inline, no frames, no
 #: plugins, no <base>; forms post to the service itself. ``data:`` images for its empty icon.
-CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; object-src 'none'; "
-                           "base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-frame-options", b"DENY"),
@@ -49,8 +51,9 @@ log = get_logger("neardup.server")
 access_log = get_logger("neardup.access")
 
 
-def request_id(scope: MutableMapping[str, Any],
-               refused: Callable[[str], bool] | None = None) -> str:
+def request_id(
+    scope: MutableMapping[str, Any], refused: Callable[[str], bool] | None = None
+) -> str:
     """The request's ID, chosen once: the client's own ``X-Request-ID`` if it is sane (and
     ``refused(it)`` is false: an API key sent there is not taken), else a new one."""
     rid = scope.get(REQUEST_ID_SCOPE_KEY)
@@ -83,8 +86,9 @@ def printable(s: str, limit: int = 300) -> str:
     """``s`` for one log line: control characters escaped, at most ``limit`` characters."""
     if s.isprintable() and len(s) <= limit:
         return s
-    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                  for c in s[:limit])
+    out = "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s[:limit]
+    )
     return out + ("..." if len(s) > limit else "")
 
 
@@ -102,9 +106,13 @@ class Front:
     every response carries, logs one access line per request (the path without its query
     string, which may hold a key) and logs any error no handler has logged."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]], max_requests: int = MAX_REQUESTS,
-                 refused_id: Callable[[str], bool] | None = None,
-                 close_after: Callable[[], bool] | None = None):
+    def __init__(
+        self,
+        app: Callable[..., Awaitable[None]],
+        max_requests: int = MAX_REQUESTS,
+        refused_id: Callable[[str], bool] | None = None,
+        close_after: Callable[[], bool] | None = None,
+    ):
         self.app = app
         self.max_requests = max_requests
         self.refused_id = refused_id
@@ -114,8 +122,9 @@ class Front:
         self.active = 0
         self.turned_away = 0
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Callable,
-                       send: Callable) -> None:
+    async def __call__(
+        self, scope: MutableMapping[str, Any], receive: Callable, send: Callable
+    ) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -128,18 +137,26 @@ class Front:
                 status[0] = message["status"]
                 add_headers(message, rid)
                 if self.close_after is not None and self.close_after():
-                    message["headers"] = [*message.get("headers", ()),
-                                          (b"connection", b"close")]
+                    message["headers"] = [*message.get("headers", ()), (b"connection", b"close")]
             await send(message)
 
         if self.active >= self.max_requests and scope.get("path") not in UNLIMITED_PATHS:
             self.turned_away += 1
             if self.turned_away == 1 or self.turned_away % 100 == 0:
-                log.warning("%d requests are being handled, the limit (--max-requests): "
-                            "answering 503 (%d so far)", self.active, self.turned_away)
-            await _json(send_marked, 503, f"the service is handling its limit of "
-                                          f"{self.max_requests} requests at once; try again "
-                                          "in a moment", retry_after=1)
+                log.warning(
+                    "%d requests are being handled, the limit (--max-requests): "
+                    "answering 503 (%d so far)",
+                    self.active,
+                    self.turned_away,
+                )
+            await _json(
+                send_marked,
+                503,
+                f"the service is handling its limit of "
+                f"{self.max_requests} requests at once; try again "
+                "in a moment",
+                retry_after=1,
+            )
             self._log(scope, status[0], started, rid)
             return
         self.active += 1
@@ -147,29 +164,39 @@ class Front:
             await self.app(scope, receive, send_marked)
         except Exception as exc:
             if not scope.get(LOGGED_SCOPE_KEY):
-                log.error("internal error on %s %s, request ID %s", scope.get("method"),
-                          printable(scope.get("path", "")), rid, exc_info=exc)
+                log.error(
+                    "internal error on %s %s, request ID %s",
+                    scope.get("method"),
+                    printable(scope.get("path", "")),
+                    rid,
+                    exc_info=exc,
+                )
             if status[0] is None:
-                await _json(send_marked, 500, "internal error (reported in the service's log "
-                                              f"as request ID {rid})")
+                await _json(
+                    send_marked,
+                    500,
+                    f"internal error (reported in the service's log as request ID {rid})",
+                )
         finally:
             self.active -= 1
             self._log(scope, status[0], started, rid)
 
     @staticmethod
-    def _log(scope: MutableMapping[str, Any], status: int | None, started: float,
-             rid: str) -> None:
-        access_log.info('%s "%s %s" %s %.1f ms, request ID %s', client_address(scope),
-                        scope.get("method"), printable(scope.get("path", "")),
-                        status if status is not None else "-",
-                        (time.perf_counter() - started) * 1000, rid)
+    def _log(scope: MutableMapping[str, Any], status: int | None, started: float, rid: str) -> None:
+        access_log.info(
+            '%s "%s %s" %s %.1f ms, request ID %s',
+            client_address(scope),
+            scope.get("method"),
+            printable(scope.get("path", "")),
+            status if status is not None else "-",
+            (time.perf_counter() - started) * 1000,
+            rid,
+        )
 
 
-async def _json(send: Callable, status: int, detail: str,
-                retry_after: int | None = None) -> None:
+async def _json(send: Callable, status: int, detail: str, retry_after: int | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode())]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -26,9 +26,11 @@ _BAD_ASCII = re.compile("[\x00-\x1f\x7f]")
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 #: What an id may not hold, in words (the end of every refusal).
-RULE = ("an id may not hold characters that do not print: control characters, line "
-        "separators, zero-width and other format characters, bidirectional marks, overrides "
-        "and isolates")
+RULE = (
+    "an id may not hold characters that do not print: control characters, line "
+    "separators, zero-width and other format characters, bidirectional marks, overrides "
+    "and isolates"
+)
 
 
 def normal_id(doc_id: str) -> str:
@@ -42,8 +44,9 @@ def id_problem(doc_id: str) -> str | None:
         m = _BAD_ASCII.search(doc_id)
         at = None if m is None else m.start()
     else:
-        at = next((i for i, c in enumerate(doc_id)
-                   if unicodedata.category(c) in _BAD_CATEGORIES), None)
+        at = next(
+            (i for i, c in enumerate(doc_id) if unicodedata.category(c) in _BAD_CATEGORIES), None
+        )
     if at is None:
         return None
     c = doc_id[at]

@@ -103,11 +103,17 @@ class MemoryCeiling:
                 used = anonymous_resident_bytes()
             was, self._over = self._over, used is not None and used > self.limit
             if self._over and not was:
-                log.warning("the service's memory (%d MB) is over its limit of %d MB "
-                            "(--max-memory-mb): requests that bring work are answered 503 "
-                            "until it falls", (used or 0) // 1_000_000,
-                            self.limit // 1_000_000)
+                log.warning(
+                    "the service's memory (%d MB) is over its limit of %d MB "
+                    "(--max-memory-mb): requests that bring work are answered 503 "
+                    "until it falls",
+                    (used or 0) // 1_000_000,
+                    self.limit // 1_000_000,
+                )
             elif was and not self._over:
-                log.info("the service's memory is under its limit again (%d MB): requests "
-                         "are taken again", (used or 0) // 1_000_000)
+                log.info(
+                    "the service's memory is under its limit again (%d MB): requests "
+                    "are taken again",
+                    (used or 0) // 1_000_000,
+                )
             return self._over

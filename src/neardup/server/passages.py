@@ -25,8 +25,14 @@ from ..text.scripts import UNSPACED, WORD
 from ..text.words import word_key, word_keys, words
 from ..validate import check_int
 
-__all__ = ["passages_for_display", "passages_within", "shared_passages", "word_key",
-           "word_keys", "words"]
+__all__ = [
+    "passages_for_display",
+    "passages_within",
+    "shared_passages",
+    "word_key",
+    "word_keys",
+    "words",
+]
 
 
 class _Late(Exception):
@@ -46,8 +52,10 @@ def _word_bounds(text: str) -> tuple[np.ndarray, np.ndarray]:
     where the text holds no such character."""
     if not text.isascii() and UNSPACED.search(text) is not None:
         spans = [m.span() for m in WORD.finditer(text)]
-        return (np.fromiter((a for a, _ in spans), np.int64, len(spans)),
-                np.fromiter((b for _, b in spans), np.int64, len(spans)))
+        return (
+            np.fromiter((a for a, _ in spans), np.int64, len(spans)),
+            np.fromiter((b for _, b in spans), np.int64, len(spans)),
+        )
     cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
     solid = np.ones(len(cps) + 2, np.int8)
     solid[0] = solid[-1] = 0
@@ -85,7 +93,7 @@ def _kgram_ids(ia: np.ndarray, ib: np.ndarray, k: int) -> tuple[np.ndarray, np.n
     new[1:] = ~same_gram
     gid = np.empty(len(ws), np.int64)
     gid[order] = np.cumsum(new) - 1
-    return gid[:len(ia) - k + 1], gid[len(ia) - k + 1:]
+    return gid[: len(ia) - k + 1], gid[len(ia) - k + 1 :]
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -96,9 +104,15 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
 
 
-def _passages(a: str, b: str, k: int, max_occurrences: int | None, deadline: float | None,
-              ka: list[str] | None = None, kb: list[str] | None = None
-              ) -> list[dict[str, Any]]:
+def _passages(
+    a: str,
+    b: str,
+    k: int,
+    max_occurrences: int | None,
+    deadline: float | None,
+    ka: list[str] | None = None,
+    kb: list[str] | None = None,
+) -> list[dict[str, Any]]:
     ka = word_keys(a) if ka is None else ka
     kb = word_keys(b) if kb is None else kb
     na, nb = len(ka) - k + 1, len(kb) - k + 1
@@ -141,12 +155,15 @@ def _passages(a: str, b: str, k: int, max_occurrences: int | None, deadline: flo
     sb, eb = _word_bounds(b)
     last = m + k - 2  # offset of a run's last word from its first
     cols = (sa[i0], ea[i0 + last], sb[j0], eb[j0 + last], m + k - 1)
-    return [{"a": [x0, x1], "b": [y0, y1], "words": w}
-            for x0, x1, y0, y1, w in zip(*(c.tolist() for c in cols))]
+    return [
+        {"a": [x0, x1], "b": [y0, y1], "words": w}
+        for x0, x1, y0, y1, w in zip(*(c.tolist() for c in cols))
+    ]
 
 
-def shared_passages(a: str, b: str, k: int = 5, *,
-                    max_occurrences: int | None = None) -> list[dict[str, Any]]:
+def shared_passages(
+    a: str, b: str, k: int = 5, *, max_occurrences: int | None = None
+) -> list[dict[str, Any]]:
     """Maximal shared passages of ``a`` and ``b`` built from shared word ``k``-grams.
 
     Returns ``[{"a": [start, end], "b": [start, end], "words": n}, ...]`` (character offsets
@@ -158,9 +175,14 @@ def shared_passages(a: str, b: str, k: int = 5, *,
     return _passages(a, b, k, max_occurrences, None)
 
 
-def passages_within(a: str, b: str, k: int = 5, limit: int = 200,
-                    deadline: float | None = None, keys_a: list[str] | None = None
-                    ) -> tuple[list[dict[str, Any]], bool]:
+def passages_within(
+    a: str,
+    b: str,
+    k: int = 5,
+    limit: int = 200,
+    deadline: float | None = None,
+    keys_a: list[str] | None = None,
+) -> tuple[list[dict[str, Any]], bool]:
     """:func:`passages_for_display`, stopping at ``deadline`` (a :func:`time.monotonic`
     time): ``(passages, complete)``, no passages where it stopped. ``keys_a``: ``a``'s
     :func:`~neardup.text.words.word_keys`, where the caller has them."""

@@ -33,10 +33,12 @@ log = get_logger(__name__)
 def refusal(status: int, reason: str, detail: str, retry_after: int | None = None) -> bytes:
     """A whole HTTP/1.1 response that closes the connection: ``{"detail": detail}``."""
     body = json.dumps({"detail": detail}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n"
-            + (f"retry-after: {retry_after}\r\n" if retry_after is not None else "")
-            + "x-content-type-options: nosniff\r\nconnection: close\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        + (f"retry-after: {retry_after}\r\n" if retry_after is not None else "")
+        + "x-content-type-options: nosniff\r\nconnection: close\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
@@ -86,11 +88,20 @@ class BoundedH11Protocol(H11Protocol):
                 return
         # every other connection has a request being handled: the newcomer waits its turn
         waiting.pop(self, None)
-        log.warning("connection refused: %d connections are open and every one has a request "
-                    "being handled (--max-connections)", len(self.connections) - 1)
-        self.transport.write(refusal(
-            503, "Service Unavailable", f"the service has {self.max_connections} connections "
-            "open, each with a request being handled; try again in a moment", retry_after=1))
+        log.warning(
+            "connection refused: %d connections are open and every one has a request "
+            "being handled (--max-connections)",
+            len(self.connections) - 1,
+        )
+        self.transport.write(
+            refusal(
+                503,
+                "Service Unavailable",
+                f"the service has {self.max_connections} connections "
+                "open, each with a request being handled; try again in a moment",
+                retry_after=1,
+            )
+        )
         self.transport.close()
 
     def _close_for_room(self) -> None:
@@ -100,13 +111,22 @@ class BoundedH11Protocol(H11Protocol):
         self._waiting().pop(self, None)
         self._stop_header_timer()
         begun = bool(self.conn.trailing_data[0])
-        log.debug("closing a connection from %s that waits for a request (%s) to make room",
-                  _address(self.client), "headers unfinished" if begun else "idle")
+        log.debug(
+            "closing a connection from %s that waits for a request (%s) to make room",
+            _address(self.client),
+            "headers unfinished" if begun else "idle",
+        )
         if begun:
-            self.transport.write(refusal(
-                503, "Service Unavailable", "the service is at its limit of open connections "
-                "and this one had not sent a whole request; try again, sending the request "
-                "at once", retry_after=1))
+            self.transport.write(
+                refusal(
+                    503,
+                    "Service Unavailable",
+                    "the service is at its limit of open connections "
+                    "and this one had not sent a whole request; try again, sending the request "
+                    "at once",
+                    retry_after=1,
+                )
+            )
         self.transport.close()
 
     # -- the header deadline ----------------------------------------------------------------
@@ -143,18 +163,29 @@ class BoundedH11Protocol(H11Protocol):
         if self.transport.is_closing() or not self._waiting_for_headers():
             return
         self._waiting().pop(self, None)
-        self.transport.write(refusal(
-            408, "Request Timeout", f"the request headers did not arrive within "
-            f"{self.header_seconds:g} s; send them at once", retry_after=1))
+        self.transport.write(
+            refusal(
+                408,
+                "Request Timeout",
+                f"the request headers did not arrive within "
+                f"{self.header_seconds:g} s; send them at once",
+                retry_after=1,
+            )
+        )
         self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
         """A request h11 cannot parse (or whose headers are too large): a JSON 400."""
         self._waiting().pop(self, None)
         limit = self.config.h11_max_incomplete_event_size
-        self.transport.write(refusal(
-            400, "Bad Request", "the request is not valid HTTP/1.1"
-            + (f" (or its headers are over {limit:,} bytes)" if limit else "")))
+        self.transport.write(
+            refusal(
+                400,
+                "Bad Request",
+                "the request is not valid HTTP/1.1"
+                + (f" (or its headers are over {limit:,} bytes)" if limit else ""),
+            )
+        )
         self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -80,14 +80,21 @@ class BatchWriter:
     of lower priority (see the module); with ``process=False``, or an index in memory, in
     this process."""
 
-    def __init__(self, index: Index, target: Any, storage_options: dict[str, Any] | None = None,
-                 process: bool = True, nice: int | None = None):
+    def __init__(
+        self,
+        index: Index,
+        target: Any,
+        storage_options: dict[str, Any] | None = None,
+        process: bool = True,
+        nice: int | None = None,
+    ):
         self.index = index
         self._target = target
         self._options = dict(storage_options or {})
         self._nice = WRITER_NICE if nice is None else nice
-        self.process = bool(process) and isinstance(target, (str, os.PathLike)) and str(
-            target) != ":memory:"
+        self.process = (
+            bool(process) and isinstance(target, (str, os.PathLike)) and str(target) != ":memory:"
+        )
         self._pool: Any = None
         self._lock = threading.Lock()
 
@@ -99,8 +106,11 @@ class BatchWriter:
 
                 # a clean interpreter: this process may hold threads and connections
                 self._pool = ProcessPoolExecutor(
-                    1, mp_context=mp.get_context("spawn"), initializer=_start,
-                    initargs=(str(self._target), self._options, self._nice))
+                    1,
+                    mp_context=mp.get_context("spawn"),
+                    initializer=_start,
+                    initargs=(str(self._target), self._options, self._nice),
+                )
             return self._pool
 
     def add_many(self, docs: Sequence[tuple[str, str]]) -> int:
@@ -128,7 +138,8 @@ class BatchWriter:
             import anyio.to_thread
 
             return await anyio.to_thread.run_sync(
-                functools.partial(getattr(self.index, method), *args, **kwargs))
+                functools.partial(getattr(self.index, method), *args, **kwargs)
+            )
         import asyncio
 
         pool = self._executor()
@@ -148,9 +159,11 @@ class BatchWriter:
                     self._pool = None
             pool.shutdown(wait=False)
             log.error("the writer process stopped (%s); the next write starts another", e)
-            raise IndexBusyError("the process that writes to the index stopped; the write was "
-                                 "not made, or made just before it stopped: send it again (an "
-                                 "add then gets a 409 if it is there)") from e
+            raise IndexBusyError(
+                "the process that writes to the index stopped; the write was "
+                "not made, or made just before it stopped: send it again (an "
+                "add then gets a 409 if it is there)"
+            ) from e
         if isinstance(got, BaseException):
             raise got
         if isinstance(got, _Raised):

@@ -3,5 +3,4 @@
 from .normalize import NormalizedBatch, normalize, normalize_text
 from .shingle import Shingles, shingle, shingle_batch
 
-__all__ = ["NormalizedBatch", "normalize", "normalize_text", "Shingles", "shingle",
-           "shingle_batch"]
+__all__ = ["NormalizedBatch", "normalize", "normalize_text", "Shingles", "shingle", "shingle_batch"]

@@ -32,8 +32,19 @@ _DIGITS = re.compile(r"\d+")
 
 # Code points for which Python's str.isspace() is true (the tests check it for every code point).
 _WS = np.zeros(12289, np.bool_)
-for _c in (*range(9, 14), *range(28, 33), 133, 160, 5760, *range(8192, 8203), 8232, 8233, 8239,
-           8287, 12288):
+for _c in (
+    *range(9, 14),
+    *range(28, 33),
+    133,
+    160,
+    5760,
+    *range(8192, 8203),
+    8232,
+    8233,
+    8239,
+    8287,
+    12288,
+):
     _WS[_c] = True
 
 
@@ -57,8 +68,9 @@ _WS8 = _WS.view(np.uint8)
 _NONE = np.zeros(0, np.uint8)
 
 
-def _collapse_whitespace(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, lower: bool
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _collapse_whitespace(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, lower: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
     space, drop leading and trailing whitespace, and lower A-Z if ``lower``.
     Returns (bytes, offsets[n+1], code points per document, words per document) with the
@@ -69,8 +81,21 @@ def _collapse_whitespace(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     offsets = np.empty(n + 1, np.int64)
     chars = np.empty(n, np.int64)
     words = np.empty(n, np.int64)
-    o = _text.collapse_whitespace(buf, _NONE, _NONE, _WS8, _CLS, _LOWER if lower else _KEEP,
-                                  lower, starts, ends, out, offsets, chars, words)
+    o = _text.collapse_whitespace(
+        buf,
+        _NONE,
+        _NONE,
+        _WS8,
+        _CLS,
+        _LOWER if lower else _KEEP,
+        lower,
+        starts,
+        ends,
+        out,
+        offsets,
+        chars,
+        words,
+    )
     return out[:o], offsets, chars, words
 
 
@@ -101,8 +126,12 @@ def _nfkc(s: str) -> str:
     # document must not cost the whole chunk its fast path.
     if unicodedata.is_normalized("NFKC", s):
         return s
-    return SEP.join(p if p.isascii() or unicodedata.is_normalized("NFKC", p)
-                    else unicodedata.normalize("NFKC", p) for p in s.split(SEP))
+    return SEP.join(
+        p
+        if p.isascii() or unicodedata.is_normalized("NFKC", p)
+        else unicodedata.normalize("NFKC", p)
+        for p in s.split(SEP)
+    )
 
 
 def _casefold(s: str) -> str:
@@ -173,7 +202,8 @@ def is_arrow_strings(texts: object) -> bool:
     import pyarrow as pa
 
     return isinstance(texts, (pa.Array, pa.ChunkedArray)) and (
-        pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type))
+        pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)
+    )
 
 
 def utf8_buffers(arr) -> tuple[np.ndarray, np.ndarray]:
@@ -188,7 +218,7 @@ def utf8_buffers(arr) -> tuple[np.ndarray, np.ndarray]:
     odt = np.int64 if pa.types.is_large_string(arr.type) else np.int32
     if n == 0 or off_buf is None:
         return np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
-    offsets = np.frombuffer(off_buf, odt)[arr.offset:arr.offset + n + 1].astype(np.int64)
+    offsets = np.frombuffer(off_buf, odt)[arr.offset : arr.offset + n + 1].astype(np.int64)
     a, b = int(offsets[0]), int(offsets[-1])
     if data_buf is None or a == b:
         return np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
@@ -233,14 +263,20 @@ def _sources(data: np.ndarray, offsets: np.ndarray, cfg: NormalizeConfig):
                 folded = folded[:w]
                 rest = odd[~ok]
             raw = memoryview(data)
-            parts = [_fold_one(str(raw[a:b], "utf-8", "surrogatepass"), cfg)
-                     .encode("utf-8", "surrogatepass")
-                     for a, b in zip(starts[rest].tolist(), ends[rest].tolist())]
+            parts = [
+                _fold_one(str(raw[a:b], "utf-8", "surrogatepass"), cfg).encode(
+                    "utf-8", "surrogatepass"
+                )
+                for a, b in zip(starts[rest].tolist(), ends[rest].tolist())
+            ]
             lens = np.fromiter(map(len, parts), np.int64, len(parts))
             new_ends[rest] = len(folded) + np.cumsum(lens)
             new_starts[rest] = new_ends[rest] - lens
-            alt = (np.concatenate([folded, np.frombuffer(b"".join(parts), np.uint8)]) if parts
-                   else folded)
+            alt = (
+                np.concatenate([folded, np.frombuffer(b"".join(parts), np.uint8)])
+                if parts
+                else folded
+            )
             return data, alt, in_alt, new_starts, new_ends
     return data, _NONE, _NONE, np.ascontiguousarray(starts), np.ascontiguousarray(ends)
 
@@ -267,11 +303,13 @@ def _normalize_arrow(arr, cfg: NormalizeConfig) -> NormalizedBatch:
 
     if arr.null_count:
         first = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise InputError(f"text at position {first} is null, not a string", field="texts",
-                         reason=SkipReason.NON_STRING_FIELD)
+        raise InputError(
+            f"text at position {first} is null, not a string",
+            field="texts",
+            reason=SkipReason.NON_STRING_FIELD,
+        )
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-    return _normalize_sources([_chunk_sources(c, cfg) for c in chunks if len(c)], len(arr),
-                              cfg)
+    return _normalize_sources([_chunk_sources(c, cfg) for c in chunks if len(c)], len(arr), cfg)
 
 
 def _normalize_sources(sources: list, n: int, cfg: NormalizeConfig) -> NormalizedBatch:
@@ -285,10 +323,22 @@ def _normalize_sources(sources: list, n: int, cfg: NormalizeConfig) -> Normalize
     o = d = 0
     for buf, alt, in_alt, starts, ends in sources:
         m = len(starts)
-        w = _text.collapse_whitespace(buf, alt, in_alt, _WS8, _CLS, byte_map, cfg.casefold,
-                                      starts, ends, out[o:], offsets[d:d + m + 1],
-                                      chars[d:d + m], words[d:d + m])
-        offsets[d:d + m + 1] += o
+        w = _text.collapse_whitespace(
+            buf,
+            alt,
+            in_alt,
+            _WS8,
+            _CLS,
+            byte_map,
+            cfg.casefold,
+            starts,
+            ends,
+            out[o:],
+            offsets[d : d + m + 1],
+            chars[d : d + m],
+            words[d : d + m],
+        )
+        offsets[d : d + m + 1] += o
         o += w
         d += m
     return NormalizedBatch(out[:o], offsets, chars, words)
@@ -302,13 +352,16 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
     cfg = cfg or NormalizeConfig()
     n = len(texts)
     if n and is_arrow_strings(texts):
-        if not (cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits
-                or cfg.strip_stopwords):
+        if not (cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits or cfg.strip_stopwords):
             return _normalize_arrow(texts, cfg)
         texts = texts.to_pylist()
     if n == 0:
-        return NormalizedBatch(np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int64),
-                               np.zeros(0, np.int64))
+        return NormalizedBatch(
+            np.zeros(0, np.uint8),
+            np.zeros(1, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+        )
     if cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits or cfg.strip_stopwords:
         # The regular expressions run once over the whole batch, joined with NULs.
         texts = [t.replace(SEP, " ") if SEP in t else t for t in texts]

@@ -54,7 +54,7 @@ class Shingles:
         return len(self.offsets) - 1
 
     def __getitem__(self, i: int) -> np.ndarray:
-        return self.hashes[self.offsets[i]:self.offsets[i + 1]]
+        return self.hashes[self.offsets[i] : self.offsets[i + 1]]
 
     @property
     def sizes(self) -> np.ndarray:
@@ -80,8 +80,11 @@ def word_batch(batch: NormalizedBatch, cfg: ShingleConfig) -> NormalizedBatch:
     else:  # a few: each of them
         raw = memoryview(batch.data)
         offsets = batch.offsets.tolist()
-        wide = [i for i in wide.tolist()
-                if _WIDE_LEAD.search(raw[offsets[i]:offsets[i + 1]]) is not None]
+        wide = [
+            i
+            for i in wide.tolist()
+            if _WIDE_LEAD.search(raw[offsets[i] : offsets[i + 1]]) is not None
+        ]
     changed: dict[int, bytes] = {}
     for i in np.asarray(wide, np.int64).tolist():
         text = batch.text(i)
@@ -98,10 +101,10 @@ def word_batch(batch: NormalizedBatch, cfg: ShingleConfig) -> NormalizedBatch:
     data = np.empty(int(offsets[-1]), np.uint8)
     start = 0
     for i, raw in changed.items():  # the texts before each changed one, in one copy
-        data[offsets[start]:offsets[i]] = batch.data[batch.offsets[start]:batch.offsets[i]]
-        data[offsets[i]:offsets[i + 1]] = np.frombuffer(raw, np.uint8)
+        data[offsets[start] : offsets[i]] = batch.data[batch.offsets[start] : batch.offsets[i]]
+        data[offsets[i] : offsets[i + 1]] = np.frombuffer(raw, np.uint8)
         start = i + 1
-    data[offsets[start]:] = batch.data[batch.offsets[start]:]
+    data[offsets[start] :] = batch.data[batch.offsets[start] :]
     lengths = batch.lengths.copy()
     words = None if batch.words is None else batch.words.copy()
     for i, raw in changed.items():
@@ -112,8 +115,9 @@ def word_batch(batch: NormalizedBatch, cfg: ShingleConfig) -> NormalizedBatch:
     return NormalizedBatch(data, offsets, lengths, words)
 
 
-def shingle_batch(batch: NormalizedBatch, cfg: ShingleConfig | None = None,
-                  docs: np.ndarray | None = None) -> Shingles:
+def shingle_batch(
+    batch: NormalizedBatch, cfg: ShingleConfig | None = None, docs: np.ndarray | None = None
+) -> Shingles:
     """Shingle the documents ``docs`` (row numbers, default all) of a normalised batch."""
     cfg = cfg or ShingleConfig()
     batch = word_batch(batch, cfg)
@@ -125,20 +129,34 @@ def shingle_batch(batch: NormalizedBatch, cfg: ShingleConfig | None = None,
     np.cumsum(counts, out=raw_off[1:])
     raw = np.empty(int(raw_off[-1]), np.uint64)
     uniq = np.empty(len(docs), np.int64)
-    args = (batch.data, batch.offsets, docs, kind_code(cfg), cfg.k, cfg.offset, units, raw_off,
-            raw, uniq)
-    parallel(lambda lo, hi: _k.shingle_sorted(*args, lo, hi), len(docs), counts,
-                      min_weight=4096)
+    args = (
+        batch.data,
+        batch.offsets,
+        docs,
+        kind_code(cfg),
+        cfg.k,
+        cfg.offset,
+        units,
+        raw_off,
+        raw,
+        uniq,
+    )
+    parallel(lambda lo, hi: _k.shingle_sorted(*args, lo, hi), len(docs), counts, min_weight=4096)
     out_off = np.zeros(len(docs) + 1, np.int64)
     np.cumsum(uniq, out=out_off[1:])
     out = np.empty(int(out_off[-1]), np.uint64)
-    parallel(lambda lo, hi: _k.compact(raw, raw_off, out_off, out, lo, hi), len(docs),
-                      uniq, min_weight=1 << 16)
+    parallel(
+        lambda lo, hi: _k.compact(raw, raw_off, out_off, out, lo, hi),
+        len(docs),
+        uniq,
+        min_weight=1 << 16,
+    )
     return Shingles(out, out_off)
 
 
-def shingle_counts(batch: NormalizedBatch, docs: np.ndarray, cfg: ShingleConfig
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def shingle_counts(
+    batch: NormalizedBatch, docs: np.ndarray, cfg: ShingleConfig
+) -> tuple[np.ndarray, np.ndarray]:
     """Units (tokens or code points) and shingles of each listed document of a normalised
     batch: ``int64[len(docs)]`` each."""
     n = len(docs)
@@ -146,20 +164,27 @@ def shingle_counts(batch: NormalizedBatch, docs: np.ndarray, cfg: ShingleConfig
     known = batch.lengths if kind == CHAR else batch.words
     if known is not None:  # counted when the texts were normalised
         units = np.ascontiguousarray(known[docs], np.int64)
-        counts = np.where(units >= cfg.k, (units - cfg.k) // cfg.offset + 1,
-                          np.minimum(units, 1))
+        counts = np.where(units >= cfg.k, (units - cfg.k) // cfg.offset + 1, np.minimum(units, 1))
         return units, counts
     units = np.empty(n, np.int64)
     counts = np.empty(n, np.int64)
     weights = (batch.offsets[docs + 1] - batch.offsets[docs]) if n > 256 else None
-    parallel(lambda lo, hi: _k.shingle_counts(batch.data, batch.offsets, docs, kind,
-                                                       cfg.k, cfg.offset, units, counts, lo, hi),
-                      n, weights, min_weight=1 << 18)
+    parallel(
+        lambda lo, hi: _k.shingle_counts(
+            batch.data, batch.offsets, docs, kind, cfg.k, cfg.offset, units, counts, lo, hi
+        ),
+        n,
+        weights,
+        min_weight=1 << 18,
+    )
     return units, counts
 
 
-def shingle(texts: Sequence[str], cfg: ShingleConfig | str | None = None,
-            normalize_cfg: NormalizeConfig | None = None) -> Shingles:
+def shingle(
+    texts: Sequence[str],
+    cfg: ShingleConfig | str | None = None,
+    normalize_cfg: NormalizeConfig | None = None,
+) -> Shingles:
     """Normalise and shingle ``texts``: the library entry point for this stage.
 
     ``cfg`` may be a :class:`ShingleConfig` or a spec such as ``"word:5"`` or ``"char:7:2"``.

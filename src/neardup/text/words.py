@@ -49,8 +49,9 @@ def count_words(text: str) -> int:
 
 #: the ASCII characters of Unicode's punctuation categories (P*): what :func:`word_key` strips
 #: from the ends of an ASCII word (the symbols ``$+<=>^`|~`` are not punctuation and stay)
-ASCII_PUNCTUATION = "".join(chr(c) for c in range(128)
-                            if unicodedata.category(chr(c)).startswith("P"))
+ASCII_PUNCTUATION = "".join(
+    chr(c) for c in range(128) if unicodedata.category(chr(c)).startswith("P")
+)
 
 
 def word_keys(text: str) -> list[str]:

@@ -26,19 +26,26 @@ def band_map(d: Part, S: int, idbits: int, prefix: str) -> int:
     band, key, row, bucket = [], [], [], []
     for b in range(keys.shape[0]):
         k = np.asarray(keys[b])[f] & mask
-        bucket.append(((k >> np.uint64(33)) + np.uint64(b) * np.uint64(2654435761))
-                      % np.uint64(S))
+        bucket.append(((k >> np.uint64(33)) + np.uint64(b) * np.uint64(2654435761)) % np.uint64(S))
         band.append(np.full(len(f), b, np.int32))
         key.append(k)
         row.append(rows)
-    write_buckets(prefix, concat(bucket, np.uint64).astype(np.int64), S,
-                   {"band": concat(band, np.int32), "key": concat(key, np.uint64),
-                    "row": concat(row, np.int64)})
+    write_buckets(
+        prefix,
+        concat(bucket, np.uint64).astype(np.int64),
+        S,
+        {
+            "band": concat(band, np.int32),
+            "key": concat(key, np.uint64),
+            "row": concat(row, np.int64),
+        },
+    )
     return len(f)
 
 
-def band_reduce(cap: int, offsets: np.ndarray, prefixes: list[str], s: int, out: str,
-                 *_deps) -> CandidateStats:
+def band_reduce(
+    cap: int, offsets: np.ndarray, prefixes: list[str], s: int, out: str, *_deps
+) -> CandidateStats:
     """Candidate pairs of the band keys of bucket ``s``, written by owner of their left row."""
     P = len(offsets) - 1
     stats = CandidateStats(bucket_cap=cap)
@@ -66,8 +73,9 @@ def band_reduce(cap: int, offsets: np.ndarray, prefixes: list[str], s: int, out:
 
 def candidates_step(ctx: RunContext) -> None:
     """Candidate pairs of the whole corpus, left in a shuffle read by the verify step."""
-    ctx.cstats = CandidateStats(bands=ctx.bands, rows=ctx.rows,
-                                bucket_cap=ctx.config.lsh.bucket_cap)
+    ctx.cstats = CandidateStats(
+        bands=ctx.bands, rows=ctx.rows, bucket_cap=ctx.config.lsh.bucket_cap
+    )
     ctx.candidate_prefixes = None
     if ctx.distinct < 2:
         return
@@ -75,10 +83,24 @@ def candidates_step(ctx: RunContext) -> None:
     idbits = id_bits(ctx.distinct)
     bdir, cdir = ctx.folder("bandmap"), ctx.folder("cands")
     pre = [f"{bdir}/m{p}" for p in range(P)]
-    bm = [ctx.submit(band_map, d, P, idbits, pre[p], name="bandmap", i=p)
-          for p, d in enumerate(ctx.parts)]
-    br = [ctx.submit(band_reduce, ctx.config.lsh.bucket_cap, ctx.offsets, pre, s, cdir, *bm,
-                     name="bandred", i=s) for s in range(P)]
+    bm = [
+        ctx.submit(band_map, d, P, idbits, pre[p], name="bandmap", i=p)
+        for p, d in enumerate(ctx.parts)
+    ]
+    br = [
+        ctx.submit(
+            band_reduce,
+            ctx.config.lsh.bucket_cap,
+            ctx.offsets,
+            pre,
+            s,
+            cdir,
+            *bm,
+            name="bandred",
+            i=s,
+        )
+        for s in range(P)
+    ]
     for st in ctx.client.gather(br):
         ctx.cstats.merge(st)
     del bm, br

@@ -15,8 +15,6 @@ from .verify import similarity
 
 
 @dataclass
-
-
 class ClusterMap:
     """Texts in verified pairs (by global first row, sorted): representative row and id,
     similarity to it, and the first row of their cluster."""
@@ -55,16 +53,16 @@ def cluster_step(ctx: RunContext) -> None:
     if len(members):
         ml, mr = nodes[members], nodes[rep_c[members]]
         own = owner(ctx.offsets, ml)
-        res = similarity(ctx, None, [(ml[own == p], mr[own == p]) for p in range(P)], None,
-                         "member")
+        res = similarity(
+            ctx, None, [(ml[own == p], mr[own == p]) for p in range(P)], None, "member"
+        )
         rl = np.concatenate([r["pairs"][0] for r in res])
         rs = np.concatenate([r["pairs"][2] for r in res])
         order = np.argsort(rl)
         msim[members] = rs[order[np.searchsorted(rl[order], ml)]]
     cfirst_c = np.full(m, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(cfirst_c, rep_c, nodes)
-    cm = ClusterMap(nodes, nodes[rep_c], [nid[i] for i in rep_c.tolist()], msim,
-                    cfirst_c[rep_c])
+    cm = ClusterMap(nodes, nodes[rep_c], [nid[i] for i in rep_c.tolist()], msim, cfirst_c[rep_c])
     [ctx.cluster_map] = ctx.client.scatter([cm], broadcast=True)
     ctx.futures.append(ctx.cluster_map)
     ctx.nodes, ctx.node_ids = nodes, nid

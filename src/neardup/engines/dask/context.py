@@ -25,8 +25,6 @@ from .scratch import Part
 
 
 @dataclass
-
-
 class RunContext:
     """The state of one run (created by :func:`~neardup.engines.dask.dedup_dask`)."""
 
@@ -39,9 +37,9 @@ class RunContext:
     partition_docs: int
     partitioned_tables: bool
     progress: Progress
-    threads: int | None         # kernel threads per worker of a LocalCluster (None: as set)
-    tok: str                    # this run's token: task keys and the scratch folder's name
-    work: Path                  # the scratch folder
+    threads: int | None  # kernel threads per worker of a LocalCluster (None: as set)
+    tok: str  # this run's token: task keys and the scratch folder's name
+    work: Path  # the scratch folder
     futures: list = field(default_factory=list)  # submitted, cancelled if the run fails
     timings: dict[str, float] = field(default_factory=dict)
     t_start: float = field(default_factory=time.perf_counter)
@@ -60,7 +58,7 @@ class RunContext:
     offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     ids: dict[str, Any] | None = None  # where the ids came from (the summary's "ids")
     # exact groups
-    exact_dir: str = ""         # the exact-group reducers' output (cluster sizes read it)
+    exact_dir: str = ""  # the exact-group reducers' output (cluster sizes read it)
     distinct: int = 0
     empty: int = 0
     # candidates and verification
@@ -73,10 +71,10 @@ class RunContext:
     # clustering
     nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     node_ids: list[str] = field(default_factory=list)
-    cluster_map: Any = None     # a future of the broadcast ClusterMap
+    cluster_map: Any = None  # a future of the broadcast ClusterMap
     # writing
     kept: int = 0
-    pair_counts: Any = None     # the pairs table's PairCounts
+    pair_counts: Any = None  # the pairs table's PairCounts
     clusters: int = 0
     largest: int = 0
     outputs: dict[str, Any] = field(default_factory=dict)

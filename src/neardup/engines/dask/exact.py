@@ -30,9 +30,13 @@ def _fp_entries(lgroup: np.ndarray, G: int):
 def fp_map(d: Part, S: int, prefix: str) -> int:
     used, first, cnt = _fp_entries(d.load("lgroup"), d.G)
     ghi, glo = d.load("ghi"), d.load("glo")
-    write_buckets(prefix, (glo[used] % np.uint64(S)).astype(np.int64), S,
-                   {"hi": ghi[used], "lo": glo[used], "row": d.offset + first, "cnt": cnt},
-                   {"ids": d.row_ids(first)})
+    write_buckets(
+        prefix,
+        (glo[used] % np.uint64(S)).astype(np.int64),
+        S,
+        {"hi": ghi[used], "lo": glo[used], "row": d.offset + first, "cnt": cnt},
+        {"ids": d.row_ids(first)},
+    )
     return len(used)
 
 
@@ -66,8 +70,13 @@ def fp_reduce(prefixes: list[str], s: int, out: str, *_deps) -> int:
         grows, gtot = row[head], tot
     else:
         grows, gtot = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    write_buckets(f"{out}/r{s}", np.repeat(np.arange(P), src_len), P,
-                   {"first": first_row, "total": total}, {"id": first_id})
+    write_buckets(
+        f"{out}/r{s}",
+        np.repeat(np.arange(P), src_len),
+        P,
+        {"first": first_row, "total": total},
+        {"id": first_id},
+    )
     atomic_save(f"{out}/g{s}.rows.npy", grows.astype(np.int64))
     atomic_save(f"{out}/g{s}.tot.npy", gtot.astype(np.int64))
     return m
@@ -98,9 +107,12 @@ def fp_apply(d: Part, S: int, red: str, p: int, *_deps) -> Part:
     d.save_strs("gfirst_id", gid)
     f = np.flatnonzero(is_first)
     shoff = d.load("shoff")
-    ginfo = {"distinct": len(f), "empty": int(np.count_nonzero(lgroup < 0)),
-             "text_bytes": int(d.load("tbytes").sum()),
-             "shingles": int((shoff[f + 1] - shoff[f]).sum())}
+    ginfo = {
+        "distinct": len(f),
+        "empty": int(np.count_nonzero(lgroup < 0)),
+        "text_bytes": int(d.load("tbytes").sum()),
+        "shingles": int((shoff[f + 1] - shoff[f]).sum()),
+    }
     return replace(d, ginfo=ginfo)
 
 
@@ -111,8 +123,12 @@ def exact_step(ctx: RunContext) -> None:
     pre = [f"{fdir}/m{p}" for p in range(P)]
     fpm = [ctx.submit(fp_map, d, P, pre[p], name="fpmap", i=p) for p, d in enumerate(ctx.parts)]
     fpr = [ctx.submit(fp_reduce, pre, s, rdir, *fpm, name="fpred", i=s) for s in range(P)]
-    ctx.parts = ctx.client.gather([ctx.submit(fp_apply, d, P, rdir, p, *fpr, name="grouped",
-                                              i=p) for p, d in enumerate(ctx.parts)])
+    ctx.parts = ctx.client.gather(
+        [
+            ctx.submit(fp_apply, d, P, rdir, p, *fpr, name="grouped", i=p)
+            for p, d in enumerate(ctx.parts)
+        ]
+    )
     del fpm, fpr
     ctx.done()
     remove_tree(Path(fdir))

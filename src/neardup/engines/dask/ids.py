@@ -30,8 +30,9 @@ def _hash_str(s: str) -> int:
 def id_map(d: Part, S: int, prefix: str) -> int:
     ids = d.strs("ids") if d.has_ids else []
     h = np.fromiter((_hash_str(x) for x in ids), np.uint64, len(ids)) % np.uint64(S)
-    write_buckets(prefix, h.astype(np.int64), S, {"idx": np.arange(len(ids), dtype=np.int64)},
-                   {"ids": ids})
+    write_buckets(
+        prefix, h.astype(np.int64), S, {"idx": np.arange(len(ids), dtype=np.int64)}, {"ids": ids}
+    )
     return len(ids)
 
 
@@ -62,14 +63,19 @@ def dup_messages(ctx: RunContext, dups: list[tuple]) -> list[InputError]:
     out = []
     for p, i, fp, fi, x in dups:
         _, path, line = locs[(p, i)]
-        out.append(InputError(f"duplicate id {x!r} (first seen at {locs[(fp, fi)][0]})",
-                              path=path, line=line, field=ctx.read.id_field,
-                              reason=SkipReason.DUPLICATE_ID))
+        out.append(
+            InputError(
+                f"duplicate id {x!r} (first seen at {locs[(fp, fi)][0]})",
+                path=path,
+                line=line,
+                field=ctx.read.id_field,
+                reason=SkipReason.DUPLICATE_ID,
+            )
+        )
     return out
 
 
-def _raise_repeat(ctx: RunContext, repeats: list[tuple], infos: list[dict], field: str
-                  ) -> None:
+def _raise_repeat(ctx: RunContext, repeats: list[tuple], infos: list[dict], field: str) -> None:
     """The first repeated id of a detected id field, in global record order, as the local
     reader raises it at the end of the read: within a partition (found by its reader) or
     across partitions (``(p, row, first p, first row, id)``)."""
@@ -82,20 +88,26 @@ def _raise_repeat(ctx: RunContext, repeats: list[tuple], infos: list[dict], fiel
             first = (p, r[4], lambda r=r: repeat_error(field, r[0], r[1], r[2], r[3]))
     for p, i, fp, fi, x in repeats:
         if first is None or (p, i) < first[:2]:
-            first = (p, i, lambda p=p, i=i, fp=fp, fi=fi, x=x: _cross_repeat(ctx, field, p, i,
-                                                                            fp, fi, x))
+            first = (
+                p,
+                i,
+                lambda p=p, i=i, fp=fp, fi=fi, x=x: _cross_repeat(ctx, field, p, i, fp, fi, x),
+            )
     if first is not None:
         raise first[2]()
 
 
-def _cross_repeat(ctx: RunContext, field: str, p: int, i: int, fp: int, fi: int, x: str
-                  ) -> InputError:
+def _cross_repeat(
+    ctx: RunContext, field: str, p: int, i: int, fp: int, fi: int, x: str
+) -> InputError:
     from ...io.readers import repeat_error
 
-    (_, path, line), = ctx.client.gather(ctx.submit(locate, ctx.parts[p], [i], name="locate",
-                                                    i=f"r{p}"))
-    (where, _, _), = ctx.client.gather(ctx.submit(locate, ctx.parts[fp], [fi], name="locate",
-                                                  i=f"f{fp}"))
+    ((_, path, line),) = ctx.client.gather(
+        ctx.submit(locate, ctx.parts[p], [i], name="locate", i=f"r{p}")
+    )
+    ((where, _, _),) = ctx.client.gather(
+        ctx.submit(locate, ctx.parts[fp], [fi], name="locate", i=f"f{fp}")
+    )
     return repeat_error(field, x, where, path, line)
 
 
@@ -116,11 +128,19 @@ def ids_step(ctx: RunContext) -> None:
         parts = [d if is_dir[p] else replace(d, has_ids=False) for p, d in enumerate(parts)]
     from ...io import IdInfo
 
-    ctx.ids = IdInfo(field=ctx.read.id_field or detect, detected=detect is not None,
-                     missing=missing, file_names=any(is_dir),
-                     field_inputs=not all(is_dir)).to_dict()
-    if P > 1 and ctx.read.unique_ids and any(d_["n"] for d_ in infos) and (
-            not auto_ids or any(is_dir) or from_field):
+    ctx.ids = IdInfo(
+        field=ctx.read.id_field or detect,
+        detected=detect is not None,
+        missing=missing,
+        file_names=any(is_dir),
+        field_inputs=not all(is_dir),
+    ).to_dict()
+    if (
+        P > 1
+        and ctx.read.unique_ids
+        and any(d_["n"] for d_ in infos)
+        and (not auto_ids or any(is_dir) or from_field)
+    ):
         sdir = ctx.folder("ids")
         pre = [f"{sdir}/m{p}" for p in range(P)]
         idm = [ctx.submit(id_map, d, P, pre[p], name="idmap", i=p) for p, d in enumerate(parts)]
@@ -147,9 +167,20 @@ def ids_step(ctx: RunContext) -> None:
             by_file.setdefault(sp.path, []).append(p)
     for path, ps in by_file.items():
         if sum(infos[p]["records"] for p in ps) == 0:
-            events.append((ps[0], 0, 0, -1, InputError(
-                "the file is empty (no JSON lines)", path=path, reason=SkipReason.EMPTY_FILE,
-                whole_file=True)))
+            events.append(
+                (
+                    ps[0],
+                    0,
+                    0,
+                    -1,
+                    InputError(
+                        "the file is empty (no JSON lines)",
+                        path=path,
+                        reason=SkipReason.EMPTY_FILE,
+                        whole_file=True,
+                    ),
+                )
+            )
     events.sort(key=lambda e: e[:4])
     report = ctx.report
     if ctx.read.fail:
@@ -168,8 +199,11 @@ def ids_step(ctx: RunContext) -> None:
                 report.counts[reason] = report.counts.get(reason, 0) + 1
         report.examples = [str(e[4]) for e in events][:20]
     ctx.drops = [np.asarray([i for (q, i, *_r) in dups if q == p], np.int64) for p in range(P)]
-    dropped = {p: ctx.submit(drop_rows, d, ctx.drops[p], name="drop", i=p)
-               for p, d in enumerate(parts) if len(ctx.drops[p])}
+    dropped = {
+        p: ctx.submit(drop_rows, d, ctx.drops[p], name="drop", i=p)
+        for p, d in enumerate(parts)
+        if len(ctx.drops[p])
+    }
     got = dict(zip(dropped, ctx.client.gather(list(dropped.values()))))
     parts = [got.get(p, d) for p, d in enumerate(parts)]
     ctx.done()

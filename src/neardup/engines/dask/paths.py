@@ -22,8 +22,10 @@ from typing import Any
 
 from ...errors import InputError, NeardupError, OutputError, SkipReason
 
-_SHARED = ("every Dask worker must see the inputs, the output folder and the work folder at "
-           "the same path as this client (a shared file system)")
+_SHARED = (
+    "every Dask worker must see the inputs, the output folder and the work folder at "
+    "the same path as this client (a shared file system)"
+)
 
 
 def absolute(path: str | os.PathLike) -> Path:
@@ -32,8 +34,9 @@ def absolute(path: str | os.PathLike) -> Path:
     return Path(path).absolute()
 
 
-def probe(inputs: Sequence[tuple[str, int | None]], folders: Sequence[tuple[str, str, str]]
-          ) -> list[tuple[str, str, str]]:
+def probe(
+    inputs: Sequence[tuple[str, int | None]], folders: Sequence[tuple[str, str, str]]
+) -> list[tuple[str, str, str]]:
     """Run on a worker: what it does not see of a run's paths as the client does, as
     ``(kind, path, why)`` with kind ``"input"`` or ``"folder"``; empty when all is well.
 
@@ -59,8 +62,13 @@ def probe(inputs: Sequence[tuple[str, int | None]], folders: Sequence[tuple[str,
         elif not os.path.isfile(path):
             out.append(("input", path, "it is not a file there"))
         elif st.st_size != size:
-            out.append(("input", path, f"another file: {st.st_size:,} bytes there, {size:,} "
-                                       "bytes on the client"))
+            out.append(
+                (
+                    "input",
+                    path,
+                    f"another file: {st.st_size:,} bytes there, {size:,} bytes on the client",
+                )
+            )
         elif not os.access(path, os.R_OK):
             out.append(("input", path, "it cannot be read there (permissions)"))
     for folder, name, token in folders:
@@ -69,17 +77,26 @@ def probe(inputs: Sequence[tuple[str, int | None]], folders: Sequence[tuple[str,
             with open(marker, encoding="ascii") as f:
                 seen = f.read()
         except FileNotFoundError:
-            why = ("no such folder there" if not os.path.isdir(folder) else
-                   "another folder of the same name: a file the client has just written in "
-                   "it is missing there")
+            why = (
+                "no such folder there"
+                if not os.path.isdir(folder)
+                else "another folder of the same name: a file the client has just written in "
+                "it is missing there"
+            )
             out.append(("folder", folder, why))
             continue
         except OSError as e:
             out.append(("folder", folder, f"{e.strerror or e}"))
             continue
         if seen != token:
-            out.append(("folder", folder, "another folder of the same name: a file the client "
-                                          "has just written in it has other contents there"))
+            out.append(
+                (
+                    "folder",
+                    folder,
+                    "another folder of the same name: a file the client "
+                    "has just written in it has other contents there",
+                )
+            )
             continue
         test = os.path.join(folder, f".neardup-probe-{os.getpid()}-{secrets.token_hex(4)}")
         try:
@@ -100,10 +117,13 @@ def _problem_error(what: str, path: str, whys: dict[str, list[str]]) -> NeardupE
     if others:
         who += f" (and {others} more, for other reasons)"
     if what == "input":
-        return InputError(f"not seen by {who} as on this client ({why}): {_SHARED}",
-                          path=path, reason=SkipReason.MISSING_PATH, whole_file=True)
-    return OutputError(f"{path}: {what} is not seen by {who} as on this client ({why}): "
-                       f"{_SHARED}")
+        return InputError(
+            f"not seen by {who} as on this client ({why}): {_SHARED}",
+            path=path,
+            reason=SkipReason.MISSING_PATH,
+            whole_file=True,
+        )
+    return OutputError(f"{path}: {what} is not seen by {who} as on this client ({why}): {_SHARED}")
 
 
 def _size(path: Path) -> int | None:
@@ -115,8 +135,7 @@ def _size(path: Path) -> int | None:
         return -1
 
 
-def check_workers(client: Any, inputs: Sequence[Path],
-                  folders: Sequence[tuple[Path, str]]) -> int:
+def check_workers(client: Any, inputs: Sequence[Path], folders: Sequence[tuple[Path, str]]) -> int:
     """Check on every worker of ``client`` that it sees ``inputs`` as this process does and can
     write into ``folders``: ``(folder, label)``, each an existing folder this process can write
     into, called ``label`` ("the output folder") in messages. Raise the first problem (inputs
@@ -134,8 +153,9 @@ def check_workers(client: Any, inputs: Sequence[Path],
             try:
                 marker.write_text(token, encoding="ascii")
             except OSError as e:
-                raise OutputError(f"{d}: cannot write a file in this folder: "
-                                  f"{e.strerror or e}") from e
+                raise OutputError(
+                    f"{d}: cannot write a file in this folder: {e.strerror or e}"
+                ) from e
             written.append(marker)
             spec_f.append((str(d), name, token))
         results = client.run(probe, spec_in, spec_f)
@@ -161,9 +181,10 @@ def worker_os_error(e: OSError, inputs: Sequence[Path]) -> InputError | OutputEr
     an :class:`~neardup.errors.InputError` for an input, else an
     :class:`~neardup.errors.OutputError`."""
     path = e.filename if e.filename is not None else "(a file of the run)"
-    message = (f"{e.strerror or e}, during the Dask run: {_SHARED}, and must stay in place "
-               "until the run ends")
+    message = (
+        f"{e.strerror or e}, during the Dask run: {_SHARED}, and must stay in place "
+        "until the run ends"
+    )
     if any(str(path) == str(p) or str(path).startswith(f"{p}{os.sep}") for p in inputs):
-        return InputError(message, path=str(path), reason=SkipReason.UNREADABLE,
-                          whole_file=True)
+        return InputError(message, path=str(path), reason=SkipReason.UNREADABLE, whole_file=True)
     return OutputError(f"{path}: {message}")

@@ -10,8 +10,6 @@ from ...io import format_of_name, split_compression
 
 
 @dataclass(frozen=True)
-
-
 class Spec:
     """One partition: a whole input (``start == 0, end is None``), a byte range of a JSONL file
     (``split``) or a run of row groups ``[start, end)`` of a Parquet file (``row_groups``)."""
@@ -46,8 +44,13 @@ def expand(paths: Sequence[Path], input_format: str | None) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir() and input_format not in (None, "textdir"):
-            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")
-                           and format_of_name(f.name) == input_format)
+            files = sorted(
+                f
+                for f in p.iterdir()
+                if f.is_file()
+                and not f.name.startswith(".")
+                and format_of_name(f.name) == input_format
+            )
             out.extend(files)
         else:
             out.append(p)
@@ -99,8 +102,9 @@ def plan(paths: list[Path], input_format: str | None, partition_docs: int) -> li
             if len(runs) == 1:
                 specs.append(Spec(str(p), input_format, source=k))
             else:
-                specs.extend(Spec(str(p), input_format, a, b, row_groups=True, source=k)
-                             for a, b in runs)
+                specs.extend(
+                    Spec(str(p), input_format, a, b, row_groups=True, source=k) for a, b in runs
+                )
             continue
         if fmt != "jsonl" or comp is not None:
             specs.append(Spec(str(p), input_format, source=k))

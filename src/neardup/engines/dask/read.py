@@ -47,8 +47,11 @@ class _PosReport(SkipReport):
 
 
 def open_stream(spec: Spec, read_opts: ReadOptions, report: SkipReport, first_line: int):
-    part = (FilePart(spec.start, spec.end, first_line, row_groups=spec.row_groups)
-            if spec.split or spec.row_groups else None)
+    part = (
+        FilePart(spec.start, spec.end, first_line, row_groups=spec.row_groups)
+        if spec.split or spec.row_groups
+        else None
+    )
     return record_stream([spec.path], replace(read_opts, chunk_size=CHUNK), report, part=part)
 
 
@@ -59,9 +62,17 @@ def set_threads(threads: int | None) -> None:
         set_num_threads(threads)
 
 
-def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: int, rows: int,
-                    auto_ids: bool, threads: int | None, line_counts: list[int],
-                    pdir: str) -> Part:
+def read_partition(
+    spec: Spec,
+    read_opts: ReadOptions,
+    cfg: DedupConfig,
+    bands: int,
+    rows: int,
+    auto_ids: bool,
+    threads: int | None,
+    line_counts: list[int],
+    pdir: str,
+) -> Part:
     """Read one partition, run normalise, fingerprint and shingle+sketch on it, and write its
     arrays to ``pdir`` (the shingle fingerprints chunk by chunk, as they are made)."""
     set_threads(threads)
@@ -124,14 +135,24 @@ def read_partition(spec: Spec, read_opts: ReadOptions, cfg: DedupConfig, bands: 
     sizes_all = np.concatenate(sizes)
     shoff = np.zeros(len(sizes_all) + 1, np.int64)
     np.cumsum(sizes_all, out=shoff[1:])
-    part = Part(dir=pdir, n=n, G=len(sizes_all), has_ids=not auto_ids or field_ids,
-                 has_paths=paths is not None, fmt=stream.sources[0].fmt,
-                 name=stream.sources[0].name,
-                 info={"n": n, "error": error, "skips": report.pos,
-                       "skip_counts": dict(report.counts),
-                       "records": n + report.total + (error is not None),
-                       "id_missing": info.missing if info.detected else None,
-                       "id_repeat": info.repeat if field_ids else None})
+    part = Part(
+        dir=pdir,
+        n=n,
+        G=len(sizes_all),
+        has_ids=not auto_ids or field_ids,
+        has_paths=paths is not None,
+        fmt=stream.sources[0].fmt,
+        name=stream.sources[0].name,
+        info={
+            "n": n,
+            "error": error,
+            "skips": report.pos,
+            "skip_counts": dict(report.counts),
+            "records": n + report.total + (error is not None),
+            "id_missing": info.missing if info.detected else None,
+            "id_repeat": info.repeat if field_ids else None,
+        },
+    )
     part.save("lines", np.asarray(lines, np.int64))
     part.save("tbytes", np.asarray(tbytes, np.int64))
     part.save("lgroup", np.concatenate(lgroup).astype(np.int64))
@@ -198,9 +219,22 @@ def read_step(ctx: RunContext) -> None:
             done.append(ctx.submit(count_lines, sp.path, sp.start, sp.end, name="lines", i=p))
         line_prior.append(prior)
         auto = auto_ids and not Path(sp.path).is_dir()
-        data.append(ctx.submit(read_partition, sp, ctx.read, ctx.config, ctx.bands, ctx.rows,
-                               auto, ctx.threads, prior, ctx.folder(f"p{p:05d}"), name="read",
-                               i=p))
+        data.append(
+            ctx.submit(
+                read_partition,
+                sp,
+                ctx.read,
+                ctx.config,
+                ctx.bands,
+                ctx.rows,
+                auto,
+                ctx.threads,
+                prior,
+                ctx.folder(f"p{p:05d}"),
+                name="read",
+                i=p,
+            )
+        )
     ctx.parts = ctx.client.gather(data)
     ctx.line_prior = [ctx.client.gather(lp) for lp in line_prior]
     ctx.done()

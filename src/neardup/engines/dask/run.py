@@ -67,23 +67,50 @@ def run_steps(ctx: RunContext) -> dict[str, Any]:
     ctx.outputs["summary"] = str(ctx.outdir / "summary.json")
     parts = ctx.parts
     summary = RunSummary(
-        config=cfg, bands=ctx.bands, rows=ctx.rows, candidates=ctx.cstats, engine="dask",
-        documents=n, text_bytes=sum(d.ginfo["text_bytes"] for d in parts),
-        empty_documents=ctx.empty, distinct_texts=ctx.distinct, kept=ctx.kept,
-        clusters=ctx.clusters, largest_cluster=ctx.largest if n else 0,
-        duplicate_pairs=ctx.pair_counts.rows, verified_pairs=len(ctx.vl),
-        pairs=ctx.pair_counts, shingles=sum(d.ginfo["shingles"] for d in parts),
-        timings=ctx.timings, workers=ctx.workers, partitions=ctx.P,
-        seconds=time.perf_counter() - ctx.t_start, inputs=[str(p) for p in ctx.paths],
-        input_bytes=ctx.total_bytes, skipped=ctx.report.to_dict(), outputs=ctx.outputs,
-        ingest_seconds=ctx.timings.get("read", 0.0), ids=ctx.ids).to_dict()
+        config=cfg,
+        bands=ctx.bands,
+        rows=ctx.rows,
+        candidates=ctx.cstats,
+        engine="dask",
+        documents=n,
+        text_bytes=sum(d.ginfo["text_bytes"] for d in parts),
+        empty_documents=ctx.empty,
+        distinct_texts=ctx.distinct,
+        kept=ctx.kept,
+        clusters=ctx.clusters,
+        largest_cluster=ctx.largest if n else 0,
+        duplicate_pairs=ctx.pair_counts.rows,
+        verified_pairs=len(ctx.vl),
+        pairs=ctx.pair_counts,
+        shingles=sum(d.ginfo["shingles"] for d in parts),
+        timings=ctx.timings,
+        workers=ctx.workers,
+        partitions=ctx.P,
+        seconds=time.perf_counter() - ctx.t_start,
+        inputs=[str(p) for p in ctx.paths],
+        input_bytes=ctx.total_bytes,
+        skipped=ctx.report.to_dict(),
+        outputs=ctx.outputs,
+        ingest_seconds=ctx.timings.get("read", 0.0),
+        ids=ctx.ids,
+    ).to_dict()
     write_json_atomic(ctx.outdir / "summary.json", summary)
     return summary
 
 
-def _run(client, paths: list[Path], outdir: Path, config: DedupConfig, read_opts: ReadOptions,
-         out_opts: OutputOptions, partition_docs: int, progress: Progress,
-         threads: int | None, work_dir: Path | None, partitioned_tables: bool) -> dict[str, Any]:
+def _run(
+    client,
+    paths: list[Path],
+    outdir: Path,
+    config: DedupConfig,
+    read_opts: ReadOptions,
+    out_opts: OutputOptions,
+    partition_docs: int,
+    progress: Progress,
+    threads: int | None,
+    work_dir: Path | None,
+    partitioned_tables: bool,
+) -> dict[str, Any]:
     """Make the scratch folder, run the steps, and remove the folder (and, after a failure,
     the output folders this run created), cancelling pending tasks on failure."""
     tok = uuid.uuid4().hex[:8]
@@ -99,20 +126,33 @@ def _run(client, paths: list[Path], outdir: Path, config: DedupConfig, read_opts
             try:
                 base.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise OutputError(f"{base}: cannot create the work directory: "
-                                  f"{e.strerror}") from e
+                raise OutputError(f"{base}: cannot create the work directory: {e.strerror}") from e
         try:
             work.mkdir()
         except OSError as e:
             raise OutputError(f"{work}: cannot create the scratch folder: {e.strerror}") from e
-        ctx = RunContext(client=client, paths=paths, outdir=outdir, config=config,
-                         read=read_opts, output=out_opts, partition_docs=partition_docs,
-                         partitioned_tables=partitioned_tables, progress=progress,
-                         threads=threads, tok=tok, work=work)
+        ctx = RunContext(
+            client=client,
+            paths=paths,
+            outdir=outdir,
+            config=config,
+            read=read_opts,
+            output=out_opts,
+            partition_docs=partition_docs,
+            partitioned_tables=partitioned_tables,
+            progress=progress,
+            threads=threads,
+            tok=tok,
+            work=work,
+        )
         try:
             # before any work: every worker sees the inputs and can write where it must
-            check_workers(client, paths, [(outdir, "the output folder")] + (
-                [] if work_dir is None else [(work_dir, "the work folder")]))
+            check_workers(
+                client,
+                paths,
+                [(outdir, "the output folder")]
+                + ([] if work_dir is None else [(work_dir, "the work folder")]),
+            )
             summary = run_steps(ctx)
         except BaseException as e:
             ctx.stop()  # nothing of this run writes any more when its folders are removed
@@ -136,13 +176,25 @@ def _run(client, paths: list[Path], outdir: Path, config: DedupConfig, read_opts
                         break
 
 
-def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
-               config: DedupConfig | None = None, text_fields: Sequence[str] = ("text",),
-               id_field: str | None = None, input_format: str | None = None,
-               encoding: str = "utf-8", on_error: str = "fail", output_format: str = "parquet",
-               write_corpus: bool = True, scheduler: str | None = None, n_workers: int = 2,
-               partition_docs: int = 50_000, work_dir: str | os.PathLike | None = None,
-               partitioned_tables: bool = False, progress: Any = None) -> dict[str, Any]:
+def dedup_dask(
+    paths: Sequence[str | os.PathLike],
+    outdir: str | os.PathLike,
+    *,
+    config: DedupConfig | None = None,
+    text_fields: Sequence[str] = ("text",),
+    id_field: str | None = None,
+    input_format: str | None = None,
+    encoding: str = "utf-8",
+    on_error: str = "fail",
+    output_format: str = "parquet",
+    write_corpus: bool = True,
+    scheduler: str | None = None,
+    n_workers: int = 2,
+    partition_docs: int = 50_000,
+    work_dir: str | os.PathLike | None = None,
+    partitioned_tables: bool = False,
+    progress: Any = None,
+) -> dict[str, Any]:
     """:func:`neardup.engines.local.dedup_files` on a Dask cluster; returns the summary (with ``engine``,
     ``workers`` and ``partitions``) and writes ``clusters``, ``pairs``, ``summary.json`` and,
     with ``write_corpus``, the deduplicated corpus in ``outdir`` as the local engine writes
@@ -177,18 +229,27 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
     (Parquet: read as one table), the local engine's ``deduplicated/NAME`` (a folder of text
     files is written as the local engine writes it).
     """
-    read_opts = ReadOptions(text_fields=text_fields, format=input_format, encoding=encoding,
-                            on_error=on_error, **id_options(id_field))
+    read_opts = ReadOptions(
+        text_fields=text_fields,
+        format=input_format,
+        encoding=encoding,
+        on_error=on_error,
+        **id_options(id_field),
+    )
     out_opts = OutputOptions(output_format, write_corpus)
     if partitioned_tables and output_format != "parquet":
-        raise ConfigError("partitioned tables are written as Parquet parts: use "
-                          "output_format='parquet' (the default)")
+        raise ConfigError(
+            "partitioned tables are written as Parquet parts: use "
+            "output_format='parquet' (the default)"
+        )
     check_int("n_workers", n_workers, 1)
     check_int("partition_docs", partition_docs, 1)
     config = config or DedupConfig()
     if config.verify.mode != "exact":
-        raise ConfigError("verify='estimate' is not supported by the dask engine yet: use "
-                          "verify='exact' or the local engine")
+        raise ConfigError(
+            "verify='estimate' is not supported by the dask engine yet: use "
+            "verify='exact' or the local engine"
+        )
     # workers resolve relative paths in their own working folders: absolute ones from here on
     plist = expand([absolute(p) for p in paths], input_format)
     outdir = absolute(outdir)
@@ -204,17 +265,32 @@ def dedup_dask(paths: Sequence[str | os.PathLike], outdir: str | os.PathLike, *,
 
         threads = max(1, (os.cpu_count() or 1) // n_workers)
         with dask.config.set({"distributed.scheduler.allowed-failures": 5}):
-            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0",
-                                   # the workers do no linear algebra: no spinning BLAS threads
-                                   env={"OPENBLAS_NUM_THREADS": "1"})
+            cluster = LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                # the workers do no linear algebra: no spinning BLAS threads
+                env={"OPENBLAS_NUM_THREADS": "1"},
+            )
         client = Client(cluster)
     else:
         threads = None
         client = Client(scheduler)
     try:
-        return _run(client, plist, outdir, config, read_opts, out_opts, partition_docs,
-                    progress or NoProgress(), threads, work_dir, partitioned_tables)
+        return _run(
+            client,
+            plist,
+            outdir,
+            config,
+            read_opts,
+            out_opts,
+            partition_docs,
+            progress or NoProgress(),
+            threads,
+            work_dir,
+            partitioned_tables,
+        )
     finally:
         client.close()
         if cluster is not None:

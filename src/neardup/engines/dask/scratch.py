@@ -50,12 +50,17 @@ def encode_strs(strs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 def decode_strs(buf: np.ndarray, off: np.ndarray) -> list[str]:
     b = bytes(buf)
     o = (off - off[0]).tolist()
-    return [b[o[i]:o[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(o) - 1)]
+    return [b[o[i] : o[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(o) - 1)]
 
 
-def write_buckets(prefix: str, bucket: np.ndarray, S: int, cols: dict[str, np.ndarray],
-                   strs: dict[str, list[str]] | None = None,
-                   ragged: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+def write_buckets(
+    prefix: str,
+    bucket: np.ndarray,
+    S: int,
+    cols: dict[str, np.ndarray],
+    strs: dict[str, list[str]] | None = None,
+    ragged: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> None:
     """One map task's output of a shuffle: its items sorted by ``bucket`` (stable), one file per
     column (``prefix.COL.npy``; strings and CSR columns as values + offsets) and
     ``prefix.bounds.npy`` (``int64[S+1]``, where each bucket starts). A reducer reads only its
@@ -73,21 +78,29 @@ def write_buckets(prefix: str, bucket: np.ndarray, S: int, cols: dict[str, np.nd
         sizes = np.diff(off)[order]
         noff = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=noff[1:])
-        atomic_save(f"{prefix}.{k}.v.npy",
-                     v[np.repeat(off[:-1][order] - noff[:-1], sizes) + np.arange(noff[-1])])
+        atomic_save(
+            f"{prefix}.{k}.v.npy",
+            v[np.repeat(off[:-1][order] - noff[:-1], sizes) + np.arange(noff[-1])],
+        )
         atomic_save(f"{prefix}.{k}.o.npy", noff)
 
 
-def read_bucket(prefix: str, s: int, cols: Sequence[str] = (), strs: Sequence[str] = (),
-                 ragged: Sequence[str] = ()) -> dict[str, Any]:
+def read_bucket(
+    prefix: str,
+    s: int,
+    cols: Sequence[str] = (),
+    strs: Sequence[str] = (),
+    ragged: Sequence[str] = (),
+) -> dict[str, Any]:
     """Bucket ``s`` of a map task's output written by :func:`write_buckets`."""
     b = np.load(f"{prefix}.bounds.npy")
     a, z = int(b[s]), int(b[s + 1])
-    out: dict[str, Any] = {k: np.array(np.load(f"{prefix}.{k}.npy", mmap_mode="r")[a:z])
-                           for k in cols}
+    out: dict[str, Any] = {
+        k: np.array(np.load(f"{prefix}.{k}.npy", mmap_mode="r")[a:z]) for k in cols
+    }
     for k in (*strs, *ragged):
-        off = np.array(np.load(f"{prefix}.{k}.o.npy", mmap_mode="r")[a:z + 1])
-        v = np.array(np.load(f"{prefix}.{k}.v.npy", mmap_mode="r")[off[0]:off[-1]])
+        off = np.array(np.load(f"{prefix}.{k}.o.npy", mmap_mode="r")[a : z + 1])
+        v = np.array(np.load(f"{prefix}.{k}.v.npy", mmap_mode="r")[off[0] : off[-1]])
         out[k] = decode_strs(v, off) if k in strs else (v, off - off[0])
     return out
 
@@ -100,8 +113,6 @@ _ROW_ARRAYS = ("lines", "tbytes", "lgroup", "ids", "paths")
 
 
 @dataclass
-
-
 class Part:
     """A partition's handle: its folder in the scratch space and a few numbers; only this
     travels between client and workers. The arrays stay in the folder, and each task loads
@@ -122,9 +133,9 @@ class Part:
     has_paths: bool
     fmt: str
     name: str
-    info: dict          # the read's error, skips, skip counts and records
-    rowv: str = ""      # ".d" once rows with ids repeated from earlier partitions are dropped
-    offset: int = 0     # global row of the partition's first row
+    info: dict  # the read's error, skips, skip counts and records
+    rowv: str = ""  # ".d" once rows with ids repeated from earlier partitions are dropped
+    offset: int = 0  # global row of the partition's first row
     ginfo: dict | None = None
 
     def file(self, name: str, ext: str = ".npy") -> str:
@@ -152,8 +163,7 @@ class Part:
             return np.zeros(0, np.uint32)
         return np.memmap(path, np.uint32, mode="r")
 
-    def row_ids(self, rows: Sequence[int] | np.ndarray, ids: list[str] | None = None
-                ) -> list[str]:
+    def row_ids(self, rows: Sequence[int] | np.ndarray, ids: list[str] | None = None) -> list[str]:
         """Ids of local rows."""
         if not self.has_ids:
             return [str(self.offset + int(r)) for r in rows]

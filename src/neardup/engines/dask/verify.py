@@ -39,8 +39,9 @@ class _Texts:
         sizes = ends - starts
         off = np.zeros(len(g) + 1, np.int64)
         np.cumsum(sizes, out=off[1:])
-        h = np.asarray(self.sh[np.repeat(starts - off[:-1], sizes) + np.arange(off[-1])],
-                       np.uint32)  # a copy: sorted below
+        h = np.asarray(
+            self.sh[np.repeat(starts - off[:-1], sizes) + np.arange(off[-1])], np.uint32
+        )  # a copy: sorted below
         end = sort_unique_segments(h, off, np.arange(len(g), dtype=np.int64))
         usz = end - off[:-1]
         uoff = np.zeros(len(g) + 1, np.int64)
@@ -50,12 +51,23 @@ class _Texts:
     def meta(self, local_rows: np.ndarray) -> tuple:
         g = self.lgroup[local_rows]
         d = self.d
-        return (d.load("glen")[g], d.load("ghi")[g], d.row_ids(local_rows, self.ids),
-                d.load("gtotal")[g])
+        return (
+            d.load("glen")[g],
+            d.load("ghi")[g],
+            d.row_ids(local_rows, self.ids),
+            d.load("gtotal")[g],
+        )
 
 
-def sim_prepare(d: Part, offsets: np.ndarray, p: int, cands: list[str] | None,
-                 direct: tuple | None, out: str, *_deps) -> int:
+def sim_prepare(
+    d: Part,
+    offsets: np.ndarray,
+    p: int,
+    cands: list[str] | None,
+    direct: tuple | None,
+    out: str,
+    *_deps,
+) -> int:
     """This partition's pairs (from the candidate shuffle or given), and which right rows it
     needs from each other partition."""
     P = len(offsets) - 1
@@ -86,9 +98,14 @@ def sim_export(d: Part, q: int, out: str, P: int, *_deps) -> int:
     local = rows_a - d.offset
     h, off = t.sets(local)
     glen, ghi, ids, tot = t.meta(local)
-    write_buckets(f"{out}/exp{q}", bucket, P,
-                   {"rows": rows_a, "glen": glen, "ghi": ghi, "tot": tot}, {"ids": ids},
-                   {"h": (h, off)})
+    write_buckets(
+        f"{out}/exp{q}",
+        bucket,
+        P,
+        {"rows": rows_a, "glen": glen, "ghi": ghi, "tot": tot},
+        {"ids": ids},
+        {"h": (h, off)},
+    )
     return len(rows_a)
 
 
@@ -132,24 +149,47 @@ def sim_run(d: Part, thr: float | None, p: int, out: str, P: int, *_deps) -> dic
     ghi = np.concatenate([m[1] for m in metas])[pos]
     ids_all = [x for m in metas for x in m[2]]
     tot = np.concatenate([m[3] for m in metas])[pos]
-    return {"pairs": (left, right, sim), "candidates": candidates,
-            "nodes": (used, glen, ghi, [ids_all[i] for i in pos.tolist()], tot)}
+    return {
+        "pairs": (left, right, sim),
+        "candidates": candidates,
+        "nodes": (used, glen, ghi, [ids_all[i] for i in pos.tolist()], tot),
+    }
 
 
-def similarity(ctx: RunContext, cands: list[str] | None, direct: list[tuple] | None,
-               threshold: float | None, name: str) -> list[dict]:
+def similarity(
+    ctx: RunContext,
+    cands: list[str] | None,
+    direct: list[tuple] | None,
+    threshold: float | None,
+    name: str,
+) -> list[dict]:
     """Exact similarities of pairs, per partition of their left text: the candidates of a
     shuffle (``cands``) or pairs given per partition (``direct``); over ``threshold`` only, if
     given. Returns each partition's :func:`sim_run` result."""
     P, parts = ctx.P, ctx.parts
     out = ctx.folder(name)
-    prep = [ctx.submit(sim_prepare, d, ctx.offsets, p, cands,
-                       None if direct is None else direct[p], out, name=f"{name}prep", i=p)
-            for p, d in enumerate(parts)]
-    exp = [ctx.submit(sim_export, d, q, out, P, *prep, name=f"{name}export", i=q)
-           for q, d in enumerate(parts)]
-    run = [ctx.submit(sim_run, d, threshold, p, out, P, prep[p], *exp, name=f"{name}run", i=p)
-           for p, d in enumerate(parts)]
+    prep = [
+        ctx.submit(
+            sim_prepare,
+            d,
+            ctx.offsets,
+            p,
+            cands,
+            None if direct is None else direct[p],
+            out,
+            name=f"{name}prep",
+            i=p,
+        )
+        for p, d in enumerate(parts)
+    ]
+    exp = [
+        ctx.submit(sim_export, d, q, out, P, *prep, name=f"{name}export", i=q)
+        for q, d in enumerate(parts)
+    ]
+    run = [
+        ctx.submit(sim_run, d, threshold, p, out, P, prep[p], *exp, name=f"{name}run", i=p)
+        for p, d in enumerate(parts)
+    ]
     res = ctx.client.gather(run)
     del prep, exp, run
     ctx.done()
@@ -159,8 +199,9 @@ def similarity(ctx: RunContext, cands: list[str] | None, direct: list[tuple] | N
 
 def verify_step(ctx: RunContext) -> None:
     """Verified pairs (over the threshold) of the candidates."""
-    ctx.verified = similarity(ctx, ctx.candidate_prefixes, None,
-                              float(ctx.config.lsh.threshold), "verify")
+    ctx.verified = similarity(
+        ctx, ctx.candidate_prefixes, None, float(ctx.config.lsh.threshold), "verify"
+    )
     ctx.vl = concat([v["pairs"][0] for v in ctx.verified], np.int64)
     ctx.vr = concat([v["pairs"][1] for v in ctx.verified], np.int64)
     ctx.vs = concat([v["pairs"][2] for v in ctx.verified], np.float32).astype(np.float32)

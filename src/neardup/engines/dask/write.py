@@ -50,8 +50,14 @@ def final_a(d: Part, cm: ClusterMap) -> tuple[int, int]:
     cf[found] = cm.cfirst[pos[found]]
     sim[found] = cm.sim[pos[found]]
     new = cf == R
-    for name, a in (("rep", rep), ("cf", cf), ("sim", sim), ("new", new), ("found", found),
-                    ("pos", pos)):
+    for name, a in (
+        ("rep", rep),
+        ("cf", cf),
+        ("sim", sim),
+        ("new", new),
+        ("found", found),
+        ("pos", pos),
+    ):
         d.save(f"fa_{name}", a)
     return int(np.count_nonzero(rep == R)), int(np.count_nonzero(new))
 
@@ -71,8 +77,18 @@ def final_b(d: Part, label0: int, *_deps) -> tuple[np.ndarray, np.ndarray]:
     return R[m], label[m]
 
 
-def final_c(d: Part, p: int, label0: int, lut: tuple, cm: ClusterMap, P: int,
-             offsets: np.ndarray, fp_prefix: str, table: str, *_deps) -> int:
+def final_c(
+    d: Part,
+    p: int,
+    label0: int,
+    lut: tuple,
+    cm: ClusterMap,
+    P: int,
+    offsets: np.ndarray,
+    fp_prefix: str,
+    table: str,
+    *_deps,
+) -> int:
     """This partition's rows of ``clusters`` (a Parquet part in the scratch folder) and its
     fingerprint pairs by owner of the left row (a shuffle)."""
     n = d.n
@@ -95,22 +111,37 @@ def final_c(d: Part, p: int, label0: int, lut: tuple, cm: ClusterMap, P: int,
     found, pos = d.load("fa_found"), d.load("fa_pos")
     for i, q in zip(np.flatnonzero(found).tolist(), pos[found].tolist()):
         rep_id[i] = cm.rep_id[q]
-    write_parquet({"id": ids, "cluster": labels, "representative": rep_id,
-                    "similarity": d.load("fa_sim")}, table)
+    write_parquet(
+        {"id": ids, "cluster": labels, "representative": rep_id, "similarity": d.load("fa_sim")},
+        table,
+    )
     # fingerprint pairs: (first row of the text, a later copy)
     copy = has.copy()
     copy[hidx] = gfirst[lgroup[hidx]] != R[hidx]
     ci = np.flatnonzero(copy)
     fl = gfirst[lgroup[ci]]
-    write_buckets(fp_prefix, owner(offsets, fl), P, {"left": fl, "right": R[ci]},
-                   {"ida": [gfirst_id[g] for g in lgroup[ci].tolist()],
-                    "idb": [ids[i] for i in ci.tolist()]})
+    write_buckets(
+        fp_prefix,
+        owner(offsets, fl),
+        P,
+        {"left": fl, "right": R[ci]},
+        {"ida": [gfirst_id[g] for g in lgroup[ci].tolist()], "idb": [ids[i] for i in ci.tolist()]},
+    )
     d.save("keep", d.load("fa_rep") == R)
     return n
 
 
-def group_pairs(fp_prefixes: list[str], p: int, P: int, offsets: np.ndarray, nodes: np.ndarray,
-                mode: str, max_group: int, prefix: str, *_deps) -> dict[str, Any]:
+def group_pairs(
+    fp_prefixes: list[str],
+    p: int,
+    P: int,
+    offsets: np.ndarray,
+    nodes: np.ndarray,
+    mode: str,
+    max_group: int,
+    prefix: str,
+    *_deps,
+) -> dict[str, Any]:
     """The pairs inside the exact groups whose first row partition ``p`` holds (each copy with
     the first row, and with ``mode`` "all" every two copies: :func:`neardup.expand.within_pairs`),
     shuffled by owner of the left row; returns their counts and the members of the groups that
@@ -133,24 +164,37 @@ def group_pairs(fp_prefixes: list[str], p: int, P: int, offsets: np.ndarray, nod
     np.cumsum(sizes[:-1], out=starts[1:])
     wl, wr, wimp, counts = within_pairs(np.arange(len(rows)), starts, sizes, mode, max_group)
     left, right = rows[wl], rows[wr]
-    write_buckets(prefix, owner(offsets, left), P,
-                  {"left": left, "right": right, "implied": wimp},
-                  {"ida": ids[wl].tolist(), "idb": ids[wr].tolist()})
+    write_buckets(
+        prefix,
+        owner(offsets, left),
+        P,
+        {"left": left, "right": right, "implied": wimp},
+        {"ida": ids[wl].tolist(), "idb": ids[wr].tolist()},
+    )
     # the groups of texts in verified pairs
     pos = np.searchsorted(nodes, firsts)
     pos = np.minimum(pos, max(len(nodes) - 1, 0))
     inv = (nodes[pos] == firsts) if len(nodes) else np.zeros(G, bool)
     gsel = np.flatnonzero(inv)
-    sent = np.where(sizes[gsel] <= max_group, sizes[gsel], 1) if mode == "all" else \
-        np.ones(len(gsel), np.int64)
+    sent = (
+        np.where(sizes[gsel] <= max_group, sizes[gsel], 1)
+        if mode == "all"
+        else np.ones(len(gsel), np.int64)
+    )
     take = ranges(starts[gsel], sent)
-    return {"counts": counts, "first": firsts[gsel], "size": sizes[gsel], "sent": sent,
-            "rows": rows[take], "ids": ids[take].tolist()}
+    return {
+        "counts": counts,
+        "first": firsts[gsel],
+        "size": sizes[gsel],
+        "sent": sent,
+        "rows": rows[take],
+        "ids": ids[take].tolist(),
+    }
 
 
-def implied_by_edges(ctx: RunContext, groups: list[dict[str, Any]]
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                np.ndarray, PairCounts]:
+def implied_by_edges(
+    ctx: RunContext, groups: list[dict[str, Any]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, PairCounts]:
     """The verified pairs and the pairs their exact groups imply (on the client, from the
     members :func:`group_pairs` sent): ``(left, right, similarity, implied, id_a, id_b,
     counts)``, ``left < right``, ids as object arrays."""
@@ -176,8 +220,9 @@ def implied_by_edges(ctx: RunContext, groups: list[dict[str, Any]]
     if len(dst):
         mids[dst] = gids
     eu, ev = np.searchsorted(nodes, ctx.vl), np.searchsorted(nodes, ctx.vr)
-    a, b, edge, implied, counts = cross_pairs(np.arange(len(members)), starts, size, eu, ev,
-                                              cfg.pairs.mode, cfg.pairs.max_group)
+    a, b, edge, implied, counts = cross_pairs(
+        np.arange(len(members)), starts, size, eu, ev, cfg.pairs.mode, cfg.pairs.max_group
+    )
     swap = members[a] > members[b]
     a, b = np.where(swap, b, a), np.where(swap, a, b)
     return (members[a], members[b], ctx.vs[edge], implied, mids[a], mids[b], counts)
@@ -188,27 +233,41 @@ def pairs_table(verified: tuple, ex_prefixes: list[str], p: int, table: str, *_d
     pairs inside exact groups whose left row it holds), sorted, as a Parquet part in the
     scratch folder."""
     vl, vr, vs, vimp, vida, vidb = verified
-    ws = [read_bucket(pre, p, ("left", "right", "implied"), ("ida", "idb"))
-          for pre in ex_prefixes]
+    ws = [read_bucket(pre, p, ("left", "right", "implied"), ("ida", "idb")) for pre in ex_prefixes]
     left = np.concatenate([vl] + [x["left"] for x in ws])
     right = np.concatenate([vr] + [x["right"] for x in ws])
     sim = np.concatenate([vs] + [np.ones(len(x["left"]), np.float32) for x in ws])
-    method = np.concatenate([np.full(len(vl), _JACCARD, np.uint8)]
-                            + [np.full(len(x["left"]), _FINGERPRINT, np.uint8) for x in ws])
+    method = np.concatenate(
+        [np.full(len(vl), _JACCARD, np.uint8)]
+        + [np.full(len(x["left"]), _FINGERPRINT, np.uint8) for x in ws]
+    )
     implied = np.concatenate([vimp] + [x["implied"] for x in ws]).astype(bool)
     ida = list(vida) + [i for x in ws for i in x["ida"]]
     idb = list(vidb) + [i for x in ws for i in x["idb"]]
     order = np.lexsort((right, left))
     names = np.asarray(METHOD_NAMES, dtype=object)
-    write_parquet({"id_a": [ida[i] for i in order.tolist()],
-                    "id_b": [idb[i] for i in order.tolist()],
-                    "similarity": sim[order].astype(np.float32),
-                    "method": names[method[order]], "implied": implied[order]}, table)
+    write_parquet(
+        {
+            "id_a": [ida[i] for i in order.tolist()],
+            "id_b": [idb[i] for i in order.tolist()],
+            "similarity": sim[order].astype(np.float32),
+            "method": names[method[order]],
+            "implied": implied[order],
+        },
+        table,
+    )
     return len(left)
 
 
-def write_part(spec: Spec, read_opts: ReadOptions, line_counts: list[int], drops: np.ndarray,
-               d: Part, dest: str, *_deps) -> str | None:
+def write_part(
+    spec: Spec,
+    read_opts: ReadOptions,
+    line_counts: list[int],
+    drops: np.ndarray,
+    d: Part,
+    dest: str,
+    *_deps,
+) -> str | None:
     """Write the partition's kept records to ``dest`` as the local engine writes them (its
     input's format and columns; JSONL lines copied as they are, read from the partition's
     first byte); ``None`` when it holds nothing readable (nothing written)."""
@@ -221,18 +280,26 @@ def write_part(spec: Spec, read_opts: ReadOptions, line_counts: list[int], drops
     alive[drops] = False
     keep = np.zeros(n, bool)
     keep[alive] = d.load("keep")
-    part = (FilePart(spec.start, spec.end, sum(line_counts), row_groups=spec.row_groups)
-            if spec.split or spec.row_groups else None)
+    part = (
+        FilePart(spec.start, spec.end, sum(line_counts), row_groups=spec.row_groups)
+        if spec.split or spec.row_groups
+        else None
+    )
     lines = replace(d, rowv="").load("lines") if d.fmt == "jsonl" else None
     opts = replace(read_opts, on_error="skip")  # errors were reported by the first read
     try:
         # parents=False: the client made the folder; if it removed it (a failed run), the
         # write fails rather than bringing it back
-        out = write_deduplicated_part(spec.path, keep, dest, options=opts, part=part,
-                                      lines=lines, parents=False)
+        out = write_deduplicated_part(
+            spec.path, keep, dest, options=opts, part=part, lines=lines, parents=False
+        )
     except ConfigError as e:  # a count that differs from the first read's
-        raise InputError(f"changed while it was deduplicated ({e})", path=spec.path,
-                         reason=SkipReason.UNREADABLE, whole_file=True) from e
+        raise InputError(
+            f"changed while it was deduplicated ({e})",
+            path=spec.path,
+            reason=SkipReason.UNREADABLE,
+            whole_file=True,
+        ) from e
     return None if out is None else str(out)
 
 
@@ -252,15 +319,18 @@ def join_parts(parts: list[str | None], dest: str, fmt: str, *_deps) -> str | No
     return dest
 
 
-def fp_cluster_stats(red: str, s: int, cm: ClusterMap
-                      ) -> tuple[int, int, np.ndarray, np.ndarray]:
+def fp_cluster_stats(red: str, s: int, cm: ClusterMap) -> tuple[int, int, np.ndarray, np.ndarray]:
     """Clusters of the exact groups of bucket ``s`` that are not in the cluster map, their
     largest size, and the copies of the mapped ones by representative."""
     rows, tot = np.load(f"{red}/g{s}.rows.npy"), np.load(f"{red}/g{s}.tot.npy")
     found, pos = cm.find(rows)
     free = tot[~found]
-    return (int(np.count_nonzero(free >= 2)), int(free.max(initial=0)), cm.rep[pos[found]],
-            tot[found])
+    return (
+        int(np.count_nonzero(free >= 2)),
+        int(free.max(initial=0)),
+        cm.rep[pos[found]],
+        tot[found],
+    )
 
 
 def write_step(ctx: RunContext) -> None:
@@ -272,8 +342,12 @@ def write_step(ctx: RunContext) -> None:
     ctx.kept = sum(c[0] for c in counts)
     label0 = np.zeros(P + 1, np.int64)
     np.cumsum([c[1] for c in counts], out=label0[1:])
-    fb = client.gather([ctx.submit(final_b, d, int(label0[p]), fa[p], name="finalb", i=p)
-                        for p, d in enumerate(parts)])
+    fb = client.gather(
+        [
+            ctx.submit(final_b, d, int(label0[p]), fa[p], name="finalb", i=p)
+            for p, d in enumerate(parts)
+        ]
+    )
     lrows = concat([x[0] for x in fb], np.int64)
     llab = concat([x[1] for x in fb], np.int64)
     del fb
@@ -284,8 +358,24 @@ def write_step(ctx: RunContext) -> None:
     fpre = [f"{fpd}/m{p}" for p in range(P)]
     ctab = [f"{tdir}/clusters-{p:05d}.parquet" for p in range(P)]
     ptab = [f"{tdir}/pairs-{p:05d}.parquet" for p in range(P)]
-    fc = [ctx.submit(final_c, d, p, int(label0[p]), lut_f, cm_f, P, offsets, fpre[p], ctab[p],
-                     fa[p], name="finalc", i=p) for p, d in enumerate(parts)]
+    fc = [
+        ctx.submit(
+            final_c,
+            d,
+            p,
+            int(label0[p]),
+            lut_f,
+            cm_f,
+            P,
+            offsets,
+            fpre[p],
+            ctab[p],
+            fa[p],
+            name="finalc",
+            i=p,
+        )
+        for p, d in enumerate(parts)
+    ]
     # the pairs inside exact groups, shuffled by owner of their left row; the members of the
     # groups in verified pairs come back for the pairs those imply
     cfg = ctx.config
@@ -293,9 +383,25 @@ def write_step(ctx: RunContext) -> None:
     expre = [f"{exd}/x{p}" for p in range(P)]
     [nodes_f] = client.scatter([nodes], broadcast=True)
     ctx.futures.append(nodes_f)
-    gp = client.gather([ctx.submit(group_pairs, fpre, p, P, offsets, nodes_f, cfg.pairs.mode,
-                                   cfg.pairs.max_group, expre[p], *fc, name="gpairs", i=p)
-                        for p in range(P)])
+    gp = client.gather(
+        [
+            ctx.submit(
+                group_pairs,
+                fpre,
+                p,
+                P,
+                offsets,
+                nodes_f,
+                cfg.pairs.mode,
+                cfg.pairs.max_group,
+                expre[p],
+                *fc,
+                name="gpairs",
+                i=p,
+            )
+            for p in range(P)
+        ]
+    )
     vl, vr, vs, vimp, vida, vidb, counts = implied_by_edges(ctx, gp)
     for g in gp:
         counts = counts.merge(g["counts"])
@@ -309,8 +415,9 @@ def write_step(ctx: RunContext) -> None:
         mk = np.flatnonzero(own == p)
         ver = (vl[mk], vr[mk], vs[mk], vimp[mk], vida[mk].tolist(), vidb[mk].tolist())
         pt_f.append(ctx.submit(pairs_table, ver, expre, p, ptab[p], name="ptable", i=p))
-    csize = client.gather([ctx.submit(fp_cluster_stats, ctx.exact_dir, s, cm_f, name="cstats",
-                                      i=s) for s in range(P)])
+    csize = client.gather(
+        [ctx.submit(fp_cluster_stats, ctx.exact_dir, s, cm_f, name="cstats", i=s) for s in range(P)]
+    )
     n_clusters = sum(c[0] for c in csize)
     largest = max([c[1] for c in csize] + [1 if ctx.n else 0])
     creps = concat([c[2] for c in csize], np.int64)
@@ -395,9 +502,21 @@ class Corpus:
             else:
                 (tmp / ".parts").mkdir(exist_ok=True)
                 dests = [tmp / ".parts" / f"{k}-{j:05d}{_EXT[fmt]}" for j in range(len(ps))]
-            futs = [ctx.submit(write_part, ctx.specs[p], ctx.read, ctx.line_prior[p],
-                               ctx.drops[p], ctx.parts[p], str(dest), deps[p], name="part",
-                               i=p) for p, dest in zip(ps, dests, strict=True)]
+            futs = [
+                ctx.submit(
+                    write_part,
+                    ctx.specs[p],
+                    ctx.read,
+                    ctx.line_prior[p],
+                    ctx.drops[p],
+                    ctx.parts[p],
+                    str(dest),
+                    deps[p],
+                    name="part",
+                    i=p,
+                )
+                for p, dest in zip(ps, dests, strict=True)
+            ]
             self.futures += futs
             last = futs[0] if len(futs) == 1 else None
             if len(futs) > 1 and not ctx.partitioned_tables:
