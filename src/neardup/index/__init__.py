@@ -1,6 +1,7 @@
 """Online near-duplicate index: :class:`Index` over a storage backend (memory, SQLite, Redis)."""
 
-from .core import CheckResult, CommonPassage, Index, Match
+from .checking import CheckResult, CommonPassage, Match
+from .core import Index
 from .storage import (
     FORMAT_VERSION,
     DuplicateIdError,
