@@ -1,7 +1,7 @@
 """The ``neardup`` command line: a thin layer of argument parsing and progress over the library.
 
 One module per command family (:mod:`.dedup`, :mod:`.products`, :mod:`.fca`, :mod:`.index` for
-``index``, ``stream`` and ``serve``, :mod:`.analyze`), each with its top-level ``COMMANDS`` (name
+``index`` and ``stream``, :mod:`.serve`, :mod:`.analyze`), each with its top-level ``COMMANDS`` (name
 -> help) and an ``add_commands(subparsers)``; what they share is in :mod:`.common`. The library
 modules a command needs are imported when it runs, and :func:`main` builds in full only the
 family of the command it is given, so that ``neardup --help`` stays fast.
@@ -18,13 +18,13 @@ import gc
 import sys
 
 from .._version import __version__
-from . import analyze, dedup, fca, index, products, reuse
+from . import analyze, dedup, fca, index, products, reuse, serve
 from .common import run_command
 
 __all__ = ["build_parser", "main"]
 
 #: The command families in the order ``neardup --help`` lists their commands.
-FAMILIES = (dedup, reuse, products, fca, index, analyze)
+FAMILIES = (dedup, reuse, products, fca, index, serve, analyze)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
