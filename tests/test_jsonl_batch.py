@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from neardup.config import NormalizeConfig
 from neardup.errors import InputError
-from neardup.io import ReadOptions, SkipReport, read_documents, readers
+from neardup.io import ReadOptions, SkipReport, read_documents
+from neardup.io.readers import jsonl_blocks, stream
 from neardup.text.normalize import normalize
 
 # -- generated JSONL lines: good records and every kind of bad line --------------------------
@@ -148,7 +149,7 @@ def _outcome(data: bytes, arrow: bool, on_error: str, id_field: str | None, **kw
 
 @pytest.fixture
 def tiny_blocks(monkeypatch):
-    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 97)
+    monkeypatch.setattr(stream, "JSONL_BLOCK_BYTES", 97)
 
 
 @settings(
@@ -165,8 +166,8 @@ def tiny_blocks(monkeypatch):
 @example((b'\xef\xbb\xbf\n{"text":""} {"text":""}\n', "none"), "skip", 97, 1 << 20)
 def test_batch_reader_matches_line_reader(monkeypatch, case, on_error, block, first):
     """Whatever the block size, and the first block's (it doubles up to the block size)."""
-    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", block)
-    monkeypatch.setattr(readers, "JSONL_FIRST_BLOCK_BYTES", first)
+    monkeypatch.setattr(stream, "JSONL_BLOCK_BYTES", block)
+    monkeypatch.setattr(stream, "JSONL_FIRST_BLOCK_BYTES", first)
     data, id_kind = case
     id_field = None if id_kind == "none" else "id"
     expected = _outcome(data, False, on_error, id_field)
@@ -294,7 +295,7 @@ def test_normalize_arrow_with_regex_steps_and_nulls():
 def test_block_lines_are_where_the_newlines_are(runs, tail):
     """The lines of a block, found by memchr into a buffer that grows as the newlines come
     (dense blocks make it grow): the same as looking at every byte."""
-    from neardup.io.readers import _BlockLines
+    from neardup.io.readers.jsonl_blocks import _BlockLines
 
     block = b"".join(b"x" * a + b"\n" * b for a, b in runs) + tail
     nl = [i + 1 for i, c in enumerate(block) if c == 10]
@@ -315,7 +316,7 @@ def test_after_last_newline_is_found_from_the_end(size, newlines, start):
             data[p] = 10
     start = min(start, size)
     expected = bytes(data).rfind(b"\n", start) + 1
-    assert readers._after_last_newline(memoryview(data), start) == expected
+    assert jsonl_blocks._after_last_newline(memoryview(data), start) == expected
 
 
 @settings(max_examples=120, deadline=None)
@@ -332,10 +333,10 @@ def test_mapped_blocks_are_cut_as_read_blocks(tmp_path_factory, lines, first, bl
     path.write_bytes(data)
     block = max(block, first)
     with open(path, "rb") as f:
-        read = [bytes(b) for b in readers._read_blocks(f, first, block)]
+        read = [bytes(b) for b in jsonl_blocks._read_blocks(f, first, block)]
     with open(path, "rb") as f:
-        assert readers._MappedBlocks.usable(f)
-        mapped = readers._MappedBlocks(f, first, block)
+        assert jsonl_blocks._MappedBlocks.usable(f)
+        mapped = jsonl_blocks._MappedBlocks(f, first, block)
         got = []
         for b in mapped:
             got.append(bytes(b))
@@ -369,8 +370,8 @@ def test_file_read_through_the_map_equals_its_bytes(tmp_path, tiny_blocks):
 def test_file_cut_short_while_read_is_read_on_line_by_line(tmp_path, monkeypatch):
     """A file truncated between two blocks: the map is left before the bytes gone are touched
     (which would stop the process) and the rest is read line by line, as after a read error."""
-    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 4096)
-    monkeypatch.setattr(readers, "JSONL_FIRST_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(stream, "JSONL_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(stream, "JSONL_FIRST_BLOCK_BYTES", 4096)
     line = orjson.dumps({"text": "some words " * 8}) + b"\n"
     path = tmp_path / "in.jsonl"
     path.write_bytes(line * 2000)

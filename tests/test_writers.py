@@ -29,7 +29,7 @@ import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import neardup.io.readers as readers
+import neardup.io.readers.stream as readers_stream
 import neardup.io.writers as writers
 from neardup.cli import main
 from neardup.errors import ConfigError
@@ -45,7 +45,7 @@ from neardup.io import (
     write_deduplicated_part,
     write_table,
 )
-from neardup.io.readers import _open_binary
+from neardup.io.readers.base import _open_binary
 
 # ---------------------------------------------------------------------------------------------
 # Oracles: the algorithms as they were before the fast paths, written plainly
@@ -397,7 +397,7 @@ def test_write_deduplicated_by_spans_equals_old_copy(
     path.write_bytes(body + b'\n{"text":"last"}\n')
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(readers, "JSONL_BLOCK_BYTES", block)
+        mp.setattr(readers_stream, "JSONL_BLOCK_BYTES", block)
         locations, spans = _read_with_spans([path])
         if not system_copy:
             mp.delattr(os, "copy_file_range", raising=False)
