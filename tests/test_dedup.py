@@ -273,7 +273,7 @@ def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off():
 def test_prefetch_keeps_order_raises_in_place_and_stops_on_close():
     import threading
 
-    from neardup.engines.local import _Prefetch
+    from neardup.engines.local_job import _Prefetch
 
     def items(n, fail_at=None):
         for i in range(n):

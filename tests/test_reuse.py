@@ -519,16 +519,15 @@ def test_word_keys_fast_path_equals_the_word_by_word_keys(text):
 def test_fingerprints_of_many_texts_equal_one_by_one(docs, k, window):
     from unittest import mock
 
-    from neardup import reuse
-    from neardup.reuse import fingerprints_many, word_hashes
+    from neardup.reuse import fingerprints_many, winnowing, word_hashes
 
     want = [
         (hh, d, p)
         for d, words in enumerate(docs)
         for hh, p in reference_fingerprints(words, k, window)
     ]
-    for one_pass in (reuse._ONE_PASS, 0):  # few k-grams: one pass; many: counted first
-        with mock.patch.object(reuse, "_ONE_PASS", one_pass):
+    for one_pass in (winnowing._ONE_PASS, 0):  # few k-grams: one pass; many: counted first
+        with mock.patch.object(winnowing, "_ONE_PASS", one_pass):
             h, doc, pos = fingerprints_many([word_hashes(d) for d in docs], k, window)
         assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
 
@@ -705,7 +704,7 @@ def test_the_split_kernel_equals_str_split(docs):
     their byte offsets, the non-ASCII ones marked, the ASCII ones hashed from their keys."""
     import numpy as np
 
-    from neardup.reuse import _encode, _split
+    from neardup.reuse.words import _encode, _split
 
     data, off = _encode(docs)
     hashes, woff, starts, ends, foreign = _split(data, off, True)
@@ -753,14 +752,13 @@ def test_the_winnowing_kernel_keeps_the_rightmost_smallest_of_every_window(runs,
 
     import numpy as np
 
-    from neardup import reuse
-    from neardup.reuse import combine_kgrams, fingerprints_many
+    from neardup.reuse import combine_kgrams, fingerprints_many, winnowing
 
     words = [np.array([_unmix(x) for x in r], np.uint64) for r in runs]
     assert [combine_kgrams(w, 1).tolist() for w in words] == runs
     want = [(h, d, p) for d, r in enumerate(runs) for h, p in reference_winnowing(r, window)]
-    for one_pass in (reuse._ONE_PASS, 0):
-        with mock.patch.object(reuse, "_ONE_PASS", one_pass):
+    for one_pass in (winnowing._ONE_PASS, 0):
+        with mock.patch.object(winnowing, "_ONE_PASS", one_pass):
             h, doc, pos = fingerprints_many(words, 1, window)
         assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
 
@@ -778,8 +776,7 @@ def test_winnowing_word_hashes_with_ties_equals_scanning_every_window(docs, k, w
 
     import numpy as np
 
-    from neardup import reuse
-    from neardup.reuse import combine_kgrams, fingerprints_many
+    from neardup.reuse import combine_kgrams, fingerprints_many, winnowing
 
     words = [np.array(d, np.uint64) for d in docs]
     want = [
@@ -787,7 +784,7 @@ def test_winnowing_word_hashes_with_ties_equals_scanning_every_window(docs, k, w
         for t, w in enumerate(words)
         for h, p in reference_winnowing(combine_kgrams(w, k).tolist(), window)
     ]
-    for one_pass in (reuse._ONE_PASS, 0):
-        with mock.patch.object(reuse, "_ONE_PASS", one_pass):
+    for one_pass in (winnowing._ONE_PASS, 0):
+        with mock.patch.object(winnowing, "_ONE_PASS", one_pass):
             h, doc, pos = fingerprints_many(words, k, window)
         assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want

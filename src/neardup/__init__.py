@@ -41,7 +41,7 @@ _LAZY = {
     "ServiceError": ".client",
     "Deduplicator": ".engines.local",
     "dedup": ".engines.local",
-    "dedup_files": ".engines.local",
+    "dedup_files": ".engines.local_job",
     "DuplicateIdError": ".index",
     "Index": ".index",
     "Match": ".index",
@@ -142,7 +142,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
         SketchConfig,
         VerifyConfig,
     )
-    from .engines.local import Deduplicator, dedup, dedup_files
+    from .engines.local import Deduplicator, dedup
+    from .engines.local_job import dedup_files
     from .index import DuplicateIdError, Index, Match
     from .lsh import candidate_pairs, choose_bands, s_curve
     from .result import Pairs, Result
