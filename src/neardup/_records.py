@@ -22,7 +22,15 @@ from __future__ import annotations
 import dataclasses
 from _thread import get_ident
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:  # type checkers see records as the dataclasses they are
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**kwargs: Any) -> Callable[[Any], Any]:
+        return lambda f: f
+
 
 __all__ = ["record"]
 
@@ -41,6 +49,15 @@ class _Factory:
 _FACTORY = _Factory()
 
 
+@overload
+def record(cls: T, /) -> T: ...
+
+
+@overload
+def record(*, frozen: bool = False) -> Callable[[T], T]: ...
+
+
+@dataclass_transform()
 def record(cls: T | None = None, /, *, frozen: bool = False) -> Any:
     """``@record`` or ``@record(frozen=True)``: the class as a dataclass (module docstring)."""
     if cls is None:
