@@ -17,7 +17,10 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -110,6 +113,27 @@ _REFRESHES = 16
 
 class KeySegments:
     """The key segments of an SQLite index (a part of :class:`SQLiteStorage`)."""
+
+    # what it uses of the storage (set by SQLiteStorage.__init__)
+    path: Path
+    flush_docs: int
+    _keys_dir: Path
+    _merges: str
+    _local: threading.local
+    _all: list[sqlite3.Connection]
+    _all_lock: threading.Lock
+    _merger: threading.Thread | None
+    _merge_lock: threading.Lock
+    _merge_again: bool
+    _view: _View | None
+    _view_lock: threading.Lock
+    _opened: dict[str, keystore.Segment]
+
+    if TYPE_CHECKING:
+
+        def _conn(self, create: bool = False) -> sqlite3.Connection: ...
+
+        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
     @staticmethod
     def _count(conn: sqlite3.Connection, name: str) -> int:

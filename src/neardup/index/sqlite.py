@@ -97,6 +97,10 @@ _CHUNK = 512  # host parameters per IN (...) list, well under SQLite's limit
 #: _padded), and preparing one of hundreds of terms costs more than running it.
 _STATEMENTS = 256
 
+#: SQLite's primary result codes (``sqlite3`` names them from Python 3.11 only)
+SQLITE_FULL = 13
+SQLITE_READONLY = 8
+
 
 def _padded(values: list, most: int) -> list[list]:
     """``values`` in lists of at most ``most``, each padded with None (SQL NULL, which no
@@ -337,7 +341,7 @@ class SQLiteStorage(KeySegments, Storage):
                         pass
                 for name in self._local.written:
                     keystore.remove_segment(self._keys_dir, name)
-                if (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_FULL or (
+                if (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == SQLITE_FULL or (
                     isinstance(e, OSError) and e.errno == errno.ENOSPC
                 ):
                     raise IndexFullError(
