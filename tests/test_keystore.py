@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.index import Index, keystore
+from neardup.index import segments as segments_backend
 from neardup.index import sqlite as sqlite_backend
 from neardup.synth import make_corpus
 
@@ -371,3 +372,24 @@ def test_a_reader_whose_segment_a_merge_replaced_reads_the_list_again(tmp_path, 
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_write_out_leaves_alone_a_segment_a_merge_is_writing(tmp_path):
+    """A merge writes its segment outside the write lock and lists it afterwards: a
+    write-out meanwhile (which removes the files no segment lists, left by a killed process)
+    keeps a file written to recently, and removes it once it is old."""
+    import os
+
+    ids, texts = _corpus(60)
+    with Index(tmp_path / "ix.db", threshold=0.6, storage_options={"flush_docs": 10}) as ix:
+        ix.add_many(zip(ids[:10], texts[:10]))  # a segment written out: the folder exists
+        keys = tmp_path / "ix.db-keys"
+        merging = keys / "000000000001-000000000010-0badf00d.k.tmp"
+        merging.write_bytes(b"\0" * 64)
+        ix.add_many(zip(ids[10:20], texts[10:20]))  # a write-out, with its sweep
+        assert merging.exists()
+        old = merging.stat().st_mtime - segments_backend.SWEEP_AGE - 1
+        os.utime(merging, (old, old))
+        ix.add_many(zip(ids[20:30], texts[20:30]))
+        assert not merging.exists()
+        assert ix.query(texts[25])[0].id == ids[25]

@@ -16,6 +16,7 @@ import errno
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ from . import keystore
 from .storage import IndexBusyError, StoredDoc
 
 log = get_logger(__name__)
+
+#: seconds a file of the keys folder that no segment lists is kept (see ``_sweep``)
+SWEEP_AGE = 600.0
 
 _LEGACY = "bands_"  # band key tables of the files of earlier versions
 
@@ -230,18 +234,23 @@ class KeySegments:
 
     def _sweep(self, conn: sqlite3.Connection) -> None:
         """Remove the files of segments no longer listed (a process killed between a merge's
-        commit and its removals, or while writing one). Segments are written only under the
-        write lock, which this transaction holds: a file not listed is no one's."""
+        commit and its removals, or while writing one). A merge writes its segment outside the
+        write lock and lists it after: a file not listed that was written to in the last
+        ``SWEEP_AGE`` seconds may be one, of a thread of this process or of another, and is
+        left alone."""
         listed = {r[0] for r in conn.execute("SELECT name FROM segments")}
         listed.update(self._local.written)
         try:
             names = os.listdir(self._keys_dir)
         except OSError:
             return
+        now = time.time()
         for name in names:
             if name.split(".", 1)[0] not in listed:
+                path = self._keys_dir / name
                 try:
-                    os.unlink(self._keys_dir / name)
+                    if now - path.stat().st_mtime >= SWEEP_AGE:
+                        os.unlink(path)
                 except OSError:
                     pass
 
