@@ -329,7 +329,7 @@ def passages(
 def product_pair_features(d, left, right):
     """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])`` of the
     offers described by ``d`` (``neardup.products.matcher.OfferDescriptions``), a pair at a
-    time with Python sets, as the module docstring of ``neardup.products.matcher`` defines
+    time with Python sets, as the module docstring of ``neardup.products.features`` defines
     them. The plain Jaccards are rounded to ``float32``, as the overlap kernel returns them."""
     import numpy as np
 

@@ -538,7 +538,8 @@ def test_describe_from_parts_made_once_equals_describing_the_part():
 
 
 def test_compiled_jaccard_features_equal_set_jaccard():
-    from neardup.products.matcher import _INDEXED, _jac
+    from neardup.products.feature_arrays import _INDEXED
+    from neardup.products.features import _jac
 
     offers, _ = make_catalogue(50, seed=9)
     offers.descriptions = [("fine panel " * (i % 3)).strip() for i in range(len(offers))]

@@ -31,6 +31,12 @@ from hypothesis import strategies as st
 
 import neardup.io.readers.stream as readers_stream
 import neardup.io.writers as writers
+import neardup.io.writers.arrow as w_arrow
+import neardup.io.writers.copying as w_copying
+import neardup.io.writers.corpus as w_corpus
+import neardup.io.writers.jsonl as w_jsonl
+import neardup.io.writers.parquet as w_parquet
+import neardup.io.writers.tables as w_tables
 from neardup.cli import main
 from neardup.errors import ConfigError
 from neardup.io import (
@@ -69,7 +75,7 @@ def copy_lines_oracle(data: bytes, wanted: list[int]) -> tuple[bytes, bool]:
 
 
 def arrow_array_oracle(col):
-    """``neardup.io.writers._arrow_array`` as it was: everything through ``pyarrow.array``."""
+    """``neardup.io.writers.arrow._arrow_array`` as it was: everything through ``pyarrow.array``."""
     if isinstance(col, np.ndarray):
         if col.dtype == object or col.dtype.kind in "US":
             return pa.array(col, type=pa.string() if len(col) == 0 else None)
@@ -79,7 +85,7 @@ def arrow_array_oracle(col):
 
 
 def old_copy_jsonl(stream, src, staged, keep, lines, spans=None):
-    """``neardup.io.writers._copy_jsonl`` as it was (the line-by-line loop)."""
+    """``neardup.io.writers.copying._copy_jsonl`` as it was (the line-by-line loop)."""
     f = staged.file
     base = stream.count
     if base + len(lines) > keep.n:
@@ -190,7 +196,7 @@ def test_copy_lines_equals_the_line_by_line_loop(data, body, block, long_line, c
     wanted = data.draw(wanted_lines(n_lines(body)))
     expected, complete = copy_lines_oracle(body, wanted)
     out = io.BytesIO()
-    found = writers._copy_lines(
+    found = w_copying._copy_lines(
         decompressed(body, compression), out, np.array(wanted, dtype=np.int64), block, long_line
     )
     assert found == complete
@@ -205,7 +211,7 @@ def test_copy_lines_edges():
             for long_line in (0, 1024):
                 out = io.BytesIO()
                 assert (
-                    writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block, long_line)
+                    w_copying._copy_lines(io.BytesIO(data), out, np.array(wanted), block, long_line)
                     == complete
                 )
                 assert out.getvalue() == expected
@@ -215,21 +221,21 @@ def test_copy_lines_edges():
     for wanted in ([2], [1, 3], [2, 3, 4], [5], [1, 2, 3, 4, 5]):
         for block, long_line in ((7, 1024), (7, 0), (64, 16), (1 << 20, 0)):
             out = io.BytesIO()
-            assert writers._copy_lines(io.BytesIO(data), out, np.array(wanted), block, long_line)
+            assert w_copying._copy_lines(io.BytesIO(data), out, np.array(wanted), block, long_line)
             assert out.getvalue() == copy_lines_oracle(data, wanted)[0]
     stream = io.BytesIO(data)
-    writers._copy_lines(stream, io.BytesIO(), np.array([1]), 7)
+    w_copying._copy_lines(stream, io.BytesIO(), np.array([1]), 7)
     assert stream.tell() == 7
     # empty data: no line at all
-    assert writers._copy_lines(io.BytesIO(b""), io.BytesIO(), np.array([1]), 7) is False
-    assert writers._copy_lines(io.BytesIO(b""), io.BytesIO(), np.array([], np.int64), 7)
+    assert w_copying._copy_lines(io.BytesIO(b""), io.BytesIO(), np.array([1]), 7) is False
+    assert w_copying._copy_lines(io.BytesIO(b""), io.BytesIO(), np.array([], np.int64), 7)
 
 
 def test_writeback_writes_through_and_starts_writing_to_disk(tmp_path, monkeypatch):
     chunks = [bytes([i]) * (i * 7) for i in range(40)]
     path = tmp_path / "out"
     with open(path, "wb", buffering=64) as f:
-        wb = writers._Writeback(f, every=100)
+        wb = w_copying._Writeback(f, every=100)
         if sys.platform.startswith("linux"):
             assert wb.start is not None
         for c in chunks:
@@ -243,15 +249,15 @@ def test_writeback_writes_through_and_starts_writing_to_disk(tmp_path, monkeypat
         calls.append((offset, nbytes, flags))
         return -1 if len(calls) == 2 else 0
 
-    monkeypatch.setattr(writers, "_sync_file_range_fn", fake)
+    monkeypatch.setattr(w_copying, "_sync_file_range_fn", fake)
     with open(path, "wb") as f:
-        wb = writers._Writeback(f, every=10)
+        wb = w_copying._Writeback(f, every=10)
         for c in chunks:
             wb.write(c)
     assert calls == [(0, 0, 2), (0, 0, 2)]  # a failed call: no more
     assert path.read_bytes() == b"".join(chunks)
     buf = io.BytesIO()  # no file descriptor: a plain write
-    wb = writers._Writeback(buf, every=1)
+    wb = w_copying._Writeback(buf, every=1)
     wb.write(b"abc")
     assert wb.start is None and buf.getvalue() == b"abc"
 
@@ -409,13 +415,13 @@ def test_write_deduplicated_by_spans_equals_old_copy(
             "random": np.random.default_rng(seed).random(n) < 0.5,
         }[keep_how]
         calls = []
-        copy_ranges = writers._copy_ranges
-        mp.setattr(writers, "_copy_ranges", lambda *a: calls.append(1) or copy_ranges(*a))
+        copy_ranges = w_copying._copy_ranges
+        mp.setattr(w_copying, "_copy_ranges", lambda *a: calls.append(1) or copy_ranges(*a))
         new = write_deduplicated(
             [path], keep, tmp / "new", on_error="skip", locations=locations, spans=spans
         )
         assert calls == ([1] if keep.any() else [])
-        mp.setattr(writers, "_copy_jsonl", old_copy_jsonl)
+        mp.setattr(w_corpus, "_copy_jsonl", old_copy_jsonl)
         old = write_deduplicated([path], keep, tmp / "old", on_error="skip", locations=locations)
     finally:
         mp.undo()
@@ -446,12 +452,12 @@ def test_copy_ranges_in_parallel_equals_slices(
     ends = np.array([b for _, b in chosen], np.int64)
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(writers, "_PARALLEL_COPY", 1)  # split even a few bytes into shares
+        mp.setattr(w_copying, "_PARALLEL_COPY", 1)  # split even a few bytes into shares
         if not system_copy:
             mp.delattr(os, "copy_file_range", raising=False)
         with open(tmp / "out", "wb") as f:
             f.write(prefix)
-            assert writers._copy_ranges(src, f, starts, ends, threads=threads)
+            assert w_copying._copy_ranges(src, f, starts, ends, threads=threads)
             f.write(b"!")  # the file object writes on after the copied bytes
     finally:
         mp.undo()
@@ -488,15 +494,15 @@ def test_copy_past_the_page_cache_equals_slices(
     calls = []
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(writers, "_DIRECT_COPY", 1)
-        mp.setattr(writers, "_DIRECT_BLOCK", 4096)
-        mp.setattr(writers, "_PARALLEL_COPY", 1)
+        mp.setattr(w_copying, "_DIRECT_COPY", 1)
+        mp.setattr(w_copying, "_DIRECT_BLOCK", 4096)
+        mp.setattr(w_copying, "_PARALLEL_COPY", 1)
         packed = copyout.copy_packed
         mp.setattr(copyout, "copy_packed", lambda *a: calls.append(a) or packed(*a))
         fd = os.open(tmp / "out", os.O_WRONLY | os.O_CREAT, 0o600)
         with os.fdopen(fd, "wb") as f:  # as the staged outputs open theirs: no name
             f.write(prefix)
-            assert writers._copy_ranges(src, f, starts, ends, threads=threads)
+            assert w_copying._copy_ranges(src, f, starts, ends, threads=threads)
             f.write(b"!")
     finally:
         mp.undo()
@@ -521,8 +527,8 @@ def test_copy_past_the_page_cache_falls_back_notices_changes_and_raises(tmp_path
     src.write_bytes(bytes(range(256)) * 400)
     starts, ends = np.array([0, 5000, 90_000], np.int64), np.array([4000, 60_000, 102_400])
     want = b"".join(src.read_bytes()[a:b] for a, b in zip(starts, ends, strict=True))
-    monkeypatch.setattr(writers, "_DIRECT_COPY", 1)
-    monkeypatch.setattr(writers, "_DIRECT_BLOCK", 8192)
+    monkeypatch.setattr(w_copying, "_DIRECT_COPY", 1)
+    monkeypatch.setattr(w_copying, "_DIRECT_BLOCK", 8192)
     packed = copyout.copy_packed
     # a file system that refuses direct writes (EINVAL): copied the usual way, same bytes
     import fcntl
@@ -535,19 +541,19 @@ def test_copy_past_the_page_cache_falls_back_notices_changes_and_raises(tmp_path
 
     monkeypatch.setattr(copyout, "copy_packed", refuse_direct)
     with open(tmp_path / "out", "wb") as f:
-        assert writers._copy_ranges(src, f, starts, ends, threads=2)
+        assert w_copying._copy_ranges(src, f, starts, ends, threads=2)
     assert (tmp_path / "out").read_bytes() == want
     # a full disk: the error is raised, not a partial file called done
     monkeypatch.setattr(copyout, "copy_packed", lambda *a: errno.ENOSPC)
     with open(tmp_path / "out2", "wb") as f, pytest.raises(OSError, match="space"):
-        writers._copy_ranges(src, f, starts, ends, threads=1)
+        w_copying._copy_ranges(src, f, starts, ends, threads=1)
     monkeypatch.setattr(copyout, "copy_packed", packed)
     with open(tmp_path / "out3", "wb") as f:  # the source shorter than the ranges say
-        assert not writers._copy_ranges(src, f, starts, ends + np.array([0, 0, 1]), threads=1)
+        assert not w_copying._copy_ranges(src, f, starts, ends + np.array([0, 0, 1]), threads=1)
     src.write_bytes(src.read_bytes()[:100_000])  # the source shrank after the size check
     monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result((0,) * 6 + (10**9,) + (0,) * 3))
     with open(tmp_path / "out4", "wb") as f:
-        assert not writers._copy_ranges(src, f, starts, ends, threads=1)
+        assert not w_copying._copy_ranges(src, f, starts, ends, threads=1)
 
 
 def test_copy_by_spans_notices_a_shorter_file(tmp_path):
@@ -604,10 +610,10 @@ def test_write_deduplicated_copy_equals_old_copy(
     }[keep_how]
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(writers, "_COPY_BLOCK", block)
-        mp.setattr(writers, "_LONG_LINE", long_line)
+        mp.setattr(w_copying, "_COPY_BLOCK", block)
+        mp.setattr(w_copying, "_LONG_LINE", long_line)
         new = write_deduplicated([path], keep, tmp / "new", on_error="skip", locations=locations)
-        mp.setattr(writers, "_copy_jsonl", old_copy_jsonl)
+        mp.setattr(w_corpus, "_copy_jsonl", old_copy_jsonl)
         old = write_deduplicated([path], keep, tmp / "old", on_error="skip", locations=locations)
     finally:
         mp.undo()
@@ -617,7 +623,7 @@ def test_write_deduplicated_copy_equals_old_copy(
 
 @pytest.mark.parametrize("compression", [None, "gz", "zst"])
 def test_copy_several_sources_and_errors(tmp_path, compression, monkeypatch):
-    monkeypatch.setattr(writers, "_COPY_BLOCK", 16)
+    monkeypatch.setattr(w_copying, "_COPY_BLOCK", 16)
     ext = "" if compression is None else "." + compression
     a = tmp_path / f"a.jsonl{ext}"
     a_lines = [
@@ -735,13 +741,13 @@ def columns(draw) -> dict:
 @pytest.fixture
 def own_strings(monkeypatch):
     """Strings built by ``_string_array`` even where pandas is loaded (as in this process)."""
-    monkeypatch.setattr(writers, "_pyarrow_strings_faster", lambda n: False)
+    monkeypatch.setattr(w_arrow, "_pyarrow_strings_faster", lambda n: False)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(cols=columns())
 def test_arrow_table_equals_pyarrow_array(own_strings, cols):
-    table = writers.arrow_table(cols)
+    table = w_arrow.arrow_table(cols)
     oracle = pa.table({k: arrow_array_oracle(v) for k, v in cols.items()})
     assert table.schema == oracle.schema
     for name in cols:
@@ -770,16 +776,16 @@ def test_arrow_array_fallbacks_are_pyarrow_array(own_strings):
         np.array(["ok", "\udfff"], dtype=object),
     ]
     for col in cases:
-        assert same_array(built(writers._arrow_array, col), built(arrow_array_oracle, col)), col
+        assert same_array(built(w_arrow._arrow_array, col), built(arrow_array_oracle, col)), col
 
 
 def test_strings_left_to_pyarrow_when_faster(monkeypatch):
-    assert writers._pyarrow_strings_faster(writers._PYARROW_STRINGS)
-    monkeypatch.setattr(writers, "_PYARROW_STRINGS", 3)
+    assert w_arrow._pyarrow_strings_faster(w_arrow._PYARROW_STRINGS)
+    monkeypatch.setattr(w_arrow, "_PYARROW_STRINGS", 3)
     monkeypatch.delitem(sys.modules, "pandas", raising=False)
-    assert not writers._pyarrow_strings_faster(2) and writers._pyarrow_strings_faster(3)
+    assert not w_arrow._pyarrow_strings_faster(2) and w_arrow._pyarrow_strings_faster(3)
     for col in (["a", "é"], np.array(["a", "b", "\U0001f600"], dtype=object)):
-        assert same_array(writers._arrow_array(col), arrow_array_oracle(col))
+        assert same_array(w_arrow._arrow_array(col), arrow_array_oracle(col))
 
 
 def test_result_tables_do_not_import_pandas(tmp_path):
@@ -802,13 +808,13 @@ def test_result_tables_do_not_import_pandas(tmp_path):
 
 
 def write_jsonl_table_oracle(f, columns, n):
-    """``neardup.io.writers.write_jsonl_table`` as it was: one ``orjson.dumps`` of a dict a
+    """``neardup.io.writers.jsonl.write_jsonl_table`` as it was: one ``orjson.dumps`` of a dict a
     row."""
     names = list(columns)
     opt = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY
     for start in range(0, n, 4):
         end = min(start + 4, n)
-        parts = [writers._py_slice(c, start, end) for c in columns.values()]
+        parts = [w_jsonl._py_slice(c, start, end) for c in columns.values()]
         f.write(
             b"".join(
                 [
@@ -875,9 +881,9 @@ def test_write_jsonl_table_equals_a_dict_a_row(monkeypatch, case, batch):
     None, numbers, lists; ints, uint64, float64/32/16 with NaN and infinities, bools: the same
     text as one ``orjson.dumps`` of a dict a row, whatever the batch size."""
     cols, n = case
-    monkeypatch.setattr(writers, "_JSONL_BATCH", batch)
+    monkeypatch.setattr(w_jsonl, "_JSONL_BATCH", batch)
     new, old = io.BytesIO(), io.BytesIO()
-    writers.write_jsonl_table(new, cols, n)
+    w_jsonl.write_jsonl_table(new, cols, n)
     write_jsonl_table_oracle(old, cols, n)
     assert new.getvalue() == old.getvalue()
     assert len(new.getvalue().splitlines()) == n
@@ -893,7 +899,7 @@ def test_write_jsonl_table_errors_as_before():
     ):
         n = len(next(iter(cols.values())))
         with pytest.raises(TypeError) as new:
-            writers.write_jsonl_table(io.BytesIO(), cols, n)
+            w_jsonl.write_jsonl_table(io.BytesIO(), cols, n)
         with pytest.raises(TypeError) as old:
             write_jsonl_table_oracle(io.BytesIO(), cols, n)
         assert type(new.value) is type(old.value)
@@ -930,7 +936,7 @@ def test_parquet_writer_writes_the_bytes_of_pyarrow_parquet(rows):
     pq.write_table(table, want)
     for parts in ([table], [table.slice(0, rows // 3), table.slice(rows // 3)]):
         got = io.BytesIO()
-        w = writers.parquet_writer(got, table.schema)
+        w = w_parquet.parquet_writer(got, table.schema)
         for part in parts:
             w.write_table(part)
         w.close()
@@ -941,10 +947,10 @@ def test_parquet_writer_writes_the_bytes_of_pyarrow_parquet(rows):
 
 def test_parquet_writer_falls_back_to_pyarrow_parquet(monkeypatch):
     # a pyarrow release whose writer class no longer takes one of the options
-    monkeypatch.setitem(writers._PARQUET_DEFAULTS, "no_such_option", 1)
+    monkeypatch.setitem(w_parquet._PARQUET_DEFAULTS, "no_such_option", 1)
     table = pa.table({"a": [1, 2, 3]})
     got = io.BytesIO()
-    w = writers.parquet_writer(got, table.schema)
+    w = w_parquet.parquet_writer(got, table.schema)
     assert isinstance(w, pq.ParquetWriter)
     w.write_table(table)
     w.close()
@@ -1012,16 +1018,16 @@ def test_dedup_outputs_same_as_old_writers(tmp_path, fmt, streamed, own_strings,
     ]
     calls = []
     if streamed:
-        monkeypatch.setattr(writers, "_DIRECT_COPY", 0)
-        streaming = writers._copy_streaming
+        monkeypatch.setattr(w_copying, "_DIRECT_COPY", 0)
+        streaming = w_copying._copy_streaming
         monkeypatch.setattr(
-            writers, "_copy_streaming", lambda *a, **k: calls.append(1) or streaming(*a, **k)
+            w_copying, "_copy_streaming", lambda *a, **k: calls.append(1) or streaming(*a, **k)
         )
     assert main([*args, "-o", str(tmp_path / "new")]) == 0
     assert len(calls) == streamed
-    monkeypatch.setattr(writers, "_arrow_array", arrow_array_oracle)
-    monkeypatch.setattr(writers, "_copy_jsonl", old_copy_jsonl)
-    monkeypatch.setattr(writers, "write_jsonl_table", write_jsonl_table_oracle)
+    monkeypatch.setattr(w_arrow, "_arrow_array", arrow_array_oracle)
+    monkeypatch.setattr(w_corpus, "_copy_jsonl", old_copy_jsonl)
+    monkeypatch.setattr(w_tables, "write_jsonl_table", write_jsonl_table_oracle)
     assert main([*args, "-o", str(tmp_path / "old")]) == 0
     for name in (f"clusters.{fmt}", f"pairs.{fmt}", "deduplicated/corpus.jsonl"):
         new, old = (tmp_path / "new" / name).read_bytes(), (tmp_path / "old" / name).read_bytes()
@@ -1113,8 +1119,8 @@ def test_kept_lines_are_copied_as_their_flags_are_decided(
     path.write_bytes(b"".join(lines))
     locations, spans = _read_with_spans([path])
     flags = rng.random(len(lines)) < 0.7
-    monkeypatch.setattr(writers, "_DIRECT_COPY", 0)  # small files take the streaming copy too
-    monkeypatch.setattr(writers, "_PARALLEL_COPY", 4096)  # and two threads
+    monkeypatch.setattr(w_copying, "_DIRECT_COPY", 0)  # small files take the streaming copy too
+    monkeypatch.setattr(w_copying, "_PARALLEL_COPY", 4096)  # and two threads
     calls = []
     packed = copyout.copy_packed
 
@@ -1146,7 +1152,7 @@ def test_a_failed_decision_stops_the_copy_and_leaves_nothing(tmp_path, monkeypat
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(b'{"text":"%05d"}\n' % i for i in range(2000)))
     locations, spans = _read_with_spans([path])
-    monkeypatch.setattr(writers, "_DIRECT_COPY", 0)
+    monkeypatch.setattr(w_copying, "_DIRECT_COPY", 0)
     stream = KeepStream(2000)
     stream.decide(np.ones(500, bool))
     stream.fail(MemoryError())

@@ -43,11 +43,11 @@ from ..evaluate.bootstrap import bootstrap_split, tune_threshold
 from ..validate import check_choice, check_int, check_real
 from .blocking import budget_masks, offer_tokens, token_blocking
 from .candidates import across_sources, banded_candidates, bandings, model_word_sets
+from .features import _jac
 from .matcher import (
     FEATURES,
     PairModel,
     Thresholds,
-    _jac,
     code_parts,
     describe,
     offer_parts,
