@@ -448,12 +448,12 @@ def test_a_check_that_could_not_compare_every_candidate_is_not_unique(
 ) -> None:
     """Bounded work: when more indexed texts share the checked text's phrases than one check
     compares, the answer says so, is not "unique" and does not add the text."""
-    import neardup.server.app as app_module
+    import neardup.server.search as search_routes
 
     source = corpus["doc-3"].split()
     for i in range(4):  # four more texts hold the same 40 words
         index.add(f"copy-{i}", make_text(random.Random(40 + i)) + " " + " ".join(source[10:50]))
-    monkeypatch.setattr(app_module, "CHECK_CANDIDATES", 2)
+    monkeypatch.setattr(search_routes, "CHECK_CANDIDATES", 2)
     with local_client(create_app(index)) as c:
         text = make_text(random.Random(7)) + " " + " ".join(source[10:50])
         r = c.post("/check", json={"text": text, "id": "new-5", "add": True}).json()
@@ -521,7 +521,7 @@ def test_checks_search_for_passages_at_most_check_slots_at_once(
     """Six clients check at once: at most ``check_slots`` searches for passages run at the same
     time, every check is answered (the others wait for their turn), and one that waits its
     whole time budget is told to try again (503 with Retry-After), its work not done."""
-    import neardup.server.app as app_module
+    import neardup.server.search as search_routes
 
     idx = Index(str(tmp_path / "s.db"), passages=True)
     idx.add_many(corpus)
@@ -556,7 +556,7 @@ def test_checks_search_for_passages_at_most_check_slots_at_once(
         t.join()
     assert got == [200] * 6 and most[0] == slots
     # a check that finds no slot within its budget: 503, Retry-After, nothing searched
-    monkeypatch.setattr(app_module, "CHECK_SECONDS", 0.2)
+    monkeypatch.setattr(search_routes, "CHECK_SECONDS", 0.2)
     app = create_app(idx, check_slots=1)
     gate = threading.Event()
     release = threading.Event()
@@ -1591,12 +1591,12 @@ def test_the_api_documentation_works_offline(index: Index) -> None:
 
 
 def test_answers_carry_at_most_max_matches_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    import neardup.server.app as app_module
+    import neardup.server.search as search_routes
 
     idx = Index()
     text = make_text(random.Random(11))
     idx.add_many([(f"copy-{i}", text) for i in range(5)])
-    monkeypatch.setattr(app_module, "MAX_MATCHES", 2)
+    monkeypatch.setattr(search_routes, "MAX_MATCHES", 2)
     with local_client(create_app(idx)) as c:
         q = c.post("/query", json={"text": text}).json()
         assert len(q["matches"]) == 2 and q["matches_capped"] is True
@@ -1667,7 +1667,7 @@ def test_a_query_with_a_spent_time_budget_says_it_is_incomplete(
     """Bounded work: a query reads and verifies its candidates a part at a time and stops
     when its time budget is spent; the answer then says it is incomplete, never unique."""
     import neardup.index.core as core
-    import neardup.server.app as app_module
+    import neardup.server.search as search_routes
 
     idx = Index()
     base = make_text(random.Random(12))
@@ -1677,7 +1677,7 @@ def test_a_query_with_a_spent_time_budget_says_it_is_incomplete(
     assert not complete and 0 < len(got) <= 4  # the first part is always verified
     got, complete = idx.query_within(base, 60)
     assert complete and len(got) == 40
-    monkeypatch.setattr(app_module, "QUERY_SECONDS", 1e-9)
+    monkeypatch.setattr(search_routes, "QUERY_SECONDS", 1e-9)
     with local_client(create_app(idx)) as c:
         r = c.post("/query", json={"text": base}).json()
     assert r["incomplete"] is True and r["unique"] is False and 0 < len(r["matches"]) <= 4

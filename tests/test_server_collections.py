@@ -37,7 +37,7 @@ from oracles import jaccard, normalize, shingle_hashes  # noqa: E402
 import neardup  # noqa: E402
 from neardup import Index  # noqa: E402
 from neardup.server import create_app, shared_passages  # noqa: E402
-from neardup.server.collections import (  # noqa: E402
+from neardup.server.collection_store import (  # noqa: E402
     _ARRAYS,
     COLLECTION_SHINGLE,
     TOUCH_SECONDS,
