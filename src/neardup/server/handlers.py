@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .._log import get_logger
 from ..errors import ConfigError, InputError
 from ..index import DuplicateIdError, IndexBusyError, IndexChangedError, IndexFullError
+from ..index.sqlite import SQLITE_FULL, SQLITE_READONLY
 from .front import LOGGED_SCOPE_KEY, request_id
 from .guard import _error
 
@@ -173,7 +174,7 @@ async def _sqlite(request: Request, exc: sqlite3.OperationalError) -> JSONRespon
             {"Retry-After": "1"},
         )
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # the primary code
-    if code == sqlite3.SQLITE_FULL:  # outside a write transaction (the library's own)
+    if code == SQLITE_FULL:  # outside a write transaction (the library's own)
         log.error("the index has no room (%s %s): %s", request.method, request.url.path, exc)
         return _error(
             507,
@@ -181,7 +182,7 @@ async def _sqlite(request: Request, exc: sqlite3.OperationalError) -> JSONRespon
             "reached its size limit; nothing was written; the operator "
             "must free disk space (or raise the index's size limit)",
         )
-    if code == sqlite3.SQLITE_READONLY:
+    if code == SQLITE_READONLY:
         log.error("the index cannot be written (%s %s): %s", request.method, request.url.path, exc)
         return _error(
             503,
