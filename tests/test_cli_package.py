@@ -16,7 +16,7 @@ import neardup.cli
 from neardup.cli import build_parser
 
 CLI_DIR = Path(neardup.cli.__file__).parent
-COMMAND_MODULES = {"dedup", "index", "analyze", "products", "fca", "reuse"}
+COMMAND_MODULES = {"dedup", "index", "serve", "analyze", "products", "fca", "reuse"}
 
 
 def parsers(p: argparse.ArgumentParser, path: tuple[str, ...] = ("neardup",)):

@@ -131,3 +131,14 @@ def test_no_private_names_across_packages():
                     )
                     break
     assert not bad, "\n".join(bad)
+
+
+def test_no_module_is_over_800_lines():
+    """A module that grows past 800 lines holds more than one concept: split it (a package of
+    modules, each with its docstring), as the readers, writers and the service are."""
+    long = []
+    for path, _ in _modules():
+        n = len(path.read_text().splitlines())
+        if n > 800:
+            long.append(f"{path.relative_to(SRC)}: {n} lines")
+    assert not long, "\n".join(long)

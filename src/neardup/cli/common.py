@@ -20,6 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..config import SCHEMES, DedupConfig
@@ -418,3 +419,112 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         if collect:
             gc.enable()
+
+
+# -- opening an index (neardup index, stream and serve) -----------------------------------
+INDEX_HELP = "an SQLite file or a Redis URL (redis://host:port/db?prefix=NAME)"
+
+
+def _is_url(target: str) -> bool:
+    return target.startswith(("redis://", "rediss://", "unix://"))
+
+
+def _shown(target: str) -> str:
+    """The index as printed: a URL's password and secret parameters masked."""
+    if not _is_url(target):
+        return target
+    from ..index.redact import redact_location
+
+    return redact_location(target)
+
+
+#: The environment variable that may hold the password of a Redis index.
+REDIS_PASSWORD_ENV = "NEARDUP_REDIS_PASSWORD"
+
+
+def _say(command: str, message: str) -> None:
+    print(f"neardup {command}: {message}", file=sys.stderr, flush=True)
+
+
+def _storage_options(a: argparse.Namespace, target: str, command: str = "index") -> dict:
+    """The backend's options for ``target``: a Redis index's password from
+    ``--redis-password-file`` or the environment (never echoed), and a warning on stderr
+    when the URL itself holds one (a command line is visible to every user of the machine)."""
+    import os
+    from urllib.parse import parse_qsl, urlsplit
+
+    file = getattr(a, "redis_password_file", None)
+    env = os.environ.get(REDIS_PASSWORD_ENV) or None
+    if not _is_url(target):
+        if file is not None:
+            raise ConfigError(
+                f"--redis-password-file is for an index in Redis; {target} is an SQLite file"
+            )
+        return {}
+    try:
+        parts = urlsplit(target)
+        in_url = bool(parts.password) or any(k == "password" for k, _ in parse_qsl(parts.query))
+    except ValueError:
+        in_url = False  # the backend says what is wrong with the URL
+    given = [
+        name
+        for name, there in (
+            ("in the URL", in_url),
+            ("--redis-password-file", file),
+            (REDIS_PASSWORD_ENV, env),
+        )
+        if there
+    ]
+    if len(given) > 1:
+        raise ConfigError(
+            f"the Redis password is given more than once ({', '.join(given)}); give it once"
+        )
+    if in_url:
+        _say(
+            command,
+            f"warning: the Redis password is in the URL on the command line, where other "
+            f"users of this machine can see it (ps); give it with --redis-password-file "
+            f"PATH or the environment variable {REDIS_PASSWORD_ENV} instead",
+        )
+        return {}
+    if file is not None:
+        try:
+            password = Path(file).read_text(encoding="utf-8").strip("\r\n")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(
+                f"--redis-password-file {file}: cannot read it "
+                f"({getattr(e, 'strerror', None) or e.__class__.__name__})"
+            ) from None
+        if not password or "\n" in password:
+            raise ConfigError(
+                f"--redis-password-file {file}: holds no password (one line expected)"
+            )
+        return {"password": password}
+    return {"password": env} if env else {}
+
+
+def _open(a: argparse.Namespace, target: str, command: str = "index"):
+    """An existing index (an IndexNotFoundError, saying how to make one, for a missing one:
+    never a new, empty index made by a command that reads or adds)."""
+    from ..index import Index, IndexNotFoundError
+
+    options = _storage_options(a, target, command)
+    try:
+        return Index(target, create=False, storage_options=options)
+    except IndexNotFoundError as e:
+        if _is_url(target):
+            raise
+        raise IndexNotFoundError(
+            f"{target}: no such index; create it with `neardup index create {target}`"
+        ) from e
+
+
+def _add_redis_password(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument(
+        "--redis-password-file",
+        metavar="PATH",
+        help="a file holding the password of a Redis index (one line); or set the "
+        f"environment variable {REDIS_PASSWORD_ENV}. A password in the URL "
+        "works too, but other users of the machine see it in the command "
+        "line",
+    )

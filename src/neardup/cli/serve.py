@@ -8,8 +8,15 @@ import argparse
 from pathlib import Path
 
 from ..errors import OutputError
-from .common import EXIT_OK
-from .index import INDEX_HELP, _add_redis_password, _is_url, _say, _shown, _storage_options
+from .common import (
+    EXIT_OK,
+    INDEX_HELP,
+    _add_redis_password,
+    _is_url,
+    _say,
+    _shown,
+    _storage_options,
+)
 
 #: The top-level commands of this module and their help.
 COMMANDS = {
