@@ -1,6 +1,8 @@
 """What the ``neardup`` commands share: the input, output and running options, the
 normalisation, shingle, MinHash and LSH parameters and the configuration built from them, the
-progress bars, the summary tables, and the translation of errors into exit codes.
+progress bars, the summary tables, the translation of errors into exit codes, and the opening
+of an index (its location, storage options and Redis password) for ``neardup index``,
+``stream`` and ``serve``.
 
 Exit codes: 0 success; 2 invalid arguments or parameters (:class:`~neardup.errors.ConfigError`,
 and argparse's own usage errors); 3 bad input, the message naming the file, line and field
