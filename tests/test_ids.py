@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup.cli import main
-from neardup.engines.local import dedup_files
+from neardup.engines.local_job import dedup_files
 from neardup.errors import InputError
 from neardup.io import IdInfo, ReadOptions, read_documents
 

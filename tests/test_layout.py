@@ -56,11 +56,30 @@ def _modules():
         yield path, parts
 
 
-def _imports(path: Path, parts: list[str]) -> list[tuple[int, list[str]]]:
-    """``(line, absolute module path under neardup)`` of every neardup import in the file."""
+class _RuntimeOnly(ast.NodeTransformer):
+    """Leaves out the imports under ``if TYPE_CHECKING:`` (type checkers' only)."""
+
+    def visit_If(self, node: ast.If) -> ast.If:
+        t = node.test
+        if (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+            isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+        ):
+            node.body = [ast.Pass()]
+        self.generic_visit(node)
+        return node
+
+
+def _imports(
+    path: Path, parts: list[str], runtime_only: bool = False
+) -> list[tuple[int, list[str]]]:
+    """``(line, absolute module path under neardup)`` of every neardup import in the file
+    (``runtime_only``: not those under ``if TYPE_CHECKING:``)."""
     pkg = parts if path.name == "__init__.py" else parts[:-1]
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    if runtime_only:
+        tree = _RuntimeOnly().visit(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else list(pkg)
@@ -142,3 +161,35 @@ def test_no_module_is_over_800_lines():
         if n > 800:
             long.append(f"{path.relative_to(SRC)}: {n} lines")
     assert not long, "\n".join(long)
+
+
+def test_no_import_circle():
+    """No module imports, at run time and wherever the import statement is, one that imports
+    it back, however far round (a package's ``__init__`` re-exporting its own modules aside):
+    what two modules share goes to a third that both import."""
+    modules = {".".join(parts): (path, parts) for path, parts in _modules()}
+    graph: dict[str, set[str]] = {}
+    for name, (path, parts) in modules.items():
+        deps = set()
+        for _, target in _imports(path, parts, runtime_only=True):
+            for k in range(len(target), 0, -1):
+                if ".".join(target[:k]) in modules:
+                    deps.add(".".join(target[:k]))
+                    break
+        graph[name] = {d for d in deps if d != name and not d.startswith(name + ".")}
+    circles, done = [], set()
+    for start in graph:  # a depth-first walk from each module, back to a module on its path
+        stack, on_path = [(start, iter(sorted(graph[start])))], [start]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                on_path.pop()
+                done.add(node)
+            elif nxt in on_path:
+                circles.append(on_path[on_path.index(nxt) :] + [nxt])
+            elif nxt not in done:
+                stack.append((nxt, iter(sorted(graph[nxt]))))
+                on_path.append(nxt)
+    assert not circles, "\n".join(" -> ".join(c) for c in circles)

@@ -30,7 +30,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
 
     from ..server import logs, run
     from ..server.access import ApiKeys
-    from ..server.app import check_binding
+    from ..server.serve import check_binding
 
     try:  # first, so that what follows is logged where the operator asked
         logs.configure(a.log_level, a.log_file)

@@ -55,9 +55,8 @@ from ..verify import estimate_pairs, unsorted_overlap_pairs
 
 if TYPE_CHECKING:
     from ..io.writers import KeepStream
-    from .local_job import dedup_files, write_result
 
-__all__ = ["Deduplicator", "dedup", "dedup_files", "write_result"]
+__all__ = ["Deduplicator", "dedup"]
 
 StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -683,13 +682,3 @@ def dedup(
     if len(texts) == 0:
         d.add([], [] if ids is not None else None)
     return d.finish()
-
-
-def __getattr__(name: str):
-    # the file job's names, from the module that now holds them (loaded on first use, so that
-    # the algorithm does not load the job)
-    if name in ("dedup_files", "write_result"):
-        from . import local_job
-
-        return getattr(local_job, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

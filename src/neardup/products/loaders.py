@@ -42,7 +42,6 @@ pairs) into a :class:`.truth.Truth` that may be partial.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -53,6 +52,7 @@ import orjson
 
 from ..errors import ConfigError, InputError
 from ..validate import check_choice
+from .files import _check_sep, _Decoder, _lines, _read_bytes, _read_rows, _sniff_sep
 from .offers import ON_ERROR, Offers, load_tv_json
 
 FORMATS = ("auto", "json", "jsonl", "csv", "tv", "pages")
@@ -89,19 +89,6 @@ def _stem(path: str) -> str:
     return name
 
 
-def _read_bytes(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        if path.lower().endswith(".gz"):
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise InputError(
-            f"cannot read: {getattr(e, 'strerror', None) or e}", path=path, reason="unreadable"
-        ) from e
-    return raw
-
-
 def _detect(path: str, raw: bytes) -> str:
     low = path.lower().removesuffix(".gz")
     if low.endswith((".jsonl", ".ndjson")):
@@ -117,38 +104,6 @@ def _detect(path: str, raw: bytes) -> str:
         path=path,
         reason="unknown_format",
     )
-
-
-class _Decoder:
-    def __init__(self, encoding: str, path: str):
-        self.encoding = encoding
-        self.path = path
-        self.latin1 = 0
-
-    def line(self, raw: bytes, lineno: int) -> str:
-        if self.encoding == "auto":
-            try:
-                return raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError:
-                self.latin1 += 1
-                return raw.decode("latin-1")
-        try:
-            return raw.decode(self.encoding)
-        except UnicodeDecodeError as e:
-            raise InputError(
-                f"undecodable bytes for encoding {self.encoding!r} (try "
-                "encoding='auto' or 'latin-1')",
-                path=self.path,
-                line=lineno,
-                reason="undecodable",
-            ) from e
-        except LookupError as e:
-            raise ConfigError(f"encoding={self.encoding!r} is not a known codec") from e
-
-
-def _lines(raw: bytes, dec: _Decoder) -> Iterator[tuple[int, str]]:
-    for i, line in enumerate(raw.split(b"\n"), 1):
-        yield i, dec.line(line.rstrip(b"\r"), i)
 
 
 def _value(v: object, where: str, path: str, line: int | None, field: str) -> str:
@@ -668,34 +623,6 @@ def _add_csv(
         )
 
 
-SEPARATORS = (",", ";", "\t", "|", "#")
-
-
-def _check_sep(sep: str | None) -> None:
-    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n'):
-        raise ConfigError(
-            f"sep={sep!r} is invalid: one character (such as ',', ';', '|', "
-            "'#' or a TAB), not a quote or a line break"
-        )
-
-
-def _sniff_sep(text: str, path: str) -> str:
-    """The separator of a CSV text: TAB for a ``.tsv`` file, else the one of
-    :data:`SEPARATORS` that the header line holds most often outside quotes (``,`` if none)."""
-    if path.lower().removesuffix(".gz").endswith(".tsv"):
-        return "\t"
-    head = text.split("\n", 1)[0]
-    outside, quoted = [], False
-    for ch in head:
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted:
-            outside.append(ch)
-    counts = {c: outside.count(c) for c in SEPARATORS}
-    best = max(SEPARATORS, key=lambda c: counts[c])
-    return best if counts[best] else ","
-
-
 def load_truth_pairs(
     path: str | os.PathLike, offers: Offers, *, on_error: str = "fail", sep: str | None = None
 ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
@@ -708,7 +635,6 @@ def load_truth_pairs(
     :class:`InputError` naming the file, line and id."""
     check_choice("on_error", on_error, ON_ERROR)
     _check_sep(sep)
-    from .truth import _read_rows  # the reading every truth file shares
 
     name = os.fspath(path)
     row_of = {rid: i for i, rid in enumerate(offers.ids)}

@@ -37,14 +37,11 @@ is known: predicted pairs of unknown status are counted apart, never as errors.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import field
 
 import numpy as np
-import orjson
 
 from .._records import record
 from ..errors import ConfigError, InputError
@@ -364,53 +361,6 @@ def _name(h: str) -> str:
     return h
 
 
-def _read_rows(name: str, sep: str | None) -> tuple[list[tuple[int, list]], bool, str]:
-    """Rows ``(line, cells)`` of a truth file, whether it is JSONL (cells of a JSON object:
-    ``[dict]``), and the separator used."""
-    from .loaders import _Decoder, _lines, _read_bytes, _sniff_sep
-
-    raw = _read_bytes(name)
-    dec = _Decoder("auto", name)
-    rows: list[tuple[int, list]] = []
-    if name.lower().removesuffix(".gz").endswith((".jsonl", ".ndjson")):
-        for i, text in _lines(raw, dec):
-            if not text.strip():
-                continue
-            try:
-                rec = orjson.loads(text)
-            except orjson.JSONDecodeError as e:
-                raise InputError(
-                    f"malformed JSON: {e}", path=name, line=i, reason="malformed_json"
-                ) from e
-            if isinstance(rec, dict):
-                rows.append((i, [rec]))
-            elif isinstance(rec, list):
-                rows.append((i, rec))
-            else:
-                raise InputError(
-                    f"expected an object or a list, got {type(rec).__name__}",
-                    path=name,
-                    line=i,
-                    reason="bad_pair",
-                )
-        return rows, True, ""
-    text = "\n".join(t for _, t in _lines(raw, dec))
-    delim = sep or _sniff_sep(text, name)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            raise InputError(
-                f"malformed CSV: {e}", path=name, line=reader.line_num, reason="malformed_csv"
-            ) from e
-        if row and row != [""]:
-            rows.append((reader.line_num, row))
-    return rows, False, delim
-
-
 _JSON_KEYS = {
     "entities": (("entity", "cluster", "group"), ("id",)),
     "labelled_pairs": (("a",), ("b",), ("label", "match")),
@@ -604,12 +554,15 @@ def load_truth(
     cell or a label that is not 0/1), ``self_pairs``, ``repeated``, and for pairs
     ``listed_pairs`` and ``closure_pairs`` (matching pairs implied by the listed ones through
     shared offers)."""
-    from .loaders import _check_sep, _qualified_hint
+    from .files import _check_sep
+    from .loaders import _qualified_hint
 
     check_choice("on_error", on_error, ON_ERROR)
     check_choice("format", format, TRUTH_FORMATS)
     _check_sep(sep)
     name = os.fspath(path)
+    from .files import _read_rows  # the reading every truth file shares
+
     rows, is_jsonl, delim = _read_rows(name, sep)
     if not rows:
         raise InputError("empty truth file", path=name, reason="empty", whole_file=True)

@@ -12,7 +12,8 @@ for _module in ("fastapi", "uvicorn"):
 if not (available("python_multipart") or available("multipart")):
     raise MissingExtraError("the neardup web service", "server", "python_multipart")
 
-from .app import create_app, run  # noqa: E402
+from .app import create_app  # noqa: E402
 from .passages import shared_passages  # noqa: E402
+from .serve import run  # noqa: E402
 
 __all__ = ["create_app", "run", "shared_passages"]

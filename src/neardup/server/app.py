@@ -85,17 +85,6 @@ from .models import (
 )
 from .pages import STATIC, add_page, add_service_routes
 from .search import add_search_routes
-from .serve import (
-    CONCURRENCY,
-    KEEP_ALIVE_SECONDS,
-    SQLITE_BUSY_SECONDS,
-    WORKER_EARLY_EXITS,
-    WORKER_MIN_SECONDS,
-    WORKER_STOP_SECONDS,
-    check_binding,
-    log,
-    run,
-)
 from .state import (
     CHECK_CANDIDATES,
     CHECK_DETAILS,
@@ -119,10 +108,8 @@ __all__ = [
     "CHECK_TEXT_BYTES",
     "COLLECTION_DISK_BYTES",
     "COLLECTION_MEMORY_BYTES",
-    "CONCURRENCY",
     "CONCURRENT_UPLOADS",
     "EMPTY_TEXT",
-    "KEEP_ALIVE_SECONDS",
     "MAX_COLLECTIONS",
     "MAX_MATCHES",
     "MAX_PASSAGES",
@@ -132,12 +119,8 @@ __all__ = [
     "QUERY_SECONDS",
     "ROLE_SCOPE_KEY",
     "SAFE_METHODS",
-    "SQLITE_BUSY_SECONDS",
     "STATIC",
     "THREADS",
-    "WORKER_EARLY_EXITS",
-    "WORKER_MIN_SECONDS",
-    "WORKER_STOP_SECONDS",
     "BatchIn",
     "BatchOut",
     "CheckIn",
@@ -164,10 +147,7 @@ __all__ = [
     "SkipExample",
     "Text",
     "ThresholdParam",
-    "check_binding",
     "create_app",
-    "log",
-    "run",
 ]
 
 

@@ -1,6 +1,6 @@
 """The dedup job on a Dask cluster: the local engine's stages, run per partition on workers.
 
-Results are those of :func:`neardup.engines.local.dedup_files` on the same inputs and
+Results are those of :func:`neardup.engines.local_job.dedup_files` on the same inputs and
 parameters: the same clusters (labels included), representatives, similarities and pairs. Only
 the orchestration differs; every partition calls the stage library the local engine calls
 (:func:`neardup.stages.ingest_chunk`, ``candidates_from_keys``, ``overlap_pairs``,
