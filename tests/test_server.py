@@ -1406,6 +1406,8 @@ def test_upload_is_not_written_under_its_name(
 def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import uvicorn
 
+    from neardup.server import serve
+
     seen: dict[str, Any] = {}
 
     def fake_run(app: Any, host: str, port: int, **options: Any) -> None:
@@ -1413,9 +1415,9 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
         # requests are limited in the service, connections by the protocol: not by uvicorn,
         # whose limit counts connections (half-open ones too)
         assert options["limit_concurrency"] is None
-        assert app.max_requests == server_app.CONCURRENCY
+        assert app.max_requests == serve.CONCURRENCY
         assert options["http"].max_connections == 1000
-        assert options["timeout_keep_alive"] == server_app.KEEP_ALIVE_SECONDS
+        assert options["timeout_keep_alive"] == serve.KEEP_ALIVE_SECONDS
         assert options["access_log"] is False  # its lines hold query strings
         c = TestClient(app, base_url=f"http://localhost:{port}")
         c.post("/documents", json={"id": "a", "text": "served"})
@@ -1426,7 +1428,7 @@ def test_run_opens_serves_and_closes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     Index(str(db)).close()  # run() serves an existing index only
     neardup_logger = logging.getLogger("neardup")
     before = (neardup_logger.level, neardup_logger.propagate, list(neardup_logger.handlers))
-    server_app.run(str(db), port=8123, max_batch=5)
+    serve.run(str(db), port=8123, max_batch=5)
     assert seen == {"host": "127.0.0.1", "port": 8123, "health": {"status": "ok", "documents": 1}}
     # the log it set up is undone when it returns
     after = (neardup_logger.level, neardup_logger.propagate, list(neardup_logger.handlers))
