@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._records import record
 from ..errors import ConfigError
 from ..reuse import (
+    PassageConfig,
     ReuseMatch,
     blank_tags,
     fingerprints_many_flat,
@@ -24,6 +25,7 @@ from ..reuse import (
     text_words,
 )
 from ..validate import check_int
+from .storage import Storage
 
 #: mixed into passage fingerprints before they are stored beside the band keys
 _PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
@@ -158,6 +160,28 @@ def _common_passages(pool: list[tuple[Any, int, str]], n_words: int) -> list[Com
 class PassageCheck:
     """The passage check of an index (a part of :class:`~neardup.index.Index`)."""
 
+    # what it uses of the index (set by Index.__init__)
+    storage: Storage
+    passages: PassageConfig | None
+    bucket_cap: int
+    _no_passages: str
+
+    if TYPE_CHECKING:
+
+        def query(
+            self, text: str, threshold: float | None = None, top_k: int | None = None
+        ) -> list[Match]: ...
+
+        def query_within(
+            self,
+            text: str,
+            seconds: float,
+            threshold: float | None = None,
+            top_k: int | None = None,
+        ) -> tuple[list[Match], bool]: ...
+
+        def _unpack(self, value: str | bytes | None) -> str | None: ...
+
     def check(
         self,
         text: str,
@@ -211,10 +235,11 @@ class PassageCheck:
             isinstance(time_budget, (int, float)) and time_budget > 0
         ):
             raise ConfigError(f"time_budget={time_budget!r} is invalid: seconds, above 0")
-        deadline = None if time_budget is None else time.monotonic() + float(time_budget)
-        if deadline is None:
+        deadline: float | None = None
+        if time_budget is None:
             matches, verified = self.query(text, threshold, top_k), True
         else:
+            deadline = time.monotonic() + float(time_budget)
             matches, verified = self.query_within(text, float(time_budget), threshold, top_k)
         cfg = self.passages
         q = text_words(blank_tags(text) if cfg.strip_html else text, keep_keys=False)
@@ -251,7 +276,8 @@ class PassageCheck:
         order = np.argsort(fpos, kind="stable")
         spos, sheld = fpos[order], held[key_of[order]]
         skey = key_of[order]
-        out, pool = [], []
+        out: list[ReuseMatch] = []
+        pool: list[tuple[Any, Any, str]] = []
         for (doc_id, _), got, n_source in zip(stored, found, sizes):
             if not got:
                 continue
@@ -312,7 +338,7 @@ class PassageCheck:
         those compared before ``deadline``, their numbers of words, and whether the deadline
         left some out."""
         rows = self.storage.texts_of(handles.tolist()) if len(handles) else []
-        stored = [(i, self._unpack(t)) for i, t in rows if t is not None]
+        stored = [(i, t) for i, raw in rows if (t := self._unpack(raw)) is not None]
         if not stored:
             return [], [], [], False
         found, sizes = passages_with(q, [t for _, t in stored], self.passages, deadline=deadline)
