@@ -100,6 +100,19 @@ class Collection:
     the files of a collection kept on disk."""
 
     __slots__ = ("summary", *_ARRAYS)
+    summary: bytes
+    ids_buf: np.ndarray
+    ids_off: np.ndarray
+    id_hash: np.ndarray
+    id_row: np.ndarray
+    texts_buf: np.ndarray
+    texts_off: np.ndarray
+    head: np.ndarray
+    labels: np.ndarray
+    representative: np.ndarray
+    rep_similarity: np.ndarray
+    edge_key: np.ndarray
+    edge_similarity: np.ndarray
 
     def __init__(self, summary: bytes, **arrays: np.ndarray):
         self.summary = summary
