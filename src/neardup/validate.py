@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal, overload
 
 from .errors import ConfigError
 
@@ -37,6 +37,30 @@ def _int_range(lo: int | None, hi: int | None) -> str:
     return "an integer"
 
 
+@overload
+def check_int(
+    name: str,
+    value: Any,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    none: Literal[False] = False,
+    allowed: str | None = None,
+) -> int: ...
+
+
+@overload
+def check_int(
+    name: str,
+    value: Any,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    none: bool,
+    allowed: str | None = None,
+) -> int | None: ...
+
+
 def check_int(
     name: str,
     value: Any,
@@ -58,6 +82,34 @@ def check_int(
         what = allowed or _int_range(lo, hi)
         raise fail(name, value, what + (" or None" if none and allowed is None else ""))
     return v
+
+
+@overload
+def check_real(
+    name: str,
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    none: Literal[False] = False,
+    allowed: str | None = None,
+) -> float: ...
+
+
+@overload
+def check_real(
+    name: str,
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    none: bool,
+    allowed: str | None = None,
+) -> float | None: ...
 
 
 def check_real(
