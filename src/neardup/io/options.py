@@ -106,7 +106,7 @@ class ReadOptions:
         return self.on_error == "fail"
 
 
-def id_options(id_field: str | None) -> dict[str, str | None]:
+def id_options(id_field: str | None) -> dict[str, Any]:
     """The :class:`ReadOptions` keywords of the file jobs' ``id_field`` (``neardup dedup``,
     ``neardup index add``): ``None`` detects the field ``id``, ``""`` means row numbers, a
     name is that field."""

@@ -188,7 +188,7 @@ def _read_upload(
     from ..io import ReadOptions, SkipReport, record_stream
     from .ids import id_problem, normal_id  # the same rule for ids sent as JSON
 
-    ids = (
+    ids: dict[str, Any] = (
         {"id_field": None, "detect_id": "id"}
         if detect
         else {"id_field": id_field, "default_id": "{line}" if id_field is None else None}

@@ -276,7 +276,7 @@ def run(
                 # uvicorn stops gracefully on SIGTERM, then raises it again: exit through the
                 # callers' `finally` (the index closed, the stop logged) rather than die at once
                 signal.signal(signal.SIGTERM, _exit_quietly)
-            options = {
+            options: dict[str, Any] = {
                 "host": host,
                 "port": port,
                 "limit_concurrency": None,
