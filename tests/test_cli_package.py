@@ -192,7 +192,7 @@ def test_import_neardup_is_light_and_the_public_names_load_on_use():
         "import neardup\n"
         "light = [m for m in ('numba', 'numpy', 'neardup.io', 'neardup.client', 'httpx')\n"
         "         if m in sys.modules]\n"
-        "import neardup.stages\n"  # imports the submodule neardup.sketch
+        "import neardup.pipeline\n"  # imports the submodule neardup.sketch
         "from neardup import dedup, Index\n"
         "print(json.dumps({'light': light, 'sketch': callable(neardup.sketch)\n"
         "                  and neardup.sketch.__module__ == 'neardup.sketch',\n"

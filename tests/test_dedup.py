@@ -369,7 +369,7 @@ def test_a_failed_finish_tells_the_keep_stream(monkeypatch):
     def no_room(*a, **k):
         raise MemoryError("no room")
 
-    monkeypatch.setattr(local, "candidates_from_keys", no_room)
+    monkeypatch.setattr(local, "find_candidates", no_room)
     d = local.Deduplicator()
     d.add(["a b c d e f g", "a b c d e f g h"])
     stream = KeepStream(2)
@@ -394,7 +394,7 @@ def test_a_run_that_fails_while_deciding_leaves_no_output(tmp_path, monkeypatch)
     def no_room(*a, **k):
         raise MemoryError("no room")
 
-    monkeypatch.setattr(local, "candidates_from_keys", no_room)
+    monkeypatch.setattr(local, "find_candidates", no_room)
     with pytest.raises(MemoryError):
         dedup_files([src], tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
@@ -426,7 +426,7 @@ def test_a_second_run_replaces_the_corpus_and_a_failed_one_leaves_it_out(tmp_pat
     def no_room(*a, **k):
         raise MemoryError("no room")
 
-    monkeypatch.setattr(local, "candidates_from_keys", no_room)
+    monkeypatch.setattr(local, "find_candidates", no_room)
     with pytest.raises(MemoryError):
         dedup_files([src], out)
     assert not corpus.exists() and not (out / "summary.json").exists()

@@ -462,7 +462,7 @@ def test_sketch_chunk_keys_into_stores_equal_band_keys_of_signatures(scheme):
     """Band keys computed by the sketching threads as they write each part's signatures, into
     the caller's arrays or its own: those of the whole signature matrix."""
     from neardup.exact import FingerprintTable
-    from neardup.stages import fingerprint_chunk, sketch_chunk
+    from neardup.pipeline import fingerprint_chunk, sketch_chunk
 
     rng = np.random.default_rng(5)
     words = [f"w{i}" for i in range(60)]

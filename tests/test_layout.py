@@ -6,6 +6,7 @@ including imports inside functions."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ BASE = {"config", "validate", "errors", "_version", "_extras", "_log", "_records
 ALLOWED = {
     "kernel": KERNELS | BASE,
     "base": BASE,
-    "stages": {"stages"} | KERNELS | BASE,
+    "pipeline": {"pipeline", "expand", "result"} | KERNELS | BASE,
     "io": {"io", "result", "_kernels", "_threads"} | BASE,  # the JSONL scanner; copy threads
     "result": {"result"} | KERNELS | BASE,
 }
@@ -119,7 +120,7 @@ def test_imports_point_one_way():
 
 
 @pytest.mark.parametrize(
-    "old", ["pipeline", "job", "fca_job", "cli_index", "cli_analyze", "_jit", "_hash"]
+    "old", ["pipeline", "job", "fca_job", "cli_index", "cli_analyze", "_jit", "_hash", "stages"]
 )
 def test_moved_modules_are_gone(old):
     assert not (SRC / f"{old}.py").exists()
@@ -150,6 +151,59 @@ def test_no_private_names_across_packages():
                     )
                     break
     assert not bad, "\n".join(bad)
+
+
+#: the algorithms of candidates, verification, clustering and pair expansion, which the engines
+#: and the index reach only through the pipeline's steps (neardup.pipeline)
+PIPELINE_ALGORITHMS = {
+    ("verify",),
+    ("cluster",),
+    ("expand",),
+    ("_kernels", "verify"),
+    ("_kernels", "cluster"),
+    ("_kernels", "lsh"),
+}
+#: what the engines may still take from neardup.lsh: its parameters, not its search
+LSH_PARAMETERS = {"lsh_params", "s_curve", "id_bits", "key_mask", "choose_bands"}
+
+
+def test_engines_and_index_verify_and_cluster_through_the_pipeline():
+    """The local engine, the Dask engine's steps and the online index run candidates,
+    verification, clustering and pair expansion by the pipeline's functions only: one entry
+    point each, not one per engine."""
+    bad = []
+    for path, parts in _modules():
+        if not parts or parts[0] not in ("engines", "index"):
+            continue
+        tree = ast.parse(path.read_text())
+        lsh_names = {
+            node.lineno: [a.name for a in node.names]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+        }
+        for line, target in _imports(path, parts):
+            where = f"{path.relative_to(SRC)}:{line}"
+            if any(tuple(target[: len(a)]) == a for a in PIPELINE_ALGORITHMS):
+                bad.append(f"{where}: imports {'.'.join(target)} (use neardup.pipeline)")
+            elif target[:1] == ["lsh"]:
+                extra = set(lsh_names.get(line, ["*"])) - LSH_PARAMETERS
+                if extra:
+                    bad.append(f"{where}: imports {sorted(extra)} from lsh (use neardup.pipeline)")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_pipeline_check_sees_a_stray_import(tmp_path, monkeypatch):
+    """The check above fails on an engine module that verifies by itself."""
+    layout = sys.modules[__name__]
+    (tmp_path / "engines").mkdir()
+    (tmp_path / "engines" / "x.py").write_text(
+        "from ..verify import overlap_pairs\nfrom ..lsh import candidate_pairs, lsh_params\n"
+    )
+    monkeypatch.setattr(layout, "SRC", tmp_path)
+    with pytest.raises(AssertionError) as e:
+        layout.test_engines_and_index_verify_and_cluster_through_the_pipeline()
+    assert "engines/x.py:1: imports verify" in str(e.value)
+    assert "engines/x.py:2: imports ['candidate_pairs'] from lsh" in str(e.value)
 
 
 def test_no_module_is_over_800_lines():

@@ -36,22 +36,29 @@ from .._columns import (
 from .._log import get_logger
 from .._malloc import tune_malloc
 from .._threads import get_num_threads, set_num_threads
-from ..cluster import (
-    cluster_representatives,
-    connected_components,
-    labels_from_reps,
-    preference_rank,
-)
 from ..config import DedupConfig, ShingleConfig, config_from, flat_defaults
 from ..errors import ConfigError, InputError, SkipReason
 from ..exact import FingerprintTable
-from ..expand import expand_pairs
-from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys, lsh_params
-from ..result import JACCARD, MINHASH, Result
-from ..stages import RunSummary, fingerprint_chunk, sketch_chunk
+from ..lsh import lsh_params
+from ..pipeline import (
+    RunSummary,
+    ShingleBags,
+    Signatures,
+    cluster_texts,
+    decide_in_order,
+    documents_of_texts,
+    expand_pairs,
+    find_candidates,
+    fingerprint_chunk,
+    kept_rows,
+    member_similarities,
+    preference_rank,
+    sketch_chunk,
+    verify_pairs,
+)
+from ..result import Result
 from ..text.normalize import is_arrow_strings, normalize
 from ..validate import check_choice, check_int
-from ..verify import estimate_pairs, unsorted_overlap_pairs
 
 if TYPE_CHECKING:
     from ..io.writers import KeepStream
@@ -367,7 +374,6 @@ class Deduplicator:
         n = len(self._ids)
         U = self._n_unique
         k = cfg.sketch.num_perm
-        thr = np.float32(cfg.lsh.threshold)
 
         t0 = time.perf_counter()
         group = self._group.take()
@@ -387,75 +393,54 @@ class Deduplicator:
 
         bands, rows = self._bands_rows
         self._stage("candidates", 0, 1)
-        if U >= 2 and self._exact:
-            left, right, cstats = candidates_from_keys(keys, cfg.lsh.bucket_cap, overwrite=True)
-            cstats.rows = rows
+        if self._exact:
+            left, right, cstats = find_candidates(U, bands, rows, cfg.lsh.bucket_cap, keys=keys)
             del keys
-        elif U >= 2:
-            left, right, cstats = candidate_pairs(sigs, bands, rows, cfg.lsh.bucket_cap)
         else:
-            left = right = np.zeros(0, np.int64)
-            cstats = CandidateStats(bands=bands, rows=rows, bucket_cap=cfg.lsh.bucket_cap)
+            left, right, cstats = find_candidates(
+                U, bands, rows, cfg.lsh.bucket_cap, signatures=sigs
+            )
         self._stage("candidates", 1, 1)
         t0 = self._tick("lsh", t0)
 
         self._stage("verify", 0, len(left))
-        if self._exact:
-
-            def measure(a, b):
-                return unsorted_overlap_pairs(sh_hashes, sh_off, a, b)
-
-            method = JACCARD
-        else:
-
-            def measure(a, b):
-                return estimate_pairs(sigs, a, b)
-
-            method = MINHASH
+        measure = ShingleBags(sh_hashes, sh_off) if self._exact else Signatures(sigs)
         rank = preference_rank(U, cfg.cluster.keep, ulen, ufp)
         rep_u = None
         if keep_out is not None and len(left):
-            sim, rep_u = _decide_in_order(
-                U, n, left, right, thr, cfg.cluster.method, rank, group, urow, measure, keep_out
+            sim, rep_u = decide_in_order(
+                U,
+                n,
+                left,
+                right,
+                cfg.lsh.threshold,
+                cfg.cluster.method,
+                rank,
+                group,
+                urow,
+                measure,
+                keep_out,
             )
+            ok = sim >= np.float32(cfg.lsh.threshold)
+            left, right, sim = left[ok], right[ok], sim[ok]
         else:
-            sim = measure(left, right)
-        ok = sim >= thr
-        left, right, sim = left[ok], right[ok], sim[ok]
+            left, right, sim = verify_pairs(measure, left, right, cfg.lsh.threshold)
         self._stage("verify", cstats.candidates, cstats.candidates)
         t0 = self._tick("verify", t0)
 
         self._stage("cluster", 0, 1)
         if rep_u is None:
-            rep_u = cluster_representatives(U, left, right, cfg.cluster.method, rank)
-        members = np.flatnonzero(rep_u != np.arange(U))
-        sim_u = np.ones(U, np.float32)
-        if len(members):
-            # most members are verified neighbours of their representative: their similarity
-            # is known; the others' is computed
-            reps = rep_u[members]
-            known, found = _pair_lookup(U, left, right, sim, members, reps)
-            todo = ~found
-            if todo.any():
-                known[todo] = measure(members[todo], reps[todo])
-            sim_u[members] = known
-
-        # expand from distinct texts to every document
-        rows_all = np.arange(n, dtype=np.int64)
-        representative = rows_all.copy()
-        similarity = np.ones(n, np.float32)
-        has = group >= 0
-        g = group[has]
-        representative[has] = urow[rep_u[g]]
-        similarity[has] = sim_u[g]
-        labels = labels_from_reps(representative)
+            rep_u, sim_u = cluster_texts(U, left, right, sim, cfg.cluster.method, rank, measure)
+        else:
+            sim_u = member_similarities(U, rep_u, left, right, sim, measure)
+        representative, similarity, labels = documents_of_texts(group, urow, rep_u, sim_u)
         if keep_out is not None:
-            keep_out.decide(_kept_rows(keep_out.decided, n, group, urow, rep_u))
+            keep_out.decide(kept_rows(keep_out.decided, n, group, urow, rep_u))
 
         # every pair known to be a duplicate: the verified edges between distinct texts and
         # the pairs their exact groups imply (see neardup.expand)
         pairs, pcounts = expand_pairs(
-            group, U, left, right, sim, method, cfg.pairs.mode, cfg.pairs.max_group
+            group, U, left, right, sim, measure.method, cfg.pairs.mode, cfg.pairs.max_group
         )
         self._stage("cluster", 1, 1)
         self._tick("cluster", t0)
@@ -492,95 +477,6 @@ class Deduplicator:
                 "by_reason": {str(SkipReason.NON_STRING_FIELD): self._skipped},
             }
         return self.run_summary.to_dict()
-
-
-#: where verification and clustering are cut into batches (fractions of the candidate pairs)
-#: when their decisions are wanted in document order (:func:`_decide_in_order`): small first
-#: batches, so that the copy of the corpus, which waits for the first decisions, starts soon
-_DECISION_CUTS = (1 / 32, 1 / 16, 1 / 8, 2 / 8, 3 / 8, 4 / 8, 5 / 8, 6 / 8, 7 / 8)
-
-
-def _kept_rows(
-    a: int, b: int, group: np.ndarray, urow: np.ndarray, rep_u: np.ndarray
-) -> np.ndarray:
-    """Whether each document of the rows ``[a, b)`` is kept: an empty one always, another if it
-    is the first of its text and its text represents itself or its cluster."""
-    g = group[a:b]
-    keep = g < 0
-    has = ~keep
-    keep[has] = urow[rep_u[g[has]]] == np.arange(a, b, dtype=np.int64)[has]
-    return keep
-
-
-def _decide_in_order(
-    U: int,
-    n: int,
-    left: np.ndarray,
-    right: np.ndarray,
-    thr,
-    method: str,
-    rank: np.ndarray,
-    group: np.ndarray,
-    urow: np.ndarray,
-    measure,
-    keep_out: KeepStream,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Verify the candidate pairs and cluster the distinct texts group by group of candidates
-    (connected by candidate pairs), in the order of their groups' first texts, and tell
-    ``keep_out`` which documents are kept as soon as every text before them is decided.
-    Returns the pairs' similarities (in their order) and each text's representative, which are
-    those of verifying and clustering all pairs at once: a text's cluster lies within its group
-    of candidates, where the clustering depends only on the verified pairs and the ranks."""
-    comp = connected_components(U, left, right)  # each text's group: its first text
-    first = comp[left]
-    order = np.argsort(first, kind="stable")
-    first = first[order]
-    m = len(order)
-    cuts = {0, m}
-    for f in _DECISION_CUTS:  # never splitting a group
-        at = min(int(f * m), m - 1)
-        cuts.add(int(np.searchsorted(first, first[at], side="left")))
-    cuts = sorted(cuts)
-    sim = np.empty(m, np.float32)
-    rep_u = np.arange(U, dtype=np.int64)
-    decided = 0  # documents told
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        idx = order[a:b]
-        la, rb = left[idx], right[idx]
-        s = measure(la, rb)
-        sim[idx] = s
-        ok = s >= thr
-        if ok.any():
-            texts, pos = np.unique(np.concatenate((la[ok], rb[ok])), return_inverse=True)
-            k = int(ok.sum())
-            reps = cluster_representatives(len(texts), pos[:k], pos[k:], method, rank[texts])
-            rep_u[texts] = texts[reps]
-        # every text before the next group's first is decided, and so is every document
-        # before that text's first document
-        upto = n if b == m else int(urow[first[b]])
-        if upto > decided:
-            keep_out.decide(_kept_rows(decided, upto, group, urow, rep_u))
-            decided = upto
-    return sim, rep_u
-
-
-def _pair_lookup(
-    n: int, left: np.ndarray, right: np.ndarray, values: np.ndarray, a: np.ndarray, b: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The ``values`` of the pairs ``(a[i], b[i])`` among the pairs ``(left, right)`` of rows
-    ``0..n-1``, in either order: ``(found values, or 0, found mask)``."""
-    out = np.zeros(len(a), values.dtype)
-    if len(left) == 0 or len(a) == 0:
-        return out, np.zeros(len(a), bool)
-    n = np.int64(n)
-    keys = np.minimum(left, right) * n + np.maximum(left, right)
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    want = np.minimum(a, b) * n + np.maximum(a, b)
-    at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-    found = keys[at] == want
-    out[found] = values[order[at[found]]]
-    return out, found
 
 
 def dedup(

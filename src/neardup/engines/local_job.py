@@ -1,7 +1,7 @@
 """The local engine's file job (``neardup dedup``): :func:`dedup_files` reads the inputs through
 :mod:`neardup.io`, runs a :class:`~neardup.engines.local.Deduplicator` over them, writes the
 outputs atomically (the tables, the deduplicated corpus, meanwhile, and ``summary.json``: a
-:class:`~neardup.stages.RunSummary`) and optionally an online index; :func:`write_result` writes
+:class:`~neardup.pipeline.RunSummary`) and optionally an online index; :func:`write_result` writes
 a result's tables.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 from .._log import get_logger
 from ..config import DedupConfig
 from ..errors import InputError, OutputError, SkipReason
+from ..pipeline import NoProgress, Progress
 from ..result import Result
-from ..stages import NoProgress, Progress
 from .local import Deduplicator
 
 if TYPE_CHECKING:

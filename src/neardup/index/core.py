@@ -28,6 +28,7 @@ from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
 from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
+from ..pipeline import ShingleSets, ingest_chunk, sort_sets, verify_pairs
 from ..reuse import (
     PassageConfig,
     blank_tags,
@@ -35,9 +36,7 @@ from ..reuse import (
     order_by_text_then_hash,
     words_many,
 )
-from ..stages import ingest_chunk
 from ..validate import check_int, check_str
-from ..verify import overlap_pairs, sort_unique_segments
 from .checking import COMMON_TEXTS as COMMON_TEXTS
 from .checking import CheckResult as CheckResult
 from .checking import CommonPassage as CommonPassage
@@ -304,7 +303,7 @@ class Index(PassageCheck):
         # every text its own group (no fingerprint table): each one is stored
         fp, sk = ingest_chunk(texts, self.config, self._bands_rows)
         h32, off, keys = sk.shingles, sk.offsets, sk.keys  # keys: [bands, non-empty texts]
-        ends = sort_unique_segments(h32, off, np.arange(len(fp.docs), dtype=np.int64))
+        ends = sort_sets(h32, off, np.arange(len(fp.docs), dtype=np.int64))
         none32, none64 = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         out = []
         extra: list[np.ndarray] | None = None
@@ -432,15 +431,15 @@ class Index(PassageCheck):
         np.cumsum(sizes[:-1], out=starts[1:])
         hashes = np.concatenate(arrays).astype(np.uint32, copy=False)
         m = len(found)
-        sim = overlap_pairs(
-            hashes,
-            starts,
-            starts + sizes,
+        _, right, sim = verify_pairs(
+            ShingleSets(hashes, starts, starts + sizes),
             np.zeros(m, np.int64),
             np.arange(1, m + 1, dtype=np.int64),
+            threshold,
         )
-        keep = np.flatnonzero(sim >= np.float32(threshold))
-        matches = [Match(found[j][0], round(float(sim[j]), 6)) for j in keep.tolist()]
+        matches = [
+            Match(found[j - 1][0], round(float(s), 6)) for j, s in zip(right.tolist(), sim.tolist())
+        ]
         matches.sort(key=lambda x: (-x.similarity, x.id))
         return matches
 

@@ -2,9 +2,9 @@
 
 Results are those of :func:`neardup.engines.local_job.dedup_files` on the same inputs and
 parameters: the same clusters (labels included), representatives, similarities and pairs. Only
-the orchestration differs; every partition calls the stage library the local engine calls
-(:func:`neardup.stages.ingest_chunk`, ``candidates_from_keys``, ``overlap_pairs``,
-``cluster_representatives``, :class:`~neardup.stages.RunSummary`). A run is a list of steps over
+the orchestration differs; every step calls the pipeline's functions the local engine calls
+(:mod:`neardup.pipeline`: ``ingest_chunk``, ``run_candidates``, ``verify_pairs``,
+``cluster_texts``, ``within_pairs``/``cross_pairs``, ``RunSummary``). A run is a list of steps over
 one run context (:data:`STEPS`, one module each: ``read``, ``ids``, ``exact``, ``candidates``,
 ``verify``, ``cluster``, ``write``; ``scratch`` holds the scratch folder, ``plan`` the
 partitions), with P partitions (and P shuffle buckets):
@@ -46,7 +46,7 @@ partitions), with P partitions (and P shuffle buckets):
    after this (its order is the local engine's group order).
 4. **LSH**: ``(band, key, row)`` of every global-first text is shuffled by a hash of (band, key)
    — the key masked to the bits the local engine compares — so equal keys meet; a bucket sorts
-   each band and emits pairs within runs with :func:`~neardup.lsh.candidates_from_keys` (the same
+   each band and emits pairs within runs with :func:`~neardup.pipeline.run_candidates` (the same
    bucket cap: a run over the cap is a star around its first row). Pairs go to the partition
    that holds their left text.
 5. **Verify next to the data**: each partition asks the owners of the right texts for their

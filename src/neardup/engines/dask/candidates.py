@@ -2,7 +2,7 @@
 
 ``(band, key, row)`` of every globally first text is shuffled by a hash of (band, key), the key
 masked to the bits the local engine compares (:func:`neardup.lsh.key_mask`); a bucket sorts each
-band and emits pairs within runs with :func:`neardup.lsh.candidates_from_keys` (the same bucket
+band and emits pairs within runs with :func:`neardup.pipeline.run_candidates` (the same bucket
 cap: a run over the cap is a star around its first row). Pairs go to the partition that holds
 their left text.
 """
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...lsh import CandidateStats, candidates_from_keys, id_bits, key_mask
+from ...lsh import id_bits, key_mask
+from ...pipeline import CandidateStats, run_candidates
 from .context import RunContext
 from .scratch import Part, concat, owner, read_bucket, remove_tree, unique_pairs, write_buckets
 
@@ -62,7 +63,7 @@ def band_reduce(
         if z - a < 2:
             continue
         r = row[a:z]
-        left, right, st = candidates_from_keys([key[a:z].copy()], cap, overwrite=True)
+        left, right, st = run_candidates(key[a:z].copy(), cap)
         stats.merge(st)
         ls.append(r[left])
         rs.append(r[right])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...cluster import cluster_representatives, preference_rank
+from ...pipeline import cluster_texts, preference_rank
 from .context import RunContext
 from .scratch import concat, owner
 from .verify import similarity
@@ -33,8 +33,8 @@ class ClusterMap:
 
 
 def cluster_step(ctx: RunContext) -> None:
-    """Union-find or strict clusters of the texts in verified pairs; for connected components
-    each member's similarity to its representative is computed next to the data."""
+    """Union-find or strict clusters of the texts in verified pairs; a member's similarity to
+    its representative that no verified pair gives is computed next to the data."""
     cfg, verified, P = ctx.config, ctx.verified, ctx.P
     nodes = concat([v["nodes"][0] for v in verified], np.int64)
     nlen = concat([v["nodes"][1] for v in verified], np.int64)
@@ -47,11 +47,10 @@ def cluster_step(ctx: RunContext) -> None:
     rank = preference_rank(m, cfg.cluster.keep, nlen, nfp)
     li = np.searchsorted(nodes, ctx.vl)
     ri = np.searchsorted(nodes, ctx.vr)
-    rep_c = cluster_representatives(m, li, ri, cfg.cluster.method, rank)
-    members = np.flatnonzero(rep_c != np.arange(m))
-    msim = np.ones(m, np.float32)
-    if len(members):
-        ml, mr = nodes[members], nodes[rep_c[members]]
+
+    def measure(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Similarities of texts (by their number among ``nodes``), next to the data."""
+        ml, mr = nodes[a], nodes[b]
         own = owner(ctx.offsets, ml)
         res = similarity(
             ctx, None, [(ml[own == p], mr[own == p]) for p in range(P)], None, "member"
@@ -59,7 +58,9 @@ def cluster_step(ctx: RunContext) -> None:
         rl = np.concatenate([r["pairs"][0] for r in res])
         rs = np.concatenate([r["pairs"][2] for r in res])
         order = np.argsort(rl)
-        msim[members] = rs[order[np.searchsorted(rl[order], ml)]]
+        return rs[order[np.searchsorted(rl[order], ml)]]
+
+    rep_c, msim = cluster_texts(m, li, ri, ctx.vs, cfg.cluster.method, rank, measure)
     cfirst_c = np.full(m, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(cfirst_c, rep_c, nodes)
     cm = ClusterMap(nodes, nodes[rep_c], [nid[i] for i in rep_c.tolist()], msim, cfirst_c[rep_c])

@@ -18,8 +18,7 @@ import numpy as np
 
 from ...config import DedupConfig
 from ...io import OutputOptions, ReadOptions, SkipReport
-from ...lsh import CandidateStats
-from ...stages import Progress
+from ...pipeline import CandidateStats, Progress
 from .plan import Spec
 from .scratch import Part
 

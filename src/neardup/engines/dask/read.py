@@ -2,7 +2,7 @@
 
 A partition is one input (a file; a directory of text files) or a part of a large one (a byte
 range of a JSONL file, a run of row groups of a Parquet file). The first copy of each text
-*within the partition* is shingled and sketched (:func:`neardup.stages.ingest_chunk`); its band
+*within the partition* is shingled and sketched (:func:`neardup.pipeline.ingest_chunk`); its band
 keys and 32-bit shingle fingerprints (streamed chunk by chunk) go to the partition's folder.
 Each partition counts its valid records, and the client turns the counts into global row
 offsets. Errors come back as values, so that the client raises the one the local engine would
@@ -24,7 +24,7 @@ from ...config import DedupConfig
 from ...errors import InputError
 from ...exact import FingerprintTable
 from ...io import FilePart, ReadOptions, SkipReport, record_stream, utf8_len
-from ...stages import ingest_chunk
+from ...pipeline import ingest_chunk
 from .context import RunContext
 from .plan import Spec, count_lines
 from .scratch import Part

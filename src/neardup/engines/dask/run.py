@@ -22,7 +22,7 @@ from ...io import (
     write_json_atomic,
 )
 from ...lsh import lsh_params
-from ...stages import NoProgress, Progress, RunSummary
+from ...pipeline import NoProgress, Progress, RunSummary
 from ...validate import check_int
 from .candidates import candidates_step
 from .cluster import cluster_step

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...verify import overlap_pairs, sort_unique_segments
+from ...pipeline import ShingleSets, sort_sets, verify_pairs
 from .context import RunContext
 from .scratch import (
     Part,
@@ -42,7 +42,7 @@ class _Texts:
         h = np.asarray(
             self.sh[np.repeat(starts - off[:-1], sizes) + np.arange(off[-1])], np.uint32
         )  # a copy: sorted below
-        end = sort_unique_segments(h, off, np.arange(len(g), dtype=np.int64))
+        end = sort_sets(h, off, np.arange(len(g), dtype=np.int64))
         usz = end - off[:-1]
         uoff = np.zeros(len(g) + 1, np.int64)
         np.cumsum(usz, out=uoff[1:])
@@ -57,6 +57,19 @@ class _Texts:
             d.row_ids(local_rows, self.ids),
             d.load("gtotal")[g],
         )
+
+
+class _RowSets(ShingleSets):
+    """The sorted shingle sets a task gathered (``hashes[offsets[i]:offsets[i + 1]]``), asked
+    for by the texts' global rows: ``rows[j]`` is the row of the set ``order[j]``."""
+
+    def __init__(self, h: np.ndarray, off: np.ndarray, rows: np.ndarray, order: np.ndarray):
+        super().__init__(h, off[:-1], off[1:])
+        self.rows, self.order = rows, order
+
+    def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        at = self.order
+        return super().pairs(at[np.searchsorted(self.rows, a)], at[np.searchsorted(self.rows, b)])
 
 
 def sim_prepare(
@@ -136,13 +149,8 @@ def sim_run(d: Part, thr: float | None, p: int, out: str, P: int, *_deps) -> dic
     h = concat(hs, np.uint32)
     order = np.argsort(allrows)
     srows = allrows[order]
-    li = order[np.searchsorted(srows, left)]
-    ri = order[np.searchsorted(srows, right)]
-    sim = overlap_pairs(h, off[:-1], off[1:], li, ri)
     candidates = len(left)
-    if thr is not None:
-        ok = sim >= np.float32(thr)
-        left, right, sim = left[ok], right[ok], sim[ok]
+    left, right, sim = verify_pairs(_RowSets(h, off, srows, order), left, right, thr)
     used = np.unique(np.concatenate([left, right]))
     pos = order[np.searchsorted(srows, used)]
     glen = np.concatenate([m[0] for m in metas])[pos]

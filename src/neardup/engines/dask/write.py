@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputError, SkipReason
-from ...expand import PairCounts, cross_pairs, ranges, within_pairs
 from ...io import ReadOptions, Staged, TableStream, prepare_outdir
+from ...pipeline import PairCounts, cross_pairs, ranges, within_pairs
 from ...result import METHOD_NAMES
 from .cluster import ClusterMap
 from .context import RunContext

@@ -1,0 +1,92 @@
+"""Verification: the similarity of candidate pairs, and the pairs at or over a threshold.
+
+A *measure* says how similar two distinct texts are, by their numbers: the exact Jaccard
+similarity of their shingle sets (:class:`ShingleSets`, sets kept sorted; :class:`ShingleBags`,
+fingerprints kept as shingled, with repeats) or the MinHash estimate of their signatures
+(:class:`Signatures`). :func:`verify_pairs` is the step every engine and the online index run
+over their candidates.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from ..result import JACCARD, MINHASH
+from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments, unsorted_overlap_pairs
+
+__all__ = [
+    "Measure",
+    "ShingleSets",
+    "ShingleBags",
+    "Signatures",
+    "sort_sets",
+    "verify_pairs",
+]
+
+
+class Measure(Protocol):
+    """What verification and clustering ask of a similarity: ``pairs(a, b)``, the
+    ``float32`` similarity of each pair ``(a[i], b[i])``, and ``method``, its code in the
+    pairs table (:data:`neardup.result.JACCARD`, ...)."""
+
+    method: int
+
+    def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+
+
+class ShingleSets:
+    """Exact Jaccard similarity of sorted, distinct shingle sets:
+    ``hashes[starts[i]:ends[i]]`` is text ``i``'s set."""
+
+    method = JACCARD
+
+    def __init__(self, hashes: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+        self.hashes, self.starts, self.ends = hashes, starts, ends
+
+    def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return overlap_pairs(self.hashes, self.starts, self.ends, a, b)
+
+
+class ShingleBags:
+    """Exact Jaccard similarity of shingle fingerprints kept as they were shingled (unsorted,
+    with repeats): ``hashes[offsets[i]:offsets[i + 1]]`` is text ``i``'s."""
+
+    method = JACCARD
+
+    def __init__(self, hashes: np.ndarray, offsets: np.ndarray):
+        self.hashes, self.offsets = hashes, offsets
+
+    def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return unsorted_overlap_pairs(self.hashes, self.offsets, a, b)
+
+
+class Signatures:
+    """The MinHash estimate: the fraction of equal values of two rows of ``signatures``."""
+
+    method = MINHASH
+
+    def __init__(self, signatures: np.ndarray):
+        self.signatures = signatures
+
+    def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return estimate_pairs(self.signatures, a, b)
+
+
+def sort_sets(hashes: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Make the fingerprint segments of ``docs`` sorted sets in place, for :class:`ShingleSets`;
+    returns each segment's new end (:func:`neardup.verify.sort_unique_segments`)."""
+    return sort_unique_segments(hashes, offsets, docs)
+
+
+def verify_pairs(
+    measure: Measure, left: np.ndarray, right: np.ndarray, threshold: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs ``(left[i], right[i])`` whose similarity is at least ``threshold``, with it:
+    ``(left, right, similarity)``, in their order. ``threshold=None`` keeps every pair."""
+    sim = measure.pairs(left, right)
+    if threshold is None:
+        return left, right, sim
+    ok = sim >= np.float32(threshold)
+    return left[ok], right[ok], sim[ok]
