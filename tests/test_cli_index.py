@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -204,6 +205,32 @@ def test_dedup_save_index_opens_as_index(tmp_path, capsys):
     )
     assert code == 3 and not (tmp_path / "new.db").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".new.db")]
+
+
+def test_dedup_save_index_holds_what_index_add_makes(tmp_path, capsys):
+    """The index a run saves, from the sketches the run made, answers and holds exactly what
+    one built by ``neardup index add`` from the same file does."""
+    saved, added = tmp_path / "saved.db", tmp_path / "added.db"
+    code, _, _ = run(
+        capsys, "dedup", NEWS, "--id-field", "id", "-o", tmp_path / "o", "--save-index", saved,
+        "--threshold", "0.6", "--shingle", "word:3", "--quiet",
+    )  # fmt: skip
+    assert code == 0
+    code, _, _ = run(capsys, "index", "create", added, "--threshold", "0.6", "--shingle", "word:3")
+    assert code == 0
+    code, _, _ = run(capsys, "index", "add", added, NEWS, "--id-field", "id")
+    assert code == 0
+    with Index(saved) as a, Index(added) as b:
+        ids = sorted(b.storage.iter_ids())
+        assert sorted(a.storage.iter_ids()) == ids and len(ids) == 330
+        found = 0
+        for i in ids:
+            da, db_ = a.storage.get(i), b.storage.get(i)
+            assert np.array_equal(da["shingles"], db_["shingles"]) and da["text"] == db_["text"]
+            qa, qb = a.query_id(i), b.query_id(i)
+            assert qa == qb
+            found += len(qa)
+        assert found > 0  # the corpus has near-duplicates: the band keys were compared
 
 
 WRITER = textwrap.dedent("""

@@ -437,3 +437,40 @@ def test_a_second_run_replaces_the_corpus_and_a_failed_one_leaves_it_out(tmp_pat
         "pairs.parquet",
     ]
     assert list((out / "deduplicated").iterdir()) == []
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 50])
+def test_on_sketched_gives_what_the_index_makes_of_each_text(chunk):
+    """The sketches a run hands on (``--save-index`` stores them) are those the online index
+    makes of each text by itself: the same band keys and sorted shingle sets, whichever chunk
+    an exact duplicate's first copy was in; an empty text has none."""
+    from neardup import Index
+    from neardup.engines.local import Deduplicator
+
+    texts, _ = make_corpus(120, seed=11, words=(5, 60))
+    texts = texts + texts[:9] + ["", "   ", texts[3].upper()]
+    got = []
+    d = Deduplicator(threshold=0.7, shingle="word:3")
+    for s in range(0, len(texts), chunk):
+        part = texts[s : s + chunk]
+        d.add(part, on_sketched=lambda sk, part=part: got.append((part, sk)))
+    d.finish()
+    assert sum(len(p) for p, _ in got) == len(texts)
+    idx = Index(threshold=0.7, shingle="word:3")
+    for part, sk in got:
+        mine = idx.encode(part, sketches=sk)
+        theirs = idx.encode(part)
+        assert len(mine) == len(theirs) == len(part)
+        for a, b in zip(mine, theirs):
+            assert np.array_equal(a.keys, b.keys) and a.keys.dtype == b.keys.dtype
+            assert np.array_equal(a.shingles, b.shingles) and a.shingles.dtype == np.uint32
+            assert a.text == b.text
+
+
+def test_on_sketched_is_refused_for_estimates():
+    from neardup.engines.local import Deduplicator
+    from neardup.errors import ConfigError
+
+    d = Deduplicator(verify="estimate")
+    with pytest.raises(ConfigError, match="on_sketched needs verify='exact'"):
+        d.add(["a b c"], on_sketched=print)

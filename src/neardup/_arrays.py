@@ -85,6 +85,14 @@ class Growable:
             raise ValueError("commit() past the reserved capacity")
         self._n += m
 
+    def read(self, idx: np.ndarray) -> np.ndarray:
+        """A copy of the appended values at the positions ``idx`` (the map may grow again
+        afterwards: the copy does not hold it)."""
+        view = np.frombuffer(self._map, self._dtype, count=self._n)
+        out = view[idx]
+        del view
+        return out
+
     def take(self) -> np.ndarray:
         """The appended values as one array backed by the map, trimmed to size (no copy)."""
         m, n = self._map, self._n

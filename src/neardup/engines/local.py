@@ -44,12 +44,14 @@ from ..pipeline import (
     RunSummary,
     ShingleBags,
     Signatures,
+    TextSketches,
     cluster_texts,
     decide_in_order,
     documents_of_texts,
     expand_pairs,
     find_candidates,
     fingerprint_chunk,
+    gather_sets,
     kept_rows,
     member_similarities,
     preference_rank,
@@ -158,7 +160,7 @@ class Deduplicator:
             [Growable(np.uint64) for _ in range(self._bands_rows[0])] if self._exact else None
         )
         self._sh = Growable(np.uint32)
-        self._shsize = Growable(np.int64)
+        self._shend = Growable(np.int64)  # where each distinct text's fingerprints end in _sh
         self._n_unique = 0
         self._n_empty = 0
         self._text_bytes = 0
@@ -168,7 +170,7 @@ class Deduplicator:
         self._finished = False
         self._t_first: float | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._pending: collections.deque[Future] = collections.deque()
+        self._pending: collections.deque[tuple[Future, Callable | None]] = collections.deque()
         self._sketch_error: BaseException | None = None
 
     def __len__(self) -> int:
@@ -180,11 +182,23 @@ class Deduplicator:
         return t1
 
     def add(
-        self, texts: TextColumn, ids: IdColumn | None = None, text_bytes: int | None = None
+        self,
+        texts: TextColumn,
+        ids: IdColumn | None = None,
+        text_bytes: int | None = None,
+        on_sketched: Callable[[TextSketches], Any] | None = None,
     ) -> None:
         """Add a chunk of documents: ``texts`` in any form :mod:`neardup._columns` takes (a
         list of ``str``, a pyarrow, pandas or polars column, ...), ``ids`` strings or integers
-        (default: the documents' running row numbers, counting skipped ones)."""
+        (default: the documents' running row numbers, counting skipped ones).
+
+        ``on_sketched``: called, on the calling thread, with the chunk's
+        :class:`~neardup.pipeline.TextSketches` (its documents' band keys and shingle sets, as
+        the online index stores them) once the chunk is sketched, during a later ``add`` or
+        ``finish`` (exact verification only: with ``verify="estimate"`` no shingles are
+        kept)."""
+        if on_sketched is not None and not self._exact:
+            raise ConfigError("on_sketched needs verify='exact': estimates keep no shingles")
         if self._finished:
             raise RuntimeError("finish() was already called on this Deduplicator")
         if self._t_first is None:
@@ -257,18 +271,35 @@ class Deduplicator:
                 initializer=_worker_init,
                 initargs=(self.workers,),
             )
-        self._pending.append(self._executor.submit(self._sketch_chunk, fp))
+        future = self._executor.submit(self._sketch_chunk, fp, on_sketched is not None)
+        self._pending.append((future, on_sketched))
 
-    def _sketch_chunk(self, fp) -> None:
+    def _sketch_chunk(self, fp, sketches: bool) -> TextSketches | None:
         # chunks are sketched in order; once one failed, the ones queued after it are not
         # (their error is the first one's, raised by whoever waits for them)
         if self._sketch_error is not None:
             raise self._sketch_error
         try:
+            group = fp.group
             self._sketch_one(fp)
+            return self._sketches_of(group) if sketches else None
         except BaseException as e:
             self._sketch_error = e
             raise
+
+    def _sketches_of(self, group: np.ndarray) -> TextSketches:
+        """The band keys and sorted shingle sets of the distinct texts ``group`` (one per
+        document, -1: empty), read from the stores (on the worker thread, the one that grows
+        them)."""
+        need, pos = np.unique(group[group >= 0], return_inverse=True)
+        at = np.full(len(group), -1, np.int64)
+        at[group >= 0] = pos
+        keys = np.stack([store.read(need) for store in self._keys]) if len(need) else None
+        ends = self._shend.read(need)
+        starts = np.zeros(len(need), np.int64)
+        has_prev = need > 0
+        starts[has_prev] = self._shend.read(need[has_prev] - 1)
+        return gather_sets(self._sh.read, starts, ends, at, keys, len(self._keys))
 
     def _sketch_one(self, fp) -> None:
         cfg = self.config
@@ -292,10 +323,11 @@ class Deduplicator:
         sk.shingles = sk.keys = keys_out = None
         self._shingles_total += m
         if self._exact:
+            before = len(self._sh)
             self._sh.commit(m)
             for store in self._keys:
                 store.commit(g)
-            self._shsize.append(sk.sizes)
+            self._shend.append(np.cumsum(sk.sizes) + before)
         else:
             self._sigs.append(sk.signatures)
         self._tick("shingle+sketch", t0)
@@ -306,8 +338,12 @@ class Deduplicator:
             self._wait_one()
 
     def _wait_one(self) -> None:
-        """Wait for the oldest chunk in flight; re-raise its error, if any."""
-        self._pending.popleft().result()
+        """Wait for the oldest chunk in flight; re-raise its error, if any; hand its sketches
+        to whoever asked for them."""
+        future, on_sketched = self._pending.popleft()
+        sketches = future.result()
+        if on_sketched is not None:
+            on_sketched(sketches)
 
     def close(self) -> None:
         """Stop the worker thread (``finish`` does this; call it when abandoning a run)."""
@@ -322,6 +358,8 @@ class Deduplicator:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:  # failing: nobody takes the sketches of the chunks in flight
+            self._pending = collections.deque((f, None) for f, _ in self._pending)
         self.close()
 
     def lsh_params(self) -> tuple[int, int]:
@@ -382,10 +420,8 @@ class Deduplicator:
         ufp = self._ufp.take()
         if self._exact:
             keys = [store.take() for store in self._keys]
-            sizes = self._shsize.take()
             sh_off = np.zeros(U + 1, np.int64)
-            np.cumsum(sizes, out=sh_off[1:])
-            del sizes
+            sh_off[1:] = self._shend.take()
             sh_hashes = self._sh.take()
         else:
             sigs = self._sigs.take().reshape(U, k)

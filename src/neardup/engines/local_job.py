@@ -276,6 +276,16 @@ def _run(
     locations = []  # where each record came from, to copy kept JSONL lines unparsed
     spans = []  # and the bytes of its line, to copy them without reading the file again
     index_time = 0.0
+
+    def index_add(ids, texts):
+        def add(sketches):
+            nonlocal index_time
+            t_ix = time.perf_counter()
+            index.add_sketched(ids, texts, sketches)
+            index_time += time.perf_counter() - t_ix
+
+        return add
+
     with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
         t_read = time.perf_counter()
         ids = IdInfo()
@@ -283,7 +293,6 @@ def _run(
         with _Prefetch(reader, _READ_AHEAD) as chunks:
             for chunk in chunks:
                 read_time += time.perf_counter() - t_read
-                dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
                 if index is not None and ids.fallback_row:
                     raise InputError(
                         f"no field {ids.field!r} at {ids.missing}, though the "
@@ -294,13 +303,26 @@ def _run(
                         field=ids.field,
                         reason=SkipReason.MISSING_FIELD,
                     )
-                if index is not None:
-                    t_ix = time.perf_counter()
+                if index is None:
+                    dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+                else:
+                    # the index stores the band keys and shingle sets the run makes: each text
+                    # is sketched once (what it could not take, estimates, it makes itself)
                     texts = chunk.texts
                     if not isinstance(texts, list):
                         texts = texts.to_pylist()
-                    index.add_many(zip(chunk.ids, texts), batch_size=max(len(chunk), 1))
-                    index_time += time.perf_counter() - t_ix
+                    if config.verify.mode == "exact":
+                        dd.add(
+                            chunk.texts,
+                            chunk.ids,
+                            text_bytes=chunk.text_bytes,
+                            on_sketched=index_add(chunk.ids, texts),
+                        )
+                    else:
+                        dd.add(chunk.texts, chunk.ids, text_bytes=chunk.text_bytes)
+                        t_ix = time.perf_counter()
+                        index.add_many(zip(chunk.ids, texts), batch_size=max(len(chunk), 1))
+                        index_time += time.perf_counter() - t_ix
                 locations.append(chunk.locations)
                 spans.append(chunk.spans)
                 done_bytes += chunk.progress_bytes

@@ -28,7 +28,7 @@ from .._version import __version__
 from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
 from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
-from ..pipeline import ShingleSets, ingest_chunk, sort_sets, verify_pairs
+from ..pipeline import ShingleSets, TextSketches, sketch_texts, verify_pairs
 from ..reuse import (
     PassageConfig,
     blank_tags,
@@ -275,12 +275,14 @@ class Index(PassageCheck):
         *,
         passages: bool = True,
         keep_text: bool = True,
+        sketches: TextSketches | None = None,
     ) -> list[StoredDoc]:
         """Shingle and sketch ``texts`` once, as the batch engine does: one
         :class:`StoredDoc` each (ids default to ``""``; texts kept, compressed, if
         ``store_text`` and ``keep_text``: a query stores nothing). Its ``keys`` are the LSH
         band keys, then (with ``passages``, where the index finds passages) the keys of its
-        passage fingerprints."""
+        passage fingerprints. ``sketches``: the texts' band keys and shingle sets already made
+        with this index's parameters (the batch engine's, :meth:`add_sketched`)."""
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(
@@ -300,10 +302,11 @@ class Index(PassageCheck):
         n = len(texts)
         if n == 0:
             return []
-        # every text its own group (no fingerprint table): each one is stored
-        fp, sk = ingest_chunk(texts, self.config, self._bands_rows)
-        h32, off, keys = sk.shingles, sk.offsets, sk.keys  # keys: [bands, non-empty texts]
-        ends = sort_sets(h32, off, np.arange(len(fp.docs), dtype=np.int64))
+        # every text its own set (no exact groups): each one is stored
+        sk = sketch_texts(texts, self.config, self._bands_rows) if sketches is None else sketches
+        if len(sk.group) != n:
+            raise ValueError(f"sketches of {len(sk.group)} texts given for {n} texts")
+        h32, starts, ends, keys = sk.hashes, sk.starts, sk.ends, sk.keys  # keys: [bands, sets]
         none32, none64 = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         out = []
         extra: list[np.ndarray] | None = None
@@ -312,7 +315,7 @@ class Index(PassageCheck):
             ptexts = [blank_tags(t) for t in texts] if cfg.strip_html else texts
             fh, fdoc, _ = fingerprints_many_flat(*words_many(ptexts), cfg.k, cfg.window)
             extra = _unique_by_text(_salt(fh), fdoc, n)
-        for i, g in enumerate(fp.group.tolist()):
+        for i, g in enumerate(sk.group.tolist()):
             k = keys[:, g].copy() if g >= 0 else none64
             if extra is not None and g >= 0:
                 k = np.concatenate([k, extra[i]])
@@ -320,7 +323,7 @@ class Index(PassageCheck):
                 StoredDoc(
                     id="" if ids is None else ids[i],
                     text=(self._pack(texts[i]) if self.store_text and keep_text else None),
-                    shingles=h32[off[g] : ends[g]].copy() if g >= 0 else none32,
+                    shingles=h32[starts[g] : ends[g]].copy() if g >= 0 else none32,
                     keys=k,
                 )
             )
@@ -380,6 +383,19 @@ class Index(PassageCheck):
             if progress is not None:
                 progress("add", added, total)
         return added
+
+    def add_sketched(
+        self, ids: Sequence[str | int], texts: Sequence[str], sketches: TextSketches
+    ) -> int:
+        """Add documents whose band keys and shingle sets were made already, with this index's
+        parameters (the batch engine's: ``neardup dedup --save-index``), in one transactional
+        batch; returns the number added."""
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} ids given for {len(texts)} texts")
+        checked = [_check_id(x) for x in ids]
+        encoded = self.encode(texts, checked, sketches=sketches)
+        self.storage.insert(encoded)
+        return len(encoded)
 
     def _add_batch(self, part: list[tuple[str, str]]) -> int:
         ids = [_check_id(x[0]) for x in part]

@@ -5,7 +5,8 @@ engine, every step of the Dask engine and the online index call. The engines onl
 =================  =====================================================================
 step               functions
 =================  =====================================================================
-ingest             :func:`ingest_chunk` (= :func:`fingerprint_chunk` + :func:`sketch_chunk`)
+ingest             :func:`ingest_chunk` (= :func:`fingerprint_chunk` + :func:`sketch_chunk`);
+                   :func:`sketch_texts` (what the online index stores of a text)
 candidates         :func:`find_candidates`, :func:`run_candidates`
 verification       :func:`verify_pairs` with a measure (:class:`ShingleSets`,
                    :class:`ShingleBags`, :class:`Signatures`)
@@ -31,7 +32,16 @@ from .clusters import (
     member_similarities,
     preference_rank,
 )
-from .ingest import Fingerprinted, Sketched, fingerprint_chunk, ingest_chunk, sketch_chunk
+from .ingest import (
+    Fingerprinted,
+    Sketched,
+    TextSketches,
+    fingerprint_chunk,
+    gather_sets,
+    ingest_chunk,
+    sketch_chunk,
+    sketch_texts,
+)
 from .pairs import PairCounts, cross_pairs, expand_pairs, ranges, within_pairs
 from .summary import NoProgress, Progress, RunSummary
 from .verification import Measure, ShingleBags, ShingleSets, Signatures, sort_sets, verify_pairs
@@ -42,6 +52,9 @@ __all__ = [
     "fingerprint_chunk",
     "sketch_chunk",
     "ingest_chunk",
+    "TextSketches",
+    "sketch_texts",
+    "gather_sets",
     "CandidateStats",
     "find_candidates",
     "run_candidates",

@@ -19,8 +19,18 @@ from ..config import DedupConfig, ShingleConfig, SketchConfig, check_banding
 from ..exact import FingerprintTable, fingerprints
 from ..sketch import shingle_sketch
 from ..text.normalize import NormalizedBatch, normalize
+from .verification import sort_sets
 
-__all__ = ["Fingerprinted", "Sketched", "fingerprint_chunk", "sketch_chunk", "ingest_chunk"]
+__all__ = [
+    "Fingerprinted",
+    "Sketched",
+    "TextSketches",
+    "fingerprint_chunk",
+    "sketch_chunk",
+    "ingest_chunk",
+    "sketch_texts",
+    "gather_sets",
+]
 
 
 @record
@@ -131,3 +141,50 @@ def ingest_chunk(
     :func:`sketch_chunk`, in one call."""
     fp = fingerprint_chunk(normalize(texts, config.normalize), table)
     return fp, sketch_chunk(fp, config.shingle, config.sketch, bands_rows)
+
+
+@record
+class TextSketches:
+    """The band keys and shingle sets of a chunk's texts, as the online index stores them:
+    text ``i`` has the set ``group[i]`` (-1: an empty text, none); set ``g`` has the band keys
+    ``keys[:, g]`` (``uint64[bands, G]``) and the distinct shingle fingerprints
+    ``hashes[starts[g]:ends[g]]``, sorted."""
+
+    group: np.ndarray
+    keys: np.ndarray
+    hashes: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def sketch_texts(
+    texts: Sequence[str], config: DedupConfig, bands_rows: tuple[int, int]
+) -> TextSketches:
+    """:func:`ingest_chunk` of texts each of which is its own set (no exact groups), with the
+    sets sorted: what the online index stores of each text."""
+    fp, sk = ingest_chunk(texts, config, bands_rows)
+    h32, off = sk.shingles, sk.offsets
+    ends = sort_sets(h32, off, np.arange(len(fp.docs), dtype=np.int64))
+    assert isinstance(sk.keys, np.ndarray)  # made here, not written into an engine's stores
+    return TextSketches(fp.group, sk.keys, h32, off[:-1], ends)
+
+
+def gather_sets(
+    read: Callable[[np.ndarray], np.ndarray],
+    starts: np.ndarray,
+    ends: np.ndarray,
+    group: np.ndarray,
+    keys: np.ndarray | None,
+    bands: int,
+) -> TextSketches:
+    """:class:`TextSketches` of sets kept elsewhere (an engine's stores): set ``g`` is the
+    fingerprints at the positions ``starts[g]:ends[g]`` of a store, which ``read(positions)``
+    copies out (as shingled: they are sorted here); ``keys``: its band keys (``None``: no set)."""
+    sizes = ends - starts
+    off = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=off[1:])
+    h = read(np.repeat(starts - off[:-1], sizes) + np.arange(off[-1])).astype(np.uint32, copy=False)
+    set_ends = sort_sets(h, off, np.arange(len(sizes), dtype=np.int64))
+    if keys is None:
+        keys = np.zeros((bands, 0), np.uint64)
+    return TextSketches(group, keys, h, off[:-1], set_ends)
