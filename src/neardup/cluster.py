@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import check_pairs
-from ._kernels import cluster as _k
+from ._kernels import cluster as _k  # type: ignore[attr-defined]  # compiled: no stubs
 
 
 def preference_rank(

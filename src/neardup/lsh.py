@@ -18,11 +18,12 @@ reported, instead of exploding into cap**2 pairs.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import overload
 
 import numpy as np
 
 from ._arrays import sorted_unique
-from ._kernels import lsh as _k
+from ._kernels import lsh as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from ._records import record
 from ._threads import get_num_threads, parallel
 from .config import check_banding, check_threshold
@@ -30,8 +31,13 @@ from .errors import ConfigError
 from .validate import check_int, check_real
 
 
+@overload
+def s_curve(s: float, bands: int, rows: int) -> float: ...
+@overload
+def s_curve(s: np.ndarray, bands: int, rows: int) -> np.ndarray: ...
 def s_curve(s: np.ndarray | float, bands: int, rows: int) -> np.ndarray | float:
-    """Probability that a pair of Jaccard similarity ``s`` becomes a candidate."""
+    """Probability that a pair of Jaccard similarity ``s`` becomes a candidate (a float for a
+    number, an array for an array)."""
     s = np.asarray(s, dtype=np.float64)
     p = 1.0 - (1.0 - s**rows) ** bands
     return float(p) if p.ndim == 0 else p
@@ -42,7 +48,7 @@ def _area(bands: int, rows: int, lo: float, hi: float, n: int = 401) -> float:
     return (
         float(np.trapezoid(s_curve(xs, bands, rows), xs))
         if hasattr(np, "trapezoid")
-        else float(np.trapz(s_curve(xs, bands, rows), xs))
+        else float(np.trapz(s_curve(xs, bands, rows), xs))  # type: ignore[attr-defined]  # numpy < 2
     )
 
 

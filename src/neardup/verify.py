@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import check_pairs, check_segments, sorted_unique
-from ._kernels import verify as _k
+from ._kernels import verify as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from ._threads import parallel
 from .text.shingle import Shingles
 

@@ -157,7 +157,7 @@ class Deduplicator:
         self._bands_rows = self.lsh_params()
         self._sigs = Growable(np.uint32) if not self._exact else None
         self._keys = (
-            [Growable(np.uint64) for _ in range(self._bands_rows[0])] if self._exact else None
+            [Growable(np.uint64) for _ in range(self._bands_rows[0])] if self._exact else []
         )
         self._sh = Growable(np.uint32)
         self._shend = Growable(np.int64)  # where each distinct text's fingerprints end in _sh
@@ -213,7 +213,7 @@ class Deduplicator:
         auto = ids is None
         self._skipped += n_in - len(texts)
         n = len(texts)
-        if auto:
+        if ids is None:
             ids = [str(base + i) for i in range(n)]
         arrow = is_arrow_strings(texts)
         if self._seen_ids is not None and auto and self._auto_until == base:
@@ -256,6 +256,7 @@ class Deduplicator:
         self._group.append(fp.group)
         self._urow.append(fp.docs + base)
         self._ulen.append(fp.lengths)
+        assert fp.fp_hi is not None  # fingerprinted with a table
         self._ufp.append(fp.fp_hi)
         t0 = self._tick("fingerprint", t0)
 
@@ -319,17 +320,19 @@ class Deduplicator:
         )
         del fp
         m = len(sk.shingles)
+        sizes, signatures = sk.sizes, sk.signatures
         # the stores' views: they must go before the stores can grow again
-        sk.shingles = sk.keys = keys_out = None
+        del sk, keys_out
         self._shingles_total += m
         if self._exact:
             before = len(self._sh)
             self._sh.commit(m)
             for store in self._keys:
                 store.commit(g)
-            self._shend.append(np.cumsum(sk.sizes) + before)
+            self._shend.append(np.cumsum(sizes) + before)
         else:
-            self._sigs.append(sk.signatures)
+            assert self._sigs is not None and signatures is not None  # estimates keep them
+            self._sigs.append(signatures)
         self._tick("shingle+sketch", t0)
 
     def _wait(self) -> None:
@@ -424,6 +427,7 @@ class Deduplicator:
             sh_off[1:] = self._shend.take()
             sh_hashes = self._sh.take()
         else:
+            assert self._sigs is not None  # estimates keep the signatures
             sigs = self._sigs.take().reshape(U, k)
         t0 = self._tick("collect", t0)
 

@@ -127,9 +127,9 @@ def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str
     if fmt == "jsonl":
         cols = result.columns("clusters")
         del cols["keep"]  # the file's columns, as they have always been
-        clusters = write_table(outdir / "clusters", cols, fmt)
-        pairs = write_table(outdir / "pairs", result.columns("pairs"), fmt)
-        return {"clusters": str(clusters), "pairs": str(pairs)}
+        clusters_path = write_table(outdir / "clusters", cols, fmt)
+        pairs_path = write_table(outdir / "pairs", result.columns("pairs"), fmt)
+        return {"clusters": str(clusters_path), "pairs": str(pairs_path)}
     # Arrow tables: the ids made into one string array, which the other id columns index
     # (a million ids: 0.25 s of building strings instead of 0.5 s), and the pairs written on
     # a thread of their own while the clusters are (Arrow's writer works outside the GIL)
@@ -148,7 +148,7 @@ def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str
     pcols = result.columns("pairs", id_column)
     with ThreadPoolExecutor(1, thread_name_prefix="neardup-tables") as pool:
         pairs_done = pool.submit(write_table, outdir / "pairs", pcols, fmt)
-        clusters = None
+        clusters: Path | None = None
         try:
             clusters = write_table(outdir / "clusters", cols, fmt)
             pairs = pairs_done.result()
@@ -207,7 +207,7 @@ def dedup_files(
     progress = progress or NoProgress()
     outdir = Path(outdir)
     t_start = time.perf_counter()
-    paths = [Path(p) for p in paths]
+    inputs = [Path(p) for p in paths]
     report = SkipReport()
 
     from ..io.streams import Spool
@@ -215,11 +215,11 @@ def dedup_files(
     index = index_tmp = None
     spool = Spool(outdir, input_format)  # standard input and pipes, kept for the second read
     try:
-        paths = spool.paths(paths)
+        inputs = spool.paths(inputs)
         if save_index is not None:
             index, index_tmp = _new_index(Path(save_index), config)
         summary = _run(
-            paths,
+            inputs,
             outdir,
             config,
             report,
@@ -233,7 +233,7 @@ def dedup_files(
             spool.display,
         )
     except BaseException:
-        if index is not None:
+        if index is not None and index_tmp is not None:
             index.close()
             from ..index.sqlite import remove_index_files
 
@@ -458,16 +458,16 @@ def _write_outputs(
 ) -> dict[str, Any]:
     """Write the tables while the corpus is being copied (both mostly outside the GIL: Arrow's
     writer, the system's copy); add each path to ``committed`` as soon as it is in place."""
+    outputs: dict[str, Any] = {}
     if corpus is None:
-        outputs = write_result(result, outdir, out_opts.format)
+        outputs.update(write_result(result, outdir, out_opts.format))
         committed.extend(Path(p) for p in outputs.values())
         return outputs
     table_error: BaseException | None = None
-    outputs: dict[str, Any] = {}
     written: list[Path] = []
     try:
         if not corpus.failed():
-            outputs = write_result(result, outdir, out_opts.format)
+            outputs.update(write_result(result, outdir, out_opts.format))
             committed.extend(Path(p) for p in outputs.values())
     except BaseException as e:  # noqa: BLE001  (raised once the corpus is done)
         table_error = e

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any, Literal
 
 import numpy as np
@@ -368,7 +368,7 @@ class Index(PassageCheck):
             table_columns(docs, None, text_field, id_field)  # says what they are for
         elif hasattr(docs, "items"):
             docs = docs.items()
-        total = len(docs) if hasattr(docs, "__len__") else None
+        total = len(docs) if isinstance(docs, Sized) else None
         added = 0
         part: list[tuple[str, str]] = []
         for item in docs:
@@ -500,8 +500,9 @@ class Index(PassageCheck):
         got = self.storage.get(id)
         if got is None:
             raise KeyError(id)
-        if got["text"] is not None:
-            doc = self.encode([self._unpack(got["text"])], passages=False, keep_text=False)[0]
+        text = self._unpack(got["text"])
+        if text is not None:
+            doc = self.encode([text], passages=False, keep_text=False)[0]
         else:
             raise ConfigError(
                 "query_id needs the texts: this index was built with store_text=False"
@@ -554,9 +555,10 @@ class Index(PassageCheck):
     def _unpack(self, value: str | bytes | None) -> str | None:
         if value is None or isinstance(value, str):
             return value
+        raw: bytes = value
         if self.text_codec == _CODEC:
-            value = _decompressor().decompress(value)
-        return value.decode("utf-8")
+            raw = _decompressor().decompress(raw)
+        return raw.decode("utf-8")
 
     def ids(self) -> Iterator[str]:
         return self.storage.iter_ids()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._kernels import lsh as _lsh_k
+from .._kernels import lsh as _lsh_k  # type: ignore[attr-defined]  # compiled: no stubs
 from .._records import record
 from ..config import DedupConfig, ShingleConfig, SketchConfig, check_banding
 from ..exact import FingerprintTable, fingerprints
@@ -60,7 +60,7 @@ class Sketched:
     kept whole), and each text's 32-bit shingle fingerprints ``shingles[offsets[i]:offsets[i+1]]``
     (unsorted, with repeats)."""
 
-    keys: np.ndarray | None
+    keys: np.ndarray | list[np.ndarray] | None
     signatures: np.ndarray | None
     shingles: np.ndarray
     offsets: np.ndarray
@@ -78,6 +78,8 @@ def fingerprint_chunk(
     fingerprint is computed (``fp_hi``/``fp_lo`` are ``None``: the online index needs none, and
     a process that only queries then never loads that kernel)."""
     empty = batch.offsets[1:] == batch.offsets[:-1]
+    hi: np.ndarray | None
+    lo: np.ndarray | None
     if table is not None:
         hi, lo = fingerprints(batch.data, batch.offsets)
         group, first = table.add(hi, lo, skip=empty)

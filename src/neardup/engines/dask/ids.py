@@ -188,6 +188,7 @@ def ids_step(ctx: RunContext) -> None:
         if first is not None:
             raise first
     if from_field:
+        assert detect is not None  # from_field says so
         _raise_repeat(ctx, repeats, infos, detect)
     if not ctx.read.fail:
         for inf in infos:

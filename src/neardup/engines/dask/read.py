@@ -86,7 +86,12 @@ def read_partition(
     lines: list[int] = []
     tbytes: list[int] = []
     paths: list[str] | None = [] if stream.sources[0].fmt == "textdir" else None
-    lgroup, glen, ghi, glo, keys, sizes = [], [], [], [], [], []
+    lgroup: list[np.ndarray] = []
+    glen: list[np.ndarray] = []
+    ghi: list[np.ndarray] = []
+    glo: list[np.ndarray] = []
+    keys: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
     texts: list[str] = []
     error = None
     sh_path = os.path.join(pdir, "sh.u32")
@@ -95,6 +100,9 @@ def read_partition(
 
     def flush() -> None:
         fp, sk = ingest_chunk(texts, cfg, (bands, rows), table)
+        # fingerprinted with a table, keys made here (not into an engine's stores)
+        assert fp.fp_hi is not None and fp.fp_lo is not None
+        assert isinstance(sk.keys, np.ndarray)
         lgroup.append(fp.group)
         glen.append(fp.lengths)
         ghi.append(fp.fp_hi)
@@ -173,7 +181,7 @@ def locate(d: Part, idx: list[int]) -> list[tuple[str, str, int | None]]:
     and line an error about it names."""
     lines = d.load("lines")
     paths = d.strs("paths") if d.fmt == "textdir" else []
-    out = []
+    out: list[tuple[str, str, int | None]] = []
     for i in idx:
         line = int(lines[i])
         if d.fmt == "textdir":

@@ -58,7 +58,7 @@ def run_steps(ctx: RunContext) -> dict[str, Any]:
     ctx.workers = len(ctx.client.scheduler_info()["workers"])
     ctx.total_bytes = total_input_bytes(ctx.paths)
     for stage, step, total in STEPS:
-        ctx.progress.start(stage, ctx.P if total == "partitions" else total)
+        ctx.progress.start(stage, ctx.P if isinstance(total, str) else total)  # "partitions"
         t0 = time.perf_counter()
         step(ctx)
         ctx.timings[stage] = ctx.timings.get(stage, 0.0) + time.perf_counter() - t0

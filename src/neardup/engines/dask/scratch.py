@@ -16,7 +16,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,7 @@ class Part:
     info: dict  # the read's error, skips, skip counts and records
     rowv: str = ""  # ".d" once rows with ids repeated from earlier partitions are dropped
     offset: int = 0  # global row of the partition's first row
-    ginfo: dict | None = None
+    ginfo: dict = field(default_factory=dict)  # set by the exact step
 
     def file(self, name: str, ext: str = ".npy") -> str:
         v = self.rowv if name in _ROW_ARRAYS else ""

@@ -442,15 +442,17 @@ def write_step(ctx: RunContext) -> None:
         for stem, tabs in (("clusters", ctab), ("pairs", ptab)):
             if ctx.partitioned_tables:
                 # the workers' parts become the output as they are: moved, not read
-                sd = Staged(outdir / stem, directory=True)
-                streams.append(sd)
+                folder = Staged(outdir / stem, directory=True)
+                sd: Staged | TableStream = folder
+                streams.append(folder)
                 for i, path in enumerate(tabs):
-                    shutil.move(path, sd.tmp / f"part-{i:05d}.parquet")
+                    shutil.move(path, folder.tmp / f"part-{i:05d}.parquet")
             else:
-                sd = TableStream(outdir / stem, ctx.output.format)
-                streams.append(sd)
+                ts = TableStream(outdir / stem, ctx.output.format)
+                sd = ts
+                streams.append(ts)
                 for path in tabs:
-                    sd.write_parquet_part(path)
+                    ts.write_parquet_part(path)
             staged[stem] = sd
         if corpus is not None:
             corpus.finish()
