@@ -33,8 +33,9 @@ is in the tests); a corpus is compared on several threads.
 fingerprints), :mod:`.passages` (:class:`PassageConfig`; the passages of two texts, or of one
 text with many), :mod:`.passage_index` (:class:`PassageIndex`), :mod:`.batch`
 (:func:`find_reuse` over a corpus, :class:`ReuseResult`) and :mod:`.keys` (passage
-fingerprints as an index stores and checks them); every public name is importable from
-``neardup.reuse``.
+fingerprints as an index stores and checks them) and :mod:`.shared`
+(:func:`shared_passages`: every shared run of word k-grams, for showing two texts side by
+side); every public name is importable from ``neardup.reuse``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from .passages import (
     reuse_share,
     reused_passages,
 )
+from .shared import shared_passages
 from .winnowing import (
     combine_kgrams,  # noqa: F401
     fingerprints,
@@ -84,6 +86,7 @@ __all__ = [
     "reuse_share",
     "find_reuse",
     "blank_tags",
+    "shared_passages",
     "salt_fingerprints",
     "unique_by_text",
     "passage_keys",
