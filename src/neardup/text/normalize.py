@@ -21,9 +21,7 @@ from typing import Any, cast
 
 import numpy as np
 
-# by its full name: so mypy takes the compiled module (it has no stubs) as Any
-import neardup._kernels.text as _text
-
+from .._kernels import text as _text
 from .._records import record
 from ..config import NormalizeConfig
 from ..errors import InputError, SkipReason
