@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import neardup
 from neardup import ConfigError, Index, PassageConfig, reused_passages
-from neardup.index.core import _unique_by_text
+from neardup.reuse import unique_by_text
 
 
 def _words(seed: int, n: int) -> list[str]:
@@ -442,7 +442,7 @@ def test_passage_keys_of_a_batch_are_each_texts_distinct_keys(per_text):
     ``np.unique`` of that text's keys alone gives them (empty texts included)."""
     keys = np.array([k for ks in per_text for k in ks], np.uint64)
     text = np.repeat(np.arange(len(per_text)), [len(ks) for ks in per_text])
-    got = _unique_by_text(keys, text, len(per_text))
+    got = unique_by_text(keys, text, len(per_text))
     assert len(got) == len(per_text)
     for ks, g in zip(per_text, got):
         assert g.dtype == np.uint64

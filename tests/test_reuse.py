@@ -788,3 +788,63 @@ def test_winnowing_word_hashes_with_ties_equals_scanning_every_window(docs, k, w
         with mock.patch.object(winnowing, "_ONE_PASS", one_pass):
             h, doc, pos = fingerprints_many(words, k, window)
         assert list(zip(h.tolist(), doc.tolist(), pos.tolist())) == want
+
+
+# ---------------------------------------------------------------------------------------------
+# What an index stores of passages (neardup.reuse.keys) and the side-by-side passages
+
+
+def test_passage_keys_of_a_batch_are_those_of_each_text():
+    import numpy as np
+
+    from neardup.reuse import (
+        PassageConfig,
+        blank_tags,
+        checked_fingerprints,
+        passage_keys,
+        passage_keys_many,
+        salt_fingerprints,
+        text_words,
+    )
+
+    texts = [
+        "<p>one two three four five six seven</p> eight nine ten eleven twelve thirteen",
+        "",
+        "Résumé ÉTÉ déjà vu " * 10,
+        "one two three four five six seven eight nine ten eleven twelve thirteen",
+    ]
+    for cfg in (PassageConfig(k=3, window=4), PassageConfig(k=3, window=4, strip_html=True)):
+        got = passage_keys_many(texts, cfg)
+        assert len(got) == len(texts)
+        for text, keys in zip(texts, got):
+            q, fh, fpos = checked_fingerprints(text, cfg)
+            assert q.text == text
+            want = passage_keys(fingerprints(q.hashes, cfg.k, cfg.window))
+            assert keys.tolist() == want.tolist() == np.unique(salt_fingerprints(fh)).tolist()
+            read = blank_tags(text) if cfg.strip_html else text
+            assert q.hashes.tolist() == text_words(read, keep_keys=False).hashes.tolist()
+            assert fpos.tolist() == sorted(fpos.tolist())
+    # the salt keeps fingerprints apart from band keys, one to one
+    h = np.arange(1000, dtype=np.uint64)
+    assert len(np.unique(salt_fingerprints(h))) == 1000
+    assert not np.isin(salt_fingerprints(h), h).any()
+
+
+def test_shared_passages_of_words_are_those_of_the_texts():
+    from neardup.reuse import shared_passages, text_words
+
+    a = "the cat sat on the mat; THE CAT sat on the mat and then the cat sat down"
+    b = "a dog: the cat sat on the mat, the cat sat"
+    for k in (1, 2, 3, 5):
+        for occ in (None, 1, 2):
+            want = shared_passages(a, b, k, max_occurrences=occ)
+            assert shared_passages(text_words(a), text_words(b), k, max_occurrences=occ) == want
+    assert shared_passages(a, b, 3) == [
+        {"a": [0, 35], "b": [7, 42], "words": 9},  # "the cat ... the cat sat": 9 words
+        {"a": [0, 11], "b": [31, 42], "words": 3},
+        {"a": [24, 46], "b": [7, 30], "words": 6},
+        {"a": [56, 67], "b": [7, 18], "words": 3},
+        {"a": [56, 67], "b": [31, 42], "words": 3},
+    ]
+    with pytest.raises(ConfigError, match="k=0"):
+        shared_passages(a, b, 0)

@@ -18,25 +18,13 @@ from ..errors import ConfigError
 from ..reuse import (
     PassageConfig,
     ReuseMatch,
-    blank_tags,
-    fingerprints_many_flat,
+    checked_fingerprints,
     passages_with,
     reuse_share,
-    text_words,
+    salt_fingerprints,
 )
 from ..validate import check_int
 from .storage import Storage
-
-#: mixed into passage fingerprints before they are stored beside the band keys
-_PASSAGE_SALT = np.uint64(0x5A17C0DE5A17C0DE)
-
-
-def _salt(fingerprints: np.ndarray) -> np.ndarray:
-    """Passage fingerprints as the keys stored beside the band keys (mixed with a constant of
-    their own, so that they meet no band key)."""
-    with np.errstate(over="ignore"):
-        return (fingerprints.astype(np.uint64) ^ _PASSAGE_SALT) * np.uint64(0x9E3779B97F4A7C15)
-
 
 #: Indexed texts that make a passage common (boilerplate) in :meth:`Index.check`: texts that
 #: share only such passages with a checked text are counted, not compared one by one.
@@ -242,12 +230,8 @@ class PassageCheck:
             deadline = time.monotonic() + float(time_budget)
             matches, verified = self.query_within(text, float(time_budget), threshold, top_k)
         cfg = self.passages
-        q = text_words(blank_tags(text) if cfg.strip_html else text, keep_keys=False)
-        q.text = text
-        fh, _, fpos = fingerprints_many_flat(
-            q.hashes, np.array([0, len(q)], np.int64), cfg.k, cfg.window
-        )
-        keys, key_of = np.unique(_salt(fh), return_inverse=True)
+        q, fh, fpos = checked_fingerprints(text, cfg)
+        keys, key_of = np.unique(salt_fingerprints(fh), return_inverse=True)
         floor = min(common_texts, self.bucket_cap)
         pos, handles, held, ranked = self._candidates(keys, floor)
         common = held >= floor

@@ -29,18 +29,12 @@ from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
 from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
 from ..pipeline import ShingleSets, TextSketches, sketch_texts, verify_pairs
-from ..reuse import (
-    PassageConfig,
-    blank_tags,
-    fingerprints_many_flat,
-    order_by_text_then_hash,
-    words_many,
-)
+from ..reuse import PassageConfig, passage_keys, passage_keys_many
 from ..validate import check_int, check_str
 from .checking import COMMON_TEXTS as COMMON_TEXTS
 from .checking import CheckResult as CheckResult
 from .checking import CommonPassage as CommonPassage
-from .checking import Match, PassageCheck, _salt
+from .checking import Match, PassageCheck
 from .storage import (
     FORMAT_VERSION,
     DuplicateIdError,
@@ -311,10 +305,7 @@ class Index(PassageCheck):
         out = []
         extra: list[np.ndarray] | None = None
         if passages and self.passages is not None:
-            cfg = self.passages
-            ptexts = [blank_tags(t) for t in texts] if cfg.strip_html else texts
-            fh, fdoc, _ = fingerprints_many_flat(*words_many(ptexts), cfg.k, cfg.window)
-            extra = _unique_by_text(_salt(fh), fdoc, n)
+            extra = passage_keys_many(texts, self.passages)
         for i, g in enumerate(sk.group.tolist()):
             k = keys[:, g].copy() if g >= 0 else none64
             if extra is not None and g >= 0:
@@ -333,7 +324,7 @@ class Index(PassageCheck):
     def _passage_keys(fps: Sequence[tuple[int, int]]) -> np.ndarray:
         """The keys under which a text's passage fingerprints (:func:`fingerprints`) are stored
         beside its LSH band keys, unique."""
-        return np.unique(_salt(np.fromiter((f for f, _ in fps), np.uint64, len(fps))))
+        return passage_keys(fps)
 
     # -- writing ----------------------------------------------------------------------------
     def add(self, id: str | int, text: str) -> None:  # noqa: A002 - the natural name
@@ -666,17 +657,6 @@ def _table_docs(
 
 
 _zstd_local = threading.local()
-
-
-def _unique_by_text(keys: np.ndarray, text: np.ndarray, n: int) -> list[np.ndarray]:
-    """The distinct ``keys`` of each of ``n`` texts, sorted (``text``: the text of each key,
-    non-decreasing), by one sort of them all rather than a ``np.unique`` per text."""
-    order = order_by_text_then_hash(text, keys, n)
-    k, t = keys[order], text[order]
-    keep = np.ones(len(k), bool)
-    keep[1:] = (k[1:] != k[:-1]) | (t[1:] != t[:-1])
-    k, t = k[keep], t[keep]
-    return np.split(k, np.searchsorted(t, np.arange(1, n)))
 
 
 def _compressor():

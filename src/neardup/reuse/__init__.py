@@ -31,9 +31,11 @@ is in the tests); a corpus is compared on several threads.
 
 **Modules.** :mod:`.words` (the words of texts), :mod:`.winnowing` (k-gram hashes and their
 fingerprints), :mod:`.passages` (:class:`PassageConfig`; the passages of two texts, or of one
-text with many), :mod:`.passage_index` (:class:`PassageIndex`) and :mod:`.batch`
-(:func:`find_reuse` over a corpus, :class:`ReuseResult`); every public name is importable from
-``neardup.reuse``.
+text with many), :mod:`.passage_index` (:class:`PassageIndex`), :mod:`.batch`
+(:func:`find_reuse` over a corpus, :class:`ReuseResult`) and :mod:`.keys` (passage
+fingerprints as an index stores and checks them) and :mod:`.shared`
+(:func:`shared_passages`: every shared run of word k-grams, for showing two texts side by
+side); every public name is importable from ``neardup.reuse``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ from __future__ import annotations
 # combine_kgrams, fingerprints_many_flat, order_by_text_then_hash and word_hashes are public
 # but outside __all__, as they were before the module became a package
 from .batch import ReuseResult, find_reuse
+from .keys import (
+    checked_fingerprints,
+    passage_keys,
+    passage_keys_many,
+    salt_fingerprints,
+    unique_by_text,
+)
 from .passage_index import PassageIndex, ReuseMatch
 from .passages import (
     Passage,
@@ -49,6 +58,7 @@ from .passages import (
     reuse_share,
     reused_passages,
 )
+from .shared import shared_passages
 from .winnowing import (
     combine_kgrams,  # noqa: F401
     fingerprints,
@@ -76,4 +86,10 @@ __all__ = [
     "reuse_share",
     "find_reuse",
     "blank_tags",
+    "shared_passages",
+    "salt_fingerprints",
+    "unique_by_text",
+    "passage_keys",
+    "passage_keys_many",
+    "checked_fingerprints",
 ]

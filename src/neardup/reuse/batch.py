@@ -211,8 +211,8 @@ def find_reuse(
         weights=(wlen[left] + wlen[right]).astype(np.float64) if len(left) else None,
         min_weight=1 << 14,
     )
-    rows = [chunks[k][0] for k in sorted(chunks)]
-    rows = np.concatenate(rows) if rows else np.zeros((0, 8), np.int64)
+    parts = [chunks[k][0] for k in sorted(chunks)]
+    rows = np.concatenate(parts) if parts else np.zeros((0, 8), np.int64)
     pair, a0, a1, b0, b1, matched = (rows[:, c] for c in range(6))
     order = np.lexsort((b1, b0, a1, a0, pair))
     pair, a0, a1, b0, b1, matched = (x[order] for x in (pair, a0, a1, b0, b1, matched))

@@ -5,7 +5,6 @@ words), with their offsets in the text (:class:`TextWords`); HTML tags blanked
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,6 +13,7 @@ from .._kernels.passages import count_words, hash_keys
 from .._kernels.passages import text_words as _text_words
 from .._threads import parallel
 from ..errors import ConfigError
+from ..text.normalize import HTML_TAG
 from ..text.scripts import UNSPACED
 from ..text.scripts import WORD as WORD_RE
 from ..text.words import ASCII_PUNCTUATION, word_key, word_keys
@@ -37,23 +37,20 @@ class TextWords:
     def __len__(self) -> int:
         return len(self.hashes)
 
-    def _find(self) -> None:
+    def _find(self) -> tuple[np.ndarray, np.ndarray]:
         ws = [(m.start(), m.end()) for m in _WORD.finditer(self.text)]
         n = len(ws)
-        self._starts = np.fromiter((a for a, _ in ws), np.int64, n)
-        self._ends = np.fromiter((b for _, b in ws), np.int64, n)
+        self._starts = starts = np.fromiter((a for a, _ in ws), np.int64, n)
+        self._ends = ends = np.fromiter((b for _, b in ws), np.int64, n)
+        return starts, ends
 
     @property
     def starts(self) -> np.ndarray:
-        if self._starts is None:
-            self._find()
-        return self._starts
+        return self._find()[0] if self._starts is None else self._starts
 
     @property
     def ends(self) -> np.ndarray:
-        if self._ends is None:
-            self._find()
-        return self._ends
+        return self._find()[1] if self._ends is None else self._ends
 
     @property
     def spans(self) -> list[tuple[int, int]]:
@@ -83,15 +80,15 @@ def text_words(text: str, keep_keys: bool = True) -> TextWords:
 
 
 _WORD = WORD_RE
-_TAG = re.compile(r"<[^>\x00]*>")
 
 
 def blank_tags(text: str) -> str:
-    """``text`` with every HTML tag (``<...>``, as normalisation's ``strip_html`` finds them)
-    replaced by as many spaces: the words between tags stand apart, at the same offsets."""
+    """``text`` with every HTML tag (``<...>``, as normalisation's ``strip_html`` finds them:
+    :data:`neardup.text.normalize.HTML_TAG`) replaced by as many spaces: the words between
+    tags stand apart, at the same offsets."""
     if "<" not in text:
         return text
-    return _TAG.sub(lambda m: " " * len(m.group()), text)
+    return HTML_TAG.sub(lambda m: " " * len(m.group()), text)
 
 
 #: 1 for the ASCII punctuation that word keys leave out at a word's ends

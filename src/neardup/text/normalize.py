@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,7 +27,9 @@ from ..config import NormalizeConfig
 from ..errors import InputError, SkipReason
 
 SEP = "\x00"
-_TAG = re.compile(r"<[^>\x00]*>")
+#: an HTML tag (``<...>``, not across the NUL that separates the texts of a batch): what
+#: ``strip_html`` removes here, and what reuse detection blanks (:func:`neardup.reuse.blank_tags`)
+HTML_TAG = re.compile(r"<[^>\x00]*>")
 _PUNCT = re.compile(r"[^\w\s\x00]|_")
 _DIGITS = re.compile(r"\d+")
 
@@ -70,7 +73,7 @@ _NONE = np.zeros(0, np.uint8)
 
 def _collapse_whitespace(
     buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, lower: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per document ``buf[starts[d]:ends[d]]`` (UTF-8): collapse each run of whitespace to one
     space, drop leading and trailing whitespace, and lower A-Z if ``lower``.
     Returns (bytes, offsets[n+1], code points per document, words per document) with the
@@ -150,7 +153,7 @@ def _normalize_joined(s: str, cfg: NormalizeConfig) -> str:
     if cfg.strip_html:
         import html
 
-        s = html.unescape(_TAG.sub(" ", s))
+        s = html.unescape(HTML_TAG.sub(" ", s))
     if cfg.nfkc:
         s = _nfkc(s)
     if cfg.casefold:
@@ -262,7 +265,7 @@ def _sources(data: np.ndarray, offsets: np.ndarray, cfg: NormalizeConfig):
                 new_ends[odd[ok]] = f_ends[ok]
                 folded = folded[:w]
                 rest = odd[~ok]
-            raw = memoryview(data)
+            raw = data.data  # a memoryview of the bytes
             parts = [
                 _fold_one(str(raw[a:b], "utf-8", "surrogatepass"), cfg).encode(
                     "utf-8", "surrogatepass"
@@ -354,7 +357,7 @@ def normalize(texts: Sequence[str], cfg: NormalizeConfig | None = None) -> Norma
     if n and is_arrow_strings(texts):
         if not (cfg.strip_html or cfg.strip_punctuation or cfg.strip_digits or cfg.strip_stopwords):
             return _normalize_arrow(texts, cfg)
-        texts = texts.to_pylist()
+        texts = cast(Any, texts).to_pylist()
     if n == 0:
         return NormalizedBatch(
             np.zeros(0, np.uint8),
