@@ -18,8 +18,8 @@ pytest.importorskip("distributed")
 
 from neardup.config import DedupConfig  # noqa: E402
 from neardup.engines.dask import dedup_dask  # noqa: E402
-from neardup.engines.local_job import dedup_files  # noqa: E402
 from neardup.errors import ConfigError, InputError, OutputError  # noqa: E402
+from neardup.jobs.dedup import dedup_files  # noqa: E402
 from neardup.synth import make_corpus  # noqa: E402
 
 VOLATILE = {

@@ -273,7 +273,7 @@ def test_malloc_tuning_applies_on_glibc_and_can_be_turned_off():
 def test_prefetch_keeps_order_raises_in_place_and_stops_on_close():
     import threading
 
-    from neardup.engines.local_job import _Prefetch
+    from neardup.jobs.dedup import _Prefetch
 
     def items(n, fail_at=None):
         for i in range(n):
@@ -385,7 +385,7 @@ def test_a_run_that_fails_while_deciding_leaves_no_output(tmp_path, monkeypatch)
     import json
 
     import neardup.engines.local as local
-    from neardup.engines.local_job import dedup_files
+    from neardup.jobs.dedup import dedup_files
 
     src = tmp_path / "in.jsonl"
     texts, _ = make_corpus(300, seed=4, words=(20, 40))
@@ -411,7 +411,7 @@ def test_a_second_run_replaces_the_corpus_and_a_failed_one_leaves_it_out(tmp_pat
     import json
 
     import neardup.engines.local as local
-    from neardup.engines.local_job import dedup_files
+    from neardup.jobs.dedup import dedup_files
 
     src = tmp_path / "in.jsonl"
     texts, _ = make_corpus(200, seed=5, words=(20, 40))

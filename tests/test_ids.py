@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup.cli import main
-from neardup.engines.local_job import dedup_files
 from neardup.errors import InputError
 from neardup.io import IdInfo, ReadOptions, read_documents
+from neardup.jobs.dedup import dedup_files
 
 TEXTS = [f"post number {i} about the harbour and the new cycle path" for i in range(12)]
 

@@ -126,6 +126,25 @@ def test_moved_modules_are_gone(old):
     assert not (SRC / f"{old}.py").exists()
 
 
+@pytest.mark.parametrize("old", ["engines/local_job", "reuse_job", "fca/job"])
+def test_the_file_jobs_live_in_one_place(old):
+    """The file jobs (files in, a folder out) are in neardup.jobs, apart from the algorithms."""
+    assert not (SRC / f"{old}.py").exists()
+
+
+def test_only_the_front_ends_call_the_jobs():
+    """The jobs sit above the engines and the studies: nothing but the command line, the
+    service and the jobs themselves import them."""
+    bad = []
+    for path, parts in _modules():
+        if not parts or parts[0] in ("cli", "server", "jobs"):
+            continue
+        for line, target in _imports(path, parts):
+            if target[:1] == ["jobs"]:
+                bad.append(f"{path.relative_to(SRC)}:{line}: imports {'.'.join(target)}")
+    assert not bad, "\n".join(bad)
+
+
 def test_no_private_names_across_packages():
     """A module may use another package's public names only (``_name`` stays in its package:
     the Dask engine once imported nine private names of io, job and lsh)."""

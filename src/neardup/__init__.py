@@ -41,7 +41,7 @@ _LAZY = {
     "ServiceError": ".client",
     "Deduplicator": ".engines.local",
     "dedup": ".engines.local",
-    "dedup_files": ".engines.local_job",
+    "dedup_files": ".jobs.dedup",
     "DuplicateIdError": ".index",
     "Index": ".index",
     "Match": ".index",
@@ -143,8 +143,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
         VerifyConfig,
     )
     from .engines.local import Deduplicator, dedup
-    from .engines.local_job import dedup_files
     from .index import DuplicateIdError, Index, Match
+    from .jobs.dedup import dedup_files
     from .lsh import candidate_pairs, choose_bands, s_curve
     from .result import Pairs, Result
     from .reuse import PassageConfig, PassageIndex, find_reuse, reused_passages

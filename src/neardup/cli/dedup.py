@@ -195,7 +195,7 @@ def pairs_text(p: dict[str, Any]) -> str:
 
 
 def cmd_dedup(a: argparse.Namespace) -> int:
-    from ..engines.local_job import dedup_files
+    from ..jobs.dedup import dedup_files
 
     config = config_from_args(a)
     set_workers(a.workers)

@@ -100,7 +100,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_fca(a: argparse.Namespace) -> int:
     from ..config import ShingleConfig
-    from ..fca.job import fca_files
+    from ..jobs.fca import fca_files
 
     sh = ShingleConfig.parse(a.shingle)
     s = fca_files(

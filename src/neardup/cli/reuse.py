@@ -106,8 +106,8 @@ def _rows(s: dict) -> Rows:
 
 
 def cmd_reuse(a: argparse.Namespace) -> int:
+    from ..jobs.reuse import reuse_files
     from ..reuse import PassageConfig
-    from ..reuse_job import reuse_files
 
     cfg = PassageConfig(
         k=a.k, window=a.window, min_words=a.min_words, max_gap=a.max_gap, strip_html=a.strip_html

@@ -1,5 +1,6 @@
-"""Engines that run the dedup job: the local one is :func:`neardup.engines.local_job.dedup_files`;
-:func:`neardup.engines.dask.dedup_dask` runs the same stages on a Dask cluster (import it from
-its module: Dask is an optional dependency)."""
+"""Engines that run the pipeline's steps (:mod:`neardup.pipeline`): the local one in this process
+(:mod:`neardup.engines.local`, whose file job is :func:`neardup.jobs.dedup.dedup_files`), and
+:func:`neardup.engines.dask.dedup_dask` on a Dask cluster (import it from its module: Dask is an
+optional dependency)."""
 
 __all__: list[str] = []

@@ -9,8 +9,9 @@ of each distinct text (8 bytes per band) and its shingle hashes as 32-bit finger
 as they are, for the pairs that LSH proposes); for estimated verification, its signature
 instead. Never the texts themselves.
 
-The file job on top of it (``neardup dedup``: :func:`dedup_files`, :func:`write_result`) is in
-:mod:`neardup.engines.local_job`; both names are importable from here too (loaded on first use).
+The file job on top of it (``neardup dedup``: :func:`~neardup.jobs.dedup.dedup_files`,
+:func:`~neardup.jobs.dedup.write_result`) is in :mod:`neardup.jobs.dedup`, beside the other
+file jobs.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ _FLAT = frozenset(flat_defaults())
 # Chunks ahead of the sketching worker (normalised and fingerprinted, not yet sketched). With
 # one chunk ahead the sketching worker, the slowest stage, waited 0.65 s of a 1M run for its
 # next chunk; with three (some MB each), 0.05 s. (The file reader's read-ahead is
-# :data:`neardup.engines.local_job._READ_AHEAD`.)
+# :data:`neardup.jobs.dedup._READ_AHEAD`.)
 _SKETCH_QUEUE = 3
 
 

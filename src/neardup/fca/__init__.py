@@ -1,7 +1,7 @@
 """Near-duplicate clusters by Formal Concept Analysis: each document's image (its smallest
 shingle hashes), an inverted table of the hashes, and maximal frequent itemsets as
 clusters of documents that share at least ``min_common`` hashes. :func:`fca` runs it on texts;
-:func:`~neardup.fca.job.fca_files` is ``neardup fca`` (files in, clusters and an evaluation
+:func:`~neardup.jobs.fca.fca_files` is ``neardup fca`` (files in, clusters and an evaluation
 out)."""
 
 from .core import (

@@ -1,6 +1,6 @@
 """The dedup job on a Dask cluster: the local engine's stages, run per partition on workers.
 
-Results are those of :func:`neardup.engines.local_job.dedup_files` on the same inputs and
+Results are those of :func:`neardup.jobs.dedup.dedup_files` on the same inputs and
 parameters: the same clusters (labels included), representatives, similarities and pairs. Only
 the orchestration differs; every step calls the pipeline's functions the local engine calls
 (:mod:`neardup.pipeline`: ``ingest_chunk``, ``run_candidates``, ``verify_pairs``,

@@ -195,12 +195,12 @@ def dedup_dask(
     partitioned_tables: bool = False,
     progress: Any = None,
 ) -> dict[str, Any]:
-    """:func:`neardup.engines.local_job.dedup_files` on a Dask cluster; returns the summary (with ``engine``,
+    """:func:`neardup.jobs.dedup.dedup_files` on a Dask cluster; returns the summary (with ``engine``,
     ``workers`` and ``partitions``) and writes ``clusters``, ``pairs``, ``summary.json`` and,
     with ``write_corpus``, the deduplicated corpus in ``outdir`` as the local engine writes
     them (``deduplicated/NAME`` per input, in its format with all its columns).
 
-    ``id_field``: as for :func:`~neardup.engines.local_job.dedup_files` (``None``: the field ``id``
+    ``id_field``: as for :func:`~neardup.jobs.dedup.dedup_files` (``None``: the field ``id``
     when every record of every partition has one, else row numbers; ``""``: row numbers).
 
     ``scheduler``: the address of a running scheduler (``tcp://host:port``); without it a

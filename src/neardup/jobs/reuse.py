@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, SkipReason
-from .reuse import PassageConfig, find_reuse
+from ..errors import InputError, SkipReason
+from ..reuse import PassageConfig, find_reuse
 
 
 def reuse_files(
@@ -32,7 +32,7 @@ def reuse_files(
     ``a_end``, ``b_start``, ``b_end``, ``words``, ``matched_words``), ``pairs`` (one row per
     pair: ``id_a``, ``id_b``, ``passages``, ``reused_words_a``/``_b``, ``share_a``/``_b``) and
     ``summary.json`` into ``outdir``. Returns the summary."""
-    from .io import SkipReport, prepare_outdir, read_all, write_json_atomic, write_table
+    from ..io import SkipReport, prepare_outdir, read_all, write_json_atomic, write_table
 
     cfg = config or PassageConfig()
     t0 = time.perf_counter()

@@ -13,8 +13,8 @@ from .._extras import NO_FIGURES, can_plot
 from ..analyze.output import markdown_table
 from ..errors import ConfigError, InputError, SkipReason
 from ..evaluate.clusters import bisecting_kmeans, pair_scores, pairs_of_groups, read_reference
+from ..fca.core import fca
 from ..io import SkipReport, prepare_outdir, read_all, write_json_atomic
-from .core import fca
 
 
 def fca_files(

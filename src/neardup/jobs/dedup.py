@@ -19,10 +19,10 @@ import numpy as np
 
 from .._log import get_logger
 from ..config import DedupConfig
+from ..engines.local import Deduplicator
 from ..errors import InputError, OutputError, SkipReason
 from ..pipeline import NoProgress, Progress
 from ..result import Result
-from .local import Deduplicator
 
 if TYPE_CHECKING:
     from ..io import OutputOptions, ReadOptions
