@@ -1,0 +1,86 @@
+"""The one table of the flat parameters (``neardup.config.PARAMETERS``): the configuration
+records, ``DedupConfig.from_kwargs``, the keyword APIs, the command line, the web service and
+the README's parameter reference all follow it."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from neardup.config import PARAMETERS, PARAMS, DedupConfig, ShingleConfig, flat_defaults, markdown
+from neardup.errors import ConfigError
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _value(config: DedupConfig, name: str):
+    p = PARAMS[name]
+    if p.kind == "shingle":
+        return str(config.shingle)
+    return getattr(getattr(config, p.section), p.field)
+
+
+def _other(name: str):
+    """A value of the parameter ``name`` that is not its default."""
+    p = PARAMS[name]
+    if p.kind == "bool":
+        return not p.default
+    if p.kind == "choice":
+        return next(c for c in p.choices if c != p.default)
+    if p.kind == "shingle":
+        return "char:4"
+    if p.default is None:
+        return 2
+    if p.kind == "int":
+        return p.default + 1
+    return p.default / 2
+
+
+def test_names_are_unique_and_cover_every_field_of_the_config():
+    assert len(PARAMS) == len(PARAMETERS)
+    d = DedupConfig()
+    fields = {
+        (section.name, f.name)
+        for section in dataclasses.fields(d)
+        if section.name != "shingle"
+        for f in dataclasses.fields(getattr(d, section.name))
+    }
+    assert fields == {(p.section, p.field) for p in PARAMETERS if p.kind != "shingle"}
+
+
+def test_defaults_of_the_records_are_the_tables():
+    d = DedupConfig()
+    assert {p.name: _value(d, p.name) for p in PARAMETERS} == flat_defaults()
+    assert str(ShingleConfig()) == PARAMS["shingle"].default
+    assert list(flat_defaults()) == [p.name for p in PARAMETERS]
+
+
+@pytest.mark.parametrize("name", list(PARAMS))
+def test_from_kwargs_sets_the_field_of_each_parameter(name):
+    value = _other(name)
+    config = DedupConfig.from_kwargs(**{name: value})
+    assert _value(config, name) == value
+    # and nothing else
+    others = {p.name: _value(config, p.name) for p in PARAMETERS if p.name != name}
+    assert others == {k: v for k, v in flat_defaults().items() if k != name}
+
+
+@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.kind in ("int", "real", "choice")])
+def test_each_parameter_is_checked_with_its_name(p):
+    bad = "not a value" if p.kind != "choice" else "no such choice"
+    with pytest.raises(ConfigError, match=rf"^{p.name}='{bad}' is invalid: "):
+        DedupConfig.from_kwargs(**{p.name: bad})
+
+
+def test_unknown_parameter_names_the_allowed_ones():
+    with pytest.raises(ConfigError) as e:
+        DedupConfig.from_kwargs(treshold=0.5)
+    assert str(e.value) == ("unknown parameter 'treshold'; allowed: " + ", ".join(sorted(PARAMS)))
+
+
+def test_markdown_has_a_row_per_parameter():
+    rows = markdown().splitlines()[2:]
+    assert [re.match(r"\| `(\w+)`", r).group(1) for r in rows] == list(PARAMS)
