@@ -4,6 +4,7 @@ the README's parameter reference all follow it."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 from pathlib import Path
@@ -84,3 +85,46 @@ def test_unknown_parameter_names_the_allowed_ones():
 def test_markdown_has_a_row_per_parameter():
     rows = markdown().splitlines()[2:]
     assert [re.match(r"\| `(\w+)`", r).group(1) for r in rows] == list(PARAMS)
+
+
+def _options(argv: list[str]) -> dict:
+    from neardup.cli import build_parser
+
+    parser = build_parser(argv[0])
+    for word in argv:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return {o: a for a in parser._actions for o in a.option_strings}
+
+
+# an index writes no pairs table
+INDEX_PARAMS = [p for p in PARAMETERS if p.section != "pairs"]
+# `neardup index create` has no verification and clustering options
+INDEX_CREATE_PARAMS = [p for p in INDEX_PARAMS if p.section not in ("verify", "cluster")]
+
+
+@pytest.mark.parametrize(
+    "argv, params", [(["dedup"], PARAMETERS), (["index", "create"], INDEX_CREATE_PARAMS)]
+)
+def test_the_command_line_options_are_the_tables(argv, params):
+    options = _options(argv)
+    for p in params:
+        action = options[p.flag]
+        assert action.help == p.help_text(), p.flag
+        if p.kind == "bool":
+            assert action.default is False and action.nargs == 0
+        else:
+            assert action.default == p.default, p.flag
+            assert tuple(action.choices or ()) == p.choices
+            assert action.metavar == p.metavar
+
+
+@pytest.mark.parametrize("p", PARAMETERS, ids=lambda p: p.name)
+def test_each_option_sets_its_parameter(p):
+    from neardup.cli import build_parser
+    from neardup.cli.common import config_from_args
+
+    value = _other(p.name)
+    words = [p.flag] if p.kind == "bool" else [p.flag, str(value)]
+    args = build_parser("dedup").parse_args(["dedup", "in.jsonl", "-o", "out", *words])
+    assert config_from_args(args) == DedupConfig.from_kwargs(**{p.name: value})
