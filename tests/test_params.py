@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import re
 from pathlib import Path
 
 import pytest
 
+import neardup
 from neardup.config import PARAMETERS, PARAMS, DedupConfig, ShingleConfig, flat_defaults, markdown
 from neardup.errors import ConfigError
 
@@ -128,3 +130,38 @@ def test_each_option_sets_its_parameter(p):
     words = [p.flag] if p.kind == "bool" else [p.flag, str(value)]
     args = build_parser("dedup").parse_args(["dedup", "in.jsonl", "-o", "out", *words])
     assert config_from_args(args) == DedupConfig.from_kwargs(**{p.name: value})
+
+
+def _keywords(fn) -> dict:
+    sig = inspect.signature(fn)
+    assert not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    return {k: p.default for k, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
+
+
+@pytest.mark.parametrize("fn", [neardup.dedup, neardup.Deduplicator.__init__])
+def test_the_keywords_of_dedup_and_deduplicator_are_the_tables(fn):
+    named = {k: v for k, v in _keywords(fn).items() if k in PARAMS}
+    assert list(named.items()) == list(flat_defaults().items())
+
+
+def test_the_keywords_of_index_are_the_tables_but_the_pairs():
+    named = {k: v for k, v in _keywords(neardup.Index.__init__).items() if k in PARAMS}
+    # None: not given (a new index takes the default, an existing one its own)
+    assert named == {p.name: None for p in INDEX_PARAMS}
+    assert list(named) == [p.name for p in INDEX_PARAMS]
+
+
+@pytest.mark.parametrize("name", list(PARAMS))
+def test_each_keyword_is_passed_on(name):
+    """A keyword that an API took and did not pass on would be ignored: each one, with a
+    whole ``config`` besides, is the error that names it."""
+    config = DedupConfig()
+    calls = [
+        lambda kw: neardup.dedup(["a text"], config=config, **kw),
+        lambda kw: neardup.Deduplicator(config, **kw),
+    ]
+    if name in {p.name for p in INDEX_PARAMS}:
+        calls.append(lambda kw: neardup.Index(config=config, **kw))
+    for call in calls:
+        with pytest.raises(ConfigError, match=rf"\(given: config and {name}\)$"):
+            call({name: _other(name)})
