@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import inspect
 import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,28 @@ def test_each_keyword_is_passed_on(name):
     for call in calls:
         with pytest.raises(ConfigError, match=rf"\(given: config and {name}\)$"):
             call({name: _other(name)})
+
+
+@pytest.mark.parametrize(
+    "fn", [neardup.dedup, neardup.Deduplicator.__init__, neardup.Index.__init__]
+)
+def test_the_literal_choices_of_the_keywords_are_the_tables(fn):
+    sig = inspect.signature(fn)
+    for p in PARAMETERS:
+        if p.kind == "choice" and p.name in sig.parameters:
+            annotation = str(sig.parameters[p.name].annotation)
+            assert tuple(re.findall(r"""['"](\w+)['"]""", annotation)) == p.choices, p.name
+
+
+def test_the_service_fields_are_the_tables():
+    pytest.importorskip("fastapi")
+    from neardup.server import models
+
+    assert typing.get_args(models.ClusterMethod) == PARAMS["cluster"].choices
+    assert models.CLUSTER_DEFAULT == PARAMS["cluster"].default
+    assert models.THRESHOLD_DEFAULT == PARAMS["threshold"].default
+    # threshold: (0, 1]
+    assert models.param_bounds("threshold") == (0, None, None, 1)
+    assert models.param_bounds("min_recall") == (0, None, 1, None)
+    field = typing.get_args(models.ThresholdParam)[1]
+    assert [repr(m) for m in field.metadata] == ["Gt(gt=0)", "Le(le=1)"]
