@@ -191,3 +191,16 @@ def test_the_service_fields_are_the_tables():
     assert models.param_bounds("min_recall") == (0, None, 1, None)
     field = typing.get_args(models.ThresholdParam)[1]
     assert [repr(m) for m in field.metadata] == ["Gt(gt=0)", "Le(le=1)"]
+
+
+def test_the_readme_parameter_table_is_the_generated_one():
+    """The README's parameter reference is what ``python -m neardup.config --markdown``
+    writes: regenerate it there after changing a parameter."""
+    text = README.read_text(encoding="utf-8")
+    found = re.search(
+        r"<!-- parameters: python -m neardup.config --markdown -->\n(.*?)<!-- /parameters -->",
+        text,
+        flags=re.S,
+    )
+    assert found, "the README has no generated parameter table"
+    assert found.group(1) == markdown()
