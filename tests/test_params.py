@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 import neardup
-from neardup.config import PARAMETERS, PARAMS, DedupConfig, ShingleConfig, flat_defaults, markdown
+from neardup.config import (
+    INDEX_PARAMETERS,
+    PARAMETERS,
+    PARAMS,
+    DedupConfig,
+    ShingleConfig,
+    flat_defaults,
+    markdown,
+)
 from neardup.errors import ConfigError
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -87,7 +95,8 @@ def test_unknown_parameter_names_the_allowed_ones():
 
 def test_markdown_has_a_row_per_parameter():
     rows = markdown().splitlines()[2:]
-    assert [re.match(r"\| `(\w+)`", r).group(1) for r in rows] == list(PARAMS)
+    names = [p.name for p in PARAMETERS + INDEX_PARAMETERS]
+    assert [re.match(r"\| `(\w+)`", r).group(1) for r in rows] == names
 
 
 def _options(argv: list[str]) -> dict:
@@ -107,13 +116,14 @@ INDEX_CREATE_PARAMS = [p for p in INDEX_PARAMS if p.section not in ("verify", "c
 
 
 @pytest.mark.parametrize(
-    "argv, params", [(["dedup"], PARAMETERS), (["index", "create"], INDEX_CREATE_PARAMS)]
+    "argv, params",
+    [(["dedup"], PARAMETERS), (["index", "create"], [*INDEX_CREATE_PARAMS, *INDEX_PARAMETERS])],
 )
 def test_the_command_line_options_are_the_tables(argv, params):
     options = _options(argv)
     for p in params:
         action = options[p.flag]
-        assert action.help == p.help_text(), p.flag
+        assert action.help == p.help_text().replace("%", "%%"), p.flag  # argparse's escape
         if p.kind == "bool":
             assert action.default is False and action.nargs == 0
         else:
@@ -150,6 +160,10 @@ def test_the_keywords_of_index_are_the_tables_but_the_pairs():
     # None: not given (a new index takes the default, an existing one its own)
     assert named == {p.name: None for p in INDEX_PARAMS}
     assert list(named) == [p.name for p in INDEX_PARAMS]
+    own = _keywords(neardup.Index.__init__)
+    # passages: None is not given (an existing index keeps its own)
+    assert own["store_text"] is True and own["passages"] is None
+    assert {p.name for p in INDEX_PARAMETERS} <= set(own)
 
 
 @pytest.mark.parametrize("name", list(PARAMS))

@@ -337,6 +337,34 @@ PARAMETERS: tuple[Param, ...] = (
 
 #: :data:`PARAMETERS` by keyword.
 PARAMS: dict[str, Param] = {p.name: p for p in PARAMETERS}
+
+#: The index's own parameters (section "index"): keywords of :class:`neardup.Index` and options
+#: of ``neardup index create``, in no :class:`DedupConfig`. (``Index`` takes ``passages`` as
+#: ``True``, ``False`` or a :class:`neardup.PassageConfig`.)
+INDEX_PARAMETERS: tuple[Param, ...] = (
+    Param(
+        "store_text",
+        "index",
+        "store_text",
+        "bool",
+        True,
+        "do not store the texts (smaller; "
+        "side-by-side passages, reused passages and query by id need them)",
+        "--no-texts",
+    ),
+    Param(
+        "passages",
+        "index",
+        "passages",
+        "bool",
+        False,
+        "also index passage fingerprints, so that checks (the web page, "
+        "Index.check) find passages copied into otherwise different texts; "
+        "adding documents is about 3x slower and the index ~40% larger "
+        "(default: whole-text near-duplicates only)",
+        "--passages",
+    ),
+)
 _BY_FIELD = {(p.section, p.field): p for p in PARAMETERS}
 
 
@@ -532,7 +560,7 @@ class DedupConfig:
             if p is None:
                 allowed = ", ".join(sorted(PARAMS))
                 raise ConfigError(f"unknown parameter {key!r}; allowed: {allowed}")
-            if p.kind == "shingle":
+            if p.field is None:  # the shingle specification: the whole section
                 shingle = ShingleConfig.parse(value)
             else:
                 sections[p.section][p.field] = value
@@ -584,13 +612,14 @@ def markdown() -> str:
         "| keyword | option | default | allowed | meaning |",
         "|---|---|---|---|---|",
     ]
-    for p in PARAMETERS:
+    for p in PARAMETERS + INDEX_PARAMETERS:
         option = p.flag + (f" {p.metavar}" if p.metavar else "")
         # the default has a column of its own
         meaning = p.help.removesuffix(" (default: {default})").format(default=p.default)
         if p.negated:
             meaning = f"`{p.flag}`: {meaning}"
-        cells = [f"`{p.name}`", f"`{option}`", shown(p), p.allowed_text(), meaning]
+        keyword = f"`{p.name}`" + (" (`Index` only)" if p.section == "index" else "")
+        cells = [keyword, f"`{option}`", shown(p), p.allowed_text(), meaning]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import PARAMETERS, PARAMS, DedupConfig
+from ..config import INDEX_PARAMETERS, PARAMETERS, PARAMS, DedupConfig
 from ..errors import ConfigError, NeardupError
 
 #: Exit code of a command that succeeded.
@@ -210,11 +210,16 @@ PARAM_GROUPS = (
 )
 
 
+#: The index's own parameters (:data:`~neardup.config.INDEX_PARAMETERS`) by keyword.
+INDEX_PARAMS = {p.name: p for p in INDEX_PARAMETERS}
+
+
 def add_param_arg(g: Group, name: str) -> None:
-    """The option of the parameter ``name`` of :data:`~neardup.config.PARAMETERS` on ``g``:
+    """The option of the parameter ``name`` of :data:`~neardup.config.PARAMETERS` (or
+    :data:`~neardup.config.INDEX_PARAMETERS`) on ``g``:
     its flag, help, default and allowed values as the table gives them (a boolean: a switch,
     ``--no-...`` for one that is on by default)."""
-    p = PARAMS[name]
+    p = PARAMS[name] if name in PARAMS else INDEX_PARAMS[name]
     kw: dict[str, Any] = {"help": p.help_text().replace("%", "%%")}
     if p.kind == "bool":
         kw["action"] = "store_true"
