@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import SCHEMES, DedupConfig
+from ..config import INDEX_PARAMETERS, PARAMETERS, PARAMS, DedupConfig
 from ..errors import ConfigError, NeardupError
 
 #: Exit code of a command that succeeded.
@@ -190,127 +190,69 @@ def add_running_args(
         g.add_argument("--json", action="store_true", help=json_help)
 
 
+#: The option groups of the parameters (:data:`~neardup.config.PARAMETERS`) that
+#: :func:`add_param_args` adds, in the order of ``--help``; the last one with ``clustering``.
+PARAM_GROUPS = (
+    (
+        "normalisation (NFKC, case folding and whitespace collapsing are on)",
+        (
+            "nfkc",
+            "casefold",
+            "strip_html",
+            "strip_punctuation",
+            "strip_digits",
+            "strip_stopwords",
+        ),
+    ),
+    ("shingles and MinHash", ("shingle", "num_perm", "seed", "scheme")),
+    ("LSH", ("threshold", "bands", "rows", "min_recall", "bucket_cap")),
+    ("verification and clustering", ("verify", "cluster", "keep")),
+)
+
+
+#: The index's own parameters (:data:`~neardup.config.INDEX_PARAMETERS`) by keyword.
+INDEX_PARAMS = {p.name: p for p in INDEX_PARAMETERS}
+
+
+def add_param_arg(g: Group, name: str) -> None:
+    """The option of the parameter ``name`` of :data:`~neardup.config.PARAMETERS` (or
+    :data:`~neardup.config.INDEX_PARAMETERS`) on ``g``:
+    its flag, help, default and allowed values as the table gives them (a boolean: a switch,
+    ``--no-...`` for one that is on by default)."""
+    p = PARAMS[name] if name in PARAMS else INDEX_PARAMS[name]
+    kw: dict[str, Any] = {"help": p.help_text().replace("%", "%%")}
+    if p.kind == "bool":
+        kw["action"] = "store_true"
+    else:
+        kw["default"] = p.default
+        if p.kind in ("int", "real"):
+            kw["type"] = int if p.kind == "int" else float
+        if p.choices:
+            kw["choices"] = p.choices
+        if p.metavar is not None:
+            kw["metavar"] = p.metavar
+    g.add_argument(p.flag, **kw)
+
+
 def add_param_args(p: argparse.ArgumentParser, clustering: bool = True) -> None:
     """Normalisation, shingle, MinHash and LSH parameters (shared by dedup and index create),
     with the defaults of :class:`~neardup.config.DedupConfig`; ``clustering`` adds verification
     and clustering."""
-    d = DedupConfig()
-    nm = p.add_argument_group("normalisation (NFKC, case folding and whitespace collapsing are on)")
-    nm.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalisation")
-    nm.add_argument("--no-casefold", action="store_true", help="keep letter case")
-    nm.add_argument("--strip-html", action="store_true", help="remove HTML tags and entities")
-    nm.add_argument(
-        "--strip-punctuation", action="store_true", help="replace punctuation by spaces"
-    )
-    nm.add_argument("--strip-digits", action="store_true", help="remove digits")
-    nm.add_argument("--strip-stopwords", action="store_true", help="remove English stop words")
-
-    sk = p.add_argument_group("shingles and MinHash")
-    sk.add_argument(
-        "--shingle",
-        default=str(d.shingle),
-        metavar="SPEC",
-        help="word:K[:OFFSET] (K-word shingles, OFFSET words apart) or char:K[:OFFSET] "
-        f"(default: {d.shingle})",
-    )
-    sk.add_argument(
-        "--num-perm",
-        type=int,
-        default=d.sketch.num_perm,
-        metavar="K",
-        help=f"MinHash values per document (default: {d.sketch.num_perm})",
-    )
-    sk.add_argument(
-        "--seed", type=int, default=d.sketch.seed, help=f"hash seed (default: {d.sketch.seed})"
-    )
-    sk.add_argument(
-        "--scheme",
-        choices=SCHEMES,
-        default=d.sketch.scheme,
-        help="how the MinHash signature is computed: oph (default) hashes each "
-        "shingle once and spreads the hashes over the signature's values "
-        "(fast); classic computes one hash function (a*x+b) mod 2^61-1 per "
-        "value (the textbook method, slower); both estimate the same Jaccard "
-        "similarity",
-    )
-
-    ls = p.add_argument_group("LSH")
-    ls.add_argument(
-        "--threshold",
-        type=float,
-        default=d.lsh.threshold,
-        help="Jaccard similarity at which two texts are near-duplicates (default: "
-        f"{d.lsh.threshold})",
-    )
-    ls.add_argument("--bands", type=int, default=None, help="number of bands (default: chosen)")
-    ls.add_argument("--rows", type=int, default=None, help="rows per band (default: chosen)")
-    ls.add_argument(
-        "--min-recall",
-        type=float,
-        default=d.lsh.min_recall,
-        help="lowest probability of finding a pair exactly at the threshold when "
-        f"bands and rows are chosen (default: {d.lsh.min_recall})",
-    )
-    ls.add_argument(
-        "--bucket-cap",
-        type=int,
-        default=d.lsh.bucket_cap,
-        metavar="N",
-        help="a band value shared by more documents than this is not paired "
-        "all with all: each of them is paired with the bucket's first "
-        "document only, and the summary counts such buckets "
-        f"(default: {d.lsh.bucket_cap})",
-    )
-
-    if not clustering:
-        return
-    vc = p.add_argument_group("verification and clustering")
-    vc.add_argument(
-        "--verify",
-        choices=["exact", "estimate"],
-        default=d.verify.mode,
-        help="exact Jaccard of the shingle sets (default) or the MinHash estimate",
-    )
-    vc.add_argument(
-        "--cluster",
-        choices=["components", "strict"],
-        default=d.cluster.method,
-        help="components (union-find, default) or strict (every member verified "
-        "against its representative: no chaining)",
-    )
-    vc.add_argument(
-        "--keep",
-        choices=["first", "longest"],
-        default=d.cluster.keep,
-        help="representative kept from each cluster (default: first)",
-    )
+    for title, names in PARAM_GROUPS[: None if clustering else -1]:
+        g = p.add_argument_group(title)
+        for name in names:
+            add_param_arg(g, name)
 
 
 def config_from_args(a: argparse.Namespace) -> DedupConfig:
-    """The :class:`~neardup.config.DedupConfig` of the options :func:`add_param_args` added."""
-    extra = (
-        {"verify": a.verify, "cluster": a.cluster, "keep": a.keep} if hasattr(a, "verify") else {}
-    )
-    if hasattr(a, "pairs"):
-        extra.update(pairs=a.pairs, pairs_max_group=a.pairs_max_group)
-    return DedupConfig.from_kwargs(
-        nfkc=not a.no_nfkc,
-        casefold=not a.no_casefold,
-        strip_html=a.strip_html,
-        strip_punctuation=a.strip_punctuation,
-        strip_digits=a.strip_digits,
-        strip_stopwords=a.strip_stopwords,
-        shingle=a.shingle,
-        num_perm=a.num_perm,
-        seed=a.seed,
-        scheme=a.scheme,
-        threshold=a.threshold,
-        bands=a.bands,
-        rows=a.rows,
-        min_recall=a.min_recall,
-        bucket_cap=a.bucket_cap,
-        **extra,
-    )
+    """The :class:`~neardup.config.DedupConfig` of the parameter options that the command
+    has (:func:`add_param_args`, :func:`add_param_arg`)."""
+    params = {}
+    for p in PARAMETERS:
+        if hasattr(a, p.dest):
+            value = getattr(a, p.dest)
+            params[p.name] = not value if p.negated else value
+    return DedupConfig.from_kwargs(**params)
 
 
 def set_workers(n: int | None) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..config import DedupConfig
 from ..errors import ConfigError
 from .common import (
     EXIT_OK,
@@ -15,6 +14,7 @@ from .common import (
     Rows,
     add_input_args,
     add_output_args,
+    add_param_arg,
     add_param_args,
     add_running_args,
     config_from_args,
@@ -65,24 +65,8 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
         help="format of the clusters and pairs tables (default: parquet)",
     )
     g.add_argument("--no-corpus", action="store_true", help="do not write the deduplicated corpus")
-    d = DedupConfig().pairs
-    g.add_argument(
-        "--pairs",
-        choices=["all", "edges"],
-        default=d.mode,
-        help="rows of the pairs table: every pair known to be a duplicate, the "
-        "verified ones and those implied by exact duplicates (column implied; "
-        "all, default), or only the pairs compared (edges)",
-    )
-    g.add_argument(
-        "--pairs-max-group",
-        type=int,
-        default=d.max_group,
-        metavar="N",
-        help="exact-duplicate groups of more documents are written as edges only "
-        "(each copy with the group's first document); the summary counts the "
-        f"pairs left out (default: {d.max_group})",
-    )
+    add_param_arg(g, "pairs")
+    add_param_arg(g, "pairs_max_group")
     g.add_argument(
         "--save-index",
         default=None,

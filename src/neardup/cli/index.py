@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, InputError, OutputError, SkipReason
 from .common import (
@@ -23,6 +24,7 @@ from .common import (
     _shown,
     _storage_options,
     add_input_args,
+    add_param_arg,
     add_param_args,
     add_running_args,
     config_from_args,
@@ -118,7 +120,7 @@ def cmd_index_add(a: argparse.Namespace) -> int:
         idx.close()
     wall = time.perf_counter() - t0
     sk = report.to_dict()
-    data = {
+    data: dict[str, Any] = {
         "added": added,
         "documents": total,
         "ids": ids.to_dict(),
@@ -294,13 +296,16 @@ def cmd_stream(a: argparse.Namespace) -> int:
             if isinstance(item, InputError) and item.reason is SkipReason.EMPTY_FILE:
                 continue  # no line at all: nothing to answer
             counts["lines"] += 1
-            error = item if isinstance(item, InputError) else None
-            if error is None:
+            error: InputError | None = None
+            if isinstance(item, InputError):
+                error = item
+            else:
+                doc_id = item.id
                 try:
                     matches = (
                         idx.query(item.text, a.threshold)
                         if a.no_add
-                        else _check_and_add(idx, item.id, item.text, a.threshold)
+                        else _check_and_add(idx, doc_id, item.text, a.threshold)
                     )
                 except InputError as e:  # the index's own, e.g. another text under a held id
                     error = e
@@ -317,7 +322,7 @@ def cmd_stream(a: argparse.Namespace) -> int:
             out.write(
                 json.dumps(
                     {
-                        "id": item.id,
+                        "id": doc_id,
                         "decision": decision,
                         "added": not matches and not a.no_add,
                         "matches": [{"id": m.id, "similarity": m.similarity} for m in matches],
@@ -363,20 +368,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Create a new index; its parameters are stored in it.",
     )
     c.add_argument("index", metavar="INDEX", help="the new index: " + INDEX_HELP)
-    c.add_argument(
-        "--no-texts",
-        action="store_true",
-        help="do not store the texts (smaller; "
-        "side-by-side passages, reused passages and query by id need them)",
-    )
-    c.add_argument(
-        "--passages",
-        action="store_true",
-        help="also index passage fingerprints, so that checks (the web page, "
-        "Index.check) find passages copied into otherwise different texts; "
-        "adding documents is about 3x slower and the index ~40%% larger "
-        "(default: whole-text near-duplicates only)",
-    )
+    add_param_arg(c, "store_text")
+    add_param_arg(c, "passages")
     _add_redis_password(c)
     add_param_args(c, clustering=False)
     add_running_args(c, json_help="print the index's parameters as JSON on stdout")

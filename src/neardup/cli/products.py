@@ -609,7 +609,8 @@ def _quality_rows(q: dict) -> Rows:
             f"{_num(b['per_offer'], 1)}, per labelled offer "
             f"{_num(b['per_labelled_offer'], 1)}",
         ),
-    ] + _cluster_rows(q.get("clusters"))
+        *_cluster_rows(q.get("clusters")),
+    ]
 
 
 def _cluster_rows(c: dict | None) -> Rows:

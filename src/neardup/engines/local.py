@@ -37,7 +37,7 @@ from .._columns import (
 from .._log import get_logger
 from .._malloc import tune_malloc
 from .._threads import get_num_threads, set_num_threads
-from ..config import DedupConfig, ShingleConfig, config_from, flat_defaults
+from ..config import DedupConfig, ShingleConfig, config_from
 from ..errors import ConfigError, InputError, SkipReason
 from ..exact import FingerprintTable
 from ..lsh import lsh_params
@@ -71,9 +71,6 @@ __all__ = ["Deduplicator", "dedup"]
 StageCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
 log = get_logger(__name__)
-
-#: the flat keyword parameters of :func:`dedup` and :class:`Deduplicator`
-_FLAT = frozenset(flat_defaults())
 
 # Chunks ahead of the sketching worker (normalised and fingerprinted, not yet sketched). With
 # one chunk ahead the sketching worker, the slowest stage, waited 0.65 s of a 1M run for its
@@ -136,7 +133,29 @@ class Deduplicator:
         check_ids: bool = True,
         on_stage: StageCallback | None = None,
     ):
-        self.config = config_from(config, {k: v for k, v in locals().items() if k in _FLAT})
+        params = dict(
+            threshold=threshold,
+            shingle=shingle,
+            num_perm=num_perm,
+            scheme=scheme,
+            seed=seed,
+            bands=bands,
+            rows=rows,
+            min_recall=min_recall,
+            bucket_cap=bucket_cap,
+            verify=verify,
+            cluster=cluster,
+            keep=keep,
+            pairs=pairs,
+            pairs_max_group=pairs_max_group,
+            nfkc=nfkc,
+            casefold=casefold,
+            strip_html=strip_html,
+            strip_punctuation=strip_punctuation,
+            strip_digits=strip_digits,
+            strip_stopwords=strip_stopwords,
+        )
+        self.config = config_from(config, params)
         check_choice("on_error", on_error, ("fail", "skip"))
         self.on_error = on_error
         self._skipped = 0
@@ -596,7 +615,28 @@ def dedup(
     check_int("chunk_size", chunk_size, 1)
     if progress is not None and not callable(progress):
         raise ConfigError(f"progress={progress!r} is invalid: a function of (stage, done, total)")
-    params = {k: v for k, v in locals().items() if k in _FLAT}
+    params = dict(
+        threshold=threshold,
+        shingle=shingle,
+        num_perm=num_perm,
+        scheme=scheme,
+        seed=seed,
+        bands=bands,
+        rows=rows,
+        min_recall=min_recall,
+        bucket_cap=bucket_cap,
+        verify=verify,
+        cluster=cluster,
+        keep=keep,
+        pairs=pairs,
+        pairs_max_group=pairs_max_group,
+        nfkc=nfkc,
+        casefold=casefold,
+        strip_html=strip_html,
+        strip_punctuation=strip_punctuation,
+        strip_digits=strip_digits,
+        strip_stopwords=strip_stopwords,
+    )
     texts, ids = table_columns(texts, ids, text_field, id_field)
     d = Deduplicator(
         config_from(config, params), workers=workers, on_error=on_error, on_stage=progress

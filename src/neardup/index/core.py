@@ -25,7 +25,7 @@ import numpy as np
 
 from .._columns import table_columns, table_kind
 from .._version import __version__
-from ..config import DedupConfig, ShingleConfig, check_threshold, flat_defaults
+from ..config import DedupConfig, ShingleConfig, check_threshold
 from ..errors import ConfigError, InputError, SkipReason
 from ..lsh import lsh_params, s_curve
 from ..pipeline import ShingleSets, TextSketches, sketch_texts, verify_pairs
@@ -44,9 +44,6 @@ from .storage import (
     Storage,
     StoredDoc,
 )
-
-#: the keyword parameters of :class:`Index` that are those of :class:`~neardup.DedupConfig`
-_FLAT = frozenset(flat_defaults())
 
 # Parameters that change what is stored; the rest (threshold of a query, bucket cap) may vary.
 _STORED_SECTIONS = ("normalize", "shingle", "sketch")
@@ -114,7 +111,27 @@ class Index(PassageCheck):
         create: bool = True,
     ):
         # None: not given (a new index takes DedupConfig's default, an existing one its own)
-        params = {k: v for k, v in locals().items() if k in _FLAT and v is not None}
+        given_params = dict(
+            threshold=threshold,
+            shingle=shingle,
+            num_perm=num_perm,
+            scheme=scheme,
+            seed=seed,
+            bands=bands,
+            rows=rows,
+            min_recall=min_recall,
+            bucket_cap=bucket_cap,
+            verify=verify,
+            cluster=cluster,
+            keep=keep,
+            nfkc=nfkc,
+            casefold=casefold,
+            strip_html=strip_html,
+            strip_punctuation=strip_punctuation,
+            strip_digits=strip_digits,
+            strip_stopwords=strip_stopwords,
+        )
+        params = {k: v for k, v in given_params.items() if v is not None}
         if not isinstance(create, bool):
             raise ConfigError(f"create={create!r} is invalid: True or False")
         if config is not None and params:

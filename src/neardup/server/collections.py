@@ -38,7 +38,20 @@ from .collection_store import (
     title_of,
 )
 from .memory import release_free_memory
-from .models import _ERRORS, CollectionOut, DocumentOut, PairOut, SkipExample
+from .models import (
+    _ERRORS,
+    CLUSTER_DEFAULT,
+    THRESHOLD_DEFAULT,
+    THRESHOLD_GE,
+    THRESHOLD_GT,
+    THRESHOLD_LE,
+    THRESHOLD_LT,
+    ClusterMethod,
+    CollectionOut,
+    DocumentOut,
+    PairOut,
+    SkipExample,
+)
 from .passages import passages_within
 from .state import PAIR_SECONDS, Service
 
@@ -343,15 +356,22 @@ def add_collection_routes(app: FastAPI, service: Service) -> None:
             ),
         ] = None,
         threshold: Annotated[
-            float, Form(gt=0, le=1, description="Jaccard threshold, (0, 1].")
-        ] = 0.8,
+            float,
+            Form(
+                gt=THRESHOLD_GT,
+                ge=THRESHOLD_GE,
+                lt=THRESHOLD_LT,
+                le=THRESHOLD_LE,
+                description="Jaccard threshold, (0, 1].",
+            ),
+        ] = THRESHOLD_DEFAULT,
         cluster: Annotated[
-            Literal["components", "strict"],
+            ClusterMethod,
             Form(
                 description="'components' (transitive) or 'strict' (every member verified against "
                 "its representative)."
             ),
-        ] = "components",
+        ] = CLUSTER_DEFAULT,
     ) -> CollectionOut:
         """Parse the file in memory, deduplicate it with `neardup.dedup` and keep the result
         for `GET /collections/{collection_id}` and the side-by-side view (the most recent
@@ -467,7 +487,7 @@ def _upload(
     text_field: str,
     id_field: str | None,
     threshold: float,
-    cluster: str,
+    cluster: ClusterMethod,
 ) -> bytes:
     data = file.file.read(service.max_upload_bytes + 1)
     if len(data) > service.max_upload_bytes:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ..config import PARAMS
 from ..errors import SkipReason
 from ..index.core import COMMON_TEXTS
 from .ids import id_problem, normal_id
@@ -60,12 +61,41 @@ DocId = Annotated[
     AfterValidator(_valid_unicode),
     AfterValidator(_valid_id),
 ]
+
+
+def param_bounds(name: str) -> tuple[float | None, float | None, float | None, float | None]:
+    """The bounds of the number parameter ``name`` of :data:`neardup.config.PARAMETERS` as the
+    ``gt``, ``ge``, ``lt`` and ``le`` of a pydantic field (``None``: no such bound)."""
+    p = PARAMS[name]
+
+    def plain(x: float | None) -> float | None:  # 0, not 0.0, in the schema and the messages
+        return int(x) if x is not None and float(x).is_integer() else x
+
+    lo, hi = plain(p.lo), plain(p.hi)
+    return (
+        lo if p.lo_open else None,
+        None if p.lo_open else lo,
+        hi if p.hi_open else None,
+        None if p.hi_open else hi,
+    )
+
+
+THRESHOLD_GT, THRESHOLD_GE, THRESHOLD_LT, THRESHOLD_LE = param_bounds("threshold")
+#: The default threshold of an uploaded collection's deduplication (that of ``neardup.dedup``).
+THRESHOLD_DEFAULT: float = PARAMS["threshold"].default
+#: How an uploaded collection is clustered: the choices of ``cluster`` in
+#: :data:`neardup.config.PARAMETERS` (a test checks that they are the same).
+ClusterMethod = Literal["components", "strict"]
+CLUSTER_DEFAULT: ClusterMethod = PARAMS["cluster"].default
+
 ThresholdParam = Annotated[
     float | None,
     Field(
         default=None,
-        gt=0,
-        le=1,
+        gt=THRESHOLD_GT,
+        ge=THRESHOLD_GE,
+        lt=THRESHOLD_LT,
+        le=THRESHOLD_LE,
         description="Minimum Jaccard similarity of the word-shingle sets, in (0, 1], at least the "
         "index's own threshold (below it the index cannot find every near-duplicate, "
         "so a lower one is refused with 422); default: the index's threshold.",
