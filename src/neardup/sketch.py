@@ -20,9 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-import neardup._kernels.shingle as _k  # by full name, for mypy (see text/shingle.py)
-
 from ._arrays import check_segments
+from ._kernels import shingle as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from ._threads import parallel
 from .config import ShingleConfig, SketchConfig
 from .text.normalize import NormalizedBatch

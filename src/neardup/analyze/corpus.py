@@ -17,8 +17,7 @@ from typing import cast
 
 import numpy as np
 
-import neardup._kernels.analyze as _k  # by full name, for mypy (see text/shingle.py)
-
+from .._kernels import analyze as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from .._records import record
 from .._threads import parallel
 from ..config import SHINGLE_KINDS, LSHConfig, ShingleConfig, SketchConfig, check_threshold

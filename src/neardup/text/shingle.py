@@ -25,10 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# the compiled module imported by its full name: mypy, which has no stubs for it, then takes it
-# for a module (of type Any) rather than a missing attribute of neardup._kernels
-import neardup._kernels.shingle as _k
-
+from .._kernels import shingle as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from .._records import record
 from .._threads import parallel
 from ..config import NormalizeConfig, ShingleConfig
