@@ -58,7 +58,9 @@ class ReadOptions:
     default_id: str | None = None
     unique_ids: bool = True
 
-    if TYPE_CHECKING:  # what __init__ takes: text_fields also as one name or a sequence
+    # for type checkers, what __init__ takes (the fields above, in step with them): text_fields
+    # also as one name or any sequence of names, made a tuple by __post_init__
+    if TYPE_CHECKING:
 
         def __init__(
             self,

@@ -38,7 +38,7 @@ from .collection_store import (
     title_of,
 )
 from .memory import release_free_memory
-from .models import _ERRORS, CollectionOut, DocumentOut, PairOut, SkipExample
+from .models import _ERRORS, CollectionOut, DocumentOut, PairOut, Passage, SkipExample
 from .passages import passages_within
 from .state import PAIR_SECONDS, Service
 
@@ -352,7 +352,7 @@ def add_collection_routes(app: FastAPI, service: Service) -> None:
                 "its representative)."
             ),
         ] = "components",
-    ) -> CollectionOut:
+    ) -> Response:  # the body of a CollectionOut (response_model), made by _upload
         """Parse the file in memory, deduplicate it with `neardup.dedup` and keep the result
         for `GET /collections/{collection_id}` and the side-by-side view (the most recent
         uploads, within the service's memory and disk limits). Records that cannot be read are
@@ -456,7 +456,7 @@ def add_collection_routes(app: FastAPI, service: Service) -> None:
             b=DocumentOut(id=b, text=tb),
             similarity=None if sim is None else round(sim, 6),
             same_cluster=col.same_cluster(ra, rb),
-            passages=passages,
+            passages=[Passage.model_validate(p) for p in passages],
             incomplete=not complete,
         )
 
@@ -467,7 +467,7 @@ def _upload(
     text_field: str,
     id_field: str | None,
     threshold: float,
-    cluster: str,
+    cluster: Literal["components", "strict"],
 ) -> bytes:
     data = file.file.read(service.max_upload_bytes + 1)
     if len(data) > service.max_upload_bytes:
