@@ -55,7 +55,7 @@ class Growable:
         # Plain 4 KB pages on purpose: with MADV_HUGEPAGE the kernel zeroes (and may compact
         # for) 2 MB at each fault, which measured 2-4x more system time for the index at 1M
         # documents than small pages (benchmarks/README.md, "Where the time goes").
-        self._map = mmap.mmap(
+        self._map: mmap.mmap | None = mmap.mmap(
             -1, capacity * self._dtype.itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
         )
         self._n = 0
@@ -73,6 +73,7 @@ class Growable:
     def reserve(self, m: int) -> np.ndarray:
         """A writable view of the next ``m`` free elements (growing as needed); fill it, drop it,
         then :meth:`commit` them. Lets a kernel write its output straight into the index."""
+        assert self._map is not None, "Growable used after take()"
         need = self._n + m
         if need > self._cap:
             self._cap = max(need, 2 * self._cap)
@@ -96,6 +97,7 @@ class Growable:
     def take(self) -> np.ndarray:
         """The appended values as one array backed by the map, trimmed to size (no copy)."""
         m, n = self._map, self._n
+        assert m is not None, "Growable used after take()"
         self._map, self._n, self._cap = None, 0, 0
         if n == 0:
             m.close()

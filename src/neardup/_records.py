@@ -101,7 +101,7 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
     names = tuple(f.name for f in params)
     index = {n: i for i, n in enumerate(names)}
     # per parameter: (True, factory) or (False, default); _MISSING: required
-    fills = tuple(
+    fills: tuple[tuple[bool, Any], ...] = tuple(
         (True, f.default_factory) if f.default_factory is not _MISSING else (False, f.default)
         for f in params
     )
@@ -155,8 +155,8 @@ def _init(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Cal
                 f"argument{'s' if len(missing) > 1 else ''}: {listed}"
             )
         got = dict(zip(names, values))
-        for name, factory in extra:
-            got[name] = factory()
+        for name, make in extra:
+            got[name] = make()
         for name in order:
             setter(self, name, got[name])
         if post:
@@ -232,7 +232,7 @@ def _hash(fields: tuple[dataclasses.Field, ...]) -> Callable:
     return __hash__
 
 
-def _frozen(cls: type, fields: tuple[dataclasses.Field, ...]) -> tuple[Callable, Callable]:
+def _frozen(cls: type[Any], fields: tuple[dataclasses.Field, ...]) -> tuple[Callable, Callable]:
     """``__setattr__`` and ``__delattr__`` of a frozen class."""
     names = frozenset(f.name for f in fields)
 

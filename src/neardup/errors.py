@@ -48,7 +48,9 @@ class SkipReason(str, Enum):
     # The plain string, also in f-strings and str() (Python 3.12 would otherwise write
     # "SkipReason.MALFORMED_JSON" for a str-mixin enum).
     __str__ = str.__str__
-    __format__ = str.__format__
+
+    def __format__(self, format_spec: str) -> str:
+        return str.__format__(self, format_spec)
 
     MALFORMED_JSON = "malformed_json", "a JSON line that does not parse"
     NOT_OBJECT = "not_object", "a JSON line that is not an object"
@@ -140,7 +142,8 @@ class InputError(NeardupError):
         self.whole_file = whole_file
         if not isinstance(reason, SkipReason):
             try:
-                reason = SkipReason(reason)
+                # a lookup by value; mypy takes the call for one to the two-argument __new__
+                reason = SkipReason(reason)  # type: ignore[call-arg]
             except ValueError:
                 pass
         self.reason: SkipReason | str = reason

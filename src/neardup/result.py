@@ -123,6 +123,7 @@ class Result:
         """One record per duplicate pair: id_a, id_b, similarity, method, implied."""
         ids = self.ids
         p = self.pairs
+        assert p.implied is not None  # set by Pairs.__post_init__
         return [
             {
                 "id_a": ids[int(a)],

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._arrays import check_segments
-from ._kernels import shingle as _k
+from ._kernels import shingle as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from ._threads import parallel
 from .config import ShingleConfig, SketchConfig
 from .text.normalize import NormalizedBatch

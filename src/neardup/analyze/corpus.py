@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import field
+from typing import cast
 
 import numpy as np
 
-from .._kernels import analyze as _k
+from .._kernels import analyze as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from .._records import record
 from .._threads import parallel
 from ..config import SHINGLE_KINDS, LSHConfig, ShingleConfig, SketchConfig, check_threshold
@@ -35,6 +36,8 @@ from .result import Analysis
 DEFAULT_BIN_EDGES: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 #: The all-pairs brute force refuses corpora larger than this unless told to sample.
 MAX_BRUTE_FORCE_DOCS = 5000
+# the thresholds of the grid analysis: 0.3, 0.4, ..., 0.9
+_GRID_THRESHOLDS: tuple[float, ...] = tuple(round(0.3 + 0.1 * i, 1) for i in range(7))
 
 
 @record
@@ -255,6 +258,7 @@ def recall(
             f"sample them (--max-docs N draws N documents, seeded by --seed) or raise the limit"
         )
     rows_kept, sh, sig = prepare(texts, shingle, num_perm, seed)
+    assert sig is not None  # num_perm is an int
     tl, tr, tsim = all_pairs_jaccard(sh, float(edges[0]))
     tbin = _bin_index(tsim, edges)
     true_keys = _encode(tl, tr)
@@ -279,7 +283,8 @@ def recall(
         cl, cr = _candidates(sig, b, r)
         found = np.isin(true_keys, _encode(cl, cr), assume_unique=True)
         found_per_bin = np.bincount(tbin[(tbin >= 0) & found], minlength=nb)
-        p = s_curve(tsim, b, r) if len(tsim) else np.zeros(0)
+        # an array: s_curve gives a float only for a scalar similarity, tsim is 1-D
+        p = cast(np.ndarray, s_curve(tsim, b, r)) if len(tsim) else np.zeros(0)
         exp_per_bin = np.bincount(tbin[tbin >= 0], weights=p[tbin >= 0], minlength=nb)
         st_rows = []
         for k in range(nb):
@@ -363,6 +368,7 @@ def bands(
     for b in bands_list:
         check_int("bands", b, 1, num_perm, allowed=f"an integer from 1 to num_perm={num_perm}")
     rows_kept, sh, sig = prepare(texts, shingle, num_perm, seed)
+    assert sig is not None  # num_perm is an int
     n = len(rows_kept)
     cols = [
         "bands",
@@ -436,7 +442,7 @@ def grid(
     texts: Sequence[str],
     ids: Sequence[str] | None = None,
     *,
-    thresholds: Sequence[float] = tuple(round(0.3 + 0.1 * i, 1) for i in range(7)),
+    thresholds: Sequence[float] = _GRID_THRESHOLDS,
     sizes: Sequence[int] = (3, 5, 7),
     kind: str = "word",
     num_perm: int = 128,
@@ -541,6 +547,7 @@ def distribution(
                 f"bands-rows={b}x{r} is invalid: {b}*{r}={b * r} exceeds num_perm={num_perm}"
             )
     rows_kept, sh, sig = prepare(texts, shingle, num_perm, seed)
+    assert sig is not None  # num_perm is an int
     cl, cr = _candidates(sig, b, r)
     sim = (jaccard_pairs(sh, cl, cr) if len(cl) else np.zeros(0, np.float32)).astype(np.float64)
     verified = sim >= np.float32(threshold)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -189,7 +190,7 @@ def params(
     for t in thresholds:
         ours = lsh_params(LSHConfig(threshold=float(t), min_recall=float(min_recall)), num_perm)
         theirs = datasketch_optimal_param(t, num_perm, wfp, wfn)
-        panel = {"threshold": t, "curves": []}
+        panel: dict[str, Any] = {"threshold": t, "curves": []}
         for method, (b, r) in (
             (f"neardup (min_recall {min_recall:g})", ours),
             (f"datasketch (weights {wfp:g}/{wfn:g})", theirs),

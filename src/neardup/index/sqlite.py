@@ -291,6 +291,7 @@ class SQLiteStorage(KeySegments, Storage):
                 self._check_file()  # deleted: say so
             raise OutputError(f"{self.path}: cannot open as an SQLite index ({e})") from e
         except IndexChangedError:
+            assert conn is not None  # raised by _check_file, once connected
             conn.close()
             raise
         conn.execute(f"PRAGMA synchronous={self._sync}")

@@ -65,7 +65,10 @@ def check_batch_ids(ids: Sequence[str]) -> None:
     """:class:`DuplicateIdError` for the first id that repeats within one batch."""
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
-        raise DuplicateIdError(next(i for i in ids if i in seen or seen.add(i)), in_batch=True)
+        for i in ids:
+            if i in seen:
+                raise DuplicateIdError(i, in_batch=True)
+            seen.add(i)
 
 
 @dataclass

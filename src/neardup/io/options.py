@@ -8,7 +8,8 @@ unchanged to a Dask worker (they are picklable).
 from __future__ import annotations
 
 import codecs
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._records import record
 from ..validate import check_bool, check_choice, check_int, check_str, fail
@@ -56,6 +57,25 @@ class ReadOptions:
     max_text_bytes: int | None = None
     default_id: str | None = None
     unique_ids: bool = True
+
+    # for type checkers, what __init__ takes (the fields above, in step with them): text_fields
+    # also as one name or any sequence of names, made a tuple by __post_init__
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            text_fields: str | Sequence[str] = ("text",),
+            id_field: str | None = None,
+            detect_id: str | None = None,
+            format: str | None = None,
+            encoding: str = "utf-8",
+            on_error: str = "fail",
+            chunk_size: int = 10_000,
+            skip_empty: bool = False,
+            max_text_bytes: int | None = None,
+            default_id: str | None = None,
+            unique_ids: bool = True,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         tf: Any = self.text_fields

@@ -385,5 +385,6 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(h, None)
     except OSError:
         return False
-    addrs = {info[4][0] for info in infos}
+    # the host of each socket address: a str for AF_INET and AF_INET6, which a name gives
+    addrs = {str(info[4][0]) for info in infos}
     return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)

@@ -462,6 +462,7 @@ class CollectionStore:
             if kept.collection is not None:
                 return kept.collection
             folder = kept.folder
+            assert folder is not None  # not in memory: on disk
         try:
             return Collection.load(folder)
         except FileNotFoundError:  # dropped meanwhile
@@ -484,6 +485,7 @@ class CollectionStore:
                 self._drop(cid)
                 continue
             folder = self._make_folder() / cid
+            assert kept.collection is not None  # picked for being in memory
             try:
                 kept.collection.save(folder)
             except OSError:

@@ -50,6 +50,7 @@ from .models import (
     CollectionOut,
     DocumentOut,
     PairOut,
+    Passage,
     SkipExample,
 )
 from .passages import passages_within
@@ -372,7 +373,7 @@ def add_collection_routes(app: FastAPI, service: Service) -> None:
                 "its representative)."
             ),
         ] = CLUSTER_DEFAULT,
-    ) -> CollectionOut:
+    ) -> Response:  # the body of a CollectionOut (response_model), made by _upload
         """Parse the file in memory, deduplicate it with `neardup.dedup` and keep the result
         for `GET /collections/{collection_id}` and the side-by-side view (the most recent
         uploads, within the service's memory and disk limits). Records that cannot be read are
@@ -476,7 +477,7 @@ def add_collection_routes(app: FastAPI, service: Service) -> None:
             b=DocumentOut(id=b, text=tb),
             similarity=None if sim is None else round(sim, 6),
             same_cluster=col.same_cluster(ra, rb),
-            passages=passages,
+            passages=[Passage.model_validate(p) for p in passages],
             incomplete=not complete,
         )
 

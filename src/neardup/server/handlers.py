@@ -6,9 +6,10 @@ that shows nothing of the error and logs it under the request's id), added to an
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -30,7 +31,7 @@ def _busy(exc: BaseException) -> bool:
     return "locked" in msg or "busy" in msg
 
 
-def _redis_errors() -> tuple[type[BaseException], ...]:
+def _redis_errors() -> tuple[type[Exception], ...]:
     """The Redis client's errors that mean its server cannot be reached (none without the
     client: no Redis index either)."""
     try:
@@ -49,9 +50,10 @@ def _unreachable(exc: BaseException) -> bool:
     for _ in range(5):
         if isinstance(seen, kinds):
             return True
-        seen = seen.__cause__ or seen.__context__
-        if seen is None:
+        under = seen.__cause__ or seen.__context__
+        if under is None:
             return False
+        seen = under
     return False
 
 
@@ -249,17 +251,30 @@ async def _internal(request: Request, exc: Exception) -> JSONResponse:
     return _internal_error(request, exc)
 
 
+_E = TypeVar("_E", bound=Exception)
+
+
+def _handle(
+    app: FastAPI, kind: type[_E], handler: Callable[[Request, _E], Awaitable[Response]]
+) -> None:
+    """``app.add_exception_handler(kind, handler)``, typed: Starlette calls ``handler`` with
+    instances of ``kind`` only, which its signature (a handler of any Exception) cannot say."""
+    app.add_exception_handler(
+        kind, cast(Callable[[Request, Exception], Awaitable[Response]], handler)
+    )
+
+
 def add_exception_handlers(app: FastAPI) -> None:
     """Answer every error of ``app``'s endpoints with the handlers above."""
-    app.add_exception_handler(RequestValidationError, _invalid)
-    app.add_exception_handler(StarletteHTTPException, _http)
-    app.add_exception_handler(DuplicateIdError, _duplicate)
-    app.add_exception_handler(InputError, _input)
-    app.add_exception_handler(ConfigError, _config)
-    app.add_exception_handler(IndexBusyError, _locked)
-    app.add_exception_handler(IndexChangedError, _changed)
-    app.add_exception_handler(IndexFullError, _full)
-    app.add_exception_handler(sqlite3.OperationalError, _sqlite)
+    _handle(app, RequestValidationError, _invalid)
+    _handle(app, StarletteHTTPException, _http)
+    _handle(app, DuplicateIdError, _duplicate)
+    _handle(app, InputError, _input)
+    _handle(app, ConfigError, _config)
+    _handle(app, IndexBusyError, _locked)
+    _handle(app, IndexChangedError, _changed)
+    _handle(app, IndexFullError, _full)
+    _handle(app, sqlite3.OperationalError, _sqlite)
     for kind in _redis_errors():
-        app.add_exception_handler(kind, _redis_down)
-    app.add_exception_handler(Exception, _internal)
+        _handle(app, kind, _redis_down)
+    _handle(app, Exception, _internal)

@@ -408,10 +408,13 @@ def _serve_workers(
         for sig in old:
             signal.signal(sig, lambda *_: stop.set())
         if hup is not None:
-            signal.signal(
-                signal.SIGHUP,
-                lambda *_: [os.kill(p.pid, signal.SIGHUP) for p, _ in procs if p.is_alive()],
-            )
+
+            def forward_hup(*_: Any) -> None:
+                for p, _began in procs:
+                    if p.is_alive():
+                        os.kill(p.pid, signal.SIGHUP)
+
+            signal.signal(signal.SIGHUP, forward_hup)
         procs.extend(start(k) for k in range(workers))
         early = [0] * workers  # exits soon after a start, in a row, per worker
         while not stop.wait(0.2):

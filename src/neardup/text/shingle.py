@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._kernels import shingle as _k
+from .._kernels import shingle as _k  # type: ignore[attr-defined]  # compiled: no stubs
 from .._records import record
 from .._threads import parallel
 from ..config import NormalizeConfig, ShingleConfig
@@ -53,7 +53,7 @@ class Shingles:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def __getitem__(self, i: int) -> np.ndarray:
+    def __getitem__(self, i: int | np.integer) -> np.ndarray:
         return self.hashes[self.offsets[i] : self.offsets[i + 1]]
 
     @property
@@ -78,13 +78,14 @@ def word_batch(batch: NormalizedBatch, cfg: ShingleConfig) -> NormalizedBatch:
         hits = np.flatnonzero(batch.data >= 0xE0)
         wide = np.intersect1d(wide, np.searchsorted(batch.offsets, hits, side="right") - 1)
     else:  # a few: each of them
-        raw = memoryview(batch.data)
+        raw = batch.data.data  # a memoryview of the bytes
         offsets = batch.offsets.tolist()
-        wide = [
+        picked = [
             i
             for i in wide.tolist()
             if _WIDE_LEAD.search(raw[offsets[i] : offsets[i + 1]]) is not None
         ]
+        wide = np.asarray(picked, np.int64)
     changed: dict[int, bytes] = {}
     for i in np.asarray(wide, np.int64).tolist():
         text = batch.text(i)
@@ -100,15 +101,15 @@ def word_batch(batch: NormalizedBatch, cfg: ShingleConfig) -> NormalizedBatch:
     np.cumsum(sizes, out=offsets[1:])
     data = np.empty(int(offsets[-1]), np.uint8)
     start = 0
-    for i, raw in changed.items():  # the texts before each changed one, in one copy
+    for i, new in changed.items():  # the texts before each changed one, in one copy
         data[offsets[start] : offsets[i]] = batch.data[batch.offsets[start] : batch.offsets[i]]
-        data[offsets[i] : offsets[i + 1]] = np.frombuffer(raw, np.uint8)
+        data[offsets[i] : offsets[i + 1]] = np.frombuffer(new, np.uint8)
         start = i + 1
     data[offsets[start] :] = batch.data[batch.offsets[start] :]
     lengths = batch.lengths.copy()
     words = None if batch.words is None else batch.words.copy()
-    for i, raw in changed.items():
-        text = raw.decode("utf-8", "surrogatepass")
+    for i, new in changed.items():
+        text = new.decode("utf-8", "surrogatepass")
         lengths[i] = len(text)
         if words is not None:
             words[i] = text.count(" ") + 1 if text else 0

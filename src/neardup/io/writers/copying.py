@@ -9,7 +9,7 @@ import errno
 import os
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import numpy as np
 
@@ -17,6 +17,13 @@ from ...errors import ConfigError
 from ..readers import _open_binary, _RecordStream, _Source
 from .keep import _Keep
 from .staged import Staged
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class _ReadsInto(Protocol):
+        def readinto(self, buffer: memoryview, /) -> int | None: ...
+
 
 _COPY_BLOCK = 1 << 18  # bytes read at a time when copying the kept lines of a JSONL input
 _LONG_LINE = 1024  # from this average line length on, newlines are looked for one by one
@@ -37,7 +44,7 @@ _NO_COPY_RANGE = {
 
 def _copy_lines(
     data: BinaryIO,
-    out: BinaryIO,
+    out: BinaryIO | _Writeback,
     wanted: np.ndarray,
     block_size: int = _COPY_BLOCK,
     long_line: int = _LONG_LINE,
@@ -55,6 +62,9 @@ def _copy_lines(
     n = len(wanted)
     if n == 0:
         return True
+    # typing.BinaryIO leaves out readinto, which the files and decompressed streams given
+    # here (io.BufferedReader, gzip.GzipFile) all have
+    reader = cast("_ReadsInto", data)
     w = np.asarray(wanted, dtype=np.int64)
     cut = np.flatnonzero(np.diff(w) != 1) + 1
     firsts = w[np.concatenate(([0], cut))]  # runs of consecutive lines [firsts[k], lasts[k]]
@@ -71,7 +81,7 @@ def _copy_lines(
     open_line = False  # whether the bytes read so far end inside a line
     sparse = False  # whether to look for the newlines one by one
     while k < n_runs:
-        got = data.readinto(view)
+        got = reader.readinto(view)
         if not got:
             break
         if sparse:
@@ -225,7 +235,9 @@ def _copy_ranges(
         if total < len(run_starts) * _SHORT_RUN and hasattr(os, "pread"):
             # many short runs: one system call per run would cost more than copying them
             # through this process (21,000 short documents: 3,063 runs, 23-43 ms against 9-18)
-            return _copy_packed(src, dst, run_starts, run_ends, dest, total, threads, False)
+            ok = _copy_packed(src, dst, run_starts, run_ends, dest, total, threads, False)
+            assert ok is not None  # None only with direct writes
+            return ok
         shares = max(1, min(threads, total // _PARALLEL_COPY, len(run_starts)))
         # share k copies the runs whose first byte lands in [k/shares, (k+1)/shares) of total
         bounds = np.searchsorted(dest[:-1] - base, np.arange(shares + 1) * total // shares)
@@ -422,6 +434,7 @@ def _copy_streaming(
                     src, dst, r_starts, r_ends, dest, done, hi, threads, direct, final
                 )
                 if ok is None:  # no direct writes here after all: through the page cache
+                    assert mode is not None  # direct: the flags _direct_on gave
                     _direct_off(dst, mode)
                     mode = None
                     direct = False
@@ -547,6 +560,7 @@ def _copy_jsonl(
             if _copy_ranges(src.path, f, starts, ends):
                 return
             raise ConfigError(f"{src.name}: is shorter than when it was read: it changed meanwhile")
+    assert src.path is not None  # the inputs written are named files (see _output_names)
     with _open_binary(src.path, src.compression) as (raw, data):
         if src.start:  # a part of an uncompressed file (a Dask partition): read from its start
             raw.seek(src.start)

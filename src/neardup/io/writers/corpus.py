@@ -28,6 +28,7 @@ from .staged import Staged, _write_atomic
 def _output_names(sources: Sequence[_Source]) -> list[str]:
     names = []
     for src in sources:
+        assert src.path is not None  # the inputs written are named files and folders
         if src.fmt == "textdir":
             names.append(src.path.name or src.path.resolve().name or "input")
         elif src.fmt == "parquet":

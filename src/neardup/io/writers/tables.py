@@ -68,10 +68,16 @@ class TableStream:
         self.staged = Staged(self.final)
         self.writer: Any = None
 
+    @property
+    def _file(self) -> BinaryIO:
+        f = self.staged.file
+        assert f is not None  # a staged file, not a folder
+        return f
+
     def write(self, columns: Mapping[str, Any]) -> None:
         """Append rows given as columns (as :func:`write_table` takes them)."""
         if self.fmt == "jsonl":
-            write_jsonl_table(self.staged.file, columns, _check_columns(columns))
+            write_jsonl_table(self._file, columns, _check_columns(columns))
             return
         self._write_arrow(arrow_table(columns))
 
@@ -86,12 +92,12 @@ class TableStream:
                 name: (col.to_pylist() if pa.types.is_string(col.type) else col.to_numpy())
                 for name, col in zip(table.column_names, table.columns)
             }
-            write_jsonl_table(self.staged.file, cols, table.num_rows)
+            write_jsonl_table(self._file, cols, table.num_rows)
             return
         self._write_arrow(table)
 
     def _write_arrow(self, table: Any) -> None:
-        f = self.staged.file
+        f = self._file
         if self.writer is None:
             self.schema = table.schema  # the first part's (a CSVWriter does not keep it)
             if self.fmt == "parquet":
