@@ -89,6 +89,7 @@ class Growable:
     def read(self, idx: np.ndarray) -> np.ndarray:
         """A copy of the appended values at the positions ``idx`` (the map may grow again
         afterwards: the copy does not hold it)."""
+        assert self._map is not None, "read() after take()"
         view = np.frombuffer(self._map, self._dtype, count=self._n)
         out = view[idx]
         del view

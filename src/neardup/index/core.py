@@ -153,8 +153,9 @@ class Index(PassageCheck):
             if self.storage.kind == "redis":  # its server may have come back without its data
                 from .redact import redact_location
 
+                url, prefix = getattr(self.storage, "url", ""), getattr(self.storage, "prefix", "")
                 raise IndexNotFoundError(
-                    f"{redact_location(self.storage.url)} (prefix {self.storage.prefix!r}): "
+                    f"{redact_location(url)} (prefix {prefix!r}): "
                     "holds no neardup index. If "
                     "one was kept there, the Redis server has lost its data (a server "
                     "restarted without persistence comes back empty: run it with "

@@ -75,8 +75,9 @@ def fca_files(
     )
     reference = None
     ref_counts: dict[str, int] = {}
-    if truth is not None:
-        reference, ref_counts = read_reference(truth, ids)
+    truth_path = None if truth is None else Path(truth)
+    if truth_path is not None:
+        reference, ref_counts = read_reference(truth_path, ids)
 
     outdir = Path(outdir)
     prepare_outdir(outdir)
@@ -110,6 +111,7 @@ def fca_files(
             row.update(pair_scores(r.pairs(), reference))
         rows.append(row)
     for k in baseline_clusters:
+        assert reference is not None  # a baseline comes with the reference (checked above)
         labels, secs = bisecting_kmeans(texts, k, seed)
         pred = pairs_of_groups(labels.tolist())
         rows.append(
@@ -137,7 +139,7 @@ def fca_files(
         "results": rows,
         "read_seconds": round(t_read, 3),
     }
-    if reference is not None:
+    if reference is not None and truth_path is not None:
         summary["reference"] = {"path": str(truth), "pairs": len(reference), **ref_counts}
         cols = [
             "method",
@@ -152,7 +154,7 @@ def fca_files(
             "correct_pairs",
         ]
         (outdir / "evaluation.md").write_text(
-            f"# FCA clusters against {Path(truth).name} ({len(reference):,} reference pairs, "
+            f"# FCA clusters against {truth_path.name} ({len(reference):,} reference pairs, "
             f"{len(texts):,} documents)\n\n" + markdown_table(rows, cols)
         )
         import csv

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._kernels import text as _text
+from .._kernels import text as _text  # type: ignore[attr-defined]  # compiled: no stubs
 from .._records import record
 from ..config import NormalizeConfig
 from ..errors import InputError, SkipReason
