@@ -61,16 +61,19 @@ class Truth:
             raise ValueError(f"pair rows must lie in [0, {self.n})")
         return np.minimum(left, right), np.maximum(left, right)
 
+    def _listed(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys, match)`` of a truth of listed pairs (one without ``entity``)."""
+        if self.keys is None or self.match is None:
+            raise ValueError("a truth without entities needs keys and match")
+        return self.keys, self.match
+
     def _find(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Listed pairs: ``(found, position in keys)`` of each pair."""
+        keys, _ = self._listed()
         k = a * self.n + b
-        pos = np.searchsorted(self.keys, k)
-        posc = np.minimum(pos, max(len(self.keys) - 1, 0))
-        found = (
-            (pos < len(self.keys)) & (self.keys[posc] == k)
-            if len(self.keys)
-            else np.zeros(len(k), bool)
-        )
+        pos = np.searchsorted(keys, k)
+        posc = np.minimum(pos, max(len(keys) - 1, 0))
+        found = (pos < len(keys)) & (keys[posc] == k) if len(keys) else np.zeros(len(k), bool)
         return found & (a != b), posc
 
     def is_known(self, left, right) -> np.ndarray:
@@ -87,13 +90,15 @@ class Truth:
             return (
                 self.labelled[a] & self.labelled[b] & (a != b) & (self.entity[a] == self.entity[b])
             )
+        keys, match = self._listed()
         found, pos = self._find(a, b)
-        return found & self.match[pos] if len(self.keys) else found
+        return found & match[pos] if len(keys) else found
 
     def positives(self) -> tuple[np.ndarray, np.ndarray]:
         """All known matching pairs ``(left, right)``, ``left < right``, sorted."""
         if self.entity is None:
-            k = self.keys[self.match]
+            keys, match = self._listed()
+            k = keys[match]
             return k // self.n, k % self.n
         rows = np.flatnonzero(self.labelled)
         order = rows[np.argsort(self.entity[rows], kind="stable")]
@@ -123,11 +128,12 @@ class Truth:
         rows = np.asarray(rows, np.int64)
         if self.entity is not None:
             return Truth(len(rows), self.shape, self.labelled[rows], entity=self.entity[rows])
+        keys, match = self._listed()
         pos = np.full(self.n, -1, np.int64)
         pos[rows] = np.arange(len(rows))
-        a, b = pos[self.keys // self.n], pos[self.keys % self.n]
+        a, b = pos[keys // self.n], pos[keys % self.n]
         keep = (a >= 0) & (b >= 0)
-        a, b, m = a[keep], b[keep], self.match[keep]
+        a, b, m = a[keep], b[keep], match[keep]
         a, b = np.minimum(a, b), np.maximum(a, b)
         k = a * len(rows) + b
         o = np.argsort(k, kind="stable")
@@ -145,7 +151,8 @@ class Truth:
             neg = lab * (lab - 1) // 2 - npos
             ents = len(np.unique(self.entity[self.labelled]))
         else:
-            neg = int(len(self.keys) - self.match.sum())
+            keys, match = self._listed()
+            neg = int(len(keys) - match.sum())
             ents = None
         out = {
             "shape": self.shape,

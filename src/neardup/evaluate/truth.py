@@ -314,7 +314,7 @@ def load_truth(
     if format in ("auto", "pairs", "labelled_pairs"):  # CSV rows, or JSONL lists
         rows, by_file = _ids_by_file(rows, id_prefixes, known)
     shape, cols, header = _layout(rows, is_jsonl, known, format, name, delim)
-    counts = {
+    counts: dict[str, Any] = {
         "rows": len(rows) - header,
         "header": int(header),
         "unknown_id": 0,
@@ -371,8 +371,8 @@ def load_truth(
     for line, cells in items:
         lab = True
         if shape == "labelled_pairs":
-            lab = _label(cells[2])
-            if lab is None:
+            given = _label(cells[2])
+            if given is None:
                 bad(
                     f"the label {cells[2]!r} is not 1 or 0 (true/false, yes/no)",
                     line,
@@ -380,6 +380,7 @@ def load_truth(
                     "bad_rows",
                 )
                 continue
+            lab = given
         a = rid(cells[0], line)
         if a is None:
             continue

@@ -47,12 +47,12 @@ def pages(path: str, source_of_top: Callable[[str], str]) -> Iterator[tuple[str,
                 key=lambda m: m.name,
             )
             for m in members:
-                f = tar.extractfile(m)
-                if f is None:
+                member = tar.extractfile(m)
+                if member is None:
                     continue
                 parts = m.name.split("/")
                 source = parts[-2] if len(parts) >= 2 else source_of_top(path)
-                yield source, parts[-1][:-5], f.read()
+                yield source, parts[-1][:-5], member.read()
     except (OSError, tarfile.TarError, EOFError) as e:
         raise InputError(
             f"cannot read the archive: {getattr(e, 'strerror', None) or e}",

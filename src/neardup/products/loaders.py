@@ -142,7 +142,7 @@ class _Builder:
             raise err
         self.offers.skipped.add(err)
 
-    def add(self, rec: Mapping, path: str, line: int | None, where: str, attrs_from=None) -> None:
+    def add(self, rec: object, path: str, line: int | None, where: str, attrs_from=None) -> None:
         a = self.a
         loc = f"{path}:{line}" if line is not None else f"{path}:{where}"
         pre = "" if line is not None else f"{where}: "

@@ -29,6 +29,8 @@ def _positives(
 ) -> tuple[np.ndarray, np.ndarray]:
     pl, pr = truth.positives()
     if cross_source:
+        if sources is None:
+            raise ValueError("cross_source needs the offers' sources")
         m = _across(pl, pr, sources)
         pl, pr = pl[m], pr[m]
     return pl, pr
@@ -62,7 +64,7 @@ def _distinct(
     return a, b, within
 
 
-def _ratio(x: int, y: int) -> float | None:
+def _ratio(x: float, y: int) -> float | None:
     return x / y if y else None
 
 
