@@ -306,11 +306,11 @@ def test_bare_ids_against_ids_qualified_with_their_file_say_how_to_write_them(tm
 def test_skipped_unknown_ids_do_not_search_the_offers_for_a_hint(tmp_path, monkeypatch):
     # the hint reads every offer id; with on_error=skip nothing shows it, and a truth file of
     # many unknown ids against a large catalogue took a search per row
-    import neardup.products.loaders as loaders
+    import neardup.evaluate.truth as reader
 
     calls = []
-    real = loaders._qualified_hint
-    monkeypatch.setattr(loaders, "_qualified_hint", lambda v, ids: calls.append(v) or real(v, ids))
+    real = reader.qualified_hint
+    monkeypatch.setattr(reader, "qualified_hint", lambda v, ids: calls.append(v) or real(v, ids))
     offers = _offers(4)
     rows = "".join(f"s0//0,gone{i},0\n" for i in range(50))
     f = _write(tmp_path / "lab.csv", "a,b,label\ns0//0,s1//1,1\n" + rows)

@@ -326,7 +326,7 @@ def main_unit(
     for s in words:
         for u in counts:
             counts[u] += bool(_unit_words(s, u))
-    best = max(counts, key=counts.get, default=None)
+    best = max(counts, key=lambda u: counts[u], default=None)
     return best if best is not None and counts[best] > 0 else None
 
 

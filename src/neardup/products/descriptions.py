@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class OfferDescriptions:
 
 def offer_parts(
     offers: Offers, units: UnitMap | None = None, model_keys: Sequence[str] = ("model",)
-) -> dict[str, list]:
+) -> dict[str, Any]:
     """What :func:`describe` reads of each offer on its own, whatever catalogue it is in:
     ``{name: list with one entry per offer}``. A study describes many parts of one catalogue:
     it makes these once and passes each part's rows of them to :func:`describe`
@@ -217,7 +218,7 @@ def spelled_ids(ids: Sequence[set[str]], spelled: Sequence[frozenset[str]]) -> l
     return [s | (sp & known) if not known.isdisjoint(sp) else s for s, sp in zip(ids, spelled)]
 
 
-def select_parts(parts: dict[str, list], rows) -> dict[str, list]:
+def select_parts(parts: dict[str, Any], rows) -> dict[str, Any]:
     """The entries of :func:`offer_parts` of the offers at ``rows``, in that order."""
     rows = np.asarray(rows).tolist()
     # what is not a list holds for the whole catalogue (code_parts' vocabularies)
@@ -229,7 +230,7 @@ def describe(
     units: UnitMap | None = None,
     brand_vocab: frozenset[str] | None = None,
     model_keys: Sequence[str] = ("model",),
-    parts: dict[str, list] | None = None,
+    parts: dict[str, Any] | None = None,
 ) -> OfferDescriptions:
     """Describe every offer once (module docstring). ``brand_vocab``: brands to recognise
     (default: learned from the data, :func:`.candidates.brands_of`).

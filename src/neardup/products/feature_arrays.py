@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,7 +34,7 @@ _INDEXED = {
 _PART_SETS = {"mw_jac": "words", "desc_jac": "desc", "char_jac": "grams"}
 
 
-def code_parts(parts: dict[str, list]) -> dict[str, list]:
+def code_parts(parts: dict[str, list]) -> dict[str, Any]:
     """``parts`` (:func:`offer_parts`) with each offer's :data:`_INDEXED` sets as sorted
     ``uint32`` arrays, coded once for the whole catalogue (``"coded"``). A study describes
     many parts of one catalogue: with these, each part's set index is a concatenation
@@ -47,7 +47,8 @@ def code_parts(parts: dict[str, list]) -> dict[str, list]:
     coded = {f: [np.array(c, np.uint32) for c in _code_sets(col)] for f, col in sets.items()}
     # the sets of the features kernel (:func:`_kernel_arrays`), and their vocabularies: the
     # weights of a part's words are looked up by code
-    kernel, vocab = {}, {}
+    kernel: dict[str, list[np.ndarray]] = {}
+    vocab: dict[str, Any] = {}
     for name in ("tokens", "values", "block", "written"):
         flat, off, vocab[name] = _coded(parts[name])
         kernel[name] = np.split(flat, off[1:-1]) if len(off) > 1 else []
@@ -81,9 +82,7 @@ def _set_index(sets: list[set[str]]) -> tuple[np.ndarray, np.ndarray]:
     return flat, off
 
 
-def _coded(
-    sets: Sequence[set[str]], weight: dict[str, float] | None = None
-) -> tuple[np.ndarray, ...]:
+def _coded(sets: Sequence[set[str]], weight: dict[str, float] | None = None) -> tuple[Any, ...]:
     """``(flat, offsets)`` of the sets as sorted codes (:func:`_code_sets`), with the weight of
     each code when ``weight`` is given; the vocabulary (code -> member) last."""
     vocab: dict[str, int] = {}
@@ -204,5 +203,7 @@ def _joined(arrays: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarr
     """``(flat, offsets)`` of the arrays one after another."""
     off = np.zeros(len(arrays) + 1, np.int64)
     np.cumsum([len(a) for a in arrays], out=off[1:])
-    flat = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+    flat: np.ndarray = (
+        np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+    )
     return flat, off

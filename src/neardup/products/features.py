@@ -172,7 +172,7 @@ def pair_features(d: OfferDescriptions, left: np.ndarray, right: np.ndarray) -> 
     """``float64[m, len(FEATURES)]``: the features of the pairs ``(left[k], right[k])``, by
     the compiled kernel (:mod:`neardup._kernels.offers`) and, for the plain Jaccards, the
     overlap kernel (``tests/oracles.py`` has the same in plain Python, the tests' oracle)."""
-    from .._kernels import offers as _k
+    from .._kernels import offers as _k  # type: ignore[attr-defined]  # compiled, no stub
     from .._threads import parallel
 
     left = np.ascontiguousarray(left, np.int64)

@@ -28,6 +28,7 @@ import numpy as np
 from ..config import check_banding
 from ..errors import InputError, OutputError
 from ..io import prepare_outdir
+from ..io.files import unpickle_file
 from ..validate import check_choice, check_int, check_real
 from .blocking import token_blocking
 from .candidates import across_sources, lsh_candidates, model_word_sets
@@ -104,8 +105,7 @@ def load_model(path: str | os.PathLike) -> tuple[PairModel, Thresholds]:
     require("sklearn", "products", "a trained product matcher (--model)")
     name = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            obj = pickle.load(f)  # noqa: S301 - the user's own model file, as documented
+        obj = unpickle_file(path)  # the user's own model file, as documented
     except OSError as e:
         raise InputError(
             f"cannot read the model: {e.strerror or e}", path=name, reason="unreadable"

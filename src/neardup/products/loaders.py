@@ -41,18 +41,27 @@ pairs) into a :class:`.truth.Truth` that may be partial.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import orjson
 
 from ..errors import ConfigError, InputError
+from ..evaluate.truth import truth_pairs
+from ..io.files import (
+    LineDecoder,
+    check_sep,
+    csv_rows,
+    decoded_text,
+    jsonl_records,
+    parse_json,
+    read_bytes,
+    sniff_sep,
+)
+from ..io.pages import is_pages, pages
 from ..validate import check_choice
-from .files import _check_sep, _Decoder, _lines, _read_bytes, _read_rows, _sniff_sep
 from .offers import ON_ERROR, Offers, load_tv_json
 
 FORMATS = ("auto", "json", "jsonl", "csv", "tv", "pages")
@@ -133,7 +142,7 @@ class _Builder:
             raise err
         self.offers.skipped.add(err)
 
-    def add(self, rec: Mapping, path: str, line: int | None, where: str, attrs_from=None) -> None:
+    def add(self, rec: object, path: str, line: int | None, where: str, attrs_from=None) -> None:
         a = self.a
         loc = f"{path}:{line}" if line is not None else f"{path}:{where}"
         pre = "" if line is not None else f"{where}: "
@@ -327,7 +336,7 @@ def load_offers(
     map."""
     check_choice("on_error", on_error, ON_ERROR)
     check_choice("format", format, FORMATS)
-    _check_sep(sep)
+    check_sep(sep)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if not paths:
@@ -352,42 +361,25 @@ def load_offers(
     tv_files = []
     for p in paths:
         path = os.fspath(p)
-        if format in ("auto", "pages") and _is_pages(path):
+        if format in ("auto", "pages") and is_pages(path):
             offers.formats.add("pages")
             _add_pages(path, b)
             continue
-        raw = _read_bytes(path)
+        raw = read_bytes(path)
         fmt = _detect(path, raw) if format == "auto" else format
         offers.formats.add(fmt)
-        dec = _Decoder(encoding, path)
+        dec = LineDecoder(encoding, path)
         if fmt == "tv":
             _add_tv(path, encoding, b)
             tv_files.append(path)
         elif fmt == "jsonl":
-            for i, text in _lines(raw, dec):
-                if not text.strip():
-                    continue
-                try:
-                    rec = orjson.loads(text)
-                except orjson.JSONDecodeError as e:
-                    b.fail_or_skip(
-                        InputError(
-                            f"malformed JSON: {e}", path=path, line=i, reason="malformed_json"
-                        )
-                    )
+            for i, rec in jsonl_records(raw, dec, path):
+                if isinstance(rec, InputError):
+                    b.fail_or_skip(rec)
                     continue
                 b.add(rec, path, i, f"line {i}")
         elif fmt == "json":
-            text = dec.line(raw, 1) if encoding != "auto" else _decode_whole(raw, dec)
-            try:
-                data = orjson.loads(text)
-            except orjson.JSONDecodeError as e:
-                raise InputError(
-                    f"malformed JSON: {e}",
-                    path=path,
-                    line=getattr(e, "lineno", None),
-                    reason="malformed_json",
-                ) from e
+            data = parse_json(dec.whole(raw), path)
             if not isinstance(data, list):
                 raise InputError(
                     f"expected a list of offers, got {type(data).__name__}",
@@ -416,58 +408,10 @@ def load_offers(
     return offers, [str(lab) for lab in labels]
 
 
-def _is_pages(path: str) -> bool:
-    low = path.lower()
-    return os.path.isdir(path) or low.endswith((".tar", ".tar.gz", ".tgz"))
-
-
-def _pages(path: str) -> Iterator[tuple[str, str, bytes]]:
-    """``(source, page number, bytes)`` of every ``<source>/<n>.json`` under a folder or in a
-    tar archive, in name order (hidden files left out)."""
-    import tarfile
-
-    if os.path.isdir(path):
-        root = Path(path)
-        for f in sorted(root.rglob("*.json")):
-            if any(part.startswith(".") for part in f.relative_to(root).parts):
-                continue
-            try:
-                yield f.parent.name, f.stem, f.read_bytes()
-            except OSError as e:
-                raise InputError(
-                    f"cannot read: {e.strerror or e}", path=str(f), reason="unreadable"
-                ) from e
-        return
-    try:
-        with tarfile.open(path) as tar:
-            members = sorted(
-                (
-                    m
-                    for m in tar
-                    if m.isfile()
-                    and m.name.endswith(".json")
-                    and not any(x.startswith(".") for x in m.name.split("/"))
-                ),
-                key=lambda m: m.name,
-            )
-            for m in members:
-                f = tar.extractfile(m)
-                if f is None:
-                    continue
-                parts = m.name.split("/")
-                yield (parts[-2] if len(parts) >= 2 else _stem(path)), parts[-1][:-5], f.read()
-    except (OSError, tarfile.TarError, EOFError) as e:
-        raise InputError(
-            f"cannot read the archive: {getattr(e, 'strerror', None) or e}",
-            path=path,
-            reason="unreadable",
-        ) from e
-
-
 def _add_pages(path: str, b: _Builder) -> None:
     """Add the pages of a folder or archive (module docstring)."""
     a = b.a
-    for source, n, raw in _pages(path):
+    for source, n, raw in pages(path, _stem):
         where = f"{source}/{n}.json"
         try:
             rec = orjson.loads(raw)
@@ -490,14 +434,6 @@ def _add_pages(path: str, b: _Builder) -> None:
                 if isinstance(rec.get(f), list):  # a page's value may be a list of strings
                     rec[f] = _flat_value(rec[f]) or ""
         b.add(rec, path, None, where, attrs_from=lambda r: b._flat_attrs(r, all_fields=True))
-
-
-def _decode_whole(raw: bytes, dec: _Decoder) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        dec.latin1 += raw.count(b"\n") + 1
-        return raw.decode("latin-1")
 
 
 def _add_tv(path: str, encoding: str, b: _Builder) -> None:
@@ -536,18 +472,20 @@ def _add_tv(path: str, encoding: str, b: _Builder) -> None:
 
 
 def _add_csv(
-    raw: bytes, path: str, dec: _Decoder, b: _Builder, attribute_columns: Sequence[str] | None
+    raw: bytes, path: str, dec: LineDecoder, b: _Builder, attribute_columns: Sequence[str] | None
 ) -> None:
     a = b.a
-    text = "\n".join(t for _, t in _lines(raw, dec))
-    sep = a["sep"] or _sniff_sep(text, path)
-    rows = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
-    try:
-        header = next(rows)
-    except StopIteration:
-        raise InputError("empty CSV file (no header row)", path=path, reason="empty") from None
-    except csv.Error as e:
-        raise InputError(f"malformed CSV: {e}", path=path, line=1, reason="malformed_csv") from e
+    text = decoded_text(raw, dec)
+    sep = a["sep"] or sniff_sep(text, path)
+    rows = csv_rows(text, sep, path)
+    first = next(rows, None)
+    if first is None:
+        raise InputError("empty CSV file (no header row)", path=path, reason="empty")
+    header = first[1]
+    if isinstance(header, InputError):
+        raise InputError(header.detail, path=path, line=1, reason="malformed_csv") from (
+            header.__context__
+        )
     if a["title_field"] not in header:
         raise InputError(
             f"no column {a['title_field']!r} (columns: {', '.join(header)}; "
@@ -585,19 +523,10 @@ def _add_csv(
             line=1,
             reason="no_role_column",
         )
-    while True:
-        try:
-            row = next(rows)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            b.fail_or_skip(
-                InputError(
-                    f"malformed CSV: {e}", path=path, line=rows.line_num, reason="malformed_csv"
-                )
-            )
+    for line, row in rows:
+        if isinstance(row, InputError):
+            b.fail_or_skip(row)
             continue
-        line = rows.line_num
         if not row or row == [""]:
             continue
         if len(row) != len(header):
@@ -627,90 +556,14 @@ def load_truth_pairs(
     path: str | os.PathLike, offers: Offers, *, on_error: str = "fail", sep: str | None = None
 ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Matching id pairs from a CSV file (two columns; a first row in which neither value is a
-    known id is a header) or JSONL (``{"a": id, "b": id}`` objects or two-element lists).
+    known id is a header) or JSONL (``{"a": id, "b": id}`` objects or two-element lists), read
+    by :func:`neardup.evaluate.truth.truth_pairs` against the ``offers``' ids.
 
     Returns ``left, right`` (``int64`` rows of ``offers``, ``left < right``, sorted, distinct)
     and counts of what was left out: ``self_pairs`` (an id paired with itself), ``repeated``
     and, with ``on_error="skip"``, ``unknown_id``. An unknown id is otherwise an
     :class:`InputError` naming the file, line and id."""
-    check_choice("on_error", on_error, ON_ERROR)
-    _check_sep(sep)
-
-    name = os.fspath(path)
-    row_of = {rid: i for i, rid in enumerate(offers.ids)}
-    rows, is_jsonl, delim = _read_rows(name, sep)
-    pairs: list[tuple[int, object, object]] = []
-    for k, (line, cells) in enumerate(rows):
-        if is_jsonl:
-            rec = cells[0] if len(cells) == 1 and isinstance(cells[0], Mapping) else cells
-            if isinstance(rec, Mapping) and "a" in rec and "b" in rec:
-                pairs.append((line, rec["a"], rec["b"]))
-            elif isinstance(rec, list) and len(rec) == 2:
-                pairs.append((line, rec[0], rec[1]))
-            else:
-                raise InputError(
-                    'expected {"a": id, "b": id} or [id, id]',
-                    path=name,
-                    line=line,
-                    reason="bad_pair",
-                )
-            continue
-        if len(cells) != 2:
-            raise InputError(
-                f"expected two ids, got {len(cells)} fields (read with the "
-                f"separator {delim!r}: give another with sep= / --sep)",
-                path=name,
-                line=line,
-                reason="bad_pair",
-            )
-        if k == 0 and cells[0] not in row_of and cells[1] not in row_of:
-            continue  # a header row: neither value is a known id
-        pairs.append((line, cells[0], cells[1]))
-    counts = {"self_pairs": 0, "repeated": 0, "unknown_id": 0}
-    seen: set[tuple[int, int]] = set()
-    for line, x, y in pairs:
-        got = []
-        for v in (x, y):
-            r = row_of.get(str(v))
-            if r is None:
-                if on_error == "fail":
-                    raise InputError(
-                        f"unknown id {str(v)!r} (not among the {len(offers):,} "
-                        f"offers loaded){_qualified_hint(str(v), offers.ids)}",
-                        path=name,
-                        line=line,
-                        reason="unknown_id",
-                    )
-                break
-            got.append(r)
-        if len(got) < 2:
-            counts["unknown_id"] += 1
-            continue
-        a, b = min(got), max(got)
-        if a == b:
-            counts["self_pairs"] += 1
-        elif (a, b) in seen:
-            counts["repeated"] += 1
-        else:
-            seen.add((a, b))
-    ordered = sorted(seen)
-    left = np.array([p[0] for p in ordered], np.int64)
-    right = np.array([p[1] for p in ordered], np.int64)
-    return left, right, counts
-
-
-def _qualified_hint(v: str, ids: Iterable[str]) -> str:
-    """Where offers' ids (``ids``) carry their file's name (``--qualify-ids``) and the truth
-    names a bare id: how to write it."""
-    if "/" in v:
-        return ""
-    like = sorted(i for i in ids if i.endswith("/" + v))[:3]
-    if not like:
-        return ""
-    return (
-        f"; the offers' ids carry their file's name (--qualify-ids): write it as FILE/ID, "
-        f"such as {' or '.join(map(repr, like))}"
-    )
+    return truth_pairs(path, offers.ids, on_error=on_error, sep=sep)
 
 
 def labels_from_pairs(n: int, left: np.ndarray, right: np.ndarray) -> list[str]:

@@ -12,10 +12,9 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import field
 
-import orjson
-
 from .._records import record
 from ..errors import InputError
+from ..io.files import decode_strictly, parse_json, read_bytes
 from ..io.readers import SkipReport
 from ..validate import check_choice
 
@@ -115,30 +114,7 @@ def load_tv_json(
     """
     check_choice("on_error", on_error, ON_ERROR)
     name = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", path=name, reason="unreadable") from e
-    try:
-        text = raw.decode(encoding)
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise InputError(
-            f"undecodable bytes for encoding {encoding!r} (try encoding='latin-1')",
-            path=name,
-            line=line,
-            reason="undecodable",
-        ) from e
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError as e:
-        raise InputError(
-            f"malformed JSON: {e}",
-            path=name,
-            line=getattr(e, "lineno", None),
-            reason="malformed_json",
-        ) from e
+    data = parse_json(decode_strictly(read_bytes(name, gunzip=False), encoding, name), name)
     if not isinstance(data, dict):
         raise InputError(
             f"expected a JSON object modelID -> [offers], got {type(data).__name__}",

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from .study import METHODS, Key, StudyConfig, StudyResult, key_fields, run_key
 
 #: Published results on the TV data (all pairs compared for MSM; MSMP and MSMP+ at about
 #: 5% of the comparisons), as reported with the data set.
-PUBLISHED = [
+PUBLISHED: list[dict[str, Any]] = [
     {"method": "MSM (published)", "fraction": 1.0, "f1": 0.475},
     {"method": "MSMP (published, ~9% below MSM)", "fraction": 0.05, "f1": 0.475 * 0.91},
     {"method": "MSMP+ (published, ~6% below MSM)", "fraction": 0.05, "f1": 0.475 * 0.94},
@@ -188,7 +190,13 @@ def plot_similarity(res: StudyResult, path: str | os.PathLike) -> None:
     for k, label in (("candidates", "all candidate pairs"), ("true_pairs", "true duplicates")):
         v = res.distributions.get(k, np.zeros(0))
         if len(v):
-            ax.hist(v, bins=bins, density=True, alpha=0.55, label=f"{label} ({len(v):,})")
+            ax.hist(
+                v,
+                bins=cast("Sequence[float]", bins),
+                density=True,
+                alpha=0.55,
+                label=f"{label} ({len(v):,})",
+            )
     ax.set_xlabel("Jaccard of title words and attribute key:value pairs")
     ax.set_ylabel("density")
     ax.set_title("Similarity of candidates and of true duplicates (whole data)")

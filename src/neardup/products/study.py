@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import field
+from typing import cast
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from ..evaluate.bootstrap import bootstrap_split, tune_threshold
 from ..validate import check_choice, check_int, check_real
 from .blocking import budget_masks, offer_tokens, token_blocking
 from .candidates import across_sources, banded_candidates, bandings, model_word_sets
+from .descriptions import OfferDescriptions
 from .features import _jac
 from .matcher import (
     FEATURES,
@@ -136,7 +138,9 @@ class StudyConfig:
         budget first for token blocking; the default among them."""
         if self.blocking == "tokens":
             return sorted({float(b) for b in BUDGETS} | {self.default})
-        return sorted(set(bandings(self.num_perm)) | {self.default}, key=lambda br: br[1])
+        banded: set[tuple[int, int]] = set(bandings(self.num_perm)) | {(self.bands, self.rows)}
+        ordered = sorted(banded, key=lambda br: br[1])
+        return list(ordered)
 
 
 def run_key(row: dict) -> Key:
@@ -193,7 +197,7 @@ class _Part:
     n: int
     pairs: dict  # setting -> (left, right)
     x: dict  # setting -> features
-    desc: object
+    desc: OfferDescriptions
     xall: np.ndarray  # features of every distinct pair of the settings evaluated
     idx: dict  # setting -> rows of xall
     shops: list
@@ -207,15 +211,21 @@ def _candidates(part: Offers, d, cfg: StudyConfig, keys: list[Key]) -> dict:
     if cfg.blocking == "tokens":
         # one blocking at the largest budget: a smaller budget's pairs are its best-weighted
         # pairs of each offer and then the best overall, a prefix of the same ranking
+        budgets = cast("list[float]", keys)  # token blocking: the keys are budgets
         tokens = d.block_tokens if d is not None else offer_tokens(part, cfg.units)
         left, right, w, _ = token_blocking(
-            part, per_offer=max(keys), link=cfg.link, units=cfg.units, tokens=tokens
+            part, per_offer=max(budgets), link=cfg.link, units=cfg.units, tokens=tokens
         )
-        masks = budget_masks(left, right, w, len(part), keys)
-        return {budget: (left[m], right[m]) for budget, m in zip(keys, masks)}
+        masks = budget_masks(left, right, w, len(part), budgets)
+        return {budget: (left[m], right[m]) for budget, m in zip(budgets, masks)}
     sets = model_word_sets(part, cfg.units, brands=d.brands, max_df=cfg.max_df)
     pairs = banded_candidates(
-        sets, keys, cfg.num_perm, seed=cfg.seed + 1, max_pairs=cfg.max_pairs, always=cfg.default
+        sets,
+        cast("list[tuple[int, int]]", keys),  # LSH: the keys are bandings
+        cfg.num_perm,
+        seed=cfg.seed + 1,
+        max_pairs=cfg.max_pairs,
+        always=cast("tuple[int, int]", cfg.default),
     )
     if cfg.link:
         pairs = {
@@ -349,12 +359,14 @@ def run_study(
         xl, xr = tr.pairs[default]
         known = tr.truth.is_known(xl, xr)
         y = tr.truth.is_match(xl, xr)[known]
-        model: PairModel | None = PairModel(random_state=cfg.model_seed)
+        fitted = PairModel(random_state=cfg.model_seed)
+        model: PairModel | None = None
         if y.any() and not y.all():
-            oof = model.out_of_fold(tr.x[default][known], y)
-            model.fit(tr.x[default][known], y)
+            oof = fitted.out_of_fold(tr.x[default][known], y)
+            fitted.fit(tr.x[default][known], y)
+            model = fitted
         else:  # nothing to learn from: the model finds no duplicates
-            model, oof = None, np.zeros(len(y))
+            oof = np.zeros(len(y))
         # the model's scores of every pair once; the training pairs it was fitted on get
         # their out-of-fold scores instead
         model_tr = model.score(tr.xall) if model is not None else np.zeros(len(tr.xall))

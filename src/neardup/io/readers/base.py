@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import orjson
 
@@ -45,7 +45,7 @@ class _Source:
 
     @property
     def name(self) -> str:
-        return self.label if self.path is None else str(self.path)
+        return cast(str, self.label) if self.path is None else str(self.path)
 
 
 class _Progress:

@@ -86,7 +86,7 @@ def _json_object(
                 return _field_error(v, name, lineno, f)
             parts.append(v)
         text = "\n".join(parts)
-    rid = None
+    rid: str | None = None
     id_field = opts.id_field
     if id_field is not None:
         v = obj.get(id_field, _MISSING)
@@ -94,11 +94,12 @@ def _json_object(
             if opts.default_id is None and not opts.id_optional:
                 return _field_error(v, name, lineno, id_field)
         else:
-            rid = _id_value(v, name, lineno, id_field)
-            if isinstance(rid, InputError):
-                if not opts.id_optional:
-                    return rid
-                rid = None  # a detected field that is no id here: row numbers
+            got = _id_value(v, name, lineno, id_field)
+            if not isinstance(got, InputError):
+                rid = got
+            elif not opts.id_optional:
+                return got
+            # else: a detected field that is no id here: row numbers
     return lineno, text, rid, raw
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 from ...errors import InputError, SkipReason
 from .base import (
@@ -155,7 +156,7 @@ def _parquet_records(
                         yield row, text, None, (batch, i)
                         continue
                     if v is None:
-                        yield _bad_id(v, name, row, id_field)
+                        yield _bad_id(v, name, row, cast(str, id_field))  # ids: a field
                         continue
                     rid = v if isinstance(v, str) else str(v)
                 yield row, text, rid, (batch, i)

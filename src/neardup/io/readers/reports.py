@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any
+from typing import Any, cast
 
 from ..._records import record
 from ...errors import InputError, SkipReason
@@ -104,7 +104,7 @@ class IdInfo:
         if self.repeat is None or not self.from_field or not self.detected:
             return None
         x, first, again, line, _row = self.repeat
-        return repeat_error(self.field, x, first, again, line)
+        return repeat_error(cast(str, self.field), x, first, again, line)  # from_field: set
 
 
 def repeat_error(field: str, x: str, first: str, path: str, line: int | None) -> InputError:

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ...errors import ConfigError, InputError, SkipReason
 from .base import _READ_ERRORS, _decompressed, _open_binary, _Source
@@ -187,7 +187,8 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
         if format_of_name(label) == "json":  # an array, or JSON lines under a .json name
             fmt = _json_or_jsonl_head(source, is_data, split_compression(label)[1])
         else:
-            fmt = detect_format(name=label, head=bytes(source[:64]) if is_data else None)
+            head = bytes(cast(bytes, source)[:64]) if is_data else None
+            fmt = detect_format(name=label, head=head)
     if fmt == "textdir":
         raise InputError(
             "is not a directory (fmt='textdir'): a folder of text files is read from its path",
@@ -197,8 +198,9 @@ def _memory_source(source: Source, name: str | None, fmt: str | None) -> _Source
         )
     comp = _compression(label, fmt)
     if is_data:
-        return _Source(0, None, fmt, comp, len(source), data=source, label=label)
-    return _Source(0, None, fmt, comp, 0, fileobj=source, label=label)
+        data = cast("bytes | bytearray | memoryview", source)
+        return _Source(0, None, fmt, comp, len(data), data=data, label=label)
+    return _Source(0, None, fmt, comp, 0, fileobj=cast(BinaryIO, source), label=label)
 
 
 def _stdin_source(index: int, fmt: str | None) -> _Source:
