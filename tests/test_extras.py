@@ -129,7 +129,7 @@ def test_reports_leave_out_their_figures_without_matplotlib(tmp_path, args):
 def test_the_product_report_without_matplotlib_says_so(tmp_path):
     pytest.importorskip("sklearn")
     code = """
-        from neardup.products.job import evaluate_offers
+        from neardup.jobs.products import evaluate_offers
         from neardup.products.study import StudyConfig
         from neardup.products.synth import make_catalogue
         offers, labels = make_catalogue(60, seed=5)

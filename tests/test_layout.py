@@ -126,7 +126,7 @@ def test_moved_modules_are_gone(old):
     assert not (SRC / f"{old}.py").exists()
 
 
-@pytest.mark.parametrize("old", ["engines/local_job", "reuse_job", "fca/job"])
+@pytest.mark.parametrize("old", ["engines/local_job", "reuse_job", "fca/job", "products/job"])
 def test_the_file_jobs_live_in_one_place(old):
     """The file jobs (files in, a folder out) are in neardup.jobs, apart from the algorithms."""
     assert not (SRC / f"{old}.py").exists()

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from neardup import ConfigError, InputError
+from neardup.jobs.products import dedup_offers, evaluate_offers, load_model
 from neardup.products.candidates import true_pairs
-from neardup.products.job import dedup_offers, evaluate_offers, load_model
 from neardup.products.study import StudyConfig
 from neardup.products.synth import make_catalogue
 
@@ -58,7 +58,7 @@ def test_dedup_offers_writes_checked_pairs_and_clusters(catalogue, tmp_path):
 
 
 def test_evaluate_offers_report_and_saved_model(catalogue, tmp_path, monkeypatch):
-    from neardup.products import job
+    from neardup.jobs import products as job
 
     offers, labels = catalogue
     cfg = StudyConfig(bootstraps=2, num_perm=24, bands=8, rows=3)
@@ -121,7 +121,7 @@ def test_saved_thresholds_apply_by_kind_of_pair(catalogue, tmp_path):
     model file of format 4 (one threshold) is still read."""
     import pickle
 
-    from neardup.products.job import MODEL_FORMAT, save_model
+    from neardup.jobs.products import MODEL_FORMAT, save_model
     from neardup.products.matcher import FEATURES, PairModel, Thresholds
 
     offers, labels = catalogue
@@ -398,7 +398,7 @@ def test_the_summary_counts_the_pairs_each_threshold_would_report(catalogue, tmp
 def test_saved_linked_model_counts_only_pairs_across_sources(catalogue, tmp_path, monkeypatch):
     """With link, no candidate pairs two offers of one source: the saved model's thresholds are
     tuned against the matching pairs across sources (brute force here), not all of them."""
-    from neardup.products import job
+    from neardup.jobs import products as job
 
     offers, labels = catalogue
     labels = list(labels)

@@ -580,7 +580,7 @@ def test_a_model_number_that_extends_another_does_not_pair_offers_without_labels
     """A suffix on a model number (a colour, a region, a revision) names a variant, another
     product as often as not: without labels it is no evidence for a pair, and the title
     cosine, which would count the shared stem, does not speak for it either."""
-    from neardup.products.job import dedup_offers
+    from neardup.jobs.products import dedup_offers
 
     models = [
         ("Acme", "ZX2450", "24"),

@@ -410,7 +410,7 @@ def _load_offers_from_args(a: argparse.Namespace, truth_field: str | None = None
 
 
 def cmd_products_dedup(a: argparse.Namespace) -> int:
-    from ..products.job import dedup_offers
+    from ..jobs.products import dedup_offers
 
     offers, _ = _load_offers_from_args(a)
     truth = _load_truth_from_args(a, offers, a.truth) if a.truth else None
@@ -462,7 +462,7 @@ def cmd_products_dedup(a: argparse.Namespace) -> int:
 
 
 def cmd_products_eval(a: argparse.Namespace) -> int:
-    from ..products.job import evaluate_offers
+    from ..jobs.products import evaluate_offers
     from ..products.study import StudyConfig
 
     if a.truth_field and a.truth_file:

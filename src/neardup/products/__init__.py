@@ -6,8 +6,8 @@ normalisation and model words (:mod:`.modelwords`), LSH candidates over model-wo
 on rare model words, model-number prefixes and a learned brand with the main unit, the
 PC / PQ / F1* measures of candidate sets and a banding sweep (:mod:`.candidates`); the pair
 matcher (:mod:`.matcher`), the bootstrap study (:mod:`.study`), the generic loader
-(:mod:`.loaders`), ground truth that may be partial and scoring against it (:mod:`.truth`) and
-the jobs behind ``neardup products`` (:mod:`.job`).
+(:mod:`.loaders`), ground truth that may be partial and scoring against it (:mod:`.truth`). The
+jobs behind ``neardup products`` are :mod:`neardup.jobs.products`.
 """
 
 from .candidates import (

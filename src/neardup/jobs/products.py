@@ -29,10 +29,9 @@ from ..config import check_banding
 from ..errors import InputError, OutputError
 from ..io import prepare_outdir
 from ..io.files import unpickle_file
-from ..validate import check_choice, check_int, check_real
-from .blocking import token_blocking
-from .candidates import across_sources, lsh_candidates, model_word_sets
-from .matcher import (
+from ..products.blocking import token_blocking
+from ..products.candidates import across_sources, lsh_candidates, model_word_sets
+from ..products.matcher import (
     FEATURES,
     RULE_THRESHOLD,
     PairModel,
@@ -47,12 +46,13 @@ from .matcher import (
     unique_mapping,
     unsupervised_score,
 )
-from .modelwords import UnitMap
-from .offers import Offers
+from ..products.modelwords import UnitMap
+from ..products.offers import Offers
+from ..validate import check_choice, check_int, check_real
 
 if TYPE_CHECKING:  # the study (and its report) load for evaluate_offers, not for a dedup
-    from .study import StudyConfig
-    from .truth import Truth
+    from ..products.study import StudyConfig
+    from ..products.truth import Truth
 
 #: the ways :func:`dedup_offers` finds candidate pairs
 BLOCKINGS = ("tokens", "lsh")
@@ -281,7 +281,7 @@ def _blocking(
     """The candidates' quality on the known truth (``None`` without a truth)."""
     if truth is None:
         return None
-    from .truth import candidate_quality_known, check_truth
+    from ..products.truth import candidate_quality_known, check_truth
 
     check_truth(truth, offers)
     return candidate_quality_known(
@@ -307,7 +307,7 @@ def _quality(
     scored the same way, the candidates' blocking quality, and the truth's counts."""
     if truth is None:
         return None
-    from .truth import score_pairs
+    from ..products.truth import score_pairs
 
     pairs = score_pairs(pl, pr, truth, sources=offers.shops, cross_source=link)
     out = {
@@ -362,9 +362,9 @@ def evaluate_offers(
     from .._extras import require
 
     require("sklearn", "products", "neardup products eval (its trained matcher)")
-    from .report import write_report
-    from .study import StudyConfig, run_study
-    from .truth import Truth, check_truth
+    from ..products.report import write_report
+    from ..products.study import StudyConfig, run_study
+    from ..products.truth import Truth, check_truth
 
     cfg = cfg or StudyConfig()
     truth = labels if isinstance(labels, Truth) else Truth.from_labels(labels)
