@@ -23,14 +23,14 @@ demo: $(STAMP)
 	@echo
 	@echo "Outputs written to demo-out/: clusters, pairs, deduplicated corpus, summary.json"
 
-test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks build_tools examples setup.py
+test: lint
 	$(BIN)/python -m pytest -q
 
+# the style (ruff), and the types of src/neardup (mypy, configured in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks build_tools examples setup.py
+	$(BIN)/mypy
 
 # the peers (datasketch, rensa) and the benchmarks' own needs, once (reinstalling would rebuild
 # the kernels at every run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import csv
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import ExitStack
 from typing import BinaryIO
 
@@ -65,7 +65,9 @@ class _LineSource:
             raise _Undecodable(self.lineno, e) from None
 
 
-def _csv_records(src: _Source, opts: _Options, progress: _Progress) -> Iterator[_Item | InputError]:
+def _csv_records(
+    src: _Source, opts: _Options, progress: _Progress
+) -> Generator[_Item | InputError, None, None]:
     """Records of a CSV/TSV file. ``raw`` is the row (a list of str); the header is available
     as ``raw`` of a first pseudo-item ``(0, "", None, ("header", header, line_ending))`` which the
     record stream passes on to the writer only."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import ExitStack
 
 import orjson
@@ -27,7 +27,7 @@ from .jsonl import _json_object
 
 def _json_records(
     src: _Source, opts: _Options, progress: _Progress
-) -> Iterator[_Item | InputError]:
+) -> Generator[_Item | InputError, None, None]:
     """The items of a JSON file holding one array of objects (a ``.json`` file that starts
     with ``[``). The whole file is parsed at once (a JSON array has no record boundaries to
     stream by); an item's "line" in messages and record numbers is its 1-based position in

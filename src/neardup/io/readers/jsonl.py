@@ -5,7 +5,7 @@ object, which JSON arrays share. The batch path, blocks read by the compiled sca
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import ExitStack
 from typing import Any
 
@@ -109,7 +109,7 @@ def _is_blank(raw: bytes) -> bool:
 
 def _jsonl_records(
     src: _Source, opts: _Options, progress: _Progress
-) -> Iterator[_Item | InputError]:
+) -> Generator[_Item | InputError, None, None]:
     name = src.name
     utf8 = _is_utf8(opts.encoding)
     single = opts.text_fields[0] if len(opts.text_fields) == 1 else None

@@ -42,11 +42,11 @@ def _read_blocks(stream: BinaryIO, size: int, block_size: int) -> Iterator[memor
     while True:
         buf = np.empty(len(tail) + size, np.uint8)
         buf[: len(tail)] = tail
-        got = stream.readinto(memoryview(buf)[len(tail) :])  # type: ignore[attr-defined]
+        got = stream.readinto(buf.data[len(tail) :])  # type: ignore[attr-defined]
         size = min(2 * size, block_size)
         if got:
             end = len(tail) + got
-            view = memoryview(buf)[:end]
+            view = buf.data[:end]
             cut = _after_last_newline(view, len(tail))
             if cut == 0:
                 tail = buf[:end]
@@ -54,7 +54,7 @@ def _read_blocks(stream: BinaryIO, size: int, block_size: int) -> Iterator[memor
             tail = buf[cut:end]
             yield view[:cut]
         elif len(tail):
-            yield memoryview(tail)
+            yield tail.data
             return
         else:
             return

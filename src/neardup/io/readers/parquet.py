@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import cast
 
 from ...errors import InputError, SkipReason
@@ -22,7 +22,7 @@ from .base import (
 
 def _parquet_records(
     src: _Source, opts: _Options, progress: _Progress
-) -> Iterator[_Item | InputError]:
+) -> Generator[_Item | InputError, None, None]:
     """Records of a Parquet file (or of a run of its row groups, ``src.whole=False``, still
     numbered from the file's first row); ``raw`` is ``(batch, row index in the batch)``; the
     first pseudo-item ``(0, "", None, ("schema", schema))`` carries the file's Arrow schema."""

@@ -6,10 +6,11 @@ applied; and :func:`record_stream`, which checks the options and resolves the in
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+import os
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..._records import record
 from ...errors import ConfigError, InputError, SkipReason
@@ -147,8 +148,8 @@ class RecordStream:
         return f"{src.name}:{line}"
 
     def _rules(
-        self, src: _Source, items: Iterator[_Item | InputError]
-    ) -> Iterator[_Item | InputError]:
+        self, src: _Source, items: Generator[_Item | InputError, None, None]
+    ) -> Generator[_Item | InputError, None, None]:
         """``items`` with ``max_text_bytes`` and ``skip_empty`` applied (an error in place of a
         text they leave out) and the ids of ``default_id`` given. A generator of its own, put
         in front of a source's only with these options, so that reading without them pays
@@ -324,7 +325,7 @@ class RecordStream:
                 base = consumed if plain else None
                 spans = None
                 for part in parser.parse(block, lines, lineno, src.index):
-                    if type(part) is int:  # a line for the line reader
+                    if isinstance(part, int):  # a line for the line reader
                         yield from self._block_records(
                             src, block, lines, lineno, base, bom, part, part + 1
                         )
@@ -514,7 +515,8 @@ def record_stream(
             raise ConfigError(
                 f"name={name!r} is invalid: only for bytes or a file object (a path names itself)"
             )
-        sources = _resolve_sources(_as_paths(source), options.format)
+        paths = cast("str | os.PathLike | Iterable[str | os.PathLike]", source)  # not in memory
+        sources = _resolve_sources(_as_paths(paths), options.format)
     if part is not None:
         if len(sources) != 1:
             raise ConfigError("part: give exactly one input file with it")

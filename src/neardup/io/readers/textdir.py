@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from ...errors import InputError, SkipReason
 from .base import (
@@ -21,7 +21,7 @@ from .sources import split_compression
 
 def _textdir_records(
     src: _Source, opts: _Options, progress: _Progress
-) -> Iterator[_Item | InputError]:
+) -> Generator[_Item | InputError, None, None]:
     """One record per file; ``raw`` is the file's path; ``line`` is the file's 1-based position
     in the sorted listing (used only to locate duplicate ids)."""
     assert src.files is not None
