@@ -580,7 +580,7 @@ class SQLiteStorage(KeySegments, Storage):
             return None
         return {"id": row[0], "text": row[1], "shingles": np.frombuffer(row[2], "<u4")}
 
-    def get_texts(self, ids):
+    def get_texts(self, ids: Sequence[str]) -> dict[str, str | None]:
         conn = self._conn()
         out: dict[str, str | None] = {}
         ids = list(ids)

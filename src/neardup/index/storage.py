@@ -198,7 +198,7 @@ class MemoryStorage(Storage):
     def write_meta(self, meta):
         self._meta = dict(meta)
 
-    def insert(self, docs):
+    def insert(self, docs: Sequence[StoredDoc]) -> None:
         with self._lock:
             seen: set[str] = set()
             for d in docs:
@@ -232,7 +232,7 @@ class MemoryStorage(Storage):
                             del self._bands[k]
         return out
 
-    def candidates(self, keys, cap):
+    def candidates(self, keys: np.ndarray, cap: int) -> list[int]:
         out: dict[int, None] = {}
         with self._lock:
             for k in np.asarray(keys, np.uint64).tolist():
@@ -244,7 +244,7 @@ class MemoryStorage(Storage):
                         out[h] = None
         return list(out)
 
-    def holders(self, keys, cap):
+    def holders(self, keys: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
         pos: list[int] = []
         got: list[int] = []
         with self._lock:
