@@ -104,8 +104,16 @@ def _add_dedup_args(p: argparse.ArgumentParser) -> None:
         "--work-dir",
         default=None,
         metavar="DIR",
-        help="with --engine dask: where the scratch folder goes, on storage every "
-        "worker sees (default: the output directory); removed at the end",
+        help="where the scratch folder goes (default: the output directory); with "
+        "--engine dask on storage every worker sees; removed at the end",
+    )
+    rn.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="SIZE",
+        help="memory for the run's band keys and shingle fingerprints (e.g. 4G, 512M; "
+        "default: a quarter of this machine's memory); past it they move to the "
+        "scratch folder and are read back in order, with the same results",
     )
     rn.add_argument(
         "--partitioned-output",
@@ -185,7 +193,6 @@ def cmd_dedup(a: argparse.Namespace) -> int:
     set_workers(a.workers)
     for opt, given in (
         ("--scheduler", a.scheduler),
-        ("--work-dir", a.work_dir),
         ("--partitioned-output", a.partitioned_output),
     ):
         if given and a.engine != "dask":
@@ -200,6 +207,11 @@ def cmd_dedup(a: argparse.Namespace) -> int:
                 "engine only (Dask workers read files); write the stream to a file "
                 "that every worker sees, or leave out --engine dask"
             )
+    if a.engine == "dask" and a.memory_budget is not None:
+        raise ConfigError(
+            "--memory-budget is the local engine's: the Dask engine's workers keep their "
+            "state in the scratch folder (--work-dir) already"
+        )
     if a.engine == "dask" and a.save_index:
         raise ConfigError(
             "--save-index is not supported with --engine dask yet; build the "
@@ -242,6 +254,8 @@ def cmd_dedup(a: argparse.Namespace) -> int:
                 write_corpus=not a.no_corpus,
                 progress=progress,
                 save_index=a.save_index,
+                memory_budget=a.memory_budget,
+                work_dir=a.work_dir,
             )
     finally:
         if progress is not None:

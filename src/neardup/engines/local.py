@@ -17,6 +17,8 @@ file jobs.
 from __future__ import annotations
 
 import collections
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -44,6 +46,7 @@ from ..lsh import lsh_params
 from ..pipeline import (
     RunSummary,
     ShingleBags,
+    ShingleRanges,
     Signatures,
     TextSketches,
     cluster_texts,
@@ -51,6 +54,7 @@ from ..pipeline import (
     documents_of_texts,
     expand_pairs,
     find_candidates,
+    find_candidates_by_band,
     fingerprint_chunk,
     gather_sets,
     kept_rows,
@@ -62,6 +66,7 @@ from ..pipeline import (
 from ..result import Result
 from ..text.normalize import is_arrow_strings, normalize
 from ..validate import check_choice, check_int
+from .stores import Budget, Scratch, SpilledArray, SpillingArray, default_budget, parse_size
 
 if TYPE_CHECKING:
     from ..io.writers import KeepStream
@@ -98,6 +103,12 @@ class Deduplicator:
     ``workers``: threads for the compiled stages (default: the calling thread's setting,
     :func:`neardup._threads.set_num_threads`; all available processors unless changed).
 
+    ``memory_budget`` (bytes or a size such as ``"4G"``; default: a quarter of the machine's
+    memory) bounds the band keys and shingle fingerprints held in memory: past it they move to
+    a scratch folder in ``work_dir`` (default: the system's temporary folder), are read back in
+    order (keys a band at a time, fingerprints a batch of candidate pairs at a time) and the
+    folder is removed at the end; the result is the same.
+
     Pipelining: the compiled stages of a chunk (shingle, sketch) run on a worker thread without
     the GIL while the caller reads and normalises the next chunks; at most three chunks wait
     for it.
@@ -132,6 +143,8 @@ class Deduplicator:
         on_error: Literal["fail", "skip"] = "fail",
         check_ids: bool = True,
         on_stage: StageCallback | None = None,
+        memory_budget: int | str | None = None,
+        work_dir: str | os.PathLike | None = None,
     ):
         params = dict(
             threshold=threshold,
@@ -175,11 +188,23 @@ class Deduplicator:
         # Exact verification needs the signatures only for their LSH band keys: keep the keys
         # (8 bytes per band and text, a quarter of a 128-value signature), one array per band.
         self._bands_rows = self.lsh_params()
+        # Past the memory budget, the keys and fingerprints move to a scratch folder (removed
+        # at the end) and are read back in order: the same answers in bounded memory.
+        self.memory_budget = (
+            default_budget() if memory_budget is None else parse_size(memory_budget)
+        )
+        self._budget = Budget(self.memory_budget)
+        self._scratch = Scratch(work_dir)
         self._sigs = Growable(np.uint32) if not self._exact else None
         self._keys = (
-            [Growable(np.uint64) for _ in range(self._bands_rows[0])] if self._exact else []
+            [
+                SpillingArray(np.uint64, f"keys-{b}", self._budget, self._scratch)
+                for b in range(self._bands_rows[0])
+            ]
+            if self._exact
+            else []
         )
-        self._sh = Growable(np.uint32)
+        self._sh = SpillingArray(np.uint32, "shingles", self._budget, self._scratch)
         self._shend = Growable(np.int64)  # where each distinct text's fingerprints end in _sh
         self._n_unique = 0
         self._n_empty = 0
@@ -350,10 +375,29 @@ class Deduplicator:
             for store in self._keys:
                 store.commit(g)
             self._shend.append(np.cumsum(sizes) + before)
+            if self._budget.over():
+                self._spill()
         else:
             assert self._sigs is not None and signatures is not None  # estimates keep them
             self._sigs.append(signatures)
         self._tick("shingle+sketch", t0)
+
+    def _spill(self) -> None:
+        """Move the keys and fingerprints to the scratch folder (on the worker thread, between
+        chunks: no view of the stores is out)."""
+        t0 = time.perf_counter()
+        held = self._budget.used
+        self._sh.spill()
+        for store in self._keys:
+            store.spill()
+        self._budget.spilled = True
+        log.info(
+            "past the memory budget (%.0f MB): %.0f MB of keys and fingerprints moved to %s",
+            self.memory_budget / 1e6,
+            held / 1e6,
+            self._scratch.path,
+        )
+        self._tick("spill", t0)
 
     def _wait(self) -> None:
         """Wait for every chunk in flight; re-raise the first error, if any."""
@@ -376,6 +420,8 @@ class Deduplicator:
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
+            if not self._finished:  # abandoned: what was spilled goes (finish removes it later)
+                self._scratch.close()
 
     def __enter__(self) -> Deduplicator:
         return self
@@ -411,6 +457,7 @@ class Deduplicator:
             raise
         finally:
             set_num_threads(before)
+            self._scratch.close()
         s = result.summary
         log.info(
             "%d documents: %d distinct texts, %d clusters of near-duplicates, %d removed (%.3f s)",
@@ -453,9 +500,19 @@ class Deduplicator:
 
         bands, rows = self._bands_rows
         self._stage("candidates", 0, 1)
-        if self._exact:
-            left, right, cstats = find_candidates(U, bands, rows, cfg.lsh.bucket_cap, keys=keys)
+        spilled = [s for s in keys if isinstance(s, SpilledArray)] if self._exact else []
+        if spilled:  # one band at a time, read back from the scratch folder
+            left, right, cstats = find_candidates_by_band(
+                U, bands, rows, cfg.lsh.bucket_cap, lambda b: spilled[b].load(), self.workers
+            )
+            del keys, spilled
+        elif self._exact:
+            in_memory = [k for k in keys if isinstance(k, np.ndarray)]  # all of them
             del keys
+            left, right, cstats = find_candidates(
+                U, bands, rows, cfg.lsh.bucket_cap, keys=in_memory
+            )
+            del in_memory
         else:
             left, right, cstats = find_candidates(
                 U, bands, rows, cfg.lsh.bucket_cap, signatures=sigs
@@ -464,7 +521,13 @@ class Deduplicator:
         t0 = self._tick("lsh", t0)
 
         self._stage("verify", 0, len(left))
-        measure = ShingleBags(sh_hashes, sh_off) if self._exact else Signatures(sigs)
+        measure: ShingleBags | ShingleRanges | Signatures
+        if not self._exact:
+            measure = Signatures(sigs)
+        elif isinstance(sh_hashes, SpilledArray):  # the pairs' texts read back a batch at a time
+            measure = ShingleRanges(sh_hashes.ranges, sh_off, _batch_bytes(self.memory_budget))
+        else:
+            measure = ShingleBags(sh_hashes, sh_off)
         rank = preference_rank(U, cfg.cluster.keep, ulen, ufp)
         rep_u = None
         if keep_out is not None and len(left):
@@ -530,6 +593,12 @@ class Deduplicator:
             timings=dict(self.timings),
             workers=self.workers,
             seconds=wall,
+            memory={
+                "budget_bytes": self.memory_budget,
+                "spilled": self._budget.spilled,
+                "scratch_bytes": self._scratch.peak_bytes,
+                "work_dir": str(self._scratch.parent or tempfile.gettempdir()),
+            },
         )
         if self._skipped:
             self.run_summary.skipped = {
@@ -537,6 +606,12 @@ class Deduplicator:
                 "by_reason": {str(SkipReason.NON_STRING_FIELD): self._skipped},
             }
         return self.run_summary.to_dict()
+
+
+def _batch_bytes(budget: int) -> int:
+    """The fingerprints one batch of spilled candidate pairs reads: a quarter of the budget,
+    between 16 and 256 MB."""
+    return min(max(budget // 4, 16 << 20), 256 << 20)
 
 
 def dedup(
@@ -570,6 +645,8 @@ def dedup(
     text_field: str | None = None,
     id_field: str | None = None,
     progress: StageCallback | None = None,
+    memory_budget: int | str | None = None,
+    work_dir: str | os.PathLike | None = None,
 ) -> Result:
     """Find near-duplicate clusters among ``texts`` and return a :class:`Result`
     (``result.to_pandas()``, ``to_polars()``, ``to_arrow()``: the clusters or the pairs as a
@@ -610,7 +687,11 @@ def dedup(
       their own, or their row numbers in ``texts``);
     - ``progress``: called as ``progress(stage, done, total)``: stage "read" after each chunk
       of documents is read in (done and total in documents), then "candidates", "verify"
-      (done and total in candidate pairs) and "cluster", each at its start and its end.
+      (done and total in candidate pairs) and "cluster", each at its start and its end;
+    - ``memory_budget`` (bytes, or a size such as ``"4G"``; default a quarter of the machine's
+      memory): past it, the band keys and shingle fingerprints move to a scratch folder in
+      ``work_dir`` (default: the system's temporary folder), removed at the end; the result is
+      the same (``result.summary["memory"]`` says whether it was used).
     """
     check_int("chunk_size", chunk_size, 1)
     if progress is not None and not callable(progress):
@@ -639,7 +720,12 @@ def dedup(
     )
     texts, ids = table_columns(texts, ids, text_field, id_field)
     d = Deduplicator(
-        config_from(config, params), workers=workers, on_error=on_error, on_stage=progress
+        config_from(config, params),
+        workers=workers,
+        on_error=on_error,
+        on_stage=progress,
+        memory_budget=memory_budget,
+        work_dir=work_dir,
     )
     arrow = to_arrow(texts)
     if arrow is not None:

@@ -120,6 +120,17 @@ def _new_index(path: Path, config: DedupConfig):
     return Index(tmp, config=config), tmp
 
 
+def _scratch_parent(outdir: Path, work_dir: str | os.PathLike | None) -> Path:
+    """Where the local engine's scratch folder goes: ``work_dir``, else the output directory or
+    the nearest folder above it that exists (nothing is created before the inputs are read)."""
+    if work_dir is not None:
+        return Path(work_dir)
+    p = outdir
+    while not p.is_dir() and p != p.parent:
+        p = p.parent
+    return p
+
+
 def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str, str]:
     """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
     from ..io import write_table
@@ -177,9 +188,18 @@ def dedup_files(
     write_corpus: bool = True,
     progress: Progress | None = None,
     save_index: str | os.PathLike | None = None,
+    memory_budget: int | str | None = None,
+    work_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Deduplicate the documents of ``paths`` and write clusters, pairs, the deduplicated corpus
     and ``summary.json`` into ``outdir``. Returns the summary.
+
+    ``memory_budget`` (bytes, or a size such as ``"4G"``; default a quarter of the machine's
+    memory): past it, the run's band keys and shingle fingerprints move to a scratch folder in
+    ``work_dir`` (default: the output directory, or the nearest folder above it that exists)
+    and are read back in order; the outputs are the same. The folder is removed at the end,
+    also when the run fails or is interrupted; the summary's ``memory`` says whether it was
+    used and how large it grew.
 
     ``id_field``: the field holding the ids; ``None`` (default): the field ``id`` when every
     record has one (a string or an integer; its values must then be distinct), else row
@@ -230,6 +250,7 @@ def dedup_files(
             index,
             index_tmp,
             save_index,
+            {"memory_budget": memory_budget, "work_dir": _scratch_parent(outdir, work_dir)},
             spool.display,
         )
     except BaseException:
@@ -256,6 +277,7 @@ def _run(
     index,
     index_tmp,
     save_index,
+    engine: dict[str, Any],
     display=str,
 ) -> dict[str, Any]:
     from ..io import (
@@ -286,7 +308,7 @@ def _run(
 
         return add
 
-    with Deduplicator(config, check_ids=False, on_stage=on_stage) as dd:
+    with Deduplicator(config, check_ids=False, on_stage=on_stage, **engine) as dd:
         t_read = time.perf_counter()
         ids = IdInfo()
         reader = read_documents(paths, report=report, options=read_opts, arrow=True, ids=ids)

@@ -7,9 +7,11 @@ step               functions
 =================  =====================================================================
 ingest             :func:`ingest_chunk` (= :func:`fingerprint_chunk` + :func:`sketch_chunk`);
                    :func:`sketch_texts` (what the online index stores of a text)
-candidates         :func:`find_candidates`, :func:`run_candidates`
+candidates         :func:`find_candidates` (:func:`find_candidates_by_band`: keys read back
+                   a band at a time), :func:`run_candidates`
 verification       :func:`verify_pairs` with a measure (:class:`ShingleSets`,
-                   :class:`ShingleBags`, :class:`Signatures`)
+                   :class:`ShingleBags`, :class:`ShingleRanges` read back in batches,
+                   :class:`Signatures`)
 clusters           :func:`cluster_texts`, :func:`decide_in_order`,
                    :func:`documents_of_texts`
 pair expansion     :func:`expand_pairs` (:func:`within_pairs`, :func:`cross_pairs`)
@@ -23,7 +25,7 @@ through here.
 
 from __future__ import annotations
 
-from .candidates import CandidateStats, find_candidates, run_candidates
+from .candidates import CandidateStats, find_candidates, find_candidates_by_band, run_candidates
 from .clusters import (
     cluster_texts,
     decide_in_order,
@@ -44,7 +46,15 @@ from .ingest import (
 )
 from .pairs import PairCounts, cross_pairs, expand_pairs, ranges, within_pairs
 from .summary import NoProgress, Progress, RunSummary
-from .verification import Measure, ShingleBags, ShingleSets, Signatures, sort_sets, verify_pairs
+from .verification import (
+    Measure,
+    ShingleBags,
+    ShingleRanges,
+    ShingleSets,
+    Signatures,
+    sort_sets,
+    verify_pairs,
+)
 
 __all__ = [
     "Fingerprinted",
@@ -57,10 +67,12 @@ __all__ = [
     "gather_sets",
     "CandidateStats",
     "find_candidates",
+    "find_candidates_by_band",
     "run_candidates",
     "Measure",
     "ShingleSets",
     "ShingleBags",
+    "ShingleRanges",
     "Signatures",
     "sort_sets",
     "verify_pairs",

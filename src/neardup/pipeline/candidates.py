@@ -7,13 +7,15 @@ that an engine gathered elsewhere (the Dask engine's shuffle buckets).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..lsh import CandidateStats, candidate_pairs, candidates_from_keys
 
-__all__ = ["CandidateStats", "find_candidates", "run_candidates"]
+__all__ = ["CandidateStats", "find_candidates", "find_candidates_by_band", "run_candidates"]
 
 _NONE = np.zeros(0, np.int64)
 
@@ -47,3 +49,35 @@ def run_candidates(
     """Candidate pairs among the positions of one band's ``keys`` (``uint64[n]``, sorted in
     place): :func:`find_candidates` over a single band, with its stats to merge."""
     return candidates_from_keys([keys], bucket_cap, overwrite=True)
+
+
+def find_candidates_by_band(
+    n: int,
+    bands: int,
+    rows: int,
+    bucket_cap: int,
+    band_keys: Callable[[int], np.ndarray],
+    threads: int = 1,
+) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
+    """:func:`find_candidates` over keys read one band at a time (``band_keys(b)``: the
+    ``uint64[n]`` keys of band ``b``, which are sorted in place), ``threads`` bands at once:
+    the same pairs and stats, holding only those bands' keys and the pairs found so far."""
+    stats = CandidateStats(bands=bands, rows=rows, bucket_cap=bucket_cap)
+    if n < 2:
+        return _NONE, _NONE.copy(), stats
+
+    def one(b: int) -> tuple[np.ndarray, CandidateStats]:
+        left, right, st = candidates_from_keys([band_keys(b)], bucket_cap, overwrite=True)
+        return (left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64), st
+
+    parts = []
+    with ThreadPoolExecutor(max(1, min(threads, bands))) as pool:
+        for enc, st in pool.map(one, range(bands)):
+            stats.merge(st)
+            if len(enc):
+                parts.append(enc)
+    enc = sorted_unique(np.concatenate(parts), overwrite=True) if parts else np.zeros(0, np.uint64)
+    stats.candidates = len(enc)
+    left = (enc >> np.uint64(32)).astype(np.int64)
+    right = (enc & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return left, right, stats

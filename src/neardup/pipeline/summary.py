@@ -66,6 +66,9 @@ class RunSummary:
     seconds: float = 0.0
     engine: str | None = None
     partitions: int | None = None
+    # the local engine's memory: its budget, whether its state went past it to the scratch
+    # folder, and the most the scratch folder held (removed at the end of the run)
+    memory: dict[str, Any] | None = None
     # the file jobs
     inputs: list[str] | None = None
     input_bytes: int | None = None
@@ -122,6 +125,8 @@ class RunSummary:
         )
         if self.partitions is not None:
             d["partitions"] = self.partitions
+        if self.memory is not None:
+            d["memory"] = self.memory
         d["seconds"] = round(self.seconds, 4)
         if self.inputs is not None:
             wall = self.seconds

@@ -9,6 +9,7 @@ over their candidates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -20,6 +21,7 @@ __all__ = [
     "Measure",
     "ShingleSets",
     "ShingleBags",
+    "ShingleRanges",
     "Signatures",
     "sort_sets",
     "verify_pairs",
@@ -60,6 +62,42 @@ class ShingleBags:
 
     def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return unsorted_overlap_pairs(self.hashes, self.offsets, a, b)
+
+
+class ShingleRanges:
+    """:class:`ShingleBags` whose fingerprints are read when asked for, a batch of pairs at a
+    time (a store on disk): ``ranges(starts, ends)`` gives the fingerprints of the ranges
+    ``[starts[i], ends[i])`` one after another and where each begins; text ``i``'s are the range
+    ``[offsets[i], offsets[i + 1])``. A batch holds at most about ``batch_bytes`` of
+    fingerprints (both texts of each pair counted)."""
+
+    method = JACCARD
+
+    def __init__(
+        self,
+        ranges: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+        offsets: np.ndarray,
+        batch_bytes: int = 256 << 20,
+    ):
+        self.ranges, self.offsets, self.batch_bytes = ranges, offsets, batch_bytes
+
+    def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a = np.asarray(a, np.int64)
+        b = np.asarray(b, np.int64)
+        out = np.empty(len(a), np.float32)
+        off = self.offsets
+        weight = np.cumsum((off[a + 1] - off[a]) + (off[b + 1] - off[b])) * 4
+        lo, n = 0, len(a)
+        while lo < n:
+            base = int(weight[lo - 1]) if lo else 0
+            hi = max(int(np.searchsorted(weight, base + self.batch_bytes, side="right")), lo + 1)
+            docs, at = np.unique(np.concatenate((a[lo:hi], b[lo:hi])), return_inverse=True)
+            hashes, local = self.ranges(off[docs], off[docs + 1])
+            k = hi - lo
+            out[lo:hi] = unsorted_overlap_pairs(hashes, local, at[:k], at[k:])
+            del hashes
+            lo = hi
+        return out
 
 
 class Signatures:

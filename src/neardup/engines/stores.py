@@ -1,0 +1,244 @@
+"""What the local engine keeps between chunks, in memory or, past a memory budget, on disk.
+
+The bulk of a run's state is the shingle fingerprints of each distinct text (~1.6 KB for a text
+of 2 KB) and its band keys (8 bytes per band). :class:`SpillingArray` holds one such array: in
+memory (a :class:`~neardup._arrays.Growable`) while the stores together stay within the run's
+:class:`Budget`; once they pass it, every store moves to a file of the run's :class:`Scratch`
+folder and takes further chunks there. What was spilled is read back in order (a band's keys
+whole, one band at a time) or by ranges (the fingerprints of the texts a batch of candidate
+pairs needs: :meth:`SpilledArray.ranges`), so that memory stays bounded and the answers are
+those of the run in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from .._arrays import Growable
+from ..errors import ConfigError
+
+__all__ = ["Budget", "Scratch", "SpillingArray", "SpilledArray", "parse_size", "default_budget"]
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(value: str | int, name: str = "memory_budget") -> int:
+    """Bytes from ``"512M"``, ``"4G"``, ``"1.5G"`` or a number of bytes."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{name}={value!r} is invalid: a size such as 4G, 512M or bytes")
+    if isinstance(value, int):
+        if value < 0:
+            raise ConfigError(f"{name}={value!r} is invalid: at least 0")
+        return value
+    s = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+    unit = s[-1:] if s[-1:] in _UNITS and not s[-1:].isdigit() else ""
+    number = s[: len(s) - len(unit)]
+    try:
+        n = float(number)
+    except ValueError:
+        raise ConfigError(
+            f"{name}={value!r} is invalid: a size such as 4G, 512M or bytes"
+        ) from None
+    if not n >= 0:
+        raise ConfigError(f"{name}={value!r} is invalid: at least 0")
+    return int(n * _UNITS[unit])
+
+
+def default_budget() -> int:
+    """The default memory budget of the engine's stores: a quarter of the machine's memory
+    (at least 256 MB)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    return max(total // 4, 256 << 20)
+
+
+class Scratch:
+    """A run's scratch folder: made on first use under ``parent`` (default: the system's
+    temporary folder), removed by :meth:`close`. ``peak_bytes``: the most it held."""
+
+    def __init__(self, parent: str | os.PathLike | None = None):
+        self.parent = Path(parent) if parent is not None else None
+        self.path: Path | None = None
+        self.peak_bytes = 0
+        self._bytes = 0
+
+    def file(self, name: str) -> Path:
+        if self.path is None:
+            if self.parent is not None and not self.parent.is_dir():
+                raise ConfigError(f"work_dir={str(self.parent)!r} is not a folder")
+            self.path = Path(tempfile.mkdtemp(prefix=".neardup-scratch-", dir=self.parent))
+        return self.path / name
+
+    def wrote(self, nbytes: int) -> None:
+        self._bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self._bytes)
+
+    def close(self) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = None
+            self._bytes = 0
+
+
+class Budget:
+    """The bytes the stores may hold in memory together (``None``: no limit); once past it
+    they all move to the scratch folder (:meth:`SpillingArray.spill`)."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.used = 0
+        self.spilled = False
+
+    def over(self) -> bool:
+        return self.limit is not None and not self.spilled and self.used > self.limit
+
+
+class SpilledArray:
+    """An array written to a file: read back whole (:meth:`load`) or by ranges
+    (:meth:`ranges`), never mapped (reading copies what is asked for, so the process holds only
+    that)."""
+
+    def __init__(self, path: Path, dtype: np.dtype, n: int):
+        self.path, self.dtype, self.n = path, np.dtype(dtype), n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def load(self) -> np.ndarray:
+        return np.fromfile(self.path, self.dtype, count=self.n)
+
+    def take(self, idx: np.ndarray) -> np.ndarray:
+        """The values at the positions ``idx`` (a copy)."""
+        idx = np.asarray(idx, np.int64)
+        order = np.argsort(idx, kind="stable")
+        out = np.empty(len(idx), self.dtype)
+        out[order] = self.ranges(idx[order], idx[order] + 1)[0]
+        return out
+
+    def ranges(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The values of the ranges ``[starts[i], ends[i])`` one after another, and where
+        each begins (``offsets``, one more than the ranges). Adjacent ranges are read in one
+        call: ranges in increasing order read fastest."""
+        starts = np.asarray(starts, np.int64)
+        ends = np.asarray(ends, np.int64)
+        sizes = ends - starts
+        offsets = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        out = np.empty(int(offsets[-1]), self.dtype)
+        if len(out) == 0:
+            return out, offsets
+        # runs of ranges that follow each other in the file: one read each
+        joined = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+        run_first = np.concatenate(([0], joined))
+        run_last = np.concatenate((joined, [len(starts)])) - 1
+        size = self.dtype.itemsize
+        buf = out.view(np.uint8).data
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            for a, b in zip(run_first.tolist(), run_last.tolist()):
+                lo, hi = int(offsets[a]) * size, int(offsets[b + 1]) * size
+                pos = int(starts[a]) * size
+                while lo < hi:
+                    got = os.preadv(fd, [buf[lo:hi]], pos)
+                    if got <= 0:
+                        raise OSError(f"{self.path}: ended {hi - lo} bytes early")
+                    lo += got
+                    pos += got
+        finally:
+            os.close(fd)
+        return out, offsets
+
+
+class SpillingArray:
+    """An append-only array of the engine's stores: in memory within the run's budget, in a
+    scratch file once the stores pass it. :meth:`reserve`/:meth:`commit` let a kernel write
+    a chunk in place, as :class:`~neardup._arrays.Growable` does; :meth:`take` gives the
+    whole array (in memory) or a :class:`SpilledArray`."""
+
+    def __init__(self, dtype, name: str, budget: Budget, scratch: Scratch):
+        self.dtype = np.dtype(dtype)
+        self.name, self.budget, self.scratch = name, budget, scratch
+        self._mem: Growable | None = Growable(self.dtype)
+        self._file: BinaryIO | None = None
+        self._path: Path | None = None
+        self._buf: np.ndarray | None = None
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def spilled(self) -> bool:
+        return self._file is not None
+
+    def reserve(self, m: int) -> np.ndarray:
+        if self._mem is not None:
+            return self._mem.reserve(m)
+        self._buf = np.empty(m, self.dtype)
+        return self._buf
+
+    def commit(self, m: int) -> None:
+        if self._mem is not None:
+            self._mem.commit(m)
+            self.budget.used += m * self.dtype.itemsize
+        else:
+            assert self._buf is not None and self._file is not None
+            self._write(self._buf[:m])
+            self._buf = None
+        self._n += m
+
+    def append(self, part: np.ndarray) -> None:
+        part = part.reshape(-1)
+        view = self.reserve(len(part))
+        view[:] = part
+        del view
+        self.commit(len(part))
+
+    def _write(self, values: np.ndarray) -> None:
+        assert self._file is not None
+        self._file.write(np.ascontiguousarray(values, self.dtype).tobytes())
+        self.scratch.wrote(values.nbytes)
+
+    def spill(self) -> None:
+        """Move what is held in memory to a scratch file; take further chunks there."""
+        if self._mem is None:
+            return
+        self._path = self.scratch.file(self.name)
+        self._file = open(self._path, "wb")  # noqa: SIM115 (closed by take)
+        held = self._mem.take()
+        self._mem = None
+        self._write(held)
+        self.budget.used -= held.nbytes
+        del held
+
+    def read(self, idx: np.ndarray) -> np.ndarray:
+        """A copy of the values at the positions ``idx``."""
+        if self._mem is not None:
+            return self._mem.read(idx)
+        return self._spilled().take(idx)
+
+    def _spilled(self) -> SpilledArray:
+        assert self._file is not None and self._path is not None
+        self._file.flush()
+        return SpilledArray(self._path, self.dtype, self._n)
+
+    def take(self) -> np.ndarray | SpilledArray:
+        """Everything appended: an array (in memory) or the file it was written to."""
+        if self._mem is not None:
+            out = self._mem.take()
+            self._mem = None
+            self.budget.used -= out.nbytes
+            return out
+        spilled = self._spilled()
+        assert self._file is not None
+        self._file.close()
+        self._file = None
+        return spilled

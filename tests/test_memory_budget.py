@@ -1,0 +1,195 @@
+"""The local engine under a memory budget: past it, the band keys and shingle fingerprints move
+to a scratch folder and are read back in order; every answer is the one of the run in memory,
+and the scratch folder is gone at the end, also when the run fails."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.cli import main
+from neardup.engines.local import Deduplicator
+from neardup.engines.stores import Budget, Scratch, SpillingArray, parse_size
+from neardup.errors import ConfigError
+from neardup.pipeline import (
+    ShingleBags,
+    ShingleRanges,
+    find_candidates,
+    find_candidates_by_band,
+)
+from neardup.synth import make_corpus
+
+
+def _corpus(n=1500, seed=5):
+    texts, _ = make_corpus(n, seed=seed, words=(8, 120))
+    # exact copies across chunks, empty texts, a copy differing by case only
+    return texts + texts[:40] + ["", "  ", texts[7].upper()]
+
+
+def _run(texts, chunk, **kw):
+    d = Deduplicator(**kw)
+    for s in range(0, len(texts), chunk):
+        d.add(texts[s : s + chunk])
+    return d.finish()
+
+
+def _same(a, b):
+    assert np.array_equal(a.labels, b.labels)
+    assert np.array_equal(a.representative, b.representative)
+    assert np.array_equal(a.similarity, b.similarity)
+    assert np.array_equal(a.keep, b.keep)
+    for col in ("left", "right", "similarity", "method", "implied"):
+        assert np.array_equal(getattr(a.pairs, col), getattr(b.pairs, col))
+    sa, sb = dict(a.summary), dict(b.summary)
+    for s in (sa, sb):
+        for k in ("timings_s", "seconds", "memory"):
+            s.pop(k)
+    assert sa == sb
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"threshold": 0.7, "shingle": "word:3"},
+        {"threshold": 0.6, "shingle": "char:5", "cluster": "strict", "keep": "longest"},
+        {"threshold": 0.8, "bucket_cap": 3, "pairs": "edges"},
+    ],
+)
+@pytest.mark.parametrize("budget", [0, 100_000])
+def test_a_run_past_its_budget_answers_as_one_in_memory(params, budget, tmp_path):
+    texts = _corpus()
+    base = _run(texts, 300, **params)
+    assert base.summary["memory"]["spilled"] is False
+    got = _run(texts, 300, memory_budget=budget, work_dir=tmp_path, **params)
+    mem = got.summary["memory"]
+    assert mem["spilled"] is True and mem["budget_bytes"] == budget
+    assert mem["scratch_bytes"] > 0 and mem["work_dir"] == str(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # the scratch folder is gone
+    assert base.summary["duplicate_pairs"] > 50  # there was something to find
+    _same(base, got)
+
+
+def test_the_sketches_handed_on_are_the_same_when_spilled(tmp_path):
+    texts = _corpus(400)
+    got = {}
+    for budget in (None, 0):
+        out = []
+        d = Deduplicator(threshold=0.7, memory_budget=budget, work_dir=tmp_path)
+        for s in range(0, len(texts), 100):
+            d.add(texts[s : s + 100], on_sketched=out.append)
+        d.finish()
+        got[budget] = out
+    for a, b in zip(got[None], got[0]):
+        for f in ("group", "keys", "hashes", "starts", "ends"):
+            assert np.array_equal(getattr(a, f), getattr(b, f))
+
+
+def test_an_abandoned_run_leaves_no_scratch(tmp_path):
+    d = Deduplicator(memory_budget=0, work_dir=tmp_path)
+    d.add(_corpus(200))
+    d.close()  # its worker has spilled; nobody finishes it
+    assert list(tmp_path.iterdir()) == []
+    with Deduplicator(memory_budget=0, work_dir=tmp_path) as d, pytest.raises(ConfigError):
+        d.add(_corpus(200))
+        d._wait()
+        raise ConfigError("stopped")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_writes_the_same_files_under_a_budget(tmp_path, capsys):
+    texts = _corpus(600)
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    outs = []
+    for extra in ([], ["--memory-budget", "0", "--work-dir", str(tmp_path)]):
+        out = tmp_path / f"out{len(outs)}"
+        assert (
+            main(["dedup", str(src), "-o", str(out), "--quiet", "--chunk-size", "100", *extra]) == 0
+        )
+        outs.append(out)
+    for name in ("clusters.parquet", "pairs.parquet", "deduplicated/in.jsonl"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    summary = json.loads((outs[1] / "summary.json").read_text())
+    assert summary["memory"]["spilled"] is True
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".neardup-scratch")]
+    capsys.readouterr()
+
+
+def test_a_failed_command_leaves_no_scratch(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    texts = _corpus(300)
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts) + "not json\n")
+    code = main(["dedup", str(src), "-o", str(tmp_path / "o"), "--quiet", "--memory-budget", "0",
+                 "--chunk-size", "50"])  # fmt: skip
+    assert code != 0
+    assert not [p for p in tmp_path.rglob(".neardup-scratch*")]
+    assert f"in.jsonl:{len(texts) + 1}: malformed JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [("4G", 4 << 30), ("512M", 512 << 20), ("1.5g", int(1.5 * (1 << 30))), ("100", 100),
+     ("64KB", 64 << 10), ("2GiB", 2 << 30), (0, 0), (12345, 12345)],
+)  # fmt: skip
+def test_sizes(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1G", "G", True, -5, "1X"])
+def test_bad_sizes_are_named(bad):
+    with pytest.raises(ConfigError, match="memory_budget="):
+        parse_size(bad)
+
+
+def test_a_bad_budget_is_an_error_of_the_command(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "a b c"}\n')
+    assert main(["dedup", str(src), "-o", str(tmp_path / "o"), "--memory-budget", "lots"]) != 0
+    assert "memory_budget='lots' is invalid" in capsys.readouterr().err
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=2, max_size=60),
+    seed=st.integers(0, 2**31),
+    batch=st.integers(1, 400),
+)
+def test_spilled_fingerprints_measure_as_in_memory(sizes, seed, batch, tmp_path_factory):
+    """Pairs measured from a scratch file a small batch at a time: the values of the arrays in
+    memory (repeats, empty sets, any order of pairs)."""
+    rng = np.random.default_rng(seed)
+    off = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=off[1:])
+    hashes = rng.integers(0, 12, int(off[-1])).astype(np.uint32)
+    a = rng.integers(0, len(sizes), 80)
+    b = rng.integers(0, len(sizes), 80)
+    b = np.where(a == b, (b + 1) % len(sizes), b)
+    store = SpillingArray(np.uint32, "h", Budget(0), Scratch(tmp_path_factory.mktemp("s")))
+    store.append(hashes)
+    store.spill()
+    spilled = store.take()
+    got = ShingleRanges(spilled.ranges, off, batch_bytes=batch).pairs(a, b)
+    assert np.array_equal(got, ShingleBags(hashes, off).pairs(a, b))
+    assert np.array_equal(spilled.take(np.arange(len(hashes))[::-1]), hashes[::-1])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(0, 300),
+    bands=st.integers(1, 6),
+    seed=st.integers(0, 2**31),
+    cap=st.integers(2, 9),
+)
+def test_candidates_a_band_at_a_time_are_those_of_all_bands(n, bands, seed, cap):
+    rng = np.random.default_rng(seed)
+    keys = [rng.integers(0, max(2, n // 3), n).astype(np.uint64) for _ in range(bands)]
+    whole = find_candidates(n, bands, 4, cap, keys=[k.copy() for k in keys])
+    banded = find_candidates_by_band(n, bands, 4, cap, lambda b: keys[b].copy(), threads=2)
+    assert np.array_equal(whole[0], banded[0]) and np.array_equal(whole[1], banded[1])
+    assert whole[2].to_dict() == banded[2].to_dict()
