@@ -139,7 +139,8 @@ class Result:
     def columns(
         self,
         table: Literal["clusters", "pairs"] = "clusters",
-        id_column: Callable[[np.ndarray | None], Any] | None = None,
+        id_column: Callable[[np.ndarray | slice | None], Any] | None = None,
+        part: tuple[int, int] | None = None,
     ) -> dict[str, np.ndarray]:
         """The columns of a table as NumPy arrays, as ``neardup dedup`` writes them:
 
@@ -151,7 +152,9 @@ class Result:
           was not compared itself: its similarity follows from exact-duplicate groups).
 
         ``id_column`` (optional): makes a column of ids from the rows it is given (``None``: all
-        rows in order), in place of the NumPy object arrays (a writer's own string arrays).
+        rows in order; a ``slice``: those rows in order), in place of the NumPy object arrays
+        (a writer's own string arrays).
+        ``part`` (optional): only the table's rows ``[lo, hi)``.
         """
         if id_column is None:
             ids = np.asarray(self.ids, dtype=object)
@@ -159,22 +162,26 @@ class Result:
             def id_column(rows):
                 return ids if rows is None else ids[rows]
 
+        s = slice(None) if part is None else slice(*part)
         if table == "clusters":
             return {
-                "id": id_column(None),
-                "cluster": self.labels,
-                "representative": id_column(self.representative),
-                "similarity": self.similarity,
-                "keep": self.keep,
+                "id": id_column(None if part is None else slice(*part)),
+                "cluster": self.labels[s],
+                "representative": id_column(self.representative[s]),
+                "similarity": self.similarity[s],
+                "keep": self.keep
+                if part is None
+                else self.representative[s] == np.arange(*part, dtype=np.int64),
             }
         if table == "pairs":
             p = self.pairs
+            assert p.implied is not None  # set by Pairs.__post_init__
             return {
-                "id_a": id_column(p.left),
-                "id_b": id_column(p.right),
-                "similarity": p.similarity,
-                "method": np.asarray(METHOD_NAMES, dtype=object)[p.method],
-                "implied": p.implied,
+                "id_a": id_column(p.left[s]),
+                "id_b": id_column(p.right[s]),
+                "similarity": p.similarity[s],
+                "method": np.asarray(METHOD_NAMES, dtype=object)[p.method[s]],
+                "implied": p.implied[s],
             }
         from .errors import ConfigError
 

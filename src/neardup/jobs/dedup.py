@@ -132,14 +132,23 @@ def _scratch_parent(outdir: Path, work_dir: str | os.PathLike | None) -> Path:
 
 
 def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str, str]:
-    """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths."""
-    from ..io import write_table
+    """Write ``clusters`` and ``pairs`` tables of a result into ``outdir``; return their paths.
+    Each table is made and written a part of rows at a time (:func:`write_table_parts`), so
+    that a large run's write holds one part's columns, not the whole table's."""
+    from ..io.writers import write_table_parts
+
+    n, m = len(result.ids), len(result.pairs)
+
+    def clusters_part(lo: int, hi: int, id_column=None) -> dict:
+        cols = result.columns("clusters", id_column, part=(lo, hi))
+        del cols["keep"]  # the file's columns, as they have always been
+        return cols
 
     if fmt == "jsonl":
-        cols = result.columns("clusters")
-        del cols["keep"]  # the file's columns, as they have always been
-        clusters_path = write_table(outdir / "clusters", cols, fmt)
-        pairs_path = write_table(outdir / "pairs", result.columns("pairs"), fmt)
+        clusters_path = write_table_parts(outdir / "clusters", n, clusters_part, fmt)
+        pairs_path = write_table_parts(
+            outdir / "pairs", m, lambda lo, hi: result.columns("pairs", part=(lo, hi)), fmt
+        )
         return {"clusters": str(clusters_path), "pairs": str(pairs_path)}
     # Arrow tables: the ids made into one string array, which the other id columns index
     # (a million ids: 0.25 s of building strings instead of 0.5 s), and the pairs written on
@@ -151,17 +160,21 @@ def write_result(result: Result, outdir: Path, fmt: str = "parquet") -> dict[str
     def id_column(rows):
         if rows is None:
             return ids
+        if isinstance(rows, slice):
+            return ids[rows]  # Arrow's slice: no copy
         taken = take_strings(ids, rows)  # None: not a plain string array
         return taken if taken is not None else arrow_array(ids.to_numpy(False)[rows])
 
-    cols = result.columns("clusters", id_column)
-    del cols["keep"]  # the file's columns, as they have always been
-    pcols = result.columns("pairs", id_column)
+    def pairs_part(lo: int, hi: int) -> dict:
+        return result.columns("pairs", id_column, part=(lo, hi))
+
     with ThreadPoolExecutor(1, thread_name_prefix="neardup-tables") as pool:
-        pairs_done = pool.submit(write_table, outdir / "pairs", pcols, fmt)
+        pairs_done = pool.submit(write_table_parts, outdir / "pairs", m, pairs_part, fmt)
         clusters: Path | None = None
         try:
-            clusters = write_table(outdir / "clusters", cols, fmt)
+            clusters = write_table_parts(
+                outdir / "clusters", n, lambda lo, hi: clusters_part(lo, hi, id_column), fmt
+            )
             pairs = pairs_done.result()
         except BaseException:
             # whichever table was written is this call's to remove: the caller knows of none

@@ -26,7 +26,7 @@ from .keep import KeepStream
 from .parquet import parquet_writer as parquet_writer
 from .staged import Staged, prepare_outdir
 from .summary import write_json_atomic
-from .tables import TableStream, write_table
+from .tables import TableStream, write_table, write_table_parts
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -42,4 +42,5 @@ __all__ = [
     "write_json_atomic",
     "write_jsonl_table",
     "write_table",
+    "write_table_parts",
 ]

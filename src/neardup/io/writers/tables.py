@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -119,3 +119,30 @@ class TableStream:
                 self.writer.close()
             self.writer = None
         self.staged.discard()
+
+
+#: rows of a table written at a time by :func:`write_table_parts`: Arrow's Parquet writer's own
+#: row group size, so that a table written in parts is the file written whole
+PART_ROWS = 1024 * 1024
+
+
+def write_table_parts(
+    path_stem: str | os.PathLike,
+    n: int,
+    part: Callable[[int, int], Mapping[str, Any]],
+    fmt: str = "parquet",
+    rows: int = PART_ROWS,
+) -> Path:
+    """:func:`write_table` of a table of ``n`` rows made ``rows`` at a time (``part(lo, hi)``:
+    the columns of rows ``[lo, hi)``), so that only one part's columns and encoding are in
+    memory at a time; the file is the one :func:`write_table` writes of the whole table."""
+    if n <= rows:
+        return write_table(path_stem, part(0, n), fmt)
+    stream = TableStream(path_stem, fmt)
+    try:
+        for lo in range(0, n, rows):
+            stream.write(part(lo, min(n, lo + rows)))
+        return Path(stream.commit())
+    except BaseException:
+        stream.discard()
+        raise
