@@ -176,7 +176,10 @@ sys.exit(main(["dedup", {str(NEWS)!r}, "--id-field", "id", "-o", "out", "--quiet
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300
     )
     assert proc.returncode == 130, proc.stderr
-    assert proc.stderr.strip() == "neardup: interrupted; no output of this run was left behind"
+    assert proc.stderr.strip() == (
+        "neardup: interrupted; no output of this run was left behind, nor its scratch folder; "
+        "run the same command again to start over"
+    )
     assert list((tmp_path / "out").iterdir()) == []
 
 

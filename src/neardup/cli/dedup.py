@@ -37,7 +37,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     _add_dedup_args(d)
     d.set_defaults(
-        func=cmd_dedup, on_interrupt="no output of this run was left behind", acyclic=True
+        func=cmd_dedup,
+        on_interrupt="no output of this run was left behind, nor its scratch folder; "
+        "run the same command again to start over",
+        acyclic=True,
     )
 
 
