@@ -361,7 +361,8 @@ def _run(
                 locations.append(chunk.locations)
                 spans.append(chunk.spans)
                 done_bytes += chunk.progress_bytes
-                progress.update("read", done_bytes, total_bytes)
+                docs = {"documents": len(dd)} if getattr(progress, "counts_documents", 0) else {}
+                progress.update("read", done_bytes, total_bytes, **docs)
                 t_read = time.perf_counter()
         read_time += time.perf_counter() - t_read
         # a detected id field that some record lacks: row numbers for the records before it

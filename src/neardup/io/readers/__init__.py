@@ -41,6 +41,7 @@ from .sources import (
     Source,
     detect_format,
     format_of_name,
+    parquet_shards,
     split_compression,
     total_input_bytes,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "Source",
     "detect_format",
     "format_of_name",
+    "parquet_shards",
     "split_compression",
     "total_input_bytes",
     "read_documents",

@@ -42,6 +42,9 @@ class _Source:
     data: bytes | bytearray | memoryview | None = None  # the bytes of the file
     fileobj: BinaryIO | None = None  # a binary file object, read from where it stands
     label: str | None = None  # the name of ``data`` or ``fileobj`` in messages
+    # A shard of a folder of Parquet files: the folder given and the shard's path in it ("/")
+    folder: Path | None = None
+    rel: str | None = None
 
     @property
     def name(self) -> str:

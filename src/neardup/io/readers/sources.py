@@ -130,6 +130,91 @@ def _list_text_dir(root: Path) -> list[tuple[str, Path]]:
     return found
 
 
+#: the suffixes of the shards of a folder of Parquet files
+PARQUET_SHARD_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def _ignored_in_shards(name: str) -> bool:
+    """A file or folder that a folder of Parquet shards may hold besides them and that is not
+    read: hidden (``.``), the marks and metadata of Spark and Hadoop (``_SUCCESS``,
+    ``_metadata``, ``_temporary/``: a leading ``_``) and checksums (``.crc``)."""
+    return name.startswith((".", "_")) or name.lower().endswith(".crc")
+
+
+def _list_parquet_dir(root: Path) -> list[tuple[str, Path]] | None:
+    """The Parquet shards below ``root`` (``*.parquet``, ``*.parq``, ``*.pq``; nested folders
+    entered), as ``(relative path with "/", path)`` sorted by relative path; ``None`` when the
+    folder holds no Parquet file (a folder of text files). A folder that holds Parquet files
+    and other files (besides those :func:`_ignored_in_shards` leaves out) is an
+    :class:`InputError` naming the first other file."""
+    shards: list[tuple[str, Path]] = []
+    others: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not _ignored_in_shards(d)]
+        rel_dir = Path(dirpath).relative_to(root)
+        for name in filenames:
+            if _ignored_in_shards(name):
+                continue
+            full = Path(dirpath) / name
+            if not full.is_file():
+                continue
+            rel = (rel_dir / name).as_posix()
+            if name.lower().endswith(PARQUET_SHARD_SUFFIXES):
+                shards.append((rel, full))
+            else:
+                others.append(rel)
+    if not shards:
+        return None
+    shards.sort(key=lambda item: item[0])
+    if others:
+        odd = min(others)
+        raise InputError(
+            f"the folder holds Parquet files ({shards[0][0]}, ...) and other files "
+            f"({odd}{', ...' if len(others) > 1 else ''}): a folder is read either as Parquet "
+            "shards (every file .parquet, .parq or .pq; _SUCCESS, .crc and hidden files "
+            "left out) or as text files, one document each; move the other files out",
+            path=str(root / odd),
+            reason=SkipReason.UNKNOWN_FORMAT,
+            whole_file=True,
+        )
+    return shards
+
+
+def parquet_shards(path: str | os.PathLike) -> list[Path] | None:
+    """The Parquet shards that the folder ``path`` is read as, in reading order (sorted by
+    their path in the folder); ``None`` for a file or a folder of text files. A folder is one
+    of Parquet shards when it holds ``*.parquet``, ``*.parq`` or ``*.pq`` files, in it or in
+    folders below, and no other files but hidden ones, checksums (``.crc``) and those whose
+    name starts with ``_`` (``_SUCCESS``, ``_metadata``; folders such as ``_temporary/`` are
+    not entered); Parquet files with other files are an :class:`InputError`."""
+    p = Path(path)
+    if not p.is_dir():
+        return None
+    shards = _list_parquet_dir(p)
+    return None if shards is None else [f for _, f in shards]
+
+
+def _folder_sources(start: int, root: Path, fmt: str | None) -> list[_Source]:
+    """The sources of the folder ``root`` (numbered from ``start``): one per shard of a folder
+    of Parquet files (unless ``fmt`` is ``"textdir"``), else one for its text files."""
+    shards = None if fmt == "textdir" else _list_parquet_dir(root)
+    if shards is None:
+        if fmt == "parquet":
+            raise InputError(
+                "the folder holds no Parquet file (.parquet, .parq or .pq) to read "
+                "as fmt='parquet'",
+                path=str(root),
+                reason=SkipReason.EMPTY_FILE,
+                whole_file=True,
+            )
+        files = [(rel, f, f.stat().st_size) for rel, f in _list_text_dir(root)]
+        return [_Source(start, root, "textdir", None, sum(s for _, _, s in files), files)]
+    return [
+        _Source(start + k, f, "parquet", None, f.stat().st_size, folder=root, rel=rel)
+        for k, (rel, f) in enumerate(shards)
+    ]
+
+
 def _check_missing(paths: Sequence[Path]) -> None:
     for p in paths:
         if not p.exists():
@@ -240,14 +325,14 @@ def _resolve_sources(paths: list[Path], fmt: str | None) -> list[_Source]:
     if sum(str(p) == "-" for p in paths) > 1:
         raise ConfigError("standard input (-) is given more than once")
     _check_missing([p for p in paths if str(p) != "-"])
-    sources = []
-    for i, p in enumerate(paths):
+    sources: list[_Source] = []
+    for p in paths:
+        i = len(sources)  # a folder of Parquet shards is a source per shard
         if str(p) == "-":
             sources.append(_stdin_source(i, fmt))
             continue
         if p.is_dir():
-            files = [(rel, f, f.stat().st_size) for rel, f in _list_text_dir(p)]
-            sources.append(_Source(i, p, "textdir", None, sum(s for _, _, s in files), files))
+            sources.extend(_folder_sources(i, p, fmt))
             continue
         if fmt == "textdir":
             raise InputError(
@@ -269,7 +354,9 @@ def total_input_bytes(paths: str | os.PathLike | Iterable[str | os.PathLike]) ->
     total = 0
     for p in plist:
         if p.is_dir():
-            total += sum(f.stat().st_size for _, f in _list_text_dir(p))
+            shards = _list_parquet_dir(p)
+            files = _list_text_dir(p) if shards is None else shards
+            total += sum(f.stat().st_size for _, f in files)
         else:
             total += p.stat().st_size
     return total

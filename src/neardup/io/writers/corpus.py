@@ -26,28 +26,49 @@ from .staged import Staged, _write_atomic
 
 
 def _output_names(sources: Sequence[_Source]) -> list[str]:
-    names = []
+    """The name of each source's output in the output folder: the input's file name (less a
+    ``.gz``/``.zst``), a folder of text files' name, or for the shards of a folder of Parquet
+    files, the folder's name and the shard's path in it (the same layout). A name that two
+    inputs would share is prefixed with the input's number (``2-``)."""
+    tops: list[str] = []  # per source: the name in the output folder of its input
+    rests: list[str | None] = []  # per source: a shard's path in its folder
+    inputs: list[int] = []  # per source: its input's number (a folder of shards is one input)
     for src in sources:
         assert src.path is not None  # the inputs written are named files and folders
+        if src.folder is not None and src.rel is not None:
+            prev = sources[len(inputs) - 1] if inputs else None
+            first = (  # the first shard of a folder given (the same folder may come twice)
+                prev is None or prev.folder != src.folder or prev.rel is None or prev.rel >= src.rel
+            )
+            tops.append(src.folder.name or src.folder.resolve().name or "input")
+            rests.append(src.rel)
+            inputs.append(len(set(inputs)) if first else inputs[-1])
+            continue
         if src.fmt == "textdir":
-            names.append(src.path.name or src.path.resolve().name or "input")
+            tops.append(src.path.name or src.path.resolve().name or "input")
         elif src.fmt == "parquet":
-            names.append(src.path.name)
+            tops.append(src.path.name)
         else:
-            names.append(split_compression(src.path.name)[0])
+            tops.append(split_compression(src.path.name)[0])
+        rests.append(None)
+        inputs.append(len(set(inputs)))
     counts: dict[str, int] = {}
-    for name in names:
+    for k in sorted(set(inputs)):
+        name = tops[inputs.index(k)]
         counts[name] = counts.get(name, 0) + 1
-    used = {name for name in names if counts[name] == 1}
+    used = {name for name in tops if counts[name] == 1}
+    named: dict[int, str] = {}  # input number -> its (prefixed) name
     out = []
-    for i, name in enumerate(names, start=1):
-        if counts[name] > 1:
-            prefix = f"{i}-"
-            while prefix + name in used:
-                prefix = f"{i}-{prefix}"
-            name = prefix + name
-            used.add(name)
-        out.append(name)
+    for name, rest, k in zip(tops, rests, inputs, strict=True):
+        if k not in named:
+            if counts[name] > 1:
+                prefix = f"{k + 1}-"
+                while prefix + name in used:
+                    prefix = f"{k + 1}-{prefix}"
+                name = prefix + name
+                used.add(name)
+            named[k] = name
+        out.append(named[k] if rest is None else f"{named[k]}/{rest}")
     return out
 
 
@@ -332,6 +353,11 @@ def write_deduplicated_part(
                 "both must come from the same reading"
             )
     stream = record_stream([path], options, SkipReport(), part=part, all_columns=True)
+    if len(stream.sources) != 1:  # a folder of Parquet shards: an output per shard
+        raise ConfigError(
+            f"{path} is a folder of {len(stream.sources)} Parquet shards: write the "
+            "deduplicated records of each shard apart (neardup.io.readers.parquet_shards)"
+        )
     src = stream.sources[0]
     dest = Path(dest)
     staged = Staged(dest, directory=src.fmt == "textdir", parents=parents)
