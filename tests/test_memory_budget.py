@@ -193,3 +193,37 @@ def test_candidates_a_band_at_a_time_are_those_of_all_bands(n, bands, seed, cap)
     banded = find_candidates_by_band(n, bands, 4, cap, lambda b: keys[b].copy(), threads=2)
     assert np.array_equal(whole[0], banded[0]) and np.array_equal(whole[1], banded[1])
     assert whole[2].to_dict() == banded[2].to_dict()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 3000)), max_size=30),
+    window=st.sampled_from([64, 4096, 1 << 18]),
+)
+def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_factory):
+    """The compiled range reader against slicing: ranges in any order, overlapping, empty,
+    larger than its window."""
+    from neardup._arrays import read_ranges
+
+    data = np.arange(9000, dtype=np.uint32) * np.uint32(2654435761)
+    path = tmp_path_factory.mktemp("r") / "data"
+    data.tofile(path)
+    starts = np.array([a for a, _ in spans], np.int64)
+    ends = np.array([a + n for a, n in spans], np.int64)
+    got, off = read_ranges(path, np.uint32, starts, ends, window=window)
+    want = [data[a:e] for a, e in zip(starts, ends)]
+    assert (
+        np.array_equal(off, np.concatenate(([0], np.cumsum([len(w) for w in want]))))
+        if want
+        else len(off) == 1
+    )
+    assert np.array_equal(got, np.concatenate(want) if want else np.zeros(0, np.uint32))
+
+
+def test_a_short_file_is_an_error(tmp_path):
+    from neardup._arrays import read_ranges
+
+    path = tmp_path / "data"
+    np.arange(10, dtype=np.uint32).tofile(path)
+    with pytest.raises(OSError, match="ended early"):
+        read_ranges(path, np.uint32, np.array([5]), np.array([20]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 
 import numpy as np
 
@@ -105,3 +106,50 @@ class Growable:
             return np.empty(0, self._dtype)
         m.resize(n * self._dtype.itemsize)
         return np.frombuffer(m, self._dtype, count=n)
+
+
+def read_ranges(
+    path: str | os.PathLike,
+    dtype: np.dtype,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    window: int = 256 << 10,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The values of the element ranges ``[starts[i], ends[i])`` of a file of ``dtype`` values
+    one after another, and where each begins (``offsets``, one more than the ranges): read by
+    the compiled kernel on every thread, a window of the file at a time, so that neighbouring
+    ranges cost one read (ranges in increasing order read fastest); ``window``: the bytes read
+    at a time."""
+    from ._kernels import copyout as _copy  # type: ignore[attr-defined]  # compiled: no stubs
+    from ._threads import parallel
+
+    dtype = np.dtype(dtype)
+    starts = np.ascontiguousarray(starts, np.int64)
+    ends = np.ascontiguousarray(ends, np.int64)
+    sizes = ends - starts
+    offsets = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype)
+    if len(out) == 0:
+        return out, offsets
+    size = dtype.itemsize
+    b_starts, b_ends, b_dest = starts * size, ends * size, offsets[:-1] * size
+    raw = out.view(np.uint8)
+    fd = os.open(path, os.O_RDONLY)
+    errors: list[int] = []
+    try:
+
+        def part(lo: int, hi: int) -> None:
+            rc = _copy.read_ranges(fd, b_starts, b_ends, raw, b_dest, lo, hi, window)
+            if rc:
+                errors.append(rc)
+
+        parallel(part, len(starts), sizes * size, min_weight=1 << 20)
+    finally:
+        os.close(fd)
+    if errors:
+        rc = errors[0]
+        raise OSError(
+            rc if rc > 0 else 5, f"{path}: {os.strerror(rc) if rc > 0 else 'ended early'}"
+        )
+    return out, offsets

@@ -149,3 +149,51 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
     aligned_free(inbuf)
     aligned_free(outbuf)
     return rc
+
+
+def read_ranges(int src, const int64_t[::1] starts, const int64_t[::1] ends,
+                unsigned char[::1] out, const int64_t[::1] dest, Py_ssize_t lo, Py_ssize_t hi,
+                int64_t window):
+    """Read the byte ranges ``starts[i]:ends[i]`` of ``src`` into ``out[dest[i]:]``, for
+    ``i`` in ``lo:hi`` (ranges in increasing order read fastest): the file is read ``window``
+    bytes at a time from the start of a range, and the ranges that follow within that window
+    are copied from it, so that neighbouring ranges cost one read. Returns 0, -1 when ``src``
+    ended early, or the ``errno`` of a failed read."""
+    cdef char* buf = NULL
+    cdef Py_ssize_t i
+    cdef int64_t a, e, o, take, got
+    cdef int64_t win_lo = 0, win_hi = 0
+    cdef int rc = 0
+    if window <= 0:
+        raise ValueError("window must be positive")
+    buf = <char*>aligned(ALIGN, <size_t>window)
+    if buf == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(lo, hi):
+            a = starts[i]
+            e = ends[i]
+            o = dest[i]
+            while a < e:
+                if a < win_lo or a >= win_hi:
+                    got = pread(src, buf, <size_t>window, a)
+                    if got < 0:
+                        if errno == EINTR:
+                            continue
+                        rc = errno
+                        break
+                    if got == 0:
+                        rc = -1
+                        break
+                    win_lo = a
+                    win_hi = a + got
+                take = e - a
+                if take > win_hi - a:
+                    take = win_hi - a
+                memcpy(&out[o], buf + (a - win_lo), <size_t>take)
+                a += take
+                o += take
+            if rc:
+                break
+    aligned_free(buf)
+    return rc

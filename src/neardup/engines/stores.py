@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .._arrays import Growable
+from .._arrays import Growable, read_ranges
 from ..errors import ConfigError
 
 __all__ = ["Budget", "Scratch", "SpillingArray", "SpilledArray", "parse_size", "default_budget"]
@@ -125,36 +125,9 @@ class SpilledArray:
 
     def ranges(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The values of the ranges ``[starts[i], ends[i])`` one after another, and where
-        each begins (``offsets``, one more than the ranges). Adjacent ranges are read in one
-        call: ranges in increasing order read fastest."""
-        starts = np.asarray(starts, np.int64)
-        ends = np.asarray(ends, np.int64)
-        sizes = ends - starts
-        offsets = np.zeros(len(sizes) + 1, np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        out = np.empty(int(offsets[-1]), self.dtype)
-        if len(out) == 0:
-            return out, offsets
-        # runs of ranges that follow each other in the file: one read each
-        joined = np.flatnonzero(starts[1:] != ends[:-1]) + 1
-        run_first = np.concatenate(([0], joined))
-        run_last = np.concatenate((joined, [len(starts)])) - 1
-        size = self.dtype.itemsize
-        buf = out.view(np.uint8).data
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            for a, b in zip(run_first.tolist(), run_last.tolist()):
-                lo, hi = int(offsets[a]) * size, int(offsets[b + 1]) * size
-                pos = int(starts[a]) * size
-                while lo < hi:
-                    got = os.preadv(fd, [buf[lo:hi]], pos)
-                    if got <= 0:
-                        raise OSError(f"{self.path}: ended {hi - lo} bytes early")
-                    lo += got
-                    pos += got
-        finally:
-            os.close(fd)
-        return out, offsets
+        each begins (``offsets``, one more than the ranges); neighbouring ranges are read
+        together (ranges in increasing order read fastest)."""
+        return read_ranges(self.path, self.dtype, starts, ends)
 
 
 class SpillingArray:
