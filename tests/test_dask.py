@@ -1069,3 +1069,40 @@ def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
         client.unregister_worker_plugin("neardup-remove-input")
     assert marker.exists()
     assert not (tmp_path / "out").exists(), [str(p) for p in (tmp_path / "out").rglob("*")]
+
+
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_chains_of_near_duplicates(scheduler, tmp_path, keep):
+    """Clusters that are long chains of verified pairs, spread over many partitions: the
+    components found by rounds of label propagation on the workers, their representatives
+    and the members' similarities (most not verified with their representative) are the local
+    engine's."""
+    import random
+
+    rng = random.Random(5)
+    vocab = [f"w{i}x{rng.randrange(10**6)}" for i in range(4000)]
+    texts = []
+    for _ in range(3):  # three chains, each text a small edit of the one before
+        words = rng.sample(vocab, 80)
+        for _ in range(25):
+            texts.append(" ".join(words))
+            for _ in range(2):
+                words[rng.randrange(len(words))] = rng.choice(vocab)
+            if rng.random() < 0.3:
+                words.append(rng.choice(vocab))
+    texts += [" ".join(rng.sample(vocab, 60)) for _ in range(150)]
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    paths = []
+    for k in range(8):  # a partition per file
+        paths.append(tmp_path / f"chains-{k}.jsonl")
+        lines = [orjson.dumps({"text": texts[i]}) + b"\n" for i in order[k::8]]
+        paths[-1].write_bytes(b"".join(lines))
+    cfg = DedupConfig.from_kwargs(threshold=0.6, keep=keep)
+    s1 = dedup_files(paths, tmp_path / "local", config=cfg)
+    s2 = dedup_dask(paths, tmp_path / "dask", config=cfg, scheduler=scheduler[0])
+    assert s2["partitions"] > 5
+    _check_same(tmp_path / "local", tmp_path / "dask", s1, s2)
+    clusters = pq.read_table(tmp_path / "local" / "clusters.parquet").to_pydict()
+    assert s1["largest_cluster"] > 10
+    assert min(clusters["similarity"]) < 0.6  # members reached through others
