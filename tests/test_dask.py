@@ -1106,3 +1106,52 @@ def test_chains_of_near_duplicates(scheduler, tmp_path, keep):
     clusters = pq.read_table(tmp_path / "local" / "clusters.parquet").to_pydict()
     assert s1["largest_cluster"] > 10
     assert min(clusters["similarity"]) < 0.6  # members reached through others
+
+
+@pytest.mark.parametrize("id_field", [None, "doc", ""])
+def test_fast_read_same_as_record_reader(corpus, tmp_path, monkeypatch, id_field):
+    """A JSONL partition read by blocks with the compiled scanner gives the arrays that the
+    record-by-record reader gives (byte ranges of a file, and whole files)."""
+    import dataclasses
+
+    import numpy as np
+
+    from neardup.engines.dask import read as read_mod
+    from neardup.engines.dask.plan import count_lines, plan
+    from neardup.io import ReadOptions, id_options
+    from neardup.lsh import lsh_params
+
+    cfg = DedupConfig.from_kwargs(threshold=0.7)
+    bands, rows = lsh_params(cfg.lsh, cfg.sketch.num_perm)
+    opts = ReadOptions(text_fields=("text",), **id_options(id_field))
+    auto = opts.id_field is None and opts.default_id is None
+    specs = plan([Path(p) for p in corpus], None, 150) + plan([Path(corpus[0])], None, 10**6)
+    assert any(s.split for s in specs) and not specs[-1].split
+    prior: dict[str, int] = {}
+    fast = read_mod.read_fast
+    for k, sp in enumerate(specs):
+        first = prior.get(sp.path, 0) if sp.split else 0
+        if sp.split:
+            prior[sp.path] = first + count_lines(sp.path, sp.start, sp.end)
+        got = []
+        for name, use_fast in (("fast", True), ("slow", False)):
+            d = tmp_path / f"{name}{k}"
+            d.mkdir()
+            monkeypatch.setattr(read_mod, "read_fast", fast if use_fast else lambda *a: None)
+            if use_fast:
+                assert fast(sp, opts, cfg, bands, rows, auto, [first][0], str(d)) is not None
+                for f in d.iterdir():
+                    f.unlink()
+            got.append(
+                read_mod.read_partition(sp, opts, cfg, bands, rows, auto, None, [first], str(d))
+            )
+        a, b = got
+        assert dataclasses.replace(a, dir="") == dataclasses.replace(b, dir="")
+        names = sorted(f.name for f in Path(a.dir).iterdir())
+        assert names == sorted(f.name for f in Path(b.dir).iterdir())
+        for f in names:
+            x, y = Path(a.dir, f), Path(b.dir, f)
+            if f.endswith(".npy"):
+                assert np.array_equal(np.load(x), np.load(y)), f
+            else:
+                assert x.read_bytes() == y.read_bytes(), f

@@ -27,7 +27,7 @@ from ...io import FilePart, ReadOptions, SkipReport, record_stream, utf8_len
 from ...pipeline import ingest_chunk
 from .context import RunContext
 from .plan import Spec, count_lines
-from .scratch import Part
+from .scratch import Part, concat
 
 CHUNK = 10_000  # records per ingest chunk
 
@@ -62,6 +62,155 @@ def set_threads(threads: int | None) -> None:
         set_num_threads(threads)
 
 
+_LINE_BITS = (1 << 40) - 1  # a location's line: (source << 40) | line
+
+
+def read_fast(
+    spec: Spec,
+    read_opts: ReadOptions,
+    cfg: DedupConfig,
+    bands: int,
+    rows: int,
+    auto_ids: bool,
+    first_line: int,
+    pdir: str,
+) -> Part | None:
+    """:func:`read_partition` of a plain JSONL partition by blocks with the compiled scanner
+    (:func:`neardup.io.read_documents` with ``arrow``; a byte range read as bytes, its lines
+    numbered from ``first_line``), as the local engine reads; ``None`` (nothing kept) where
+    that read is not the same as the record reader's: a record skipped or in error, ids that
+    fell back to row numbers or repeat (:func:`read_partition` then reads it record by record,
+    for the same messages)."""
+    import pyarrow.compute as pc
+
+    from ...io import IdInfo, read_documents
+
+    probe = open_stream(spec, read_opts, SkipReport(), first_line)
+    src = probe.sources[0]
+    if src.fmt != "jsonl" or src.compression is not None:
+        return None
+    if spec.split:
+        with open(spec.path, "rb") as f:
+            f.seek(spec.start)
+            source: Any = f.read(spec.end - spec.start if spec.end is not None else -1)
+    else:
+        source, first_line = [Path(spec.path)], 0
+    report, info = SkipReport(), IdInfo()
+    table = FingerprintTable()
+    acc = _Arrays(pdir)
+    try:
+        try:
+            for chunk in read_documents(
+                source,
+                options=replace(
+                    read_opts, chunk_size=CHUNK, format="jsonl" if spec.split else read_opts.format
+                ),
+                report=report,
+                arrow=True,
+                ids=info,
+                name=src.name if spec.split else None,
+            ):
+                texts = chunk.texts
+                if isinstance(texts, list):
+                    tb = np.fromiter(map(utf8_len, texts), np.int64, len(texts))
+                else:
+                    tb = np.asarray(pc.binary_length(texts), np.int64)
+                acc.ids += chunk.ids
+                acc.lines.append((np.asarray(chunk.locations, np.int64) & _LINE_BITS) + first_line)
+                acc.tbytes.append(tb)
+                acc.add(ingest_chunk(texts, cfg, (bands, rows), table))
+        except InputError:
+            return None
+        if report.total or info.repeat is not None:
+            return None
+        acc.done()
+    finally:
+        acc.close()
+    field_ids = info.detected and info.missing is None
+    n = len(acc.ids)
+    missing = None  # where the detected id field is first missing, named as the reader names it
+    if info.detected and info.missing is not None:
+        row = info.fallback_row or 0
+        missing = f"{src.name}:{int(concat(acc.lines, np.int64)[row])}"
+    info_d: dict[str, Any] = {
+        "n": n,
+        "error": None,
+        "skips": [],
+        "skip_counts": {},
+        "records": n,
+        "id_missing": missing,
+        "id_repeat": None,
+    }
+    return acc.part(src.fmt, src.name, not auto_ids or field_ids, info_d)
+
+
+class _Arrays:
+    """A partition's arrays as its chunks are ingested (the shingle fingerprints streamed to
+    ``sh.u32``), saved by :meth:`part`."""
+
+    def __init__(self, pdir: str):
+        self.pdir = pdir
+        self.ids: list[str] = []
+        self.lines: list[np.ndarray] = []
+        self.tbytes: list[np.ndarray] = []
+        self.cols: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("lgroup", "glen", "ghi", "glo", "keys", "sizes")
+        }
+        self.sh_path = os.path.join(pdir, "sh.u32")
+        self.sh_tmp = f"{self.sh_path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        self.shf = open(self.sh_tmp, "wb")  # noqa: SIM115 (closed by close)
+
+    def add(self, ingested: tuple) -> None:
+        fp, sk = ingested
+        assert fp.fp_hi is not None and fp.fp_lo is not None
+        assert isinstance(sk.keys, np.ndarray)
+        c = self.cols
+        c["lgroup"].append(fp.group)
+        c["glen"].append(fp.lengths)
+        c["ghi"].append(fp.fp_hi)
+        c["glo"].append(fp.fp_lo)
+        c["keys"].append(sk.keys)
+        c["sizes"].append(sk.sizes)
+        np.ascontiguousarray(sk.shingles, np.uint32).tofile(self.shf)
+
+    def done(self) -> None:
+        self.shf.close()
+        os.replace(self.sh_tmp, self.sh_path)
+
+    def close(self) -> None:
+        if not self.shf.closed:
+            self.shf.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.sh_tmp)
+
+    def part(self, fmt: str, name: str, has_ids: bool, info: dict) -> Part:
+        c = self.cols
+        sizes_all = concat(c["sizes"], np.int64)
+        shoff = np.zeros(len(sizes_all) + 1, np.int64)
+        np.cumsum(sizes_all, out=shoff[1:])
+        part = Part(
+            dir=self.pdir,
+            n=len(self.ids),
+            G=len(sizes_all),
+            has_ids=has_ids,
+            has_paths=False,
+            fmt=fmt,
+            name=name,
+            info=info,
+        )
+        part.save("lines", concat(self.lines, np.int64))
+        part.save("tbytes", concat(self.tbytes, np.int64))
+        part.save("lgroup", np.concatenate(c["lgroup"]).astype(np.int64))
+        part.save("glen", np.concatenate(c["glen"]).astype(np.int64))
+        part.save("ghi", np.concatenate(c["ghi"]))
+        part.save("glo", np.concatenate(c["glo"]))
+        part.save("keys", np.concatenate(c["keys"], axis=1))
+        part.save("shoff", shoff)
+        if has_ids:
+            part.save_strs("ids", self.ids)
+        return part
+
+
 def read_partition(
     spec: Spec,
     read_opts: ReadOptions,
@@ -76,6 +225,9 @@ def read_partition(
     """Read one partition, run normalise, fingerprint and shingle+sketch on it, and write its
     arrays to ``pdir`` (the shingle fingerprints chunk by chunk, as they are made)."""
     set_threads(threads)
+    fast = read_fast(spec, read_opts, cfg, bands, rows, auto_ids, sum(line_counts), pdir)
+    if fast is not None:
+        return fast
     report = _PosReport()
     stream = open_stream(spec, read_opts, report, sum(line_counts))
     stream.check_repeats = False  # a detected id field: the client decides (ids_step)
