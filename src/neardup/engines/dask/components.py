@@ -168,13 +168,15 @@ def cc_final(d: Part, q: int, t: int, offsets: np.ndarray, cc: str, todo: str, *
 
 def cc_map(P: int, t: int, cc: str, measured: str, *_deps) -> ClusterMap:
     """The cluster map of all nodes (built on a worker): representative row and id,
-    similarity to it (known, measured, or 1 for a representative) and cluster's first row."""
+    similarity to it (known, measured (``measured``: none if "") or 1 for a representative)
+    and cluster's first row."""
     rows, rep, sim, cfirst, ids = [], [], [], [], []
     for q in range(P):
         st = _load_state(cc, t, q)
         r, k3, ds = st["rows"], st["k3"], st["ds"]
-        m = read_bucket(f"{measured}/e{q}", q, ("src", "dst", "sim"))
-        ds[np.searchsorted(r, m["src"])] = m["sim"]
+        if measured:
+            m = read_bucket(f"{measured}/e{q}", q, ("src", "dst", "sim"))
+            ds[np.searchsorted(r, m["src"])] = m["sim"]
         ds[k3 == r] = 1.0
         rows.append(r)
         rep.append(k3)
@@ -221,17 +223,19 @@ def components_step(ctx: RunContext) -> None:
         ctx.submit(cc_final, d, q, t, offsets, cc, f"{todo}/t{q}", *prev, name="ccfinal", i=q)
         for q, d in enumerate(ctx.parts)
     ]
-    ctx.client.gather(fin)
     measured = ctx.folder("measured")
-    similarity(
-        ctx,
-        [f"{todo}/t{q}" for q in range(P)],
-        None,
-        None,
-        "member",
-        (measured, offsets, False),
-        gather=False,
-    )
+    if sum(ctx.client.gather(fin)):
+        similarity(
+            ctx,
+            [f"{todo}/t{q}" for q in range(P)],
+            None,
+            None,
+            "member",
+            (measured, offsets, False),
+            gather=False,
+        )
+    else:  # every member is a verified neighbour of its representative: nothing to measure
+        measured = ""
     ctx.cluster_map = ctx.submit(cc_map, P, t, cc, measured, name="ccmap")
     ctx.client.gather([ctx.submit(_size, ctx.cluster_map, name="ccsize")])
 
