@@ -1138,8 +1138,21 @@ def test_fast_read_same_as_record_reader(corpus, tmp_path, monkeypatch, id_field
             d = tmp_path / f"{name}{k}"
             d.mkdir()
             monkeypatch.setattr(read_mod, "read_fast", fast if use_fast else lambda *a: None)
-            if use_fast:
-                assert fast(sp, opts, cfg, bands, rows, auto, [first][0], str(d)) is not None
+            if use_fast and sp.split:  # lines numbered from 0, then shifted
+                rel = fast(sp, opts, cfg, bands, rows, auto, None, str(d))
+                assert rel is not None
+                shifted = read_mod.shift_lines(rel, first)
+                at = rel.info.pop("id_missing_at")
+                assert rel.info.pop("range_lines") == count_lines(sp.path, sp.start, sp.end)
+                (tmp_path / f"s{k}").mkdir()
+                slow = read_mod.read_partition(
+                    sp, opts, cfg, bands, rows, auto, None, [first], str(tmp_path / f"s{k}")
+                )
+                assert (at is None) == (slow.info["id_missing"] is None)
+                if at is not None:
+                    assert slow.info["id_missing"] == f"{sp.path}:{at + first}"
+                    rel.info["id_missing"] = slow.info["id_missing"]
+                assert np.array_equal(shifted.load("lines"), slow.load("lines"))
                 for f in d.iterdir():
                     f.unlink()
             got.append(

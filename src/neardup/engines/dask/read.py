@@ -27,7 +27,7 @@ from ...io import FilePart, ReadOptions, SkipReport, record_stream, utf8_len
 from ...pipeline import ingest_chunk
 from .context import RunContext
 from .plan import Spec, count_lines
-from .scratch import Part, concat
+from .scratch import Part, atomic_save, concat
 
 CHUNK = 10_000  # records per ingest chunk
 
@@ -72,7 +72,7 @@ def read_fast(
     bands: int,
     rows: int,
     auto_ids: bool,
-    first_line: int,
+    first_line: int | None,
     pdir: str,
 ) -> Part | None:
     """:func:`read_partition` of a plain JSONL partition by blocks with the compiled scanner
@@ -80,12 +80,15 @@ def read_fast(
     numbered from ``first_line``), as the local engine reads; ``None`` (nothing kept) where
     that read is not the same as the record reader's: a record skipped or in error, ids that
     fell back to row numbers or repeat (:func:`read_partition` then reads it record by record,
-    for the same messages)."""
+    for the same messages). ``first_line`` None (a byte range whose lines before it are not
+    counted yet): its lines are numbered from 0 in ``lines0`` (see :func:`shift_lines`), the
+    newlines of the range in ``info["range_lines"]``."""
     import pyarrow.compute as pc
 
     from ...io import IdInfo, read_documents
 
-    probe = open_stream(spec, read_opts, SkipReport(), first_line)
+    rel = first_line is None
+    probe = open_stream(spec, read_opts, SkipReport(), first_line or 0)
     src = probe.sources[0]
     if src.fmt != "jsonl" or src.compression is not None:
         return None
@@ -93,8 +96,10 @@ def read_fast(
         with open(spec.path, "rb") as f:
             f.seek(spec.start)
             source: Any = f.read(spec.end - spec.start if spec.end is not None else -1)
+        range_lines = source.count(b"\n")
     else:
-        source, first_line = [Path(spec.path)], 0
+        source, range_lines = [Path(spec.path)], 0
+    first_line = first_line or 0
     report, info = SkipReport(), IdInfo()
     table = FingerprintTable()
     acc = _Arrays(pdir)
@@ -131,17 +136,19 @@ def read_fast(
     missing = None  # where the detected id field is first missing, named as the reader names it
     if info.detected and info.missing is not None:
         row = info.fallback_row or 0
-        missing = f"{src.name}:{int(concat(acc.lines, np.int64)[row])}"
+        missing = int(concat(acc.lines, np.int64)[row])
     info_d: dict[str, Any] = {
         "n": n,
         "error": None,
         "skips": [],
         "skip_counts": {},
         "records": n,
-        "id_missing": missing,
+        "id_missing": None if missing is None or rel else f"{src.name}:{missing}",
         "id_repeat": None,
     }
-    return acc.part(src.fmt, src.name, not auto_ids or field_ids, info_d)
+    if rel:
+        info_d.update(id_missing_at=missing, range_lines=range_lines)
+    return acc.part(src.fmt, src.name, not auto_ids or field_ids, info_d, rel)
 
 
 class _Arrays:
@@ -183,7 +190,7 @@ class _Arrays:
         with contextlib.suppress(OSError):
             os.unlink(self.sh_tmp)
 
-    def part(self, fmt: str, name: str, has_ids: bool, info: dict) -> Part:
+    def part(self, fmt: str, name: str, has_ids: bool, info: dict, rel: bool = False) -> Part:
         c = self.cols
         sizes_all = concat(c["sizes"], np.int64)
         shoff = np.zeros(len(sizes_all) + 1, np.int64)
@@ -198,7 +205,11 @@ class _Arrays:
             name=name,
             info=info,
         )
-        part.save("lines", concat(self.lines, np.int64))
+        lines = concat(self.lines, np.int64)
+        if rel:
+            atomic_save(os.path.join(self.pdir, "lines0.npy"), lines)
+        else:
+            part.save("lines", lines)
         part.save("tbytes", concat(self.tbytes, np.int64))
         part.save("lgroup", np.concatenate(c["lgroup"]).astype(np.int64))
         part.save("glen", np.concatenate(c["glen"]).astype(np.int64))
@@ -219,14 +230,17 @@ def read_partition(
     rows: int,
     auto_ids: bool,
     threads: int | None,
-    line_counts: list[int],
+    line_counts: list[int] | None,
     pdir: str,
-) -> Part:
+) -> Part | None:
     """Read one partition, run normalise, fingerprint and shingle+sketch on it, and write its
-    arrays to ``pdir`` (the shingle fingerprints chunk by chunk, as they are made)."""
+    arrays to ``pdir`` (the shingle fingerprints chunk by chunk, as they are made).
+    ``line_counts`` None (a byte range, the lines before it not counted yet): by blocks only
+    (:func:`read_fast`), ``None`` where that read cannot be used."""
     set_threads(threads)
-    fast = read_fast(spec, read_opts, cfg, bands, rows, auto_ids, sum(line_counts), pdir)
-    if fast is not None:
+    first_line = None if line_counts is None else sum(line_counts)
+    fast = read_fast(spec, read_opts, cfg, bands, rows, auto_ids, first_line, pdir)
+    if fast is not None or line_counts is None:
         return fast
     report = _PosReport()
     stream = open_stream(spec, read_opts, report, sum(line_counts))
@@ -328,6 +342,13 @@ def read_partition(
     return part
 
 
+def shift_lines(d: Part, prior: int) -> Part:
+    """The lines of a range read by blocks (``lines0``, numbered from 0) numbered in its file
+    (``prior``: the lines before the range)."""
+    d.save("lines", np.load(os.path.join(d.dir, "lines0.npy")) + prior)
+    return d
+
+
 def locate(d: Part, idx: list[int]) -> list[tuple[str, str, int | None]]:
     """For rows of a partition (before drops): where the reader says a record is, and the path
     and line an error about it names."""
@@ -363,38 +384,54 @@ def drop_rows(d: Part, idx: np.ndarray) -> Part:
 
 
 def read_step(ctx: RunContext) -> None:
-    """Read every partition on the workers; keep their handles and the line counts."""
+    """Read every partition on the workers; keep their handles and the line counts.
+
+    The ranges of a split JSONL file are read by blocks first, their lines numbered from 0;
+    the lines before each range, which its line numbers need, are then the sums of the ranges'
+    newlines. A range that must be read record by record (for its messages) is read again
+    once the lines before it are known (those of such ranges counted in parallel)."""
     # row numbers, or (a detected id field) the field's ids where every record has one
     auto_ids = ctx.read.id_field is None and ctx.read.default_id is None
-    # a range of a split JSONL file needs the lines before it (counted in parallel) for the
-    # line numbers of its errors
-    line_prior: list[list] = []
-    file_counts: dict[str, list] = {}
-    data = []
-    for p, sp in enumerate(ctx.specs):
-        prior: list = []
-        if sp.split:
-            done = file_counts.setdefault(sp.path, [])
-            prior = list(done)
-            done.append(ctx.submit(count_lines, sp.path, sp.start, sp.end, name="lines", i=p))
-        line_prior.append(prior)
+    dirs = [ctx.folder(f"p{p:05d}") for p in range(ctx.P)]
+
+    def read(p: int, counts: list[int] | None):
+        sp = ctx.specs[p]
         auto = auto_ids and not Path(sp.path).is_dir()
-        data.append(
-            ctx.submit(
-                read_partition,
-                sp,
-                ctx.read,
-                ctx.config,
-                ctx.bands,
-                ctx.rows,
-                auto,
-                ctx.threads,
-                prior,
-                ctx.folder(f"p{p:05d}"),
-                name="read",
-                i=p,
-            )
-        )
-    ctx.parts = ctx.client.gather(data)
-    ctx.line_prior = [ctx.client.gather(lp) for lp in line_prior]
+        args = (sp, ctx.read, ctx.config, ctx.bands, ctx.rows, auto, ctx.threads)
+        return ctx.submit(read_partition, *args, counts, dirs[p], name="read", i=p)
+
+    parts: list[Any] = ctx.client.gather(
+        [read(p, None if sp.split else []) for p, sp in enumerate(ctx.specs)]
+    )
+    ctx.done()
+    # the newlines of the ranges to read again, counted
+    counted = {
+        p: ctx.submit(count_lines, sp.path, sp.start, sp.end, name="lines", i=p)
+        for p, sp in enumerate(ctx.specs)
+        if sp.split and parts[p] is None
+    }
+    counts = dict(zip(counted, ctx.client.gather(list(counted.values())), strict=True))
+    prior = [0] * ctx.P
+    seen: dict[str, int] = {}
+    for p, sp in enumerate(ctx.specs):
+        if sp.split:
+            prior[p] = seen.get(sp.path, 0)
+            d = parts[p]
+            seen[sp.path] = prior[p] + (counts[p] if d is None else d.info["range_lines"])
+    again = {}
+    for p, sp in enumerate(ctx.specs):
+        d = parts[p]
+        if not sp.split:
+            continue
+        if d is None:
+            again[p] = read(p, [prior[p]])
+        else:
+            at = d.info.get("id_missing_at")
+            if at is not None:
+                d.info["id_missing"] = f"{d.name}:{at + prior[p]}"
+            again[p] = ctx.submit(shift_lines, d, prior[p], name="shift", i=p)
+    for p, d in zip(again, ctx.client.gather(list(again.values())), strict=True):
+        parts[p] = d
+    ctx.parts = parts
+    ctx.line_prior = [[prior[p]] if sp.split else [] for p, sp in enumerate(ctx.specs)]
     ctx.done()
