@@ -43,13 +43,38 @@ _STATE = ("rows", "k1", "k2", "k3", "mr", "ds")
 _MSG = ("v", "k1", "k2", "k3", "mr", "s")
 
 
+def _pack(cols: dict[str, np.ndarray], names: tuple[str, ...]) -> np.ndarray:
+    """Columns as one ``int64[n, 6]`` array (one file to write and read, not six): the
+    fingerprint's bits as they are, a similarity as a float64's bits."""
+    out = np.empty((len(cols[names[0]]), len(names)), np.int64)
+    for i, k in enumerate(names):
+        a = cols[k]
+        if k in ("ds", "s"):
+            a = np.asarray(a, np.float64).view(np.int64)
+        elif k == "k2":
+            a = np.ascontiguousarray(a, np.uint64).view(np.int64)
+        out[:, i] = a
+    return out
+
+
+def _unpack(arr: np.ndarray, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    out = {}
+    for i, k in enumerate(names):
+        c = np.ascontiguousarray(arr[:, i])
+        if k in ("ds", "s"):
+            c = c.view(np.float64).astype(np.float32)
+        elif k == "k2":
+            c = c.view(np.uint64)
+        out[k] = c
+    return out
+
+
 def _save_state(cc: str, t: int, q: int, st: dict[str, np.ndarray]) -> None:
-    for k in _STATE:
-        atomic_save(f"{cc}/s{t}-{q}.{k}.npy", st[k])
+    atomic_save(f"{cc}/s{t}-{q}.npy", _pack(st, _STATE))
 
 
 def _load_state(cc: str, t: int, q: int) -> dict[str, np.ndarray]:
-    return {k: np.load(f"{cc}/s{t}-{q}.{k}.npy") for k in _STATE}
+    return _unpack(np.load(f"{cc}/s{t}-{q}.npy"), _STATE)
 
 
 def _send(
@@ -65,19 +90,8 @@ def _send(
     pos, v = pos[go], dst[go]
     own = st["k3"][pos] == src[go]
     s = np.where(own, sim[go], np.float32(np.nan)).astype(np.float32)
-    write_buckets(
-        f"{cc}/m{t}-{q}",
-        owner(offsets, v),
-        len(offsets) - 1,
-        {
-            "v": v,
-            "k1": st["k1"][pos],
-            "k2": st["k2"][pos],
-            "k3": st["k3"][pos],
-            "mr": st["mr"][pos],
-            "s": s,
-        },
-    )
+    msg = {"v": v, "s": s} | {k: st[k][pos] for k in ("k1", "k2", "k3", "mr")}
+    write_buckets(f"{cc}/m{t}-{q}", owner(offsets, v), len(offsets) - 1, {"m": _pack(msg, _MSG)})
 
 
 def cc_init(d: Part, q: int, offsets: np.ndarray, edges: str, keep: str, cc: str, *_deps) -> int:
@@ -119,9 +133,8 @@ def cc_round(q: int, t: int, offsets: np.ndarray, cc: str, *_deps) -> int:
     Returns how many nodes changed."""
     P = len(offsets) - 1
     st = _load_state(cc, t - 1, q)
-    ms = [read_bucket(f"{cc}/m{t - 1}-{p}", q, _MSG) for p in range(P)]
-    msg = {k: concat([x[k] for x in ms], np.float32 if k == "s" else np.int64) for k in _MSG}
-    msg["k2"] = msg["k2"].astype(np.uint64)
+    ms = [read_bucket(f"{cc}/m{t - 1}-{p}", q, ("m",))["m"] for p in range(P)]
+    msg = _unpack(np.concatenate(ms), _MSG)
     rows = st["rows"]
     changed = np.zeros(len(rows), bool)
     if len(msg["v"]):
