@@ -66,7 +66,8 @@ def write_buckets(
     ``prefix.bounds.npy`` (``int64[S+1]``, where each bucket starts). A reducer reads only its
     slice of each file (memory-mapped), so no piece is held in any worker's memory."""
     bucket = np.asarray(bucket, np.int64)
-    order = np.argsort(bucket, kind="stable")
+    # stable, so equal keys keep their order; 16-bit keys are sorted by radix (linear time)
+    order = np.argsort(bucket.astype(np.int16) if S < 2**15 else bucket, kind="stable")
     atomic_save(f"{prefix}.bounds.npy", np.searchsorted(bucket[order], np.arange(S + 1)))
     for k, a in cols.items():
         atomic_save(f"{prefix}.{k}.npy", np.asarray(a)[order])
@@ -164,10 +165,19 @@ class Part:
         return np.memmap(path, np.uint32, mode="r")
 
     def row_ids(self, rows: Sequence[int] | np.ndarray, ids: list[str] | None = None) -> list[str]:
-        """Ids of local rows."""
+        """Ids of local rows (``ids``: all of them, decoded; else only those asked for are)."""
         if not self.has_ids:
             return [str(self.offset + int(r)) for r in rows]
-        ids = self.strs("ids") if ids is None else ids
+        if ids is None:
+            buf = np.load(self.file("ids", ".v.npy"), mmap_mode="r")
+            off = np.load(self.file("ids", ".o.npy"), mmap_mode="r")
+            rows = np.asarray(rows, np.int64)
+            a, z = off[rows], off[rows + 1]
+            b = bytes(np.asarray(buf))
+            return [
+                b[x:y].decode("utf-8", "surrogatepass")
+                for x, y in zip(a.tolist(), z.tolist(), strict=True)
+            ]
         return [ids[int(r)] for r in rows]
 
 

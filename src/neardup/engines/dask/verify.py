@@ -23,14 +23,14 @@ from .scratch import (
 
 class _Texts:
     """What the similarity tasks read of a partition, loaded once per task: the shingle sets
-    (memory-mapped) and the length, fingerprint, id and copies of local rows."""
+    (memory-mapped) and the length, fingerprint, id (only those asked for decoded) and copies
+    of local rows."""
 
     def __init__(self, d: Part):
         self.d = d
         self.lgroup = d.load("lgroup")
         self.shoff = d.load("shoff")
         self.sh = d.sh()
-        self.ids = d.strs("ids") if d.has_ids else None
 
     def sets(self, local_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Sorted shingle sets of local rows as a compact CSR ``(hashes, offsets)``."""
@@ -54,7 +54,7 @@ class _Texts:
         return (
             d.load("glen")[g],
             d.load("ghi")[g],
-            d.row_ids(local_rows, self.ids),
+            d.row_ids(local_rows),
             d.load("gtotal")[g],
         )
 
