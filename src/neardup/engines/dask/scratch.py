@@ -41,6 +41,11 @@ def atomic_save(path: str, arr: np.ndarray) -> None:
 
 def encode_strs(strs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Strings as UTF-8 bytes ``uint8[total]`` and offsets ``int64[n+1]``."""
+    joined = "".join(strs)
+    if joined.isascii():  # a byte per character: encoded at once
+        off = np.zeros(len(strs) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, strs), np.int64, len(strs)), out=off[1:])
+        return np.frombuffer(joined.encode("ascii"), np.uint8), off
     enc = [s.encode("utf-8", "surrogatepass") for s in strs]
     off = np.zeros(len(enc) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
@@ -50,6 +55,9 @@ def encode_strs(strs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 def decode_strs(buf: np.ndarray, off: np.ndarray) -> list[str]:
     b = bytes(buf)
     o = (off - off[0]).tolist()
+    if b.isascii():  # a character per byte: decoded at once, then cut
+        t = b.decode("ascii")
+        return [t[o[i] : o[i + 1]] for i in range(len(o) - 1)]
     return [b[o[i] : o[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(o) - 1)]
 
 
@@ -167,7 +175,7 @@ class Part:
     def row_ids(self, rows: Sequence[int] | np.ndarray, ids: list[str] | None = None) -> list[str]:
         """Ids of local rows (``ids``: all of them, decoded; else only those asked for are)."""
         if not self.has_ids:
-            return [str(self.offset + int(r)) for r in rows]
+            return list(map(str, (np.asarray(rows, np.int64) + self.offset).tolist()))
         if ids is None:
             buf = np.load(self.file("ids", ".v.npy"), mmap_mode="r")
             off = np.load(self.file("ids", ".o.npy"), mmap_mode="r")
