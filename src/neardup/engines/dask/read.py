@@ -96,9 +96,9 @@ def read_fast(
         with open(spec.path, "rb") as f:
             f.seek(spec.start)
             source: Any = f.read(spec.end - spec.start if spec.end is not None else -1)
-        range_lines = source.count(b"\n")
     else:
-        source, range_lines = [Path(spec.path)], 0
+        source = [Path(spec.path)]
+    last = None  # the last record's line (from 1) and where it starts in ``source``
     first_line = first_line or 0
     report, info = SkipReport(), IdInfo()
     table = FingerprintTable()
@@ -120,6 +120,8 @@ def read_fast(
                     tb = np.fromiter(map(utf8_len, texts), np.int64, len(texts))
                 else:
                     tb = np.asarray(pc.binary_length(texts), np.int64)
+                if len(chunk) and chunk.spans is not None and chunk.spans[-1][0] >= 0:
+                    last = (int(chunk.locations[-1]) & _LINE_BITS, int(chunk.spans[-1][0]))
                 acc.ids += chunk.ids
                 acc.lines.append((np.asarray(chunk.locations, np.int64) & _LINE_BITS) + first_line)
                 acc.tbytes.append(tb)
@@ -133,6 +135,10 @@ def read_fast(
         acc.close()
     field_ids = info.detected and info.missing is None
     n = len(acc.ids)
+    range_lines = 0  # newlines in the range: those before its last record's line, and after
+    if spec.split:
+        at = 0 if last is None else last[1]
+        range_lines = (0 if last is None else last[0] - 1) + source.count(b"\n", at)
     missing = None  # where the detected id field is first missing, named as the reader names it
     if info.detected and info.missing is not None:
         row = info.fallback_row or 0
