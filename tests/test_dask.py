@@ -1072,12 +1072,19 @@ def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
 
 
 @pytest.mark.parametrize("keep", ["first", "longest"])
-def test_chains_of_near_duplicates(scheduler, tmp_path, keep):
+def test_chains_of_near_duplicates(scheduler, tmp_path, keep, monkeypatch):
     """Clusters that are long chains of verified pairs, spread over many partitions: the
     components found by rounds of label propagation on the workers, their representatives
     and the members' similarities (most not verified with their representative) are the local
-    engine's."""
+    engine's. The client clusters nothing itself."""
     import random
+
+    from neardup.engines.dask import cluster as cluster_mod
+
+    def not_here(*_a, **_k):
+        raise AssertionError("components clustered on the client")
+
+    monkeypatch.setattr(cluster_mod, "cluster_texts", not_here)
 
     rng = random.Random(5)
     vocab = [f"w{i}x{rng.randrange(10**6)}" for i in range(4000)]
