@@ -93,6 +93,7 @@ def run_dask(path: Path, outdir: Path, workers: int, partition_docs: int) -> dic
     return {
         "wall_s": round(wall, 2),
         "partitions": s.get("partitions"),
+        "timings_s": s.get("timings_s"),
         "worker_peak_rss_mb": sorted(round(v, 1) for v in rss.values()),
         "client_peak_rss_mb": round(_peak_rss_mb(), 1),
     }
@@ -140,15 +141,15 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "dask-scale.json").write_text(json.dumps(rows, indent=2) + "\n")
     lines = [
-        "| documents | local wall | local peak | dask wall | partitions | "
+        "| documents | local wall | local peak | dask wall | dask / local | partitions | "
         "peak per worker | client peak | identical |",
-        "|" + "---:|" * 8,
+        "|" + "---:|" * 9,
     ]
     for r in rows:
         lines.append(
             f"| {r['documents']:,} | {r['local']['wall_s']} s | "
             f"{r['local']['peak_rss_mb']:,.0f} MB | {r['dask']['wall_s']} s | "
-            f"{r['dask']['partitions']} | "
+            f"{r['dask']['wall_s'] / r['local']['wall_s']:.2f} | {r['dask']['partitions']} | "
             f"{' / '.join(f'{x:,.0f}' for x in r['dask']['worker_peak_rss_mb'])} MB | "
             f"{r['dask']['client_peak_rss_mb']:,.0f} MB | {r['identical']} |"
         )

@@ -1069,3 +1069,109 @@ def test_corpus_write_fails_nothing_left(scheduler, tmp_path):
         client.unregister_worker_plugin("neardup-remove-input")
     assert marker.exists()
     assert not (tmp_path / "out").exists(), [str(p) for p in (tmp_path / "out").rglob("*")]
+
+
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_chains_of_near_duplicates(scheduler, tmp_path, keep, monkeypatch):
+    """Clusters that are long chains of verified pairs, spread over many partitions: the
+    components found by rounds of label propagation on the workers, their representatives
+    and the members' similarities (most not verified with their representative) are the local
+    engine's. The client clusters nothing itself."""
+    import random
+
+    from neardup.engines.dask import cluster as cluster_mod
+
+    def not_here(*_a, **_k):
+        raise AssertionError("components clustered on the client")
+
+    monkeypatch.setattr(cluster_mod, "cluster_texts", not_here)
+
+    rng = random.Random(5)
+    vocab = [f"w{i}x{rng.randrange(10**6)}" for i in range(4000)]
+    texts = []
+    for _ in range(3):  # three chains, each text a small edit of the one before
+        words = rng.sample(vocab, 80)
+        for _ in range(25):
+            texts.append(" ".join(words))
+            for _ in range(2):
+                words[rng.randrange(len(words))] = rng.choice(vocab)
+            if rng.random() < 0.3:
+                words.append(rng.choice(vocab))
+    texts += [" ".join(rng.sample(vocab, 60)) for _ in range(150)]
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    paths = []
+    for k in range(8):  # a partition per file
+        paths.append(tmp_path / f"chains-{k}.jsonl")
+        lines = [orjson.dumps({"text": texts[i]}) + b"\n" for i in order[k::8]]
+        paths[-1].write_bytes(b"".join(lines))
+    cfg = DedupConfig.from_kwargs(threshold=0.6, keep=keep)
+    s1 = dedup_files(paths, tmp_path / "local", config=cfg)
+    s2 = dedup_dask(paths, tmp_path / "dask", config=cfg, scheduler=scheduler[0])
+    assert s2["partitions"] > 5
+    _check_same(tmp_path / "local", tmp_path / "dask", s1, s2)
+    clusters = pq.read_table(tmp_path / "local" / "clusters.parquet").to_pydict()
+    assert s1["largest_cluster"] > 10
+    assert min(clusters["similarity"]) < 0.6  # members reached through others
+
+
+@pytest.mark.parametrize("id_field", [None, "doc", ""])
+def test_fast_read_same_as_record_reader(corpus, tmp_path, monkeypatch, id_field):
+    """A JSONL partition read by blocks with the compiled scanner gives the arrays that the
+    record-by-record reader gives (byte ranges of a file, and whole files)."""
+    import dataclasses
+
+    import numpy as np
+
+    from neardup.engines.dask import read as read_mod
+    from neardup.engines.dask.plan import count_lines, plan
+    from neardup.io import ReadOptions, id_options
+    from neardup.lsh import lsh_params
+
+    cfg = DedupConfig.from_kwargs(threshold=0.7)
+    bands, rows = lsh_params(cfg.lsh, cfg.sketch.num_perm)
+    opts = ReadOptions(text_fields=("text",), **id_options(id_field))
+    auto = opts.id_field is None and opts.default_id is None
+    specs = plan([Path(p) for p in corpus], None, 150) + plan([Path(corpus[0])], None, 10**6)
+    assert any(s.split for s in specs) and not specs[-1].split
+    prior: dict[str, int] = {}
+    fast = read_mod.read_fast
+    for k, sp in enumerate(specs):
+        first = prior.get(sp.path, 0) if sp.split else 0
+        if sp.split:
+            prior[sp.path] = first + count_lines(sp.path, sp.start, sp.end)
+        got = []
+        for name, use_fast in (("fast", True), ("slow", False)):
+            d = tmp_path / f"{name}{k}"
+            d.mkdir()
+            monkeypatch.setattr(read_mod, "read_fast", fast if use_fast else lambda *a: None)
+            if use_fast and sp.split:  # lines numbered from 0, then shifted
+                rel = fast(sp, opts, cfg, bands, rows, auto, None, str(d))
+                assert rel is not None
+                shifted = read_mod.shift_lines(rel, first)
+                at = rel.info.pop("id_missing_at")
+                assert rel.info.pop("range_lines") == count_lines(sp.path, sp.start, sp.end)
+                (tmp_path / f"s{k}").mkdir()
+                slow = read_mod.read_partition(
+                    sp, opts, cfg, bands, rows, auto, None, [first], str(tmp_path / f"s{k}")
+                )
+                assert (at is None) == (slow.info["id_missing"] is None)
+                if at is not None:
+                    assert slow.info["id_missing"] == f"{sp.path}:{at + first}"
+                    rel.info["id_missing"] = slow.info["id_missing"]
+                assert np.array_equal(shifted.load("lines"), slow.load("lines"))
+                for f in d.iterdir():
+                    f.unlink()
+            got.append(
+                read_mod.read_partition(sp, opts, cfg, bands, rows, auto, None, [first], str(d))
+            )
+        a, b = got
+        assert dataclasses.replace(a, dir="") == dataclasses.replace(b, dir="")
+        names = sorted(f.name for f in Path(a.dir).iterdir())
+        assert names == sorted(f.name for f in Path(b.dir).iterdir())
+        for f in names:
+            x, y = Path(a.dir, f), Path(b.dir, f)
+            if f.endswith(".npy"):
+                assert np.array_equal(np.load(x), np.load(y)), f
+            else:
+                assert x.read_bytes() == y.read_bytes(), f

@@ -55,8 +55,14 @@ def band_reduce(
     key = concat([x["key"] for x in parts], np.uint64)
     row = concat([x["row"] for x in parts], np.int64)
     del parts
-    order = np.lexsort((row, band))  # the star centre of a capped run: its first row
+    # by band, then row (the star centre of a capped run: its first row): each map task's
+    # piece is in that order already (bands in turn, rows ascending) and the pieces' rows
+    # follow the partitions, so a stable sort by band is enough
+    order = np.argsort(band, kind="stable")
     band, key, row = band[order], key[order], row[order]
+    if np.any((band[1:] == band[:-1]) & (row[1:] < row[:-1])):  # not so: sort by both
+        order = np.lexsort((row, band))
+        band, key, row = band[order], key[order], row[order]
     bounds = np.flatnonzero(np.concatenate(([True], band[1:] != band[:-1], [True])))
     ls, rs = [], []
     for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist()):

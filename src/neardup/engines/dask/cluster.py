@@ -1,48 +1,35 @@
-"""Step 6, cluster the verified pairs on the client: the one step that is not distributed (it
-grows with the verified pairs, not with the corpus). The cluster map (texts in verified pairs ->
-representative) is broadcast to the partitions."""
+"""Step 6, cluster the verified pairs. Method "components" runs on the workers
+(:mod:`neardup.engines.dask.components`: the cluster map stays on a worker and goes from there to
+the partitions); method "strict" (greedy, in rank order: sequential) gathers the verified pairs
+on the client and broadcasts the cluster map (texts in verified pairs -> representative)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...pipeline import cluster_texts, preference_rank
+from .clustermap import ClusterMap
+from .components import components_step
 from .context import RunContext
 from .scratch import concat, owner
 from .verify import similarity
 
 
-@dataclass
-class ClusterMap:
-    """Texts in verified pairs (by global first row, sorted): representative row and id,
-    similarity to it, and the first row of their cluster."""
-
-    rows: np.ndarray
-    rep: np.ndarray
-    rep_id: list[str]
-    sim: np.ndarray
-    cfirst: np.ndarray
-
-    def find(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        pos = np.searchsorted(self.rows, rows)
-        pos = np.minimum(pos, max(len(self.rows) - 1, 0))
-        found = (self.rows[pos] == rows) if len(self.rows) else np.zeros(len(rows), bool)
-        return found, pos
-
-
 def cluster_step(ctx: RunContext) -> None:
-    """Union-find or strict clusters of the texts in verified pairs; a member's similarity to
-    its representative that no verified pair gives is computed next to the data."""
+    """Components (on the workers) or strict clusters (on the client) of the texts in verified
+    pairs; a member's similarity to its representative that no verified pair gives is computed
+    next to the data."""
     cfg, verified, P = ctx.config, ctx.verified, ctx.P
     nodes = concat([v["nodes"][0] for v in verified], np.int64)
-    nlen = concat([v["nodes"][1] for v in verified], np.int64)
-    nfp = concat([v["nodes"][2] for v in verified], np.uint64)
     nid = [x for v in verified for x in v["nodes"][3]]
     nodes, at = np.unique(nodes, return_index=True)
-    nlen, nfp = nlen[at], nfp[at]
     nid = [nid[i] for i in at.tolist()]
+    ctx.nodes, ctx.node_ids = nodes, nid  # the pairs the exact groups imply (write step)
+    if cfg.cluster.method == "components":
+        components_step(ctx)
+        return
+    nlen = concat([v["nodes"][1] for v in verified], np.int64)[at]
+    nfp = concat([v["nodes"][2] for v in verified], np.uint64)[at]
     m = len(nodes)
     rank = preference_rank(m, cfg.cluster.keep, nlen, nfp)
     li = np.searchsorted(nodes, ctx.vl)
@@ -66,4 +53,3 @@ def cluster_step(ctx: RunContext) -> None:
     cm = ClusterMap(nodes, nodes[rep_c], [nid[i] for i in rep_c.tolist()], msim, cfirst_c[rep_c])
     [ctx.cluster_map] = ctx.client.scatter([cm], broadcast=True)
     ctx.futures.append(ctx.cluster_map)
-    ctx.nodes, ctx.node_ids = nodes, nid

@@ -21,19 +21,28 @@ from .read import drop_rows, locate
 from .scratch import Part, read_bucket, write_buckets
 
 
-def _hash_str(s: str) -> int:
+def id_map(d: Part, S: int, prefix: str) -> int:
+    """The partition's ids by a hash of their UTF-8 bytes (as stored: never decoded here)."""
     from xxhash import xxh3_64_intdigest
 
-    return xxh3_64_intdigest(s.encode("utf-8", "surrogatepass"))
-
-
-def id_map(d: Part, S: int, prefix: str) -> int:
-    ids = d.strs("ids") if d.has_ids else []
-    h = np.fromiter((_hash_str(x) for x in ids), np.uint64, len(ids)) % np.uint64(S)
+    if d.has_ids:
+        v, off = np.load(d.file("ids", ".v.npy")), np.load(d.file("ids", ".o.npy"))
+    else:
+        v, off = np.zeros(0, np.uint8), np.zeros(1, np.int64)
+    b = v.tobytes()
+    o = off.tolist()
+    n = len(o) - 1
+    h = np.fromiter(
+        (xxh3_64_intdigest(b[o[i] : o[i + 1]]) for i in range(n)), np.uint64, n
+    ) % np.uint64(S)
     write_buckets(
-        prefix, h.astype(np.int64), S, {"idx": np.arange(len(ids), dtype=np.int64)}, {"ids": ids}
+        prefix,
+        h.astype(np.int64),
+        S,
+        {"idx": np.arange(n, dtype=np.int64)},
+        ragged={"ids": (v, off)},
     )
-    return len(ids)
+    return n
 
 
 def id_reduce(prefixes: list[str], s: int, *_deps) -> list[tuple[int, int, int, int, str]]:

@@ -27,7 +27,7 @@ from ...io import FilePart, ReadOptions, SkipReport, record_stream, utf8_len
 from ...pipeline import ingest_chunk
 from .context import RunContext
 from .plan import Spec, count_lines
-from .scratch import Part
+from .scratch import Part, atomic_save, concat
 
 CHUNK = 10_000  # records per ingest chunk
 
@@ -62,6 +62,172 @@ def set_threads(threads: int | None) -> None:
         set_num_threads(threads)
 
 
+_LINE_BITS = (1 << 40) - 1  # a location's line: (source << 40) | line
+
+
+def read_fast(
+    spec: Spec,
+    read_opts: ReadOptions,
+    cfg: DedupConfig,
+    bands: int,
+    rows: int,
+    auto_ids: bool,
+    first_line: int | None,
+    pdir: str,
+) -> Part | None:
+    """:func:`read_partition` of a plain JSONL partition by blocks with the compiled scanner
+    (:func:`neardup.io.read_documents` with ``arrow``; a byte range read as bytes, its lines
+    numbered from ``first_line``), as the local engine reads; ``None`` (nothing kept) where
+    that read is not the same as the record reader's: a record skipped or in error, ids that
+    fell back to row numbers or repeat (:func:`read_partition` then reads it record by record,
+    for the same messages). ``first_line`` None (a byte range whose lines before it are not
+    counted yet): its lines are numbered from 0 in ``lines0`` (see :func:`shift_lines`), the
+    newlines of the range in ``info["range_lines"]``."""
+    import pyarrow.compute as pc
+
+    from ...io import IdInfo, read_documents
+
+    rel = first_line is None
+    probe = open_stream(spec, read_opts, SkipReport(), first_line or 0)
+    src = probe.sources[0]
+    if src.fmt != "jsonl" or src.compression is not None:
+        return None
+    if spec.split:
+        with open(spec.path, "rb") as f:
+            f.seek(spec.start)
+            source: Any = f.read(spec.end - spec.start if spec.end is not None else -1)
+    else:
+        source = [Path(spec.path)]
+    last = None  # the last record's line (from 1) and where it starts in ``source``
+    first_line = first_line or 0
+    report, info = SkipReport(), IdInfo()
+    table = FingerprintTable()
+    acc = _Arrays(pdir)
+    try:
+        try:
+            for chunk in read_documents(
+                source,
+                options=replace(
+                    read_opts, chunk_size=CHUNK, format="jsonl" if spec.split else read_opts.format
+                ),
+                report=report,
+                arrow=True,
+                ids=info,
+                name=src.name if spec.split else None,
+            ):
+                texts = chunk.texts
+                if isinstance(texts, list):
+                    tb = np.fromiter(map(utf8_len, texts), np.int64, len(texts))
+                else:
+                    tb = np.asarray(pc.binary_length(texts), np.int64)
+                if len(chunk) and chunk.spans is not None and chunk.spans[-1][0] >= 0:
+                    last = (int(chunk.locations[-1]) & _LINE_BITS, int(chunk.spans[-1][0]))
+                acc.ids += chunk.ids
+                acc.lines.append((np.asarray(chunk.locations, np.int64) & _LINE_BITS) + first_line)
+                acc.tbytes.append(tb)
+                acc.add(ingest_chunk(texts, cfg, (bands, rows), table))
+        except InputError:
+            return None
+        if report.total or info.repeat is not None:
+            return None
+        acc.done()
+    finally:
+        acc.close()
+    field_ids = info.detected and info.missing is None
+    n = len(acc.ids)
+    range_lines = 0  # newlines in the range: those before its last record's line, and after
+    if spec.split:
+        at = 0 if last is None else last[1]
+        range_lines = (0 if last is None else last[0] - 1) + source.count(b"\n", at)
+    missing = None  # where the detected id field is first missing, named as the reader names it
+    if info.detected and info.missing is not None:
+        row = info.fallback_row or 0
+        missing = int(concat(acc.lines, np.int64)[row])
+    info_d: dict[str, Any] = {
+        "n": n,
+        "error": None,
+        "skips": [],
+        "skip_counts": {},
+        "records": n,
+        "id_missing": None if missing is None or rel else f"{src.name}:{missing}",
+        "id_repeat": None,
+    }
+    if rel:
+        info_d.update(id_missing_at=missing, range_lines=range_lines)
+    return acc.part(src.fmt, src.name, not auto_ids or field_ids, info_d, rel)
+
+
+class _Arrays:
+    """A partition's arrays as its chunks are ingested (the shingle fingerprints streamed to
+    ``sh.u32``), saved by :meth:`part`."""
+
+    def __init__(self, pdir: str):
+        self.pdir = pdir
+        self.ids: list[str] = []
+        self.lines: list[np.ndarray] = []
+        self.tbytes: list[np.ndarray] = []
+        self.cols: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("lgroup", "glen", "ghi", "glo", "keys", "sizes")
+        }
+        self.sh_path = os.path.join(pdir, "sh.u32")
+        self.sh_tmp = f"{self.sh_path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        self.shf = open(self.sh_tmp, "wb")  # noqa: SIM115 (closed by close)
+
+    def add(self, ingested: tuple) -> None:
+        fp, sk = ingested
+        assert fp.fp_hi is not None and fp.fp_lo is not None
+        assert isinstance(sk.keys, np.ndarray)
+        c = self.cols
+        c["lgroup"].append(fp.group)
+        c["glen"].append(fp.lengths)
+        c["ghi"].append(fp.fp_hi)
+        c["glo"].append(fp.fp_lo)
+        c["keys"].append(sk.keys)
+        c["sizes"].append(sk.sizes)
+        np.ascontiguousarray(sk.shingles, np.uint32).tofile(self.shf)
+
+    def done(self) -> None:
+        self.shf.close()
+        os.replace(self.sh_tmp, self.sh_path)
+
+    def close(self) -> None:
+        if not self.shf.closed:
+            self.shf.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.sh_tmp)
+
+    def part(self, fmt: str, name: str, has_ids: bool, info: dict, rel: bool = False) -> Part:
+        c = self.cols
+        sizes_all = concat(c["sizes"], np.int64)
+        shoff = np.zeros(len(sizes_all) + 1, np.int64)
+        np.cumsum(sizes_all, out=shoff[1:])
+        part = Part(
+            dir=self.pdir,
+            n=len(self.ids),
+            G=len(sizes_all),
+            has_ids=has_ids,
+            has_paths=False,
+            fmt=fmt,
+            name=name,
+            info=info,
+        )
+        lines = concat(self.lines, np.int64)
+        if rel:
+            atomic_save(os.path.join(self.pdir, "lines0.npy"), lines)
+        else:
+            part.save("lines", lines)
+        part.save("tbytes", concat(self.tbytes, np.int64))
+        part.save("lgroup", np.concatenate(c["lgroup"]).astype(np.int64))
+        part.save("glen", np.concatenate(c["glen"]).astype(np.int64))
+        part.save("ghi", np.concatenate(c["ghi"]))
+        part.save("glo", np.concatenate(c["glo"]))
+        part.save("keys", np.concatenate(c["keys"], axis=1))
+        part.save("shoff", shoff)
+        if has_ids:
+            part.save_strs("ids", self.ids)
+        return part
+
+
 def read_partition(
     spec: Spec,
     read_opts: ReadOptions,
@@ -70,12 +236,18 @@ def read_partition(
     rows: int,
     auto_ids: bool,
     threads: int | None,
-    line_counts: list[int],
+    line_counts: list[int] | None,
     pdir: str,
-) -> Part:
+) -> Part | None:
     """Read one partition, run normalise, fingerprint and shingle+sketch on it, and write its
-    arrays to ``pdir`` (the shingle fingerprints chunk by chunk, as they are made)."""
+    arrays to ``pdir`` (the shingle fingerprints chunk by chunk, as they are made).
+    ``line_counts`` None (a byte range, the lines before it not counted yet): by blocks only
+    (:func:`read_fast`), ``None`` where that read cannot be used."""
     set_threads(threads)
+    first_line = None if line_counts is None else sum(line_counts)
+    fast = read_fast(spec, read_opts, cfg, bands, rows, auto_ids, first_line, pdir)
+    if fast is not None or line_counts is None:
+        return fast
     report = _PosReport()
     stream = open_stream(spec, read_opts, report, sum(line_counts))
     stream.check_repeats = False  # a detected id field: the client decides (ids_step)
@@ -176,6 +348,13 @@ def read_partition(
     return part
 
 
+def shift_lines(d: Part, prior: int) -> Part:
+    """The lines of a range read by blocks (``lines0``, numbered from 0) numbered in its file
+    (``prior``: the lines before the range)."""
+    d.save("lines", np.load(os.path.join(d.dir, "lines0.npy")) + prior)
+    return d
+
+
 def locate(d: Part, idx: list[int]) -> list[tuple[str, str, int | None]]:
     """For rows of a partition (before drops): where the reader says a record is, and the path
     and line an error about it names."""
@@ -211,38 +390,54 @@ def drop_rows(d: Part, idx: np.ndarray) -> Part:
 
 
 def read_step(ctx: RunContext) -> None:
-    """Read every partition on the workers; keep their handles and the line counts."""
+    """Read every partition on the workers; keep their handles and the line counts.
+
+    The ranges of a split JSONL file are read by blocks first, their lines numbered from 0;
+    the lines before each range, which its line numbers need, are then the sums of the ranges'
+    newlines. A range that must be read record by record (for its messages) is read again
+    once the lines before it are known (those of such ranges counted in parallel)."""
     # row numbers, or (a detected id field) the field's ids where every record has one
     auto_ids = ctx.read.id_field is None and ctx.read.default_id is None
-    # a range of a split JSONL file needs the lines before it (counted in parallel) for the
-    # line numbers of its errors
-    line_prior: list[list] = []
-    file_counts: dict[str, list] = {}
-    data = []
-    for p, sp in enumerate(ctx.specs):
-        prior: list = []
-        if sp.split:
-            done = file_counts.setdefault(sp.path, [])
-            prior = list(done)
-            done.append(ctx.submit(count_lines, sp.path, sp.start, sp.end, name="lines", i=p))
-        line_prior.append(prior)
+    dirs = [ctx.folder(f"p{p:05d}") for p in range(ctx.P)]
+
+    def read(p: int, counts: list[int] | None):
+        sp = ctx.specs[p]
         auto = auto_ids and not Path(sp.path).is_dir()
-        data.append(
-            ctx.submit(
-                read_partition,
-                sp,
-                ctx.read,
-                ctx.config,
-                ctx.bands,
-                ctx.rows,
-                auto,
-                ctx.threads,
-                prior,
-                ctx.folder(f"p{p:05d}"),
-                name="read",
-                i=p,
-            )
-        )
-    ctx.parts = ctx.client.gather(data)
-    ctx.line_prior = [ctx.client.gather(lp) for lp in line_prior]
+        args = (sp, ctx.read, ctx.config, ctx.bands, ctx.rows, auto, ctx.threads)
+        return ctx.submit(read_partition, *args, counts, dirs[p], name="read", i=p)
+
+    parts: list[Any] = ctx.client.gather(
+        [read(p, None if sp.split else []) for p, sp in enumerate(ctx.specs)]
+    )
+    ctx.done()
+    # the newlines of the ranges to read again, counted
+    counted = {
+        p: ctx.submit(count_lines, sp.path, sp.start, sp.end, name="lines", i=p)
+        for p, sp in enumerate(ctx.specs)
+        if sp.split and parts[p] is None
+    }
+    counts = dict(zip(counted, ctx.client.gather(list(counted.values())), strict=True))
+    prior = [0] * ctx.P
+    seen: dict[str, int] = {}
+    for p, sp in enumerate(ctx.specs):
+        if sp.split:
+            prior[p] = seen.get(sp.path, 0)
+            d = parts[p]
+            seen[sp.path] = prior[p] + (counts[p] if d is None else d.info["range_lines"])
+    again = {}
+    for p, sp in enumerate(ctx.specs):
+        d = parts[p]
+        if not sp.split:
+            continue
+        if d is None:
+            again[p] = read(p, [prior[p]])
+        else:
+            at = d.info.get("id_missing_at")
+            if at is not None:
+                d.info["id_missing"] = f"{d.name}:{at + prior[p]}"
+            again[p] = ctx.submit(shift_lines, d, prior[p], name="shift", i=p)
+    for p, d in zip(again, ctx.client.gather(list(again.values())), strict=True):
+        parts[p] = d
+    ctx.parts = parts
+    ctx.line_prior = [[prior[p]] if sp.split else [] for p, sp in enumerate(ctx.specs)]
     ctx.done()

@@ -214,8 +214,9 @@ def dedup_dask(
     large uncompressed JSONL file (byte ranges) or of a Parquet file of more than 1.5 x that
     many rows (runs of whole row groups) go into one partition (other inputs are one partition
     each; a directory given with ``input_format`` "jsonl" or "parquet" stands for its files of
-    that format). Gathering the verified pairs on the client for union-find is the one central
-    step.
+    that format). Connected components (``cluster`` "components") are found on the workers;
+    the verified pairs still pass through the client for the ``pairs`` table, and with
+    ``cluster`` "strict" (greedy, sequential) the client clusters them.
 
     Each partition's arrays and the shuffles' pieces are kept as files in a scratch folder
     ``.neardup-work-XXXXXXXX`` under ``work_dir`` (default: ``outdir``), which must also be

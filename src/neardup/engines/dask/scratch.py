@@ -41,6 +41,11 @@ def atomic_save(path: str, arr: np.ndarray) -> None:
 
 def encode_strs(strs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Strings as UTF-8 bytes ``uint8[total]`` and offsets ``int64[n+1]``."""
+    joined = "".join(strs)
+    if joined.isascii():  # a byte per character: encoded at once
+        off = np.zeros(len(strs) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, strs), np.int64, len(strs)), out=off[1:])
+        return np.frombuffer(joined.encode("ascii"), np.uint8), off
     enc = [s.encode("utf-8", "surrogatepass") for s in strs]
     off = np.zeros(len(enc) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
@@ -50,6 +55,9 @@ def encode_strs(strs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 def decode_strs(buf: np.ndarray, off: np.ndarray) -> list[str]:
     b = bytes(buf)
     o = (off - off[0]).tolist()
+    if b.isascii():  # a character per byte: decoded at once, then cut
+        t = b.decode("ascii")
+        return [t[o[i] : o[i + 1]] for i in range(len(o) - 1)]
     return [b[o[i] : o[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(o) - 1)]
 
 
@@ -66,7 +74,8 @@ def write_buckets(
     ``prefix.bounds.npy`` (``int64[S+1]``, where each bucket starts). A reducer reads only its
     slice of each file (memory-mapped), so no piece is held in any worker's memory."""
     bucket = np.asarray(bucket, np.int64)
-    order = np.argsort(bucket, kind="stable")
+    # stable, so equal keys keep their order; 16-bit keys are sorted by radix (linear time)
+    order = np.argsort(bucket.astype(np.int16) if S < 2**15 else bucket, kind="stable")
     atomic_save(f"{prefix}.bounds.npy", np.searchsorted(bucket[order], np.arange(S + 1)))
     for k, a in cols.items():
         atomic_save(f"{prefix}.{k}.npy", np.asarray(a)[order])
@@ -164,10 +173,19 @@ class Part:
         return np.memmap(path, np.uint32, mode="r")
 
     def row_ids(self, rows: Sequence[int] | np.ndarray, ids: list[str] | None = None) -> list[str]:
-        """Ids of local rows."""
+        """Ids of local rows (``ids``: all of them, decoded; else only those asked for are)."""
         if not self.has_ids:
-            return [str(self.offset + int(r)) for r in rows]
-        ids = self.strs("ids") if ids is None else ids
+            return list(map(str, (np.asarray(rows, np.int64) + self.offset).tolist()))
+        if ids is None:
+            buf = np.load(self.file("ids", ".v.npy"), mmap_mode="r")
+            off = np.load(self.file("ids", ".o.npy"), mmap_mode="r")
+            rows = np.asarray(rows, np.int64)
+            a, z = off[rows], off[rows + 1]
+            b = bytes(np.asarray(buf))
+            return [
+                b[x:y].decode("utf-8", "surrogatepass")
+                for x, y in zip(a.tolist(), z.tolist(), strict=True)
+            ]
         return [ids[int(r)] for r in rows]
 
 

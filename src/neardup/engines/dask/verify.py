@@ -23,14 +23,14 @@ from .scratch import (
 
 class _Texts:
     """What the similarity tasks read of a partition, loaded once per task: the shingle sets
-    (memory-mapped) and the length, fingerprint, id and copies of local rows."""
+    (memory-mapped) and the length, fingerprint, id (only those asked for decoded) and copies
+    of local rows."""
 
     def __init__(self, d: Part):
         self.d = d
         self.lgroup = d.load("lgroup")
         self.shoff = d.load("shoff")
         self.sh = d.sh()
-        self.ids = d.strs("ids") if d.has_ids else None
 
     def sets(self, local_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Sorted shingle sets of local rows as a compact CSR ``(hashes, offsets)``."""
@@ -54,7 +54,7 @@ class _Texts:
         return (
             d.load("glen")[g],
             d.load("ghi")[g],
-            d.row_ids(local_rows, self.ids),
+            d.row_ids(local_rows),
             d.load("gtotal")[g],
         )
 
@@ -122,9 +122,24 @@ def sim_export(d: Part, q: int, out: str, P: int, *_deps) -> int:
     return len(rows_a)
 
 
-def sim_run(d: Part, thr: float | None, p: int, out: str, P: int, *_deps) -> dict:
+def save_pairs(save: tuple, p: int, left: np.ndarray, right: np.ndarray, sim: np.ndarray) -> None:
+    """Leave a task's pairs in the scratch folder (``save``: ``(prefix, offsets, both)``) as a
+    shuffle by owner of their left text ("src", "dst", "sim"), and with ``both`` also the other
+    way round (by owner of their right text): the adjacency of the texts in verified pairs."""
+    prefix, offsets, both = save
+    src = np.concatenate([left, right]) if both else left
+    dst = np.concatenate([right, left]) if both else right
+    sims = np.concatenate([sim, sim]) if both else sim
+    P = len(offsets) - 1
+    write_buckets(f"{prefix}/e{p}", owner(offsets, src), P, {"src": src, "dst": dst, "sim": sims})
+
+
+def sim_run(
+    d: Part, thr: float | None, p: int, out: str, P: int, save: tuple | None, *_deps
+) -> dict:
     """Exact Jaccard of this partition's pairs (over ``thr`` if given), with the length,
-    fingerprint, id and copies of every text in a kept pair."""
+    fingerprint, id and copies of every text in a kept pair; with ``save``, the pairs are also
+    left in the scratch folder (:func:`save_pairs`)."""
     left = np.load(f"{out}/left{p}.npy")
     right = np.load(f"{out}/right{p}.npy")
     lo, hi = d.offset, d.offset + d.n
@@ -151,6 +166,8 @@ def sim_run(d: Part, thr: float | None, p: int, out: str, P: int, *_deps) -> dic
     srows = allrows[order]
     candidates = len(left)
     left, right, sim = verify_pairs(_RowSets(h, off, srows, order), left, right, thr)
+    if save is not None:
+        save_pairs(save, p, left, right, np.asarray(sim, np.float32))
     used = np.unique(np.concatenate([left, right]))
     pos = order[np.searchsorted(srows, used)]
     glen = np.concatenate([m[0] for m in metas])[pos]
@@ -170,10 +187,13 @@ def similarity(
     direct: list[tuple] | None,
     threshold: float | None,
     name: str,
+    save: tuple | None = None,
+    gather: bool = True,
 ) -> list[dict]:
     """Exact similarities of pairs, per partition of their left text: the candidates of a
     shuffle (``cands``) or pairs given per partition (``direct``); over ``threshold`` only, if
-    given. Returns each partition's :func:`sim_run` result."""
+    given. Returns each partition's :func:`sim_run` result (none with ``gather`` False: then
+    ``save`` keeps the pairs in the scratch folder, :func:`save_pairs`)."""
     P, parts = ctx.P, ctx.parts
     out = ctx.folder(name)
     prep = [
@@ -195,20 +215,35 @@ def similarity(
         for q, d in enumerate(parts)
     ]
     run = [
-        ctx.submit(sim_run, d, threshold, p, out, P, prep[p], *exp, name=f"{name}run", i=p)
+        ctx.submit(sim_run, d, threshold, p, out, P, save, prep[p], *exp, name=f"{name}run", i=p)
         for p, d in enumerate(parts)
     ]
-    res = ctx.client.gather(run)
+    if gather:
+        res = ctx.client.gather(run)
+    else:
+        ctx.client.gather([ctx.submit(_nothing, *run, name=f"{name}done")])
+        res = []
     del prep, exp, run
     ctx.done()
     remove_tree(Path(out))
     return res
 
 
+def _nothing(*_deps) -> None:
+    """A task that waits for others (whose results stay on the workers)."""
+
+
 def verify_step(ctx: RunContext) -> None:
-    """Verified pairs (over the threshold) of the candidates."""
+    """Verified pairs (over the threshold) of the candidates; they are also left in the
+    scratch folder both ways round (``edges/``) for the clustering on the workers."""
+    ctx.edges = ctx.folder("edges")
     ctx.verified = similarity(
-        ctx, ctx.candidate_prefixes, None, float(ctx.config.lsh.threshold), "verify"
+        ctx,
+        ctx.candidate_prefixes,
+        None,
+        float(ctx.config.lsh.threshold),
+        "verify",
+        (ctx.edges, ctx.offsets, True),
     )
     ctx.vl = concat([v["pairs"][0] for v in ctx.verified], np.int64)
     ctx.vr = concat([v["pairs"][1] for v in ctx.verified], np.int64)

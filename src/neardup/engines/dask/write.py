@@ -26,7 +26,7 @@ from ...errors import ConfigError, InputError, SkipReason
 from ...io import ReadOptions, Staged, TableStream, prepare_outdir
 from ...pipeline import PairCounts, cross_pairs, ranges, within_pairs
 from ...result import METHOD_NAMES
-from .cluster import ClusterMap
+from .clustermap import ClusterMap
 from .context import RunContext
 from .plan import Spec
 from .scratch import Part, concat, owner, read_bucket, write_buckets, write_parquet

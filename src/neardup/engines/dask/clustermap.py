@@ -1,0 +1,25 @@
+"""The cluster map: what the write step needs of the clusters of texts in verified pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class ClusterMap:
+    """Texts in verified pairs (by global first row, sorted): representative row and id,
+    similarity to it, and the first row of their cluster."""
+
+    rows: np.ndarray
+    rep: np.ndarray
+    rep_id: list[str]
+    sim: np.ndarray
+    cfirst: np.ndarray
+
+    def find(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pos = np.searchsorted(self.rows, rows)
+        pos = np.minimum(pos, max(len(self.rows) - 1, 0))
+        found = (self.rows[pos] == rows) if len(self.rows) else np.zeros(len(rows), bool)
+        return found, pos
