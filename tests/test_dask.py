@@ -26,6 +26,7 @@ VOLATILE = {
     "timings_s",
     "seconds",
     "outputs",
+    "memory",  # the local engine's budget and scratch; the Dask engine's state is on disk
     "documents_per_s",
     "mb_per_s",
     "ingest_seconds",
