@@ -70,6 +70,27 @@ cdef int write_all(int fd, const char* buf, int64_t n, int64_t at) noexcept nogi
     return 0
 
 
+cdef int refill(int fd, char* buf, int64_t size, int64_t a, int64_t* win_lo,
+                int64_t* win_hi) noexcept nogil:
+    """Make the window ``[win_lo, win_hi)`` of ``fd`` (held in ``buf``, ``size`` bytes) hold
+    byte ``a``: read from ``a`` unless it already does. 0, -1 when ``fd`` ended, or the
+    ``errno`` of a failed read."""
+    cdef Py_ssize_t got
+    if win_lo[0] <= a < win_hi[0]:
+        return 0
+    while True:
+        got = pread(fd, buf, <size_t>size, a)
+        if got < 0:
+            if errno == EINTR:
+                continue
+            return errno
+        if got == 0:
+            return -1
+        win_lo[0] = a
+        win_hi[0] = a + got
+        return 0
+
+
 def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] ends,
                 const int64_t[::1] dest, Py_ssize_t r0, Py_ssize_t r1, int64_t lo, int64_t hi,
                 bint last, int64_t block, bint start_writeback=False):
@@ -86,7 +107,7 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
     cdef char* inbuf = NULL
     cdef char* outbuf = NULL
     cdef Py_ssize_t i
-    cdef int64_t a, o, e, run_at, take, got, n
+    cdef int64_t a, o, e, run_at, take, n
     cdef int64_t win_lo = 0, win_hi = 0, obase = lo, fill = 0
     cdef int rc = 0
     if block <= 0 or block % ALIGN:
@@ -109,18 +130,9 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
             if e > hi:
                 e = hi
             while o < e:
-                if a < win_lo or a >= win_hi:
-                    got = pread(src, inbuf, <size_t>block, a)
-                    if got < 0:
-                        if errno == EINTR:
-                            continue
-                        rc = errno
-                        break
-                    if got == 0:
-                        rc = -1
-                        break
-                    win_lo = a
-                    win_hi = a + got
+                rc = refill(src, inbuf, block, a, &win_lo, &win_hi)
+                if rc:
+                    break
                 take = e - o
                 if take > win_hi - a:
                     take = win_hi - a
@@ -161,7 +173,7 @@ def read_ranges(int src, const int64_t[::1] starts, const int64_t[::1] ends,
     ended early, or the ``errno`` of a failed read."""
     cdef char* buf = NULL
     cdef Py_ssize_t i
-    cdef int64_t a, e, o, take, got
+    cdef int64_t a, e, o, take
     cdef int64_t win_lo = 0, win_hi = 0
     cdef int rc = 0
     if window <= 0:
@@ -175,18 +187,9 @@ def read_ranges(int src, const int64_t[::1] starts, const int64_t[::1] ends,
             e = ends[i]
             o = dest[i]
             while a < e:
-                if a < win_lo or a >= win_hi:
-                    got = pread(src, buf, <size_t>window, a)
-                    if got < 0:
-                        if errno == EINTR:
-                            continue
-                        rc = errno
-                        break
-                    if got == 0:
-                        rc = -1
-                        break
-                    win_lo = a
-                    win_hi = a + got
+                rc = refill(src, buf, window, a, &win_lo, &win_hi)
+                if rc:
+                    break
                 take = e - a
                 if take > win_hi - a:
                     take = win_hi - a
