@@ -343,6 +343,13 @@ def test_mapped_blocks_are_cut_as_read_blocks(tmp_path_factory, lines, first, bl
             assert mapped.position == sum(map(len, got))
     assert got == read
     assert b"".join(got) == data
+    # bytes in memory (a memory map's view of a part of a file): views with the same cuts
+    viewed = jsonl_blocks.DataBlocks(memoryview(data), first, block)
+    got = []
+    for b in viewed:
+        got.append(bytes(b))
+        assert viewed.position == sum(map(len, got))
+    assert got == read
 
 
 def test_file_read_through_the_map_equals_its_bytes(tmp_path, tiny_blocks):

@@ -86,10 +86,13 @@ def row_group_runs(path: Path, partition_docs: int) -> list[tuple[int, int]]:
     return runs
 
 
-def plan(paths: list[Path], input_format: str | None, partition_docs: int) -> list[Spec]:
+def plan(
+    paths: list[Path], input_format: str | None, partition_docs: int, workers: int = 1
+) -> list[Spec]:
     """One partition per input; uncompressed JSONL files of more than ~1.5 x
     ``partition_docs`` records (estimated from their first 1 MB) are cut into line-aligned byte
-    ranges, Parquet files of more than 1.5 x ``partition_docs`` rows into runs of row
+    ranges of about equal size, as many as a multiple of ``workers`` (so that every worker has
+    as much to read), Parquet files of more than 1.5 x ``partition_docs`` rows into runs of row
     groups."""
     from ...io import detect_format
 
@@ -117,6 +120,9 @@ def plan(paths: list[Path], input_format: str | None, partition_docs: int) -> li
             if size <= step * 1.5:
                 specs.append(Spec(str(p), input_format, source=k))
                 continue
+            ranges = -(-size // step)
+            ranges += -ranges % max(workers, 1)
+            step = -(-size // ranges)
             bounds = [0]
             while bounds[-1] + step < size:
                 f.seek(bounds[-1] + step)

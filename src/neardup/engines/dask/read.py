@@ -92,12 +92,10 @@ def read_fast(
     src = probe.sources[0]
     if src.fmt != "jsonl" or src.compression is not None:
         return None
-    if spec.split:
-        with open(spec.path, "rb") as f:
-            f.seek(spec.start)
-            source: Any = f.read(spec.end - spec.start if spec.end is not None else -1)
-    else:
-        source = [Path(spec.path)]
+    source: Any = [Path(spec.path)]
+    stack = contextlib.ExitStack()
+    if spec.split:  # the range's bytes, scanned where the system keeps them
+        source = stack.enter_context(_mapped_range(spec))
     last = None  # the last record's line (from 1) and where it starts in ``source``
     first_line = first_line or 0
     report, info = SkipReport(), IdInfo()
@@ -133,12 +131,15 @@ def read_fast(
         acc.done()
     finally:
         acc.close()
+        stack.close()
     field_ids = info.detected and info.missing is None
     n = len(acc.ids)
     range_lines = 0  # newlines in the range: those before its last record's line, and after
     if spec.split:
         at = 0 if last is None else last[1]
-        range_lines = (0 if last is None else last[0] - 1) + source.count(b"\n", at)
+        range_lines = (0 if last is None else last[0] - 1) + count_lines(
+            spec.path, spec.start + at, _range_end(spec)
+        )
     missing = None  # where the detected id field is first missing, named as the reader names it
     if info.detected and info.missing is not None:
         row = info.fallback_row or 0
@@ -155,6 +156,32 @@ def read_fast(
     if rel:
         info_d.update(id_missing_at=missing, range_lines=range_lines)
     return acc.part(src.fmt, src.name, not auto_ids or field_ids, info_d, rel)
+
+
+def _range_end(spec: Spec) -> int:
+    return spec.end if spec.end is not None else os.path.getsize(spec.path)
+
+
+@contextlib.contextmanager
+def _mapped_range(spec: Spec):
+    """The bytes ``[start, end)`` of the partition's file as a view of a read-only memory map:
+    the block reader scans them where the system keeps them, without copying them first."""
+    import mmap
+
+    start, end = spec.start, _range_end(spec)
+    if end <= start:
+        yield b""
+        return
+    at = start - start % mmap.ALLOCATIONGRANULARITY
+    with open(spec.path, "rb") as f:
+        m = mmap.mmap(f.fileno(), end - at, access=mmap.ACCESS_READ, offset=at)
+    view = memoryview(m)[start - at :]
+    try:
+        yield view
+    finally:
+        view.release()
+        with contextlib.suppress(BufferError):  # a block still held: closed when let go
+            m.close()
 
 
 class _Arrays:

@@ -54,8 +54,8 @@ def run_steps(ctx: RunContext) -> dict[str, Any]:
     """Plan the partitions, run :data:`STEPS` (timed, with progress), write ``summary.json``."""
     cfg = ctx.config
     ctx.bands, ctx.rows = lsh_params(cfg.lsh, cfg.sketch.num_perm)
-    ctx.specs = plan(ctx.paths, ctx.read.format, ctx.partition_docs)
     ctx.workers = len(ctx.client.scheduler_info()["workers"])
+    ctx.specs = plan(ctx.paths, ctx.read.format, ctx.partition_docs, ctx.workers)
     ctx.total_bytes = total_input_bytes(ctx.paths)
     for stage, step, total in STEPS:
         ctx.progress.start(stage, ctx.P if isinstance(total, str) else total)  # "partitions"

@@ -165,12 +165,10 @@ class Part:
     def strs(self, name: str) -> list[str]:
         return decode_strs(np.load(self.file(name, ".v.npy")), np.load(self.file(name, ".o.npy")))
 
-    def sh(self) -> np.ndarray:
-        """The shingle fingerprints, memory-mapped (a task touches only the sets it reads)."""
-        path = os.path.join(self.dir, "sh.u32")
-        if os.path.getsize(path) == 0:
-            return np.zeros(0, np.uint32)
-        return np.memmap(path, np.uint32, mode="r")
+    @property
+    def sh_path(self) -> str:
+        """The file of the shingle fingerprints (``uint32``, unsorted, by ``shoff``)."""
+        return os.path.join(self.dir, "sh.u32")
 
     def row_ids(self, rows: Sequence[int] | np.ndarray, ids: list[str] | None = None) -> list[str]:
         """Ids of local rows (``ids``: all of them, decoded; else only those asked for are)."""

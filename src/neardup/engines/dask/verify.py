@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...pipeline import ShingleSets, sort_sets, verify_pairs
+from ..._arrays import read_ranges
+from ...pipeline import ShingleBags, verify_pairs
 from .context import RunContext
 from .scratch import (
     Part,
@@ -22,31 +23,20 @@ from .scratch import (
 
 
 class _Texts:
-    """What the similarity tasks read of a partition, loaded once per task: the shingle sets
-    (memory-mapped) and the length, fingerprint, id (only those asked for decoded) and copies
-    of local rows."""
+    """What the similarity tasks read of a partition, loaded once per task: the shingle
+    fingerprints (read from ``sh.u32`` for the rows asked for only) and the length,
+    fingerprint, id (only those asked for decoded) and copies of local rows."""
 
     def __init__(self, d: Part):
         self.d = d
         self.lgroup = d.load("lgroup")
         self.shoff = d.load("shoff")
-        self.sh = d.sh()
 
-    def sets(self, local_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sorted shingle sets of local rows as a compact CSR ``(hashes, offsets)``."""
+    def bags(self, local_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The shingle fingerprints of local rows as they were shingled (unsorted, with
+        repeats), as a compact CSR ``(hashes, offsets)``: read by the compiled range reader."""
         g = self.lgroup[local_rows]
-        starts, ends = self.shoff[g], self.shoff[g + 1]
-        sizes = ends - starts
-        off = np.zeros(len(g) + 1, np.int64)
-        np.cumsum(sizes, out=off[1:])
-        h = np.asarray(
-            self.sh[np.repeat(starts - off[:-1], sizes) + np.arange(off[-1])], np.uint32
-        )  # a copy: sorted below
-        end = sort_sets(h, off, np.arange(len(g), dtype=np.int64))
-        usz = end - off[:-1]
-        uoff = np.zeros(len(g) + 1, np.int64)
-        np.cumsum(usz, out=uoff[1:])
-        return h[np.repeat(off[:-1] - uoff[:-1], usz) + np.arange(uoff[-1])], uoff
+        return read_ranges(self.d.sh_path, np.dtype(np.uint32), self.shoff[g], self.shoff[g + 1])
 
     def meta(self, local_rows: np.ndarray) -> tuple:
         g = self.lgroup[local_rows]
@@ -59,12 +49,12 @@ class _Texts:
         )
 
 
-class _RowSets(ShingleSets):
-    """The sorted shingle sets a task gathered (``hashes[offsets[i]:offsets[i + 1]]``), asked
-    for by the texts' global rows: ``rows[j]`` is the row of the set ``order[j]``."""
+class _RowBags(ShingleBags):
+    """The shingle fingerprints a task gathered (``hashes[offsets[i]:offsets[i + 1]]``), asked
+    for by the texts' global rows: ``rows[j]`` is the row of the texts ``order[j]``."""
 
     def __init__(self, h: np.ndarray, off: np.ndarray, rows: np.ndarray, order: np.ndarray):
-        super().__init__(h, off[:-1], off[1:])
+        super().__init__(h, off)
         self.rows, self.order = rows, order
 
     def pairs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -109,7 +99,7 @@ def sim_export(d: Part, q: int, out: str, P: int, *_deps) -> int:
     rows_a = concat(rows, np.int64)
     t = _Texts(d)
     local = rows_a - d.offset
-    h, off = t.sets(local)
+    h, off = t.bags(local)
     glen, ghi, ids, tot = t.meta(local)
     write_buckets(
         f"{out}/exp{q}",
@@ -146,7 +136,7 @@ def sim_run(
     need = np.unique(np.concatenate([left, right]))
     mine = need[(need >= lo) & (need < hi)]
     t = _Texts(d)
-    h0, off0 = t.sets(mine - lo)
+    h0, off0 = t.bags(mine - lo)
     rows, hs, offs, metas = [mine], [h0], [off0], [t.meta(mine - lo)]
     del t
     for q in range(P):
@@ -165,7 +155,7 @@ def sim_run(
     order = np.argsort(allrows)
     srows = allrows[order]
     candidates = len(left)
-    left, right, sim = verify_pairs(_RowSets(h, off, srows, order), left, right, thr)
+    left, right, sim = verify_pairs(_RowBags(h, off, srows, order), left, right, thr)
     if save is not None:
         save_pairs(save, p, left, right, np.asarray(sim, np.float32))
     used = np.unique(np.concatenate([left, right]))

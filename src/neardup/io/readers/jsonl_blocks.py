@@ -111,30 +111,62 @@ class _MappedBlocks:
         if self._map is None:
             return
         view = memoryview(self._map)
-        # ``hi``: where _read_blocks would have read to (each read ``size`` bytes on from the
-        # last, ``size`` doubling up to the block size), so that the cuts are the same
-        total, pos, hi, size = self.total, 0, 0, self._size
         try:
-            while True:
-                self._release(pos)
-                if os.fstat(self._fd).st_size < total:  # before any of its bytes is touched
-                    raise OSError(f"the file became shorter while it was read (at byte {pos})")
-                lo, hi = hi, min(hi + size, total)
-                size = min(2 * size, self._block_size)
-                if lo == hi:  # the end: the last line, without its newline
-                    if pos < total:
-                        self.position = total
-                        yield view[pos:total]
-                    return
-                cut = _after_last_newline(view[:hi], lo)  # [pos, lo) holds no newline
-                if cut:
-                    self.position = cut
-                    yield view[pos:cut]
-                    pos = cut
+            yield from _view_blocks(self, view, self.total, self._size, self._block_size)
         finally:
             view.release()
             with contextlib.suppress(BufferError):  # a block still held: closed when let go
                 self._map.close()
+
+    def before(self, pos: int) -> None:
+        """Before the block from ``pos``: the pages before it let go, the file's size checked."""
+        self._release(pos)
+        if os.fstat(self._fd).st_size < self.total:  # before any of its bytes is touched
+            raise OSError(f"the file became shorter while it was read (at byte {pos})")
+
+
+class DataBlocks:
+    """The blocks of :func:`_read_blocks` (the same cuts) of bytes in memory (``bytes`` or a
+    ``memoryview``, e.g. of a memory map of a byte range of a file), as views of them: nothing
+    copied. :attr:`position` is the end of the last block."""
+
+    def __init__(self, data: bytes | bytearray | memoryview, size: int, block_size: int):
+        self._view = memoryview(data).cast("B")
+        self.total = len(self._view)
+        self._size = size
+        self._block_size = block_size
+        self.position = 0
+
+    def before(self, pos: int) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[memoryview]:
+        if self.total:
+            yield from _view_blocks(self, self._view, self.total, self._size, self._block_size)
+
+
+def _view_blocks(
+    owner: _MappedBlocks | DataBlocks, view: memoryview, total: int, size: int, block_size: int
+) -> Iterator[memoryview]:
+    """The blocks of ``view[:total]`` cut as :func:`_read_blocks` cuts a stream; ``owner``'s
+    ``before(pos)`` is called before each block and its ``position`` set to each block's end."""
+    # ``hi``: where _read_blocks would have read to (each read ``size`` bytes on from the
+    # last, ``size`` doubling up to the block size), so that the cuts are the same
+    pos, hi = 0, 0
+    while True:
+        owner.before(pos)
+        lo, hi = hi, min(hi + size, total)
+        size = min(2 * size, block_size)
+        if lo == hi:  # the end: the last line, without its newline
+            if pos < total:
+                owner.position = total
+                yield view[pos:total]
+            return
+        cut = _after_last_newline(view[:hi], lo)  # [pos, lo) holds no newline
+        if cut:
+            owner.position = cut
+            yield view[pos:cut]
+            pos = cut
 
 
 class _BlockLines:

@@ -32,7 +32,14 @@ from .base import (
 from .csv_tsv import _csv_records
 from .json_array import _json_records
 from .jsonl import _is_blank, _jsonl_line, _jsonl_records
-from .jsonl_blocks import ArrowBatch, _BlockLines, _BlockParser, _MappedBlocks, _read_blocks
+from .jsonl_blocks import (
+    ArrowBatch,
+    DataBlocks,
+    _BlockLines,
+    _BlockParser,
+    _MappedBlocks,
+    _read_blocks,
+)
 from .parquet import _parquet_records
 from .reports import IdInfo, SkipReport
 from .sources import Source, _as_paths, _in_memory, _memory_source, _resolve_sources
@@ -291,18 +298,24 @@ class RecordStream:
         plain = src.compression is None  # byte offsets in the file are those of the lines
         bom = 0  # the length of a byte order mark the file starts with
         with ExitStack() as stack:
-            try:
-                raw_f, stream = stack.enter_context(_open_source(src))
-            except _READ_ERRORS as e:
-                self._handle(_open_error(src, e))
-                return
-            if plain and _MappedBlocks.usable(raw_f):
-                mapped = _MappedBlocks(raw_f, size, block_size)
-                self.progress.start(src, lambda: mapped.position)
-                blocks = iter(mapped)
+            blocks: Iterator[memoryview]
+            if src.data is not None and plain:  # bytes in memory: blocks are views of them
+                viewed = DataBlocks(src.data, size, block_size)
+                self.progress.start(src, lambda: viewed.position)
+                blocks = iter(viewed)
             else:
-                self.progress.start(src, raw_f.tell)
-                blocks = _read_blocks(stream, size, block_size)
+                try:
+                    raw_f, stream = stack.enter_context(_open_source(src))
+                except _READ_ERRORS as e:
+                    self._handle(_open_error(src, e))
+                    return
+                if plain and _MappedBlocks.usable(raw_f):
+                    mapped = _MappedBlocks(raw_f, size, block_size)
+                    self.progress.start(src, lambda: mapped.position)
+                    blocks = iter(mapped)
+                else:
+                    self.progress.start(src, raw_f.tell)
+                    blocks = _read_blocks(stream, size, block_size)
             while True:
                 try:
                     block = next(blocks, None)
