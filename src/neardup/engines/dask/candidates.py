@@ -95,7 +95,8 @@ def band_reduce(
         key = concat([k for k, _ in got], np.uint64)
         row = concat([r for _, r in got], np.int64)
         del got
-        if len(key) < 2:
+        if len(key) < 2:  # a key alone: a run of one
+            stats.largest_bucket = max(stats.largest_bucket, len(key))
             continue
         left, right, st = run_candidates(key, cap)
         stats.merge(st)

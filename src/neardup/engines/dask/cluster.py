@@ -11,7 +11,7 @@ from ...pipeline import cluster_texts, preference_rank
 from .clustermap import ClusterMap
 from .components import components_step
 from .context import RunContext
-from .scratch import concat, owner
+from .scratch import concat, encode_strs, owner
 from .verify import similarity
 
 
@@ -50,6 +50,8 @@ def cluster_step(ctx: RunContext) -> None:
     rep_c, msim = cluster_texts(m, li, ri, ctx.vs, cfg.cluster.method, rank, measure)
     cfirst_c = np.full(m, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(cfirst_c, rep_c, nodes)
-    cm = ClusterMap(nodes, nodes[rep_c], [nid[i] for i in rep_c.tolist()], msim, cfirst_c[rep_c])
+    cm = ClusterMap(
+        nodes, nodes[rep_c], *encode_strs([nid[i] for i in rep_c.tolist()]), msim, cfirst_c[rep_c]
+    )
     [ctx.cluster_map] = ctx.client.scatter([cm], broadcast=True)
     ctx.futures.append(ctx.cluster_map)

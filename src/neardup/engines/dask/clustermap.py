@@ -9,14 +9,19 @@ import numpy as np
 
 @dataclass
 class ClusterMap:
-    """Texts in verified pairs (by global first row, sorted): representative row and id,
-    similarity to it, and the first row of their cluster."""
+    """Texts in verified pairs (by global first row, sorted): representative row and id (UTF-8
+    bytes ``rep_id`` cut at ``rep_id_off``), similarity to it, and the first row of their
+    cluster."""
 
     rows: np.ndarray
     rep: np.ndarray
-    rep_id: list[str]
+    rep_id: np.ndarray
+    rep_id_off: np.ndarray
     sim: np.ndarray
     cfirst: np.ndarray
+
+    def rep_id_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.rep_id, self.rep_id_off
 
     def find(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = np.searchsorted(self.rows, rows)

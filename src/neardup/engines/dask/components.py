@@ -31,10 +31,10 @@ from .scratch import (
     Part,
     atomic_save,
     concat,
-    decode_strs,
-    encode_strs,
+    concat_ragged,
     owner,
     read_bucket,
+    take_ragged,
     write_buckets,
 )
 from .verify import similarity
@@ -169,7 +169,7 @@ def cc_final(d: Part, q: int, t: int, offsets: np.ndarray, cc: str, todo: str, *
     representative is not known (``todo``: a shuffle of pairs (member, representative))."""
     st = _load_state(cc, t, q)
     rows = st["rows"]
-    buf, off = encode_strs(d.row_ids(rows - d.offset))
+    buf, off = d.id_bytes(rows - d.offset)
     atomic_save(f"{cc}/ids{q}.v.npy", buf)
     atomic_save(f"{cc}/ids{q}.o.npy", off)
     rep = st["k3"]
@@ -183,7 +183,8 @@ def cc_map(P: int, t: int, cc: str, measured: str, *_deps) -> ClusterMap:
     """The cluster map of all nodes (built on a worker): representative row and id,
     similarity to it (known, measured (``measured``: none if "") or 1 for a representative)
     and cluster's first row."""
-    rows, rep, sim, cfirst, ids = [], [], [], [], []
+    rows, rep, sim, cfirst = [], [], [], []
+    ids: list[tuple[np.ndarray, np.ndarray]] = []
     for q in range(P):
         st = _load_state(cc, t, q)
         r, k3, ds = st["rows"], st["k3"], st["ds"]
@@ -195,14 +196,14 @@ def cc_map(P: int, t: int, cc: str, measured: str, *_deps) -> ClusterMap:
         rep.append(k3)
         sim.append(ds)
         cfirst.append(st["mr"])
-        ids += decode_strs(np.load(f"{cc}/ids{q}.v.npy"), np.load(f"{cc}/ids{q}.o.npy"))
+        ids.append((np.load(f"{cc}/ids{q}.v.npy"), np.load(f"{cc}/ids{q}.o.npy")))
     rows_a = concat(rows, np.int64)
     rep_a = concat(rep, np.int64)
     at = np.searchsorted(rows_a, rep_a)
     return ClusterMap(
         rows_a,
         rep_a,
-        [ids[i] for i in at.tolist()],
+        *take_ragged(*concat_ragged(ids), at),
         concat(sim, np.float32).astype(np.float32),
         concat(cfirst, np.int64),
     )

@@ -14,7 +14,16 @@ from pathlib import Path
 import numpy as np
 
 from .context import RunContext
-from .scratch import Part, atomic_save, concat, read_bucket, remove_tree, write_buckets
+from .scratch import (
+    Part,
+    atomic_save,
+    concat,
+    concat_ragged,
+    read_bucket,
+    remove_tree,
+    take_ragged,
+    write_buckets,
+)
 
 
 def _fp_entries(lgroup: np.ndarray, G: int):
@@ -35,7 +44,7 @@ def fp_map(d: Part, S: int, prefix: str) -> int:
         (glo[used] % np.uint64(S)).astype(np.int64),
         S,
         {"hi": ghi[used], "lo": glo[used], "row": d.offset + first, "cnt": cnt},
-        {"ids": d.row_ids(first)},
+        ragged={"ids": d.id_bytes(first)},
     )
     return len(used)
 
@@ -45,28 +54,27 @@ def fp_reduce(prefixes: list[str], s: int, out: str, *_deps) -> int:
     partitions its entries came from (in their order), and the bucket's groups (first row,
     copies) for the cluster counts."""
     P = len(prefixes)
-    parts = [read_bucket(pre, s, ("hi", "lo", "row", "cnt"), ("ids",)) for pre in prefixes]
+    parts = [read_bucket(pre, s, ("hi", "lo", "row", "cnt"), (), ("ids",)) for pre in prefixes]
     hi = concat([p["hi"] for p in parts], np.uint64)
     lo = concat([p["lo"] for p in parts], np.uint64)
     row = concat([p["row"] for p in parts], np.int64)
     cnt = concat([p["cnt"] for p in parts], np.int64)
-    ids = [x for p in parts for x in p["ids"]]
+    ids = concat_ragged([p["ids"] for p in parts])
     src_len = [len(p["hi"]) for p in parts]
     m = len(hi)
     first_row = np.empty(m, np.int64)
     total = np.empty(m, np.int64)
-    first_id: list[str] = [""] * m
+    first_at = np.empty(m, np.int64)  # the entry whose id is the text's first id
     order = np.lexsort((row, lo, hi))
     if m:
         h, l_ = hi[order], lo[order]
         start = np.flatnonzero(np.concatenate(([True], (h[1:] != h[:-1]) | (l_[1:] != l_[:-1]))))
-        run = np.cumsum(np.isin(np.arange(m), start)) - 1
+        run = np.repeat(np.arange(len(start)), np.diff(np.append(start, m)))
         head = order[start]
         tot = np.add.reduceat(cnt[order], start)
         first_row[order] = row[head][run]
         total[order] = tot[run]
-        for j, i in enumerate(order.tolist()):
-            first_id[i] = ids[head[run[j]]]
+        first_at[order] = head[run]
         grows, gtot = row[head], tot
     else:
         grows, gtot = np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -75,7 +83,7 @@ def fp_reduce(prefixes: list[str], s: int, out: str, *_deps) -> int:
         np.repeat(np.arange(P), src_len),
         P,
         {"first": first_row, "total": total},
-        {"id": first_id},
+        ragged={"id": take_ragged(*ids, first_at)},
     )
     atomic_save(f"{out}/g{s}.rows.npy", grows.astype(np.int64))
     atomic_save(f"{out}/g{s}.tot.npy", gtot.astype(np.int64))
@@ -91,20 +99,24 @@ def fp_apply(d: Part, S: int, red: str, p: int, *_deps) -> Part:
     G = d.G
     gfirst = np.full(G, -1, np.int64)
     gtotal = np.zeros(G, np.int64)
-    gid: list[str] = [""] * G
+    got, ms = [], []
     for s in range(S):
         m = used[bucket == s]
-        b = read_bucket(f"{red}/r{s}", p, ("first", "total"), ("id",))
+        b = read_bucket(f"{red}/r{s}", p, ("first", "total"), (), ("id",))
         gfirst[m] = b["first"]
         gtotal[m] = b["total"]
-        for g, x in zip(m.tolist(), b["id"]):
-            gid[g] = x
+        got.append(b["id"])
+        ms.append(m)
+    # each text's first id (an empty string for a text no row uses)
+    v, off = concat_ragged([*got, (np.zeros(0, np.uint8), np.zeros(2, np.int64))])
+    at = np.full(G, len(off) - 2, np.int64)
+    at[concat(ms, np.int64)] = np.arange(len(off) - 2)
+    d.save_ragged("gfirst_id", take_ragged(v, off, at))
     is_first = np.zeros(G, bool)
     is_first[used] = gfirst[used] == d.offset + first
     d.save("gfirst", gfirst)
     d.save("gtotal", gtotal)
     d.save("is_first", is_first)
-    d.save_strs("gfirst_id", gid)
     f = np.flatnonzero(is_first)
     shoff = d.load("shoff")
     ginfo = {

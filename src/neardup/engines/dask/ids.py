@@ -18,23 +18,27 @@ import numpy as np
 from ...errors import InputError, SkipReason
 from .context import RunContext
 from .read import drop_rows, locate
-from .scratch import Part, read_bucket, write_buckets
+from .scratch import (
+    Part,
+    arrow_strs,
+    concat,
+    concat_ragged,
+    decode_strs,
+    ragged_hash,
+    read_bucket,
+    take_ragged,
+    write_buckets,
+)
 
 
 def id_map(d: Part, S: int, prefix: str) -> int:
     """The partition's ids by a hash of their UTF-8 bytes (as stored: never decoded here)."""
-    from xxhash import xxh3_64_intdigest
-
     if d.has_ids:
-        v, off = np.load(d.file("ids", ".v.npy")), np.load(d.file("ids", ".o.npy"))
+        v, off = d.ragged("ids")
     else:
         v, off = np.zeros(0, np.uint8), np.zeros(1, np.int64)
-    b = v.tobytes()
-    o = off.tolist()
-    n = len(o) - 1
-    h = np.fromiter(
-        (xxh3_64_intdigest(b[o[i] : o[i + 1]]) for i in range(n)), np.uint64, n
-    ) % np.uint64(S)
+    n = len(off) - 1
+    h = ragged_hash(v, off) % np.uint64(S)
     write_buckets(
         prefix,
         h.astype(np.int64),
@@ -47,15 +51,21 @@ def id_map(d: Part, S: int, prefix: str) -> int:
 
 def id_reduce(prefixes: list[str], s: int, *_deps) -> list[tuple[int, int, int, int, str]]:
     """Ids seen in an earlier partition: ``(p, row, first p, first row, id)``."""
-    first: dict[str, tuple[int, int]] = {}
-    dups = []
-    for p, pre in enumerate(prefixes):
-        b = read_bucket(pre, s, ("idx",), ("ids",))
-        for i, x in zip(b["idx"].tolist(), b["ids"]):
-            prev = first.setdefault(x, (p, i))
-            if prev[0] != p:
-                dups.append((p, i, prev[0], prev[1], x))
-    return dups
+    got = [read_bucket(pre, s, ("idx",), (), ("ids",)) for pre in prefixes]
+    part = np.repeat(np.arange(len(got)), [len(b["idx"]) for b in got])
+    idx = concat([b["idx"] for b in got], np.int64)
+    if len(idx) == 0:
+        return []
+    v, off = concat_ragged([b["ids"] for b in got])
+    codes = np.asarray(arrow_strs(v, off).dictionary_encode().indices, np.int64)
+    uniq, first = np.unique(codes, return_index=True)  # each id's first entry (in order)
+    f = first[np.searchsorted(uniq, codes)]
+    dup = np.flatnonzero(part[f] != part)
+    ids = decode_strs(*take_ragged(v, off, dup))
+    return [
+        (int(part[j]), int(idx[j]), int(part[f[j]]), int(idx[f[j]]), x)
+        for j, x in zip(dup.tolist(), ids, strict=True)
+    ]
 
 
 def dup_messages(ctx: RunContext, dups: list[tuple]) -> list[InputError]:

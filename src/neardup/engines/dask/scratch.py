@@ -61,6 +61,95 @@ def decode_strs(buf: np.ndarray, off: np.ndarray) -> list[str]:
     return [b[o[i] : o[i + 1]].decode("utf-8", "surrogatepass") for i in range(len(o) - 1)]
 
 
+Ragged = tuple[np.ndarray, np.ndarray]  # strings as UTF-8 bytes uint8[total], offsets int64[n+1]
+
+
+def take_ragged(v: np.ndarray, off: np.ndarray, idx: np.ndarray) -> Ragged:
+    """Strings ``idx`` of ``(v, off)`` (offsets from 0), gathered as bytes: no Python string."""
+    idx = np.asarray(idx, np.int64)
+    starts = off[:-1][idx]
+    sizes = off[1:][idx] - starts
+    noff = np.zeros(len(idx) + 1, np.int64)
+    np.cumsum(sizes, out=noff[1:])
+    return v[np.repeat(starts - noff[:-1], sizes) + np.arange(noff[-1])], noff
+
+
+def concat_ragged(pieces: Sequence[Ragged]) -> Ragged:
+    """Ragged strings one after another."""
+    if not pieces:
+        return np.zeros(0, np.uint8), np.zeros(1, np.int64)
+    sizes = [int(o[-1] - o[0]) for _, o in pieces]
+    base = np.cumsum([0, *sizes])
+    off = np.concatenate(
+        [o[:-1] - o[0] + b for (_, o), b in zip(pieces, base[:-1].tolist(), strict=True)]
+        + [np.asarray([base[-1]], np.int64)]
+    )
+    v = np.concatenate([np.asarray(x[o[0] : o[-1]], np.uint8) for x, o in pieces])
+    return v, off.astype(np.int64)
+
+
+def arrow_strs(v: np.ndarray, off: np.ndarray) -> Any:
+    """Ragged strings as an Arrow string array (its buffers: no Python string)."""
+    import pyarrow as pa
+
+    n = len(off) - 1
+    off = off - off[0]
+    if int(off[-1]) <= np.iinfo(np.int32).max:
+        typ, o = pa.string(), off.astype(np.int32)
+    else:
+        typ, o = pa.large_string(), off.astype(np.int64)
+    return pa.Array.from_buffers(
+        typ, n, [None, pa.py_buffer(o), pa.py_buffer(np.ascontiguousarray(v))]
+    )
+
+
+def number_strs(values: np.ndarray) -> Ragged:
+    """Non-negative integers written in decimal, as ragged strings (vectorised)."""
+    x = np.asarray(values, np.int64)
+    digits = np.ones(len(x), np.int64)
+    t = x // 10
+    while np.any(t):
+        digits += t > 0
+        t //= 10
+    off = np.zeros(len(x) + 1, np.int64)
+    np.cumsum(digits, out=off[1:])
+    v = np.empty(int(off[-1]), np.uint8)
+    # the last digit of each number at its end, then the ones before it
+    pos = off[1:] - 1
+    t = x.copy()
+    left = np.ones(len(x), bool)
+    while np.any(left):
+        i = np.flatnonzero(left)
+        v[pos[i]] = (t[i] % 10 + 48).astype(np.uint8)
+        t[i] //= 10
+        pos[i] -= 1
+        left[i] = pos[i] >= off[:-1][i]
+    return v, off
+
+
+def ragged_hash(v: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each ragged string's bytes (vectorised; equal strings, equal hashes):
+    what a shuffle by string uses to send equal strings to one reducer."""
+    n = len(off) - 1
+    off = np.asarray(off, np.int64) - off[0]
+    sizes = np.diff(off)
+    out = np.zeros(n, np.uint64)
+    nonempty = np.flatnonzero(sizes)
+    if len(nonempty) == 0:
+        return out
+    with np.errstate(over="ignore"):
+        width = int(sizes.max())
+        weights = np.cumprod(np.full(width, 0x100000001B3, np.uint64))  # powers, wrapping
+        pos = np.arange(int(off[-1]), dtype=np.int64) - np.repeat(off[:-1], sizes)
+        terms = (np.asarray(v[: off[-1]], np.uint64) + np.uint64(1)) * weights[pos]
+        h = np.add.reduceat(terms, off[:-1][nonempty]) + sizes[nonempty].astype(np.uint64)
+        h ^= h >> np.uint64(31)
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    out[nonempty] = h
+    return out
+
+
 def write_buckets(
     prefix: str,
     bucket: np.ndarray,
@@ -169,6 +258,23 @@ class Part:
     def sh_path(self) -> str:
         """The file of the shingle fingerprints (``uint32``, unsorted, by ``shoff``)."""
         return os.path.join(self.dir, "sh.u32")
+
+    def ragged(self, name: str) -> Ragged:
+        """Strings saved by :meth:`save_strs`, as ragged bytes."""
+        return np.load(self.file(name, ".v.npy")), np.load(self.file(name, ".o.npy"))
+
+    def save_ragged(self, name: str, r: Ragged) -> None:
+        atomic_save(self.file(name, ".v.npy"), r[0])
+        atomic_save(self.file(name, ".o.npy"), r[1])
+
+    def id_bytes(self, rows: np.ndarray | None = None) -> Ragged:
+        """The ids of local rows (all with ``None``) as ragged bytes: those read, or the global
+        row numbers."""
+        if not self.has_ids:
+            r = np.arange(self.n, dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
+            return number_strs(r + self.offset)
+        v, off = self.ragged("ids")
+        return (v, off) if rows is None else take_ragged(v, off, rows)
 
     def row_ids(self, rows: Sequence[int] | np.ndarray, ids: list[str] | None = None) -> list[str]:
         """Ids of local rows (``ids``: all of them, decoded; else only those asked for are)."""

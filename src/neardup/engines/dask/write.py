@@ -29,7 +29,17 @@ from ...result import METHOD_NAMES
 from .clustermap import ClusterMap
 from .context import RunContext
 from .plan import Spec
-from .scratch import Part, concat, owner, read_bucket, write_buckets, write_parquet
+from .scratch import (
+    Part,
+    arrow_strs,
+    concat,
+    concat_ragged,
+    owner,
+    read_bucket,
+    take_ragged,
+    write_buckets,
+    write_parquet,
+)
 
 _FINGERPRINT, _JACCARD = METHOD_NAMES.index("fingerprint"), METHOD_NAMES.index("jaccard")
 
@@ -94,7 +104,7 @@ def final_c(
     n = d.n
     lgroup = d.load("lgroup")
     gfirst = d.load("gfirst")
-    gfirst_id = d.strs("gfirst_id")
+    gid = d.ragged("gfirst_id")
     R = d.offset + np.arange(n, dtype=np.int64)
     new = d.load("fa_new")
     labels = np.empty(n, np.int64)
@@ -102,17 +112,24 @@ def final_c(
     old = ~new
     lrows, llab = lut
     labels[old] = llab[np.searchsorted(lrows, d.load("fa_cf")[old])]
-    ids = d.row_ids(np.arange(n))
+    ids = d.id_bytes()
     has = lgroup >= 0
-    rep_id = list(ids)
     hidx = np.flatnonzero(has)
-    for i, g in zip(hidx.tolist(), lgroup[hidx].tolist()):
-        rep_id[i] = gfirst_id[g]
+    # each row's representative id: its own, its text's first row's, or its cluster's; taken
+    # from the three lists one after another
+    G = len(gid[1]) - 1
+    at = np.arange(n, dtype=np.int64)
+    at[hidx] = n + lgroup[hidx]
     found, pos = d.load("fa_found"), d.load("fa_pos")
-    for i, q in zip(np.flatnonzero(found).tolist(), pos[found].tolist()):
-        rep_id[i] = cm.rep_id[q]
+    at[found] = n + G + pos[found]
+    rep_id = take_ragged(*concat_ragged([ids, gid, cm.rep_id_bytes()]), at)
     write_parquet(
-        {"id": ids, "cluster": labels, "representative": rep_id, "similarity": d.load("fa_sim")},
+        {
+            "id": arrow_strs(*ids),
+            "cluster": labels,
+            "representative": arrow_strs(*rep_id),
+            "similarity": d.load("fa_sim"),
+        },
         table,
     )
     # fingerprint pairs: (first row of the text, a later copy)
@@ -125,7 +142,7 @@ def final_c(
         owner(offsets, fl),
         P,
         {"left": fl, "right": R[ci]},
-        {"ida": [gfirst_id[g] for g in lgroup[ci].tolist()], "idb": [ids[i] for i in ci.tolist()]},
+        ragged={"ida": take_ragged(*gid, lgroup[ci]), "idb": take_ragged(*ids, ci)},
     )
     d.save("keep", d.load("fa_rep") == R)
     return n
