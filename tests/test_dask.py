@@ -112,10 +112,14 @@ def _check_corpus(local_out: Path, dask_out: Path, partitioned: bool = False) ->
     names = sorted(p.name for p in local.iterdir())
     assert sorted(p.name for p in dask.iterdir()) == names
     for name in names:
-        if (local / name).is_dir():  # a folder of text files: the kept files, copied
+        if (local / name).is_dir():  # text files (copied) or Parquet shards (the same rows)
             assert _files(local / name) == _files(dask / name)
             for f in _files(local / name):
-                assert (local / name / f).read_bytes() == (dask / name / f).read_bytes()
+                a, b = local / name / f, dask / name / f
+                if a.suffix in (".parquet", ".parq", ".pq"):
+                    assert pq.read_table(a).equals(pq.read_table(b), check_metadata=True), f
+                else:
+                    assert a.read_bytes() == b.read_bytes(), f
             continue
         assert (dask / name).is_dir() == partitioned
         _check_same_file(local / name, dask / name)
@@ -185,7 +189,7 @@ def test_parquet_textdir_and_folder_of_parts(scheduler, tmp_path):
         (docs / f"d{i:03d}.txt").write_text(texts[i * 3])
     cfg = DedupConfig.from_kwargs(threshold=0.8)
     files = sorted(parts.glob("*.parquet"))
-    s1 = dedup_files(files, tmp_path / "l1", config=cfg, id_field="id")
+    s1 = dedup_files([parts], tmp_path / "l1", config=cfg, id_field="id")
     s2 = dedup_dask(
         [parts],
         tmp_path / "d1",
@@ -199,6 +203,44 @@ def test_parquet_textdir_and_folder_of_parts(scheduler, tmp_path):
     s1 = dedup_files([docs, *files], tmp_path / "l2", config=cfg)
     s2 = dedup_dask([docs, *files], tmp_path / "d2", config=cfg, scheduler=scheduler[0])
     _check_same(tmp_path / "l2", tmp_path / "d2", s1, s2)
+
+
+def test_folder_of_parquet_shards_as_spark_writes_it(scheduler, tmp_path):
+    """A nested folder of Parquet shards (Spark's layout, with its marker and checksum files):
+    a partition per shard (a large shard cut into runs of row groups), the same tables and
+    summary as the local engine's, and the deduplicated corpus as shards of the same layout."""
+    texts, _ = make_corpus(600, dup_fraction=0.5, seed=11)
+    root = tmp_path / "corpus"
+    layout = [("part-00000.parquet", 0, 150), ("year=2024/part-00001.parquet", 150, 600)]
+    for rel, a, b in layout:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(
+            pa.table({"id": [f"r{i}" for i in range(a, b)], "text": texts[a:b], "n": range(a, b)}),
+            root / rel,
+            row_group_size=50,
+        )
+    (root / "_SUCCESS").write_text("")
+    (root / ".part-00000.parquet.crc").write_bytes(b"crc")
+    cfg = DedupConfig.from_kwargs(threshold=0.8)
+    s1 = dedup_files([root], tmp_path / "l", config=cfg)
+    for part_docs, partitions in ((10_000, 2), (100, 1 + 5)):
+        out = tmp_path / f"d{part_docs}"
+        s2 = dedup_dask([root], out, config=cfg, scheduler=scheduler[0], partition_docs=part_docs)
+        assert s2["partitions"] == partitions
+        assert s2["inputs"] == [str(root)]
+        _check_same(tmp_path / "l", out, s1, s2)
+        written = sorted(
+            p.relative_to(out / "deduplicated" / "corpus").as_posix()
+            for p in (out / "deduplicated" / "corpus").rglob("*")
+            if p.is_file()
+        )
+        assert written == [rel for rel, _, _ in layout]
+        kept = {
+            r["n"]
+            for rel, _, _ in layout
+            for r in pq.read_table(out / "deduplicated" / "corpus" / rel).to_pylist()
+        }
+        assert 0 < len(kept) < 600
 
 
 def test_worker_killed_during_a_run(scheduler, corpus, tmp_path):

@@ -39,11 +39,13 @@ def count_lines(path: str, start: int, end: int) -> int:
 
 
 def expand(paths: Sequence[Path], input_format: str | None) -> list[Path]:
-    """A directory given with a data format (not "textdir") stands for its files of that
-    format (sorted by name, hidden ones and others left out): a folder of Parquet/JSONL parts."""
+    """A directory given with a data format other than "textdir" and "parquet" stands for its
+    files of that format (sorted by name, hidden ones and others left out): a folder of JSONL
+    parts. (A folder of Parquet shards is an input of several sources: see :func:`plan`.)"""
     out: list[Path] = []
     for p in paths:
-        if p.is_dir() and input_format not in (None, "textdir"):
+        # a folder of Parquet shards is read as its shards (see :func:`plan`)
+        if p.is_dir() and input_format not in (None, "textdir", "parquet"):
             files = sorted(
                 f
                 for f in p.iterdir()
@@ -89,15 +91,21 @@ def row_group_runs(path: Path, partition_docs: int) -> list[tuple[int, int]]:
 def plan(
     paths: list[Path], input_format: str | None, partition_docs: int, workers: int = 1
 ) -> list[Spec]:
-    """One partition per input; uncompressed JSONL files of more than ~1.5 x
-    ``partition_docs`` records (estimated from their first 1 MB) are cut into line-aligned byte
-    ranges of about equal size, as many as a multiple of ``workers`` (so that every worker has
-    as much to read), Parquet files of more than 1.5 x ``partition_docs`` rows into runs of row
-    groups."""
+    """One partition per input (of a folder of Parquet shards, as Spark and ``datasets`` write
+    them: one per shard, ``source`` numbering the shards as the reader does); uncompressed
+    JSONL files of more than ~1.5 x ``partition_docs`` records (estimated from their first
+    1 MB) are cut into line-aligned byte ranges of about equal size, as many as a multiple of
+    ``workers`` (so that every worker has as much to read), Parquet files of more than 1.5 x
+    ``partition_docs`` rows into runs of row groups."""
     from ...io import detect_format
+    from ...io.readers import parquet_shards
 
+    files: list[Path] = []  # one per source, as the reader numbers them
+    for p in paths:
+        shards = None if input_format == "textdir" else parquet_shards(p)
+        files.extend([p] if shards is None else shards)
     specs: list[Spec] = []
-    for k, p in enumerate(paths):
+    for k, p in enumerate(files):
         fmt = "textdir" if p.is_dir() else (input_format or detect_format(p))
         _, comp = split_compression(p.name)
         if fmt == "parquet" and comp is None:

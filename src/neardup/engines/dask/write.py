@@ -513,6 +513,7 @@ class Corpus:
         self.finals: list[tuple[Path, Any]] = []  # per input: its output and its future
         for k, (name, fmt) in enumerate(self.names):
             ps = by_input.get(k, [])
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)  # a shard's folders
             if fmt == "textdir" or (len(ps) == 1 and not ctx.partitioned_tables):
                 dests = [tmp / name]
             elif ctx.partitioned_tables:
