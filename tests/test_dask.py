@@ -1119,15 +1119,25 @@ def test_chains_of_near_duplicates(scheduler, tmp_path, keep, monkeypatch):
     """Clusters that are long chains of verified pairs, spread over many partitions: the
     components found by rounds of label propagation on the workers, their representatives
     and the members' similarities (most not verified with their representative) are the local
-    engine's. The client clusters nothing itself."""
+    engine's. The client clusters nothing itself, and no verified pair reaches it (the pairs
+    table is made on the workers)."""
     import random
 
     from neardup.engines.dask import cluster as cluster_mod
+    from neardup.engines.dask import verify as verify_mod
 
     def not_here(*_a, **_k):
         raise AssertionError("components clustered on the client")
 
     monkeypatch.setattr(cluster_mod, "cluster_texts", not_here)
+    similarity, gathered = verify_mod.similarity, []
+
+    def counted(*a, **k):
+        res = similarity(*a, **k)
+        gathered.extend(res)
+        return res
+
+    monkeypatch.setattr(verify_mod, "similarity", counted)
 
     rng = random.Random(5)
     vocab = [f"w{i}x{rng.randrange(10**6)}" for i in range(4000)]
@@ -1153,6 +1163,8 @@ def test_chains_of_near_duplicates(scheduler, tmp_path, keep, monkeypatch):
     s2 = dedup_dask(paths, tmp_path / "dask", config=cfg, scheduler=scheduler[0])
     assert s2["partitions"] > 5
     _check_same(tmp_path / "local", tmp_path / "dask", s1, s2)
+    assert s2["verified_pairs"] > 50
+    assert gathered and all(set(r) == {"candidates", "verified"} for r in gathered)
     clusters = pq.read_table(tmp_path / "local" / "clusters.parquet").to_pydict()
     assert s1["largest_cluster"] > 10
     assert min(clusters["similarity"]) < 0.6  # members reached through others

@@ -20,14 +20,13 @@ def cluster_step(ctx: RunContext) -> None:
     pairs; a member's similarity to its representative that no verified pair gives is computed
     next to the data."""
     cfg, verified, P = ctx.config, ctx.verified, ctx.P
+    if cfg.cluster.method == "components":
+        components_step(ctx)
+        return
     nodes = concat([v["nodes"][0] for v in verified], np.int64)
     nid = [x for v in verified for x in v["nodes"][3]]
     nodes, at = np.unique(nodes, return_index=True)
     nid = [nid[i] for i in at.tolist()]
-    ctx.nodes, ctx.node_ids = nodes, nid  # the pairs the exact groups imply (write step)
-    if cfg.cluster.method == "components":
-        components_step(ctx)
-        return
     nlen = concat([v["nodes"][1] for v in verified], np.int64)[at]
     nfp = concat([v["nodes"][2] for v in verified], np.uint64)[at]
     m = len(nodes)

@@ -64,13 +64,12 @@ class RunContext:
     cstats: CandidateStats = field(default_factory=CandidateStats)
     candidate_prefixes: list[str] | None = None
     verified: list[dict] = field(default_factory=list)
+    verified_count: int = 0
     edges: str = ""  # the verified pairs both ways round, by owner of "src" (a shuffle)
     vl: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     # clustering
-    nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    node_ids: list[str] = field(default_factory=list)
     cluster_map: Any = None  # a future of the ClusterMap (broadcast, or made on a worker)
     rounds: int = 0  # rounds of label propagation (method "components")
     # writing

@@ -80,7 +80,7 @@ def run_steps(ctx: RunContext) -> dict[str, Any]:
         clusters=ctx.clusters,
         largest_cluster=ctx.largest if n else 0,
         duplicate_pairs=ctx.pair_counts.rows,
-        verified_pairs=len(ctx.vl),
+        verified_pairs=ctx.verified_count,
         pairs=ctx.pair_counts,
         shingles=sum(d.ginfo["shingles"] for d in parts),
         timings=ctx.timings,

@@ -125,11 +125,19 @@ def save_pairs(save: tuple, p: int, left: np.ndarray, right: np.ndarray, sim: np
 
 
 def sim_run(
-    d: Part, thr: float | None, p: int, out: str, P: int, save: tuple | None, *_deps
+    d: Part,
+    thr: float | None,
+    p: int,
+    out: str,
+    P: int,
+    save: tuple | None,
+    results: bool,
+    *_deps,
 ) -> dict:
-    """Exact Jaccard of this partition's pairs (over ``thr`` if given), with the length,
-    fingerprint, id and copies of every text in a kept pair; with ``save``, the pairs are also
-    left in the scratch folder (:func:`save_pairs`)."""
+    """Exact Jaccard of this partition's pairs (over ``thr`` if given); with ``results``, the
+    pairs and the length, fingerprint, id and copies of every text in a kept pair come back
+    (else only their counts); with ``save``, the pairs are left in the scratch folder
+    (:func:`save_pairs`)."""
     left = np.load(f"{out}/left{p}.npy")
     right = np.load(f"{out}/right{p}.npy")
     lo, hi = d.offset, d.offset + d.n
@@ -158,6 +166,8 @@ def sim_run(
     left, right, sim = verify_pairs(_RowBags(h, off, srows, order), left, right, thr)
     if save is not None:
         save_pairs(save, p, left, right, np.asarray(sim, np.float32))
+    if not results:
+        return {"candidates": candidates, "verified": len(left)}
     used = np.unique(np.concatenate([left, right]))
     pos = order[np.searchsorted(srows, used)]
     glen = np.concatenate([m[0] for m in metas])[pos]
@@ -167,6 +177,7 @@ def sim_run(
     return {
         "pairs": (left, right, sim),
         "candidates": candidates,
+        "verified": len(left),
         "nodes": (used, glen, ghi, [ids_all[i] for i in pos.tolist()], tot),
     }
 
@@ -179,11 +190,13 @@ def similarity(
     name: str,
     save: tuple | None = None,
     gather: bool = True,
+    results: bool = True,
 ) -> list[dict]:
     """Exact similarities of pairs, per partition of their left text: the candidates of a
     shuffle (``cands``) or pairs given per partition (``direct``); over ``threshold`` only, if
-    given. Returns each partition's :func:`sim_run` result (none with ``gather`` False: then
-    ``save`` keeps the pairs in the scratch folder, :func:`save_pairs`)."""
+    given. Returns each partition's :func:`sim_run` result (only the counts without
+    ``results``; none with ``gather`` False: then ``save`` keeps the pairs in the scratch
+    folder, :func:`save_pairs`)."""
     P, parts = ctx.P, ctx.parts
     out = ctx.folder(name)
     prep = [
@@ -205,7 +218,9 @@ def similarity(
         for q, d in enumerate(parts)
     ]
     run = [
-        ctx.submit(sim_run, d, threshold, p, out, P, save, prep[p], *exp, name=f"{name}run", i=p)
+        ctx.submit(
+            sim_run, d, threshold, p, out, P, save, results, prep[p], *exp, name=f"{name}run", i=p
+        )
         for p, d in enumerate(parts)
     ]
     if gather:
@@ -224,9 +239,12 @@ def _nothing(*_deps) -> None:
 
 
 def verify_step(ctx: RunContext) -> None:
-    """Verified pairs (over the threshold) of the candidates; they are also left in the
-    scratch folder both ways round (``edges/``) for the clustering on the workers."""
+    """Verified pairs (over the threshold) of the candidates, left in the scratch folder both
+    ways round (``edges/``, by owner of "src") for the clustering and the pairs table on the
+    workers: only their counts come to the client, and with ``cluster`` "strict" (clustered on
+    the client) the pairs themselves."""
     ctx.edges = ctx.folder("edges")
+    strict = ctx.config.cluster.method != "components"
     ctx.verified = similarity(
         ctx,
         ctx.candidate_prefixes,
@@ -234,8 +252,11 @@ def verify_step(ctx: RunContext) -> None:
         float(ctx.config.lsh.threshold),
         "verify",
         (ctx.edges, ctx.offsets, True),
+        results=strict,
     )
-    ctx.vl = concat([v["pairs"][0] for v in ctx.verified], np.int64)
-    ctx.vr = concat([v["pairs"][1] for v in ctx.verified], np.int64)
-    ctx.vs = concat([v["pairs"][2] for v in ctx.verified], np.float32).astype(np.float32)
+    ctx.verified_count = sum(v["verified"] for v in ctx.verified)
     ctx.cstats.candidates = sum(v["candidates"] for v in ctx.verified)
+    if strict:
+        ctx.vl = concat([v["pairs"][0] for v in ctx.verified], np.int64)
+        ctx.vr = concat([v["pairs"][1] for v in ctx.verified], np.int64)
+        ctx.vs = concat([v["pairs"][2] for v in ctx.verified], np.float32).astype(np.float32)

@@ -24,10 +24,10 @@ import numpy as np
 
 from ...errors import ConfigError, InputError, SkipReason
 from ...io import ReadOptions, Staged, TableStream, prepare_outdir
-from ...pipeline import PairCounts, cross_pairs, ranges, within_pairs
-from ...result import METHOD_NAMES
+from ...pipeline import PairCounts
 from .clustermap import ClusterMap
 from .context import RunContext
+from .pairs import cross_edges, group_pairs, group_send, pairs_table
 from .plan import Spec
 from .scratch import (
     Part,
@@ -35,13 +35,10 @@ from .scratch import (
     concat,
     concat_ragged,
     owner,
-    read_bucket,
     take_ragged,
     write_buckets,
     write_parquet,
 )
-
-_FINGERPRINT, _JACCARD = METHOD_NAMES.index("fingerprint"), METHOD_NAMES.index("jaccard")
 
 
 def final_a(d: Part, cm: ClusterMap) -> tuple[int, int]:
@@ -148,134 +145,6 @@ def final_c(
     return n
 
 
-def group_pairs(
-    fp_prefixes: list[str],
-    p: int,
-    P: int,
-    offsets: np.ndarray,
-    nodes: np.ndarray,
-    mode: str,
-    max_group: int,
-    prefix: str,
-    *_deps,
-) -> dict[str, Any]:
-    """The pairs inside the exact groups whose first row partition ``p`` holds (each copy with
-    the first row, and with ``mode`` "all" every two copies: :func:`neardup.expand.within_pairs`),
-    shuffled by owner of the left row; returns their counts and the members of the groups that
-    are in verified pairs (``nodes``), for the pairs those imply (a group of more than
-    ``max_group`` documents gives its first row and its size only)."""
-    fps = [read_bucket(pre, p, ("left", "right"), ("ida", "idb")) for pre in fp_prefixes]
-    L = concat([x["left"] for x in fps], np.int64)
-    R = concat([x["right"] for x in fps], np.int64)
-    ida = [i for x in fps for i in x["ida"]]
-    idb = [i for x in fps for i in x["idb"]]
-    firsts, at, gi = np.unique(L, return_index=True, return_inverse=True)
-    G = len(firsts)
-    rows = np.concatenate([firsts, R])
-    ids = np.asarray([ida[i] for i in at.tolist()] + idb, dtype=object)
-    grp = np.concatenate([np.arange(G, dtype=np.int64), gi.astype(np.int64)])
-    order = np.lexsort((rows, grp))  # each group's rows ascending: its first row first
-    rows, ids = rows[order], ids[order]
-    sizes = np.bincount(grp, minlength=G).astype(np.int64)
-    starts = np.zeros(G, np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    wl, wr, wimp, counts = within_pairs(np.arange(len(rows)), starts, sizes, mode, max_group)
-    left, right = rows[wl], rows[wr]
-    write_buckets(
-        prefix,
-        owner(offsets, left),
-        P,
-        {"left": left, "right": right, "implied": wimp},
-        {"ida": ids[wl].tolist(), "idb": ids[wr].tolist()},
-    )
-    # the groups of texts in verified pairs
-    pos = np.searchsorted(nodes, firsts)
-    pos = np.minimum(pos, max(len(nodes) - 1, 0))
-    inv = (nodes[pos] == firsts) if len(nodes) else np.zeros(G, bool)
-    gsel = np.flatnonzero(inv)
-    sent = (
-        np.where(sizes[gsel] <= max_group, sizes[gsel], 1)
-        if mode == "all"
-        else np.ones(len(gsel), np.int64)
-    )
-    take = ranges(starts[gsel], sent)
-    return {
-        "counts": counts,
-        "first": firsts[gsel],
-        "size": sizes[gsel],
-        "sent": sent,
-        "rows": rows[take],
-        "ids": ids[take].tolist(),
-    }
-
-
-def implied_by_edges(
-    ctx: RunContext, groups: list[dict[str, Any]]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, PairCounts]:
-    """The verified pairs and the pairs their exact groups imply (on the client, from the
-    members :func:`group_pairs` sent): ``(left, right, similarity, implied, id_a, id_b,
-    counts)``, ``left < right``, ids as object arrays."""
-    cfg = ctx.config
-    nodes, nid = ctx.nodes, np.asarray(ctx.node_ids, dtype=object)
-    m = len(nodes)
-    first = concat([g["first"] for g in groups], np.int64)
-    gsize = concat([g["size"] for g in groups], np.int64)
-    gsent = concat([g["sent"] for g in groups], np.int64)
-    grows = concat([g["rows"] for g in groups], np.int64)
-    gids = np.asarray([i for g in groups for i in g["ids"]], dtype=object)
-    # every node's group: its members as sent, or itself alone
-    k = np.searchsorted(nodes, first)
-    size = np.ones(m, np.int64)
-    sent = np.ones(m, np.int64)
-    size[k], sent[k] = gsize, gsent
-    starts = np.zeros(m, np.int64)
-    np.cumsum(sent[:-1], out=starts[1:])
-    members = np.repeat(nodes, sent)
-    mids = np.repeat(nid, sent) if m else np.zeros(0, object)
-    dst = ranges(starts[k], gsent)
-    members[dst] = grows
-    if len(dst):
-        mids[dst] = gids
-    eu, ev = np.searchsorted(nodes, ctx.vl), np.searchsorted(nodes, ctx.vr)
-    a, b, edge, implied, counts = cross_pairs(
-        np.arange(len(members)), starts, size, eu, ev, cfg.pairs.mode, cfg.pairs.max_group
-    )
-    swap = members[a] > members[b]
-    a, b = np.where(swap, b, a), np.where(swap, a, b)
-    return (members[a], members[b], ctx.vs[edge], implied, mids[a], mids[b], counts)
-
-
-def pairs_table(verified: tuple, ex_prefixes: list[str], p: int, table: str, *_deps) -> int:
-    """Partition ``p``'s rows of ``pairs`` (verified pairs, those implied by them, and the
-    pairs inside exact groups whose left row it holds), sorted, as a Parquet part in the
-    scratch folder."""
-    vl, vr, vs, vimp, vida, vidb = verified
-    ws = [read_bucket(pre, p, ("left", "right", "implied"), ("ida", "idb")) for pre in ex_prefixes]
-    left = np.concatenate([vl] + [x["left"] for x in ws])
-    right = np.concatenate([vr] + [x["right"] for x in ws])
-    sim = np.concatenate([vs] + [np.ones(len(x["left"]), np.float32) for x in ws])
-    method = np.concatenate(
-        [np.full(len(vl), _JACCARD, np.uint8)]
-        + [np.full(len(x["left"]), _FINGERPRINT, np.uint8) for x in ws]
-    )
-    implied = np.concatenate([vimp] + [x["implied"] for x in ws]).astype(bool)
-    ida = list(vida) + [i for x in ws for i in x["ida"]]
-    idb = list(vidb) + [i for x in ws for i in x["idb"]]
-    order = np.lexsort((right, left))
-    names = np.asarray(METHOD_NAMES, dtype=object)
-    write_parquet(
-        {
-            "id_a": [ida[i] for i in order.tolist()],
-            "id_b": [idb[i] for i in order.tolist()],
-            "similarity": sim[order].astype(np.float32),
-            "method": names[method[order]],
-            "implied": implied[order],
-        },
-        table,
-    )
-    return len(left)
-
-
 def write_part(
     spec: Spec,
     read_opts: ReadOptions,
@@ -353,7 +222,7 @@ def fp_cluster_stats(red: str, s: int, cm: ClusterMap) -> tuple[int, int, np.nda
 def write_step(ctx: RunContext) -> None:
     """Label every row, write the tables and the corpus; count kept rows and clusters."""
     client, parts, P, offsets = ctx.client, ctx.parts, ctx.P, ctx.offsets
-    cm_f, nodes = ctx.cluster_map, ctx.nodes
+    cm_f = ctx.cluster_map
     fa = [ctx.submit(final_a, d, cm_f, name="finala", i=p) for p, d in enumerate(parts)]
     counts = client.gather(fa)
     ctx.kept = sum(c[0] for c in counts)
@@ -393,45 +262,64 @@ def write_step(ctx: RunContext) -> None:
         )
         for p, d in enumerate(parts)
     ]
-    # the pairs inside exact groups, shuffled by owner of their left row; the members of the
-    # groups in verified pairs come back for the pairs those imply
+    # the pairs table on the workers (:mod:`neardup.engines.dask.pairs`): only counts come back
     cfg = ctx.config
-    exd = ctx.folder("grouppairs")
-    expre = [f"{exd}/x{p}" for p in range(P)]
-    [nodes_f] = client.scatter([nodes], broadcast=True)
-    ctx.futures.append(nodes_f)
-    gp = client.gather(
-        [
-            ctx.submit(
-                group_pairs,
-                fpre,
-                p,
-                P,
-                offsets,
-                nodes_f,
-                cfg.pairs.mode,
-                cfg.pairs.max_group,
-                expre[p],
-                *fc,
-                name="gpairs",
-                i=p,
-            )
-            for p in range(P)
-        ]
+    mode, max_group = cfg.pairs.mode, cfg.pairs.max_group
+    exd, rdir, sdir, xdir = (
+        ctx.folder(n) for n in ("grouppairs", "records", "sentrecords", "crosspairs")
     )
-    vl, vr, vs, vimp, vida, vidb, counts = implied_by_edges(ctx, gp)
-    for g in gp:
-        counts = counts.merge(g["counts"])
+    expre = [f"{exd}/x{p}" for p in range(P)]
+    gp = [
+        ctx.submit(
+            group_pairs,
+            d,
+            fpre,
+            ctx.edges,
+            p,
+            P,
+            offsets,
+            mode,
+            max_group,
+            expre[p],
+            rdir,
+            *fc,
+            name="gpairs",
+            i=p,
+        )
+        for p, d in enumerate(parts)
+    ]
+    gs = [
+        ctx.submit(group_send, q, ctx.edges, P, offsets, rdir, sdir, *gp, name="gsend", i=q)
+        for q in range(P)
+    ]
+    cx = [
+        ctx.submit(
+            cross_edges,
+            p,
+            ctx.edges,
+            P,
+            offsets,
+            rdir,
+            sdir,
+            mode,
+            max_group,
+            xdir,
+            *gs,
+            name="cross",
+            i=p,
+        )
+        for p in range(P)
+    ]
+    counts = PairCounts(mode=mode, max_group=max_group)
+    for c in client.gather(gp + cx):
+        counts = counts.merge(c)
     if ctx.distinct:  # a text without copies is a group of one (the buckets hold copies only)
         counts.largest_group = max(counts.largest_group, 1)
     ctx.pair_counts = counts
-    del gp
-    own = owner(offsets, vl)
-    pt_f = []
-    for p in range(P):
-        mk = np.flatnonzero(own == p)
-        ver = (vl[mk], vr[mk], vs[mk], vimp[mk], vida[mk].tolist(), vidb[mk].tolist())
-        pt_f.append(ctx.submit(pairs_table, ver, expre, p, ptab[p], name="ptable", i=p))
+    xpre = [f"{xdir}/x{p}" for p in range(P)]
+    pt_f = [
+        ctx.submit(pairs_table, xpre, expre, p, ptab[p], *cx, name="ptable", i=p) for p in range(P)
+    ]
     csize = client.gather(
         [ctx.submit(fp_cluster_stats, ctx.exact_dir, s, cm_f, name="cstats", i=s) for s in range(P)]
     )
