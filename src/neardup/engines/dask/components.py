@@ -25,6 +25,7 @@ import os
 
 import numpy as np
 
+from ..._arrays import sorted_unique
 from .clustermap import ClusterMap
 from .context import RunContext
 from .scratch import (
@@ -106,7 +107,7 @@ def cc_init(d: Part, q: int, offsets: np.ndarray, edges: str, keep: str, cc: str
     adj = {"src": src[order], "dst": dst[order], "sim": sim[order].astype(np.float32)}
     for k, a in adj.items():
         atomic_save(f"{cc}/a{q}.{k}.npy", a)
-    rows = np.unique(src)
+    rows = sorted_unique(src)
     m = len(rows)
     if keep == "longest" and m:
         g = d.load("lgroup")[rows - d.offset]

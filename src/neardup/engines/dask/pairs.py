@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._arrays import sorted_unique
 from ...pipeline import PairCounts, cross_pairs, ranges, within_pairs
 from ...result import METHOD_NAMES
 from .scratch import (
@@ -106,7 +107,7 @@ def group_pairs(
         {"ida": ids[wl].tolist(), "idb": ids[wr].tolist()},
     )
     # the records of this partition's texts in verified pairs
-    node = np.unique(_edges(edges, p, P)[0])
+    node = sorted_unique(_edges(edges, p, P)[0], overwrite=True)
     k = np.minimum(np.searchsorted(firsts, node), max(G - 1, 0))
     grouped = (firsts[k] == node) if G else np.zeros(len(node), bool)
     gk = k[grouped]
@@ -139,8 +140,11 @@ def group_send(q: int, edges: str, P: int, offsets: np.ndarray, records: str, ou
     src, dst, _ = _edges(edges, q, P)
     later = src > dst
     dest = owner(offsets, dst[later])
-    key = np.unique(np.stack([dest, src[later]]), axis=1)  # (partition, node), sorted
-    dest, node = key[0], key[1]
+    node = src[later]
+    order = np.lexsort((node, dest))  # (partition, node), sorted, each once
+    dest, node = dest[order], node[order]
+    once = np.concatenate(([True], (dest[1:] != dest[:-1]) | (node[1:] != node[:-1])))[: len(node)]
+    dest, node = dest[once], node[once]
     rec, ids = _load_records(f"{records}/n{q}")
     k = np.searchsorted(rec["node"], node)
     off = np.zeros(len(rec["node"]) + 1, np.int64)

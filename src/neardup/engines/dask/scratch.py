@@ -298,8 +298,17 @@ def owner(offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def unique_pairs(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct pairs ``(left[i], right[i])``, sorted by left, then right."""
     if len(left) == 0:
         return left.astype(np.int64), right.astype(np.int64)
+    if min(int(left.min()), int(right.min())) >= 0 and max(int(left.max()), int(right.max())) < (
+        1 << 32
+    ):  # both in one 64-bit key: one sort of integers
+        key = np.sort((left.astype(np.uint64) << np.uint64(32)) | right.astype(np.uint64))
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]
+        return (key >> np.uint64(32)).astype(np.int64), (key & np.uint64(0xFFFFFFFF)).astype(
+            np.int64
+        )
     order = np.lexsort((right, left))
     left, right = left[order], right[order]
     keep = np.concatenate(([True], (left[1:] != left[:-1]) | (right[1:] != right[:-1])))

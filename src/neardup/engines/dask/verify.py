@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._arrays import read_ranges
+from ..._arrays import read_ranges, sorted_unique
 from ...pipeline import ShingleBags, verify_pairs
 from .context import RunContext
 from .scratch import (
@@ -85,7 +85,7 @@ def sim_prepare(
     left, right = unique_pairs(concat(ls, np.int64), concat(rs, np.int64))
     own = owner(offsets, right)
     here = p if d.n else -1
-    req = np.unique(right[own != here])
+    req = sorted_unique(right[own != here], overwrite=True)
     write_buckets(f"{out}/req{p}", owner(offsets, req), P, {"row": req})
     atomic_save(f"{out}/left{p}.npy", left)
     atomic_save(f"{out}/right{p}.npy", right)
@@ -141,7 +141,7 @@ def sim_run(
     left = np.load(f"{out}/left{p}.npy")
     right = np.load(f"{out}/right{p}.npy")
     lo, hi = d.offset, d.offset + d.n
-    need = np.unique(np.concatenate([left, right]))
+    need = sorted_unique(np.concatenate([left, right]), overwrite=True)
     mine = need[(need >= lo) & (need < hi)]
     t = _Texts(d)
     h0, off0 = t.bags(mine - lo)
@@ -168,7 +168,7 @@ def sim_run(
         save_pairs(save, p, left, right, np.asarray(sim, np.float32))
     if not results:
         return {"candidates": candidates, "verified": len(left)}
-    used = np.unique(np.concatenate([left, right]))
+    used = sorted_unique(np.concatenate([left, right]), overwrite=True)
     pos = order[np.searchsorted(srows, used)]
     glen = np.concatenate([m[0] for m in metas])[pos]
     ghi = np.concatenate([m[1] for m in metas])[pos]
