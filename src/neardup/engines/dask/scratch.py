@@ -189,8 +189,11 @@ def read_bucket(
     cols: Sequence[str] = (),
     strs: Sequence[str] = (),
     ragged: Sequence[str] = (),
+    mapped: bool = False,
 ) -> dict[str, Any]:
-    """Bucket ``s`` of a map task's output written by :func:`write_buckets`."""
+    """Bucket ``s`` of a map task's output written by :func:`write_buckets`; ``mapped``: the
+    values of the ``ragged`` columns as views of the file's memory map (read once, by whatever
+    copies them next), not copies."""
     b = np.load(f"{prefix}.bounds.npy")
     a, z = int(b[s]), int(b[s + 1])
     out: dict[str, Any] = {
@@ -198,7 +201,9 @@ def read_bucket(
     }
     for k in (*strs, *ragged):
         off = np.array(np.load(f"{prefix}.{k}.o.npy", mmap_mode="r")[a : z + 1])
-        v = np.array(np.load(f"{prefix}.{k}.v.npy", mmap_mode="r")[off[0] : off[-1]])
+        v = np.load(f"{prefix}.{k}.v.npy", mmap_mode="r")[off[0] : off[-1]]
+        if not (mapped and k in ragged):
+            v = np.array(v)
         out[k] = decode_strs(v, off) if k in strs else (v, off - off[0])
     return out
 

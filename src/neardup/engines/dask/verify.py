@@ -150,7 +150,9 @@ def sim_run(
     for q in range(P):
         if q == p:
             continue
-        b = read_bucket(f"{out}/exp{q}", p, ("rows", "glen", "ghi", "tot"), ("ids",), ("h",))
+        b = read_bucket(
+            f"{out}/exp{q}", p, ("rows", "glen", "ghi", "tot"), ("ids",), ("h",), mapped=True
+        )
         rows.append(b["rows"])
         hs.append(b["h"][0])
         offs.append(b["h"][1])
