@@ -5,6 +5,7 @@ and the scratch folder is gone at the end, also when the run fails."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -218,6 +219,53 @@ def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_f
         else len(off) == 1
     )
     assert np.array_equal(got, np.concatenate(want) if want else np.zeros(0, np.uint32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=40),
+    window=st.sampled_from([4, 12, 64, 200, 4096]),
+)
+def test_ranges_in_increasing_order_are_read_as_sliced(spans, window, tmp_path_factory):
+    """Ranges in increasing order (as verification asks for them), gaps of any size between
+    them, read through windows smaller and larger than them: the values of slicing."""
+    from neardup._arrays import read_ranges
+
+    data = np.arange(20000, dtype=np.uint32) * np.uint32(2654435761)
+    path = tmp_path_factory.mktemp("r") / "data"
+    data.tofile(path)
+    starts, ends, at = [], [], 0
+    for gap, n in spans:
+        starts.append(at + gap)
+        ends.append(at + gap + n)
+        at += gap + n
+    got, _ = read_ranges(
+        path, np.uint32, np.array(starts, np.int64), np.array(ends, np.int64), window=window
+    )
+    want = [data[a:e] for a, e in zip(starts, ends)]
+    assert np.array_equal(got, np.concatenate(want) if want else np.zeros(0, np.uint32))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs /proc/self/io (Linux)")
+def test_sparse_ranges_read_their_own_bytes_only(tmp_path):
+    """Ranges far apart cost a read of their bytes, not of a whole window each (the bytes the
+    process read, as the system counts them)."""
+    from neardup._arrays import read_ranges
+
+    data = np.arange(1 << 20, dtype=np.uint32)
+    path = tmp_path / "data"
+    data.tofile(path)
+    starts = np.arange(0, len(data) - 100, 100_003 // 4 * 4, dtype=np.int64)
+    ends = starts + 37
+    ends[::3] = starts[::3]  # some empty ones too
+    with open("/proc/self/io") as f:
+        before = int(f.read().split("rchar:")[1].split()[0])
+    got, _ = read_ranges(path, np.uint32, starts, ends, window=1 << 18)
+    with open("/proc/self/io") as f:
+        after = int(f.read().split("rchar:")[1].split()[0])
+    assert np.array_equal(got, np.concatenate([data[a:e] for a, e in zip(starts, ends)]))
+    wanted = int((ends - starts).sum()) * 4
+    assert wanted <= after - before < wanted + 4096  # (the reads of /proc/self/io itself)
 
 
 def test_a_short_file_is_an_error(tmp_path):

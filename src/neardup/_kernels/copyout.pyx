@@ -72,9 +72,9 @@ cdef int write_all(int fd, const char* buf, int64_t n, int64_t at) noexcept nogi
 
 cdef int refill(int fd, char* buf, int64_t size, int64_t a, int64_t* win_lo,
                 int64_t* win_hi) noexcept nogil:
-    """Make the window ``[win_lo, win_hi)`` of ``fd`` (held in ``buf``, ``size`` bytes) hold
-    byte ``a``: read from ``a`` unless it already does. 0, -1 when ``fd`` ended, or the
-    ``errno`` of a failed read."""
+    """Make the window ``[win_lo, win_hi)`` of ``fd`` (held in ``buf``, at most ``size``
+    bytes) hold byte ``a``: read ``size`` bytes from ``a`` unless it already does. 0, -1 when
+    ``fd`` ended, or the ``errno`` of a failed read."""
     cdef Py_ssize_t got
     if win_lo[0] <= a < win_hi[0]:
         return 0
@@ -167,13 +167,15 @@ def read_ranges(int src, const int64_t[::1] starts, const int64_t[::1] ends,
                 unsigned char[::1] out, const int64_t[::1] dest, Py_ssize_t lo, Py_ssize_t hi,
                 int64_t window):
     """Read the byte ranges ``starts[i]:ends[i]`` of ``src`` into ``out[dest[i]:]``, for
-    ``i`` in ``lo:hi`` (ranges in increasing order read fastest): the file is read ``window``
-    bytes at a time from the start of a range, and the ranges that follow within that window
-    are copied from it, so that neighbouring ranges cost one read. Returns 0, -1 when ``src``
+    ``i`` in ``lo:hi`` (ranges in increasing order read fastest): the file is read at most
+    ``window`` bytes at a time from the start of a range, up to the end of the last of the
+    ranges that follow and end within that window (no further), and those ranges are copied
+    from it, so that neighbouring ranges cost one read and a sparse one a read of its own
+    bytes. Returns 0, -1 when ``src``
     ended early, or the ``errno`` of a failed read."""
     cdef char* buf = NULL
-    cdef Py_ssize_t i
-    cdef int64_t a, e, o, take
+    cdef Py_ssize_t i, j
+    cdef int64_t a, e, o, take, need, size
     cdef int64_t win_lo = 0, win_hi = 0
     cdef int rc = 0
     if window <= 0:
@@ -187,9 +189,24 @@ def read_ranges(int src, const int64_t[::1] starts, const int64_t[::1] ends,
             e = ends[i]
             o = dest[i]
             while a < e:
-                rc = refill(src, buf, window, a, &win_lo, &win_hi)
-                if rc:
-                    break
+                if not (win_lo <= a < win_hi):
+                    # read no further than the ranges from here on that end within a window
+                    # of ``a`` need: sparse ranges cost a read of their own bytes only
+                    need = e
+                    j = i + 1
+                    while j < hi and need - a < window:
+                        if starts[j] < ends[j]:
+                            if starts[j] < a or ends[j] - a > window:
+                                break
+                            if ends[j] > need:
+                                need = ends[j]
+                        j += 1
+                    size = need - a
+                    if size > window:
+                        size = window
+                    rc = refill(src, buf, size, a, &win_lo, &win_hi)
+                    if rc:
+                        break
                 take = e - a
                 if take > win_hi - a:
                     take = win_hi - a
