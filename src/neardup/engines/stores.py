@@ -155,8 +155,12 @@ class SpillingArray:
     def reserve(self, m: int) -> np.ndarray:
         if self._mem is not None:
             return self._mem.reserve(m)
-        self._buf = np.empty(m, self.dtype)
-        return self._buf
+        # one buffer for every chunk (written out by commit before the next reserve): its
+        # pages are faulted in once, not for each chunk of a spilled run
+        if self._buf is None or len(self._buf) < m:
+            self._buf = None
+            self._buf = np.empty(m + m // 8 + 1, self.dtype)  # room for a somewhat larger one
+        return self._buf[:m]
 
     def commit(self, m: int) -> None:
         if self._mem is not None:
@@ -165,7 +169,6 @@ class SpillingArray:
         else:
             assert self._buf is not None and self._file is not None
             self._write(self._buf[:m])
-            self._buf = None
         self._n += m
 
     def append(self, part: np.ndarray) -> None:
@@ -177,7 +180,8 @@ class SpillingArray:
 
     def _write(self, values: np.ndarray) -> None:
         assert self._file is not None
-        self._file.write(np.ascontiguousarray(values, self.dtype).tobytes())
+        values = np.ascontiguousarray(values, self.dtype)
+        self._file.write(memoryview(values.reshape(-1).view(np.uint8)))  # no copy of its own
         self.scratch.wrote(values.nbytes)
 
     def spill(self) -> None:
@@ -214,4 +218,5 @@ class SpillingArray:
         assert self._file is not None
         self._file.close()
         self._file = None
+        self._buf = None
         return spilled
