@@ -181,7 +181,7 @@ class SpillingArray:
     def _write(self, values: np.ndarray) -> None:
         assert self._file is not None
         values = np.ascontiguousarray(values, self.dtype)
-        self._file.write(memoryview(values.reshape(-1).view(np.uint8)))  # no copy of its own
+        self._file.write(values.reshape(-1).view(np.uint8).data)  # no copy of its own
         self.scratch.wrote(values.nbytes)
 
     def spill(self) -> None:
