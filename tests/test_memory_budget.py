@@ -268,6 +268,47 @@ def test_sparse_ranges_read_their_own_bytes_only(tmp_path):
     assert wanted <= after - before < wanted + 4096  # (the reads of /proc/self/io itself)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    parts=st.lists(st.tuples(st.integers(0, 20000), st.booleans()), max_size=12),
+    mode=st.sampled_from(["direct", "plain", "refused"]),
+)
+def test_a_scratch_file_holds_what_was_written(parts, mode, tmp_path_factory):
+    """Scratch files written past the page cache (blocks through an aligned buffer), plainly
+    (no O_DIRECT) or falling back when the file system refuses it: the bytes written, in
+    order, also when read between writes (after flush)."""
+    import errno as _errno
+
+    from neardup.engines import stores
+
+    path = tmp_path_factory.mktemp("w") / "f"
+    rng = np.random.default_rng(len(parts))
+    real = os.pwrite
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stores.ScratchWriter, "BLOCK", 8192)
+        if mode == "plain":
+            mp.delattr(os, "O_DIRECT", raising=False)
+        w = stores.ScratchWriter(path)
+        if mode == "refused":
+
+            def pwrite(fd, data, at):
+                if fd == w._direct:
+                    raise OSError(_errno.EINVAL, "no O_DIRECT here")
+                return real(fd, data, at)
+
+            mp.setattr(os, "pwrite", pwrite)
+        want = b""
+        for n, flush in parts:
+            data = rng.integers(0, 256, n).astype(np.uint8)
+            w.write(data)
+            want += data.tobytes()
+            if flush:
+                w.flush()
+                assert path.read_bytes() == want
+        w.close()
+    assert path.read_bytes() == want
+
+
 def test_a_short_file_is_an_error(tmp_path):
     from neardup._arrays import read_ranges
 

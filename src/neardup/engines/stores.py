@@ -12,18 +12,27 @@ those of the run in memory.
 
 from __future__ import annotations
 
+import errno
+import mmap
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
 from .._arrays import Growable, read_ranges
 from ..errors import ConfigError
 
-__all__ = ["Budget", "Scratch", "SpillingArray", "SpilledArray", "parse_size", "default_budget"]
+__all__ = [
+    "Budget",
+    "Scratch",
+    "ScratchWriter",
+    "SpillingArray",
+    "SpilledArray",
+    "parse_size",
+    "default_budget",
+]
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -101,6 +110,97 @@ class Budget:
         return self.limit is not None and not self.spilled and self.used > self.limit
 
 
+class ScratchWriter:
+    """A new file written from start to end past the page cache (``O_DIRECT``, where the system
+    and the file system allow it), through an aligned buffer of :attr:`BLOCK` bytes: copying
+    10 GB of fingerprints into the page cache cost a processor 20-30 s on a virtual machine (a
+    quarter of the run), written directly 1-2 s of copying into the buffer. Elsewhere, or when
+    the file system refuses, plain writes. :meth:`flush` makes everything written readable
+    (the part of a block not yet full through a plain write); :meth:`close` does as much and
+    closes the file."""
+
+    BLOCK = 2 << 20
+
+    def __init__(self, path: str | os.PathLike):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        self._plain = os.open(path, flags, 0o600)
+        self._direct = -1
+        self._buf: np.ndarray | None = None
+        direct = getattr(os, "O_DIRECT", 0)
+        if direct:
+            try:
+                self._direct = os.open(path, os.O_WRONLY | direct)
+                self._map = mmap.mmap(-1, self.BLOCK)  # page-aligned
+                self._buf = np.frombuffer(self._map, np.uint8)
+            except (OSError, ValueError):
+                self._close_direct()
+        self._fill = 0  # bytes of the buffer not yet written as a whole block
+        self._done = 0  # bytes before the buffer: written
+        self._tail = 0  # bytes of the buffer also written plainly (flush)
+
+    def write(self, data: np.ndarray) -> None:
+        """Append the bytes of ``data`` (``uint8``, contiguous)."""
+        if self._buf is None:
+            self._pwrite_plain(data, self._done)
+            self._done += len(data)
+            return
+        pos, n = 0, len(data)
+        while pos < n:
+            take = min(self.BLOCK - self._fill, n - pos)
+            self._buf[self._fill : self._fill + take] = data[pos : pos + take]
+            self._fill += take
+            pos += take
+            if self._fill == self.BLOCK:
+                self._write_block()
+                if self._buf is None:  # refused: the rest plainly
+                    self.write(data[pos:])
+                    return
+
+    def _write_block(self) -> None:
+        assert self._buf is not None
+        refused = False
+        with memoryview(self._map) as view:
+            try:
+                at = 0
+                while at < self.BLOCK:
+                    at += os.pwrite(self._direct, view[at:], self._done + at)
+            except OSError as e:
+                if e.errno != errno.EINVAL:
+                    raise
+                refused = True  # a file system that takes no O_DIRECT writes
+        if refused:
+            self._pwrite_plain(self._buf, self._done)
+            self._close_direct()
+        self._done += self.BLOCK
+        self._fill = self._tail = 0
+
+    def _pwrite_plain(self, data: np.ndarray, at: int) -> None:
+        view = data.data.cast("B")
+        done = 0
+        while done < len(view):
+            done += os.pwrite(self._plain, view[done:], at + done)
+
+    def flush(self) -> None:
+        if self._buf is not None and self._fill > self._tail:
+            self._pwrite_plain(self._buf[self._tail : self._fill], self._done + self._tail)
+            self._tail = self._fill
+
+    def _close_direct(self) -> None:
+        if self._direct >= 0:
+            os.close(self._direct)
+            self._direct = -1
+        if self._buf is not None:
+            self._buf = None
+            self._map.close()
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self._close_direct()
+            os.close(self._plain)
+
+
 class SpilledArray:
     """An array written to a file: read back whole (:meth:`load`) or by ranges
     (:meth:`ranges`), never mapped (reading copies what is asked for, so the process holds only
@@ -140,7 +240,7 @@ class SpillingArray:
         self.dtype = np.dtype(dtype)
         self.name, self.budget, self.scratch = name, budget, scratch
         self._mem: Growable | None = Growable(self.dtype)
-        self._file: BinaryIO | None = None
+        self._file: ScratchWriter | None = None
         self._path: Path | None = None
         self._buf: np.ndarray | None = None
         self._n = 0
@@ -181,7 +281,7 @@ class SpillingArray:
     def _write(self, values: np.ndarray) -> None:
         assert self._file is not None
         values = np.ascontiguousarray(values, self.dtype)
-        self._file.write(values.reshape(-1).view(np.uint8).data)  # no copy of its own
+        self._file.write(values.reshape(-1).view(np.uint8))
         self.scratch.wrote(values.nbytes)
 
     def spill(self) -> None:
@@ -189,7 +289,7 @@ class SpillingArray:
         if self._mem is None:
             return
         self._path = self.scratch.file(self.name)
-        self._file = open(self._path, "wb")  # noqa: SIM115 (closed by take)
+        self._file = ScratchWriter(self._path)
         held = self._mem.take()
         self._mem = None
         self._write(held)
