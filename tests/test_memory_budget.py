@@ -200,10 +200,11 @@ def test_candidates_a_band_at_a_time_are_those_of_all_bands(n, bands, seed, cap)
 @given(
     spans=st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 3000)), max_size=30),
     window=st.sampled_from([64, 4096, 1 << 18]),
+    direct=st.booleans(),
 )
-def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_factory):
+def test_ranges_are_read_whatever_their_order_and_size(spans, window, direct, tmp_path_factory):
     """The compiled range reader against slicing: ranges in any order, overlapping, empty,
-    larger than its window."""
+    larger than its window, past the page cache (aligned reads) or not."""
     from neardup._arrays import read_ranges
 
     data = np.arange(9000, dtype=np.uint32) * np.uint32(2654435761)
@@ -211,7 +212,7 @@ def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_f
     data.tofile(path)
     starts = np.array([a for a, _ in spans], np.int64)
     ends = np.array([a + n for a, n in spans], np.int64)
-    got, off = read_ranges(path, np.uint32, starts, ends, window=window)
+    got, off = read_ranges(path, np.uint32, starts, ends, window=window, direct=direct)
     want = [data[a:e] for a, e in zip(starts, ends)]
     assert (
         np.array_equal(off, np.concatenate(([0], np.cumsum([len(w) for w in want]))))
@@ -225,8 +226,9 @@ def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_f
 @given(
     spans=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=40),
     window=st.sampled_from([4, 12, 64, 200, 4096]),
+    direct=st.booleans(),
 )
-def test_ranges_in_increasing_order_are_read_as_sliced(spans, window, tmp_path_factory):
+def test_ranges_in_increasing_order_are_read_as_sliced(spans, window, direct, tmp_path_factory):
     """Ranges in increasing order (as verification asks for them), gaps of any size between
     them, read through windows smaller and larger than them: the values of slicing."""
     from neardup._arrays import read_ranges
@@ -240,7 +242,12 @@ def test_ranges_in_increasing_order_are_read_as_sliced(spans, window, tmp_path_f
         ends.append(at + gap + n)
         at += gap + n
     got, _ = read_ranges(
-        path, np.uint32, np.array(starts, np.int64), np.array(ends, np.int64), window=window
+        path,
+        np.uint32,
+        np.array(starts, np.int64),
+        np.array(ends, np.int64),
+        window=window,
+        direct=direct,
     )
     want = [data[a:e] for a, e in zip(starts, ends)]
     assert np.array_equal(got, np.concatenate(want) if want else np.zeros(0, np.uint32))
@@ -314,5 +321,8 @@ def test_a_short_file_is_an_error(tmp_path):
 
     path = tmp_path / "data"
     np.arange(10, dtype=np.uint32).tofile(path)
-    with pytest.raises(OSError, match="ended early"):
-        read_ranges(path, np.uint32, np.array([5]), np.array([20]))
+    for direct in (False, True):
+        with pytest.raises(OSError, match="ended early"):
+            read_ranges(path, np.uint32, np.array([5]), np.array([20]), direct=direct)
+        with pytest.raises(OSError, match="ended early"):  # a range wholly past the end
+            read_ranges(path, np.uint32, np.array([12]), np.array([20]), direct=direct)

@@ -204,7 +204,7 @@ class ScratchWriter:
 class SpilledArray:
     """An array written to a file: read back whole (:meth:`load`) or by ranges
     (:meth:`ranges`), never mapped (reading copies what is asked for, so the process holds only
-    that)."""
+    that), past the page cache where the system allows it (the file was written so too)."""
 
     def __init__(self, path: Path, dtype: np.dtype, n: int):
         self.path, self.dtype, self.n = path, np.dtype(dtype), n
@@ -213,7 +213,9 @@ class SpilledArray:
         return self.n
 
     def load(self) -> np.ndarray:
-        return np.fromfile(self.path, self.dtype, count=self.n)
+        if self.n == 0:
+            return np.zeros(0, self.dtype)
+        return read_ranges(self.path, self.dtype, np.zeros(1), np.full(1, self.n), 4 << 20, True)[0]
 
     def take(self, idx: np.ndarray) -> np.ndarray:
         """The values at the positions ``idx`` (a copy)."""
@@ -227,7 +229,7 @@ class SpilledArray:
         """The values of the ranges ``[starts[i], ends[i])`` one after another, and where
         each begins (``offsets``, one more than the ranges); neighbouring ranges are read
         together (ranges in increasing order read fastest)."""
-        return read_ranges(self.path, self.dtype, starts, ends)
+        return read_ranges(self.path, self.dtype, starts, ends, direct=True)
 
 
 class SpillingArray:
