@@ -180,6 +180,27 @@ def test_spilled_fingerprints_measure_as_in_memory(sizes, seed, batch, tmp_path_
     assert np.array_equal(spilled.take(np.arange(len(hashes))[::-1]), hashes[::-1])
 
 
+def test_a_large_spilled_file_is_read_past_the_cache_with_the_same_values(tmp_path, monkeypatch):
+    """A spilled file over half the machine's memory is read by ranges past the page cache,
+    a smaller one through it: the same values either way."""
+    from neardup.engines import stores
+
+    values = (np.arange(50_000, dtype=np.uint32) * np.uint32(2654435761)).astype(np.uint32)
+    starts = np.array([0, 7, 4000, 4001, 30_000, 49_990], np.int64)
+    ends = np.array([5, 7, 4100, 9000, 30_001, 50_000], np.int64)
+    want = np.concatenate([values[a:e] for a, e in zip(starts, ends)])
+    for memory, direct in ((1 << 40, False), (100_000, True)):
+        monkeypatch.setattr(stores, "physical_memory", lambda default=0, m=memory: m)
+        store = SpillingArray(np.uint32, "v", Budget(0), Scratch(tmp_path / str(memory)))
+        (tmp_path / str(memory)).mkdir()
+        store.append(values)
+        store.spill()
+        spilled = store.take()
+        assert spilled.direct is direct
+        assert np.array_equal(spilled.ranges(starts, ends)[0], want)
+        assert np.array_equal(spilled.load(), values)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     n=st.integers(0, 300),

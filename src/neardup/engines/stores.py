@@ -25,6 +25,7 @@ from .._arrays import Growable, read_ranges
 from ..errors import ConfigError
 
 __all__ = [
+    "physical_memory",
     "Budget",
     "Scratch",
     "ScratchWriter",
@@ -59,14 +60,18 @@ def parse_size(value: str | int, name: str = "memory_budget") -> int:
     return int(n * _UNITS[unit])
 
 
+def physical_memory(default: int = 8 << 30) -> int:
+    """The machine's memory in bytes (``default`` where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return default
+
+
 def default_budget() -> int:
     """The default memory budget of the engine's stores: a quarter of the machine's memory
     (at least 256 MB)."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 8 << 30
-    return max(total // 4, 256 << 20)
+    return max(physical_memory() // 4, 256 << 20)
 
 
 class Scratch:
@@ -204,10 +209,16 @@ class ScratchWriter:
 class SpilledArray:
     """An array written to a file: read back whole (:meth:`load`) or by ranges
     (:meth:`ranges`), never mapped (reading copies what is asked for, so the process holds only
-    that), past the page cache where the system allows it (the file was written so too)."""
+    that): whole past the page cache where the system allows it (the file was written so
+    too), by ranges so too when the file is large (:attr:`direct`)."""
 
     def __init__(self, path: Path, dtype: np.dtype, n: int):
         self.path, self.dtype, self.n = path, np.dtype(dtype), n
+        # Ranges are read past the page cache from a file too large to stay there (more than
+        # half the machine's memory): read once, filling the cache would only cost processor
+        # time. A smaller one is read through the cache, which keeps what several batches
+        # read again.
+        self.direct = n * self.dtype.itemsize > physical_memory(1 << 62) // 2
 
     def __len__(self) -> int:
         return self.n
@@ -229,7 +240,7 @@ class SpilledArray:
         """The values of the ranges ``[starts[i], ends[i])`` one after another, and where
         each begins (``offsets``, one more than the ranges); neighbouring ranges are read
         together (ranges in increasing order read fastest)."""
-        return read_ranges(self.path, self.dtype, starts, ends, direct=True)
+        return read_ranges(self.path, self.dtype, starts, ends, direct=self.direct)
 
 
 class SpillingArray:
