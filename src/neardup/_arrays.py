@@ -109,6 +109,9 @@ class Growable:
         return np.frombuffer(m, self._dtype, count=n)
 
 
+_DIRECT_READERS = 4  # threads reading past the page cache (see _read_ranges)
+
+
 def read_ranges(
     path: str | os.PathLike,
     dtype: np.dtype,
@@ -143,7 +146,7 @@ def _read_ranges(
     flag: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     from ._kernels import copyout as _copy  # type: ignore[attr-defined]  # compiled: no stubs
-    from ._threads import parallel
+    from ._threads import get_num_threads, parallel, set_num_threads
 
     dtype = np.dtype(dtype)
     starts = np.ascontiguousarray(starts, np.int64)
@@ -166,7 +169,17 @@ def _read_ranges(
             if rc:
                 errors.append(rc)
 
-        parallel(part, len(starts), sizes * size, min_weight=1 << 20)
+        if flag:
+            # reads past the page cache wait on the disk, not on a processor: at least four
+            # at a time keep it busy (1.45 -> 1.55 GB/s at 256 KB on an SSD, measured)
+            before = get_num_threads()
+            set_num_threads(max(before, _DIRECT_READERS))
+            try:
+                parallel(part, len(starts), sizes * size, min_weight=1 << 20)
+            finally:
+                set_num_threads(before)
+        else:
+            parallel(part, len(starts), sizes * size, min_weight=1 << 20)
     finally:
         os.close(fd)
     if errors:
