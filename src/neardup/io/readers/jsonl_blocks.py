@@ -94,8 +94,8 @@ class _MappedBlocks:
         self._released = 0  # the map's pages before this offset have been let go
         # A file larger than half the machine's memory cannot stay in the page cache through
         # the run: the pages read are dropped from it too, so that they do not push out what
-        # the run reads again (a budgeted run's scratch files, read back for LSH and
-        # verification) and the system need not find pages to evict for the ones to come.
+        # is read again (a budgeted run's smaller scratch files, other files) and the system
+        # need not find pages to evict for the ones to come.
         self._drop = self.total > _physical_memory() // 2 and hasattr(os, "posix_fadvise")
 
     @staticmethod
