@@ -183,7 +183,11 @@ class ScratchWriter:
         view = data.data.cast("B")
         done = 0
         while done < len(view):
-            done += os.pwrite(self._plain, view[done:], at + done)
+            if hasattr(os, "pwrite"):
+                done += os.pwrite(self._plain, view[done:], at + done)
+            else:  # Windows: no positional writes
+                os.lseek(self._plain, at + done, os.SEEK_SET)
+                done += os.write(self._plain, view[done:])
 
     def flush(self) -> None:
         if self._buf is not None and self._fill > self._tail:
