@@ -300,12 +300,14 @@ def test_sparse_ranges_read_their_own_bytes_only(tmp_path):
 @given(
     parts=st.lists(st.tuples(st.integers(0, 20000), st.booleans()), max_size=12),
     mode=st.sampled_from(["direct", "plain", "refused", "no pwrite"]),
+    pooled=st.booleans(),
 )
-def test_a_scratch_file_holds_what_was_written(parts, mode, tmp_path_factory):
-    """Scratch files written past the page cache (blocks through an aligned buffer), plainly
-    (no O_DIRECT) or falling back when the file system refuses it: the bytes written, in
-    order, also when read between writes (after flush)."""
+def test_a_scratch_file_holds_what_was_written(parts, mode, pooled, tmp_path_factory):
+    """Scratch files written past the page cache (blocks through an aligned buffer, written on
+    a thread of their own or not), plainly (no O_DIRECT) or falling back when the file system
+    refuses it: the bytes written, in order, also when read between writes (after flush)."""
     import errno as _errno
+    from concurrent.futures import ThreadPoolExecutor
 
     from neardup.engines import stores
 
@@ -318,7 +320,8 @@ def test_a_scratch_file_holds_what_was_written(parts, mode, tmp_path_factory):
             mp.delattr(os, "O_DIRECT", raising=False)
         if mode == "no pwrite":  # as on Windows
             mp.delattr(os, "pwrite")
-        w = stores.ScratchWriter(path)
+        pool = ThreadPoolExecutor(1) if pooled else None
+        w = stores.ScratchWriter(path, pool)
         if mode == "refused":
 
             def pwrite(fd, data, at):
@@ -336,6 +339,8 @@ def test_a_scratch_file_holds_what_was_written(parts, mode, tmp_path_factory):
                 w.flush()
                 assert path.read_bytes() == want
         w.close()
+        if pool is not None:
+            pool.shutdown()
     assert path.read_bytes() == want
 
 

@@ -17,6 +17,7 @@ import mmap
 import os
 import shutil
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,7 @@ class Scratch:
         self.path: Path | None = None
         self.peak_bytes = 0
         self._bytes = 0
+        self._pool: ThreadPoolExecutor | None = None
 
     def file(self, name: str) -> Path:
         if self.path is None:
@@ -95,7 +97,16 @@ class Scratch:
         self._bytes += nbytes
         self.peak_bytes = max(self.peak_bytes, self._bytes)
 
+    def pool(self) -> ThreadPoolExecutor:
+        """The thread the scratch files' blocks are written on (see :class:`ScratchWriter`)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="neardup-scratch")
+        return self._pool
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self.path is not None:
             shutil.rmtree(self.path, ignore_errors=True)
             self.path = None
@@ -117,30 +128,36 @@ class Budget:
 
 class ScratchWriter:
     """A new file written from start to end past the page cache (``O_DIRECT``, where the system
-    and the file system allow it), through an aligned buffer of :attr:`BLOCK` bytes: copying
+    and the file system allow it), through aligned buffers of :attr:`BLOCK` bytes: copying
     10 GB of fingerprints into the page cache cost a processor 20-30 s on a virtual machine (a
-    quarter of the run), written directly 1-2 s of copying into the buffer. Elsewhere, or when
-    the file system refuses, plain writes. :meth:`flush` makes everything written readable
-    (the part of a block not yet full through a plain write); :meth:`close` does as much and
-    closes the file."""
+    quarter of the run), written directly 1-2 s of copying into the buffer. With a ``pool``
+    (one thread) a full block is written there while the next one fills (a direct write waits
+    for the disk); without, on the calling thread. Elsewhere, or when the file system refuses,
+    plain writes. :meth:`flush` makes everything written readable (the part of a block not
+    yet full through a plain write); :meth:`close` does as much and closes the file."""
 
     BLOCK = 2 << 20
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, pool: ThreadPoolExecutor | None = None):
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
         self._plain = os.open(path, flags, 0o600)
         self._direct = -1
+        self._pool = pool
+        self._maps: list[mmap.mmap] = []
         self._buf: np.ndarray | None = None
+        self._pending: Future | None = None  # the block being written on the pool
+        self._refused = False  # the file system refused a direct write
         direct = getattr(os, "O_DIRECT", 0)
         if direct:
             try:
                 self._direct = os.open(path, os.O_WRONLY | direct)
-                self._map = mmap.mmap(-1, self.BLOCK)  # page-aligned
-                self._buf = np.frombuffer(self._map, np.uint8)
+                for _ in range(2 if pool is not None else 1):
+                    self._maps.append(mmap.mmap(-1, self.BLOCK))  # page-aligned
+                self._buf = np.frombuffer(self._maps[0], np.uint8)
             except (OSError, ValueError):
                 self._close_direct()
         self._fill = 0  # bytes of the buffer not yet written as a whole block
-        self._done = 0  # bytes before the buffer: written
+        self._done = 0  # bytes before the buffer: written, or being written
         self._tail = 0  # bytes of the buffer also written plainly (flush)
 
     def write(self, data: np.ndarray) -> None:
@@ -163,21 +180,40 @@ class ScratchWriter:
 
     def _write_block(self) -> None:
         assert self._buf is not None
-        refused = False
-        with memoryview(self._map) as view:
+        block = self._maps[0]
+        if self._pool is None:
+            self._block_out(block, self._done)
+        else:
+            self._wait()
+            self._pending = self._pool.submit(self._block_out, block, self._done)
+            self._maps.reverse()  # fill the other buffer meanwhile
+        self._done += self.BLOCK
+        self._fill = self._tail = 0
+        if self._refused:
+            self._wait()
+            self._close_direct()
+        else:
+            self._buf = np.frombuffer(self._maps[0], np.uint8)
+
+    def _block_out(self, block: mmap.mmap, at: int) -> None:
+        """Write a full buffer at ``at``: directly, or plainly if the file system refuses."""
+        with memoryview(block) as view:
             try:
-                at = 0
-                while at < self.BLOCK:
-                    at += os.pwrite(self._direct, view[at:], self._done + at)
+                done = 0
+                while done < self.BLOCK:
+                    done += os.pwrite(self._direct, view[done:], at + done)
+                return
             except OSError as e:
                 if e.errno != errno.EINVAL:
                     raise
-                refused = True  # a file system that takes no O_DIRECT writes
-        if refused:
-            self._pwrite_plain(self._buf, self._done)
-            self._close_direct()
-        self._done += self.BLOCK
-        self._fill = self._tail = 0
+                self._refused = True  # a file system that takes no O_DIRECT writes
+        self._pwrite_plain(np.frombuffer(block, np.uint8), at)
+
+    def _wait(self) -> None:
+        """Wait for the block being written (raising its error)."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
 
     def _pwrite_plain(self, data: np.ndarray, at: int) -> None:
         view = data.data.cast("B")
@@ -190,6 +226,7 @@ class ScratchWriter:
                 done += os.write(self._plain, view[done:])
 
     def flush(self) -> None:
+        self._wait()
         if self._buf is not None and self._fill > self._tail:
             self._pwrite_plain(self._buf[self._tail : self._fill], self._done + self._tail)
             self._tail = self._fill
@@ -198,16 +235,20 @@ class ScratchWriter:
         if self._direct >= 0:
             os.close(self._direct)
             self._direct = -1
-        if self._buf is not None:
-            self._buf = None
-            self._map.close()
+        self._buf = None
+        for m in self._maps:
+            m.close()
+        self._maps = []
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
-            self._close_direct()
-            os.close(self._plain)
+            try:
+                self._wait()  # (after a failed flush)
+            finally:
+                self._close_direct()
+                os.close(self._plain)
 
 
 class SpilledArray:
@@ -306,7 +347,7 @@ class SpillingArray:
         if self._mem is None:
             return
         self._path = self.scratch.file(self.name)
-        self._file = ScratchWriter(self._path)
+        self._file = ScratchWriter(self._path, self.scratch.pool())
         held = self._mem.take()
         self._mem = None
         self._write(held)
