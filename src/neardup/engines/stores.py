@@ -85,6 +85,7 @@ class Scratch:
         self.peak_bytes = 0
         self._bytes = 0
         self._pool: ThreadPoolExecutor | None = None
+        self._copier: ThreadPoolExecutor | None = None
 
     def file(self, name: str) -> Path:
         if self.path is None:
@@ -103,10 +104,19 @@ class Scratch:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="neardup-scratch")
         return self._pool
 
+    def copier(self) -> ThreadPoolExecutor:
+        """The thread the stores' chunks are copied into their files' buffers on (see
+        :meth:`SpillingArray.reserve`); one for all, so each file's chunks stay in order."""
+        if self._copier is None:
+            self._copier = ThreadPoolExecutor(1, thread_name_prefix="neardup-scratch-copy")
+        return self._copier
+
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        for attr in ("_copier", "_pool"):  # what was queued is done (or failed) first
+            pool = getattr(self, attr)
+            if pool is not None:
+                pool.shutdown(wait=True)
+                setattr(self, attr, None)
         if self.path is not None:
             shutil.rmtree(self.path, ignore_errors=True)
             self.path = None
@@ -300,7 +310,11 @@ class SpillingArray:
         self._mem: Growable | None = Growable(self.dtype)
         self._file: ScratchWriter | None = None
         self._path: Path | None = None
-        self._buf: np.ndarray | None = None
+        # spilled: two chunk buffers in turn, each written out on the scratch folder's copying
+        # thread while the other takes the next chunk (see reserve)
+        self._bufs: list[np.ndarray | None] = [None, None]
+        self._writing: list[Future | None] = [None, None]
+        self._turn = 0
         self._n = 0
 
     def __len__(self) -> int:
@@ -313,20 +327,34 @@ class SpillingArray:
     def reserve(self, m: int) -> np.ndarray:
         if self._mem is not None:
             return self._mem.reserve(m)
-        # one buffer for every chunk (written out by commit before the next reserve): its
-        # pages are faulted in once, not for each chunk of a spilled run
-        if self._buf is None or len(self._buf) < m:
-            self._buf = None
-            self._buf = np.empty(m + m // 8 + 1, self.dtype)  # room for a somewhat larger one
-        return self._buf[:m]
+        # Two buffers for all the chunks, in turn: their pages are faulted in once, not for
+        # each chunk of a spilled run, and one is copied out and written (on the copying
+        # thread, off the caller's) while the other takes the next chunk.
+        i = self._turn
+        self._settle(i)
+        buf = self._bufs[i]
+        if buf is None or len(buf) < m:
+            self._bufs[i] = buf = None
+            buf = self._bufs[i] = np.empty(m + m // 8 + 1, self.dtype)  # room for more
+        return buf[:m]
+
+    def _settle(self, i: int) -> None:
+        """Wait until buffer ``i`` is written out (raising the write's error)."""
+        writing, self._writing[i] = self._writing[i], None
+        if writing is not None:
+            writing.result()
 
     def commit(self, m: int) -> None:
         if self._mem is not None:
             self._mem.commit(m)
             self.budget.used += m * self.dtype.itemsize
         else:
-            assert self._buf is not None and self._file is not None
-            self._write(self._buf[:m])
+            i = self._turn
+            buf = self._bufs[i]
+            assert buf is not None and self._file is not None and self._writing[i] is None
+            self._writing[i] = self.scratch.copier().submit(self._write, buf[:m])
+            self.scratch.wrote(m * self.dtype.itemsize)
+            self._turn = 1 - i
         self._n += m
 
     def append(self, part: np.ndarray) -> None:
@@ -340,7 +368,6 @@ class SpillingArray:
         assert self._file is not None
         values = np.ascontiguousarray(values, self.dtype)
         self._file.write(values.reshape(-1).view(np.uint8))
-        self.scratch.wrote(values.nbytes)
 
     def spill(self) -> None:
         """Move what is held in memory to a scratch file; take further chunks there."""
@@ -351,6 +378,7 @@ class SpillingArray:
         held = self._mem.take()
         self._mem = None
         self._write(held)
+        self.scratch.wrote(held.nbytes)
         self.budget.used -= held.nbytes
         del held
 
@@ -362,6 +390,8 @@ class SpillingArray:
 
     def _spilled(self) -> SpilledArray:
         assert self._file is not None and self._path is not None
+        self._settle(0)
+        self._settle(1)
         self._file.flush()
         return SpilledArray(self._path, self.dtype, self._n)
 
@@ -376,5 +406,5 @@ class SpillingArray:
         assert self._file is not None
         self._file.close()
         self._file = None
-        self._buf = None
+        self._bufs = [None, None]
         return spilled
