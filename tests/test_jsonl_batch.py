@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 
 import numpy as np
 import orjson
@@ -350,6 +351,37 @@ def test_mapped_blocks_are_cut_as_read_blocks(tmp_path_factory, lines, first, bl
         got.append(bytes(b))
         assert viewed.position == sum(map(len, got))
     assert got == read
+
+
+def test_a_file_larger_than_memory_is_dropped_from_the_cache_as_read(tmp_path, monkeypatch):
+    """A file too large to stay cached: the pages read are dropped from the page cache behind
+    the reader (asked of the system for each stretch read, once), the blocks unchanged."""
+    if not hasattr(os, "posix_fadvise"):
+        pytest.skip("no posix_fadvise")
+    data = b"".join(b"y" * (i % 5000) + b"\n" for i in range(3000))
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(data)
+    dropped = []
+    real = os.posix_fadvise
+
+    def fadvise(fd, offset, length, advice):
+        dropped.append((offset, length, advice))
+        return real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", fadvise)
+    monkeypatch.setattr(jsonl_blocks, "_physical_memory", lambda: len(data))
+    with open(path, "rb") as f:
+        got = [bytes(b) for b in jsonl_blocks._MappedBlocks(f, 4096, 1 << 16)]
+    assert b"".join(got) == data
+    assert dropped and all(a == os.POSIX_FADV_DONTNEED for _, _, a in dropped)
+    assert [o for o, _, _ in dropped] == sorted(o for o, _, _ in dropped)
+    for (o, n, _), (o2, _, _) in zip(dropped, dropped[1:]):
+        assert o + n == o2  # one stretch after another, none twice
+    monkeypatch.setattr(jsonl_blocks, "_physical_memory", lambda: 4 * len(data))
+    dropped.clear()
+    with open(path, "rb") as f:
+        assert b"".join(bytes(b) for b in jsonl_blocks._MappedBlocks(f, 4096, 1 << 16)) == data
+    assert dropped == []  # a file that fits stays cached (a corpus copy reads it again)
 
 
 def test_file_read_through_the_map_equals_its_bytes(tmp_path, tiny_blocks):

@@ -5,6 +5,7 @@ and the scratch folder is gone at the end, also when the run fails."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -179,6 +180,27 @@ def test_spilled_fingerprints_measure_as_in_memory(sizes, seed, batch, tmp_path_
     assert np.array_equal(spilled.take(np.arange(len(hashes))[::-1]), hashes[::-1])
 
 
+def test_a_large_spilled_file_is_read_past_the_cache_with_the_same_values(tmp_path, monkeypatch):
+    """A spilled file over half the machine's memory is read by ranges past the page cache,
+    a smaller one through it: the same values either way."""
+    from neardup.engines import stores
+
+    values = (np.arange(50_000, dtype=np.uint32) * np.uint32(2654435761)).astype(np.uint32)
+    starts = np.array([0, 7, 4000, 4001, 30_000, 49_990], np.int64)
+    ends = np.array([5, 7, 4100, 9000, 30_001, 50_000], np.int64)
+    want = np.concatenate([values[a:e] for a, e in zip(starts, ends)])
+    for memory, direct in ((1 << 40, False), (100_000, True)):
+        monkeypatch.setattr(stores, "physical_memory", lambda default=0, m=memory: m)
+        store = SpillingArray(np.uint32, "v", Budget(0), Scratch(tmp_path / str(memory)))
+        (tmp_path / str(memory)).mkdir()
+        store.append(values)
+        store.spill()
+        spilled = store.take()
+        assert spilled.direct is direct
+        assert np.array_equal(spilled.ranges(starts, ends)[0], want)
+        assert np.array_equal(spilled.load(), values)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     n=st.integers(0, 300),
@@ -199,10 +221,11 @@ def test_candidates_a_band_at_a_time_are_those_of_all_bands(n, bands, seed, cap)
 @given(
     spans=st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 3000)), max_size=30),
     window=st.sampled_from([64, 4096, 1 << 18]),
+    direct=st.booleans(),
 )
-def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_factory):
+def test_ranges_are_read_whatever_their_order_and_size(spans, window, direct, tmp_path_factory):
     """The compiled range reader against slicing: ranges in any order, overlapping, empty,
-    larger than its window."""
+    larger than its window, past the page cache (aligned reads) or not."""
     from neardup._arrays import read_ranges
 
     data = np.arange(9000, dtype=np.uint32) * np.uint32(2654435761)
@@ -210,7 +233,7 @@ def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_f
     data.tofile(path)
     starts = np.array([a for a, _ in spans], np.int64)
     ends = np.array([a + n for a, n in spans], np.int64)
-    got, off = read_ranges(path, np.uint32, starts, ends, window=window)
+    got, off = read_ranges(path, np.uint32, starts, ends, window=window, direct=direct)
     want = [data[a:e] for a, e in zip(starts, ends)]
     assert (
         np.array_equal(off, np.concatenate(([0], np.cumsum([len(w) for w in want]))))
@@ -220,10 +243,114 @@ def test_ranges_are_read_whatever_their_order_and_size(spans, window, tmp_path_f
     assert np.array_equal(got, np.concatenate(want) if want else np.zeros(0, np.uint32))
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=40),
+    window=st.sampled_from([4, 12, 64, 200, 4096]),
+    direct=st.booleans(),
+)
+def test_ranges_in_increasing_order_are_read_as_sliced(spans, window, direct, tmp_path_factory):
+    """Ranges in increasing order (as verification asks for them), gaps of any size between
+    them, read through windows smaller and larger than them: the values of slicing."""
+    from neardup._arrays import read_ranges
+
+    data = np.arange(20000, dtype=np.uint32) * np.uint32(2654435761)
+    path = tmp_path_factory.mktemp("r") / "data"
+    data.tofile(path)
+    starts, ends, at = [], [], 0
+    for gap, n in spans:
+        starts.append(at + gap)
+        ends.append(at + gap + n)
+        at += gap + n
+    got, _ = read_ranges(
+        path,
+        np.uint32,
+        np.array(starts, np.int64),
+        np.array(ends, np.int64),
+        window=window,
+        direct=direct,
+    )
+    want = [data[a:e] for a, e in zip(starts, ends)]
+    assert np.array_equal(got, np.concatenate(want) if want else np.zeros(0, np.uint32))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs /proc/self/io (Linux)")
+def test_sparse_ranges_read_their_own_bytes_only(tmp_path):
+    """Ranges far apart cost a read of their bytes, not of a whole window each (the bytes the
+    process read, as the system counts them)."""
+    from neardup._arrays import read_ranges
+
+    data = np.arange(1 << 20, dtype=np.uint32)
+    path = tmp_path / "data"
+    data.tofile(path)
+    starts = np.arange(0, len(data) - 100, 100_003 // 4 * 4, dtype=np.int64)
+    ends = starts + 37
+    ends[::3] = starts[::3]  # some empty ones too
+    with open("/proc/self/io") as f:
+        before = int(f.read().split("rchar:")[1].split()[0])
+    got, _ = read_ranges(path, np.uint32, starts, ends, window=1 << 18)
+    with open("/proc/self/io") as f:
+        after = int(f.read().split("rchar:")[1].split()[0])
+    assert np.array_equal(got, np.concatenate([data[a:e] for a, e in zip(starts, ends)]))
+    wanted = int((ends - starts).sum()) * 4
+    assert wanted <= after - before < wanted + 4096  # (the reads of /proc/self/io itself)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    parts=st.lists(st.tuples(st.integers(0, 20000), st.booleans()), max_size=12),
+    mode=st.sampled_from(["direct", "plain", "refused", "no pwrite"]),
+    pooled=st.booleans(),
+)
+def test_a_scratch_file_holds_what_was_written(parts, mode, pooled, tmp_path_factory):
+    """Scratch files written past the page cache (blocks through an aligned buffer, written on
+    a thread of their own or not), plainly (no O_DIRECT) or falling back when the file system
+    refuses it: the bytes written, in order, also when read between writes (after flush)."""
+    import errno as _errno
+    from concurrent.futures import ThreadPoolExecutor
+
+    from neardup.engines import stores
+
+    path = tmp_path_factory.mktemp("w") / "f"
+    rng = np.random.default_rng(len(parts))
+    real = os.pwrite
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stores.ScratchWriter, "BLOCK", 8192)
+        if mode in ("plain", "no pwrite"):
+            mp.delattr(os, "O_DIRECT", raising=False)
+        if mode == "no pwrite":  # as on Windows
+            mp.delattr(os, "pwrite")
+        pool = ThreadPoolExecutor(1) if pooled else None
+        w = stores.ScratchWriter(path, pool)
+        if mode == "refused":
+
+            def pwrite(fd, data, at):
+                if fd == w._direct:
+                    raise OSError(_errno.EINVAL, "no O_DIRECT here")
+                return real(fd, data, at)
+
+            mp.setattr(os, "pwrite", pwrite)
+        want = b""
+        for n, flush in parts:
+            data = rng.integers(0, 256, n).astype(np.uint8)
+            w.write(data)
+            want += data.tobytes()
+            if flush:
+                w.flush()
+                assert path.read_bytes() == want
+        w.close()
+        if pool is not None:
+            pool.shutdown()
+    assert path.read_bytes() == want
+
+
 def test_a_short_file_is_an_error(tmp_path):
     from neardup._arrays import read_ranges
 
     path = tmp_path / "data"
     np.arange(10, dtype=np.uint32).tofile(path)
-    with pytest.raises(OSError, match="ended early"):
-        read_ranges(path, np.uint32, np.array([5]), np.array([20]))
+    for direct in (False, True):
+        with pytest.raises(OSError, match="ended early"):
+            read_ranges(path, np.uint32, np.array([5]), np.array([20]), direct=direct)
+        with pytest.raises(OSError, match="ended early"):  # a range wholly past the end
+            read_ranges(path, np.uint32, np.array([12]), np.array([20]), direct=direct)

@@ -72,9 +72,9 @@ cdef int write_all(int fd, const char* buf, int64_t n, int64_t at) noexcept nogi
 
 cdef int refill(int fd, char* buf, int64_t size, int64_t a, int64_t* win_lo,
                 int64_t* win_hi) noexcept nogil:
-    """Make the window ``[win_lo, win_hi)`` of ``fd`` (held in ``buf``, ``size`` bytes) hold
-    byte ``a``: read from ``a`` unless it already does. 0, -1 when ``fd`` ended, or the
-    ``errno`` of a failed read."""
+    """Make the window ``[win_lo, win_hi)`` of ``fd`` (held in ``buf``, at most ``size``
+    bytes) hold byte ``a``: read ``size`` bytes from ``a`` unless it already does. 0, -1 when
+    ``fd`` ended, or the ``errno`` of a failed read."""
     cdef Py_ssize_t got
     if win_lo[0] <= a < win_hi[0]:
         return 0
@@ -165,19 +165,24 @@ def copy_packed(int src, int dst, const int64_t[::1] starts, const int64_t[::1] 
 
 def read_ranges(int src, const int64_t[::1] starts, const int64_t[::1] ends,
                 unsigned char[::1] out, const int64_t[::1] dest, Py_ssize_t lo, Py_ssize_t hi,
-                int64_t window):
+                int64_t window, bint direct=False):
     """Read the byte ranges ``starts[i]:ends[i]`` of ``src`` into ``out[dest[i]:]``, for
-    ``i`` in ``lo:hi`` (ranges in increasing order read fastest): the file is read ``window``
-    bytes at a time from the start of a range, and the ranges that follow within that window
-    are copied from it, so that neighbouring ranges cost one read. Returns 0, -1 when ``src``
+    ``i`` in ``lo:hi`` (ranges in increasing order read fastest): the file is read at most
+    ``window`` bytes at a time from the start of a range, up to the end of the last of the
+    ranges that follow and end within that window (no further), and those ranges are copied
+    from it, so that neighbouring ranges cost one read and a sparse one a read of its own
+    bytes. With ``direct`` (``src`` opened with ``O_DIRECT``) every read starts and ends on a
+    multiple of 4,096 bytes (``window`` is rounded up to one). Returns 0, -1 when ``src``
     ended early, or the ``errno`` of a failed read."""
     cdef char* buf = NULL
-    cdef Py_ssize_t i
-    cdef int64_t a, e, o, take
+    cdef Py_ssize_t i, j
+    cdef int64_t a, e, o, take, need, size, at
     cdef int64_t win_lo = 0, win_hi = 0
     cdef int rc = 0
     if window <= 0:
         raise ValueError("window must be positive")
+    if direct and window % ALIGN:
+        window += ALIGN - window % ALIGN
     buf = <char*>aligned(ALIGN, <size_t>window)
     if buf == NULL:
         raise MemoryError()
@@ -187,9 +192,30 @@ def read_ranges(int src, const int64_t[::1] starts, const int64_t[::1] ends,
             e = ends[i]
             o = dest[i]
             while a < e:
-                rc = refill(src, buf, window, a, &win_lo, &win_hi)
-                if rc:
-                    break
+                if not (win_lo <= a < win_hi):
+                    # read no further than the ranges from here on that end within a window
+                    # of ``a`` need: sparse ranges cost a read of their own bytes only
+                    at = a - a % ALIGN if direct else a
+                    need = e
+                    j = i + 1
+                    while j < hi and need - at < window:
+                        if starts[j] < ends[j]:
+                            if starts[j] < a or ends[j] - at > window:
+                                break
+                            if ends[j] > need:
+                                need = ends[j]
+                        j += 1
+                    size = need - at
+                    if direct and size % ALIGN:
+                        size += ALIGN - size % ALIGN
+                    if size > window:
+                        size = window
+                    win_lo = win_hi = 0  # read anew from ``at``
+                    rc = refill(src, buf, size, at, &win_lo, &win_hi)
+                    if rc == 0 and win_hi <= a:  # the file ends before ``a``
+                        rc = -1
+                    if rc:
+                        break
                 take = e - a
                 if take > win_hi - a:
                     take = win_hi - a

@@ -145,15 +145,16 @@ cdef class IdTable:
         self.mask = <uint64_t>(cap - 1)
 
     cdef _reserve(self, Py_ssize_t more):
-        """Room for ``more`` ids at a load factor of at most 1/2."""
+        """Room for ``more`` ids at a load factor of at most 3/4 (see
+        :class:`neardup.exact.FingerprintTable`)."""
         cdef uint64_t[::1] old_hi = self.t_hi
         cdef uint64_t[::1] old_lo = self.t_lo
         cdef int64_t[::1] old_code = self.t_code
         cdef Py_ssize_t s
-        if 2 * (self.size + more) <= self.t_code.shape[0]:
+        if 4 * (self.size + more) <= 3 * self.t_code.shape[0]:
             return
         keep = self._arrays
-        self._alloc(2 * (self.size + more))
+        self._alloc((4 * (self.size + more) + 2) // 3)
         self.size = 0
         for s in range(old_code.shape[0]):
             if old_code[s] >= 0:

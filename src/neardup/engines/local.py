@@ -610,7 +610,7 @@ class Deduplicator:
 
 def _batch_bytes(budget: int) -> int:
     """The fingerprints one batch of spilled candidate pairs reads: a quarter of the budget,
-    between 16 and 256 MB."""
+    between 16 and 256 MB (two batches are held at a time: one measured, the next read)."""
     return min(max(budget // 4, 16 << 20), 256 << 20)
 
 

@@ -10,10 +10,12 @@ over their candidates.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
 
+from .._threads import get_num_threads, set_num_threads
 from ..result import JACCARD, MINHASH
 from ..verify import estimate_pairs, overlap_pairs, sort_unique_segments, unsorted_overlap_pairs
 
@@ -69,7 +71,8 @@ class ShingleRanges:
     time (a store on disk): ``ranges(starts, ends)`` gives the fingerprints of the ranges
     ``[starts[i], ends[i])`` one after another and where each begins; text ``i``'s are the range
     ``[offsets[i], offsets[i + 1])``. A batch holds at most about ``batch_bytes`` of
-    fingerprints (both texts of each pair counted)."""
+    fingerprints (both texts of each pair counted); the next batch is read while one is
+    measured, so two are held at a time."""
 
     method = JACCARD
 
@@ -87,16 +90,39 @@ class ShingleRanges:
         out = np.empty(len(a), np.float32)
         off = self.offsets
         weight = np.cumsum((off[a + 1] - off[a]) + (off[b + 1] - off[b])) * 4
-        lo, n = 0, len(a)
+        cuts, lo, n = [], 0, len(a)
         while lo < n:
             base = int(weight[lo - 1]) if lo else 0
             hi = max(int(np.searchsorted(weight, base + self.batch_bytes, side="right")), lo + 1)
+            cuts.append((lo, hi))
+            lo = hi
+        if not cuts:
+            return out
+
+        def load(lo: int, hi: int):
             docs, at = np.unique(np.concatenate((a[lo:hi], b[lo:hi])), return_inverse=True)
             hashes, local = self.ranges(off[docs], off[docs + 1])
-            k = hi - lo
-            out[lo:hi] = unsorted_overlap_pairs(hashes, local, at[:k], at[k:])
-            del hashes
-            lo = hi
+            return hashes, local, at
+
+        if len(cuts) == 1:
+            hashes, local, at = load(*cuts[0])
+            k = len(a)
+            out[:] = unsorted_overlap_pairs(hashes, local, at[:k], at[k:])
+            return out
+        # The next batch is read (from the disk, where the reads wait) while this one is
+        # measured: two batches in memory at a time.
+        threads = get_num_threads()
+        with ThreadPoolExecutor(
+            1, thread_name_prefix="neardup-read", initializer=set_num_threads, initargs=(threads,)
+        ) as pool:
+            ahead = pool.submit(load, *cuts[0])
+            for i, (lo, hi) in enumerate(cuts):
+                hashes, local, at = ahead.result()
+                if i + 1 < len(cuts):
+                    ahead = pool.submit(load, *cuts[i + 1])
+                k = hi - lo
+                out[lo:hi] = unsorted_overlap_pairs(hashes, local, at[:k], at[k:])
+                del hashes, local, at
         return out
 
 

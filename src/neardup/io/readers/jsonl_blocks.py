@@ -60,6 +60,14 @@ def _read_blocks(stream: BinaryIO, size: int, block_size: int) -> Iterator[memor
             return
 
 
+def _physical_memory() -> int:
+    """The machine's memory in bytes (a large number where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
 class _MappedBlocks:
     """The blocks of :func:`_read_blocks` (the same cuts, for the same ``size`` and
     ``block_size``) of a regular file, as views of a read-only memory map of it: the bytes are
@@ -84,6 +92,11 @@ class _MappedBlocks:
         self._block_size = block_size
         self.position = 0
         self._released = 0  # the map's pages before this offset have been let go
+        # A file larger than half the machine's memory cannot stay in the page cache through
+        # the run: the pages read are dropped from it too, so that they do not push out what
+        # is read again (a budgeted run's smaller scratch files, other files) and the system
+        # need not find pages to evict for the ones to come.
+        self._drop = self.total > _physical_memory() // 2 and hasattr(os, "posix_fadvise")
 
     @staticmethod
     def usable(raw: BinaryIO) -> bool:
@@ -105,6 +118,11 @@ class _MappedBlocks:
         if self._map is not None and end > self._released:
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 self._map.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
+            if self._drop:
+                with contextlib.suppress(OSError):
+                    os.posix_fadvise(
+                        self._fd, self._released, end - self._released, os.POSIX_FADV_DONTNEED
+                    )
             self._released = end
 
     def __iter__(self) -> Iterator[memoryview]:
