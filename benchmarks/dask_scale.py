@@ -112,7 +112,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--partition-docs", type=int, default=50_000)
+    ap.add_argument("--partition-docs", type=int, default=200_000)
     ap.add_argument(
         "--results",
         default=str(RESULTS),

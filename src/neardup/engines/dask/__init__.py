@@ -20,9 +20,11 @@ partitions), with P partitions (and P shuffle buckets):
    removed at the end, also on error (pending tasks are cancelled first).
 
 1. **Read** each partition on a worker with the same reader. A partition is one input (a file;
-   a directory of text files), or a part of a large one: an uncompressed JSONL file of more
-   than ~1.5 x ``partition_docs`` records (estimated from its first 1 MB) is cut into
-   line-aligned byte ranges of ~``partition_docs`` records; a Parquet file of more than 1.5 x
+   a directory of text files; a shard of a folder of Parquet shards), or a part of a large one:
+   an uncompressed JSONL file of more than ~1.5 x ``partition_docs`` records (estimated from its
+   first 1 MB) is cut into line-aligned byte ranges of about equal size, ~``partition_docs``
+   records each and as many as a multiple of the workers (scanned from a memory map of the
+   file); a Parquet file of more than 1.5 x
    ``partition_docs`` rows (counted in its footer) into contiguous runs of row groups of about
    ``partition_docs`` rows each (a row group is never cut, so a file of one huge row group stays
    one partition; a short last run joins the one before), read with
@@ -44,21 +46,26 @@ partitions), with P partitions (and P shuffle buckets):
    is shuffled by fingerprint; the bucket finds the global first row of each text (the local
    engine's group) and sends it back. A text is identified by its global first row everywhere
    after this (its order is the local engine's group order).
-4. **LSH**: ``(band, key, row)`` of every global-first text is shuffled by a hash of (band, key)
-   — the key masked to the bits the local engine compares — so equal keys meet; a bucket sorts
-   each band and emits pairs within runs with :func:`~neardup.pipeline.run_candidates` (the same
-   bucket cap: a run over the cap is a star around its first row). Pairs go to the partition
-   that holds their left text.
+4. **LSH**: the band keys of every global-first text — masked to the bits the local engine
+   compares — go to reducers by band, each band cut by the top bits of its keys into as many
+   pieces as it takes for every reducer to have one, so equal keys meet; a reducer joins each
+   piece from every partition in row order and emits pairs within runs with
+   :func:`~neardup.pipeline.run_candidates` (the same bucket cap: a run over the cap is a star
+   around its first row). Pairs go to the partition that holds their left text.
 5. **Verify next to the data**: each partition asks the owners of the right texts for their
-   shingle sets (only those), computes exact Jaccard and keeps pairs over the threshold.
-6. **Cluster**: the verified pairs (and, per text in them, its length and fingerprint for
-   ``keep``) are gathered on the client for union-find or strict clustering — the one step that
-   is not distributed; it scales with the verified pairs, not with the corpus. For connected
-   components each member's similarity to its representative is computed like step 5. The
-   cluster map (texts in verified pairs -> representative) is broadcast to the partitions.
+   shingle fingerprints (only those, read with the compiled range reader), computes exact
+   Jaccard and keeps pairs over the threshold, left in the scratch folder both ways round
+   (only counts reach the client).
+6. **Cluster**: connected components (the default) by rounds of min-label propagation on the
+   workers (:mod:`~neardup.engines.dask.components`), each member's similarity to its
+   representative computed like step 5 where no verified pair gives it; the cluster map (texts
+   in verified pairs -> representative) is made on a worker. Strict clusters (greedy, in rank
+   order: sequential) gather the verified pairs on the client.
 7. **Write**: each partition labels its rows (labels by first appearance need a prefix sum of
    "new" rows per partition and one more small broadcast) and writes its rows of ``clusters``
-   and of ``pairs`` as Parquet parts in the scratch folder; the client appends them to one
+   and of ``pairs`` as Parquet parts in the scratch folder (the pairs that the verified pairs
+   and the exact groups imply are made on the workers: :mod:`~neardup.engines.dask.pairs`);
+   the client appends them to one
    ``clusters`` / ``pairs`` file (parquet, jsonl or csv) in row order, one part at a time (the
    output layout is that of the local engine). Meanwhile each partition writes its kept records
    as the local engine writes them (:func:`neardup.io.write_deduplicated_part`: the input's
@@ -70,15 +77,15 @@ partitions), with P partitions (and P shuffle buckets):
 
 Growth. With N documents, P partitions and B bands: reading, sketching and verification are
 O(N/P) per partition and parallel. Memory per worker is that of one task (about one
-partition's arrays, or one shuffle bucket), not of the corpus: at 1M documents in 21
-partitions of 50,000, 2 workers peak at ~430 MB each, as at 100k (``benchmarks/dask_scale.py``).
+partition's arrays, or one shuffle bucket), not of the corpus: at 1M documents in 6
+partitions of ~170,000, 2 workers peak at ~570 MB each (``benchmarks/dask_scale.py``).
 The scratch folder holds ~1.5 GB per million documents of ~2 KB (mostly the 32-bit shingle
-fingerprints). The band-key shuffle writes B * U * 20 bytes (U distinct texts), the exact-group
+fingerprints). The band-key shuffle writes B * U * 8 bytes and U row numbers (U distinct texts), the exact-group
 shuffle ~40 bytes per distinct text of each partition; the shingle shuffle moves only the sets
 of right texts held elsewhere, O(candidates). Each shuffle is P map and P reduce tasks (P * P
-small slices read from P files per reducer). The client holds the verified pairs (with the
-length, fingerprint and id of each text in them), the rows that start a group or cluster
-(labels), the per-partition counts, and one output part at a time.
+small slices read from P files per reducer). The client holds the rows that start a group or
+cluster (labels), the per-partition counts, and one output part at a time; with ``cluster``
+"strict" also the verified pairs (with the length, fingerprint and id of each text in them).
 
 Assumptions: inputs, ``outdir`` and ``work_dir`` are on a file system every worker sees at the
 same path as the client (a shared disk, or a ``LocalCluster``). Relative paths are made absolute

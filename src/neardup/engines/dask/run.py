@@ -190,7 +190,7 @@ def dedup_dask(
     write_corpus: bool = True,
     scheduler: str | None = None,
     n_workers: int = 2,
-    partition_docs: int = 50_000,
+    partition_docs: int = 200_000,
     work_dir: str | os.PathLike | None = None,
     partitioned_tables: bool = False,
     progress: Any = None,
@@ -210,13 +210,15 @@ def dedup_dask(
     checks that it sees them before any work is sent (:class:`~neardup.errors.InputError` or
     :class:`~neardup.errors.OutputError` naming the path and the worker otherwise). An
     :class:`OSError` of a task (a file of the run gone from under a worker) is raised as one of
-    those too. ``partition_docs``: about how many records of a
-    large uncompressed JSONL file (byte ranges) or of a Parquet file of more than 1.5 x that
+    those too. ``partition_docs`` (default 200,000: ~400 MB of 2 KB texts, a worker's
+    working set ~0.6 GB): about how many records of a large uncompressed JSONL file (byte
+    ranges, as many as a multiple of the workers) or of a Parquet file of more than 1.5 x that
     many rows (runs of whole row groups) go into one partition (other inputs are one partition
-    each; a directory given with ``input_format`` "jsonl" or "parquet" stands for its files of
-    that format). Connected components (``cluster`` "components") are found on the workers;
-    the verified pairs still pass through the client for the ``pairs`` table, and with
-    ``cluster`` "strict" (greedy, sequential) the client clusters them.
+    each: a file, a folder of text files, each shard of a folder of Parquet shards; a
+    directory given with ``input_format`` "jsonl" stands for its JSONL files). Connected
+    components (``cluster`` "components") and the ``pairs`` table are made on the workers: no
+    verified pair passes through the client. With ``cluster`` "strict" (greedy, sequential)
+    the client gathers the verified pairs and clusters them.
 
     Each partition's arrays and the shuffles' pieces are kept as files in a scratch folder
     ``.neardup-work-XXXXXXXX`` under ``work_dir`` (default: ``outdir``), which must also be
