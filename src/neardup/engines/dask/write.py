@@ -310,30 +310,13 @@ def write_step(ctx: RunContext) -> None:
         )
         for p in range(P)
     ]
-    counts = PairCounts(mode=mode, max_group=max_group)
-    for c in client.gather(gp + cx):
-        counts = counts.merge(c)
-    if ctx.distinct:  # a text without copies is a group of one (the buckets hold copies only)
-        counts.largest_group = max(counts.largest_group, 1)
-    ctx.pair_counts = counts
     xpre = [f"{xdir}/x{p}" for p in range(P)]
     pt_f = [
         ctx.submit(pairs_table, xpre, expre, p, ptab[p], *cx, name="ptable", i=p) for p in range(P)
     ]
-    csize = client.gather(
-        [ctx.submit(fp_cluster_stats, ctx.exact_dir, s, cm_f, name="cstats", i=s) for s in range(P)]
-    )
-    n_clusters = sum(c[0] for c in csize)
-    largest = max([c[1] for c in csize] + [1 if ctx.n else 0])
-    creps = concat([c[2] for c in csize], np.int64)
-    ctot = concat([c[3] for c in csize], np.int64)
-    if len(creps):
-        _, inv = np.unique(creps, return_inverse=True)
-        sizes = np.bincount(inv, weights=ctot).astype(np.int64)
-        n_clusters += int(np.count_nonzero(sizes >= 2))
-        largest = max(largest, int(sizes.max()))
-    ctx.clusters, ctx.largest = n_clusters, largest
-    client.gather(pt_f)
+    cs_f = [
+        ctx.submit(fp_cluster_stats, ctx.exact_dir, s, cm_f, name="cstats", i=s) for s in range(P)
+    ]
 
     outdir = ctx.outdir
     prepare_outdir(outdir)
@@ -344,6 +327,7 @@ def write_step(ctx: RunContext) -> None:
         if ctx.output.write_corpus:  # written by the workers while the client writes the tables
             corpus = Corpus(ctx, fc)
         staged: dict[str, Any] = {}
+        made = {"clusters": fc, "pairs": pt_f}
         for stem, tabs in (("clusters", ctab), ("pairs", ptab)):
             if ctx.partitioned_tables:
                 # the workers' parts become the output as they are: moved, not read
@@ -351,14 +335,18 @@ def write_step(ctx: RunContext) -> None:
                 sd: Staged | TableStream = folder
                 streams.append(folder)
                 for i, path in enumerate(tabs):
+                    made[stem][i].result()
                     shutil.move(path, folder.tmp / f"part-{i:05d}.parquet")
             else:
                 ts = TableStream(outdir / stem, ctx.output.format)
                 sd = ts
                 streams.append(ts)
-                for path in tabs:
+                for i, path in enumerate(tabs):
+                    # each part as soon as it is made: the clusters while the pairs are made
+                    made[stem][i].result()
                     ts.write_parquet_part(path)
             staged[stem] = sd
+        _counts(ctx, gp + cx, cs_f)
         if corpus is not None:
             corpus.finish()
         # all written: only now does any output take its place (none if anything failed)
@@ -374,6 +362,28 @@ def write_step(ctx: RunContext) -> None:
         if corpus is not None:
             corpus.discard()
         raise
+
+
+def _counts(ctx: RunContext, pair_counts: list, cluster_stats: list) -> None:
+    """The pairs table's counts and the clusters' number and largest size, for the summary."""
+    cfg = ctx.config
+    counts = PairCounts(mode=cfg.pairs.mode, max_group=cfg.pairs.max_group)
+    for c in ctx.client.gather(pair_counts):
+        counts = counts.merge(c)
+    if ctx.distinct:  # a text without copies is a group of one (the buckets hold copies only)
+        counts.largest_group = max(counts.largest_group, 1)
+    ctx.pair_counts = counts
+    csize = ctx.client.gather(cluster_stats)
+    n_clusters = sum(c[0] for c in csize)
+    largest = max([c[1] for c in csize] + [1 if ctx.n else 0])
+    creps = concat([c[2] for c in csize], np.int64)
+    ctot = concat([c[3] for c in csize], np.int64)
+    if len(creps):
+        _, inv = np.unique(creps, return_inverse=True)
+        sizes = np.bincount(inv, weights=ctot).astype(np.int64)
+        n_clusters += int(np.count_nonzero(sizes >= 2))
+        largest = max(largest, int(sizes.max()))
+    ctx.clusters, ctx.largest = n_clusters, largest
 
 
 _EXT = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "tsv": ".tsv", "parquet": ".parquet"}
